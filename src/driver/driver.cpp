@@ -1,0 +1,98 @@
+// The stitchc command line and its job: ONNX -> graph -> passes -> report.
+#include "driver/driver.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstring>
+#include <fstream>
+#include <iostream>
+
+#include "graph/error.h"
+#include "graph/graph_json.h"
+
+namespace stitch {
+
+namespace {
+
+std::pair<std::string, Shape> parse_input_shape(const std::string& arg) {
+  size_t eq = arg.rfind('=');
+  std::optional<Shape> shape;
+  if (eq != std::string::npos && eq > 0) shape = parse_shape_spec(arg.substr(eq + 1));
+  if (!shape)
+    user_fail({}, "--input-shape '{}' is not NAME=DIMS (for example input=1x3x224x224)", arg);
+  return {arg.substr(0, eq), *shape};
+}
+
+void write_text_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) user_fail({}, "cannot write '{}': {}", path, std::strerror(errno));
+  f << text;
+  if (!f.flush()) user_fail({}, "writing '{}' failed", path);
+}
+
+} // namespace
+
+int parse_command_line(int argc, char** argv, DriverOptions& options) {
+  CLI::App app{"stitchc: compiles an ONNX model into one CUDA shared library"};
+  std::vector<std::string> input_shapes, print_after, disabled;
+  app.add_option("model", options.model_path, "the .onnx model")->required();
+  app.add_option("--input-shape", input_shapes,
+                 "NAME=DIMS binds a graph input's shape, e.g. input=1x3x224x224 (repeatable)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--report", options.report_path, "write the graph after the passes as JSON");
+  app.add_option("--print-after", print_after,
+                 "print the graph after PASS (or 'all') to standard output (repeatable)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--disable-pass", disabled, "skip PASS (repeatable)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  for (const std::string& arg : input_shapes) {
+    auto [name, shape] = parse_input_shape(arg);
+    if (!options.load.input_shapes.emplace(name, shape).second)
+      user_fail({}, "--input-shape gives '{}' twice", name);
+  }
+  options.pipeline.print_after = {print_after.begin(), print_after.end()};
+  options.pipeline.disabled = {disabled.begin(), disabled.end()};
+  check_pipeline_options(options.pipeline);
+  return -1;
+}
+
+void run_driver(const DriverOptions& options, std::ostream& out) {
+  Graph graph = load_onnx(options.model_path, options.load);
+  PipelineOptions pipeline = options.pipeline;
+  pipeline.print_to = &out;
+  run_pipeline(graph, pipeline);
+  if (!options.report_path.empty())
+    write_text_file(options.report_path,
+                    graph_to_json(graph).dump(2, ' ', false,
+                                              nlohmann::json::error_handler_t::replace) + "\n");
+}
+
+int driver_main(int argc, char** argv) {
+  try {
+    DriverOptions options;
+    int code = parse_command_line(argc, argv, options);
+    if (code >= 0) return code;
+    run_driver(options, std::cout);
+    return 0;
+  } catch (const UserError& e) {
+    std::cerr << "stitchc: error: " << e.what() << "\n";
+    return 1;
+  } catch (const InternalError& e) {
+    std::cerr << "stitchc: " << e.what() << "\n";
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "stitchc: error: out of memory\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "stitchc: internal compiler error (a stitchc bug, please report it): " << e.what()
+              << "\n";
+    return 2;
+  }
+}
+
+} // namespace stitch

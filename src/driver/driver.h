@@ -1,0 +1,31 @@
+// The stitchc driver: command-line options and the compile job they describe.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "frontend/onnx_loader.h"
+#include "graph/pipeline.h"
+
+namespace stitch {
+
+struct DriverOptions {
+  std::string model_path;
+  std::string report_path; // --report: the graph (and later the plan) as JSON
+  LoadOptions load;
+  PipelineOptions pipeline;
+};
+
+// Parses argv; returns the process exit code to use now when parsing ends the run (help,
+// a bad flag), or -1 to go on.
+int parse_command_line(int argc, char** argv, DriverOptions& options);
+
+// Loads the model, runs the passes and writes what was asked for. Throws UserError.
+void run_driver(const DriverOptions& options, std::ostream& out);
+
+// main's body: parse, run, print errors on one line; returns the exit code
+// (0 success, 1 user error, 2 internal error).
+int driver_main(int argc, char** argv);
+
+} // namespace stitch

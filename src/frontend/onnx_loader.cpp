@@ -1,0 +1,354 @@
+// load_onnx: file -> ModelProto -> Graph. The steps run in order: read and parse the file,
+// check opsets and domains, bind the inputs' shapes, convert initializers, convert nodes
+// (refusing every unsupported op at once), resolve names, order the nodes.
+#include "frontend/onnx_loader.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <onnx/onnx_pb.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <unordered_map>
+
+#include "frontend/onnx_attributes.h"
+#include "frontend/onnx_tensor.h"
+#include "graph/checked_math.h"
+#include "graph/error.h"
+#include "graph/topo_sort.h"
+
+namespace stitch {
+
+namespace {
+
+constexpr int kNewestOpset = 25;
+constexpr int kOldestOpset = 7;
+constexpr int64_t kProtobufLimit = INT32_MAX; // protobuf's 2 GiB message limit
+
+std::string folder_of(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+onnx::ModelProto read_model(const std::string& path) {
+  ErrorSite site{path, "", ""};
+  struct stat st{};
+  if (stat(path.c_str(), &st) != 0)
+    user_fail(site, "cannot open the model: {}", std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) user_fail(site, "the model is not a regular file");
+  if (st.st_size > kProtobufLimit)
+    user_fail(site, "the model is {} bytes, over protobuf's 2 GiB limit; store the weights as "
+              "external data", static_cast<long long>(st.st_size));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) user_fail(site, "cannot open the model: {}", std::strerror(errno));
+  std::string bytes(static_cast<size_t>(st.st_size), '\0');
+  if (!in.read(bytes.data(), st.st_size)) user_fail(site, "reading the model failed");
+
+  onnx::ModelProto model;
+  google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
+  google::protobuf::io::CodedInputStream coded(&raw);
+  coded.SetTotalBytesLimit(static_cast<int>(kProtobufLimit));
+  coded.SetRecursionLimit(100);
+  if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
+    user_fail(site, "not a valid ONNX model: the file does not parse as an ONNX protobuf "
+              "(truncated or not ONNX)");
+  if (!model.has_graph())
+    user_fail(site, "not a valid ONNX model: it has no graph (an empty or non-ONNX file?)");
+  return model;
+}
+
+bool is_default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
+
+int default_opset(const onnx::ModelProto& model, const std::string& path) {
+  int opset = 0;
+  for (const auto& imp : model.opset_import())
+    if (is_default_domain(imp.domain())) opset = static_cast<int>(imp.version());
+  if (opset == 0 && model.graph().node_size() > 0)
+    user_fail({path, "", ""}, "the model imports no opset of the default ONNX domain");
+  if (opset != 0 && opset < kOldestOpset)
+    user_fail({path, "", ""}, "opset {} is older than the oldest stitchc supports ({})", opset,
+              kOldestOpset);
+  if (opset > kNewestOpset)
+    user_fail({path, "", ""}, "opset {} is newer than the newest stitchc knows ({})", opset,
+              kNewestOpset);
+  return opset;
+}
+
+// Refuses nodes of other domains, then every unsupported op of the default domain, each
+// with its count and first node names, in one message.
+void check_ops_supported(const onnx::GraphProto& g, const std::string& path) {
+  struct Seen {
+    int count = 0;
+    std::vector<std::string> first;
+  };
+  std::map<std::string, Seen> foreign, unsupported;
+  for (const auto& node : g.node()) {
+    bool foreign_domain = !is_default_domain(node.domain());
+    if (!foreign_domain && op_from_onnx(node.op_type())) continue;
+    Seen& s = foreign_domain ? foreign[node.domain()] : unsupported[node.op_type()];
+    ++s.count;
+    if (s.first.size() < 3) s.first.push_back("'" + node.name() + "'");
+  }
+  auto describe = [](const std::map<std::string, Seen>& m) {
+    std::vector<std::string> parts;
+    for (const auto& [key, s] : m)
+      parts.push_back(fmt::format("{} x{} (first: {})", key, s.count, fmt::join(s.first, ", ")));
+    return fmt::format("{}", fmt::join(parts, "; "));
+  };
+  if (!foreign.empty())
+    user_fail({path, "", ""}, "unsupported op domain: {}; stitchc supports the default ONNX "
+              "domain only", describe(foreign));
+  if (!unsupported.empty())
+    user_fail({path, "", ""}, "unsupported ops: {}", describe(unsupported));
+}
+
+class GraphBuilder {
+public:
+  GraphBuilder(onnx::ModelProto& model, const std::string& path, const LoadOptions& options)
+      : model_(model), path_(path), dir_(folder_of(path)), options_(options) {
+    graph_.source_file = path;
+  }
+
+  Graph build() {
+    graph_.opset = default_opset(model_, path_);
+    onnx::GraphProto& g = *model_.mutable_graph();
+    check_ops_supported(g, path_);
+    add_initializers(g);
+    add_inputs(g);
+    for (auto& node : *g.mutable_node()) add_node(node);
+    add_outputs(g);
+    topo_sort(graph_);
+    return std::move(graph_);
+  }
+
+private:
+  ErrorSite site() const { return {path_, "", ""}; }
+
+  TensorId define(Tensor t, const ErrorSite& where) {
+    if (t.name.empty()) user_fail(where, "a value has an empty name");
+    if (names_.count(t.name))
+      user_fail(where, "value '{}' is defined twice (two producers, or an initializer and a "
+                "producer)", t.name);
+    std::string name = t.name;
+    TensorId id = graph_.add_tensor(std::move(t));
+    names_[name] = id;
+    return id;
+  }
+
+  void add_initializers(onnx::GraphProto& g) {
+    if (g.sparse_initializer_size() > 0)
+      user_fail(site(), "sparse initializers are not supported ('{}')",
+                g.sparse_initializer(0).values().name());
+    for (auto& init : *g.mutable_initializer()) {
+      ErrorSite where{path_, "", ""};
+      if (names_.count(init.name()))
+        user_fail(where, "initializer '{}' is defined twice", init.name());
+      define(tensor_from_onnx(init, dir_, where), where);
+    }
+  }
+
+  void add_inputs(const onnx::GraphProto& g) {
+    std::map<std::string, int64_t> bound_dims; // dim_param -> value
+    for (const auto& [name, shape] : options_.input_shapes) {
+      bool found = false;
+      for (const auto& in : g.input()) found = found || in.name() == name;
+      if (!found) user_fail(site(), "--input-shape names '{}', which is not a graph input", name);
+    }
+    std::vector<std::string> unbound;
+    // Two rounds: bindings given for one input name its dim_params, which bind other inputs.
+    std::vector<std::pair<const onnx::ValueInfoProto*, Shape>> pending;
+    for (const auto& in : g.input()) {
+      if (names_.count(in.name())) continue; // an initializer with a default: a constant
+      if (!in.type().has_tensor_type())
+        user_fail(site(), "graph input '{}' is not a tensor (sequences, maps and optionals are "
+                  "not supported)", in.name());
+      const auto& tt = in.type().tensor_type();
+      std::optional<DType> dtype = dtype_from_onnx(tt.elem_type());
+      if (!dtype)
+        user_fail(site(), "graph input '{}' has unsupported data type {}", in.name(),
+                  onnx_dtype_code_name(tt.elem_type()));
+      if (!tt.has_shape())
+        if (!options_.input_shapes.count(in.name()))
+          user_fail(site(), "graph input '{}' has no shape; give one with --input-shape {}=...",
+                    in.name(), in.name());
+      auto given = options_.input_shapes.find(in.name());
+      if (given != options_.input_shapes.end() && tt.has_shape() &&
+          static_cast<int>(given->second.size()) != tt.shape().dim_size())
+        user_fail(site(), "--input-shape {} has rank {}, but the model declares rank {}",
+                  in.name(), given->second.size(), tt.shape().dim_size());
+      if (given != options_.input_shapes.end() && tt.has_shape())
+        for (int i = 0; i < tt.shape().dim_size(); ++i) {
+          const auto& dim = tt.shape().dim(i);
+          int64_t v = given->second[i];
+          if (dim.has_dim_value() && dim.dim_value() != v)
+            user_fail(site(), "--input-shape {} gives dim {} = {}, but the model fixes it to {}",
+                      in.name(), i, v, dim.dim_value());
+          if (dim.has_dim_param()) {
+            auto [it, fresh] = bound_dims.emplace(dim.dim_param(), v);
+            if (!fresh && it->second != v)
+              user_fail(site(), "symbolic dim '{}' is bound to both {} and {}", dim.dim_param(),
+                        it->second, v);
+          }
+        }
+      pending.emplace_back(&in, Shape{});
+      Tensor t;
+      t.name = in.name();
+      t.dtype = *dtype;
+      t.typed = true;
+      graph_.inputs.push_back(define(std::move(t), site()));
+    }
+    for (size_t k = 0; k < pending.size(); ++k) {
+      const onnx::ValueInfoProto& in = *pending[k].first;
+      Tensor& t = graph_.tensor(graph_.inputs[k]);
+      auto given = options_.input_shapes.find(in.name());
+      if (given != options_.input_shapes.end()) {
+        t.shape = given->second;
+      } else {
+        const auto& shape = in.type().tensor_type().shape();
+        for (int i = 0; i < shape.dim_size(); ++i) {
+          const auto& dim = shape.dim(i);
+          if (dim.has_dim_value()) {
+            if (dim.dim_value() < 0)
+              user_fail(site(), "graph input '{}' has negative dim {} = {}", in.name(), i,
+                        dim.dim_value());
+            t.shape.push_back(dim.dim_value());
+            continue;
+          }
+          auto b = dim.has_dim_param() ? bound_dims.find(dim.dim_param()) : bound_dims.end();
+          if (b != bound_dims.end()) {
+            t.shape.push_back(b->second);
+            continue;
+          }
+          unbound.push_back(fmt::format("{}[{}]{}", in.name(), i,
+                                        dim.has_dim_param() ? " '" + dim.dim_param() + "'" : ""));
+          t.shape.push_back(0);
+        }
+      }
+      try {
+        (void)t.bytes();
+      } catch (const UserError& e) {
+        user_fail(site(), "graph input '{}' shape {} is too large: {}", in.name(),
+                  shape_to_string(t.shape), e.reason());
+      }
+    }
+    if (!unbound.empty())
+      user_fail(site(), "the model has symbolic dims to bind with --input-shape NAME=DxDx...: {}",
+                fmt::join(unbound, ", "));
+  }
+
+  void add_node(onnx::NodeProto& proto) {
+    Node node;
+    node.op = *op_from_onnx(proto.op_type()); // checked by check_ops_supported
+    node.name = proto.name();
+    node.opset = graph_.opset;
+    ErrorSite where{path_, proto.name(), proto.op_type()};
+    for (const std::string& in : proto.input()) {
+      if (in.empty()) {
+        node.inputs.push_back(kNoTensor);
+        continue;
+      }
+      auto it = names_.find(in);
+      if (it == names_.end()) {
+        pending_inputs_.push_back({graph_.nodes.size(), node.inputs.size(), in, where});
+        node.inputs.push_back(kNoTensor);
+        continue;
+      }
+      node.inputs.push_back(it->second);
+    }
+    for (const std::string& out : proto.output()) {
+      if (out.empty()) {
+        node.outputs.push_back(kNoTensor);
+        continue;
+      }
+      Tensor t;
+      t.name = out;
+      node.outputs.push_back(define(std::move(t), where));
+    }
+    for (auto& attr : *proto.mutable_attribute())
+      node.attrs[attr.name()] = attribute_from_onnx(attr, graph_, dir_, where);
+    graph_.nodes.push_back(std::move(node));
+  }
+
+  // Inputs named before their producer appears (the model's node order need not be
+  // topological), resolved once every node is known.
+  void resolve_pending_inputs() {
+    for (const PendingInput& p : pending_inputs_) {
+      auto it = names_.find(p.name);
+      if (it == names_.end())
+        user_fail(p.where, "input '{}' is not defined by any node, initializer or graph input",
+                  p.name);
+      graph_.nodes[p.node].inputs[p.slot] = it->second;
+    }
+  }
+
+  void add_outputs(const onnx::GraphProto& g) {
+    resolve_pending_inputs();
+    if (g.output_size() == 0) user_fail(site(), "the graph has no outputs");
+    for (const auto& out : g.output()) {
+      auto it = names_.find(out.name());
+      if (it == names_.end())
+        user_fail(site(), "graph output '{}' is not defined by any node, initializer or input",
+                  out.name());
+      graph_.outputs.push_back(it->second);
+      DeclaredType decl;
+      if (out.type().has_tensor_type()) {
+        const auto& tt = out.type().tensor_type();
+        decl.onnx_elem_type = tt.elem_type();
+        decl.has_shape = tt.has_shape();
+        for (const auto& dim : tt.shape().dim())
+          decl.dims.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
+      } else if (out.has_type()) {
+        user_fail(site(), "graph output '{}' is not a tensor (sequences, maps and optionals are "
+                  "not supported)", out.name());
+      }
+      graph_.declared_outputs[it->second] = decl;
+    }
+  }
+
+  struct PendingInput {
+    size_t node;
+    size_t slot;
+    std::string name;
+    ErrorSite where;
+  };
+
+  onnx::ModelProto& model_;
+  std::string path_;
+  std::string dir_;
+  const LoadOptions& options_;
+  Graph graph_;
+  std::unordered_map<std::string, TensorId> names_;
+  std::vector<PendingInput> pending_inputs_;
+};
+
+} // namespace
+
+std::optional<Shape> parse_shape_spec(const std::string& spec) {
+  Shape shape;
+  if (spec.empty()) return shape;
+  size_t start = 0;
+  while (start <= spec.size()) {
+    size_t end = spec.find('x', start);
+    if (end == std::string::npos) end = spec.size();
+    std::string part = spec.substr(start, end - start);
+    if (part.empty() || part.size() > 15) return std::nullopt;
+    for (char c : part)
+      if (c < '0' || c > '9') return std::nullopt;
+    shape.push_back(std::stoll(part));
+    start = end + 1;
+  }
+  return shape;
+}
+
+Graph load_onnx(const std::string& path, const LoadOptions& options) {
+  onnx::ModelProto model = read_model(path);
+  try {
+    return GraphBuilder(model, path, options).build();
+  } catch (const UserError& e) {
+    throw e.with_file(path);
+  }
+}
+
+} // namespace stitch

@@ -1,0 +1,20 @@
+// Conversion of ONNX TensorProtos (initializers, Constant values) into constant stitchc
+// tensors, including external data files, with every size and path checked.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <string>
+
+#include "graph/error.h"
+#include "graph/graph.h"
+
+namespace stitch {
+
+// `model_dir` is the folder of the model file: external data must resolve beneath it.
+// `site` names where the tensor appears, for messages. The proto's raw_data may be moved
+// out of it.
+Tensor tensor_from_onnx(onnx::TensorProto& proto, const std::string& model_dir,
+                        const ErrorSite& site);
+
+} // namespace stitch

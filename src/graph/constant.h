@@ -1,0 +1,30 @@
+// Reading and writing the values of constant tensors on the host: used by shape rules that
+// need an input's value (Reshape's shape, Slice's starts) and by constant folding.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace stitch {
+
+// Every element converted to int64 / double (bool as 0/1, floats truncated toward zero for
+// int64). The tensor must be constant.
+std::vector<int64_t> constant_as_int64(const Tensor& t);
+std::vector<double> constant_as_double(const Tensor& t);
+
+// Bytes for `values` stored as `dtype` (values are converted as by a C cast; float16 and
+// bfloat16 round to nearest even).
+std::shared_ptr<const ConstantData> make_constant_from_int64(DType dtype,
+                                                             const std::vector<int64_t>& values);
+std::shared_ptr<const ConstantData> make_constant_from_double(DType dtype,
+                                                              const std::vector<double>& values);
+
+float half_to_float(uint16_t h);
+uint16_t float_to_half(float f);
+float bfloat16_to_float(uint16_t b);
+uint16_t float_to_bfloat16(float f);
+
+} // namespace stitch

@@ -1,0 +1,114 @@
+// Graph bookkeeping: tensor access, producer/consumer maps, compaction.
+#include "graph/graph.h"
+
+#include "graph/checked_math.h"
+#include "graph/error.h"
+
+namespace stitch {
+
+std::string shape_to_string(const Shape& s) {
+  return fmt::format("[{}]", fmt::join(s, ","));
+}
+
+int64_t shape_elements(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n = checked_mul(n, d, "tensor element count");
+  return n;
+}
+
+int64_t Tensor::bytes() const { return checked_mul(elements(), dtype_size(dtype), "tensor bytes"); }
+
+std::string Attribute::kind_name() const {
+  static constexpr const char* kNames[] = {"int",    "float",   "string", "ints",
+                                           "floats", "strings", "tensor"};
+  return kNames[value.index()];
+}
+
+TensorId Graph::add_tensor(Tensor t) {
+  tensors.push_back(std::move(t));
+  return static_cast<TensorId>(tensors.size() - 1);
+}
+
+const Tensor& Graph::tensor(TensorId id) const {
+  STITCH_INTERNAL_CHECK(id >= 0 && id < static_cast<TensorId>(tensors.size()), "tensor id {}", id);
+  return tensors[id];
+}
+
+Tensor& Graph::tensor(TensorId id) {
+  STITCH_INTERNAL_CHECK(id >= 0 && id < static_cast<TensorId>(tensors.size()), "tensor id {}", id);
+  return tensors[id];
+}
+
+std::vector<int32_t> Graph::producers() const {
+  std::vector<int32_t> prod(tensors.size(), -1);
+  for (size_t n = 0; n < nodes.size(); ++n)
+    for (TensorId t : nodes[n].outputs)
+      if (t != kNoTensor) prod[t] = static_cast<int32_t>(n);
+  return prod;
+}
+
+std::vector<std::vector<int32_t>> Graph::consumers() const {
+  std::vector<std::vector<int32_t>> cons(tensors.size());
+  for (size_t n = 0; n < nodes.size(); ++n)
+    for (TensorId t : nodes[n].inputs)
+      if (t != kNoTensor && (cons[t].empty() || cons[t].back() != static_cast<int32_t>(n)))
+        cons[t].push_back(static_cast<int32_t>(n));
+  return cons;
+}
+
+bool Graph::is_graph_output(TensorId id) const {
+  for (TensorId o : outputs)
+    if (o == id) return true;
+  return false;
+}
+
+bool Graph::compact() {
+  size_t before_nodes = nodes.size(), before_tensors = tensors.size();
+  std::vector<Node> kept;
+  kept.reserve(nodes.size());
+  for (Node& n : nodes)
+    if (!n.removed) kept.push_back(std::move(n));
+  nodes = std::move(kept);
+
+  // Keep tensors that something still names: graph inputs/outputs, node operands, and the
+  // storage of kept views.
+  std::vector<char> used(tensors.size(), 0);
+  for (TensorId t : inputs) used[t] = 1;
+  for (TensorId t : outputs) used[t] = 1;
+  for (const Node& n : nodes) {
+    for (TensorId t : n.inputs)
+      if (t != kNoTensor) used[t] = 1;
+    for (TensorId t : n.outputs)
+      if (t != kNoTensor) used[t] = 1;
+    for (const auto& [key, attr] : n.attrs)
+      if (auto* t = std::get_if<TensorId>(&attr.value)) used[*t] = 1;
+  }
+  for (size_t t = 0; t < tensors.size(); ++t) // a view's base stays while the view does
+    for (TensorId v = static_cast<TensorId>(t); used[t] && tensors[v].view_of != kNoTensor;
+         v = tensors[v].view_of)
+      used[tensors[v].view_of] = 1;
+
+  std::vector<TensorId> remap(tensors.size(), kNoTensor);
+  std::vector<Tensor> kept_tensors;
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    if (!used[t]) continue;
+    remap[t] = static_cast<TensorId>(kept_tensors.size());
+    kept_tensors.push_back(std::move(tensors[t]));
+  }
+  tensors = std::move(kept_tensors);
+  auto fix = [&](TensorId& t) {
+    if (t != kNoTensor) t = remap[t];
+  };
+  for (Tensor& t : tensors) fix(t.view_of);
+  for (TensorId& t : inputs) fix(t);
+  for (TensorId& t : outputs) fix(t);
+  for (Node& n : nodes) {
+    for (TensorId& t : n.inputs) fix(t);
+    for (TensorId& t : n.outputs) fix(t);
+    for (auto& [key, attr] : n.attrs)
+      if (auto* t = std::get_if<TensorId>(&attr.value)) fix(*t);
+  }
+  return nodes.size() != before_nodes || tensors.size() != before_tensors;
+}
+
+} // namespace stitch

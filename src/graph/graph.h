@@ -1,0 +1,99 @@
+// The dataflow graph stitchc compiles: tensors with a dtype and a concrete shape, nodes that
+// apply one operator of the op table (ops.def), and the model's inputs and outputs.
+//
+// Tensors and nodes are addressed by index. `Graph::nodes` is kept in topological order by
+// every pass; removed nodes are dropped by `Graph::compact()`.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "graph/dtype.h"
+#include "graph/ops.h"
+
+namespace stitch {
+
+using Shape = std::vector<int64_t>;
+using TensorId = int32_t;
+constexpr TensorId kNoTensor = -1; // an omitted optional input or output
+
+std::string shape_to_string(const Shape& s); // "[2,3,4]"
+int64_t shape_elements(const Shape& s);      // checked product
+
+// The bytes of a constant tensor (little-endian, dense, row-major).
+struct ConstantData {
+  std::string bytes;
+};
+
+struct Tensor {
+  std::string name; // the ONNX value name (unique in the graph)
+  DType dtype = DType::Float32;
+  Shape shape;
+  bool typed = false; // dtype and shape are known (set by the frontend or by infer-shapes)
+  std::shared_ptr<const ConstantData> constant; // set for initializers and folded values
+  // A view shares the storage of `view_of` and only reinterprets its shape (Reshape and its
+  // kin become views; see make_views.h).
+  TensorId view_of = kNoTensor;
+
+  int64_t elements() const { return shape_elements(shape); }
+  int64_t bytes() const;
+  bool is_constant() const { return constant != nullptr; }
+};
+
+// An ONNX attribute value. Graph-valued attributes (If, Loop, Scan) are not kept: those ops
+// are refused by the frontend.
+struct Attribute {
+  using Value = std::variant<int64_t, double, std::string, std::vector<int64_t>,
+                             std::vector<double>, std::vector<std::string>, TensorId>;
+  Value value;
+  std::string kind_name() const; // "int", "float", "string", "ints", "floats", "strings", "tensor"
+};
+
+struct Node {
+  OpKind op = OpKind::Identity;
+  std::string name;           // the ONNX node name (may be empty in the model)
+  std::vector<TensorId> inputs;  // kNoTensor for an omitted optional input
+  std::vector<TensorId> outputs; // kNoTensor for an omitted optional output
+  std::map<std::string, Attribute> attrs;
+  int opset = 0;        // the default domain's opset the model imports
+  bool removed = false; // dropped at the next Graph::compact()
+};
+
+// The type a model declares for one of its outputs; checked against the inferred one.
+struct DeclaredType {
+  int onnx_elem_type = 0;     // 0 when the model leaves it out
+  bool has_shape = false;
+  std::vector<int64_t> dims;  // -1 where the model gives a symbolic or unknown dim
+};
+
+class Graph {
+public:
+  std::string source_file; // the model file, for messages
+  std::vector<Tensor> tensors;
+  std::vector<Node> nodes; // topological order
+  std::vector<TensorId> inputs;
+  std::vector<TensorId> outputs;
+  int opset = 0; // the default domain's opset
+  std::map<TensorId, DeclaredType> declared_outputs;
+
+  TensorId add_tensor(Tensor t);
+  const Tensor& tensor(TensorId id) const;
+  Tensor& tensor(TensorId id);
+
+  // For each tensor, the node index that produces it, or -1.
+  std::vector<int32_t> producers() const;
+  // For each tensor, the indices of the nodes that read it (a node reading a tensor twice
+  // appears once).
+  std::vector<std::vector<int32_t>> consumers() const;
+  bool is_graph_output(TensorId id) const;
+
+  // Drop removed nodes and tensors no longer referenced; keeps order. Returns true if
+  // anything was dropped.
+  bool compact();
+};
+
+} // namespace stitch

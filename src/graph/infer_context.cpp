@@ -1,0 +1,146 @@
+// InferContext: checked access to a node's operands and attributes for shape rules.
+#include "graph/infer_context.h"
+
+#include "graph/checked_math.h"
+#include "graph/constant.h"
+
+namespace stitch {
+
+bool InferContext::has_input(int i) const {
+  return i >= 0 && i < num_inputs() && node_.inputs[i] != kNoTensor;
+}
+
+const Tensor& InferContext::input(int i, const char* what) const {
+  if (!has_input(i)) fail("missing required {} (input {})", what, i);
+  const Tensor& t = graph_.tensor(node_.inputs[i]);
+  STITCH_INTERNAL_CHECK(t.typed, "input '{}' of a node is untyped during inference", t.name);
+  return t;
+}
+
+std::vector<int64_t> InferContext::const_ints(int i, const char* what) const {
+  const Tensor& t = input(i, what);
+  if (!t.is_constant())
+    fail("{} (input '{}') must be a constant: stitchc compiles static shapes, and this value is "
+         "computed at run time",
+         what, t.name);
+  if (!dtype_is_integer(t.dtype)) fail("{} must be an integer tensor, got {}", what, dtype_name(t.dtype));
+  return constant_as_int64(t);
+}
+
+std::vector<double> InferContext::const_floats(int i, const char* what) const {
+  const Tensor& t = input(i, what);
+  if (!t.is_constant())
+    fail("{} (input '{}') must be a constant: stitchc compiles static shapes, and this value is "
+         "computed at run time",
+         what, t.name);
+  return constant_as_double(t);
+}
+
+const Attribute* InferContext::find_attr(const std::string& name, size_t expected_index,
+                                         const char* expected_kind) const {
+  auto it = node_.attrs.find(name);
+  if (it == node_.attrs.end()) return nullptr;
+  if (it->second.value.index() != expected_index)
+    fail("attribute '{}' must be {}, got {}", name, expected_kind, it->second.kind_name());
+  return &it->second;
+}
+
+int64_t InferContext::attr_int(const std::string& name, int64_t dflt) const {
+  const Attribute* a = find_attr(name, 0, "an int");
+  return a ? std::get<int64_t>(a->value) : dflt;
+}
+
+double InferContext::attr_float(const std::string& name, double dflt) const {
+  const Attribute* a = find_attr(name, 1, "a float");
+  return a ? std::get<double>(a->value) : dflt;
+}
+
+std::string InferContext::attr_string(const std::string& name, const std::string& dflt) const {
+  const Attribute* a = find_attr(name, 2, "a string");
+  return a ? std::get<std::string>(a->value) : dflt;
+}
+
+std::vector<int64_t> InferContext::attr_ints(const std::string& name,
+                                             const std::vector<int64_t>& dflt) const {
+  const Attribute* a = find_attr(name, 3, "a list of ints");
+  return a ? std::get<std::vector<int64_t>>(a->value) : dflt;
+}
+
+std::vector<double> InferContext::attr_floats(const std::string& name,
+                                              const std::vector<double>& dflt) const {
+  const Attribute* a = find_attr(name, 4, "a list of floats");
+  return a ? std::get<std::vector<double>>(a->value) : dflt;
+}
+
+int64_t InferContext::req_int(const std::string& name) const {
+  if (!has_attr(name)) fail("missing required attribute '{}'", name);
+  return attr_int(name, 0);
+}
+
+std::vector<int64_t> InferContext::req_ints(const std::string& name) const {
+  if (!has_attr(name)) fail("missing required attribute '{}'", name);
+  return attr_ints(name);
+}
+
+TensorId InferContext::attr_tensor(const std::string& name) const {
+  const Attribute* a = find_attr(name, 6, "a tensor");
+  if (!a) fail("missing required attribute '{}'", name);
+  return std::get<TensorId>(a->value);
+}
+
+void InferContext::expect_inputs(int min, int max) const {
+  int n = num_inputs();
+  // Trailing omitted optional inputs do not count.
+  while (n > 0 && node_.inputs[n - 1] == kNoTensor) --n;
+  if (n < min || n > max) {
+    if (min == max) fail("expects {} inputs, got {}", min, n);
+    fail("expects {} to {} inputs, got {}", min, max, n);
+  }
+  for (int i = 0; i < min; ++i)
+    if (!has_input(i)) fail("required input {} is missing", i);
+}
+
+void InferContext::expect_float_input(int i) const {
+  if (!dtype_is_float(dtype(i)))
+    fail("input {} must be a floating-point tensor, got {}", i, dtype_name(dtype(i)));
+}
+
+bool InferContext::has_output(int i) const {
+  return i >= 0 && i < num_outputs() && node_.outputs[i] != kNoTensor;
+}
+
+void InferContext::set_output(int i, DType dtype, Shape shape) {
+  if (!has_output(i)) return; // an omitted optional output
+  for (int64_t d : shape)
+    if (d < 0) fail("inferred a negative dimension for output {}: {}", i, shape_to_string(shape));
+  Tensor& t = graph_.tensor(node_.outputs[i]);
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  try {
+    (void)t.bytes(); // the byte size must be representable
+  } catch (const UserError& e) {
+    fail("output {} {} is too large: {}", i, shape_to_string(t.shape), e.reason());
+  }
+  t.typed = true;
+}
+
+int64_t InferContext::normalize_axis(int64_t axis, int64_t rank, const char* what) const {
+  if (axis < -rank || axis >= rank)
+    fail("{} {} is out of range for a tensor of rank {}", what, axis, rank);
+  return axis < 0 ? axis + rank : axis;
+}
+
+std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
+  size_t r = std::max(a.size(), b.size());
+  Shape out(r);
+  for (size_t i = 0; i < r; ++i) {
+    int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (da == db || db == 1) out[i] = da;
+    else if (da == 1) out[i] = db;
+    else return std::nullopt;
+  }
+  return out;
+}
+
+} // namespace stitch

@@ -1,0 +1,27 @@
+// The operator kinds and categories of stitchc's IR, generated from the table in ops.def.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+namespace stitch {
+
+enum class OpCategory { Elementwise, Broadcast, Reduction, Movement, Gemm, Conv, Opaque };
+
+enum class OpKind {
+#define STITCH_OP(name, category, rule, fold) name,
+#include "graph/ops.def"
+#undef STITCH_OP
+};
+
+std::string_view op_name(OpKind op);
+OpCategory op_category(OpKind op);
+std::string_view category_name(OpCategory c);
+// An ONNX op_type of the default domain that stitchc supports; internal ops are not found.
+std::optional<OpKind> op_from_onnx(std::string_view op_type);
+bool op_is_internal(OpKind op);
+// Ops whose output 0 holds exactly the bytes of input 0 under another shape (Identity,
+// Dropout at inference, Reshape, Flatten, Squeeze, Unsqueeze, View): they need no kernel.
+bool op_reinterprets_storage(OpKind op);
+
+} // namespace stitch

@@ -1,0 +1,78 @@
+// run_pipeline: the passes in order, verification after each, optional printing.
+#include "graph/pipeline.h"
+
+#include "graph/eliminate_dead.h"
+#include "graph/error.h"
+#include "graph/fold_constants.h"
+#include "graph/graph_printer.h"
+#include "graph/infer_shapes.h"
+#include "graph/make_views.h"
+#include "graph/remove_identity.h"
+#include "graph/verify.h"
+
+namespace stitch {
+
+namespace {
+
+struct Pass {
+  const char* name;
+  bool (*run)(Graph&);
+  bool required;
+};
+
+constexpr Pass kPasses[] = {
+    {"infer-shapes", infer_shapes, true},
+    {"fold-constants", fold_constants, false},
+    {"remove-identity", remove_identity, false},
+    {"eliminate-dead", eliminate_dead, false},
+    {"make-views", make_views, false},
+};
+
+} // namespace
+
+const std::vector<std::string>& pass_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const Pass& p : kPasses) n.push_back(p.name);
+    return n;
+  }();
+  return names;
+}
+
+void check_pipeline_options(const PipelineOptions& options) {
+  auto known = [](const std::string& name) {
+    for (const Pass& p : kPasses)
+      if (name == p.name) return true;
+    return false;
+  };
+  for (const std::string& name : options.disabled) {
+    if (!known(name))
+      user_fail({}, "--disable-pass: unknown pass '{}' (passes: {})", name,
+                fmt::join(pass_names(), ", "));
+    for (const Pass& p : kPasses)
+      if (name == p.name && p.required)
+        user_fail({}, "--disable-pass: pass '{}' is required and cannot be disabled", name);
+  }
+  for (const std::string& name : options.print_after)
+    if (name != "all" && !known(name))
+      user_fail({}, "--print-after: unknown pass '{}' (passes: {})", name,
+                fmt::join(pass_names(), ", "));
+}
+
+void run_pipeline(Graph& graph, const PipelineOptions& options) {
+  check_pipeline_options(options);
+  verify_graph(graph, "the frontend");
+  for (const Pass& pass : kPasses) {
+    if (options.disabled.count(pass.name)) continue;
+    try {
+      pass.run(graph);
+    } catch (const UserError& e) {
+      throw e.with_file(graph.source_file);
+    }
+    verify_graph(graph, pass.name);
+    if (options.print_to && (options.print_after.count(pass.name) || options.print_after.count("all")))
+      *options.print_to << "// ---- after " << pass.name << " ----\n" << print_graph(graph);
+  }
+}
+
+} // namespace stitch

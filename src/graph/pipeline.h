@@ -1,0 +1,31 @@
+// The pass pipeline: one straight-line list of graph passes, each a free function
+// `bool pass(Graph&)` returning "changed", with the graph verified after every pass.
+//
+//   infer-shapes    dtypes, shapes and compile-time values of every tensor (required)
+//   fold-constants  nodes with compile-time outputs become constants
+//   remove-identity Identity, Dropout and no-op reshapes disappear
+//   eliminate-dead  nodes that reach no graph output disappear
+//   make-views      Reshape/Flatten/Squeeze/Unsqueeze become views of their input
+#pragma once
+
+#include <ostream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace stitch {
+
+struct PipelineOptions {
+  std::set<std::string> disabled;    // --disable-pass
+  std::set<std::string> print_after; // --print-after ("all" prints after every pass)
+  std::ostream* print_to = nullptr;  // where --print-after writes
+};
+
+const std::vector<std::string>& pass_names();
+// Unknown or required pass names in the options are user errors.
+void check_pipeline_options(const PipelineOptions& options);
+void run_pipeline(Graph& graph, const PipelineOptions& options);
+
+} // namespace stitch
