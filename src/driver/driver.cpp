@@ -39,6 +39,11 @@ int parse_command_line(int argc, char** argv, DriverOptions& options) {
   app.add_option("--input-shape", input_shapes,
                  "NAME=DIMS binds a graph input's shape, e.g. input=1x3x224x224 (repeatable)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  std::vector<std::string> frozen;
+  app.add_option("--freeze-input", frozen,
+                 "NAME=FILE.pb makes a graph input a constant with the value in an ONNX "
+                 "TensorProto file (repeatable)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--report", options.report_path, "write the graph after the passes as JSON");
   app.add_option("--print-after", print_after,
                  "print the graph after PASS (or 'all') to standard output (repeatable)")
@@ -54,6 +59,13 @@ int parse_command_line(int argc, char** argv, DriverOptions& options) {
     auto [name, shape] = parse_input_shape(arg);
     if (!options.load.input_shapes.emplace(name, shape).second)
       user_fail({}, "--input-shape gives '{}' twice", name);
+  }
+  for (const std::string& arg : frozen) {
+    size_t eq = arg.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size())
+      user_fail({}, "--freeze-input '{}' is not NAME=FILE.pb", arg);
+    if (!options.load.frozen_inputs.emplace(arg.substr(0, eq), arg.substr(eq + 1)).second)
+      user_fail({}, "--freeze-input gives '{}' twice", arg.substr(0, eq));
   }
   options.pipeline.print_after = {print_after.begin(), print_after.end()};
   options.pipeline.disabled = {disabled.begin(), disabled.end()};

@@ -68,11 +68,11 @@ int default_opset(const onnx::ModelProto& model, const std::string& path) {
   if (opset == 0 && model.graph().node_size() > 0)
     user_fail({path, "", ""}, "the model imports no opset of the default ONNX domain");
   if (opset != 0 && opset < kOldestOpset)
-    user_fail({path, "", ""}, "opset {} is older than the oldest stitchc supports ({})", opset,
-              kOldestOpset);
+    user_fail({path, "", ""}, "unsupported opset {}: older than the oldest stitchc supports ({})",
+              opset, kOldestOpset);
   if (opset > kNewestOpset)
-    user_fail({path, "", ""}, "opset {} is newer than the newest stitchc knows ({})", opset,
-              kNewestOpset);
+    user_fail({path, "", ""}, "unsupported opset {}: newer than the newest stitchc knows ({})",
+              opset, kNewestOpset);
   return opset;
 }
 
@@ -112,9 +112,9 @@ public:
   }
 
   Graph build() {
-    graph_.opset = default_opset(model_, path_);
     onnx::GraphProto& g = *model_.mutable_graph();
     check_ops_supported(g, path_);
+    graph_.opset = default_opset(model_, path_);
     add_initializers(g);
     add_inputs(g);
     for (auto& node : *g.mutable_node()) add_node(node);
@@ -151,19 +151,25 @@ private:
 
   void add_inputs(const onnx::GraphProto& g) {
     std::map<std::string, int64_t> bound_dims; // dim_param -> value
-    for (const auto& [name, shape] : options_.input_shapes) {
-      bool found = false;
-      for (const auto& in : g.input()) found = found || in.name() == name;
-      if (!found) user_fail(site(), "--input-shape names '{}', which is not a graph input", name);
-    }
+    auto check_names_input = [&](const std::string& name, const char* flag) {
+      for (const auto& in : g.input())
+        if (in.name() == name) return;
+      user_fail(site(), "{} names '{}', which is not a graph input", flag, name);
+    };
+    for (const auto& [name, shape] : options_.input_shapes) check_names_input(name, "--input-shape");
+    for (const auto& [name, file] : options_.frozen_inputs) check_names_input(name, "--freeze-input");
     std::vector<std::string> unbound;
     // Two rounds: bindings given for one input name its dim_params, which bind other inputs.
     std::vector<std::pair<const onnx::ValueInfoProto*, Shape>> pending;
     for (const auto& in : g.input()) {
       if (names_.count(in.name())) continue; // an initializer with a default: a constant
+      if (options_.frozen_inputs.count(in.name())) {
+        freeze_input(in);
+        continue;
+      }
       if (!in.type().has_tensor_type())
-        user_fail(site(), "graph input '{}' is not a tensor (sequences, maps and optionals are "
-                  "not supported)", in.name());
+        user_fail(site(), "graph input '{}' has an unsupported type: only tensors are supported "
+                  "(not sequences, maps or optionals)", in.name());
       const auto& tt = in.type().tensor_type();
       std::optional<DType> dtype = dtype_from_onnx(tt.elem_type());
       if (!dtype)
@@ -238,6 +244,33 @@ private:
                 fmt::join(unbound, ", "));
   }
 
+  // A graph input given a fixed value (--freeze-input NAME=FILE.pb) becomes a constant.
+  void freeze_input(const onnx::ValueInfoProto& in) {
+    const std::string& file = options_.frozen_inputs.at(in.name());
+    ErrorSite where{file, "", ""};
+    std::ifstream f(file, std::ios::binary);
+    if (!f) user_fail(where, "--freeze-input {}: cannot open the file", in.name());
+    onnx::TensorProto proto;
+    if (!proto.ParseFromIstream(&f))
+      user_fail(where, "--freeze-input {}: the file is not an ONNX TensorProto", in.name());
+    std::string dir = folder_of(file);
+    Tensor t = tensor_from_onnx(proto, dir, where);
+    t.name = in.name();
+    const auto& tt = in.type().tensor_type();
+    if (tt.elem_type() != dtype_onnx_code(t.dtype))
+      user_fail(where, "--freeze-input {}: the file holds {}, the input is declared {}", in.name(),
+                dtype_name(t.dtype), onnx_dtype_code_name(tt.elem_type()));
+    if (tt.has_shape()) {
+      bool same = tt.shape().dim_size() == static_cast<int>(t.shape.size());
+      for (int i = 0; same && i < tt.shape().dim_size(); ++i)
+        same = !tt.shape().dim(i).has_dim_value() || tt.shape().dim(i).dim_value() == t.shape[i];
+      if (!same)
+        user_fail(where, "--freeze-input {}: the file's shape {} does not fit the declared one",
+                  in.name(), shape_to_string(t.shape));
+    }
+    define(std::move(t), site());
+  }
+
   void add_node(onnx::NodeProto& proto) {
     Node node;
     node.op = *op_from_onnx(proto.op_type()); // checked by check_ops_supported
@@ -300,8 +333,8 @@ private:
         for (const auto& dim : tt.shape().dim())
           decl.dims.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
       } else if (out.has_type()) {
-        user_fail(site(), "graph output '{}' is not a tensor (sequences, maps and optionals are "
-                  "not supported)", out.name());
+        user_fail(site(), "graph output '{}' has an unsupported type: only tensors are supported "
+                  "(not sequences, maps or optionals)", out.name());
       }
       graph_.declared_outputs[it->second] = decl;
     }
@@ -347,7 +380,8 @@ Graph load_onnx(const std::string& path, const LoadOptions& options) {
   try {
     return GraphBuilder(model, path, options).build();
   } catch (const UserError& e) {
-    throw e.with_file(path);
+    if (e.site().file.empty()) throw e.with_file(path);
+    throw;
   }
 }
 

@@ -17,6 +17,9 @@ struct LoadOptions {
   // Shapes for graph inputs by name (`--input-shape NAME=1x3x224x224`); they bind the
   // symbolic dims (dim_param) of that input, and through their names, of others.
   std::map<std::string, Shape> input_shapes;
+  // Graph inputs given a fixed value, as ONNX TensorProto files (`--freeze-input
+  // NAME=FILE.pb`): they become constants, e.g. a shape operand fed as an input.
+  std::map<std::string, std::string> frozen_inputs;
 };
 
 Graph load_onnx(const std::string& path, const LoadOptions& options = {});

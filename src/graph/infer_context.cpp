@@ -1,6 +1,8 @@
 // InferContext: checked access to a node's operands and attributes for shape rules.
 #include "graph/infer_context.h"
 
+#include <algorithm>
+
 #include "graph/checked_math.h"
 #include "graph/constant.h"
 
@@ -19,21 +21,48 @@ const Tensor& InferContext::input(int i, const char* what) const {
 
 std::vector<int64_t> InferContext::const_ints(int i, const char* what) const {
   const Tensor& t = input(i, what);
-  if (!t.is_constant())
-    fail("{} (input '{}') must be a constant: stitchc compiles static shapes, and this value is "
-         "computed at run time",
-         what, t.name);
+  if (!t.is_constant()) fail_not_constant(t, what);
   if (!dtype_is_integer(t.dtype)) fail("{} must be an integer tensor, got {}", what, dtype_name(t.dtype));
   return constant_as_int64(t);
 }
 
 std::vector<double> InferContext::const_floats(int i, const char* what) const {
   const Tensor& t = input(i, what);
-  if (!t.is_constant())
-    fail("{} (input '{}') must be a constant: stitchc compiles static shapes, and this value is "
-         "computed at run time",
-         what, t.name);
+  if (!t.is_constant()) fail_not_constant(t, what);
   return constant_as_double(t);
+}
+
+void InferContext::fail_not_constant(const Tensor& t, const char* what) const {
+  // Which graph inputs does the value depend on? An iterative walk up the producers.
+  std::vector<int32_t> producer = graph_.producers();
+  std::vector<char> seen(graph_.tensors.size(), 0);
+  std::vector<TensorId> stack = {static_cast<TensorId>(&t - graph_.tensors.data())};
+  std::vector<std::string> inputs;
+  while (!stack.empty()) {
+    TensorId id = stack.back();
+    stack.pop_back();
+    if (id == kNoTensor || seen[id]) continue;
+    seen[id] = 1;
+    const Tensor& cur = graph_.tensor(id);
+    if (cur.is_constant()) continue;
+    if (producer[id] < 0) {
+      inputs.push_back(cur.name);
+      continue;
+    }
+    for (TensorId in : graph_.nodes[producer[id]].inputs) stack.push_back(in);
+  }
+  std::sort(inputs.begin(), inputs.end());
+  std::string hint = inputs.empty()
+                         ? std::string()
+                         : fmt::format("; it depends on graph input(s) {}, which --freeze-input "
+                                       "NAME=FILE.pb can fix",
+                                       fmt::join(inputs, ", "));
+  throw NonConstantOperandError(
+      {graph_.source_file, node_.name, std::string(op_name(node_.op))},
+      fmt::format("{} (input '{}') must be a constant: stitchc compiles static shapes, and this "
+                  "value is computed at run time{}",
+                  what, t.name, hint),
+      t.name, inputs);
 }
 
 const Attribute* InferContext::find_attr(const std::string& name, size_t expected_index,

@@ -65,10 +65,29 @@ public:
   }
 
 private:
+  [[noreturn]] void fail_not_constant(const Tensor& t, const char* what) const;
   const Attribute* find_attr(const std::string& name, size_t expected_index,
                              const char* expected_kind) const;
   Graph& graph_;
   Node& node_;
+};
+
+// A shape-defining operand (Reshape's shape, Slice's starts, ...) that is computed at run
+// time. It names the tensor, so that a caller holding its value (a test harness, or a user
+// with --freeze-input) can make it a constant.
+class NonConstantOperandError : public UserError {
+public:
+  NonConstantOperandError(ErrorSite site, std::string reason, std::string tensor,
+                          std::vector<std::string> graph_inputs)
+      : UserError(std::move(site), std::move(reason)), tensor_(std::move(tensor)),
+        graph_inputs_(std::move(graph_inputs)) {}
+  const std::string& tensor() const { return tensor_; }
+  // The graph inputs the operand's value depends on: freezing them makes it constant.
+  const std::vector<std::string>& graph_inputs() const { return graph_inputs_; }
+
+private:
+  std::string tensor_;
+  std::vector<std::string> graph_inputs_;
 };
 
 // numpy broadcasting of two shapes; nullopt when they do not broadcast.

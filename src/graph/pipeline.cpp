@@ -61,13 +61,14 @@ void check_pipeline_options(const PipelineOptions& options) {
 
 void run_pipeline(Graph& graph, const PipelineOptions& options) {
   check_pipeline_options(options);
-  verify_graph(graph, "the frontend");
+  verify_graph(graph, "the frontend", /*require_types=*/false);
   for (const Pass& pass : kPasses) {
     if (options.disabled.count(pass.name)) continue;
     try {
       pass.run(graph);
     } catch (const UserError& e) {
-      throw e.with_file(graph.source_file);
+      if (e.site().file.empty()) throw e.with_file(graph.source_file);
+      throw; // keeps the error's own type
     }
     verify_graph(graph, pass.name);
     if (options.print_to && (options.print_after.count(pass.name) || options.print_after.count("all")))

@@ -1,10 +1,12 @@
 // Shape rules of the Gemm, Conv and Opaque categories: matrix products (MatMul, Gemm,
 // Einsum), windowed ops (Conv, ConvTranspose, MaxPool, AveragePool) and TopK.
+#include <algorithm>
 #include <array>
 #include <string>
 #include <vector>
 
 #include "graph/checked_math.h"
+#include "graph/error.h"
 #include "graph/shape_rules.h"
 
 namespace stitch {
@@ -59,7 +61,8 @@ struct Window {
 
 std::vector<int64_t> positive_ints(const InferContext& ctx, const char* name, size_t n) {
   std::vector<int64_t> v = ctx.attr_ints(name, std::vector<int64_t>(n, 1));
-  if (v.size() != n) ctx.fail("attribute '{}' has {} entries for {} spatial axes", name, v.size(), n);
+  if (v.size() != n)
+    ctx.fail("attribute '{}' has {} entries for {} spatial axes", name, v.size(), n);
   for (int64_t x : v)
     if (x < 1) ctx.fail("attribute '{}' must hold positive values, got {}", name, x);
   return v;
@@ -79,11 +82,17 @@ Window read_window(const InferContext& ctx, std::vector<int64_t> kernel) {
   for (int64_t p : w.pads)
     if (p < 0) ctx.fail("attribute 'pads' must not be negative, got {}", p);
   std::string auto_pad = ctx.attr_string("auto_pad", "NOTSET");
-  if (auto_pad == "NOTSET") w.auto_pad = AutoPad::NotSet;
-  else if (auto_pad == "SAME_UPPER") w.auto_pad = AutoPad::SameUpper;
-  else if (auto_pad == "SAME_LOWER") w.auto_pad = AutoPad::SameLower;
-  else if (auto_pad == "VALID") w.auto_pad = AutoPad::Valid;
-  else ctx.fail("attribute 'auto_pad' must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, got \"{}\"", auto_pad);
+  if (auto_pad == "NOTSET")
+    w.auto_pad = AutoPad::NotSet;
+  else if (auto_pad == "SAME_UPPER")
+    w.auto_pad = AutoPad::SameUpper;
+  else if (auto_pad == "SAME_LOWER")
+    w.auto_pad = AutoPad::SameLower;
+  else if (auto_pad == "VALID")
+    w.auto_pad = AutoPad::Valid;
+  else
+    ctx.fail("attribute 'auto_pad' must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, got \"{}\"",
+             auto_pad);
   return w;
 }
 
@@ -146,8 +155,10 @@ EinsumTerm parse_einsum_term(const InferContext& ctx, const std::string& text) {
 std::vector<std::string> split_on(const std::string& s, char sep) {
   std::vector<std::string> parts(1);
   for (char c : s) {
-    if (c == sep) parts.emplace_back();
-    else parts.back() += c;
+    if (c == sep)
+      parts.emplace_back();
+    else
+      parts.back() += c;
   }
   return parts;
 }
@@ -159,8 +170,9 @@ void rule_matmul(InferContext& ctx) {
   expect_same_dtype(ctx, 0, 1);
   if (ctx.dtype(0) == DType::Bool) ctx.fail("MatMul does not take bool inputs");
   Shape a = ctx.shape(0), b = ctx.shape(1);
-  if (a.empty() || b.empty()) ctx.fail("operands must have rank 1 or more, got {} and {}",
-                                       shape_to_string(a), shape_to_string(b));
+  if (a.empty() || b.empty())
+    ctx.fail("operands must have rank 1 or more, got {} and {}", shape_to_string(a),
+             shape_to_string(b));
   // numpy: a 1-D A is a row vector, a 1-D B a column vector; the added axis is dropped.
   bool a_vector = a.size() == 1, b_vector = b.size() == 1;
   if (a_vector) a.insert(a.begin(), 1);
@@ -208,7 +220,8 @@ void rule_gemm(InferContext& ctx) {
 void rule_einsum(InferContext& ctx) {
   require_opset(ctx, 12);
   ctx.expect_inputs(1, ctx.num_inputs() > 0 ? ctx.num_inputs() : 1);
-  for (int i = 1; i < ctx.num_inputs(); ++i) expect_same_dtype(ctx, 0, i);
+  for (int i = 1; i < ctx.num_inputs(); ++i)
+    expect_same_dtype(ctx, 0, i);
   std::string equation;
   for (char c : ctx.attr_string("equation", ""))
     if (c != ' ') equation += c;
@@ -238,7 +251,8 @@ void rule_einsum(InferContext& ctx) {
                shape_to_string(shape));
     if (term.ellipsis_at >= 0) {
       any_ellipsis = true;
-      Shape part(shape.begin() + term.ellipsis_at, shape.begin() + term.ellipsis_at + ellipsis_rank);
+      Shape part(shape.begin() + term.ellipsis_at,
+                 shape.begin() + term.ellipsis_at + ellipsis_rank);
       std::optional<Shape> b = broadcast_shapes(ellipsis_shape, part);
       if (!b) ctx.fail("the \"...\" dimensions of the inputs do not broadcast");
       ellipsis_shape = *b;
@@ -255,7 +269,8 @@ void rule_einsum(InferContext& ctx) {
       ++label_count[c]; // a label used twice, even in one term, is summed over
       in_term[c] = d;
       int64_t& known = label_dim[c];
-      if (known < 0 || known == 1) known = d;
+      if (known < 0 || known == 1)
+        known = d;
       else if (d != known && d != 1)
         ctx.fail("label '{}' has the dimensions {} and {}, which do not broadcast", c, known, d);
     }
@@ -313,7 +328,8 @@ void rule_conv(InferContext& ctx) {
              fmt::join(ctx.attr_ints("kernel_shape"), ","), fmt::join(kernel, ","));
   Window win = read_window(ctx, kernel);
   Shape out{x[0], w[0]};
-  for (size_t i = 0; i < kernel.size(); ++i) out.push_back(window_output(ctx, win, i, x[i + 2], false));
+  for (size_t i = 0; i < kernel.size(); ++i)
+    out.push_back(window_output(ctx, win, i, x[i + 2], false));
   ctx.set_output(0, ctx.dtype(0), std::move(out));
 }
 
@@ -328,7 +344,8 @@ void rule_conv_transpose(InferContext& ctx) {
              shape_to_string(x), shape_to_string(w));
   int64_t group = ctx.attr_int("group", 1);
   if (group < 1) ctx.fail("attribute 'group' must be positive, got {}", group);
-  if (w[0] != x[1]) ctx.fail("X has {} channels but W {} expects {}", x[1], shape_to_string(w), w[0]);
+  if (w[0] != x[1])
+    ctx.fail("X has {} channels but W {} expects {}", x[1], shape_to_string(w), w[0]);
   if (x[1] % group != 0) ctx.fail("the channel count {} is not divisible by group {}", x[1], group);
   int64_t out_channels = mul_or_fail(ctx, w[1], group, "output channels");
   if (ctx.has_input(2) && ctx.shape(2) != Shape{out_channels})
@@ -341,13 +358,15 @@ void rule_conv_transpose(InferContext& ctx) {
   size_t n = kernel.size();
   std::vector<int64_t> output_padding = ctx.attr_ints("output_padding", std::vector<int64_t>(n, 0));
   if (output_padding.size() != n)
-    ctx.fail("attribute 'output_padding' has {} entries for {} spatial axes", output_padding.size(), n);
+    ctx.fail("attribute 'output_padding' has {} entries for {} spatial axes", output_padding.size(),
+             n);
   for (size_t i = 0; i < n; ++i)
     if (output_padding[i] < 0 || output_padding[i] >= std::max(win.strides[i], win.dilations[i]))
       ctx.fail("output_padding {} must be non-negative and less than the stride or dilation",
                output_padding[i]);
   std::vector<int64_t> output_shape = ctx.attr_ints("output_shape");
-  if (output_shape.size() == n + 2) output_shape.erase(output_shape.begin(), output_shape.begin() + 2);
+  if (output_shape.size() == n + 2)
+    output_shape.erase(output_shape.begin(), output_shape.begin() + 2);
   if (!output_shape.empty() && output_shape.size() != n)
     ctx.fail("attribute 'output_shape' has {} entries for {} spatial axes", output_shape.size(), n);
 
@@ -360,7 +379,9 @@ void rule_conv_transpose(InferContext& ctx) {
       size = mul_or_fail(ctx, in, win.strides[i], "output size");
     } else {
       // stride * (in - 1) + output_padding + dilated kernel - pads
-      int64_t pads = win.auto_pad == AutoPad::Valid ? 0 : win.pads[i] + win.pads[i + n];
+      int64_t pads = win.auto_pad == AutoPad::Valid
+                         ? 0
+                         : add_or_fail(ctx, win.pads[i], win.pads[i + n], "total padding");
       size = mul_or_fail(ctx, win.strides[i], in - 1, "output size");
       size = add_or_fail(ctx, size, output_padding[i], "output size");
       size = add_or_fail(ctx, size, effective_kernel(ctx, win, i), "output size");
@@ -379,11 +400,14 @@ void rule_pool(InferContext& ctx) {
   if (x.size() < 3) ctx.fail("X must be [N, C, D1, ...], got {}", shape_to_string(x));
   std::vector<int64_t> kernel = ctx.req_ints("kernel_shape");
   if (kernel.size() != x.size() - 2)
-    ctx.fail("attribute 'kernel_shape' has {} entries for {} spatial axes", kernel.size(), x.size() - 2);
+    ctx.fail("attribute 'kernel_shape' has {} entries for {} spatial axes", kernel.size(),
+             x.size() - 2);
   Window win = read_window(ctx, kernel);
   bool ceil_mode = flag_attr(ctx, "ceil_mode", 0) == 1;
-  if (ctx.op() == OpKind::MaxPool) flag_attr(ctx, "storage_order", 0);
-  else flag_attr(ctx, "count_include_pad", 0);
+  if (ctx.op() == OpKind::MaxPool)
+    flag_attr(ctx, "storage_order", 0);
+  else
+    flag_attr(ctx, "count_include_pad", 0);
   Shape out{x[0], x[1]};
   for (size_t i = 0; i < kernel.size(); ++i)
     out.push_back(window_output(ctx, win, i, x[i + 2], ceil_mode));
@@ -402,7 +426,7 @@ void rule_topk(InferContext& ctx) {
   } else {
     if (ctx.input(1).elements() != 1 || ctx.rank(1) > 1)
       ctx.fail("K (input 1) must hold one value, got shape {}", shape_to_string(ctx.shape(1)));
-    k = ctx.const_ints(1, "K (input 1)")[0];
+    k = ctx.const_ints(1, "K")[0];
   }
   if (ctx.opset() >= 11) {
     flag_attr(ctx, "largest", 1);

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/error.h"
 #include "graph/shape_rules.h"
 
 namespace stitch {
@@ -124,8 +125,10 @@ void rule_cast_like(InferContext& ctx) {
 }
 
 void rule_broadcast(InferContext& ctx) {
-  if (is_variadic(ctx.op())) ctx.expect_inputs(1, ctx.num_inputs() > 0 ? ctx.num_inputs() : 1);
-  else ctx.expect_inputs(2, 2);
+  if (is_variadic(ctx.op()))
+    ctx.expect_inputs(1, ctx.num_inputs() > 0 ? ctx.num_inputs() : 1);
+  else
+    ctx.expect_inputs(2, 2);
   for (int i = 0; i < ctx.num_inputs(); ++i)
     if (!ctx.has_input(i)) ctx.fail("input {} is omitted; every input of this op is required", i);
   expect_same_dtype(ctx, 0, ctx.num_inputs() - 1);
@@ -176,8 +179,8 @@ void rule_prelu(InferContext& ctx) {
   // The slope broadcasts to X's shape; X's shape never grows.
   std::optional<Shape> b = broadcast_shapes(ctx.shape(0), ctx.shape(1));
   if (!b || *b != ctx.shape(0))
-    ctx.fail("slope of shape {} does not broadcast to X of shape {}",
-             shape_to_string(ctx.shape(1)), shape_to_string(ctx.shape(0)));
+    ctx.fail("slope of shape {} does not broadcast to X of shape {}", shape_to_string(ctx.shape(1)),
+             shape_to_string(ctx.shape(0)));
   ctx.set_output(0, ctx.dtype(0), ctx.shape(0));
 }
 
@@ -185,7 +188,7 @@ void rule_expand(InferContext& ctx) {
   ctx.expect_inputs(2, 2);
   if (ctx.rank(1) != 1)
     ctx.fail("shape (input 1) must be 1-D, got shape {}", shape_to_string(ctx.shape(1)));
-  Shape target = ctx.const_ints(1, "shape (input 1)");
+  Shape target = ctx.const_ints(1, "shape");
   for (int64_t d : target)
     if (d < 0) ctx.fail("shape (input 1) has a negative dimension {}", d);
   std::optional<Shape> out = broadcast_shapes(ctx.shape(0), target);
@@ -205,10 +208,12 @@ void rule_batch_norm(InferContext& ctx) {
   for (int i = 1; i < ctx.num_outputs(); ++i)
     if (ctx.has_output(i))
       ctx.fail("output {} (running or saved statistics) is only produced in training mode, "
-               "which stitchc does not compile", i);
+               "which stitchc does not compile",
+               i);
   ctx.expect_float_input(0);
   if (ctx.rank(0) < 2)
-    ctx.fail("X must have rank 2 or more ([N, C, ...]), got shape {}", shape_to_string(ctx.shape(0)));
+    ctx.fail("X must have rank 2 or more ([N, C, ...]), got shape {}",
+             shape_to_string(ctx.shape(0)));
   int64_t channels = ctx.shape(0)[1];
   static constexpr const char* kNames[] = {"X", "scale", "B", "input_mean", "input_var"};
   for (int i = 1; i < 5; ++i) {

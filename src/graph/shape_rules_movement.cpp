@@ -2,11 +2,13 @@
 // (Reshape and its kin, Transpose, Concat/Split, Slice, the gathers and scatters, Pad,
 // Resize, Shape/Size, constants). Operands that decide a shape (Reshape's shape, Slice's
 // starts) must be constants: stitchc compiles static shapes.
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "graph/checked_math.h"
+#include "graph/error.h"
 #include "graph/shape_rules.h"
 
 namespace stitch {
@@ -32,7 +34,8 @@ int64_t add_or_fail(const InferContext& ctx, int64_t a, int64_t b, std::string_v
 
 int64_t elements_or_fail(const InferContext& ctx, const Shape& s, std::string_view what) {
   int64_t n = 1;
-  for (int64_t d : s) n = mul_or_fail(ctx, n, d, what);
+  for (int64_t d : s)
+    n = mul_or_fail(ctx, n, d, what);
   return n;
 }
 
@@ -44,7 +47,8 @@ void require_opset(const InferContext& ctx, int since) {
 
 // The value of a constant 1-D integer input.
 std::vector<int64_t> const_vector(const InferContext& ctx, int i, const char* what) {
-  if (ctx.rank(i) != 1) ctx.fail("{} must be 1-D, got shape {}", what, shape_to_string(ctx.shape(i)));
+  if (ctx.rank(i) != 1)
+    ctx.fail("{} must be 1-D, got shape {}", what, shape_to_string(ctx.shape(i)));
   return ctx.const_ints(i, what);
 }
 
@@ -53,7 +57,7 @@ std::vector<int64_t> normalize_axes(const InferContext& ctx, const std::vector<i
   std::vector<int64_t> out;
   std::vector<bool> seen(static_cast<size_t>(rank), false);
   for (int64_t a : axes) {
-    int64_t n = ctx.normalize_axis(a, rank, what);
+    int64_t n = ctx.normalize_axis(a, rank, "axis");
     if (seen[n]) ctx.fail("{} names axis {} twice", what, n);
     seen[n] = true;
     out.push_back(n);
@@ -84,6 +88,10 @@ int64_t slice_length(int64_t start, int64_t end, int64_t step) {
 
 // ONNX Slice: negative bounds count from the end, then clamp to the axis.
 void clamp_slice_bounds(int64_t dim, int64_t step, int64_t& start, int64_t& end) {
+  if (dim == 0) {
+    start = end = 0; // nothing to select
+    return;
+  }
   if (start < 0) start += dim;
   if (end < 0) end += dim;
   if (step > 0) {
@@ -108,7 +116,7 @@ void rule_dropout(InferContext& ctx) {
     if (ctx.input(2).elements() != 1) ctx.fail("training_mode (input 2) must be a scalar");
     if (!ctx.input(2).is_constant())
       ctx.fail("training_mode (input 2) must be a constant: stitchc compiles inference only");
-    if (ctx.const_floats(2, "training_mode (input 2)")[0] != 0)
+    if (ctx.const_floats(2, "training_mode")[0] != 0)
       ctx.fail("training_mode=true is not supported: stitchc compiles inference, where Dropout "
                "passes its input through");
   }
@@ -123,7 +131,8 @@ void rule_transpose(InferContext& ctx) {
   ctx.expect_inputs(1, 1);
   int64_t rank = ctx.rank(0);
   std::vector<int64_t> perm;
-  for (int64_t d = rank - 1; d >= 0; --d) perm.push_back(d);
+  for (int64_t d = rank - 1; d >= 0; --d)
+    perm.push_back(d);
   perm = ctx.attr_ints("perm", perm);
   if (static_cast<int64_t>(perm.size()) != rank)
     ctx.fail("attribute 'perm' has {} entries for a tensor of rank {}", perm.size(), rank);
@@ -131,7 +140,8 @@ void rule_transpose(InferContext& ctx) {
   Shape out;
   for (int64_t p : perm) {
     if (p < 0 || p >= rank || seen[p])
-      ctx.fail("attribute 'perm' [{}] is not a permutation of the {} axes", fmt::join(perm, ","), rank);
+      ctx.fail("attribute 'perm' [{}] is not a permutation of the {} axes", fmt::join(perm, ","),
+               rank);
     seen[p] = true;
     out.push_back(ctx.shape(0)[p]);
   }
@@ -140,7 +150,7 @@ void rule_transpose(InferContext& ctx) {
 
 void rule_reshape(InferContext& ctx) {
   ctx.expect_inputs(2, 2);
-  Shape requested = const_vector(ctx, 1, "shape (input 1)");
+  Shape requested = const_vector(ctx, 1, "shape");
   bool allowzero = ctx.opset() >= 14 && ctx.attr_int("allowzero", 0) != 0;
   const Shape& in = ctx.shape(0);
   int64_t total = elements_or_fail(ctx, in, "input element count");
@@ -158,7 +168,8 @@ void rule_reshape(InferContext& ctx) {
       if (inferred >= 0) ctx.fail("shape {} has more than one -1", shape_to_string(requested));
       if (allowzero) {
         for (int64_t r : requested)
-          if (r == 0) ctx.fail("shape {} has both 0 and -1 with allowzero=1", shape_to_string(requested));
+          if (r == 0)
+            ctx.fail("shape {} has both 0 and -1 with allowzero=1", shape_to_string(requested));
       }
       inferred = static_cast<int64_t>(i);
       out.push_back(1);
@@ -190,9 +201,9 @@ void rule_flatten(InferContext& ctx) {
   if (axis < 0) axis += rank;
   const Shape& in = ctx.shape(0);
   Shape outer(in.begin(), in.begin() + axis), inner(in.begin() + axis, in.end());
-  ctx.set_output(0, ctx.dtype(0),
-                 {elements_or_fail(ctx, outer, "flatten size"),
-                  elements_or_fail(ctx, inner, "flatten size")});
+  ctx.set_output(
+      0, ctx.dtype(0),
+      {elements_or_fail(ctx, outer, "flatten size"), elements_or_fail(ctx, inner, "flatten size")});
 }
 
 void rule_squeeze(InferContext& ctx) {
@@ -200,14 +211,18 @@ void rule_squeeze(InferContext& ctx) {
   int64_t rank = ctx.rank(0);
   const Shape& in = ctx.shape(0);
   std::vector<int64_t> axes;
-  if (ctx.opset() < 13) axes = ctx.attr_ints("axes");
-  else if (ctx.has_input(1)) axes = const_vector(ctx, 1, "axes (input 1)");
+  if (ctx.opset() < 13)
+    axes = ctx.attr_ints("axes");
+  else if (ctx.has_input(1))
+    axes = const_vector(ctx, 1, "axes");
   std::vector<bool> squeezed(static_cast<size_t>(rank), false);
   if (axes.empty()) {
-    for (int64_t d = 0; d < rank; ++d) squeezed[d] = in[d] == 1;
+    for (int64_t d = 0; d < rank; ++d)
+      squeezed[d] = in[d] == 1;
   }
   for (int64_t a : normalize_axes(ctx, axes, rank, "axes")) {
-    if (in[a] != 1) ctx.fail("cannot squeeze axis {} of size {} (shape {})", a, in[a], shape_to_string(in));
+    if (in[a] != 1)
+      ctx.fail("cannot squeeze axis {} of size {} (shape {})", a, in[a], shape_to_string(in));
     squeezed[a] = true;
   }
   Shape out;
@@ -223,15 +238,17 @@ void rule_unsqueeze(InferContext& ctx) {
     axes = ctx.req_ints("axes");
   } else {
     ctx.expect_inputs(2, 2);
-    axes = const_vector(ctx, 1, "axes (input 1)");
+    axes = const_vector(ctx, 1, "axes");
   }
   const Shape& in = ctx.shape(0);
   int64_t out_rank = add_or_fail(ctx, ctx.rank(0), static_cast<int64_t>(axes.size()), "rank");
   std::vector<bool> inserted(static_cast<size_t>(out_rank), false);
-  for (int64_t a : normalize_axes(ctx, axes, out_rank, "axes")) inserted[a] = true;
+  for (int64_t a : normalize_axes(ctx, axes, out_rank, "axes"))
+    inserted[a] = true;
   Shape out;
   size_t next = 0;
-  for (int64_t d = 0; d < out_rank; ++d) out.push_back(inserted[d] ? 1 : in[next++]);
+  for (int64_t d = 0; d < out_rank; ++d)
+    out.push_back(inserted[d] ? 1 : in[next++]);
   ctx.set_output(0, ctx.dtype(0), std::move(out));
 }
 
@@ -248,7 +265,8 @@ void rule_concat(InferContext& ctx) {
       ctx.fail("input {} is {} but input 0 is {}; they must have the same type", i,
                dtype_name(ctx.dtype(i)), dtype_name(ctx.dtype(0)));
     bool compatible = static_cast<int64_t>(s.size()) == rank;
-    for (int64_t d = 0; compatible && d < rank; ++d) compatible = d == axis || s[d] == out[d];
+    for (int64_t d = 0; compatible && d < rank; ++d)
+      compatible = d == axis || s[d] == out[d];
     if (!compatible)
       ctx.fail("input {} of shape {} does not match input 0 of shape {} outside axis {}", i,
                shape_to_string(s), shape_to_string(ctx.shape(0)), axis);
@@ -265,15 +283,18 @@ void rule_split(InferContext& ctx) {
   int64_t outputs = ctx.num_outputs();
   if (outputs == 0) ctx.fail("has no outputs");
   std::vector<int64_t> sizes;
-  if (ctx.opset() < 13) sizes = ctx.attr_ints("split");
-  else if (ctx.has_input(1)) sizes = const_vector(ctx, 1, "split (input 1)");
+  if (ctx.opset() < 13)
+    sizes = ctx.attr_ints("split");
+  else if (ctx.has_input(1))
+    sizes = const_vector(ctx, 1, "split");
   bool has_num_outputs = ctx.opset() >= 18 && ctx.has_attr("num_outputs");
   if (has_num_outputs && !sizes.empty())
     ctx.fail("has both the 'split' input and the 'num_outputs' attribute; give one");
 
   if (has_num_outputs) {
     int64_t n = ctx.attr_int("num_outputs", 0);
-    if (n != outputs) ctx.fail("attribute 'num_outputs' is {} but the node has {} outputs", n, outputs);
+    if (n != outputs)
+      ctx.fail("attribute 'num_outputs' is {} but the node has {} outputs", n, outputs);
     int64_t chunk = dim / n + (dim % n != 0 ? 1 : 0);
     int64_t last = dim - chunk * (n - 1); // chunk * (n-1) <= dim + n, no overflow
     if (last < 0)
@@ -293,7 +314,8 @@ void rule_split(InferContext& ctx) {
     sum = add_or_fail(ctx, sum, s, "split total");
   }
   if (sum != dim)
-    ctx.fail("split sizes [{}] sum to {}, but the axis has size {}", fmt::join(sizes, ","), sum, dim);
+    ctx.fail("split sizes [{}] sum to {}, but the axis has size {}", fmt::join(sizes, ","), sum,
+             dim);
   for (int64_t i = 0; i < outputs; ++i) {
     Shape out = ctx.shape(0);
     out[axis] = sizes[i];
@@ -310,18 +332,19 @@ void rule_slice(InferContext& ctx) {
     axes = ctx.attr_ints("axes");
   } else {
     ctx.expect_inputs(3, 5);
-    starts = const_vector(ctx, 1, "starts (input 1)");
-    ends = const_vector(ctx, 2, "ends (input 2)");
-    if (ctx.has_input(3)) axes = const_vector(ctx, 3, "axes (input 3)");
-    if (ctx.has_input(4)) steps = const_vector(ctx, 4, "steps (input 4)");
+    starts = const_vector(ctx, 1, "starts");
+    ends = const_vector(ctx, 2, "ends");
+    if (ctx.has_input(3)) axes = const_vector(ctx, 3, "axes");
+    if (ctx.has_input(4)) steps = const_vector(ctx, 4, "steps");
   }
   size_t n = starts.size();
   if (axes.empty())
-    for (size_t i = 0; i < n; ++i) axes.push_back(static_cast<int64_t>(i));
+    for (size_t i = 0; i < n; ++i)
+      axes.push_back(static_cast<int64_t>(i));
   if (steps.empty()) steps.assign(n, 1);
   if (ends.size() != n || axes.size() != n || steps.size() != n)
-    ctx.fail("starts, ends, axes and steps have different lengths ({}, {}, {}, {})", n,
-             ends.size(), axes.size(), steps.size());
+    ctx.fail("starts, ends, axes and steps have different lengths ({}, {}, {}, {})", n, ends.size(),
+             axes.size(), steps.size());
   Shape out = ctx.shape(0);
   std::vector<int64_t> normalized = normalize_axes(ctx, axes, ctx.rank(0), "axes");
   for (size_t i = 0; i < n; ++i) {
@@ -338,7 +361,7 @@ void rule_gather(InferContext& ctx) {
   expect_index_dtype(ctx, 1, "indices (input 1)");
   const Shape& data = ctx.shape(0);
   int64_t axis = ctx.normalize_axis(ctx.attr_int("axis", 0), ctx.rank(0));
-  check_const_indices(ctx, 1, data[axis], "indices (input 1)");
+  check_const_indices(ctx, 1, data[axis], "indices");
   Shape out(data.begin(), data.begin() + axis);
   out.insert(out.end(), ctx.shape(1).begin(), ctx.shape(1).end());
   out.insert(out.end(), data.begin() + axis + 1, data.end());
@@ -351,12 +374,13 @@ void rule_gather_elements(InferContext& ctx) {
   const Shape &data = ctx.shape(0), &indices = ctx.shape(1);
   int64_t axis = ctx.normalize_axis(ctx.attr_int("axis", 0), ctx.rank(0));
   if (indices.size() != data.size())
-    ctx.fail("indices {} must have the rank of data {}", shape_to_string(indices), shape_to_string(data));
+    ctx.fail("indices {} must have the rank of data {}", shape_to_string(indices),
+             shape_to_string(data));
   for (size_t d = 0; d < data.size(); ++d)
     if (static_cast<int64_t>(d) != axis && indices[d] > data[d])
       ctx.fail("indices {} is larger than data {} on axis {}", shape_to_string(indices),
                shape_to_string(data), d);
-  check_const_indices(ctx, 1, data[axis], "indices (input 1)");
+  check_const_indices(ctx, 1, data[axis], "indices");
   ctx.set_output(0, ctx.dtype(0), indices);
 }
 
@@ -376,9 +400,10 @@ void rule_gather_nd(InferContext& ctx) {
                shape_to_string(indices));
   int64_t m = indices[q - 1];
   if (m < 1 || m > r - b)
-    ctx.fail("the last dimension of indices {} must be in [1, {}]", shape_to_string(indices), r - b);
+    ctx.fail("the last dimension of indices {} must be in [1, {}]", shape_to_string(indices),
+             r - b);
   if (ctx.input(1).is_constant()) {
-    std::vector<int64_t> values = ctx.const_ints(1, "indices (input 1)");
+    std::vector<int64_t> values = ctx.const_ints(1, "indices");
     for (size_t i = 0; i < values.size(); ++i) {
       int64_t dim = data[b + static_cast<int64_t>(i % m)];
       if (values[i] < -dim || values[i] >= dim)
@@ -410,9 +435,10 @@ void rule_scatter_nd(InferContext& ctx) {
   Shape expected(indices.begin(), indices.end() - 1);
   expected.insert(expected.end(), data.begin() + k, data.end());
   if (updates != expected)
-    ctx.fail("updates must have shape {}, got {}", shape_to_string(expected), shape_to_string(updates));
+    ctx.fail("updates must have shape {}, got {}", shape_to_string(expected),
+             shape_to_string(updates));
   if (ctx.input(1).is_constant()) {
-    std::vector<int64_t> values = ctx.const_ints(1, "indices (input 1)");
+    std::vector<int64_t> values = ctx.const_ints(1, "indices");
     for (size_t i = 0; i < values.size(); ++i) {
       int64_t dim = data[i % k];
       if (values[i] < -dim || values[i] >= dim)
@@ -424,7 +450,7 @@ void rule_scatter_nd(InferContext& ctx) {
 
 void rule_tile(InferContext& ctx) {
   ctx.expect_inputs(2, 2);
-  std::vector<int64_t> repeats = const_vector(ctx, 1, "repeats (input 1)");
+  std::vector<int64_t> repeats = const_vector(ctx, 1, "repeats");
   if (static_cast<int64_t>(repeats.size()) != ctx.rank(0))
     ctx.fail("repeats has {} entries for an input of rank {}", repeats.size(), ctx.rank(0));
   Shape out = ctx.shape(0);
@@ -444,15 +470,16 @@ void rule_pad(InferContext& ctx) {
     (void)ctx.attr_float("value", 0.0);
   } else {
     ctx.expect_inputs(2, ctx.opset() < 18 ? 3 : 4);
-    pads = const_vector(ctx, 1, "pads (input 1)");
+    pads = const_vector(ctx, 1, "pads");
     if (ctx.has_input(2)) {
       if (ctx.input(2).elements() != 1)
-        ctx.fail("constant_value (input 2) must be a scalar, got shape {}", shape_to_string(ctx.shape(2)));
+        ctx.fail("constant_value (input 2) must be a scalar, got shape {}",
+                 shape_to_string(ctx.shape(2)));
       if (ctx.dtype(2) != ctx.dtype(0))
         ctx.fail("constant_value is {} but data is {}; they must have the same type",
                  dtype_name(ctx.dtype(2)), dtype_name(ctx.dtype(0)));
     }
-    if (ctx.has_input(3)) axes = const_vector(ctx, 3, "axes (input 3)");
+    if (ctx.has_input(3)) axes = const_vector(ctx, 3, "axes");
   }
   std::string mode = ctx.attr_string("mode", "constant");
   bool wrap_known = ctx.opset() >= 19;
@@ -460,18 +487,18 @@ void rule_pad(InferContext& ctx) {
     ctx.fail("attribute 'mode' must be constant, reflect, edge{}, got \"{}\"",
              wrap_known ? " or wrap" : "", mode);
   if (axes.empty() && !ctx.has_input(3))
-    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
   std::vector<int64_t> normalized = normalize_axes(ctx, axes, rank, "axes");
   size_t n = normalized.size();
-  if (pads.size() != 2 * n)
-    ctx.fail("pads has {} entries; {} axes need {}", pads.size(), n, 2 * n);
+  if (pads.size() != 2 * n) ctx.fail("pads has {} entries; {} axes need {}", pads.size(), n, 2 * n);
   Shape out = ctx.shape(0);
   for (size_t i = 0; i < n; ++i) {
     int64_t a = normalized[i], dim = out[a];
     if (mode != "constant" && dim == 0 && (pads[i] > 0 || pads[i + n] > 0))
       ctx.fail("cannot pad the empty axis {} in {} mode", a, mode);
-    int64_t size = add_or_fail(ctx, add_or_fail(ctx, dim, pads[i], "padded size"), pads[i + n],
-                               "padded size");
+    int64_t size =
+        add_or_fail(ctx, add_or_fail(ctx, dim, pads[i], "padded size"), pads[i + n], "padded size");
     if (size < 0)
       ctx.fail("pads [{}, {}] remove more than the {} elements of axis {}", pads[i], pads[i + n],
                dim, a);
@@ -483,7 +510,8 @@ void rule_pad(InferContext& ctx) {
 void rule_trilu(InferContext& ctx) {
   require_opset(ctx, 14);
   ctx.expect_inputs(1, 2);
-  if (ctx.rank(0) < 2) ctx.fail("input must have rank 2 or more, got shape {}", shape_to_string(ctx.shape(0)));
+  if (ctx.rank(0) < 2)
+    ctx.fail("input must have rank 2 or more, got shape {}", shape_to_string(ctx.shape(0)));
   if (ctx.has_input(1) && (ctx.input(1).elements() != 1 || ctx.dtype(1) != DType::Int64))
     ctx.fail("k (input 1) must be an int64 scalar");
   int64_t upper = ctx.attr_int("upper", 1);
@@ -494,7 +522,7 @@ void rule_trilu(InferContext& ctx) {
 void rule_range(InferContext& ctx) {
   require_opset(ctx, 11);
   ctx.expect_inputs(3, 3);
-  static constexpr const char* kNames[] = {"start (input 0)", "limit (input 1)", "delta (input 2)"};
+  static constexpr const char* kNames[] = {"start", "limit", "delta"};
   for (int i = 0; i < 3; ++i) {
     if (ctx.input(i).elements() != 1)
       ctx.fail("{} must be a scalar, got shape {}", kNames[i], shape_to_string(ctx.shape(i)));
@@ -550,14 +578,15 @@ void rule_size(InferContext& ctx) {
 
 void rule_constant_of_shape(InferContext& ctx) {
   ctx.expect_inputs(1, 1);
-  Shape out = const_vector(ctx, 0, "shape (input 0)");
+  Shape out = const_vector(ctx, 0, "shape");
   for (int64_t d : out)
     if (d < 0) ctx.fail("shape (input 0) has the negative dimension {}", d);
   DType dtype = DType::Float32;
   if (ctx.has_attr("value")) {
     const Tensor& value = ctx.graph().tensor(ctx.attr_tensor("value"));
     if (value.elements() != 1)
-      ctx.fail("attribute 'value' must hold one element, got shape {}", shape_to_string(value.shape));
+      ctx.fail("attribute 'value' must hold one element, got shape {}",
+               shape_to_string(value.shape));
     dtype = value.dtype;
   }
   ctx.set_output(0, dtype, std::move(out));
@@ -565,11 +594,12 @@ void rule_constant_of_shape(InferContext& ctx) {
 
 void rule_constant(InferContext& ctx) {
   ctx.expect_inputs(0, 0);
-  static constexpr const char* kValueAttrs[] = {"value",       "value_float", "value_floats",
-                                                "value_int",   "value_ints",  "value_string",
+  static constexpr const char* kValueAttrs[] = {"value",         "value_float", "value_floats",
+                                                "value_int",     "value_ints",  "value_string",
                                                 "value_strings", "sparse_value"};
   int present = 0;
-  for (const char* name : kValueAttrs) present += ctx.has_attr(name) ? 1 : 0;
+  for (const char* name : kValueAttrs)
+    present += ctx.has_attr(name) ? 1 : 0;
   if (present != 1)
     ctx.fail("must have exactly one value attribute (value, value_float, value_int, ...), has {}",
              present);
@@ -584,7 +614,8 @@ void rule_constant(InferContext& ctx) {
     (void)ctx.attr_float("value_float", 0.0);
     ctx.set_output(0, DType::Float32, {});
   } else if (ctx.has_attr("value_floats")) {
-    ctx.set_output(0, DType::Float32, {static_cast<int64_t>(ctx.attr_floats("value_floats").size())});
+    ctx.set_output(0, DType::Float32,
+                   {static_cast<int64_t>(ctx.attr_floats("value_floats").size())});
   } else if (ctx.has_attr("value_int")) {
     (void)ctx.attr_int("value_int", 0);
     ctx.set_output(0, DType::Int64, {});
@@ -595,11 +626,13 @@ void rule_constant(InferContext& ctx) {
 
 void rule_depth_to_space(InferContext& ctx) {
   ctx.expect_inputs(1, 1);
-  if (ctx.rank(0) != 4) ctx.fail("input must have rank 4 ([N, C, H, W]), got shape {}", shape_to_string(ctx.shape(0)));
+  if (ctx.rank(0) != 4)
+    ctx.fail("input must have rank 4 ([N, C, H, W]), got shape {}", shape_to_string(ctx.shape(0)));
   int64_t block = ctx.req_int("blocksize");
   if (block <= 0) ctx.fail("attribute 'blocksize' must be positive, got {}", block);
   std::string mode = ctx.attr_string("mode", "DCR");
-  if (mode != "DCR" && mode != "CRD") ctx.fail("attribute 'mode' must be DCR or CRD, got \"{}\"", mode);
+  if (mode != "DCR" && mode != "CRD")
+    ctx.fail("attribute 'mode' must be DCR or CRD, got \"{}\"", mode);
   const Shape& in = ctx.shape(0);
   int64_t block_area = mul_or_fail(ctx, block, block, "blocksize squared");
   if (in[1] % block_area != 0)
@@ -611,7 +644,8 @@ void rule_depth_to_space(InferContext& ctx) {
 
 void rule_space_to_depth(InferContext& ctx) {
   ctx.expect_inputs(1, 1);
-  if (ctx.rank(0) != 4) ctx.fail("input must have rank 4 ([N, C, H, W]), got shape {}", shape_to_string(ctx.shape(0)));
+  if (ctx.rank(0) != 4)
+    ctx.fail("input must have rank 4 ([N, C, H, W]), got shape {}", shape_to_string(ctx.shape(0)));
   int64_t block = ctx.req_int("blocksize");
   if (block <= 0) ctx.fail("attribute 'blocksize' must be positive, got {}", block);
   const Shape& in = ctx.shape(0);
@@ -640,15 +674,18 @@ void rule_resize(InferContext& ctx) {
   std::vector<int64_t> axes;
   std::string policy = "stretch";
   if (ctx.opset() >= 18) {
-    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
     axes = normalize_axes(ctx, ctx.attr_ints("axes", axes), rank, "axes");
     policy = ctx.attr_string("keep_aspect_ratio_policy", "stretch");
     if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
       ctx.fail("attribute 'keep_aspect_ratio_policy' must be stretch, not_larger or not_smaller, "
-               "got \"{}\"", policy);
+               "got \"{}\"",
+               policy);
   } else {
     if (ctx.has_attr("axes")) ctx.fail("attribute 'axes' of Resize exists from opset 18");
-    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
   }
 
   const Shape& in = ctx.shape(0);
@@ -673,7 +710,8 @@ void rule_resize(InferContext& ctx) {
   for (int64_t s : sizes)
     if (s < 0) ctx.fail("sizes has the negative entry {}", s);
   if (policy == "stretch") {
-    for (size_t i = 0; i < axes.size(); ++i) out[axes[i]] = sizes[i];
+    for (size_t i = 0; i < axes.size(); ++i)
+      out[axes[i]] = sizes[i];
     ctx.set_output(0, ctx.dtype(0), std::move(out));
     return;
   }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/error.h"
 #include "graph/shape_rules.h"
 
 namespace stitch {
@@ -12,7 +13,9 @@ namespace stitch {
 namespace {
 
 // The opset from which `op` takes its axes as input 1 instead of attribute 'axes'.
-int reduce_axes_input_opset(OpKind op) { return op == OpKind::ReduceSum ? 13 : 18; }
+int reduce_axes_input_opset(OpKind op) {
+  return op == OpKind::ReduceSum ? 13 : 18;
+}
 
 // Each axis made non-negative; a repeated axis is an error.
 std::vector<int64_t> normalize_axes(const InferContext& ctx, const std::vector<int64_t>& axes,
@@ -20,7 +23,7 @@ std::vector<int64_t> normalize_axes(const InferContext& ctx, const std::vector<i
   std::vector<int64_t> out;
   std::vector<bool> seen(static_cast<size_t>(rank), false);
   for (int64_t a : axes) {
-    int64_t n = ctx.normalize_axis(a, rank, what);
+    int64_t n = ctx.normalize_axis(a, rank, "axis");
     if (seen[n]) ctx.fail("{} names axis {} twice", what, n);
     seen[n] = true;
     out.push_back(n);
@@ -64,8 +67,10 @@ void expect_channel_vector(const InferContext& ctx, int i, const char* what, int
 Shape reduced_shape(const Shape& in, const std::vector<bool>& reduced, bool keepdims) {
   Shape out;
   for (size_t d = 0; d < in.size(); ++d) {
-    if (!reduced[d]) out.push_back(in[d]);
-    else if (keepdims) out.push_back(1);
+    if (!reduced[d])
+      out.push_back(in[d]);
+    else if (keepdims)
+      out.push_back(1);
   }
   return out;
 }
@@ -84,13 +89,14 @@ void rule_reduce(InferContext& ctx) {
     if (ctx.has_input(1)) {
       if (ctx.rank(1) != 1)
         ctx.fail("axes (input 1) must be 1-D, got shape {}", shape_to_string(ctx.shape(1)));
-      axes = ctx.const_ints(1, "axes (input 1)");
+      axes = ctx.const_ints(1, "axes");
     }
   } else {
     axes = ctx.attr_ints("axes");
   }
   int64_t keepdims = ctx.attr_int("keepdims", 1);
-  if (keepdims != 0 && keepdims != 1) ctx.fail("attribute 'keepdims' must be 0 or 1, got {}", keepdims);
+  if (keepdims != 0 && keepdims != 1)
+    ctx.fail("attribute 'keepdims' must be 0 or 1, got {}", keepdims);
   int64_t noop = ctx.attr_int("noop_with_empty_axes", 0);
   if (noop != 0 && noop != 1)
     ctx.fail("attribute 'noop_with_empty_axes' must be 0 or 1, got {}", noop);
@@ -100,7 +106,8 @@ void rule_reduce(InferContext& ctx) {
     ctx.set_output(0, ctx.dtype(0), ctx.shape(0));
     return;
   }
-  for (int64_t a : normalize_axes(ctx, axes, rank, "axes")) reduced[a] = true;
+  for (int64_t a : normalize_axes(ctx, axes, rank, "axes"))
+    reduced[a] = true;
   ctx.set_output(0, ctx.dtype(0), reduced_shape(ctx.shape(0), reduced, keepdims == 1));
 }
 
@@ -110,8 +117,10 @@ void rule_arg_reduce(InferContext& ctx) {
   if (rank == 0) ctx.fail("input must have rank 1 or more, got a scalar");
   int64_t axis = ctx.normalize_axis(ctx.attr_int("axis", 0), rank);
   int64_t keepdims = ctx.attr_int("keepdims", 1);
-  if (keepdims != 0 && keepdims != 1) ctx.fail("attribute 'keepdims' must be 0 or 1, got {}", keepdims);
-  if (ctx.shape(0)[axis] == 0) ctx.fail("cannot take {} over the empty axis {}", op_name(ctx.op()), axis);
+  if (keepdims != 0 && keepdims != 1)
+    ctx.fail("attribute 'keepdims' must be 0 or 1, got {}", keepdims);
+  if (ctx.shape(0)[axis] == 0)
+    ctx.fail("cannot take {} over the empty axis {}", op_name(ctx.op()), axis);
   std::vector<bool> reduced(static_cast<size_t>(rank), false);
   reduced[axis] = true;
   ctx.set_output(0, DType::Int64, reduced_shape(ctx.shape(0), reduced, keepdims == 1));
@@ -122,7 +131,7 @@ void rule_cumsum(InferContext& ctx) {
   if (ctx.dtype(0) == DType::Bool) ctx.fail("x must be numeric, got bool");
   if (ctx.input(1).elements() != 1 || ctx.rank(1) > 1)
     ctx.fail("axis (input 1) must be a scalar, got shape {}", shape_to_string(ctx.shape(1)));
-  std::vector<int64_t> axis = ctx.const_ints(1, "axis (input 1)");
+  std::vector<int64_t> axis = ctx.const_ints(1, "axis");
   if (ctx.rank(0) == 0) ctx.fail("x must have rank 1 or more, got a scalar");
   ctx.normalize_axis(axis[0], ctx.rank(0));
   ctx.set_output(0, ctx.dtype(0), ctx.shape(0));
@@ -161,7 +170,8 @@ void rule_layer_norm(InferContext& ctx) {
   expect_broadcasts_to_x(ctx, 2, "B");
   ctx.set_output(0, ctx.dtype(0), ctx.shape(0));
   Shape stats = ctx.shape(0);
-  for (int64_t d = axis; d < rank; ++d) stats[d] = 1;
+  for (int64_t d = axis; d < rank; ++d)
+    stats[d] = 1;
   ctx.set_output(1, stash, stats);
   ctx.set_output(2, stash, stats);
 }
@@ -183,7 +193,8 @@ void rule_group_norm(InferContext& ctx) {
   ctx.expect_inputs(3, 3);
   ctx.expect_float_input(0);
   if (ctx.rank(0) < 2)
-    ctx.fail("X must have rank 2 or more ([N, C, ...]), got shape {}", shape_to_string(ctx.shape(0)));
+    ctx.fail("X must have rank 2 or more ([N, C, ...]), got shape {}",
+             shape_to_string(ctx.shape(0)));
   int64_t channels = ctx.shape(0)[1];
   int64_t groups = ctx.req_int("num_groups");
   if (groups <= 0) ctx.fail("attribute 'num_groups' must be positive, got {}", groups);

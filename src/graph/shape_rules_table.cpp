@@ -1,4 +1,7 @@
 // The shape rule of each op, from the op table (ops.def).
+#include <iterator>
+
+#include "graph/error.h"
 #include "graph/shape_rules.h"
 
 namespace stitch {

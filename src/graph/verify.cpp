@@ -7,10 +7,11 @@ namespace stitch {
 
 namespace {
 
-void check_tensor(const Graph& graph, TensorId id, const std::string& pass) {
+void check_tensor(const Graph& graph, TensorId id, const std::string& pass, bool require_types) {
   STITCH_INTERNAL_CHECK(id >= 0 && id < static_cast<TensorId>(graph.tensors.size()),
                         "after {}: tensor id {} out of range", pass, id);
   const Tensor& t = graph.tensors[id];
+  if (!require_types && !t.typed) return;
   STITCH_INTERNAL_CHECK(t.typed, "after {}: tensor '{}' is untyped", pass, t.name);
   for (int64_t d : t.shape)
     STITCH_INTERNAL_CHECK(d >= 0, "after {}: tensor '{}' has negative dim", pass, t.name);
@@ -22,10 +23,10 @@ void check_tensor(const Graph& graph, TensorId id, const std::string& pass) {
 
 } // namespace
 
-void verify_graph(const Graph& graph, const std::string& pass) {
+void verify_graph(const Graph& graph, const std::string& pass, bool require_types) {
   std::vector<char> available(graph.tensors.size(), 0), produced(graph.tensors.size(), 0);
   for (TensorId t : graph.inputs) {
-    check_tensor(graph, t, pass);
+    check_tensor(graph, t, pass, require_types);
     available[t] = 1;
   }
   for (size_t t = 0; t < graph.tensors.size(); ++t)
@@ -35,13 +36,13 @@ void verify_graph(const Graph& graph, const std::string& pass) {
     STITCH_INTERNAL_CHECK(!node.removed, "after {}: node '{}' is marked removed", pass, node.name);
     for (TensorId t : node.inputs) {
       if (t == kNoTensor) continue;
-      check_tensor(graph, t, pass);
+      check_tensor(graph, t, pass, require_types);
       STITCH_INTERNAL_CHECK(available[t], "after {}: node '{}' ({}) reads '{}' before it is "
                             "produced", pass, node.name, op_name(node.op), graph.tensors[t].name);
     }
     for (TensorId t : node.outputs) {
       if (t == kNoTensor) continue;
-      check_tensor(graph, t, pass);
+      check_tensor(graph, t, pass, require_types);
       STITCH_INTERNAL_CHECK(!produced[t], "after {}: tensor '{}' has two producers", pass,
                             graph.tensors[t].name);
       produced[t] = available[t] = 1;
@@ -62,7 +63,7 @@ void verify_graph(const Graph& graph, const std::string& pass) {
                             pass, tensor.name);
   }
   for (TensorId t : graph.outputs) {
-    check_tensor(graph, t, pass);
+    check_tensor(graph, t, pass, require_types);
     STITCH_INTERNAL_CHECK(available[t], "after {}: graph output '{}' is never produced", pass,
                           graph.tensors[t].name);
   }

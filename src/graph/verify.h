@@ -15,6 +15,7 @@
 
 namespace stitch {
 
-void verify_graph(const Graph& graph, const std::string& after_pass);
+// Before infer-shapes, node outputs are not typed yet: `require_types` is false only then.
+void verify_graph(const Graph& graph, const std::string& after_pass, bool require_types = true);
 
 } // namespace stitch

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "frontend/onnx_loader.h"
+#include "graph/error.h"
 #include "graph/constant.h"
 #include "model_builder.h"
 

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "frontend/onnx_loader.h"
+#include "graph/error.h"
 #include "graph/constant.h"
 #include "graph/pipeline.h"
 #include "graph/verify.h"
@@ -69,7 +70,7 @@ TEST_CASE("disabling fold-constants keeps the shape computation", "[passes]") {
   CHECK(g.tensor(g.nodes.back().inputs[0]).shape == Shape{2, 3, 2, 4});
 }
 
-TEST_CASE("Identity and Dropout disappear; a graph output keeps its name", "[passes]") {
+TEST_CASE("Identity and Dropout disappear and a graph output keeps its name", "[passes]") {
   ModelBuilder m;
   m.input("x", kFloat, {4}).output("y").output("z");
   m.node("Identity", {"x"}, {"a"});
@@ -85,7 +86,7 @@ TEST_CASE("Identity and Dropout disappear; a graph output keeps its name", "[pas
   CHECK(g.tensor(g.outputs[1]).view_of == g.outputs[0]);
 }
 
-TEST_CASE("Reshape, Flatten, Squeeze and Unsqueeze become views", "[passes]") {
+TEST_CASE("Reshape Flatten Squeeze and Unsqueeze become views", "[passes]") {
   ModelBuilder m(13);
   m.input("x", kFloat, {2, 1, 6}).output("y");
   m.initializer_i64("shape", {2}, {3, 4}).initializer_i64("sq", {1}, {1});
@@ -136,7 +137,7 @@ TEST_CASE("pass options are checked", "[passes]") {
   CHECK_THROWS_WITH(check_pipeline_options(opts), Catch::Contains("unknown pass 'no-such-pass'"));
 }
 
-TEST_CASE("--print-after prints the graph after the named pass", "[passes]") {
+TEST_CASE("print-after prints the graph after the named pass", "[passes]") {
   std::ostringstream out;
   PipelineOptions opts;
   opts.print_after = {"make-views"};

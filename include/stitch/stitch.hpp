@@ -1,0 +1,83 @@
+// stitch.hpp — a header-only C++ wrapper over the C API in stitch.h: RAII ownership of
+// models and contexts, std::vector metadata, and exceptions (stitch::Error) on the C++
+// side only. Nothing here adds state; every call goes through the C functions.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "stitch/stitch.h"
+
+namespace stitch {
+
+class Error : public std::runtime_error {
+public:
+  Error(stitch_status status, const std::string& what)
+      : std::runtime_error(what), status_(status) {}
+  stitch_status status() const { return status_; }
+
+private:
+  stitch_status status_;
+};
+
+inline void check(stitch_status s) {
+  if (s != STITCH_OK)
+    throw Error(s, std::string(stitch_status_name(s)) + ": " + stitch_last_error());
+}
+
+struct TensorInfo {
+  std::string name;
+  stitch_dtype dtype;
+  std::vector<int64_t> dims;
+  uint64_t bytes;
+};
+
+class Context;
+
+class Model {
+public:
+  Model() { check(stitch_model_create(&model_)); }
+  ~Model() { if (model_) stitch_model_destroy(model_); }
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  std::vector<TensorInfo> inputs() const { return infos(true); }
+  std::vector<TensorInfo> outputs() const { return infos(false); }
+  stitch_model* get() const { return model_; }
+
+private:
+  std::vector<TensorInfo> infos(bool inputs) const {
+    size_t n = 0;
+    check(inputs ? stitch_model_num_inputs(model_, &n) : stitch_model_num_outputs(model_, &n));
+    std::vector<TensorInfo> out;
+    for (size_t i = 0; i < n; ++i) {
+      stitch_tensor_info info;
+      check(inputs ? stitch_model_input(model_, i, &info) : stitch_model_output(model_, i, &info));
+      out.push_back({info.name, info.dtype,
+                     std::vector<int64_t>(info.dims, info.dims + info.rank), info.bytes});
+    }
+    return out;
+  }
+  stitch_model* model_ = nullptr;
+};
+
+class Context {
+public:
+  explicit Context(Model& model) { check(stitch_context_create(model.get(), &context_)); }
+  ~Context() { if (context_) stitch_context_destroy(context_); }
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  // Enqueues one run on `stream` (a cudaStream_t, or nullptr).
+  void run(const std::vector<stitch_tensor>& inputs, const std::vector<stitch_tensor>& outputs,
+           void* stream = nullptr) {
+    check(stitch_run(context_, inputs.data(), inputs.size(), outputs.data(), outputs.size(),
+                     stream));
+  }
+
+private:
+  stitch_context* context_ = nullptr;
+};
+
+} // namespace stitch

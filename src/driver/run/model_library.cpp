@@ -1,0 +1,142 @@
+// Loading a stitchc library and driving its C API. The library is not trusted to describe
+// itself sensibly: every tensor description is checked before the tool allocates for it.
+#include "driver/run/model_library.h"
+
+#include <dlfcn.h>
+
+#include "driver/run/host_tensor.h"
+#include "driver/run/run_error.h"
+
+namespace stitch::run {
+
+namespace {
+
+// dlopen searches the library path for a name without a slash; the user means a file.
+std::string dlopen_path(const std::string& path) {
+  if (path.find('/') != std::string::npos) return path;
+  return "./" + path;
+}
+
+template <typename Function>
+void resolve(void* handle, const char* symbol, const std::string& path, Function* out) {
+  dlerror();
+  void* address = dlsym(handle, symbol);
+  if (address == nullptr)
+    run_fail("{}: not a complete stitchc library: the symbol '{}' is missing", path, symbol);
+  *out = reinterpret_cast<Function>(address);
+}
+
+void check_info(const stitch_tensor_info& info, const char* kind, size_t index,
+                const std::string& path) {
+  std::string what = fmt::format("{}: the library's {} {}", path, kind, index);
+  if (info.name == nullptr) run_fail("{} has no name", what);
+  if (!is_known_dtype(info.dtype))
+    run_fail("{} ('{}') has the unknown dtype {}", what, info.name, static_cast<int>(info.dtype));
+  if (info.rank < 0 || info.rank > STITCH_MAX_RANK)
+    run_fail("{} ('{}') has rank {}", what, info.name, info.rank);
+  std::vector<int64_t> dims(info.dims, info.dims + info.rank);
+  uint64_t count = 0;
+  if (!checked_element_count(dims, dtype_size(info.dtype), &count))
+    run_fail("{} ('{}') has the impossible dims [{}]", what, info.name, fmt::join(dims, ","));
+  if (count * dtype_size(info.dtype) != info.bytes)
+    run_fail("{} ('{}') is {} but claims {} bytes", what, info.name,
+             describe_type(info.dtype, dims), info.bytes);
+}
+
+} // namespace
+
+ModelLibrary::ModelLibrary(const std::string& path) : path_(path) {
+  handle_ = dlopen(dlopen_path(path).c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle_ == nullptr) {
+    const char* reason = dlerror();
+    run_fail("{}: cannot load the library: {}", path, reason != nullptr ? reason : "unknown error");
+  }
+  dlerror();
+  if (dlsym(handle_, "stitch_api_version") == nullptr) {
+    dlclose(handle_);
+    run_fail("{}: not a stitchc library: it does not export stitch_api_version", path);
+  }
+  try {
+    resolve(handle_, "stitch_api_version", path, &api_.api_version);
+    int version = api_.api_version();
+    if (version != STITCH_API_VERSION)
+      run_fail("{}: the library has stitch API version {}, but this stitch-run speaks version {}; "
+               "use the stitch-run of the stitchc that built it", path, version, STITCH_API_VERSION);
+    resolve(handle_, "stitch_target", path, &api_.target);
+    resolve(handle_, "stitch_model_create", path, &api_.model_create);
+    resolve(handle_, "stitch_model_destroy", path, &api_.model_destroy);
+    resolve(handle_, "stitch_model_num_inputs", path, &api_.model_num_inputs);
+    resolve(handle_, "stitch_model_num_outputs", path, &api_.model_num_outputs);
+    resolve(handle_, "stitch_model_input", path, &api_.model_input);
+    resolve(handle_, "stitch_model_output", path, &api_.model_output);
+    resolve(handle_, "stitch_context_create", path, &api_.context_create);
+    resolve(handle_, "stitch_context_destroy", path, &api_.context_destroy);
+    resolve(handle_, "stitch_run", path, &api_.run);
+    resolve(handle_, "stitch_status_name", path, &api_.status_name);
+    resolve(handle_, "stitch_last_error", path, &api_.last_error);
+    const char* target = api_.target();
+    target_ = target != nullptr ? target : "";
+    if (target_ != "cuda" && target_ != "host")
+      run_fail("{}: the library's target is '{}'; stitch-run drives 'cuda' and 'host'", path,
+               target_);
+  } catch (...) {
+    dlclose(handle_);
+    throw;
+  }
+}
+
+ModelLibrary::~ModelLibrary() { dlclose(handle_); }
+
+void ModelLibrary::check(stitch_status status, const char* call) const {
+  if (status == STITCH_OK) return;
+  const char* name = api_.status_name(status);
+  const char* message = api_.last_error();
+  run_fail("{} failed: {}: {}", call, name != nullptr ? name : "unknown status",
+           message != nullptr ? message : "");
+}
+
+ModelInstance::ModelInstance(const ModelLibrary& library) : library_(library) {
+  const StitchApi& api = library.api();
+  library.check(api.model_create(&model_), "stitch_model_create");
+  try {
+    inputs_ = describe(true);
+    outputs_ = describe(false);
+    library.check(api.context_create(model_, &context_), "stitch_context_create");
+  } catch (...) {
+    api.model_destroy(model_);
+    throw;
+  }
+}
+
+ModelInstance::~ModelInstance() {
+  const StitchApi& api = library_.api();
+  if (context_ != nullptr) api.context_destroy(context_);
+  api.model_destroy(model_);
+}
+
+std::vector<TensorInfo> ModelInstance::describe(bool inputs) const {
+  const StitchApi& api = library_.api();
+  const char* kind = inputs ? "input" : "output";
+  size_t count = 0;
+  library_.check(inputs ? api.model_num_inputs(model_, &count) : api.model_num_outputs(model_, &count),
+                 inputs ? "stitch_model_num_inputs" : "stitch_model_num_outputs");
+  std::vector<TensorInfo> infos;
+  for (size_t i = 0; i < count; ++i) {
+    stitch_tensor_info info{};
+    library_.check(inputs ? api.model_input(model_, i, &info) : api.model_output(model_, i, &info),
+                   inputs ? "stitch_model_input" : "stitch_model_output");
+    check_info(info, kind, i, library_.path());
+    infos.push_back({info.name, info.dtype, std::vector<int64_t>(info.dims, info.dims + info.rank),
+                     info.bytes});
+  }
+  return infos;
+}
+
+void ModelInstance::run(const std::vector<stitch_tensor>& inputs,
+                        const std::vector<stitch_tensor>& outputs, void* stream) {
+  library_.check(library_.api().run(context_, inputs.data(), inputs.size(), outputs.data(),
+                                    outputs.size(), stream),
+                 "stitch_run");
+}
+
+} // namespace stitch::run

@@ -1,0 +1,91 @@
+// ModelLibrary: one library stitchc compiled, opened with dlopen(RTLD_NOW | RTLD_LOCAL) and
+// its C API (include/stitch/stitch.h) resolved with dlsym. Opening checks, in order, that the
+// file loads, that it exports stitch_api_version (else it is not a stitchc library), that the
+// version is the one this tool was built against, that every other API symbol is there, and
+// that stitch_target() names a target the tool can drive ("cuda" or "host").
+//
+// ModelInstance: a stitch_model with one stitch_context, its inputs' and outputs'
+// descriptions checked for consistency, and run() turning a failed status into a RunError
+// carrying the library's stitch_last_error().
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "stitch/stitch.h"
+
+namespace stitch::run {
+
+// The API of stitch.h as function pointers into one library.
+struct StitchApi {
+  const char* (*target)(void) = nullptr;
+  int (*api_version)(void) = nullptr;
+  stitch_status (*model_create)(stitch_model**) = nullptr;
+  stitch_status (*model_destroy)(stitch_model*) = nullptr;
+  stitch_status (*model_num_inputs)(const stitch_model*, size_t*) = nullptr;
+  stitch_status (*model_num_outputs)(const stitch_model*, size_t*) = nullptr;
+  stitch_status (*model_input)(const stitch_model*, size_t, stitch_tensor_info*) = nullptr;
+  stitch_status (*model_output)(const stitch_model*, size_t, stitch_tensor_info*) = nullptr;
+  stitch_status (*context_create)(stitch_model*, stitch_context**) = nullptr;
+  stitch_status (*context_destroy)(stitch_context*) = nullptr;
+  stitch_status (*run)(stitch_context*, const stitch_tensor*, size_t, const stitch_tensor*, size_t,
+                       void*) = nullptr;
+  const char* (*status_name)(stitch_status) = nullptr;
+  const char* (*last_error)(void) = nullptr;
+};
+
+// A model input or output as the library describes it, copied out of stitch_tensor_info.
+struct TensorInfo {
+  std::string name;
+  stitch_dtype dtype = STITCH_FLOAT32;
+  std::vector<int64_t> dims;
+  uint64_t bytes = 0;
+};
+
+class ModelLibrary {
+public:
+  explicit ModelLibrary(const std::string& path);
+  ~ModelLibrary();
+  ModelLibrary(const ModelLibrary&) = delete;
+  ModelLibrary& operator=(const ModelLibrary&) = delete;
+
+  const std::string& path() const { return path_; }
+  const std::string& target() const { return target_; }
+  bool is_cuda_target() const { return target_ == "cuda"; }
+  const StitchApi& api() const { return api_; }
+
+  // Throws a RunError "CALL failed: STATUS_NAME: last error" unless `status` is STITCH_OK.
+  void check(stitch_status status, const char* call) const;
+
+private:
+  void* handle_ = nullptr;
+  std::string path_;
+  std::string target_;
+  StitchApi api_;
+};
+
+class ModelInstance {
+public:
+  explicit ModelInstance(const ModelLibrary& library);
+  ~ModelInstance();
+  ModelInstance(const ModelInstance&) = delete;
+  ModelInstance& operator=(const ModelInstance&) = delete;
+
+  const std::vector<TensorInfo>& inputs() const { return inputs_; }
+  const std::vector<TensorInfo>& outputs() const { return outputs_; }
+
+  // Enqueues one run on `stream` (ignored by the host target).
+  void run(const std::vector<stitch_tensor>& inputs, const std::vector<stitch_tensor>& outputs,
+           void* stream);
+
+private:
+  std::vector<TensorInfo> describe(bool inputs) const;
+
+  const ModelLibrary& library_;
+  stitch_model* model_ = nullptr;
+  stitch_context* context_ = nullptr;
+  std::vector<TensorInfo> inputs_;
+  std::vector<TensorInfo> outputs_;
+};
+
+} // namespace stitch::run

@@ -1,0 +1,202 @@
+// stitch-run's job, step by step: check the options, load the library and its target,
+// gather inputs and expected outputs (every file is read before the model runs), run once
+// and copy the outputs back, write them, compare them, and time further runs last so that
+// a mismatch is reported even when timing was asked for.
+#include "driver/run/run_tool.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "driver/run/model_library.h"
+#include "driver/run/output_files.h"
+#include "driver/run/run_error.h"
+#include "driver/run/run_target.h"
+
+namespace stitch::run {
+
+namespace {
+
+// Each output buffer is filled with this byte before the run, so an output the library never
+// writes shows up as NaN or -1 rather than as plausible leftovers.
+constexpr uint8_t kUnwrittenOutputByte = 0xff;
+
+void check_options(const RunOptions& options) {
+  const Tolerance& tolerance = options.tolerance;
+  if (!std::isfinite(tolerance.rtol) || tolerance.rtol < 0)
+    run_fail("--rtol must be a non-negative number");
+  if (!std::isfinite(tolerance.atol) || tolerance.atol < 0)
+    run_fail("--atol must be a non-negative number");
+  if (options.iters < 0) run_fail("--iters must not be negative");
+  if (options.warmup < 0) run_fail("--warmup must not be negative");
+  if (options.force_random && !options.sources.test_data_dir.empty())
+    run_fail("--random and --test-data contradict each other: --test-data gives the inputs");
+}
+
+// The model's tensors on the target, and the stitch_tensor records that describe them.
+struct BoundTensors {
+  std::vector<TargetBuffer> input_buffers;
+  std::vector<TargetBuffer> output_buffers;
+  std::vector<stitch_tensor> inputs;
+  std::vector<stitch_tensor> outputs;
+};
+
+stitch_tensor describe_buffer(const TensorInfo& info, const TargetBuffer& buffer) {
+  return stitch_tensor{buffer.data(), info.dtype, static_cast<int32_t>(info.dims.size()),
+                       info.dims.data(), buffer.bytes()};
+}
+
+BoundTensors bind_tensors(RunTarget& target, const ModelInstance& model,
+                          const std::vector<SourcedTensor>& inputs) {
+  BoundTensors bound;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const HostTensor& tensor = inputs[i].tensor;
+    bound.input_buffers.emplace_back(target, tensor.bytes.size());
+    target.copy_to_target(bound.input_buffers.back().data(), tensor.bytes.data(), tensor.bytes.size());
+    bound.inputs.push_back(describe_buffer(model.inputs()[i], bound.input_buffers.back()));
+  }
+  for (const TensorInfo& info : model.outputs()) {
+    bound.output_buffers.emplace_back(target, info.bytes);
+    std::vector<uint8_t> unwritten(info.bytes, kUnwrittenOutputByte);
+    target.copy_to_target(bound.output_buffers.back().data(), unwritten.data(), info.bytes);
+    bound.outputs.push_back(describe_buffer(info, bound.output_buffers.back()));
+  }
+  target.synchronize();
+  return bound;
+}
+
+std::vector<HostTensor> copy_outputs_back(RunTarget& target, const ModelInstance& model,
+                                          const BoundTensors& bound) {
+  std::vector<HostTensor> outputs;
+  for (size_t i = 0; i < model.outputs().size(); ++i) {
+    const TensorInfo& info = model.outputs()[i];
+    HostTensor tensor{info.dtype, info.dims, std::vector<uint8_t>(info.bytes)};
+    target.copy_to_host(tensor.bytes.data(), bound.output_buffers[i].data(), info.bytes);
+    outputs.push_back(std::move(tensor));
+  }
+  return outputs;
+}
+
+void print_signature(const ModelLibrary& library, const RunTarget& target,
+                     const ModelInstance& model, const std::vector<SourcedTensor>& inputs,
+                     std::ostream& out) {
+  out << fmt::format("model {} (target {}, stitch API {})\n", library.path(), target.description(),
+                     STITCH_API_VERSION);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorInfo& info = model.inputs()[i];
+    out << fmt::format("  input  {}: {} <- {}\n", display_name(info.name),
+                       describe_type(info.dtype, info.dims), inputs[i].origin);
+  }
+}
+
+// How many outputs were compared and how many of those mismatched.
+struct Verdict {
+  size_t compared = 0;
+  size_t mismatched = 0;
+};
+
+// Prints each output and compares those that have an expected tensor.
+Verdict report_outputs(const ModelInstance& model, const std::vector<HostTensor>& outputs,
+                       const std::vector<std::optional<SourcedTensor>>& expected,
+                       const Tolerance& tolerance, std::ostream& out) {
+  Verdict verdict;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const std::string name = display_name(model.outputs()[i].name);
+    out << fmt::format("  output {}: {}: {}\n", name, describe_tensor(outputs[i]),
+                       summarize_values(outputs[i]));
+    if (!expected[i]) continue;
+    ++verdict.compared;
+    Comparison comparison = compare_tensors(outputs[i], expected[i]->tensor, tolerance);
+    if (!comparison.matches()) ++verdict.mismatched;
+    out << fmt::format("    vs {}: {}: {}\n", expected[i]->origin,
+                       describe_comparison(comparison, outputs[i]),
+                       comparison.matches() ? "OK" : "MISMATCH");
+  }
+  return verdict;
+}
+
+void print_verdict(const Verdict& verdict, const Tolerance& tolerance, std::ostream& out) {
+  std::string tolerances = fmt::format("rtol {:g}, atol {:g}", tolerance.rtol, tolerance.atol);
+  if (verdict.compared == 0) {
+    out << "no expected outputs given; nothing compared\n";
+  } else if (verdict.mismatched == 0) {
+    out << fmt::format("PASS: all {} compared outputs match ({})\n", verdict.compared, tolerances);
+  } else {
+    out << fmt::format("FAIL: {} of {} compared outputs mismatch ({})\n", verdict.mismatched,
+                       verdict.compared, tolerances);
+  }
+}
+
+void time_runs(const RunOptions& options, RunTarget& target, ModelInstance& model,
+               const BoundTensors& bound, std::ostream& out) {
+  auto enqueue_run = [&] { model.run(bound.inputs, bound.outputs, target.stream()); };
+  for (int i = 0; i < options.warmup; ++i) enqueue_run();
+  target.synchronize();
+  std::vector<double> latencies;
+  for (int i = 0; i < options.iters; ++i) latencies.push_back(target.timed_run_ms(enqueue_run));
+  LatencyStats stats = latency_stats(latencies);
+  out << fmt::format("timing: {} runs after {} warmup ({}): median {:.4f} ms, p90 {:.4f} ms, "
+                     "min {:.4f} ms, mean {:.4f} ms\n",
+                     options.iters, options.warmup,
+                     target.description() == "host" ? "steady_clock" : "CUDA events",
+                     stats.median_ms, stats.p90_ms, stats.min_ms, stats.mean_ms);
+}
+
+int run_checked(const RunOptions& options, std::ostream& out) {
+  check_options(options);
+  ModelLibrary library(options.library_path);
+  std::unique_ptr<RunTarget> target = library.is_cuda_target() ? make_cuda_target() : make_host_target();
+  ModelInstance model(library);
+  std::vector<SourcedTensor> inputs = gather_inputs(model.inputs(), options.sources);
+  std::vector<std::optional<SourcedTensor>> expected = gather_expected(model.outputs(), options.sources);
+  print_signature(library, *target, model, inputs, out);
+
+  BoundTensors bound = bind_tensors(*target, model, inputs);
+  model.run(bound.inputs, bound.outputs, target->stream());
+  target->synchronize();
+  std::vector<HostTensor> outputs = copy_outputs_back(*target, model, bound);
+
+  Verdict verdict = report_outputs(model, outputs, expected, options.tolerance, out);
+  if (!options.output_dir.empty()) {
+    std::vector<std::string> names;
+    for (const TensorInfo& info : model.outputs()) names.push_back(info.name);
+    write_outputs(options.output_dir, names, outputs, out);
+  }
+  print_verdict(verdict, options.tolerance, out);
+  out.flush();
+  if (options.iters > 0) time_runs(options, *target, model, bound, out);
+  return verdict.mismatched == 0 ? kExitAllMatch : kExitMismatch;
+}
+
+} // namespace
+
+LatencyStats latency_stats(std::vector<double> latencies_ms) {
+  LatencyStats stats;
+  if (latencies_ms.empty()) return stats;
+  std::sort(latencies_ms.begin(), latencies_ms.end());
+  size_t count = latencies_ms.size();
+  stats.median_ms = count % 2 == 1 ? latencies_ms[count / 2]
+                                   : (latencies_ms[count / 2 - 1] + latencies_ms[count / 2]) / 2;
+  size_t p90_rank = (count * 9 + 9) / 10; // ceil(0.9 * count), 1-based
+  stats.p90_ms = latencies_ms[p90_rank - 1];
+  stats.min_ms = latencies_ms.front();
+  double sum = 0.0;
+  for (double latency : latencies_ms) sum += latency;
+  stats.mean_ms = sum / static_cast<double>(count);
+  return stats;
+}
+
+int run_tool(const RunOptions& options, std::ostream& out, std::ostream& err) {
+  try {
+    return run_checked(options, out);
+  } catch (const RunError& error) {
+    out.flush();
+    err << "stitch-run: error: " << error.what() << "\n";
+  } catch (const std::exception& error) {
+    out.flush();
+    err << "stitch-run: error: " << error.what() << "\n";
+  }
+  return kExitError;
+}
+
+} // namespace stitch::run

@@ -1,0 +1,59 @@
+// stitch-run: runs a library stitchc compiled — on its inputs from .npy/.pb files, an ONNX
+// test-data folder, or random values — then writes, compares and times its outputs.
+// The command line lives here; the job is run_tool (driver/run/run_tool.h).
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "driver/run/run_tool.h"
+
+namespace {
+
+constexpr const char* kDescription =
+    "stitch-run: runs a model library built by stitchc (CUDA or host target).\n"
+    "Inputs without --input come from --test-data, else are random (seeded by --seed).\n"
+    "Exit status: 0 all compared outputs match, 1 a mismatch, 2 a usage, load or run error.";
+
+// Fills `options` from the command line; returns an exit status when the tool should stop
+// (after --help or a usage error), or -1 to go on.
+int parse_command_line(int argc, char** argv, stitch::run::RunOptions& options) {
+  CLI::App app{kDescription, "stitch-run"};
+  stitch::run::TensorSourceOptions& sources = options.sources;
+  app.add_option("library", options.library_path, "the model library (libmodel.so)")->required();
+  app.add_option("--input", sources.input_args,
+                 "NAME=FILE: the input NAME from a .npy or .pb (ONNX TensorProto) file "
+                 "(repeatable)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--test-data", sources.test_data_dir,
+                 "an ONNX test-data folder: input_N.pb feed the inputs and output_N.pb are "
+                 "expected, by position");
+  app.add_flag("--random", options.force_random,
+               "random values for every input without --input (the default)");
+  app.add_option("--seed", sources.random.seed, "seed of the random inputs (default 0)");
+  app.add_option("--random-int-max", sources.random.int_max,
+                 "random integer inputs are drawn from [0, N] (default 4)");
+  app.add_option("--expected", sources.expected_args,
+                 "NAME=FILE: compare the output NAME with a .npy or .pb file (repeatable)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--rtol", options.tolerance.rtol, "relative tolerance (default 1e-3)");
+  app.add_option("--atol", options.tolerance.atol, "absolute tolerance (default 1e-5)");
+  app.add_option("--output-dir", options.output_dir, "write each output as DIR/NAME.npy");
+  app.add_option("--warmup", options.warmup, "untimed runs before timing (default 3)");
+  app.add_option("--iters", options.iters, "timed runs; prints median and p90 (default 0: none)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    int status = app.exit(error);
+    return status == 0 ? 0 : stitch::run::kExitError;
+  }
+  return -1;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  stitch::run::RunOptions options;
+  int status = parse_command_line(argc, argv, options);
+  if (status >= 0) return status;
+  return stitch::run::run_tool(options, std::cout, std::cerr);
+}

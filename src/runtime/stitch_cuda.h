@@ -1,0 +1,143 @@
+// stitch_cuda.h: the one portability header that every generated .cu file and every device
+// helper (.cuh) includes first. It gives kernels one spelling that means the same thing on two
+// targets:
+//
+//  - CUDA (compiled by nvcc): the real <cuda_runtime.h> and <cooperative_groups.h>; the stitchc
+//    macros below expand to their plain CUDA meaning.
+//  - The host target (compiled by g++ -x c++ -DSTITCH_HOST_TARGET): host/ emulates the CUDA
+//    execution model. Every thread of a block runs as a fiber that runs until it blocks at a
+//    barrier, warp collective or exit; shared memory starts as 0xFF garbage; launch errors and
+//    deadlocks come back as cudaError_t values. The CUDA runtime calls a launcher needs
+//    (cudaMalloc, cudaMemcpyAsync, cudaGetLastError, ...) keep their CUDA names, in the global
+//    namespace, and act on plain host memory, synchronously.
+//
+// The stitchc macros (use these, not the raw CUDA spellings, in generated code):
+//
+//   STITCH_SHARED(type, name, count)
+//       A per-block shared array `type name[count]` (static shared memory). Function scope only;
+//       `name` behaves as a `type*` (do not take sizeof(name)). Several declarations in one
+//       kernel get distinct storage; a declaration in a __device__ helper is one allocation per
+//       block however often the helper runs, exactly as `__shared__` in CUDA.
+//   STITCH_SHARED_2D(type, name, rows, cols)
+//       A per-block shared `type name[rows][cols]` (e.g. a padded transpose tile).
+//   STITCH_DYNAMIC_SHARED(type, name)
+//       `type* name` at the start of the launch's dynamic shared memory (16-byte aligned). Every
+//       STITCH_DYNAMIC_SHARED in a kernel aliases the same bytes; carve offsets explicitly.
+//   STITCH_LAUNCH(kernel, grid, block, shared_bytes, stream, args...)
+//       Launches `kernel<<<grid, block, shared_bytes, stream>>>(args...)` and evaluates to the
+//       launch's cudaError_t. Wrap a template kernel in parentheses: STITCH_LAUNCH((k<4>), ...).
+//       On the host target the launch runs to completion before it returns.
+//   STITCH_LAUNCH_COOPERATIVE(kernel, grid, block, shared_bytes, stream, args...)
+//       The same as a cooperative launch (cudaLaunchAttributeCooperative): all blocks are
+//       resident at once, so the kernel may call stitch_grid_sync(). A grid larger than the
+//       device can hold resident fails with cudaErrorCooperativeLaunchTooLarge.
+//   stitch_grid_sync()
+//       Grid-wide barrier (cooperative_groups::this_grid().sync()). Only in cooperative launches.
+//
+// Everything else keeps its CUDA spelling on both targets: __global__, __device__, __host__,
+// __forceinline__, __restrict__, __launch_bounds__, __align__, threadIdx, blockIdx, blockDim,
+// gridDim, warpSize, dim3, uint3, float2/float4/int4/... with make_*, __syncthreads(_count/_and/
+// _or), __syncwarp, __shfl_sync/__shfl_xor_sync/__shfl_down_sync/__shfl_up_sync, __ballot_sync,
+// __any_sync, __all_sync, atomicAdd/Sub/Exch/Max/Min/CAS/And/Or/Xor, __threadfence, __ldg,
+// __popc/__clz/__ffs, __float_as_int and friends, min/max, and the <math.h> float functions
+// (expf, logf, sqrtf, rsqrtf, tanhf, erff, fmaxf, ...). Fast-math intrinsics (__expf, __fdividef,
+// ...) do not exist on the host target on purpose: generated code must not use them.
+// Raw `__shared__` is deliberately not defined on the host target (it would silently become one
+// process-wide static); use STITCH_SHARED.
+#pragma once
+
+#if defined(STITCH_HOST_TARGET) && defined(__CUDACC__)
+#error "stitch_cuda.h: STITCH_HOST_TARGET is for host compilers; do not define it under nvcc"
+#endif
+
+#if defined(__CUDACC__)
+
+#include <cooperative_groups.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <utility>
+
+#define STITCH_SHARED(type, name, count) __shared__ type name[count]
+#define STITCH_SHARED_2D(type, name, rows, cols) __shared__ type name[rows][cols]
+#define STITCH_DYNAMIC_SHARED(type, name)                                                          \
+  extern __shared__ __align__(16) unsigned char stitch_dynamic_shared_bytes[];                    \
+  type* const name = reinterpret_cast<type*>(stitch_dynamic_shared_bytes)
+
+// Grid-wide barrier of a cooperative launch.
+__device__ __forceinline__ void stitch_grid_sync() { cooperative_groups::this_grid().sync(); }
+
+namespace stitch {
+
+// Launches through cudaLaunchKernelEx so that ordinary and cooperative launches share one path
+// and the configuration error (if any) is the return value.
+template <typename... Params, typename... Args>
+inline cudaError_t launch_kernel(bool cooperative, void (*kernel)(Params...), dim3 grid, dim3 block,
+                                 std::size_t shared_bytes, cudaStream_t stream, Args&&... args) {
+  cudaLaunchAttribute attributes[1] = {};
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = shared_bytes;
+  config.stream = stream;
+  if (cooperative) {
+    attributes[0].id = cudaLaunchAttributeCooperative;
+    attributes[0].val.cooperative = 1;
+    config.attrs = attributes;
+    config.numAttrs = 1;
+  }
+  return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+}
+
+} // namespace stitch
+
+#define STITCH_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                              \
+  ::stitch::launch_kernel(false, kernel, grid, block, shared_bytes,                                \
+                          stream __VA_OPT__(, ) __VA_ARGS__)
+#define STITCH_LAUNCH_COOPERATIVE(kernel, grid, block, shared_bytes, stream, ...)                  \
+  ::stitch::launch_kernel(true, kernel, grid, block, shared_bytes,                                 \
+                          stream __VA_OPT__(, ) __VA_ARGS__)
+
+#elif defined(STITCH_HOST_TARGET)
+
+// All of the emulation is included before the CUDA keywords below become macros, so that none
+// of them can leak into the standard library or Boost.
+#include "host/stitch_host_runtime.h"
+
+#define __global__
+#define __device__
+#define __host__
+#define __constant__
+#define __forceinline__ inline
+#define __noinline__ __attribute__((noinline))
+#define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
+
+// The built-in index variables of the thread that is running now (uint3 / dim3, read-only).
+#define threadIdx (::stitch::host::current_thread().thread_idx)
+#define blockIdx (::stitch::host::current_thread().block->block_idx)
+#define blockDim (::stitch::host::current_thread().geometry->block_dim)
+#define gridDim (::stitch::host::current_thread().geometry->grid_dim)
+
+// `__func__` makes a namespace-scope use a compile error: shared memory is per block, so it can
+// only be declared where a block's thread is running.
+#define STITCH_SHARED(type, name, count)                                                           \
+  static ::stitch::host::SharedSlot stitch_shared_slot_##name{__func__};                           \
+  type* const name = ::stitch::host::block_shared_array<type>(stitch_shared_slot_##name, (count))
+#define STITCH_SHARED_2D(type, name, rows, cols)                                                   \
+  static ::stitch::host::SharedSlot stitch_shared_slot_##name{__func__};                           \
+  type(*const name)[cols] = reinterpret_cast<type(*)[cols]>(                                       \
+      ::stitch::host::block_shared_array<type>(stitch_shared_slot_##name, (rows) * (cols)))
+#define STITCH_DYNAMIC_SHARED(type, name)                                                          \
+  type* const name = static_cast<type*>(::stitch::host::block_dynamic_shared())
+
+#define STITCH_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                              \
+  ::stitch::host::launch_kernel(::stitch::host::LaunchKind::Ordinary, #kernel, kernel, grid,       \
+                                block, shared_bytes, stream __VA_OPT__(, ) __VA_ARGS__)
+#define STITCH_LAUNCH_COOPERATIVE(kernel, grid, block, shared_bytes, stream, ...)                  \
+  ::stitch::host::launch_kernel(::stitch::host::LaunchKind::Cooperative, #kernel, kernel, grid,    \
+                                block, shared_bytes, stream __VA_OPT__(, ) __VA_ARGS__)
+
+#else
+#error "stitch_cuda.h: compile with nvcc, or with a host compiler and -DSTITCH_HOST_TARGET"
+#endif
