@@ -44,9 +44,11 @@ Attribute attribute_from_onnx(AP& proto, Graph& graph, const std::string& model_
     attr.value = std::vector<std::string>(proto.strings().begin(), proto.strings().end());
     break;
   case AP::TENSOR: {
+    // Exporters leave attribute tensors unnamed: name them after the node and attribute.
+    if (proto.t().name().empty())
+      proto.mutable_t()->set_name(fmt::format(
+          "{}.{}", where.node.empty() ? std::string(where.op_type) : where.node, proto.name()));
     Tensor t = tensor_from_onnx(*proto.mutable_t(), model_dir, where);
-    t.name = fmt::format("{}.{}", where.node.empty() ? std::string(where.op_type) : where.node,
-                         proto.name());
     attr.value = graph.add_tensor(std::move(t));
     break;
   }

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <set>
 #include <unordered_map>
 
 #include "frontend/onnx_attributes.h"
@@ -62,9 +63,9 @@ onnx::ModelProto read_model(const std::string& path) {
 bool is_default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
 
 int default_opset(const onnx::ModelProto& model, const std::string& path) {
-  int opset = 0;
+  int64_t opset = 0;
   for (const auto& imp : model.opset_import())
-    if (is_default_domain(imp.domain())) opset = static_cast<int>(imp.version());
+    if (is_default_domain(imp.domain())) opset = imp.version();
   if (opset == 0 && model.graph().node_size() > 0)
     user_fail({path, "", ""}, "the model imports no opset of the default ONNX domain");
   if (opset != 0 && opset < kOldestOpset)
@@ -73,7 +74,7 @@ int default_opset(const onnx::ModelProto& model, const std::string& path) {
   if (opset > kNewestOpset)
     user_fail({path, "", ""}, "unsupported opset {}: newer than the newest stitchc knows ({})",
               opset, kNewestOpset);
-  return opset;
+  return static_cast<int>(opset);
 }
 
 // Refuses nodes of other domains, then every unsupported op of the default domain, each
@@ -146,6 +147,7 @@ private:
       if (names_.count(init.name()))
         user_fail(where, "initializer '{}' is defined twice", init.name());
       define(tensor_from_onnx(init, dir_, where), where);
+      initializer_names_.insert(init.name());
     }
   }
 
@@ -162,7 +164,7 @@ private:
     // Two rounds: bindings given for one input name its dim_params, which bind other inputs.
     std::vector<std::pair<const onnx::ValueInfoProto*, Shape>> pending;
     for (const auto& in : g.input()) {
-      if (names_.count(in.name())) continue; // an initializer with a default: a constant
+      if (initializer_names_.count(in.name())) continue; // a constant with a default value
       if (options_.frozen_inputs.count(in.name())) {
         freeze_input(in);
         continue;
@@ -353,6 +355,7 @@ private:
   const LoadOptions& options_;
   Graph graph_;
   std::unordered_map<std::string, TensorId> names_;
+  std::set<std::string> initializer_names_;
   std::vector<PendingInput> pending_inputs_;
 };
 

@@ -90,6 +90,8 @@ std::string read_external(const std::string& location, const std::string& offset
   if (!realpath(joined.c_str(), file_real))
     tensor_fail(site, name, "external data file '{}' cannot be opened: {}", location,
                 std::strerror(errno));
+  if (std::string(file_real) == dir_real)
+    tensor_fail(site, name, "external data '{}' is not a regular file", location);
   std::string root = std::string(dir_real) == "/" ? "/" : std::string(dir_real) + "/";
   if (std::string(file_real).rfind(root, 0) != 0)
     tensor_fail(site, name, "external data location '{}' resolves to '{}', outside the model's "

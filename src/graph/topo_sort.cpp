@@ -56,7 +56,7 @@ void topo_sort(Graph& graph) {
     }
     const Node& node = graph.nodes[at];
     user_fail({graph.source_file, node.name, std::string(op_name(node.op))},
-              "the graph has a cycle through this node ({} nodes cannot be ordered)",
+              "the graph has a cycle through this node ({} node(s) cannot be ordered)",
               n - order.size());
   }
   std::vector<Node> sorted;

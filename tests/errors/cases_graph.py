@@ -51,19 +51,19 @@ def file_missing(d):
 
 # ---- opsets and ops --------------------------------------------------------------------
 
-@case("opset 26 is newer than the newest stitchc knows (25)")
+@case("unsupported opset 26: newer than the newest stitchc knows (25)")
 def opset_too_new(d):
     """A default-domain opset beyond the newest stitchc knows is refused, not guessed at."""
     return relu_model(opset=26)
 
 
-@case("opset 6 is older than the oldest stitchc supports (7)")
+@case("unsupported opset 6: older than the oldest stitchc supports (7)")
 def opset_too_old(d):
     """A default-domain opset older than stitchc supports is refused."""
     return relu_model(opset=6)
 
 
-@case("opset 1099511627776 is newer than the newest stitchc knows (25)")
+@case("unsupported opset 1099511627776: newer than the newest stitchc knows (25)")
 def opset_huge(d):
     """An opset version past 32 bits is refused as too new, not truncated."""
     return relu_model(opset=2 ** 40)
@@ -133,7 +133,7 @@ def input_undefined(d):
                  [vi("x", [2])], [vi("y", [2])])
 
 
-@case("node 'relu_a' (Relu): the graph has a cycle through this node (2 nodes cannot be ordered)")
+@case("node 'relu_a' (Relu): the graph has a cycle through this node (2 node(s) cannot be ordered)")
 def graph_cycle(d):
     """Two nodes that feed each other are refused as a cycle, naming a node on it."""
     nodes = [helper.make_node("Relu", ["b"], ["a"], name="relu_a"),
@@ -197,7 +197,7 @@ def output_none(d):
     return model([helper.make_node("Relu", ["x"], ["y"], name="relu0")], [vi("x", [2])], [])
 
 
-@case("graph output 'y' is not a tensor (sequences, maps and optionals are not supported)")
+@case("graph output 'y' has an unsupported type: only tensors are supported")
 def output_sequence_type(d):
     """A graph output declared as a sequence is refused."""
     return model([helper.make_node("Relu", ["x"], ["y"], name="relu0")], [vi("x", [2])],
@@ -220,7 +220,7 @@ def output_declared_shape_differs(d):
 
 # ---- graph inputs and --input-shape ----------------------------------------------------
 
-@case("graph input 'seq' is not a tensor (sequences, maps and optionals are not supported)")
+@case("graph input 'seq' has an unsupported type: only tensors are supported")
 def input_sequence_type(d):
     """A graph input of sequence type is refused."""
     return model([helper.make_node("Relu", ["x"], ["y"], name="relu0")],

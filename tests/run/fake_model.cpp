@@ -84,8 +84,12 @@ void compute(const float* x, float* y, int64_t* idx, uint8_t* mask) {
 
 extern "C" {
 
-STITCH_API const char* stitch_target(void) { return "host"; }
-STITCH_API int stitch_api_version(void) { return FAKE_MODEL_API_VERSION; }
+STITCH_API const char* stitch_target(void) {
+  return "host";
+}
+STITCH_API int stitch_api_version(void) {
+  return FAKE_MODEL_API_VERSION;
+}
 
 STITCH_API stitch_status stitch_model_create(stitch_model** out_model) {
   if (out_model == nullptr) return fail(STITCH_ERROR_INVALID_ARGUMENT, "out_model is null");
@@ -135,7 +139,8 @@ STITCH_API stitch_status stitch_model_output(const stitch_model* model, size_t i
 }
 
 STITCH_API stitch_status stitch_context_create(stitch_model* model, stitch_context** out_context) {
-  if (model == nullptr || out_context == nullptr) return fail(STITCH_ERROR_INVALID_ARGUMENT, "null");
+  if (model == nullptr || out_context == nullptr)
+    return fail(STITCH_ERROR_INVALID_ARGUMENT, "null");
   *out_context = new (std::nothrow) stitch_context{model};
   if (*out_context == nullptr) return fail(STITCH_ERROR_OUT_OF_MEMORY, "no memory");
   return STITCH_OK;
@@ -168,18 +173,28 @@ STITCH_API stitch_status stitch_run(stitch_context* context, const stitch_tensor
 
 STITCH_API const char* stitch_status_name(stitch_status status) {
   switch (status) {
-  case STITCH_OK: return "STITCH_OK";
-  case STITCH_ERROR_INVALID_ARGUMENT: return "STITCH_ERROR_INVALID_ARGUMENT";
-  case STITCH_ERROR_SHAPE_MISMATCH: return "STITCH_ERROR_SHAPE_MISMATCH";
-  case STITCH_ERROR_CUDA: return "STITCH_ERROR_CUDA";
-  case STITCH_ERROR_CUBLAS: return "STITCH_ERROR_CUBLAS";
-  case STITCH_ERROR_CUDNN: return "STITCH_ERROR_CUDNN";
-  case STITCH_ERROR_OUT_OF_MEMORY: return "STITCH_ERROR_OUT_OF_MEMORY";
-  case STITCH_ERROR_INTERNAL: return "STITCH_ERROR_INTERNAL";
+  case STITCH_OK:
+    return "STITCH_OK";
+  case STITCH_ERROR_INVALID_ARGUMENT:
+    return "STITCH_ERROR_INVALID_ARGUMENT";
+  case STITCH_ERROR_SHAPE_MISMATCH:
+    return "STITCH_ERROR_SHAPE_MISMATCH";
+  case STITCH_ERROR_CUDA:
+    return "STITCH_ERROR_CUDA";
+  case STITCH_ERROR_CUBLAS:
+    return "STITCH_ERROR_CUBLAS";
+  case STITCH_ERROR_CUDNN:
+    return "STITCH_ERROR_CUDNN";
+  case STITCH_ERROR_OUT_OF_MEMORY:
+    return "STITCH_ERROR_OUT_OF_MEMORY";
+  case STITCH_ERROR_INTERNAL:
+    return "STITCH_ERROR_INTERNAL";
   }
   return "STITCH_ERROR_UNKNOWN";
 }
 
-STITCH_API const char* stitch_last_error(void) { return last_error.c_str(); }
+STITCH_API const char* stitch_last_error(void) {
+  return last_error.c_str();
+}
 
 } // extern "C"

@@ -18,7 +18,8 @@ template <size_t N> std::string literal_bytes(const char (&text)[N]) {
 }
 
 template <typename T>
-HostTensor make_tensor(stitch_dtype dtype, std::vector<int64_t> dims, const std::vector<T>& values) {
+HostTensor make_tensor(stitch_dtype dtype, std::vector<int64_t> dims,
+                       const std::vector<T>& values) {
   HostTensor tensor;
   tensor.dtype = dtype;
   tensor.dims = std::move(dims);
@@ -37,7 +38,8 @@ template <typename T> std::vector<T> values_of(const HostTensor& tensor) {
 class TempDir {
 public:
   TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "stitch_run_test_XXXXXX").string();
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "stitch_run_test_XXXXXX").string();
     if (mkdtemp(pattern.data()) == nullptr) std::abort();
     path_ = pattern;
   }

@@ -108,7 +108,8 @@ TEST_CASE("integer and bool outputs must match exactly", "[run][compare]") {
 
   HostTensor bools = make_tensor<uint8_t>(STITCH_BOOL, {3}, {1, 0, 2});
   CHECK(compare_tensors(bools, make_tensor<uint8_t>(STITCH_BOOL, {3}, {1, 0, 1}), {}).matches());
-  Comparison bool_c = compare_tensors(bools, make_tensor<uint8_t>(STITCH_BOOL, {3}, {0, 0, 1}), loose);
+  Comparison bool_c =
+      compare_tensors(bools, make_tensor<uint8_t>(STITCH_BOOL, {3}, {0, 0, 1}), loose);
   CHECK(bool_c.mismatch_count == 1);
   CHECK_THAT(describe_comparison(bool_c, bools), Catch::Contains("got true, expected false"));
 }
@@ -135,8 +136,10 @@ TEST_CASE("relative error against an expected zero is infinite", "[run][compare]
 
 TEST_CASE("float16 outputs compare by value", "[run][compare]") {
   // Proves: 16-bit floats are widened before the tolerance check.
-  HostTensor a = make_tensor<uint16_t>(STITCH_FLOAT16, {2}, {float_to_half(1.0f), float_to_half(2.0f)});
-  HostTensor e = make_tensor<uint16_t>(STITCH_FLOAT16, {2}, {float_to_half(1.0f), float_to_half(2.5f)});
+  HostTensor a =
+      make_tensor<uint16_t>(STITCH_FLOAT16, {2}, {float_to_half(1.0f), float_to_half(2.0f)});
+  HostTensor e =
+      make_tensor<uint16_t>(STITCH_FLOAT16, {2}, {float_to_half(1.0f), float_to_half(2.5f)});
   Comparison c = compare_tensors(a, e, {});
   CHECK(c.mismatch_count == 1);
   CHECK(c.max_abs_error == 0.5);

@@ -33,7 +33,8 @@ std::string npy_with_header(const std::string& header, const std::string& data, 
   out += static_cast<char>(version);
   out += '\0';
   size_t width = version == 1 ? 2 : 4;
-  for (size_t i = 0; i < width; ++i) out += static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  for (size_t i = 0; i < width; ++i)
+    out += static_cast<char>((header.size() >> (8 * i)) & 0xff);
   return out + header + data;
 }
 
@@ -134,9 +135,10 @@ TEST_CASE("npy headers written by hand in other valid forms are accepted", "[run
                       six_floats),
       "a.npy");
   CHECK(describe_tensor(t) == "float32[2,3]");
-  t = parse_npy(npy_with_header(" {  'descr' : '=f4' ,\n'fortran_order':False,'shape':( 2L , 3L ) , }  \n",
-                                six_floats),
-                "b.npy");
+  t = parse_npy(
+      npy_with_header(" {  'descr' : '=f4' ,\n'fortran_order':False,'shape':( 2L , 3L ) , }  \n",
+                      six_floats),
+      "b.npy");
   CHECK(describe_tensor(t) == "float32[2,3]");
   t = parse_npy(npy_with_header("{'descr': '<u1', 'fortran_order': False, 'shape': (3,)}", "abc"),
                 "c.npy");
@@ -167,7 +169,8 @@ TEST_CASE("malformed npy files are refused with a reason", "[run][npy]") {
       {npy_with_header("{'descr': '<f4', 'shape': (2,), }", eight), "has no 'fortran_order'"},
       {npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 'y'}", eight),
        "unexpected key 'x'"},
-      {npy_with_header("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (2,)}", eight),
+      {npy_with_header("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (2,)}",
+                       eight),
        "gives the key 'descr' twice"},
       {kNumpyFortran, "Fortran order"},
       {kNumpyBigEndian, "big-endian"},
@@ -181,11 +184,14 @@ TEST_CASE("malformed npy files are refused with a reason", "[run][npy]") {
        "not a tuple"},
       {npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (-2,), }", eight),
        "expected a non-negative integer"},
-      {npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 4)}", eight),
+      {npy_with_header(
+           "{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 4)}", eight),
        "is too large"},
-      {npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,)}", eight),
+      {npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,)}",
+                       eight),
        "a dimension is too large"},
-      {npy_with_header("{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }", literal_bytes("\x01\x02")),
+      {npy_with_header("{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }",
+                       literal_bytes("\x01\x02")),
        "bool element 1 holds the byte 2"},
       {npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }\xc3\xa9", eight),
        "non-ASCII"},
@@ -210,9 +216,10 @@ TEST_CASE("malformed npy files are refused with a reason", "[run][npy]") {
     CHECK_THAT(message, Catch::StartsWith("bad.npy"));
   }
   std::string many_dims;
-  for (int i = 0; i < 65; ++i) many_dims += "1,";
-  CHECK_THAT(npy_error(npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (" +
-                                           many_dims + ")}", "")),
+  for (int i = 0; i < 65; ++i)
+    many_dims += "1,";
+  CHECK_THAT(npy_error(npy_with_header(
+                 "{'descr': '<f4', 'fortran_order': False, 'shape': (" + many_dims + ")}", "")),
              Catch::Contains("more than 64 dims"));
 }
 

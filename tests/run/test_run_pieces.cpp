@@ -17,7 +17,8 @@
 using namespace stitch::run;
 using namespace stitch::run::testing;
 
-TEST_CASE("random floats are uniform from -1 up to 1 and reproducible from the seed", "[run][random]") {
+TEST_CASE("random floats are uniform from -1 up to 1 and reproducible from the seed",
+          "[run][random]") {
   // Proves: same (seed, index) gives the same bytes; another seed or index gives others;
   // every value lies in [-1, 1) for each float type; values are spread, not zeros.
   for (stitch_dtype dtype : {STITCH_FLOAT32, STITCH_FLOAT64, STITCH_FLOAT16, STITCH_BFLOAT16}) {
@@ -49,13 +50,15 @@ TEST_CASE("random integers and bools stay in their small ranges", "[run][random]
     INFO(dtype_name(dtype));
     HostTensor t = random_tensor(dtype, {1000}, RandomSpec{0, 4}, 3);
     std::set<double> seen;
-    for (uint64_t i = 0; i < t.element_count(); ++i) seen.insert(element_as_double(t, i));
+    for (uint64_t i = 0; i < t.element_count(); ++i)
+      seen.insert(element_as_double(t, i));
     CHECK(*seen.begin() == 0.0);
     CHECK(*seen.rbegin() == 4.0);
     CHECK(seen.size() == 5);
   }
   HostTensor wide = random_tensor(STITCH_INT8, {1000}, RandomSpec{0, 100000}, 0);
-  for (uint64_t i = 0; i < wide.element_count(); ++i) CHECK(element_as_double(wide, i) >= 0.0);
+  for (uint64_t i = 0; i < wide.element_count(); ++i)
+    CHECK(element_as_double(wide, i) >= 0.0);
   HostTensor bools = random_tensor(STITCH_BOOL, {1000}, RandomSpec{}, 0);
   std::set<uint8_t> bool_values(bools.bytes.begin(), bools.bytes.end());
   CHECK(bool_values == std::set<uint8_t>{0, 1});
@@ -89,7 +92,8 @@ TEST_CASE("latency statistics give the median and nearest-rank p90", "[run][timi
   CHECK(stats.median_ms == 5.5);
   CHECK(stats.p90_ms == 9);
   std::vector<double> hundred;
-  for (int i = 1; i <= 100; ++i) hundred.push_back(i);
+  for (int i = 1; i <= 100; ++i)
+    hundred.push_back(i);
   CHECK(latency_stats(hundred).p90_ms == 90);
   CHECK(latency_stats({2.5}).p90_ms == 2.5);
 }
@@ -99,8 +103,8 @@ TEST_CASE("16-bit float conversions round to nearest even and keep specials", "[
   // subnormals are kept, and NaN stays NaN.
   for (float v : {0.0f, 1.0f, -2.0f, 0.5f, 65504.0f, 6.1035156e-05f, 5.9604645e-08f})
     CHECK(half_to_float(float_to_half(v)) == v);
-  CHECK(float_to_half(1.0f + 1.0f / 2048) == 0x3c00);     // halfway, rounds to even (down)
-  CHECK(float_to_half(1.0f + 3.0f / 2048) == 0x3c02);     // halfway, rounds to even (up)
+  CHECK(float_to_half(1.0f + 1.0f / 2048) == 0x3c00); // halfway, rounds to even (down)
+  CHECK(float_to_half(1.0f + 3.0f / 2048) == 0x3c02); // halfway, rounds to even (up)
   CHECK(float_to_half(65520.0f) == 0x7c00);
   CHECK(std::isnan(half_to_float(float_to_half(NAN))));
   CHECK(half_to_float(0xfc00) == -INFINITY);
@@ -128,7 +132,8 @@ TEST_CASE("NAME=FILE arguments split at a '=' that ends a model name", "[run][ar
 TEST_CASE("test-data folders list input_N.pb files in order without gaps", "[run][args]") {
   // Proves: files are ordered by N numerically (input_10 after input_9), and a gap is refused.
   TempDir dir;
-  for (int i = 0; i <= 10; ++i) std::ofstream(dir.file("input_" + std::to_string(i) + ".pb"));
+  for (int i = 0; i <= 10; ++i)
+    std::ofstream(dir.file("input_" + std::to_string(i) + ".pb"));
   std::ofstream(dir.file("output_0.pb"));
   std::ofstream(dir.file("input_x.pb"));
   std::vector<std::string> inputs = test_data_files(dir.path().string(), "input");
@@ -138,5 +143,6 @@ TEST_CASE("test-data folders list input_N.pb files in order without gaps", "[run
   std::filesystem::remove(dir.file("input_3.pb"));
   CHECK_THROWS_WITH(test_data_files(dir.path().string(), "input"),
                     Catch::Contains("has input_4.pb but no input_3.pb"));
-  CHECK_THROWS_WITH(test_data_files(dir.file("nothing"), "input"), Catch::Contains("is not a folder"));
+  CHECK_THROWS_WITH(test_data_files(dir.file("nothing"), "input"),
+                    Catch::Contains("is not a folder"));
 }

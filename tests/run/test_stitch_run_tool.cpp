@@ -25,20 +25,23 @@ struct ToolResult {
 
 std::string shell_quote(const std::string& arg) {
   std::string quoted = "'";
-  for (char c : arg) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  for (char c : arg)
+    quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return quoted + "'";
 }
 
 ToolResult run_stitch_run(const std::vector<std::string>& args) {
   std::string command = shell_quote(STITCH_RUN_TOOL);
-  for (const std::string& arg : args) command += " " + shell_quote(arg);
+  for (const std::string& arg : args)
+    command += " " + shell_quote(arg);
   command += " 2>&1";
   ToolResult result;
   FILE* pipe = popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
   std::array<char, 4096> buffer;
   size_t n = 0;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), n);
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+    result.output.append(buffer.data(), n);
   int raw = pclose(pipe);
   result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
   UNSCOPED_INFO("stitch-run output:\n" << result.output);
@@ -80,9 +83,14 @@ onnx::TensorProto float_proto(const std::string& name, std::vector<int64_t> dims
   onnx::TensorProto proto;
   proto.set_name(name);
   proto.set_data_type(onnx::TensorProto::FLOAT);
-  for (int64_t dim : dims) proto.add_dims(dim);
-  if (raw) proto.set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * 4));
-  else for (float v : values) proto.add_float_data(v);
+  for (int64_t dim : dims)
+    proto.add_dims(dim);
+  if (raw)
+    proto.set_raw_data(
+        std::string(reinterpret_cast<const char*>(values.data()), values.size() * 4));
+  else
+    for (float v : values)
+      proto.add_float_data(v);
   return proto;
 }
 
@@ -92,20 +100,23 @@ void write_test_data(const TempDir& dir, float y_offset) {
   FakeOutputs expected = reference_outputs(kX);
   write_proto(dir.file("input_0.pb"), float_proto("x", {2, 3}, kX, true));
   std::vector<float> y = values_of<float>(expected.y);
-  for (float& v : y) v += y_offset;
+  for (float& v : y)
+    v += y_offset;
   write_proto(dir.file("output_0.pb"), float_proto("y", {2, 3}, y, false));
   onnx::TensorProto idx;
   idx.set_name("idx");
   idx.set_data_type(onnx::TensorProto::INT64);
   idx.add_dims(2);
-  for (int64_t v : values_of<int64_t>(expected.idx)) idx.add_int64_data(v);
+  for (int64_t v : values_of<int64_t>(expected.idx))
+    idx.add_int64_data(v);
   write_proto(dir.file("output_1.pb"), idx);
   onnx::TensorProto mask;
   mask.set_name("positive/mask:0");
   mask.set_data_type(onnx::TensorProto::BOOL);
   mask.add_dims(2);
   mask.add_dims(3);
-  for (uint8_t v : expected.mask.bytes) mask.add_int32_data(v);
+  for (uint8_t v : expected.mask.bytes)
+    mask.add_int32_data(v);
   write_proto(dir.file("output_2.pb"), mask);
 }
 
@@ -139,7 +150,8 @@ TEST_CASE("stitch-run writes outputs of random inputs as consistent, reproducibl
   HostTensor mask = read_npy(first + "/positive_mask_0.npy");
   REQUIRE(describe_tensor(y) == "float32[2,3]");
   std::vector<float> x;
-  for (float v : values_of<float>(y)) x.push_back((v - 1) / 2);
+  for (float v : values_of<float>(y))
+    x.push_back((v - 1) / 2);
   bool all_zero = true;
   for (float v : x) {
     CHECK(v >= -1.0f);
@@ -163,26 +175,31 @@ TEST_CASE("stitch-run matches expected npy outputs for npy inputs", "[run][tool]
   write_npy(dir.file("y.npy"), expected.y);
   write_npy(dir.file("idx.npy"), expected.idx);
   write_npy(dir.file("mask.npy"), expected.mask);
-  ToolResult r = run_stitch_run({STITCH_FAKE_MODEL, "--input", "x=" + dir.file("x.npy"), "--expected",
-                                 "y=" + dir.file("y.npy"), "--expected", "idx=" + dir.file("idx.npy"),
-                                 "--expected", "positive/mask:0=" + dir.file("mask.npy")});
+  ToolResult r =
+      run_stitch_run({STITCH_FAKE_MODEL, "--input", "x=" + dir.file("x.npy"), "--expected",
+                      "y=" + dir.file("y.npy"), "--expected", "idx=" + dir.file("idx.npy"),
+                      "--expected", "positive/mask:0=" + dir.file("mask.npy")});
   CHECK(r.status == 0);
   CHECK_THAT(r.output, Catch::Contains("input  x: float32[2,3] <- " + dir.file("x.npy")));
-  CHECK_THAT(r.output, Catch::Contains("max abs err 0, max rel err 0, 0 of 6 elements mismatch: OK"));
-  CHECK_THAT(r.output, Catch::Contains("PASS: all 3 compared outputs match (rtol 0.001, atol 1e-05)"));
+  CHECK_THAT(r.output,
+             Catch::Contains("max abs err 0, max rel err 0, 0 of 6 elements mismatch: OK"));
+  CHECK_THAT(r.output,
+             Catch::Contains("PASS: all 3 compared outputs match (rtol 0.001, atol 1e-05)"));
 }
 
 TEST_CASE("stitch-run compares against outputs it wrote itself", "[run][tool]") {
   // Proves: outputs written with --output-dir are valid expected files for a later run with
   // the same seed (write, then compare).
   TempDir dir;
-  REQUIRE(run_stitch_run({STITCH_FAKE_MODEL, "--seed", "5", "--output-dir", dir.path().string()}).status == 0);
-  ToolResult r = run_stitch_run({STITCH_FAKE_MODEL, "--seed", "5", "--expected", "y=" + dir.file("y.npy"),
-                                 "--expected", "idx=" + dir.file("idx.npy")});
+  REQUIRE(run_stitch_run({STITCH_FAKE_MODEL, "--seed", "5", "--output-dir", dir.path().string()})
+              .status == 0);
+  ToolResult r =
+      run_stitch_run({STITCH_FAKE_MODEL, "--seed", "5", "--expected", "y=" + dir.file("y.npy"),
+                      "--expected", "idx=" + dir.file("idx.npy")});
   CHECK(r.status == 0);
   CHECK_THAT(r.output, Catch::Contains("PASS: all 2 compared outputs match"));
-  ToolResult other_seed = run_stitch_run({STITCH_FAKE_MODEL, "--seed", "6", "--expected",
-                                          "y=" + dir.file("y.npy")});
+  ToolResult other_seed =
+      run_stitch_run({STITCH_FAKE_MODEL, "--seed", "6", "--expected", "y=" + dir.file("y.npy")});
   CHECK(other_seed.status == 1);
 }
 
@@ -198,12 +215,14 @@ TEST_CASE("stitch-run exits 1 and prints the max error on a wrong expected outpu
   write_npy(dir.file("x.npy"), make_tensor(STITCH_FLOAT32, {2, 3}, kX));
   write_npy(dir.file("y.npy"), make_tensor(STITCH_FLOAT32, {2, 3}, y));
   write_npy(dir.file("idx.npy"), make_tensor(STITCH_INT64, {2}, idx));
-  ToolResult r = run_stitch_run({STITCH_FAKE_MODEL, "--input", "x=" + dir.file("x.npy"), "--expected",
-                                 "y=" + dir.file("y.npy"), "--expected", "idx=" + dir.file("idx.npy")});
+  ToolResult r =
+      run_stitch_run({STITCH_FAKE_MODEL, "--input", "x=" + dir.file("x.npy"), "--expected",
+                      "y=" + dir.file("y.npy"), "--expected", "idx=" + dir.file("idx.npy")});
   CHECK(r.status == 1);
   CHECK_THAT(r.output, Catch::Contains("max abs err 0.5, max rel err 1, 1 of 6 elements mismatch; "
                                        "first at [1,1]: got 0, expected 0.5: MISMATCH"));
-  CHECK_THAT(r.output, Catch::Contains("1 of 2 elements mismatch; first at [1]: got 2, expected 3"));
+  CHECK_THAT(r.output,
+             Catch::Contains("1 of 2 elements mismatch; first at [1]: got 2, expected 3"));
   CHECK_THAT(r.output, Catch::Contains("FAIL: 2 of 2 compared outputs mismatch"));
 
   ToolResult loose = run_stitch_run({STITCH_FAKE_MODEL, "--input", "x=" + dir.file("x.npy"),
@@ -243,22 +262,26 @@ TEST_CASE("stitch-run refuses inputs of the wrong dtype, shape, name or format",
   TempDir dir;
   write_npy(dir.file("ints.npy"), make_tensor<int64_t>(STITCH_INT64, {2, 3}, {1, 2, 3, 4, 5, 6}));
   write_npy(dir.file("tall.npy"), make_tensor(STITCH_FLOAT32, {3, 2}, kX));
-  std::ofstream(dir.file("broken.npy"), std::ios::binary) << literal_bytes("\x93NUMPY\x01\x00\x05\x00{'des");
+  std::ofstream(dir.file("broken.npy"), std::ios::binary)
+      << literal_bytes("\x93NUMPY\x01\x00\x05\x00{'des");
 
   ToolResult dtype = run_stitch_run({STITCH_FAKE_MODEL, "--input", "x=" + dir.file("ints.npy")});
   CHECK(dtype.status == 2);
-  CHECK_THAT(dtype.output, Catch::Contains("input 'x': " + dir.file("ints.npy") +
-                                           " holds int64[2,3], but the model expects float32[2,3]"));
+  CHECK_THAT(dtype.output,
+             Catch::Contains("input 'x': " + dir.file("ints.npy") +
+                             " holds int64[2,3], but the model expects float32[2,3]"));
   ToolResult shape = run_stitch_run({STITCH_FAKE_MODEL, "--input", "x=" + dir.file("tall.npy")});
   CHECK(shape.status == 2);
-  CHECK_THAT(shape.output, Catch::Contains("holds float32[3,2], but the model expects float32[2,3]"));
+  CHECK_THAT(shape.output,
+             Catch::Contains("holds float32[3,2], but the model expects float32[2,3]"));
   ToolResult name = run_stitch_run({STITCH_FAKE_MODEL, "--input", "z=" + dir.file("tall.npy")});
   CHECK(name.status == 2);
   CHECK_THAT(name.output, Catch::Contains("names no input of the model; its inputs are: 'x'"));
   ToolResult broken = run_stitch_run({STITCH_FAKE_MODEL, "--input", "x=" + dir.file("broken.npy")});
   CHECK(broken.status == 2);
   CHECK_THAT(broken.output, Catch::Contains("malformed .npy header"));
-  ToolResult missing = run_stitch_run({STITCH_FAKE_MODEL, "--expected", "y=" + dir.file("none.npy")});
+  ToolResult missing =
+      run_stitch_run({STITCH_FAKE_MODEL, "--expected", "y=" + dir.file("none.npy")});
   CHECK(missing.status == 2);
   CHECK_THAT(missing.output, Catch::Contains("none.npy: cannot open"));
 }
@@ -269,7 +292,8 @@ TEST_CASE("stitch-run reports an expected file of another shape as a mismatch", 
   write_npy(dir.file("tall.npy"), make_tensor(STITCH_FLOAT32, {3, 2}, kX));
   ToolResult r = run_stitch_run({STITCH_FAKE_MODEL, "--expected", "y=" + dir.file("tall.npy")});
   CHECK(r.status == 1);
-  CHECK_THAT(r.output, Catch::Contains("the output is float32[2,3], but the expected tensor is float32[3,2]"));
+  CHECK_THAT(r.output, Catch::Contains(
+                           "the output is float32[2,3], but the expected tensor is float32[3,2]"));
 }
 
 TEST_CASE("stitch-run refuses files that are not stitchc libraries of its API version",
@@ -278,7 +302,8 @@ TEST_CASE("stitch-run refuses files that are not stitchc libraries of its API ve
   // version are each refused with exit 2 and a message saying which.
   ToolResult foreign = run_stitch_run({STITCH_NOT_A_MODEL});
   CHECK(foreign.status == 2);
-  CHECK_THAT(foreign.output, Catch::Contains("not a stitchc library: it does not export stitch_api_version"));
+  CHECK_THAT(foreign.output,
+             Catch::Contains("not a stitchc library: it does not export stitch_api_version"));
   TempDir dir;
   std::ofstream(dir.file("libfake.so")) << "not an ELF file";
   ToolResult garbage = run_stitch_run({dir.file("libfake.so")});
@@ -307,7 +332,8 @@ TEST_CASE("stitch-run refuses bad command lines with exit 2", "[run][tool]") {
   CHECK(rtol.status == 2);
   CHECK_THAT(rtol.output, Catch::Contains("--rtol must be a non-negative number"));
   TempDir dir;
-  ToolResult both = run_stitch_run({STITCH_FAKE_MODEL, "--random", "--test-data", dir.path().string()});
+  ToolResult both =
+      run_stitch_run({STITCH_FAKE_MODEL, "--random", "--test-data", dir.path().string()});
   CHECK(both.status == 2);
   CHECK_THAT(both.output, Catch::Contains("--random and --test-data contradict"));
 }

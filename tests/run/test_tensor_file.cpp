@@ -20,7 +20,8 @@ onnx::TensorProto proto_of(int data_type, std::vector<int64_t> dims) {
   onnx::TensorProto proto;
   proto.set_name("t");
   proto.set_data_type(data_type);
-  for (int64_t dim : dims) proto.add_dims(dim);
+  for (int64_t dim : dims)
+    proto.add_dims(dim);
   return proto;
 }
 
@@ -58,7 +59,8 @@ TEST_CASE("pb tensors with raw_data parse to their bytes", "[run][pb]") {
 TEST_CASE("pb tensors with typed fields parse to their values", "[run][pb]") {
   // Proves: each typed field ONNX defines is read for the dtypes it carries.
   onnx::TensorProto f = proto_of(onnx::TensorProto::FLOAT, {3});
-  for (float v : {1.0f, -0.5f, 3.25f}) f.add_float_data(v);
+  for (float v : {1.0f, -0.5f, 3.25f})
+    f.add_float_data(v);
   CHECK(values_of<float>(parse(f)) == std::vector<float>{1.0f, -0.5f, 3.25f});
 
   onnx::TensorProto d = proto_of(onnx::TensorProto::DOUBLE, {2});
@@ -77,7 +79,8 @@ TEST_CASE("pb tensors with typed fields parse to their values", "[run][pb]") {
   CHECK(values_of<int8_t>(parse(i8)) == std::vector<int8_t>{-3, 127});
 
   onnx::TensorProto b = proto_of(onnx::TensorProto::BOOL, {3});
-  for (int v : {1, 0, 1}) b.add_int32_data(v);
+  for (int v : {1, 0, 1})
+    b.add_int32_data(v);
   CHECK(values_of<uint8_t>(parse(b)) == std::vector<uint8_t>{1, 0, 1});
 
   onnx::TensorProto h = proto_of(onnx::TensorProto::FLOAT16, {2});
@@ -142,7 +145,8 @@ TEST_CASE("malformed or unsupported pb tensors are refused with a reason", "[run
   onnx::TensorProto huge = proto_of(onnx::TensorProto::FLOAT, {int64_t{1} << 40, int64_t{1} << 40});
   CHECK_THAT(proto_error(huge.SerializeAsString()), Catch::Contains("negative or too large"));
 
-  CHECK_THAT(proto_error("\xff\xff\xff garbage"), Catch::Contains("not a serialized ONNX TensorProto"));
+  CHECK_THAT(proto_error("\xff\xff\xff garbage"),
+             Catch::Contains("not a serialized ONNX TensorProto"));
   CHECK_THAT(proto_error("\xff\xff\xff garbage"), Catch::StartsWith("bad.pb"));
 }
 
@@ -158,5 +162,6 @@ TEST_CASE("tensor files are read by their extension", "[run][pb]") {
   }
   write_npy(dir.file("a.npy"), make_tensor<int32_t>(STITCH_INT32, {2}, {5, -6}));
   CHECK(read_tensor_file(dir.file("a.pb")).bytes == read_tensor_file(dir.file("a.npy")).bytes);
-  CHECK_THROWS_WITH(read_tensor_file(dir.file("a.txt")), Catch::Contains("unknown tensor file type"));
+  CHECK_THROWS_WITH(read_tensor_file(dir.file("a.txt")),
+                    Catch::Contains("unknown tensor file type"));
 }

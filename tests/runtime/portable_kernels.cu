@@ -49,8 +49,7 @@ __global__ void block_welford_kernel(const float* __restrict__ in, float* __rest
 
 __global__ void vector_affine_kernel(const float* __restrict__ in, float* __restrict__ out,
                                      std::size_t count) {
-  const std::size_t index =
-      (std::size_t{blockIdx.x} * blockDim.x + threadIdx.x) * kFloatsPerVector;
+  const std::size_t index = (std::size_t{blockIdx.x} * blockDim.x + threadIdx.x) * kFloatsPerVector;
   if (index >= count) return;
   const float4 value = load_float4(in, index, count);
   store_float4(out, index, count, map_float4(value, [](float x) { return 2.0f * x + 1.0f; }));
@@ -67,15 +66,33 @@ __global__ void activation_kernel(Activation activation, const float* __restrict
   if (i >= count) return;
   const float x = in[i];
   switch (activation) {
-  case Activation::GeluErf: out[i] = gelu_erf(x); break;
-  case Activation::GeluTanh: out[i] = gelu_tanh(x); break;
-  case Activation::Sigmoid: out[i] = sigmoid(x); break;
-  case Activation::Softplus: out[i] = softplus(x); break;
-  case Activation::Mish: out[i] = mish(x); break;
-  case Activation::Silu: out[i] = silu(x); break;
-  case Activation::Elu: out[i] = elu(x); break;
-  case Activation::Selu: out[i] = selu(x); break;
-  case Activation::HardSwish: out[i] = hard_swish(x); break;
+  case Activation::GeluErf:
+    out[i] = gelu_erf(x);
+    break;
+  case Activation::GeluTanh:
+    out[i] = gelu_tanh(x);
+    break;
+  case Activation::Sigmoid:
+    out[i] = sigmoid(x);
+    break;
+  case Activation::Softplus:
+    out[i] = softplus(x);
+    break;
+  case Activation::Mish:
+    out[i] = mish(x);
+    break;
+  case Activation::Silu:
+    out[i] = silu(x);
+    break;
+  case Activation::Elu:
+    out[i] = elu(x);
+    break;
+  case Activation::Selu:
+    out[i] = selu(x);
+    break;
+  case Activation::HardSwish:
+    out[i] = hard_swish(x);
+    break;
   }
 }
 
@@ -107,14 +124,17 @@ __global__ void column_normalize_kernel(const float* __restrict__ x, float* __re
   const int last_row = min(rows, first_row + rows_per_block);
   for (int c = static_cast<int>(threadIdx.x); c < cols; c += static_cast<int>(blockDim.x)) {
     float sum = 0.0f;
-    for (int r = first_row; r < last_row; ++r) sum += x[r * cols + c];
+    for (int r = first_row; r < last_row; ++r)
+      sum += x[r * cols + c];
     partials[blockIdx.x * cols + c] = sum;
   }
   if (synchronize_grid) stitch_grid_sync();
   for (int c = static_cast<int>(threadIdx.x); c < cols; c += static_cast<int>(blockDim.x)) {
     float total = 0.0f;
-    for (int b = 0; b < blocks; ++b) total += partials[b * cols + c]; // fixed order
-    for (int r = first_row; r < last_row; ++r) out[r * cols + c] = x[r * cols + c] / total;
+    for (int b = 0; b < blocks; ++b)
+      total += partials[b * cols + c]; // fixed order
+    for (int r = first_row; r < last_row; ++r)
+      out[r * cols + c] = x[r * cols + c] / total;
   }
 }
 
@@ -139,8 +159,8 @@ __global__ void histogram_kernel(const float* __restrict__ in, unsigned* histogr
 
 cudaError_t launch_block_reductions(const float* in, float* sums, float* maxes, float* mins,
                                     int blocks, dim3 threads, int per_block) {
-  return STITCH_LAUNCH(block_reductions_kernel, blocks, threads, 0, nullptr, in, sums, maxes,
-                       mins, per_block);
+  return STITCH_LAUNCH(block_reductions_kernel, blocks, threads, 0, nullptr, in, sums, maxes, mins,
+                       per_block);
 }
 
 cudaError_t launch_block_welford(const float* in, float* means, float* variances, int blocks,
@@ -160,8 +180,8 @@ cudaError_t launch_transform_gelu(const float* in, float* out, std::size_t count
 }
 
 cudaError_t launch_activation(Activation activation, const float* in, float* out, int count) {
-  return STITCH_LAUNCH(activation_kernel, (count + 255) / 256, 256, 0, nullptr, activation, in,
-                       out, count);
+  return STITCH_LAUNCH(activation_kernel, (count + 255) / 256, 256, 0, nullptr, activation, in, out,
+                       count);
 }
 
 cudaError_t launch_transpose(const float* in, float* out, int rows, int cols) {
@@ -169,21 +189,20 @@ cudaError_t launch_transpose(const float* in, float* out, int rows, int cols) {
   return STITCH_LAUNCH(transpose_kernel, grid, dim3(kTile, 8), 0, nullptr, in, out, rows, cols);
 }
 
-cudaError_t launch_column_normalize(const float* x, float* partials, float* out, int rows,
-                                    int cols, int blocks, bool synchronize_grid) {
+cudaError_t launch_column_normalize(const float* x, float* partials, float* out, int rows, int cols,
+                                    int blocks, bool synchronize_grid) {
   return STITCH_LAUNCH_COOPERATIVE(column_normalize_kernel, blocks, 64, 0, nullptr, x, partials,
                                    out, rows, cols, synchronize_grid);
 }
 
-cudaError_t launch_reverse_in_dynamic_shared(const float* in, float* out, int blocks,
-                                             int threads) {
+cudaError_t launch_reverse_in_dynamic_shared(const float* in, float* out, int blocks, int threads) {
   return STITCH_LAUNCH(reverse_in_dynamic_shared_kernel, blocks, threads,
                        sizeof(float) * static_cast<std::size_t>(threads), nullptr, in, out);
 }
 
 cudaError_t launch_histogram(const float* in, unsigned* histogram, int count, int bins) {
-  return STITCH_LAUNCH(histogram_kernel, (count + 255) / 256, 256, 0, nullptr, in, histogram,
-                       count, bins);
+  return STITCH_LAUNCH(histogram_kernel, (count + 255) / 256, 256, 0, nullptr, in, histogram, count,
+                       bins);
 }
 
 } // namespace stitch::test

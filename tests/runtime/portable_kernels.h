@@ -33,8 +33,8 @@ cudaError_t launch_transpose(const float* in, float* out, int rows, int cols);
 // Cooperative: out[r][c] = x[r][c] / (sum over all rows of column c). Each block writes its
 // column partial sums to partials[block][c], waits at stitch_grid_sync (unless
 // synchronize_grid is false, which is a bug the tests expect to see), then divides.
-cudaError_t launch_column_normalize(const float* x, float* partials, float* out, int rows,
-                                    int cols, int blocks, bool synchronize_grid);
+cudaError_t launch_column_normalize(const float* x, float* partials, float* out, int rows, int cols,
+                                    int blocks, bool synchronize_grid);
 
 // Per block, reverses its blockDim.x values through dynamic shared memory.
 cudaError_t launch_reverse_in_dynamic_shared(const float* in, float* out, int blocks, int threads);

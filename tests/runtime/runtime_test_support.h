@@ -14,8 +14,7 @@
 
 namespace stitch::test {
 
-template <typename T>
-class DeviceBuffer {
+template <typename T> class DeviceBuffer {
 public:
   explicit DeviceBuffer(std::size_t count) : count_(count) {
     REQUIRE(cudaMalloc(&data_, count * sizeof(T)) == cudaSuccess);
@@ -66,7 +65,8 @@ inline std::vector<float> random_floats(std::size_t count, float low, float high
   std::mt19937 generator = seeded_generator(salt);
   std::uniform_real_distribution<float> distribution(low, high);
   std::vector<float> values(count);
-  for (float& value : values) value = distribution(generator);
+  for (float& value : values)
+    value = distribution(generator);
   return values;
 }
 
@@ -76,10 +76,13 @@ inline std::vector<float> random_integer_floats(std::size_t count, int low, int 
   std::mt19937 generator = seeded_generator(salt);
   std::uniform_int_distribution<int> distribution(low, high);
   std::vector<float> values(count);
-  for (float& value : values) value = static_cast<float>(distribution(generator));
+  for (float& value : values)
+    value = static_cast<float>(distribution(generator));
   return values;
 }
 
-inline std::string last_error_text(cudaError_t error) { return cudaGetErrorString(error); }
+inline std::string last_error_text(cudaError_t error) {
+  return cudaGetErrorString(error);
+}
 
 } // namespace stitch::test

@@ -60,7 +60,8 @@ __global__ void block_exits_before_grid_sync(float* out) {
 std::vector<float> column_normalize_reference(const std::vector<float>& x, int rows, int cols) {
   std::vector<double> totals(cols, 0.0);
   for (int r = 0; r < rows; ++r)
-    for (int c = 0; c < cols; ++c) totals[c] += x[r * cols + c];
+    for (int c = 0; c < cols; ++c)
+      totals[c] += x[r * cols + c];
   std::vector<float> expected(x.size());
   for (int r = 0; r < rows; ++r)
     for (int c = 0; c < cols; ++c)
@@ -91,7 +92,8 @@ TEST_CASE("an atomicAdd histogram over several blocks counts every element", "[r
   const int count = 5000, bins = 16;
   const std::vector<float> input = stitch::test::random_floats(count, 0.0f, 1.0f, 31);
   std::vector<unsigned> expected(bins, 0);
-  for (float x : input) ++expected[std::min(bins - 1, static_cast<int>(x * bins))];
+  for (float x : input)
+    ++expected[std::min(bins - 1, static_cast<int>(x * bins))];
   DeviceBuffer<float> in(input);
   DeviceBuffer<unsigned> histogram(std::vector<unsigned>(bins, 0));
   REQUIRE(stitch::test::launch_histogram(in.get(), histogram.get(), count, bins) == cudaSuccess);
@@ -107,7 +109,8 @@ TEST_CASE("a cooperative kernel's grid barrier orders a column sum before its co
                                                 blocks, true) == cudaSuccess);
   const std::vector<float> got = out.download();
   const std::vector<float> expected = column_normalize_reference(x, rows, cols);
-  for (std::size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == Approx(expected[i]).epsilon(1e-5));
+  for (std::size_t i = 0; i < got.size(); ++i)
+    REQUIRE(got[i] == Approx(expected[i]).epsilon(1e-5));
 }
 
 TEST_CASE("the same cooperative kernel without its grid barrier reads unfinished partials",
@@ -126,10 +129,10 @@ TEST_CASE("a cooperative grid larger than the device holds resident is refused",
   config->multiprocessor_count = 2;
   config->max_blocks_per_multiprocessor = 4;
   DeviceBuffer<float> x(64 * 9), partials(64 * 9), out(64 * 9);
-  CHECK(stitch::test::launch_column_normalize(x.get(), partials.get(), out.get(), 9, 64, 8,
-                                              true) == cudaSuccess);
-  const cudaError_t status = stitch::test::launch_column_normalize(x.get(), partials.get(),
-                                                                   out.get(), 9, 64, 9, true);
+  CHECK(stitch::test::launch_column_normalize(x.get(), partials.get(), out.get(), 9, 64, 8, true) ==
+        cudaSuccess);
+  const cudaError_t status =
+      stitch::test::launch_column_normalize(x.get(), partials.get(), out.get(), 9, 64, 9, true);
   CHECK(status == cudaErrorCooperativeLaunchTooLarge);
   CHECK_THAT(stitch::test::last_error_text(status), Catch::Contains("9 blocks exceeds the 8"));
   cudaGetLastError();
@@ -145,8 +148,8 @@ TEST_CASE("a cooperative grid larger than the device holds resident is refused",
 
 TEST_CASE("stitch_grid_sync outside a cooperative launch is an error", "[runtime]") {
   DeviceBuffer<float> out(32);
-  const cudaError_t status = STITCH_LAUNCH(grid_sync_in_ordinary_launch, 2, 32, 0, nullptr,
-                                           out.get());
+  const cudaError_t status =
+      STITCH_LAUNCH(grid_sync_in_ordinary_launch, 2, 32, 0, nullptr, out.get());
   CHECK(status == cudaErrorLaunchFailure);
   CHECK_THAT(stitch::test::last_error_text(status), Catch::Contains("STITCH_LAUNCH_COOPERATIVE"));
   cudaGetLastError();
@@ -154,8 +157,8 @@ TEST_CASE("stitch_grid_sync outside a cooperative launch is an error", "[runtime
 
 TEST_CASE("a grid barrier that an exited block never reaches is a deadlock error", "[runtime]") {
   DeviceBuffer<float> out(4);
-  const cudaError_t status = STITCH_LAUNCH_COOPERATIVE(block_exits_before_grid_sync, 4, 32, 0,
-                                                       nullptr, out.get());
+  const cudaError_t status =
+      STITCH_LAUNCH_COOPERATIVE(block_exits_before_grid_sync, 4, 32, 0, nullptr, out.get());
   CHECK(status == cudaErrorLaunchFailure);
   const std::string message = stitch::test::last_error_text(status);
   CHECK_THAT(message, Catch::Contains("96 threads wait at stitch_grid_sync"));

@@ -108,8 +108,8 @@ TEST_CASE("__syncthreads orders writes and reads of shared memory", "[runtime]")
   REQUIRE(STITCH_LAUNCH(tree_sum, blocks, 512, 0, nullptr, in.get(), sums.get()) == cudaSuccess);
   const std::vector<float> got = sums.download();
   for (int b = 0; b < blocks; ++b)
-    CHECK(got[b] == std::accumulate(integers.begin() + b * 512, integers.begin() + (b + 1) * 512,
-                                    0.0f));
+    CHECK(got[b] ==
+          std::accumulate(integers.begin() + b * 512, integers.begin() + (b + 1) * 512, 0.0f));
 }
 
 TEST_CASE("omitting a needed __syncthreads gives a wrong result", "[runtime]") {
@@ -127,7 +127,8 @@ TEST_CASE("the thread order decides which missing barrier shows; descending expo
   const int threads = 128;
   const std::vector<float> input = stitch::test::random_floats(threads, -5, 5, 4);
   std::vector<float> expected(threads);
-  for (int t = 0; t < threads; ++t) expected[t] = input[t == 0 ? 0 : t - 1];
+  for (int t = 0; t < threads; ++t)
+    expected[t] = input[t == 0 ? 0 : t - 1];
   const auto run = [&](bool synchronize) {
     DeviceBuffer<float> in(input), out(threads);
     REQUIRE(STITCH_LAUNCH(read_lower_neighbour, 1, threads, 0, nullptr, in.get(), out.get(),
@@ -167,8 +168,7 @@ TEST_CASE("a barrier that exited threads never reach is a deadlock error, not a 
 TEST_CASE("threads waiting at different __syncthreads calls are reported as divergent",
           "[runtime]") {
   DeviceBuffer<float> out(64);
-  const cudaError_t status = STITCH_LAUNCH(barriers_in_both_branches, 1, 64, 0, nullptr,
-                                           out.get());
+  const cudaError_t status = STITCH_LAUNCH(barriers_in_both_branches, 1, 64, 0, nullptr, out.get());
   CHECK(status == cudaErrorLaunchFailure);
   CHECK_THAT(stitch::test::last_error_text(status), Catch::Contains("divergent __syncthreads"));
   cudaGetLastError();

@@ -43,15 +43,16 @@ TEST_CASE("block_reduce_sum/max/min match a reference for every block size and s
           "[runtime]") {
   const int blocks = 3, per_block = 3000;
   const std::vector<float> input = stitch::test::random_floats(blocks * per_block, -1, 1, 41);
-  const dim3 shapes[] = {1,   7,   31,  32,  33,   64,   100,           128,
-                         255, 256, 512, 1000, 1024, dim3(8, 4, 3), dim3(5, 7)};
+  const dim3 shapes[] = {
+      1, 7, 31, 32, 33, 64, 100, 128, 255, 256, 512, 1000, 1024, dim3(8, 4, 3), dim3(5, 7)};
   for (const dim3& shape : shapes) {
     INFO("block " << shape.x << "x" << shape.y << "x" << shape.z);
     const BlockResults got = reduce_blocks(input, blocks, shape, per_block);
     for (int b = 0; b < blocks; ++b) {
       const auto first = input.begin() + b * per_block, last = first + per_block;
       double sum = 0, magnitude = 0;
-      for (auto it = first; it != last; ++it) sum += *it, magnitude += std::fabs(*it);
+      for (auto it = first; it != last; ++it)
+        sum += *it, magnitude += std::fabs(*it);
       CHECK(std::fabs(got.sums[b] - sum) <= 1e-5 * magnitude);
       CHECK(got.maxes[b] == *std::max_element(first, last));
       CHECK(got.mins[b] == *std::min_element(first, last));
@@ -59,8 +60,7 @@ TEST_CASE("block_reduce_sum/max/min match a reference for every block size and s
   }
 }
 
-TEST_CASE("block reductions are bitwise deterministic across runs and worker counts",
-          "[runtime]") {
+TEST_CASE("block reductions are bitwise deterministic across runs and worker counts", "[runtime]") {
   const int blocks = 16, per_block = 4097;
   const std::vector<float> input = stitch::test::random_floats(blocks * per_block, -3, 3, 42);
   const BlockResults first = reduce_blocks(input, blocks, 256, per_block);
@@ -76,7 +76,8 @@ TEST_CASE("Welford variance of [40000, 40001, 40002, 40003] is accurate", "[runt
   const std::vector<float> input = {40000.0f, 40001.0f, 40002.0f, 40003.0f};
   // The naive fp32 formula E[x^2] - E[x]^2 loses everything to cancellation here ...
   float sum = 0, sum_of_squares = 0;
-  for (float x : input) sum += x, sum_of_squares += x * x;
+  for (float x : input)
+    sum += x, sum_of_squares += x * x;
   const float naive = sum_of_squares / 4 - (sum / 4) * (sum / 4);
   CHECK(std::fabs(naive - 1.25f) > 0.5f);
   // ... while Welford gets it, whether one thread pushes all four values or four threads (or a
@@ -94,15 +95,18 @@ TEST_CASE("Welford variance of [40000, 40001, 40002, 40003] is accurate", "[runt
 TEST_CASE("block Welford matches a double reference on offset data", "[runtime]") {
   const int blocks = 4, per_block = 5000;
   std::vector<float> input = stitch::test::random_floats(blocks * per_block, -1, 1, 43);
-  for (float& x : input) x += 1000.0f;
+  for (float& x : input)
+    x += 1000.0f;
   DeviceBuffer<float> in(input), means(blocks), variances(blocks);
   REQUIRE(stitch::test::launch_block_welford(in.get(), means.get(), variances.get(), blocks, 256,
                                              per_block) == cudaSuccess);
   for (int b = 0; b < blocks; ++b) {
     double mean = 0, m2 = 0;
-    for (int i = 0; i < per_block; ++i) mean += input[b * per_block + i];
+    for (int i = 0; i < per_block; ++i)
+      mean += input[b * per_block + i];
     mean /= per_block;
-    for (int i = 0; i < per_block; ++i) m2 += std::pow(input[b * per_block + i] - mean, 2);
+    for (int i = 0; i < per_block; ++i)
+      m2 += std::pow(input[b * per_block + i] - mean, 2);
     CHECK(means.download()[b] == Approx(mean).epsilon(1e-6));
     CHECK(variances.download()[b] == Approx(m2 / per_block).epsilon(1e-3));
   }
@@ -115,8 +119,8 @@ TEST_CASE("float4 loads and stores equal scalar code on any alignment and length
     for (std::size_t count : {1u, 3u, 4u, 5u, 13u, 1001u, 1024u}) {
       INFO("misaligned by " << misalignment << " floats, " << count << " elements");
       REQUIRE(cudaMemset(out.get(), 0xFF, out.size() * sizeof(float)) == cudaSuccess);
-      REQUIRE(stitch::test::launch_vector_affine(in.get() + misalignment,
-                                                 out.get() + misalignment, count) == cudaSuccess);
+      REQUIRE(stitch::test::launch_vector_affine(in.get() + misalignment, out.get() + misalignment,
+                                                 count) == cudaSuccess);
       const std::vector<float> got = out.download();
       for (std::size_t i = 0; i < count; ++i)
         REQUIRE(got[misalignment + i] == 2.0f * input[misalignment + i] + 1.0f);
@@ -130,8 +134,7 @@ TEST_CASE("transform_elements applies gelu on aligned and misaligned data", "[ru
   DeviceBuffer<float> in(input), out(input.size());
   for (std::size_t misalignment : {0u, 2u}) {
     const std::size_t count = 1003;
-    REQUIRE(stitch::test::launch_transform_gelu(in.get() + misalignment,
-                                                out.get() + misalignment,
+    REQUIRE(stitch::test::launch_transform_gelu(in.get() + misalignment, out.get() + misalignment,
                                                 count) == cudaSuccess);
     const std::vector<float> got = out.download();
     for (std::size_t i = 0; i < count; ++i) {
@@ -144,7 +147,8 @@ TEST_CASE("transform_elements applies gelu on aligned and misaligned data", "[ru
 
 TEST_CASE("activations match double-precision formulas, extreme inputs included", "[runtime]") {
   std::vector<float> input = stitch::test::random_floats(600, -12, 12, 46);
-  for (float extreme : {-100.0f, -30.0f, -0.0f, 0.0f, 30.0f, 100.0f}) input.push_back(extreme);
+  for (float extreme : {-100.0f, -30.0f, -0.0f, 0.0f, 30.0f, 100.0f})
+    input.push_back(extreme);
   const int count = static_cast<int>(input.size());
   struct Case {
     Activation activation;
@@ -166,7 +170,9 @@ TEST_CASE("activations match double-precision formulas, extreme inputs included"
       {Activation::Silu, [](double x) { return x / (1.0 + std::exp(-x)); }},
       {Activation::Elu, [](double x) { return x > 0 ? x : std::expm1(x); }},
       {Activation::Selu,
-       [](double x) { return 1.0507009873554805 * (x > 0 ? x : 1.6732632423543772 * std::expm1(x)); }},
+       [](double x) {
+         return 1.0507009873554805 * (x > 0 ? x : 1.6732632423543772 * std::expm1(x));
+       }},
       {Activation::HardSwish,
        [](double x) { return x * std::min(1.0, std::max(0.0, x / 6 + 0.5)); }},
   };
@@ -191,7 +197,8 @@ TEST_CASE("a padded STITCH_SHARED_2D tile transposes a ragged matrix", "[runtime
   REQUIRE(stitch::test::launch_transpose(in.get(), out.get(), rows, cols) == cudaSuccess);
   const std::vector<float> got = out.download();
   for (int r = 0; r < rows; ++r)
-    for (int c = 0; c < cols; ++c) REQUIRE(got[c * rows + r] == input[r * cols + c]);
+    for (int c = 0; c < cols; ++c)
+      REQUIRE(got[c * rows + r] == input[r * cols + c]);
 }
 
 TEST_CASE("an elementwise block of 256 threads runs in well under a millisecond", "[runtime]") {

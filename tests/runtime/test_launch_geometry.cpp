@@ -21,10 +21,11 @@ __global__ void record_indices(unsigned* out) {
   const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
   const unsigned thread = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
   unsigned* slot = out + 12 * (block * threads + thread);
-  const unsigned values[12] = {blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x,
+  const unsigned values[12] = {blockIdx.x,  blockIdx.y,  blockIdx.z, threadIdx.x,
                                threadIdx.y, threadIdx.z, blockDim.x, blockDim.y,
                                blockDim.z,  gridDim.x,   gridDim.y,  gridDim.z};
-  for (int i = 0; i < 12; ++i) slot[i] = values[i];
+  for (int i = 0; i < 12; ++i)
+    slot[i] = values[i];
 }
 
 __global__ void read_uninitialized_shared(float* out) {
@@ -50,10 +51,11 @@ __global__ void touch_dynamic_shared(float* out) {
   out[threadIdx.x] = bytes[threadIdx.x];
 }
 
-__global__ void write_one(float* out) { out[threadIdx.x] = 1.0f; }
+__global__ void write_one(float* out) {
+  out[threadIdx.x] = 1.0f;
+}
 
-template <int kScale>
-__global__ void scale_by(const float* in, float* out, long long count) {
+template <int kScale> __global__ void scale_by(const float* in, float* out, long long count) {
   const long long i = threadIdx.x;
   if (i < count) out[i] = in[i] * kScale;
 }
@@ -101,7 +103,8 @@ TEST_CASE("template kernels launch in parentheses; arguments convert to paramete
   REQUIRE(STITCH_LAUNCH((scale_by<3>), 1, 32, 0, nullptr, in.get(), out.get(), count) ==
           cudaSuccess);
   const std::vector<float> got = out.download();
-  for (int i = 0; i < 32; ++i) CHECK(got[i] == input[i] * 3);
+  for (int i = 0; i < 32; ++i)
+    CHECK(got[i] == input[i] * 3);
 }
 
 TEST_CASE("__constant__ data set with cudaMemcpyToSymbol is visible to kernels", "[runtime]") {
@@ -110,17 +113,20 @@ TEST_CASE("__constant__ data set with cudaMemcpyToSymbol is visible to kernels",
   DeviceBuffer<float> out(8);
   REQUIRE(STITCH_LAUNCH(add_constant_offsets, 1, 8, 0, nullptr, out.get(), 10) == cudaSuccess);
   const std::vector<float> got = out.download();
-  for (int t = 0; t < 8; ++t) CHECK(got[t] == offsets[t % 4] + 10.0f * t);
+  for (int t = 0; t < 8; ++t)
+    CHECK(got[t] == offsets[t % 4] + 10.0f * t);
 }
 
 TEST_CASE("shared memory a kernel reads before writing is garbage (NaN), static or dynamic",
           "[runtime]") {
   DeviceBuffer<float> out(64);
   REQUIRE(STITCH_LAUNCH(read_uninitialized_shared, 1, 64, 0, nullptr, out.get()) == cudaSuccess);
-  for (float value : out.download()) CHECK(std::isnan(value));
+  for (float value : out.download())
+    CHECK(std::isnan(value));
   REQUIRE(STITCH_LAUNCH(read_uninitialized_dynamic_shared, 1, 64, 64 * sizeof(float), nullptr,
                         out.get()) == cudaSuccess);
-  for (float value : out.download()) CHECK(std::isnan(value));
+  for (float value : out.download())
+    CHECK(std::isnan(value));
 }
 
 TEST_CASE("dynamic shared memory holds the launch's byte count per block", "[runtime]") {
@@ -155,12 +161,12 @@ TEST_CASE("launches CUDA would refuse return an error code and a message", "[run
   };
   for (const Case& c : cases) {
     INFO(c.what);
-    const cudaError_t status = STITCH_LAUNCH(write_one, c.grid, c.block, c.shared, nullptr,
-                                             out.get());
+    const cudaError_t status =
+        STITCH_LAUNCH(write_one, c.grid, c.block, c.shared, nullptr, out.get());
     CHECK(status == c.expected);
     CHECK_THAT(stitch::test::last_error_text(status), Catch::Contains(c.message));
     CHECK_THAT(stitch::test::last_error_text(status), Catch::Contains("write_one"));
-    CHECK(cudaGetLastError() == c.expected); // recorded as the last error ...
+    CHECK(cudaGetLastError() == c.expected);  // recorded as the last error ...
     CHECK(cudaGetLastError() == cudaSuccess); // ... and cleared by reading it
   }
 }

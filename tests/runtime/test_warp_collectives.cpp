@@ -20,7 +20,8 @@ constexpr unsigned kFull = 0xffffffffu;
 __global__ void warp_sum_butterfly(const float* in, float* out) {
   const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
   float value = in[t];
-  for (int offset = 16; offset > 0; offset /= 2) value += __shfl_xor_sync(kFull, value, offset);
+  for (int offset = 16; offset > 0; offset /= 2)
+    value += __shfl_xor_sync(kFull, value, offset);
   out[t] = value;
 }
 
@@ -91,14 +92,16 @@ __global__ void half_warp_sums(const float* in, float* out) {
   const unsigned lane = threadIdx.x;
   const unsigned mask = lane < 16 ? 0x0000ffffu : 0xffff0000u;
   float value = in[lane];
-  for (int offset = 8; offset > 0; offset /= 2) value += __shfl_xor_sync(mask, value, offset);
+  for (int offset = 8; offset > 0; offset /= 2)
+    value += __shfl_xor_sync(mask, value, offset);
   out[lane] = value;
 }
 
 // A 40-thread block: warp 1 has 8 lanes, and lanes that do not exist count as exited.
 __global__ void partial_warp_sums(const float* in, float* out) {
   float value = in[threadIdx.x];
-  for (int offset = 4; offset > 0; offset /= 2) value += __shfl_xor_sync(kFull, value, offset);
+  for (int offset = 4; offset > 0; offset /= 2)
+    value += __shfl_xor_sync(kFull, value, offset);
   out[threadIdx.x] = value;
 }
 
@@ -116,29 +119,26 @@ cudaError_t launch_and_expect_failure(cudaError_t status, const char* fragment) 
 
 } // namespace
 
-TEST_CASE("a butterfly shuffle reduction is exact and leaves the sum in every lane",
-          "[runtime]") {
+TEST_CASE("a butterfly shuffle reduction is exact and leaves the sum in every lane", "[runtime]") {
   const std::vector<float> input = stitch::test::random_integer_floats(128, -1000, 1000, 21);
   DeviceBuffer<float> in(input), out(128);
-  REQUIRE(STITCH_LAUNCH(warp_sum_butterfly, 2, 64, 0, nullptr, in.get(), out.get()) ==
-          cudaSuccess);
+  REQUIRE(STITCH_LAUNCH(warp_sum_butterfly, 2, 64, 0, nullptr, in.get(), out.get()) == cudaSuccess);
   const std::vector<float> got = out.download();
   for (int warp = 0; warp < 4; ++warp) {
-    const float sum = std::accumulate(input.begin() + 32 * warp, input.begin() + 32 * warp + 32,
-                                      0.0f);
-    for (int lane = 0; lane < 32; ++lane) CHECK(got[32 * warp + lane] == sum);
+    const float sum =
+        std::accumulate(input.begin() + 32 * warp, input.begin() + 32 * warp + 32, 0.0f);
+    for (int lane = 0; lane < 32; ++lane)
+      CHECK(got[32 * warp + lane] == sum);
   }
 }
 
 TEST_CASE("a shuffle reduction with a wrong first offset gives a wrong sum", "[runtime]") {
   const std::vector<float> input = stitch::test::random_integer_floats(64, 1, 1000, 22);
   DeviceBuffer<float> in(input), out(2);
-  REQUIRE(STITCH_LAUNCH(warp_sum_down, 1, 64, 0, nullptr, in.get(), out.get(), 16) ==
-          cudaSuccess);
+  REQUIRE(STITCH_LAUNCH(warp_sum_down, 1, 64, 0, nullptr, in.get(), out.get(), 16) == cudaSuccess);
   const float warp0 = std::accumulate(input.begin(), input.begin() + 32, 0.0f);
   CHECK(out.download()[0] == warp0);
-  REQUIRE(STITCH_LAUNCH(warp_sum_down, 1, 64, 0, nullptr, in.get(), out.get(), 8) ==
-          cudaSuccess);
+  REQUIRE(STITCH_LAUNCH(warp_sum_down, 1, 64, 0, nullptr, in.get(), out.get(), 8) == cudaSuccess);
   CHECK(out.download()[0] == std::accumulate(input.begin(), input.begin() + 16, 0.0f));
   CHECK(out.download()[0] != warp0);
 }
@@ -166,7 +166,8 @@ TEST_CASE("ballot, any and all vote over the lanes of each warp", "[runtime]") {
   REQUIRE(STITCH_LAUNCH(votes, 1, 64, 0, nullptr, out.get()) == cudaSuccess);
   const std::vector<unsigned> got = out.download();
   unsigned every_third = 0;
-  for (int lane = 0; lane < 32; lane += 3) every_third |= 1u << lane;
+  for (int lane = 0; lane < 32; lane += 3)
+    every_third |= 1u << lane;
   for (int warp = 0; warp < 2; ++warp)
     CHECK(std::vector<unsigned>(got.begin() + 4 * warp, got.begin() + 4 * warp + 4) ==
           std::vector<unsigned>{every_third, 1, 1, 0});
@@ -208,17 +209,18 @@ TEST_CASE("half-warp collectives with different masks run side by side", "[runti
   const float low = std::accumulate(input.begin(), input.begin() + 16, 0.0f);
   const float high = std::accumulate(input.begin() + 16, input.end(), 0.0f);
   const std::vector<float> got = out.download();
-  for (int lane = 0; lane < 32; ++lane) CHECK(got[lane] == (lane < 16 ? low : high));
+  for (int lane = 0; lane < 32; ++lane)
+    CHECK(got[lane] == (lane < 16 ? low : high));
 }
 
 TEST_CASE("the partial last warp of a block shuffles among the lanes that exist", "[runtime]") {
   const std::vector<float> input = stitch::test::random_integer_floats(40, -50, 50, 27);
   DeviceBuffer<float> in(input), out(40);
-  REQUIRE(STITCH_LAUNCH(partial_warp_sums, 1, 40, 0, nullptr, in.get(), out.get()) ==
-          cudaSuccess);
+  REQUIRE(STITCH_LAUNCH(partial_warp_sums, 1, 40, 0, nullptr, in.get(), out.get()) == cudaSuccess);
   const float tail = std::accumulate(input.begin() + 32, input.end(), 0.0f);
   const std::vector<float> got = out.download();
-  for (int t = 32; t < 40; ++t) CHECK(got[t] == tail);
+  for (int t = 32; t < 40; ++t)
+    CHECK(got[t] == tail);
 }
 
 TEST_CASE("shuffles move 8-byte values intact", "[runtime]") {
@@ -236,9 +238,8 @@ TEST_CASE("shuffles move 8-byte values intact", "[runtime]") {
 
 TEST_CASE("warp collectives that break CUDA's mask rules fail the launch", "[runtime]") {
   DeviceBuffer<float> out(32);
-  launch_and_expect_failure(
-      STITCH_LAUNCH(mask_without_caller, 1, 32, 0, nullptr, out.get()),
-      "does not include the calling lane");
+  launch_and_expect_failure(STITCH_LAUNCH(mask_without_caller, 1, 32, 0, nullptr, out.get()),
+                            "does not include the calling lane");
   DeviceBuffer<unsigned> votes_out(32);
   launch_and_expect_failure(
       STITCH_LAUNCH(ballot_and_any_together, 1, 32, 0, nullptr, votes_out.get()),

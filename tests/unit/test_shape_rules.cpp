@@ -67,10 +67,13 @@ using Ints = std::vector<int64_t>;
 
 } // namespace
 
-// Every refusal must name the node and op.
+// Every refusal is a UserError whose message names the node.
 #define REQUIRE_REFUSED(t, fragment)                                                               \
-  REQUIRE_THROWS_WITH((t).infer(),                                                                 \
-                      Catch::Contains("node 'node_under_test'") && Catch::Contains(fragment))
+  do {                                                                                             \
+    REQUIRE_THROWS_AS((t).infer(), UserError);                                                     \
+    REQUIRE_THROWS_WITH((t).infer(),                                                               \
+                        Catch::Contains("node 'node_under_test'") && Catch::Contains(fragment));   \
+  } while (0)
 
 // ---- Elementwise and Broadcast ----
 

@@ -22,16 +22,26 @@ template <typename T> T load(const HostTensor& tensor, uint64_t index) {
 // Whether two elements are exactly equal, for integer and bool dtypes.
 bool integers_equal(const HostTensor& a, const HostTensor& e, uint64_t i) {
   switch (a.dtype) {
-  case STITCH_BOOL: return (load<uint8_t>(a, i) != 0) == (load<uint8_t>(e, i) != 0);
-  case STITCH_UINT8: return load<uint8_t>(a, i) == load<uint8_t>(e, i);
-  case STITCH_INT8: return load<int8_t>(a, i) == load<int8_t>(e, i);
-  case STITCH_UINT16: return load<uint16_t>(a, i) == load<uint16_t>(e, i);
-  case STITCH_INT16: return load<int16_t>(a, i) == load<int16_t>(e, i);
-  case STITCH_INT32: return load<int32_t>(a, i) == load<int32_t>(e, i);
-  case STITCH_UINT32: return load<uint32_t>(a, i) == load<uint32_t>(e, i);
-  case STITCH_INT64: return load<int64_t>(a, i) == load<int64_t>(e, i);
-  case STITCH_UINT64: return load<uint64_t>(a, i) == load<uint64_t>(e, i);
-  default: return false;
+  case STITCH_BOOL:
+    return (load<uint8_t>(a, i) != 0) == (load<uint8_t>(e, i) != 0);
+  case STITCH_UINT8:
+    return load<uint8_t>(a, i) == load<uint8_t>(e, i);
+  case STITCH_INT8:
+    return load<int8_t>(a, i) == load<int8_t>(e, i);
+  case STITCH_UINT16:
+    return load<uint16_t>(a, i) == load<uint16_t>(e, i);
+  case STITCH_INT16:
+    return load<int16_t>(a, i) == load<int16_t>(e, i);
+  case STITCH_INT32:
+    return load<int32_t>(a, i) == load<int32_t>(e, i);
+  case STITCH_UINT32:
+    return load<uint32_t>(a, i) == load<uint32_t>(e, i);
+  case STITCH_INT64:
+    return load<int64_t>(a, i) == load<int64_t>(e, i);
+  case STITCH_UINT64:
+    return load<uint64_t>(a, i) == load<uint64_t>(e, i);
+  default:
+    return false;
   }
 }
 
@@ -52,10 +62,14 @@ bool floats_match(double actual, double expected, const Tolerance& tolerance, bo
 // An element as text: integers exactly, floats to 8 significant digits.
 std::string element_text(const HostTensor& tensor, uint64_t index) {
   switch (tensor.dtype) {
-  case STITCH_BOOL: return load<uint8_t>(tensor, index) != 0 ? "true" : "false";
-  case STITCH_INT64: return fmt::format("{}", load<int64_t>(tensor, index));
-  case STITCH_UINT64: return fmt::format("{}", load<uint64_t>(tensor, index));
-  default: break;
+  case STITCH_BOOL:
+    return load<uint8_t>(tensor, index) != 0 ? "true" : "false";
+  case STITCH_INT64:
+    return fmt::format("{}", load<int64_t>(tensor, index));
+  case STITCH_UINT64:
+    return fmt::format("{}", load<uint64_t>(tensor, index));
+  default:
+    break;
   }
   double value = element_as_double(tensor, index);
   if (!is_floating_dtype(tensor.dtype)) return fmt::format("{}", static_cast<int64_t>(value));
@@ -78,7 +92,8 @@ Comparison compare_tensors(const HostTensor& actual, const HostTensor& expected,
     double a = element_as_double(actual, i);
     double e = element_as_double(expected, i);
     bool finite = true;
-    bool match = floating ? floats_match(a, e, tolerance, &finite) : integers_equal(actual, expected, i);
+    bool match =
+        floating ? floats_match(a, e, tolerance, &finite) : integers_equal(actual, expected, i);
     if (finite) {
       double abs_error = std::fabs(a - e);
       result.max_abs_error = std::max(result.max_abs_error, abs_error);

@@ -21,14 +21,14 @@ struct Tolerance {
 };
 
 struct Comparison {
-  std::string type_mismatch;   // non-empty when dtype or dims differ; nothing else is set then
+  std::string type_mismatch; // non-empty when dtype or dims differ; nothing else is set then
   uint64_t element_count = 0;
   uint64_t mismatch_count = 0; // elements outside the tolerance, NaN and inf ones included
   uint64_t nonfinite_mismatch_count = 0;
   double max_abs_error = 0.0;
   double max_rel_error = 0.0;
   uint64_t first_mismatch = 0; // flat index; valid when mismatch_count > 0
-  std::string first_actual;     // the values at first_mismatch, as text
+  std::string first_actual;    // the values at first_mismatch, as text
   std::string first_expected;
 
   bool matches() const { return type_mismatch.empty() && mismatch_count == 0; }

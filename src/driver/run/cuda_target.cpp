@@ -60,10 +60,12 @@ public:
     }
     if (handle_ == nullptr)
       run_fail("the library targets CUDA, but no CUDA runtime could be loaded:{}\n(add the "
-               "folder holding libcudart.so.13 to LD_LIBRARY_PATH)", reasons);
+               "folder holding libcudart.so.13 to LD_LIBRARY_PATH)",
+               reasons);
     try {
       resolve_all();
-      check(cuda_.stream_create_with_flags(&stream_, kStreamNonBlocking), "cudaStreamCreateWithFlags");
+      check(cuda_.stream_create_with_flags(&stream_, kStreamNonBlocking),
+            "cudaStreamCreateWithFlags");
       check(cuda_.event_create(&start_), "cudaEventCreate");
       check(cuda_.event_create(&stop_), "cudaEventCreate");
     } catch (...) {
@@ -92,12 +94,14 @@ public:
 
   void copy_to_target(void* target_data, const void* host_data, uint64_t bytes) override {
     if (bytes == 0) return;
-    check(cuda_.memcpy(target_data, host_data, bytes, kMemcpyHostToDevice), "cudaMemcpy to the device");
+    check(cuda_.memcpy(target_data, host_data, bytes, kMemcpyHostToDevice),
+          "cudaMemcpy to the device");
   }
 
   void copy_to_host(void* host_data, const void* target_data, uint64_t bytes) override {
     if (bytes == 0) return;
-    check(cuda_.memcpy(host_data, target_data, bytes, kMemcpyDeviceToHost), "cudaMemcpy to the host");
+    check(cuda_.memcpy(host_data, target_data, bytes, kMemcpyDeviceToHost),
+          "cudaMemcpy to the host");
   }
 
   void* stream() override { return stream_; }
@@ -136,7 +140,8 @@ private:
 
   void check(int error, const char* call) const {
     if (error == kCudaSuccess) return;
-    const char* message = cuda_.get_error_string != nullptr ? cuda_.get_error_string(error) : nullptr;
+    const char* message =
+        cuda_.get_error_string != nullptr ? cuda_.get_error_string(error) : nullptr;
     run_fail("{} failed: CUDA error {}: {}", call, error, message != nullptr ? message : "unknown");
   }
 
@@ -157,6 +162,8 @@ private:
 
 } // namespace
 
-std::unique_ptr<RunTarget> make_cuda_target() { return std::make_unique<CudaTarget>(); }
+std::unique_ptr<RunTarget> make_cuda_target() {
+  return std::make_unique<CudaTarget>();
+}
 
 } // namespace stitch::run

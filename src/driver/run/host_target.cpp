@@ -20,8 +20,8 @@ public:
   std::string description() const override { return "host"; }
 
   void* allocate(uint64_t bytes) override {
-    uint64_t rounded = (std::max<uint64_t>(bytes, 1) + kHostAlignment - 1) / kHostAlignment *
-                       kHostAlignment;
+    uint64_t rounded =
+        (std::max<uint64_t>(bytes, 1) + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
     void* data = std::aligned_alloc(kHostAlignment, rounded);
     if (data == nullptr) run_fail("cannot allocate {} bytes of host memory", bytes);
     return data;
@@ -50,6 +50,8 @@ public:
 
 } // namespace
 
-std::unique_ptr<RunTarget> make_host_target() { return std::make_unique<HostTarget>(); }
+std::unique_ptr<RunTarget> make_host_target() {
+  return std::make_unique<HostTarget>();
+}
 
 } // namespace stitch::run

@@ -1,5 +1,6 @@
-// Element types and host tensors: sizes, names, index formatting and the 16-bit float
-// conversions (written out here so the tool needs no CUDA headers).
+// Element types and host tensors: one table of dtype facts, index formatting, value
+// summaries and the 16-bit float conversions (written out here so the tool needs no CUDA
+// headers).
 #include "driver/run/host_tensor.h"
 
 #include <fmt/format.h>
@@ -13,6 +14,31 @@ namespace stitch::run {
 namespace {
 
 constexpr uint64_t kMaxCount = uint64_t{1} << 62;
+
+// One row per element type of stitch.h.
+struct DtypeFacts {
+  stitch_dtype dtype;
+  const char* name;
+  size_t size;
+  bool floating;
+};
+
+constexpr DtypeFacts kDtypes[] = {
+    {STITCH_FLOAT32, "float32", 4, true},   {STITCH_UINT8, "uint8", 1, false},
+    {STITCH_INT8, "int8", 1, false},        {STITCH_UINT16, "uint16", 2, false},
+    {STITCH_INT16, "int16", 2, false},      {STITCH_INT32, "int32", 4, false},
+    {STITCH_INT64, "int64", 8, false},      {STITCH_BOOL, "bool", 1, false},
+    {STITCH_FLOAT16, "float16", 2, true},   {STITCH_FLOAT64, "float64", 8, true},
+    {STITCH_UINT32, "uint32", 4, false},    {STITCH_UINT64, "uint64", 8, false},
+    {STITCH_BFLOAT16, "bfloat16", 2, true},
+};
+
+const DtypeFacts* find_dtype(int dtype) {
+  for (const DtypeFacts& facts : kDtypes) {
+    if (facts.dtype == dtype) return &facts;
+  }
+  return nullptr;
+}
 
 template <typename T> T load(const uint8_t* data, uint64_t index) {
   T value;
@@ -36,53 +62,29 @@ float bits_float(uint32_t bits) {
 
 uint64_t HostTensor::element_count() const {
   uint64_t count = 1;
-  for (int64_t dim : dims) count *= static_cast<uint64_t>(dim);
+  for (int64_t dim : dims)
+    count *= static_cast<uint64_t>(dim);
   return count;
 }
 
 bool is_known_dtype(int dtype) {
-  switch (dtype) {
-  case STITCH_FLOAT32: case STITCH_UINT8: case STITCH_INT8: case STITCH_UINT16:
-  case STITCH_INT16: case STITCH_INT32: case STITCH_INT64: case STITCH_BOOL:
-  case STITCH_FLOAT16: case STITCH_FLOAT64: case STITCH_UINT32: case STITCH_UINT64:
-  case STITCH_BFLOAT16:
-    return true;
-  }
-  return false;
+  return find_dtype(dtype) != nullptr;
 }
 
 size_t dtype_size(stitch_dtype dtype) {
-  switch (dtype) {
-  case STITCH_BOOL: case STITCH_UINT8: case STITCH_INT8: return 1;
-  case STITCH_UINT16: case STITCH_INT16: case STITCH_FLOAT16: case STITCH_BFLOAT16: return 2;
-  case STITCH_FLOAT32: case STITCH_INT32: case STITCH_UINT32: return 4;
-  case STITCH_INT64: case STITCH_UINT64: case STITCH_FLOAT64: return 8;
-  }
-  return 0;
+  const DtypeFacts* facts = find_dtype(dtype);
+  return facts != nullptr ? facts->size : 0;
 }
 
 std::string dtype_name(stitch_dtype dtype) {
-  switch (dtype) {
-  case STITCH_FLOAT32: return "float32";
-  case STITCH_UINT8: return "uint8";
-  case STITCH_INT8: return "int8";
-  case STITCH_UINT16: return "uint16";
-  case STITCH_INT16: return "int16";
-  case STITCH_INT32: return "int32";
-  case STITCH_INT64: return "int64";
-  case STITCH_BOOL: return "bool";
-  case STITCH_FLOAT16: return "float16";
-  case STITCH_FLOAT64: return "float64";
-  case STITCH_UINT32: return "uint32";
-  case STITCH_UINT64: return "uint64";
-  case STITCH_BFLOAT16: return "bfloat16";
-  }
-  return fmt::format("dtype {}", static_cast<int>(dtype));
+  const DtypeFacts* facts = find_dtype(dtype);
+  if (facts == nullptr) return fmt::format("dtype {}", static_cast<int>(dtype));
+  return facts->name;
 }
 
 bool is_floating_dtype(stitch_dtype dtype) {
-  return dtype == STITCH_FLOAT32 || dtype == STITCH_FLOAT64 || dtype == STITCH_FLOAT16 ||
-         dtype == STITCH_BFLOAT16;
+  const DtypeFacts* facts = find_dtype(dtype);
+  return facts != nullptr && facts->floating;
 }
 
 bool checked_element_count(const std::vector<int64_t>& dims, size_t element_size,
@@ -122,7 +124,8 @@ std::string summarize_values(const HostTensor& tensor) {
   if (count == 0) return "empty";
   if (tensor.dtype == STITCH_BOOL) {
     uint64_t true_count = 0;
-    for (uint64_t i = 0; i < count; ++i) true_count += tensor.bytes[i] != 0 ? 1 : 0;
+    for (uint64_t i = 0; i < count; ++i)
+      true_count += tensor.bytes[i] != 0 ? 1 : 0;
     return fmt::format("{} of {} true", true_count, count);
   }
   double low = std::numeric_limits<double>::infinity();
@@ -131,8 +134,14 @@ std::string summarize_values(const HostTensor& tensor) {
   uint64_t finite = 0, nan = 0, inf = 0;
   for (uint64_t i = 0; i < count; ++i) {
     double value = element_as_double(tensor, i);
-    if (std::isnan(value)) { ++nan; continue; }
-    if (std::isinf(value)) { ++inf; continue; }
+    if (std::isnan(value)) {
+      ++nan;
+      continue;
+    }
+    if (std::isinf(value)) {
+      ++inf;
+      continue;
+    }
     low = std::min(low, value);
     high = std::max(high, value);
     sum += value;
@@ -161,7 +170,7 @@ uint16_t float_to_half(float value) {
   uint32_t bits = float_bits(value);
   uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
   uint32_t magnitude = bits & 0x7fffffffu;
-  if (magnitude > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u); // NaN
+  if (magnitude > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN
   if (magnitude >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u); // rounds to inf
   if (magnitude < 0x38800000u) {
     // A half subnormal (or zero): round magnitude / 2^-24 to nearest even.
@@ -175,7 +184,9 @@ uint16_t float_to_half(float value) {
   return static_cast<uint16_t>(sign | ((rounded - 0x38000000u) >> 13));
 }
 
-float bfloat16_to_float(uint16_t bits) { return bits_float(static_cast<uint32_t>(bits) << 16); }
+float bfloat16_to_float(uint16_t bits) {
+  return bits_float(static_cast<uint32_t>(bits) << 16);
+}
 
 uint16_t float_to_bfloat16(float value) {
   uint32_t bits = float_bits(value);
@@ -187,19 +198,32 @@ uint16_t float_to_bfloat16(float value) {
 double element_as_double(const HostTensor& tensor, uint64_t index) {
   const uint8_t* data = tensor.bytes.data();
   switch (tensor.dtype) {
-  case STITCH_FLOAT32: return load<float>(data, index);
-  case STITCH_FLOAT64: return load<double>(data, index);
-  case STITCH_FLOAT16: return half_to_float(load<uint16_t>(data, index));
-  case STITCH_BFLOAT16: return bfloat16_to_float(load<uint16_t>(data, index));
-  case STITCH_UINT8: return load<uint8_t>(data, index);
-  case STITCH_INT8: return load<int8_t>(data, index);
-  case STITCH_UINT16: return load<uint16_t>(data, index);
-  case STITCH_INT16: return load<int16_t>(data, index);
-  case STITCH_INT32: return load<int32_t>(data, index);
-  case STITCH_UINT32: return load<uint32_t>(data, index);
-  case STITCH_INT64: return static_cast<double>(load<int64_t>(data, index));
-  case STITCH_UINT64: return static_cast<double>(load<uint64_t>(data, index));
-  case STITCH_BOOL: return data[index] != 0 ? 1.0 : 0.0;
+  case STITCH_FLOAT32:
+    return load<float>(data, index);
+  case STITCH_FLOAT64:
+    return load<double>(data, index);
+  case STITCH_FLOAT16:
+    return half_to_float(load<uint16_t>(data, index));
+  case STITCH_BFLOAT16:
+    return bfloat16_to_float(load<uint16_t>(data, index));
+  case STITCH_UINT8:
+    return load<uint8_t>(data, index);
+  case STITCH_INT8:
+    return load<int8_t>(data, index);
+  case STITCH_UINT16:
+    return load<uint16_t>(data, index);
+  case STITCH_INT16:
+    return load<int16_t>(data, index);
+  case STITCH_INT32:
+    return load<int32_t>(data, index);
+  case STITCH_UINT32:
+    return load<uint32_t>(data, index);
+  case STITCH_INT64:
+    return static_cast<double>(load<int64_t>(data, index));
+  case STITCH_UINT64:
+    return static_cast<double>(load<uint64_t>(data, index));
+  case STITCH_BOOL:
+    return data[index] != 0 ? 1.0 : 0.0;
   }
   return 0.0;
 }

@@ -44,9 +44,9 @@ std::string format_index(const std::vector<int64_t>& dims, uint64_t flat_index);
 std::string summarize_values(const HostTensor& tensor);
 
 float half_to_float(uint16_t bits);
-uint16_t float_to_half(float value);      // round to nearest even; NaN stays NaN
+uint16_t float_to_half(float value); // round to nearest even; NaN stays NaN
 float bfloat16_to_float(uint16_t bits);
-uint16_t float_to_bfloat16(float value);  // round to nearest even; NaN stays NaN
+uint16_t float_to_bfloat16(float value); // round to nearest even; NaN stays NaN
 
 // Element `index` of `tensor` as a double (bool as 0/1). Integers beyond 2^53 lose precision;
 // use only for reporting and float comparison.

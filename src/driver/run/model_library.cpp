@@ -61,7 +61,8 @@ ModelLibrary::ModelLibrary(const std::string& path) : path_(path) {
     int version = api_.api_version();
     if (version != STITCH_API_VERSION)
       run_fail("{}: the library has stitch API version {}, but this stitch-run speaks version {}; "
-               "use the stitch-run of the stitchc that built it", path, version, STITCH_API_VERSION);
+               "use the stitch-run of the stitchc that built it",
+               path, version, STITCH_API_VERSION);
     resolve(handle_, "stitch_target", path, &api_.target);
     resolve(handle_, "stitch_model_create", path, &api_.model_create);
     resolve(handle_, "stitch_model_destroy", path, &api_.model_destroy);
@@ -85,7 +86,9 @@ ModelLibrary::ModelLibrary(const std::string& path) : path_(path) {
   }
 }
 
-ModelLibrary::~ModelLibrary() { dlclose(handle_); }
+ModelLibrary::~ModelLibrary() {
+  dlclose(handle_);
+}
 
 void ModelLibrary::check(stitch_status status, const char* call) const {
   if (status == STITCH_OK) return;
@@ -118,7 +121,8 @@ std::vector<TensorInfo> ModelInstance::describe(bool inputs) const {
   const StitchApi& api = library_.api();
   const char* kind = inputs ? "input" : "output";
   size_t count = 0;
-  library_.check(inputs ? api.model_num_inputs(model_, &count) : api.model_num_outputs(model_, &count),
+  library_.check(inputs ? api.model_num_inputs(model_, &count)
+                        : api.model_num_outputs(model_, &count),
                  inputs ? "stitch_model_num_inputs" : "stitch_model_num_outputs");
   std::vector<TensorInfo> infos;
   for (size_t i = 0; i < count; ++i) {

@@ -31,10 +31,9 @@ struct DescrEntry {
 };
 
 constexpr DescrEntry kDescrs[] = {
-    {"f2", STITCH_FLOAT16}, {"f4", STITCH_FLOAT32}, {"f8", STITCH_FLOAT64},
-    {"i1", STITCH_INT8},    {"i2", STITCH_INT16},   {"i4", STITCH_INT32},
-    {"i8", STITCH_INT64},   {"u1", STITCH_UINT8},   {"u2", STITCH_UINT16},
-    {"u4", STITCH_UINT32},  {"u8", STITCH_UINT64},  {"b1", STITCH_BOOL},
+    {"f2", STITCH_FLOAT16}, {"f4", STITCH_FLOAT32}, {"f8", STITCH_FLOAT64}, {"i1", STITCH_INT8},
+    {"i2", STITCH_INT16},   {"i4", STITCH_INT32},   {"i8", STITCH_INT64},   {"u1", STITCH_UINT8},
+    {"u2", STITCH_UINT16},  {"u4", STITCH_UINT32},  {"u8", STITCH_UINT64},  {"b1", STITCH_BOOL},
 };
 
 // A value of the header dictionary.
@@ -83,8 +82,8 @@ private:
   char peek() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
 
   void skip_space() {
-    while (pos_ < text_.size() &&
-           (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' || text_[pos_] == '\r'))
+    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' ||
+                                   text_[pos_] == '\n' || text_[pos_] == '\r'))
       ++pos_;
   }
 
@@ -149,7 +148,8 @@ private:
   HeaderValue parse_value() {
     skip_space();
     char c = peek();
-    if (c == '\'' || c == '"') return HeaderValue{HeaderValue::Kind::String, parse_string(), false, {}};
+    if (c == '\'' || c == '"')
+      return HeaderValue{HeaderValue::Kind::String, parse_string(), false, {}};
     if (c == '(') return parse_tuple();
     if (c == '[') fail("structured dtypes (a list as 'descr') are not supported");
     for (bool flag : {true, false}) {
@@ -189,7 +189,8 @@ stitch_dtype dtype_of_descr(const std::string& descr, const std::string& source)
     }
   }
   run_fail("{}: dtype '{}' is not supported (supported: f2 f4 f8 i1 i2 i4 i8 u1 u2 u4 u8 b1, "
-           "little-endian)", source, descr);
+           "little-endian)",
+           source, descr);
 }
 
 const HeaderValue& header_entry(const std::map<std::string, HeaderValue>& dict, const char* key,
@@ -197,7 +198,8 @@ const HeaderValue& header_entry(const std::map<std::string, HeaderValue>& dict, 
                                 const std::string& source) {
   auto it = dict.find(key);
   if (it == dict.end()) run_fail("{}: the .npy header has no '{}'", source, key);
-  if (it->second.kind != kind) run_fail("{}: the .npy header's '{}' is not {}", source, key, kind_name);
+  if (it->second.kind != kind)
+    run_fail("{}: the .npy header's '{}' is not {}", source, key, kind_name);
   return it->second;
 }
 
@@ -249,13 +251,16 @@ HostTensor parse_npy(std::string_view file_bytes, const std::string& source) {
     if (key != "descr" && key != "fortran_order" && key != "shape")
       run_fail("{}: the .npy header has an unexpected key '{}'", source, key);
   }
-  const HeaderValue& descr = header_entry(dict, "descr", HeaderValue::Kind::String, "a string", source);
+  const HeaderValue& descr =
+      header_entry(dict, "descr", HeaderValue::Kind::String, "a string", source);
   const HeaderValue& fortran =
       header_entry(dict, "fortran_order", HeaderValue::Kind::Bool, "True or False", source);
-  const HeaderValue& shape = header_entry(dict, "shape", HeaderValue::Kind::Tuple, "a tuple", source);
+  const HeaderValue& shape =
+      header_entry(dict, "shape", HeaderValue::Kind::Tuple, "a tuple", source);
   if (fortran.flag)
     run_fail("{}: the array is in Fortran order; save it in C order "
-             "(numpy.ascontiguousarray) and try again", source);
+             "(numpy.ascontiguousarray) and try again",
+             source);
 
   HostTensor tensor;
   tensor.dtype = dtype_of_descr(descr.text, source);
@@ -268,7 +273,7 @@ HostTensor parse_npy(std::string_view file_bytes, const std::string& source) {
   uint64_t data_bytes = file_bytes.size() - data_offset;
   uint64_t needed = count * element_size;
   if (data_bytes != needed)
-    run_fail("{}: a {} array needs {} data bytes, but the file holds {}", source,
+    run_fail("{}: the {} array needs {} data bytes, but the file holds {}", source,
              describe_tensor(tensor), needed, data_bytes);
   const uint8_t* data = reinterpret_cast<const uint8_t*>(file_bytes.data()) + data_offset;
   tensor.bytes.assign(data, data + needed);
@@ -294,10 +299,11 @@ std::string encode_npy(const HostTensor& tensor, int major_version) {
              tensor.bytes.size());
   // Byte for byte what numpy.save writes: spare spaces so the first dim can grow in place,
   // then 1 to 64 spaces so the data starts at a multiple of 64, then '\n'.
-  std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}",
-                                 descr, shape_literal(tensor.dims));
+  std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", descr,
+                                 shape_literal(tensor.dims));
   if (!tensor.dims.empty())
-    dict.append(kGrowthDigits - std::min(kGrowthDigits, fmt::format("{}", tensor.dims[0]).size()), ' ');
+    dict.append(kGrowthDigits - std::min(kGrowthDigits, fmt::format("{}", tensor.dims[0]).size()),
+                ' ');
   auto padded_length = [&](size_t prefix) {
     return dict.size() + 1 + (kArrayAlign - (prefix + dict.size() + 1) % kArrayAlign);
   };

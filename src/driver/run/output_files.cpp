@@ -24,8 +24,10 @@ std::string display_name(const std::string& name) {
   std::string shown;
   for (char c : name.substr(0, kMaxStemBytes)) {
     auto byte = static_cast<unsigned char>(c);
-    if (byte >= 0x20 && byte < 0x7f && c != '\\') shown += c;
-    else shown += fmt::format("\\x{:02x}", byte);
+    if (byte >= 0x20 && byte < 0x7f && c != '\\')
+      shown += c;
+    else
+      shown += fmt::format("\\x{:02x}", byte);
   }
   if (name.size() > kMaxStemBytes) shown += "...";
   return shown;
@@ -33,7 +35,8 @@ std::string display_name(const std::string& name) {
 
 std::string safe_file_stem(const std::string& name) {
   std::string stem;
-  for (char c : name.substr(0, kMaxStemBytes)) stem += is_safe_char(c) ? c : '_';
+  for (char c : name.substr(0, kMaxStemBytes))
+    stem += is_safe_char(c) ? c : '_';
   if (stem.empty()) return "output";
   if (stem[0] == '.') stem[0] = '_';
   return stem;

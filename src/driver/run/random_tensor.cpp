@@ -46,35 +46,51 @@ template <typename T> void store(uint8_t* out, uint64_t index, T value) {
 void fill_element(SplitMix64& random, stitch_dtype dtype, uint64_t int_bound, uint8_t* out,
                   uint64_t i) {
   switch (dtype) {
-  case STITCH_FLOAT32: store(out, i, static_cast<float>(random.next_signed_unit(24))); return;
-  case STITCH_FLOAT64: store(out, i, random.next_signed_unit(53)); return;
+  case STITCH_FLOAT32:
+    store(out, i, static_cast<float>(random.next_signed_unit(24)));
+    return;
+  case STITCH_FLOAT64:
+    store(out, i, random.next_signed_unit(53));
+    return;
   case STITCH_FLOAT16:
     store(out, i, float_to_half(static_cast<float>(random.next_signed_unit(11))));
     return;
   case STITCH_BFLOAT16:
     store(out, i, float_to_bfloat16(static_cast<float>(random.next_signed_unit(8))));
     return;
-  case STITCH_BOOL: out[i] = static_cast<uint8_t>(random.next() >> 63); return;
-  case STITCH_UINT8: case STITCH_INT8:
+  case STITCH_BOOL:
+    out[i] = static_cast<uint8_t>(random.next() >> 63);
+    return;
+  case STITCH_UINT8:
+  case STITCH_INT8:
     out[i] = static_cast<uint8_t>(random.next_below(int_bound));
     return;
-  case STITCH_UINT16: case STITCH_INT16:
+  case STITCH_UINT16:
+  case STITCH_INT16:
     store(out, i, static_cast<uint16_t>(random.next_below(int_bound)));
     return;
-  case STITCH_UINT32: case STITCH_INT32:
+  case STITCH_UINT32:
+  case STITCH_INT32:
     store(out, i, static_cast<uint32_t>(random.next_below(int_bound)));
     return;
-  case STITCH_UINT64: case STITCH_INT64: store(out, i, random.next_below(int_bound)); return;
+  case STITCH_UINT64:
+  case STITCH_INT64:
+    store(out, i, random.next_below(int_bound));
+    return;
   }
 }
 
 // The largest value every integer dtype of that size holds, so int_max never wraps.
 int64_t int_limit(stitch_dtype dtype) {
   switch (dtype_size(dtype)) {
-  case 1: return 127;
-  case 2: return 32767;
-  case 4: return 2147483647;
-  default: return INT64_MAX - 1;
+  case 1:
+    return 127;
+  case 2:
+    return 32767;
+  case 4:
+    return 2147483647;
+  default:
+    return INT64_MAX - 1;
   }
 }
 
@@ -94,7 +110,8 @@ HostTensor random_tensor(stitch_dtype dtype, const std::vector<int64_t>& dims,
   tensor.bytes.assign(count * dtype_size(dtype), 0);
   // Each input gets its own stream: mix the index into the seed through one SplitMix step.
   SplitMix64 random(SplitMix64(spec.seed ^ (input_index * 0xd1b54a32d192ed03ull)).next());
-  for (uint64_t i = 0; i < count; ++i) fill_element(random, dtype, int_bound, tensor.bytes.data(), i);
+  for (uint64_t i = 0; i < count; ++i)
+    fill_element(random, dtype, int_bound, tensor.bytes.data(), i);
   return tensor;
 }
 

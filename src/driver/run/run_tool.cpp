@@ -52,7 +52,8 @@ BoundTensors bind_tensors(RunTarget& target, const ModelInstance& model,
   for (size_t i = 0; i < inputs.size(); ++i) {
     const HostTensor& tensor = inputs[i].tensor;
     bound.input_buffers.emplace_back(target, tensor.bytes.size());
-    target.copy_to_target(bound.input_buffers.back().data(), tensor.bytes.data(), tensor.bytes.size());
+    target.copy_to_target(bound.input_buffers.back().data(), tensor.bytes.data(),
+                          tensor.bytes.size());
     bound.inputs.push_back(describe_buffer(model.inputs()[i], bound.input_buffers.back()));
   }
   for (const TensorInfo& info : model.outputs()) {
@@ -130,10 +131,12 @@ void print_verdict(const Verdict& verdict, const Tolerance& tolerance, std::ostr
 void time_runs(const RunOptions& options, RunTarget& target, ModelInstance& model,
                const BoundTensors& bound, std::ostream& out) {
   auto enqueue_run = [&] { model.run(bound.inputs, bound.outputs, target.stream()); };
-  for (int i = 0; i < options.warmup; ++i) enqueue_run();
+  for (int i = 0; i < options.warmup; ++i)
+    enqueue_run();
   target.synchronize();
   std::vector<double> latencies;
-  for (int i = 0; i < options.iters; ++i) latencies.push_back(target.timed_run_ms(enqueue_run));
+  for (int i = 0; i < options.iters; ++i)
+    latencies.push_back(target.timed_run_ms(enqueue_run));
   LatencyStats stats = latency_stats(latencies);
   out << fmt::format("timing: {} runs after {} warmup ({}): median {:.4f} ms, p90 {:.4f} ms, "
                      "min {:.4f} ms, mean {:.4f} ms\n",
@@ -145,10 +148,12 @@ void time_runs(const RunOptions& options, RunTarget& target, ModelInstance& mode
 int run_checked(const RunOptions& options, std::ostream& out) {
   check_options(options);
   ModelLibrary library(options.library_path);
-  std::unique_ptr<RunTarget> target = library.is_cuda_target() ? make_cuda_target() : make_host_target();
+  std::unique_ptr<RunTarget> target =
+      library.is_cuda_target() ? make_cuda_target() : make_host_target();
   ModelInstance model(library);
   std::vector<SourcedTensor> inputs = gather_inputs(model.inputs(), options.sources);
-  std::vector<std::optional<SourcedTensor>> expected = gather_expected(model.outputs(), options.sources);
+  std::vector<std::optional<SourcedTensor>> expected =
+      gather_expected(model.outputs(), options.sources);
   print_signature(library, *target, model, inputs, out);
 
   BoundTensors bound = bind_tensors(*target, model, inputs);
@@ -159,7 +164,8 @@ int run_checked(const RunOptions& options, std::ostream& out) {
   Verdict verdict = report_outputs(model, outputs, expected, options.tolerance, out);
   if (!options.output_dir.empty()) {
     std::vector<std::string> names;
-    for (const TensorInfo& info : model.outputs()) names.push_back(info.name);
+    for (const TensorInfo& info : model.outputs())
+      names.push_back(info.name);
     write_outputs(options.output_dir, names, outputs, out);
   }
   print_verdict(verdict, options.tolerance, out);
@@ -181,7 +187,8 @@ LatencyStats latency_stats(std::vector<double> latencies_ms) {
   stats.p90_ms = latencies_ms[p90_rank - 1];
   stats.min_ms = latencies_ms.front();
   double sum = 0.0;
-  for (double latency : latencies_ms) sum += latency;
+  for (double latency : latencies_ms)
+    sum += latency;
   stats.mean_ms = sum / static_cast<double>(count);
   return stats;
 }

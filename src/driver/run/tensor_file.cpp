@@ -36,18 +36,38 @@ void copy_typed_field(const Field& field, stitch_dtype dtype, uint8_t* out) {
     auto value = field.Get(i);
     uint64_t index = static_cast<uint64_t>(i);
     switch (dtype) {
-    case STITCH_FLOAT32: store(out, index, static_cast<float>(value)); break;
-    case STITCH_FLOAT64: store(out, index, static_cast<double>(value)); break;
-    case STITCH_INT64: store(out, index, static_cast<int64_t>(value)); break;
-    case STITCH_UINT64: store(out, index, static_cast<uint64_t>(value)); break;
-    case STITCH_INT32: store(out, index, static_cast<int32_t>(value)); break;
-    case STITCH_UINT32: store(out, index, static_cast<uint32_t>(value)); break;
+    case STITCH_FLOAT32:
+      store(out, index, static_cast<float>(value));
+      break;
+    case STITCH_FLOAT64:
+      store(out, index, static_cast<double>(value));
+      break;
+    case STITCH_INT64:
+      store(out, index, static_cast<int64_t>(value));
+      break;
+    case STITCH_UINT64:
+      store(out, index, static_cast<uint64_t>(value));
+      break;
+    case STITCH_INT32:
+      store(out, index, static_cast<int32_t>(value));
+      break;
+    case STITCH_UINT32:
+      store(out, index, static_cast<uint32_t>(value));
+      break;
     // int32_data holds 16-bit floats as their bit patterns and small integers widened.
-    case STITCH_INT16: case STITCH_UINT16: case STITCH_FLOAT16: case STITCH_BFLOAT16:
+    case STITCH_INT16:
+    case STITCH_UINT16:
+    case STITCH_FLOAT16:
+    case STITCH_BFLOAT16:
       store(out, index, static_cast<uint16_t>(value));
       break;
-    case STITCH_INT8: case STITCH_UINT8: out[index] = static_cast<uint8_t>(value); break;
-    case STITCH_BOOL: out[index] = value != 0 ? 1 : 0; break;
+    case STITCH_INT8:
+    case STITCH_UINT8:
+      out[index] = static_cast<uint8_t>(value);
+      break;
+    case STITCH_BOOL:
+      out[index] = value != 0 ? 1 : 0;
+      break;
     }
   }
 }
@@ -55,21 +75,33 @@ void copy_typed_field(const Field& field, stitch_dtype dtype, uint8_t* out) {
 // The typed field ONNX assigns to `dtype`, by name, and its element count.
 const char* typed_field_name(stitch_dtype dtype) {
   switch (dtype) {
-  case STITCH_FLOAT32: return "float_data";
-  case STITCH_FLOAT64: return "double_data";
-  case STITCH_INT64: return "int64_data";
-  case STITCH_UINT32: case STITCH_UINT64: return "uint64_data";
-  default: return "int32_data";
+  case STITCH_FLOAT32:
+    return "float_data";
+  case STITCH_FLOAT64:
+    return "double_data";
+  case STITCH_INT64:
+    return "int64_data";
+  case STITCH_UINT32:
+  case STITCH_UINT64:
+    return "uint64_data";
+  default:
+    return "int32_data";
   }
 }
 
 int typed_field_size(const onnx::TensorProto& proto, stitch_dtype dtype) {
   switch (dtype) {
-  case STITCH_FLOAT32: return proto.float_data_size();
-  case STITCH_FLOAT64: return proto.double_data_size();
-  case STITCH_INT64: return proto.int64_data_size();
-  case STITCH_UINT32: case STITCH_UINT64: return proto.uint64_data_size();
-  default: return proto.int32_data_size();
+  case STITCH_FLOAT32:
+    return proto.float_data_size();
+  case STITCH_FLOAT64:
+    return proto.double_data_size();
+  case STITCH_INT64:
+    return proto.int64_data_size();
+  case STITCH_UINT32:
+  case STITCH_UINT64:
+    return proto.uint64_data_size();
+  default:
+    return proto.int32_data_size();
   }
 }
 
@@ -80,11 +112,22 @@ int all_typed_values(const onnx::TensorProto& proto) {
 
 void copy_values(const onnx::TensorProto& proto, stitch_dtype dtype, uint8_t* out) {
   switch (dtype) {
-  case STITCH_FLOAT32: copy_typed_field(proto.float_data(), dtype, out); return;
-  case STITCH_FLOAT64: copy_typed_field(proto.double_data(), dtype, out); return;
-  case STITCH_INT64: copy_typed_field(proto.int64_data(), dtype, out); return;
-  case STITCH_UINT32: case STITCH_UINT64: copy_typed_field(proto.uint64_data(), dtype, out); return;
-  default: copy_typed_field(proto.int32_data(), dtype, out); return;
+  case STITCH_FLOAT32:
+    copy_typed_field(proto.float_data(), dtype, out);
+    return;
+  case STITCH_FLOAT64:
+    copy_typed_field(proto.double_data(), dtype, out);
+    return;
+  case STITCH_INT64:
+    copy_typed_field(proto.int64_data(), dtype, out);
+    return;
+  case STITCH_UINT32:
+  case STITCH_UINT64:
+    copy_typed_field(proto.uint64_data(), dtype, out);
+    return;
+  default:
+    copy_typed_field(proto.int32_data(), dtype, out);
+    return;
   }
 }
 
@@ -96,7 +139,7 @@ std::string tensor_label(const onnx::TensorProto& proto, const std::string& sour
 } // namespace
 
 std::string read_whole_file(const std::string& path, uint64_t max_bytes) {
-  struct stat st{};
+  struct stat st {};
   if (stat(path.c_str(), &st) != 0) run_fail("{}: cannot open: {}", path, std::strerror(errno));
   if (!S_ISREG(st.st_mode)) run_fail("{}: not a regular file", path);
   if (static_cast<uint64_t>(st.st_size) > max_bytes)
@@ -113,7 +156,8 @@ NamedTensor parse_tensor_proto(std::string_view file_bytes, const std::string& s
   if (file_bytes.size() > kProtobufLimit)
     run_fail("{}: the file is over protobuf's 2 GiB limit", source);
   onnx::TensorProto proto;
-  google::protobuf::io::ArrayInputStream raw(file_bytes.data(), static_cast<int>(file_bytes.size()));
+  google::protobuf::io::ArrayInputStream raw(file_bytes.data(),
+                                             static_cast<int>(file_bytes.size()));
   google::protobuf::io::CodedInputStream coded(&raw);
   coded.SetTotalBytesLimit(static_cast<int>(kProtobufLimit));
   coded.SetRecursionLimit(16);
@@ -147,7 +191,7 @@ NamedTensor parse_tensor_proto(std::string_view file_bytes, const std::string& s
     if (all_typed_values(proto) > 0)
       run_fail("{}: the tensor has both raw_data and typed values", label);
     if (proto.raw_data().size() != needed)
-      run_fail("{}: a {} tensor needs {} bytes of raw_data, but it holds {}", label,
+      run_fail("{}: the {} tensor needs {} bytes of raw_data, but it holds {}", label,
                describe_tensor(tensor), needed, proto.raw_data().size());
     const auto* data = reinterpret_cast<const uint8_t*>(proto.raw_data().data());
     tensor.bytes.assign(data, data + needed);
@@ -155,9 +199,10 @@ NamedTensor parse_tensor_proto(std::string_view file_bytes, const std::string& s
   }
   int field_size = typed_field_size(proto, tensor.dtype);
   if (static_cast<uint64_t>(field_size) != count || all_typed_values(proto) != field_size)
-    run_fail("{}: a {} tensor needs {} values in {}, but it holds {} there and {} in other fields",
-             label, describe_tensor(tensor), count, typed_field_name(tensor.dtype), field_size,
-             all_typed_values(proto) - field_size);
+    run_fail(
+        "{}: the {} tensor needs {} values in {}, but it holds {} there and {} in other fields",
+        label, describe_tensor(tensor), count, typed_field_name(tensor.dtype), field_size,
+        all_typed_values(proto) - field_size);
   tensor.bytes.assign(needed, 0);
   copy_values(proto, tensor.dtype, tensor.bytes.data());
   return named;
@@ -171,7 +216,8 @@ HostTensor read_tensor_file(const std::string& path) {
   if (ends_with(path, ".npy")) return read_npy(path);
   if (ends_with(path, ".pb")) return read_tensor_proto(path).tensor;
   run_fail("{}: unknown tensor file type; use a .npy file or a .pb file (a serialized ONNX "
-           "TensorProto)", path);
+           "TensorProto)",
+           path);
 }
 
 } // namespace stitch::run

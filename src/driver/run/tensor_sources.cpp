@@ -14,7 +14,8 @@ namespace {
 
 std::string name_list(const std::vector<TensorInfo>& infos) {
   std::vector<std::string> names;
-  for (const TensorInfo& info : infos) names.push_back("'" + info.name + "'");
+  for (const TensorInfo& info : infos)
+    names.push_back("'" + info.name + "'");
   if (names.empty()) return "none";
   return fmt::format("{}", fmt::join(names, ", "));
 }
@@ -65,8 +66,7 @@ std::pair<size_t, std::string> split_name_and_file(const std::string& arg,
       return {i, arg.substr(eq + 1)};
     }
   }
-  if (arg.find('=') == std::string::npos)
-    run_fail("{} '{}' is not NAME=FILE", flag, arg);
+  if (arg.find('=') == std::string::npos) run_fail("{} '{}' is not NAME=FILE", flag, arg);
   run_fail("{} '{}' names no {} of the model; its {}s are: {}", flag, arg, kind, kind,
            name_list(infos));
 }
@@ -128,8 +128,8 @@ std::vector<std::optional<SourcedTensor>> gather_expected(const std::vector<Tens
     folder_files = test_data_files(options.test_data_dir, "output");
     if (folder_files.size() > outputs.size())
       run_fail("--test-data '{}' holds {} output_N.pb files, but the model has only {} outputs "
-               "({})", options.test_data_dir, folder_files.size(), outputs.size(),
-               name_list(outputs));
+               "({})",
+               options.test_data_dir, folder_files.size(), outputs.size(), name_list(outputs));
   }
   std::vector<std::optional<SourcedTensor>> expected(outputs.size());
   for (size_t i = 0; i < outputs.size(); ++i) {

@@ -50,8 +50,7 @@ __device__ __forceinline__ unsigned warp_member_mask(unsigned warp, unsigned thr
   return lanes >= 32u ? kFullWarpMask : (1u << lanes) - 1u;
 }
 
-template <typename Op>
-__device__ __forceinline__ float warp_allreduce(float value, Op op) {
+template <typename Op> __device__ __forceinline__ float warp_allreduce(float value, Op op) {
   for (int offset = 16; offset > 0; offset >>= 1)
     value = op(value, __shfl_xor_sync(kFullWarpMask, value, offset));
   return value;
@@ -80,8 +79,7 @@ __device__ __forceinline__ float warp_reduce_to_lane0(float value, unsigned memb
   return value;
 }
 
-template <typename Op>
-__device__ float block_allreduce(float value, Op op) {
+template <typename Op> __device__ float block_allreduce(float value, Op op) {
   STITCH_SHARED(float, warp_partials, 32);
   STITCH_SHARED(float, block_total, 1);
   const unsigned threads = block_thread_count();
@@ -122,7 +120,9 @@ struct WelfordStats {
   float count; // exact up to 2^24 values per state
 };
 
-__device__ __forceinline__ WelfordStats welford_empty() { return WelfordStats{0.0f, 0.0f, 0.0f}; }
+__device__ __forceinline__ WelfordStats welford_empty() {
+  return WelfordStats{0.0f, 0.0f, 0.0f};
+}
 
 __device__ __forceinline__ WelfordStats welford_push(WelfordStats stats, float x) {
   stats.count += 1.0f;

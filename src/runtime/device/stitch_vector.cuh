@@ -52,13 +52,11 @@ __device__ __forceinline__ void store_float4(float* __restrict__ data, std::size
   if (index + 3 < count) element[3] = value.w;
 }
 
-template <typename Fn>
-__device__ __forceinline__ float4 map_float4(float4 value, Fn fn) {
+template <typename Fn> __device__ __forceinline__ float4 map_float4(float4 value, Fn fn) {
   return make_float4(fn(value.x), fn(value.y), fn(value.z), fn(value.w));
 }
 
-template <typename Fn>
-__device__ __forceinline__ float4 zip_float4(float4 a, float4 b, Fn fn) {
+template <typename Fn> __device__ __forceinline__ float4 zip_float4(float4 a, float4 b, Fn fn) {
   return make_float4(fn(a.x, b.x), fn(a.y, b.y), fn(a.z, b.z), fn(a.w, b.w));
 }
 
@@ -72,10 +70,12 @@ __device__ void transform_elements(const float* __restrict__ in, float* __restri
     const std::size_t vectors = count / kFloatsPerVector;
     const float4* in4 = reinterpret_cast<const float4*>(in);
     float4* out4 = reinterpret_cast<float4*>(out);
-    for (std::size_t v = first; v < vectors; v += stride) out4[v] = map_float4(in4[v], fn);
+    for (std::size_t v = first; v < vectors; v += stride)
+      out4[v] = map_float4(in4[v], fn);
     vectorized = vectors * kFloatsPerVector;
   }
-  for (std::size_t i = vectorized + first; i < count; i += stride) out[i] = fn(in[i]);
+  for (std::size_t i = vectorized + first; i < count; i += stride)
+    out[i] = fn(in[i]);
 }
 
 } // namespace stitch

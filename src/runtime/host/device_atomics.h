@@ -9,14 +9,12 @@
 
 namespace stitch::host::detail {
 
-template <typename T>
-inline std::atomic_ref<T> atomic_at(T* address) {
+template <typename T> inline std::atomic_ref<T> atomic_at(T* address) {
   return std::atomic_ref<T>(*address);
 }
 
 // Replaces *address with update(old) atomically and returns old.
-template <typename T, typename Update>
-inline T atomic_update(T* address, Update update) {
+template <typename T, typename Update> inline T atomic_update(T* address, Update update) {
   std::atomic_ref<T> ref(*address);
   T old = ref.load(std::memory_order_relaxed);
   while (!ref.compare_exchange_weak(old, update(old), std::memory_order_relaxed)) {
@@ -24,8 +22,7 @@ inline T atomic_update(T* address, Update update) {
   return old;
 }
 
-template <typename T>
-inline T atomic_compare_exchange(T* address, T compare, T value) {
+template <typename T> inline T atomic_compare_exchange(T* address, T compare, T value) {
   atomic_at(address).compare_exchange_strong(compare, value, std::memory_order_relaxed);
   return compare; // the old value, whether or not it matched
 }
@@ -57,12 +54,12 @@ inline unsigned int atomicSub(unsigned int* address, unsigned int value) {
 
 #define STITCH_HOST_ATOMIC_MIN_MAX(T)                                                              \
   inline T atomicMax(T* address, T value) {                                                        \
-    return stitch::host::detail::atomic_update(address,                                            \
-                                               [value](T old) { return old < value ? value : old; }); \
+    return stitch::host::detail::atomic_update(                                                    \
+        address, [value](T old) { return old < value ? value : old; });                            \
   }                                                                                                \
   inline T atomicMin(T* address, T value) {                                                        \
-    return stitch::host::detail::atomic_update(address,                                            \
-                                               [value](T old) { return value < old ? value : old; }); \
+    return stitch::host::detail::atomic_update(                                                    \
+        address, [value](T old) { return value < old ? value : old; });                            \
   }
 STITCH_HOST_ATOMIC_MIN_MAX(int)
 STITCH_HOST_ATOMIC_MIN_MAX(unsigned int)

@@ -20,8 +20,7 @@
 
 namespace stitch::host {
 
-template <typename T>
-inline T* block_shared_array(const SharedSlot& slot, std::size_t count) {
+template <typename T> inline T* block_shared_array(const SharedSlot& slot, std::size_t count) {
   EmulatedThread& thread = running_thread("STITCH_SHARED");
   return static_cast<T*>(thread.block->shared.static_array(slot, sizeof(T) * count, alignof(T)));
 }
@@ -103,8 +102,8 @@ inline T __shfl_sync(unsigned mask, T var, int srcLane, int width = warpSize,
 template <typename T>
 inline T __shfl_up_sync(unsigned mask, T var, unsigned int delta, int width = warpSize,
                         std::source_location site = std::source_location::current()) {
-  return stitch::host::detail::warp_exchange(stitch::host::WarpCollectiveKind::ShuffleUp, mask,
-                                             var, static_cast<int>(delta), width, site);
+  return stitch::host::detail::warp_exchange(stitch::host::WarpCollectiveKind::ShuffleUp, mask, var,
+                                             static_cast<int>(delta), width, site);
 }
 template <typename T>
 inline T __shfl_down_sync(unsigned mask, T var, unsigned int delta, int width = warpSize,
@@ -126,13 +125,13 @@ inline unsigned __ballot_sync(unsigned mask, int predicate,
 }
 inline int __any_sync(unsigned mask, int predicate,
                       std::source_location site = std::source_location::current()) {
-  return static_cast<int>(
-      stitch::host::detail::warp_vote(stitch::host::WarpCollectiveKind::Any, mask, predicate, site));
+  return static_cast<int>(stitch::host::detail::warp_vote(stitch::host::WarpCollectiveKind::Any,
+                                                          mask, predicate, site));
 }
 inline int __all_sync(unsigned mask, int predicate,
                       std::source_location site = std::source_location::current()) {
-  return static_cast<int>(
-      stitch::host::detail::warp_vote(stitch::host::WarpCollectiveKind::All, mask, predicate, site));
+  return static_cast<int>(stitch::host::detail::warp_vote(stitch::host::WarpCollectiveKind::All,
+                                                          mask, predicate, site));
 }
 
 // ---- Scheduling, memory order, loads, traps ----
@@ -143,12 +142,17 @@ inline void __nanosleep(unsigned int /*nanoseconds*/) {
   thread.scheduler->yield(thread);
 }
 
-inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
-inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
-inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void __threadfence() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+inline void __threadfence_block() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+inline void __threadfence_system() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
 
-template <typename T>
-inline T __ldg(const T* address) {
+template <typename T> inline T __ldg(const T* address) {
   return *address;
 }
 

@@ -38,39 +38,47 @@ struct ErrorText {
 
 inline ErrorText error_text(cudaError_t code) {
   switch (code) {
-  case cudaSuccess: return {"cudaSuccess", "no error"};
-  case cudaErrorInvalidValue: return {"cudaErrorInvalidValue", "invalid argument"};
-  case cudaErrorMemoryAllocation: return {"cudaErrorMemoryAllocation", "out of memory"};
+  case cudaSuccess:
+    return {"cudaSuccess", "no error"};
+  case cudaErrorInvalidValue:
+    return {"cudaErrorInvalidValue", "invalid argument"};
+  case cudaErrorMemoryAllocation:
+    return {"cudaErrorMemoryAllocation", "out of memory"};
   case cudaErrorInvalidConfiguration:
     return {"cudaErrorInvalidConfiguration", "invalid configuration argument"};
-  case cudaErrorInvalidSymbol: return {"cudaErrorInvalidSymbol", "invalid device symbol"};
+  case cudaErrorInvalidSymbol:
+    return {"cudaErrorInvalidSymbol", "invalid device symbol"};
   case cudaErrorInvalidDeviceFunction:
     return {"cudaErrorInvalidDeviceFunction", "invalid device function"};
-  case cudaErrorInvalidDevice: return {"cudaErrorInvalidDevice", "invalid device ordinal"};
+  case cudaErrorInvalidDevice:
+    return {"cudaErrorInvalidDevice", "invalid device ordinal"};
   case cudaErrorInvalidResourceHandle:
     return {"cudaErrorInvalidResourceHandle", "invalid resource handle"};
-  case cudaErrorNotReady: return {"cudaErrorNotReady", "device not ready"};
+  case cudaErrorNotReady:
+    return {"cudaErrorNotReady", "device not ready"};
   case cudaErrorIllegalAddress:
     return {"cudaErrorIllegalAddress", "an illegal memory access was encountered"};
   case cudaErrorLaunchOutOfResources:
     return {"cudaErrorLaunchOutOfResources", "too many resources requested for launch"};
   case cudaErrorLaunchTimeout:
     return {"cudaErrorLaunchTimeout", "the launch timed out and was terminated"};
-  case cudaErrorAssert: return {"cudaErrorAssert", "device-side assert triggered"};
-  case cudaErrorLaunchFailure: return {"cudaErrorLaunchFailure", "unspecified launch failure"};
+  case cudaErrorAssert:
+    return {"cudaErrorAssert", "device-side assert triggered"};
+  case cudaErrorLaunchFailure:
+    return {"cudaErrorLaunchFailure", "unspecified launch failure"};
   case cudaErrorCooperativeLaunchTooLarge:
-    return {"cudaErrorCooperativeLaunchTooLarge",
-            "too many blocks in cooperative launch"};
-  case cudaErrorNotSupported: return {"cudaErrorNotSupported", "operation not supported"};
+    return {"cudaErrorCooperativeLaunchTooLarge", "too many blocks in cooperative launch"};
+  case cudaErrorNotSupported:
+    return {"cudaErrorNotSupported", "operation not supported"};
   }
   return {"cudaErrorUnknown", "unrecognized error code"};
 }
 
 // Per host thread, like the CUDA runtime's own error state.
 struct ErrorState {
-  cudaError_t last = cudaSuccess;              // what cudaGetLastError returns (then clears)
-  cudaError_t detailed_code = cudaSuccess;     // the code `detail` belongs to
-  std::string detail;                          // "<name>: <message>" of the latest failure
+  cudaError_t last = cudaSuccess;          // what cudaGetLastError returns (then clears)
+  cudaError_t detailed_code = cudaSuccess; // the code `detail` belongs to
+  std::string detail;                      // "<name>: <message>" of the latest failure
 };
 
 inline ErrorState& this_thread_errors() {
@@ -89,7 +97,9 @@ inline cudaError_t report_error(cudaError_t code, std::string message) {
 }
 
 // The detailed message of the latest failure on this thread ("" if none yet).
-inline const std::string& last_error_detail() { return this_thread_errors().detail; }
+inline const std::string& last_error_detail() {
+  return this_thread_errors().detail;
+}
 
 // Thrown inside an emulated GPU thread when the kernel breaks a rule of the CUDA model (a
 // shuffle mask without the caller, a divergent barrier, too much shared memory). It unwinds that

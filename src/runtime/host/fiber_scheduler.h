@@ -97,7 +97,8 @@ public:
       : geometry_(geometry), kernel_(kernel), config_(config), stacks_(this_thread_stack_cache()),
         order_(schedule_order(config, geometry.threads_per_block)),
         rank_(geometry.threads_per_block) {
-    for (unsigned r = 0; r < order_.size(); ++r) rank_[order_[r]] = r;
+    for (unsigned r = 0; r < order_.size(); ++r)
+      rank_[order_[r]] = r;
     warp_lane_order_.resize(geometry.warps_per_block);
     for (unsigned w = 0; w < geometry.warps_per_block; ++w) {
       for (unsigned lane = 0; lane < 32; ++lane)
@@ -140,11 +141,11 @@ public:
   void block_barrier(EmulatedThread& thread, SourceSite site, int predicate) {
     BlockState& block = *thread.block;
     if (block.barrier_arrivals > 0 && !(block.barrier_site == site))
-      throw KernelFault(cudaErrorLaunchFailure,
-                        "divergent __syncthreads: reached the barrier at " + site.text() +
-                            " while " + std::to_string(block.barrier_arrivals) +
-                            " threads of its block wait at the one at " +
-                            block.barrier_site.text());
+      throw KernelFault(cudaErrorLaunchFailure, "divergent __syncthreads: reached the barrier at " +
+                                                    site.text() + " while " +
+                                                    std::to_string(block.barrier_arrivals) +
+                                                    " threads of its block wait at the one at " +
+                                                    block.barrier_site.text());
     if (block.barrier_arrivals == 0) block.barrier_site = site;
     ++block.barrier_arrivals;
     block.barrier_true += predicate != 0;
@@ -157,16 +158,17 @@ public:
   // A shuffle, vote or __syncwarp; returns this lane's result bits.
   std::uint64_t warp_collective(EmulatedThread& thread, const WarpCall& call, SourceSite site) {
     const unsigned lane_bit = 1u << thread.lane();
-    const auto where = [&] { return std::string(collective_name(call.kind)) + " at " + site.text(); };
+    const auto where = [&] {
+      return std::string(collective_name(call.kind)) + " at " + site.text();
+    };
     if (!(call.mask & lane_bit))
       throw KernelFault(cudaErrorLaunchFailure, where() + ": mask " + detail::hex_mask(call.mask) +
                                                     " does not include the calling lane " +
                                                     std::to_string(thread.lane()));
     if (is_shuffle(call.kind) &&
         (call.width < 1 || call.width > 32 || (call.width & (call.width - 1)) != 0))
-      throw KernelFault(cudaErrorLaunchFailure,
-                        where() + ": width " + std::to_string(call.width) +
-                            " is not a power of two in [1, 32]");
+      throw KernelFault(cudaErrorLaunchFailure, where() + ": width " + std::to_string(call.width) +
+                                                    " is not a power of two in [1, 32]");
     WarpState& warp = thread.block->warps[thread.warp()];
     auto pending = std::find_if(warp.pending.begin(), warp.pending.end(),
                                 [&](const PendingCollective& p) { return p.mask == call.mask; });
@@ -176,8 +178,8 @@ public:
     } else if (pending->kind != call.kind || pending->width != call.width) {
       throw KernelFault(cudaErrorLaunchFailure,
                         where() + ": lanes of the same mask " + detail::hex_mask(call.mask) +
-                            " already wait in " + collective_name(pending->kind) +
-                            " (width " + std::to_string(pending->width) + ")");
+                            " already wait in " + collective_name(pending->kind) + " (width " +
+                            std::to_string(pending->width) + ")");
     }
     pending->arrived |= lane_bit;
     warp.lane_value[thread.lane()] = call.value;
@@ -210,7 +212,8 @@ public:
     if (grid_arrivals_ == threads_.size()) {
       grid_arrivals_ = 0;
       for (BlockState& block : blocks_)
-        for (unsigned id : order_) make_ready(threads_[block.first_thread + id]);
+        for (unsigned id : order_)
+          make_ready(threads_[block.first_thread + id]);
     }
     suspend(thread);
   }
@@ -251,7 +254,8 @@ private:
         thread.collective_result = 0;
         thread.started = false;
       }
-      for (unsigned id : order_) ready_.push(block.first_thread + id);
+      for (unsigned id : order_)
+        ready_.push(block.first_thread + id);
     }
     live_threads_ = threads_.size();
     grid_arrivals_ = 0;
@@ -409,7 +413,7 @@ private:
   SourceSite grid_site_;
   LaunchFailure failure_;
   boost::context::fiber scheduler_context_; // run()'s context while emulated threads run
-  EmulatedThread* switched_from_ = nullptr;  // who switched last (nullptr: run() itself)
+  EmulatedThread* switched_from_ = nullptr; // who switched last (nullptr: run() itself)
 };
 
 } // namespace stitch::host

@@ -49,7 +49,7 @@ struct HostDeviceConfig {
 
   // The emulation itself.
   std::size_t fiber_stack_bytes = 64 * 1024; // usable stack per emulated thread (+ guard page)
-  unsigned worker_threads = 0;                // 0: min(4, hardware threads)
+  unsigned worker_threads = 0;               // 0: min(4, hardware threads)
   ThreadOrder thread_order = ThreadOrder::Ascending;
   std::uint32_t shuffle_seed = 1;
   bool poison_allocations = true; // cudaMalloc'd memory starts as 0xFF bytes (NaN as floats)
@@ -66,8 +66,8 @@ inline void apply_environment(HostDeviceConfig& config) {
       config.thread_order = ThreadOrder::Shuffled;
       const std::size_t colon = text.find(':');
       if (colon != std::string::npos)
-        config.shuffle_seed = static_cast<std::uint32_t>(std::strtoul(text.c_str() + colon + 1,
-                                                                       nullptr, 10));
+        config.shuffle_seed =
+            static_cast<std::uint32_t>(std::strtoul(text.c_str() + colon + 1, nullptr, 10));
     }
   }
   if (const char* workers = std::getenv("STITCH_HOST_WORKERS"))
@@ -106,12 +106,11 @@ inline int resident_blocks_per_multiprocessor(const HostDeviceConfig& config,
                                               unsigned threads_per_block,
                                               std::size_t shared_bytes) {
   if (threads_per_block == 0) return 0;
-  int blocks = std::min(config.max_blocks_per_multiprocessor,
-                        config.max_threads_per_multiprocessor /
-                            static_cast<int>(threads_per_block));
+  int blocks =
+      std::min(config.max_blocks_per_multiprocessor,
+               config.max_threads_per_multiprocessor / static_cast<int>(threads_per_block));
   if (shared_bytes > 0) {
-    const auto by_shared =
-        static_cast<int>(config.shared_bytes_per_multiprocessor / shared_bytes);
+    const auto by_shared = static_cast<int>(config.shared_bytes_per_multiprocessor / shared_bytes);
     blocks = std::min(blocks, by_shared);
   }
   return std::max(blocks, 0);

@@ -73,15 +73,17 @@ inline std::optional<LaunchFailure> check_launch(const LaunchRequest& request,
   const auto dims = [](const dim3& d) {
     return "(" + std::to_string(d.x) + "," + std::to_string(d.y) + "," + std::to_string(d.z) + ")";
   };
-  if (threads == 0 || b.x > 1024 || b.y > 1024 || b.z > 64 || threads > config.max_threads_per_block)
+  if (threads == 0 || b.x > 1024 || b.y > 1024 || b.z > 64 ||
+      threads > config.max_threads_per_block)
     return LaunchFailure{cudaErrorInvalidConfiguration,
-                         "block " + dims(b) + " is empty or exceeds 1024 threads (x, y <= 1024, "
-                                              "z <= 64)"};
+                         "block " + dims(b) +
+                             " is empty or exceeds 1024 threads (x, y <= 1024, "
+                             "z <= 64)"};
   if (g.x == 0 || g.y == 0 || g.z == 0 || g.x > 0x7fffffffu || g.y > 65535 || g.z > 65535)
     return LaunchFailure{cudaErrorInvalidConfiguration,
                          "grid " + dims(g) + " is empty or too large (x < 2^31, y, z <= 65535)"};
-  const std::size_t dynamic_limit = KernelAttributes::instance().max_dynamic_shared(request.kernel,
-                                                                                    config);
+  const std::size_t dynamic_limit =
+      KernelAttributes::instance().max_dynamic_shared(request.kernel, config);
   if (request.dynamic_shared_bytes > dynamic_limit)
     return LaunchFailure{cudaErrorInvalidValue,
                          std::to_string(request.dynamic_shared_bytes) +
@@ -174,23 +176,22 @@ inline cudaError_t run_launch(const LaunchRequest& request, KernelInvoker kernel
   const HostDeviceConfig& config = host_config();
   LaunchGeometry geometry;
   if (std::optional<LaunchFailure> problem = check_launch(request, config, geometry))
-    return report_error(problem->code, std::string("kernel '") + request.kernel_name +
-                                           "': " + problem->message);
+    return report_error(problem->code,
+                        std::string("kernel '") + request.kernel_name + "': " + problem->message);
   const LaunchFailure failure = geometry.cooperative ? run_cooperative(geometry, kernel, config)
                                                      : run_ordinary(geometry, kernel, config);
   if (failure)
-    return report_error(failure.code, std::string("kernel '") + request.kernel_name + "': " +
-                                          failure.message);
+    return report_error(failure.code,
+                        std::string("kernel '") + request.kernel_name + "': " + failure.message);
   return cudaSuccess;
 }
 
 // Binds the arguments (converted to the kernel's parameter types, as a CUDA launch does) and
 // runs the launch. Every emulated thread receives its own copy of each argument.
 template <typename... Params, typename... Args>
-inline cudaError_t launch_kernel(LaunchKind kind, const char* kernel_name,
-                                 void (*kernel)(Params...), dim3 grid, dim3 block,
-                                 std::size_t shared_bytes, cudaStream_t /*stream*/,
-                                 Args&&... args) {
+inline cudaError_t
+launch_kernel(LaunchKind kind, const char* kernel_name, void (*kernel)(Params...), dim3 grid,
+              dim3 block, std::size_t shared_bytes, cudaStream_t /*stream*/, Args&&... args) {
   static_assert(sizeof...(Params) == sizeof...(Args),
                 "kernel launched with the wrong number of arguments");
   struct BoundKernel {
@@ -198,13 +199,13 @@ inline cudaError_t launch_kernel(LaunchKind kind, const char* kernel_name,
     std::tuple<std::decay_t<Params>...> arguments;
   };
   const BoundKernel bound{kernel, std::tuple<std::decay_t<Params>...>(std::forward<Args>(args)...)};
-  const KernelInvoker invoker{
-      [](const void* pointer) {
-        const BoundKernel& target = *static_cast<const BoundKernel*>(pointer);
-        std::apply(target.kernel, target.arguments);
-      },
-      &bound};
-  const LaunchRequest request{kind,  kernel_name, reinterpret_cast<const void*>(kernel),
+  const KernelInvoker invoker{[](const void* pointer) {
+                                const BoundKernel& target =
+                                    *static_cast<const BoundKernel*>(pointer);
+                                std::apply(target.kernel, target.arguments);
+                              },
+                              &bound};
+  const LaunchRequest request{kind, kernel_name, reinterpret_cast<const void*>(kernel),
                               grid, block,       shared_bytes};
   return run_launch(request, invoker);
 }

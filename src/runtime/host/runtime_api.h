@@ -113,8 +113,7 @@ inline cudaError_t cudaMalloc(void** pointer, std::size_t bytes) {
   *pointer = memory;
   return cudaSuccess;
 }
-template <typename T>
-inline cudaError_t cudaMalloc(T** pointer, std::size_t bytes) {
+template <typename T> inline cudaError_t cudaMalloc(T** pointer, std::size_t bytes) {
   return cudaMalloc(reinterpret_cast<void**>(pointer), bytes);
 }
 
@@ -130,11 +129,12 @@ inline cudaError_t cudaFree(void* pointer) {
 inline cudaError_t cudaMallocHost(void** pointer, std::size_t bytes) {
   return cudaMalloc(pointer, bytes);
 }
-template <typename T>
-inline cudaError_t cudaMallocHost(T** pointer, std::size_t bytes) {
+template <typename T> inline cudaError_t cudaMallocHost(T** pointer, std::size_t bytes) {
   return cudaMalloc(reinterpret_cast<void**>(pointer), bytes);
 }
-inline cudaError_t cudaFreeHost(void* pointer) { return cudaFree(pointer); }
+inline cudaError_t cudaFreeHost(void* pointer) {
+  return cudaFree(pointer);
+}
 
 inline cudaError_t cudaMemcpy(void* destination, const void* source, std::size_t bytes,
                               cudaMemcpyKind /*kind*/) {
@@ -167,8 +167,7 @@ inline cudaError_t cudaMemcpyFromSymbol(void* destination, const T& symbol, std:
                                         std::size_t offset = 0,
                                         cudaMemcpyKind /*kind*/ = cudaMemcpyDeviceToHost) {
   if (offset + bytes > sizeof(T))
-    return stitch::host::report_error(cudaErrorInvalidValue,
-                                      "cudaMemcpyFromSymbol: out of range");
+    return stitch::host::report_error(cudaErrorInvalidValue, "cudaMemcpyFromSymbol: out of range");
   const auto* bytes_of_symbol = reinterpret_cast<const unsigned char*>(&symbol);
   return stitch::host::copy_bytes("cudaMemcpyFromSymbol", destination, bytes_of_symbol + offset,
                                   bytes);
@@ -190,8 +189,12 @@ inline cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   delete stream;
   return cudaSuccess;
 }
-inline cudaError_t cudaStreamSynchronize(cudaStream_t /*stream*/) { return cudaSuccess; }
-inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+inline cudaError_t cudaStreamSynchronize(cudaStream_t /*stream*/) {
+  return cudaSuccess;
+}
+inline cudaError_t cudaDeviceSynchronize() {
+  return cudaSuccess;
+}
 
 // ---- Errors ----
 
@@ -201,7 +204,9 @@ inline cudaError_t cudaGetLastError() {
   state.last = cudaSuccess;
   return last;
 }
-inline cudaError_t cudaPeekAtLastError() { return stitch::host::this_thread_errors().last; }
+inline cudaError_t cudaPeekAtLastError() {
+  return stitch::host::this_thread_errors().last;
+}
 
 // The detailed message of this thread's latest failure if it had this code, else CUDA's text.
 inline const char* cudaGetErrorString(cudaError_t error) {
@@ -228,8 +233,7 @@ inline cudaError_t cudaGetDevice(int* device) {
 }
 inline cudaError_t cudaSetDevice(int device) {
   if (device != 0)
-    return stitch::host::report_error(cudaErrorInvalidDevice,
-                                      "the host target has one device, 0");
+    return stitch::host::report_error(cudaErrorInvalidDevice, "the host target has one device, 0");
   return cudaSuccess;
 }
 
@@ -239,18 +243,30 @@ inline cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, 
                                       "cudaDeviceGetAttribute: bad value pointer or device");
   const stitch::host::HostDeviceConfig& config = stitch::host::host_config();
   switch (attribute) {
-  case cudaDevAttrMaxThreadsPerBlock: *value = static_cast<int>(config.max_threads_per_block); break;
-  case cudaDevAttrWarpSize: *value = 32; break;
-  case cudaDevAttrMultiProcessorCount: *value = config.multiprocessor_count; break;
-  case cudaDevAttrMaxThreadsPerMultiProcessor: *value = config.max_threads_per_multiprocessor; break;
+  case cudaDevAttrMaxThreadsPerBlock:
+    *value = static_cast<int>(config.max_threads_per_block);
+    break;
+  case cudaDevAttrWarpSize:
+    *value = 32;
+    break;
+  case cudaDevAttrMultiProcessorCount:
+    *value = config.multiprocessor_count;
+    break;
+  case cudaDevAttrMaxThreadsPerMultiProcessor:
+    *value = config.max_threads_per_multiprocessor;
+    break;
   case cudaDevAttrMaxSharedMemoryPerMultiprocessor:
     *value = static_cast<int>(config.shared_bytes_per_multiprocessor);
     break;
-  case cudaDevAttrCooperativeLaunch: *value = 1; break;
+  case cudaDevAttrCooperativeLaunch:
+    *value = 1;
+    break;
   case cudaDevAttrMaxSharedMemoryPerBlockOptin:
     *value = static_cast<int>(config.max_shared_bytes_per_block_optin);
     break;
-  case cudaDevAttrMaxBlocksPerMultiprocessor: *value = config.max_blocks_per_multiprocessor; break;
+  case cudaDevAttrMaxBlocksPerMultiprocessor:
+    *value = config.max_blocks_per_multiprocessor;
+    break;
   default:
     return stitch::host::report_error(cudaErrorInvalidValue,
                                       "cudaDeviceGetAttribute: attribute not emulated");
@@ -266,10 +282,9 @@ inline cudaError_t cudaFuncSetAttribute(Kernel* kernel, cudaFuncAttribute attrib
                                       "cudaFuncSetAttribute: attribute not emulated");
   if (value < 0 || static_cast<std::size_t>(value) > config.max_shared_bytes_per_block_optin)
     return stitch::host::report_error(
-        cudaErrorInvalidValue,
-        "cudaFuncSetAttribute: " + std::to_string(value) +
-            " bytes of dynamic shared memory exceed the opt-in limit of " +
-            std::to_string(config.max_shared_bytes_per_block_optin));
+        cudaErrorInvalidValue, "cudaFuncSetAttribute: " + std::to_string(value) +
+                                   " bytes of dynamic shared memory exceed the opt-in limit of " +
+                                   std::to_string(config.max_shared_bytes_per_block_optin));
   stitch::host::KernelAttributes::instance().set_max_dynamic_shared(
       reinterpret_cast<const void*>(kernel), static_cast<std::size_t>(value));
   return cudaSuccess;
@@ -282,8 +297,8 @@ inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, Ke
                                                                  int block_size,
                                                                  std::size_t dynamic_shared) {
   if (blocks == nullptr || block_size <= 0)
-    return stitch::host::report_error(cudaErrorInvalidValue,
-                                      "cudaOccupancyMaxActiveBlocksPerMultiprocessor: bad argument");
+    return stitch::host::report_error(
+        cudaErrorInvalidValue, "cudaOccupancyMaxActiveBlocksPerMultiprocessor: bad argument");
   *blocks = stitch::host::resident_blocks_per_multiprocessor(
       stitch::host::host_config(), static_cast<unsigned>(block_size), dynamic_shared);
   return cudaSuccess;

@@ -32,10 +32,14 @@ inline std::string index_text(const uint3& index) {
 // What a live or exited thread is doing, in words; threads with equal text are grouped.
 inline std::string wait_text(const EmulatedThread& thread) {
   switch (thread.state) {
-  case WaitState::Ready: return "are runnable";
-  case WaitState::Exited: return "exited";
-  case WaitState::BlockBarrier: return "wait at __syncthreads (" + thread.wait_site.text() + ")";
-  case WaitState::GridBarrier: return "wait at stitch_grid_sync (" + thread.wait_site.text() + ")";
+  case WaitState::Ready:
+    return "are runnable";
+  case WaitState::Exited:
+    return "exited";
+  case WaitState::BlockBarrier:
+    return "wait at __syncthreads (" + thread.wait_site.text() + ")";
+  case WaitState::GridBarrier:
+    return "wait at stitch_grid_sync (" + thread.wait_site.text() + ")";
   case WaitState::WarpCollective:
     return std::string("wait in ") + collective_name(thread.wait_collective) + " with mask " +
            hex_mask(thread.wait_mask) + " (" + thread.wait_site.text() + ")";
@@ -50,7 +54,8 @@ inline std::string id_ranges(const std::vector<unsigned>& ids) {
   int runs = 0;
   for (std::size_t i = 0; i < ids.size();) {
     std::size_t j = i;
-    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
+    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1)
+      ++j;
     if (runs == kMaxRuns) return text + ", ...";
     if (!text.empty()) text += ", ";
     text += std::to_string(ids[i]);

@@ -30,14 +30,22 @@ enum class WarpCollectiveKind : std::uint8_t {
 
 inline const char* collective_name(WarpCollectiveKind kind) {
   switch (kind) {
-  case WarpCollectiveKind::ShuffleIndex: return "__shfl_sync";
-  case WarpCollectiveKind::ShuffleUp: return "__shfl_up_sync";
-  case WarpCollectiveKind::ShuffleDown: return "__shfl_down_sync";
-  case WarpCollectiveKind::ShuffleXor: return "__shfl_xor_sync";
-  case WarpCollectiveKind::Ballot: return "__ballot_sync";
-  case WarpCollectiveKind::Any: return "__any_sync";
-  case WarpCollectiveKind::All: return "__all_sync";
-  case WarpCollectiveKind::SyncWarp: return "__syncwarp";
+  case WarpCollectiveKind::ShuffleIndex:
+    return "__shfl_sync";
+  case WarpCollectiveKind::ShuffleUp:
+    return "__shfl_up_sync";
+  case WarpCollectiveKind::ShuffleDown:
+    return "__shfl_down_sync";
+  case WarpCollectiveKind::ShuffleXor:
+    return "__shfl_xor_sync";
+  case WarpCollectiveKind::Ballot:
+    return "__ballot_sync";
+  case WarpCollectiveKind::Any:
+    return "__any_sync";
+  case WarpCollectiveKind::All:
+    return "__all_sync";
+  case WarpCollectiveKind::SyncWarp:
+    return "__syncwarp";
   }
   return "warp collective";
 }
@@ -95,11 +103,20 @@ inline unsigned shuffle_source_lane(WarpCollectiveKind kind, unsigned lane, int 
   const int max_lane = min_lane | (31 & ~segment_mask);
   int source = self;
   switch (kind) {
-  case WarpCollectiveKind::ShuffleIndex: source = min_lane | (b & ~segment_mask); break;
-  case WarpCollectiveKind::ShuffleUp: source = self - b >= min_lane ? self - b : self; break;
-  case WarpCollectiveKind::ShuffleDown: source = self + b <= max_lane ? self + b : self; break;
-  case WarpCollectiveKind::ShuffleXor: source = (self ^ b) <= max_lane ? self ^ b : self; break;
-  default: break;
+  case WarpCollectiveKind::ShuffleIndex:
+    source = min_lane | (b & ~segment_mask);
+    break;
+  case WarpCollectiveKind::ShuffleUp:
+    source = self - b >= min_lane ? self - b : self;
+    break;
+  case WarpCollectiveKind::ShuffleDown:
+    source = self + b <= max_lane ? self + b : self;
+    break;
+  case WarpCollectiveKind::ShuffleXor:
+    source = (self ^ b) <= max_lane ? self ^ b : self;
+    break;
+  default:
+    break;
   }
   return static_cast<unsigned>(source);
 }
@@ -114,13 +131,21 @@ inline std::array<std::uint64_t, 32> collective_results(const PendingCollective&
   for (unsigned lane = 0; lane < 32; ++lane) {
     if (!(collective.arrived >> lane & 1u)) continue;
     switch (collective.kind) {
-    case WarpCollectiveKind::Ballot: results[lane] = ballot; break;
-    case WarpCollectiveKind::Any: results[lane] = ballot != 0; break;
-    case WarpCollectiveKind::All: results[lane] = ballot == collective.arrived; break;
-    case WarpCollectiveKind::SyncWarp: results[lane] = 0; break;
+    case WarpCollectiveKind::Ballot:
+      results[lane] = ballot;
+      break;
+    case WarpCollectiveKind::Any:
+      results[lane] = ballot != 0;
+      break;
+    case WarpCollectiveKind::All:
+      results[lane] = ballot == collective.arrived;
+      break;
+    case WarpCollectiveKind::SyncWarp:
+      results[lane] = 0;
+      break;
     default: {
-      const unsigned source = shuffle_source_lane(collective.kind, lane,
-                                                  warp.lane_operand[lane], collective.width);
+      const unsigned source =
+          shuffle_source_lane(collective.kind, lane, warp.lane_operand[lane], collective.width);
       const bool source_took_part = collective.arrived >> source & 1u;
       results[lane] = source_took_part ? warp.lane_value[source] : kGarbageLaneValue;
     }

@@ -30,7 +30,8 @@ public:
       stopping_ = true;
     }
     wake_.notify_all();
-    for (std::thread& helper : helpers_) helper.join();
+    for (std::thread& helper : helpers_)
+      helper.join();
   }
 
   // Runs `job` on the calling thread and on participants - 1 pool threads; returns when all

@@ -1,0 +1,66 @@
+// stitch_model_abi.h: the contract between the code stitchc generates for one model and the
+// model-independent runtime (src/runtime/) that is linked into every compiled library.
+//
+// The generated launcher defines `stitch_generated_model()`, describing the model (its inputs
+// and outputs, arena and workspace sizes, embedded weights) and pointing at `enqueue`, which
+// puts every group of the fusion plan on a stream. The runtime implements the public C API
+// (include/stitch/stitch.h) on top of it: argument checks, device memory, the arena, CUDA
+// Graph capture and replay, library handles, thread safety and status messages.
+//
+// Compiled both by nvcc (CUDA target) and by the host compiler with STITCH_HOST_TARGET, where
+// stitch_cuda.h supplies cudaStream_t and friends.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stitch_cuda.h"
+
+#define STITCH_ABI_VERSION 1
+#define STITCH_ABI_MAX_RANK 8
+
+extern "C" {
+
+struct stitch_abi_tensor {
+  const char* name;
+  int32_t dtype; // ONNX TensorProto.DataType code (stitch_dtype)
+  int32_t rank;
+  int64_t dims[STITCH_ABI_MAX_RANK];
+  uint64_t bytes;
+};
+
+// Per-context library state the generated code passes to library calls (null on the host
+// target). Opaque to generated code.
+struct stitch_abi_libraries;
+
+// Everything one enqueue works on. Pointers are device pointers on the CUDA target.
+struct stitch_abi_buffers {
+  void* const* inputs;          // the caller's inputs, in model order
+  void* const* outputs;         // the caller's outputs, in model order
+  unsigned char* arena;         // intermediates, `arena_bytes` long, 256-byte aligned
+  const unsigned char* weights; // the model's constants, `weights_bytes` long, 256-byte aligned
+  void* workspace;              // scratch for library calls, `workspace_bytes` long
+  cudaStream_t stream;
+  stitch_abi_libraries* libraries;
+};
+
+struct stitch_abi_model {
+  int32_t abi_version; // STITCH_ABI_VERSION
+  const char* target;  // "cuda" or "host"
+  int32_t num_inputs;
+  int32_t num_outputs;
+  const stitch_abi_tensor* inputs;
+  const stitch_abi_tensor* outputs;
+  uint64_t arena_bytes;
+  uint64_t workspace_bytes;
+  const unsigned char* weights; // the host copy embedded in the library
+  uint64_t weights_bytes;
+  // Enqueues the whole model on buffers->stream. Returns 0 (STITCH_OK) or a stitch_status,
+  // with a message naming the kernel or library call that failed written to `error`.
+  int32_t (*enqueue)(const stitch_abi_buffers* buffers, char* error, size_t error_size);
+};
+
+// Defined by the generated launcher of each model.
+const stitch_abi_model* stitch_generated_model(void);
+
+} // extern "C"
