@@ -115,7 +115,7 @@ void rule_cast(InferContext& ctx) {
   if (to < 0 || to > INT32_MAX) ctx.fail("attribute 'to' is not a data type code: {}", to);
   std::optional<DType> dtype = dtype_from_onnx(static_cast<int>(to));
   if (!dtype)
-    ctx.fail("casting to {} is not supported", onnx_dtype_code_name(static_cast<int>(to)));
+    ctx.fail("unsupported Cast target type {}", onnx_dtype_code_name(static_cast<int>(to)));
   ctx.set_output(0, *dtype, ctx.shape(0));
 }
 
@@ -201,10 +201,10 @@ void rule_expand(InferContext& ctx) {
 void rule_batch_norm(InferContext& ctx) {
   ctx.expect_inputs(5, 5);
   if (ctx.attr_int("training_mode", 0) != 0)
-    ctx.fail("training_mode=1 is not supported: stitchc compiles inference, where the input "
+    ctx.fail("training_mode=1 is unsupported: stitchc compiles inference, where the input "
              "statistics are used as they are");
   if (ctx.opset() < 9 && ctx.attr_int("spatial", 1) != 1)
-    ctx.fail("spatial=0 (per-activation statistics) is not supported");
+    ctx.fail("spatial=0 (per-activation statistics) is unsupported");
   for (int i = 1; i < ctx.num_outputs(); ++i)
     if (ctx.has_output(i))
       ctx.fail("output {} (running or saved statistics) is only produced in training mode, "

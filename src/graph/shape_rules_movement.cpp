@@ -114,10 +114,9 @@ void rule_dropout(InferContext& ctx) {
   ctx.expect_inputs(1, ctx.opset() < 12 ? 1 : 3);
   if (ctx.has_input(2)) {
     if (ctx.input(2).elements() != 1) ctx.fail("training_mode (input 2) must be a scalar");
-    if (!ctx.input(2).is_constant())
-      ctx.fail("training_mode (input 2) must be a constant: stitchc compiles inference only");
+    // const_ints refuses a run-time value, naming the graph inputs it depends on.
     if (ctx.const_floats(2, "training_mode")[0] != 0)
-      ctx.fail("training_mode=true is not supported: stitchc compiles inference, where Dropout "
+      ctx.fail("training_mode=true is unsupported: stitchc compiles inference, where Dropout "
                "passes its input through");
   }
   if (ctx.has_input(1) && ctx.input(1).elements() != 1)

@@ -90,7 +90,7 @@ def attr_perm_not_permutation(d):
                  [vi("x", [2, 3])], [vi("y", [2, 2])])
 
 
-@case("node 'cast0' (Cast): casting to STRING is not supported")
+@case("node 'cast0' (Cast): unsupported Cast target type STRING")
 def attr_cast_to_unsupported(d):
     """A Cast to a data type stitchc cannot compile is refused with the type's name."""
     return model([helper.make_node("Cast", ["x"], ["y"], name="cast0", to=TensorProto.STRING)],

@@ -96,6 +96,21 @@ __global__ void activation_kernel(Activation activation, const float* __restrict
   }
 }
 
+// Every function here must exist with the same spelling under nvcc and on the host target.
+__global__ void math_functions_kernel(const float* __restrict__ in, float* __restrict__ out,
+                                      int count) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i >= count) return;
+  const float x = in[i], y = in[i] * 0.5f + 1.0f;
+  const float results[kMathFunctionCount] = {
+      expf(x),     logf(fabsf(x)), sqrtf(fabsf(x)), rsqrtf(fabsf(x)), tanhf(x),
+      erff(x),     fmaxf(x, y),    fminf(x, y),     fabsf(x),         powf(fabsf(x), y),
+      floorf(x),   ceilf(x),       rintf(x),        truncf(x),        log1pf(fabsf(x)),
+      expm1f(x),   sinf(x),        cosf(x),         exp2f(x),         log2f(fabsf(x)),
+      fmodf(x, y), erfcf(x),       max(x, y),       __saturatef(x)};
+  for (int k = 0; k < kMathFunctionCount; ++k) out[i * kMathFunctionCount + k] = results[k];
+}
+
 constexpr int kTile = 32;
 
 // 32 x 8 threads move a 32 x 32 tile; the +1 column keeps shared-memory banks apart.
@@ -181,6 +196,11 @@ cudaError_t launch_transform_gelu(const float* in, float* out, std::size_t count
 
 cudaError_t launch_activation(Activation activation, const float* in, float* out, int count) {
   return STITCH_LAUNCH(activation_kernel, (count + 255) / 256, 256, 0, nullptr, activation, in, out,
+                       count);
+}
+
+cudaError_t launch_math_functions(const float* in, float* out, int count) {
+  return STITCH_LAUNCH(math_functions_kernel, (count + 127) / 128, 128, 0, nullptr, in, out,
                        count);
 }
 

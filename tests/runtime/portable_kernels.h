@@ -39,6 +39,12 @@ cudaError_t launch_column_normalize(const float* x, float* partials, float* out,
 // Per block, reverses its blockDim.x values through dynamic shared memory.
 cudaError_t launch_reverse_in_dynamic_shared(const float* in, float* out, int blocks, int threads);
 
+// The CUDA math functions generated code may call, applied to x = in[i] (and y = in[i] / 2 + 1
+// as a second operand): out[i * kMathFunctionCount + k] is function k in the order listed in
+// portable_kernels.cu.
+inline constexpr int kMathFunctionCount = 24;
+cudaError_t launch_math_functions(const float* in, float* out, int count);
+
 // histogram[bin(in[i])] += 1 with atomicAdd, over `bins` equal bins of [0, 1).
 cudaError_t launch_histogram(const float* in, unsigned* histogram, int count, int bins);
 

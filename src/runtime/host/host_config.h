@@ -1,8 +1,9 @@
 // The emulated device's limits and the emulation's knobs, in one process-wide struct.
 //
 // The defaults describe a small Hopper-like GPU: real per-block limits (1024 threads, 48 KiB
-// static and default dynamic shared memory, 227 KiB opt-in) but only 8 multiprocessors, because
-// a cooperative launch keeps every thread of the grid alive as a fiber at once. Launchers size
+// static and default dynamic shared memory, 227 KiB opt-in) but only 4 multiprocessors, because
+// a cooperative launch keeps every thread of the grid alive as a fiber at once (at most
+// 4 x 2048 = 8192 fibers, about 4 KiB of touched stack each). Launchers size
 // persistent grids from cudaDeviceGetAttribute / cudaOccupancyMaxActiveBlocksPerMultiprocessor,
 // which answer from this struct, so a grid sized that way always fits.
 //
@@ -36,7 +37,7 @@ enum class ThreadOrder {
 
 struct HostDeviceConfig {
   // Residency: how many blocks a cooperative launch may have (like an SM count and occupancy).
-  int multiprocessor_count = 8;
+  int multiprocessor_count = 4;
   int max_threads_per_multiprocessor = 2048;
   int max_blocks_per_multiprocessor = 32;
   std::size_t shared_bytes_per_multiprocessor = 228 * 1024;

@@ -155,7 +155,9 @@ inline LaunchFailure run_ordinary(const LaunchGeometry& geometry, KernelInvoker 
 
 inline LaunchFailure run_cooperative(const LaunchGeometry& geometry, KernelInvoker kernel,
                                      const HostDeviceConfig& config) {
-  constexpr std::size_t kStacksKeptAfterLaunch = 1024;
+  // Enough for the default residency limit, so that repeated persistent kernels reuse their
+  // stacks; each cached stack costs two memory mappings (stack and guard page).
+  constexpr std::size_t kStacksKeptAfterLaunch = 8192;
   LaunchFailure failure;
   try {
     FiberScheduler scheduler(geometry, kernel, config);
