@@ -8,7 +8,9 @@
 #include <iostream>
 
 #include "graph/error.h"
+#include "emitter/emit_model.h"
 #include "graph/graph_json.h"
+#include "planner/plan_json.h"
 
 namespace stitch {
 
@@ -44,7 +46,17 @@ int parse_command_line(int argc, char** argv, DriverOptions& options) {
                  "NAME=FILE.pb makes a graph input a constant with the value in an ONNX "
                  "TensorProto file (repeatable)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  app.add_option("--report", options.report_path, "write the graph after the passes as JSON");
+  app.add_option("-o,--output", options.build.output, "the shared library to write (libmodel.so)");
+  app.add_option("--target", options.build.target, "cuda (default) or host (runs on the CPU)")
+      ->check(CLI::IsMember({"cuda", "host"}));
+  app.add_option("--arch", options.build.archs, "GPU architectures for the CUDA target (default sm_90)")
+      ->delimiter(',');
+  app.add_option("--emit-dir", options.build.emit_dir, "keep the generated sources in DIR");
+  app.add_option("--planner", options.planner.planner, "fusion planner: none (one kernel per op)");
+  app.add_option("-j,--jobs", options.build.jobs, "parallel compiler runs (default: all cores)");
+  app.add_flag("-v,--verbose", options.build.verbose, "print each compiler command");
+  app.add_option("--report", options.report_path,
+                 "write the graph after the passes (and the fusion plan) as JSON");
   app.add_option("--print-after", print_after,
                  "print the graph after PASS (or 'all') to standard output (repeatable)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
@@ -78,10 +90,22 @@ void run_driver(const DriverOptions& options, std::ostream& out) {
   PipelineOptions pipeline = options.pipeline;
   pipeline.print_to = &out;
   run_pipeline(graph, pipeline);
+  nlohmann::json report = graph_to_json(graph);
+  if (!options.build.output.empty()) {
+    try {
+      FusionPlan plan = plan_fusion(graph, options.planner);
+      MemoryPlan memory = plan_memory(graph, plan);
+      report["plan"] = plan_to_json(graph, plan, memory);
+      GeneratedModel model = emit_model(graph, plan, memory, options.build.target);
+      build_library(model, options.build);
+    } catch (const UserError& e) {
+      if (e.site().file.empty()) throw e.with_file(options.model_path);
+      throw;
+    }
+  }
   if (!options.report_path.empty())
     write_text_file(options.report_path,
-                    graph_to_json(graph).dump(2, ' ', false,
-                                              nlohmann::json::error_handler_t::replace) + "\n");
+                    report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 int driver_main(int argc, char** argv) {

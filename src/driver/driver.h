@@ -5,16 +5,20 @@
 #include <string>
 #include <vector>
 
+#include "driver/build_library.h"
 #include "frontend/onnx_loader.h"
 #include "graph/pipeline.h"
+#include "planner/planner.h"
 
 namespace stitch {
 
 struct DriverOptions {
   std::string model_path;
-  std::string report_path; // --report: the graph (and later the plan) as JSON
+  std::string report_path; // --report: the graph and the fusion plan as JSON
   LoadOptions load;
   PipelineOptions pipeline;
+  PlannerOptions planner;
+  BuildOptions build;      // build.output empty: stop after the passes
 };
 
 // Parses argv; returns the process exit code to use now when parsing ends the run (help,

@@ -77,6 +77,19 @@ int default_opset(const onnx::ModelProto& model, const std::string& path) {
   return static_cast<int>(opset);
 }
 
+// The node's first output, which identifies a node that has no name; "" when it has none.
+std::string first_output(const onnx::NodeProto& node) {
+  for (const std::string& out : node.output())
+    if (!out.empty()) return out;
+  return "";
+}
+
+// How a list of nodes shows one: 'NAME', or, for a node without a name, unnamed writing 'y'.
+std::string describe_node(const onnx::NodeProto& node) {
+  if (!node.name().empty() || first_output(node).empty()) return "'" + node.name() + "'";
+  return "unnamed writing '" + first_output(node) + "'";
+}
+
 // Refuses nodes of other domains, then every unsupported op of the default domain, each
 // with its count and first node names, in one message.
 void check_ops_supported(const onnx::GraphProto& g, const std::string& path) {
@@ -90,7 +103,7 @@ void check_ops_supported(const onnx::GraphProto& g, const std::string& path) {
     if (!foreign_domain && op_from_onnx(node.op_type())) continue;
     Seen& s = foreign_domain ? foreign[node.domain()] : unsupported[node.op_type()];
     ++s.count;
-    if (s.first.size() < 3) s.first.push_back("'" + node.name() + "'");
+    if (s.first.size() < 3) s.first.push_back(describe_node(node));
   }
   auto describe = [](const std::map<std::string, Seen>& m) {
     std::vector<std::string> parts;
@@ -278,7 +291,7 @@ private:
     node.op = *op_from_onnx(proto.op_type()); // checked by check_ops_supported
     node.name = proto.name();
     node.opset = graph_.opset;
-    ErrorSite where{path_, proto.name(), proto.op_type()};
+    ErrorSite where{path_, proto.name(), proto.op_type(), first_output(proto)};
     for (const std::string& in : proto.input()) {
       if (in.empty()) {
         node.inputs.push_back(kNoTensor);

@@ -20,9 +20,12 @@ std::string printable(const std::string& s) {
 std::string format_user_error(const ErrorSite& site, const std::string& reason) {
   std::string out;
   if (!site.file.empty()) out += printable(site.file) + ": ";
-  if (!site.node.empty() || !site.op_type.empty()) {
-    out += "node '" + printable(site.node) + "'";
+  if (!site.node.empty() || !site.op_type.empty() || !site.output.empty()) {
+    out += "node";
+    if (!site.node.empty()) out += " '" + printable(site.node) + "'";
     if (!site.op_type.empty()) out += " (" + printable(site.op_type) + ")";
+    if (site.node.empty() && !site.output.empty())
+      out += " writing '" + printable(site.output) + "'";
     out += ": ";
   }
   out += printable(reason);

@@ -18,6 +18,9 @@ struct ErrorSite {
   std::string file;     // the model file
   std::string node;     // ONNX node name
   std::string op_type;  // ONNX op type of that node
+  // The node's first output. Exporters often leave node names empty; such a node is named
+  // by the value it writes instead.
+  std::string output = {};
 };
 
 class UserError : public std::runtime_error {
@@ -39,7 +42,8 @@ public:
   explicit InternalError(const std::string& what);
 };
 
-// One printable line: "model.onnx: node 'n1' (Add): reason".
+// One printable line: "model.onnx: node 'n1' (Add): reason", or for a node without a name
+// "model.onnx: node (Add) writing 'y': reason".
 std::string format_user_error(const ErrorSite& site, const std::string& reason);
 
 template <typename... Args>

@@ -1,7 +1,8 @@
 // The host evaluator of each op (from the op table), and the evaluators of the ops that make
 // or pass through values: Identity and its kin, Cast, Shape/Size, Constant,
 // ConstantOfShape and Range. The elementwise and movement evaluators live in
-// fold_elementwise.cpp and fold_movement.cpp.
+// fold_elementwise.cpp and fold_movement.cpp. Parameters are read as the shape rules read
+// them, through op_params.h.
 #include "graph/fold.h"
 
 #include <algorithm>
@@ -9,13 +10,14 @@
 
 #include "graph/constant.h"
 #include "graph/error.h"
+#include "graph/op_params.h"
 
 namespace stitch {
 
 namespace {
 
 constexpr FoldFn kFolds[] = {
-#define STITCH_OP(name, category, rule, fold) &fold,
+#define STITCH_OP(name, category, rule, fold, device) &fold,
 #include "graph/ops.def"
 #undef STITCH_OP
 };
@@ -30,11 +32,6 @@ const Tensor& output(const Graph& graph, const Node& node, size_t i) {
   STITCH_INTERNAL_CHECK(i < node.outputs.size() && node.outputs[i] != kNoTensor,
                         "{} fold writes a missing output {}", op_name(node.op), i);
   return graph.tensor(node.outputs[i]);
-}
-
-const Attribute* find_attr(const Node& node, const char* name) {
-  auto it = node.attrs.find(name);
-  return it == node.attrs.end() ? nullptr : &it->second;
 }
 
 } // namespace
@@ -87,71 +84,46 @@ FoldResult fold_cast(const Graph& graph, const Node& node) {
 FoldResult fold_shape(const Graph& graph, const Node& node) {
   const Tensor& in = graph.tensor(node.inputs[0]);
   if (node.op == OpKind::Size) return {make_constant_from_int64(DType::Int64, {in.elements()})};
-  auto rank = static_cast<int64_t>(in.shape.size());
-  int64_t start = 0, end = rank;
-  if (node.opset >= 15) {
-    if (const Attribute* a = find_attr(node, "start")) start = std::get<int64_t>(a->value);
-    if (const Attribute* a = find_attr(node, "end")) end = std::get<int64_t>(a->value);
-  }
-  if (start < 0) start += rank;
-  if (end < 0) end += rank;
-  start = std::clamp<int64_t>(start, 0, rank);
-  end = std::clamp<int64_t>(end, 0, rank);
-  std::vector<int64_t> dims;
-  for (int64_t d = start; d < end; ++d)
-    dims.push_back(in.shape[d]);
-  return {make_constant_from_int64(DType::Int64, dims)};
+  DimRange range = read_shape_range(NodeContext(graph, node));
+  return {
+      make_constant_from_int64(DType::Int64, std::vector<int64_t>(in.shape.begin() + range.start,
+                                                                  in.shape.begin() + range.end))};
 }
 
 FoldResult fold_constant_of_shape(const Graph& graph, const Node& node) {
   const Tensor& out = output(graph, node, 0);
-  std::string element(static_cast<size_t>(dtype_size(out.dtype)), '\0'); // default: float32 0
-  if (const Attribute* a = find_attr(node, "value")) {
-    const Tensor& value = graph.tensor(std::get<TensorId>(a->value));
-    STITCH_INTERNAL_CHECK(value.is_constant() && value.constant->bytes.size() == element.size(),
-                          "ConstantOfShape value '{}' is not one {}", value.name,
-                          dtype_name(out.dtype));
-    element = value.constant->bytes;
-  }
+  FillValue fill = read_fill_value(NodeContext(graph, node));
+  STITCH_INTERNAL_CHECK(fill.dtype == out.dtype, "ConstantOfShape fills {} into a {} output",
+                        dtype_name(fill.dtype), dtype_name(out.dtype));
   std::string bytes;
   bytes.reserve(static_cast<size_t>(out.bytes()));
   for (int64_t i = 0; i < out.elements(); ++i)
-    bytes += element;
+    bytes += fill.element;
   return {bytes_of(std::move(bytes))};
 }
 
 FoldResult fold_constant(const Graph& graph, const Node& node) {
-  if (const Attribute* a = find_attr(node, "value"))
-    return {graph.tensor(std::get<TensorId>(a->value)).constant};
-  if (const Attribute* a = find_attr(node, "value_float"))
-    return {make_constant_from_double(DType::Float32, {std::get<double>(a->value)})};
-  if (const Attribute* a = find_attr(node, "value_floats"))
-    return {make_constant_from_double(DType::Float32, std::get<std::vector<double>>(a->value))};
-  if (const Attribute* a = find_attr(node, "value_int"))
-    return {make_constant_from_int64(DType::Int64, {std::get<int64_t>(a->value)})};
-  if (const Attribute* a = find_attr(node, "value_ints"))
-    return {make_constant_from_int64(DType::Int64, std::get<std::vector<int64_t>>(a->value))};
-  return {}; // the shape rule refuses every other form
+  return {read_constant_value(NodeContext(graph, node)).data};
 }
 
 // Range: element i is start + i * delta, as numpy.arange computes it.
 FoldResult fold_range(const Graph& graph, const Node& node) {
   const Tensor& out = output(graph, node, 0);
-  int64_t count = out.elements();
-  if (dtype_is_float(out.dtype)) {
-    double start = constant_as_double(graph.tensor(node.inputs[0]))[0];
-    double delta = constant_as_double(graph.tensor(node.inputs[2]))[0];
-    std::vector<double> values(static_cast<size_t>(count));
-    for (int64_t i = 0; i < count; ++i)
-      values[i] = start + static_cast<double>(i) * delta;
+  RangeParams range = read_range_params(NodeContext(graph, node));
+  STITCH_INTERNAL_CHECK(range.count == out.elements(), "Range counts {} elements for {} outputs",
+                        range.count, out.elements());
+  if (range.is_float) {
+    std::vector<double> values(static_cast<size_t>(range.count));
+    for (int64_t i = 0; i < range.count; ++i)
+      values[i] = range.start_real + static_cast<double>(i) * range.delta_real;
     return {make_constant_from_double(out.dtype, values)};
   }
   // Every element lies between start and limit, so it fits; i * delta alone may not, hence
   // the arithmetic modulo 2^64.
-  auto start = static_cast<uint64_t>(constant_as_int64(graph.tensor(node.inputs[0]))[0]);
-  auto delta = static_cast<uint64_t>(constant_as_int64(graph.tensor(node.inputs[2]))[0]);
-  std::vector<int64_t> values(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i)
+  auto start = static_cast<uint64_t>(range.start_int);
+  auto delta = static_cast<uint64_t>(range.delta_int);
+  std::vector<int64_t> values(static_cast<size_t>(range.count));
+  for (int64_t i = 0; i < range.count; ++i)
     values[i] = static_cast<int64_t>(start + static_cast<uint64_t>(i) * delta);
   return {make_constant_from_int64(out.dtype, values)};
 }

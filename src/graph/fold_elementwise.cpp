@@ -4,6 +4,8 @@
 // integer and bool operands, or double for floating operands, rounded to the output dtype
 // on store. A fold declines (returns no values) where the result is not well defined
 // (integer division by zero) or not representable this way (uint64 beyond int64).
+// Attributes and reduce axes are read through NodeContext and op_params.h, as the shape
+// rules read them.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -14,30 +16,11 @@
 #include "graph/constant.h"
 #include "graph/error.h"
 #include "graph/fold.h"
+#include "graph/op_params.h"
 
 namespace stitch {
 
 namespace {
-
-ErrorSite site_of(const Graph& graph, const Node& node) {
-  return {graph.source_file, node.name, std::string(op_name(node.op))};
-}
-
-double float_attr(const Graph& graph, const Node& node, const char* name, double dflt) {
-  auto it = node.attrs.find(name);
-  if (it == node.attrs.end()) return dflt;
-  if (const double* v = std::get_if<double>(&it->second.value)) return *v;
-  user_fail(site_of(graph, node), "attribute '{}' must be a float, got {}", name,
-            it->second.kind_name());
-}
-
-int64_t int_attr(const Graph& graph, const Node& node, const char* name, int64_t dflt) {
-  auto it = node.attrs.find(name);
-  if (it == node.attrs.end()) return dflt;
-  if (const int64_t* v = std::get_if<int64_t>(&it->second.value)) return *v;
-  user_fail(site_of(graph, node), "attribute '{}' must be an int, got {}", name,
-            it->second.kind_name());
-}
 
 // One input's values in the domain of its dtype.
 struct Operand {
@@ -123,40 +106,37 @@ struct Params {
   bool fmod = false, tanh_gelu = false, detect_negative = true, detect_positive = true;
 };
 
-Params read_params(const Graph& graph, const Node& node) {
+Params read_params(const NodeContext& ctx) {
   Params p;
-  switch (node.op) {
+  switch (ctx.op()) {
   case OpKind::LeakyRelu:
-    p.alpha = float_attr(graph, node, "alpha", 0.01);
+    p.alpha = ctx.attr_float("alpha", 0.01);
     break;
   case OpKind::Elu:
   case OpKind::Celu:
-    p.alpha = float_attr(graph, node, "alpha", 1.0);
+    p.alpha = ctx.attr_float("alpha", 1.0);
     break;
   case OpKind::Selu:
-    p.alpha = float_attr(graph, node, "alpha", 1.67326319217681884765625);
-    p.gamma = float_attr(graph, node, "gamma", 1.05070102214813232421875);
+    p.alpha = ctx.attr_float("alpha", 1.67326319217681884765625);
+    p.gamma = ctx.attr_float("gamma", 1.05070102214813232421875);
     break;
   case OpKind::HardSigmoid:
-    p.alpha = float_attr(graph, node, "alpha", 0.2);
-    p.beta = float_attr(graph, node, "beta", 0.5);
+    p.alpha = ctx.attr_float("alpha", 0.2);
+    p.beta = ctx.attr_float("beta", 0.5);
     break;
-  case OpKind::Gelu: {
-    auto it = node.attrs.find("approximate");
-    p.tanh_gelu = it != node.attrs.end() && std::get_if<std::string>(&it->second.value) &&
-                  std::get<std::string>(it->second.value) == "tanh";
+  case OpKind::Gelu:
+    p.tanh_gelu = ctx.attr_string("approximate", "none") == "tanh";
     break;
-  }
   case OpKind::Mod:
-    p.fmod = int_attr(graph, node, "fmod", 0) != 0;
+    p.fmod = ctx.attr_flag("fmod", false);
     break;
   case OpKind::IsInf:
-    p.detect_negative = int_attr(graph, node, "detect_negative", 1) != 0;
-    p.detect_positive = int_attr(graph, node, "detect_positive", 1) != 0;
+    p.detect_negative = ctx.attr_int("detect_negative", 1) != 0;
+    p.detect_positive = ctx.attr_int("detect_positive", 1) != 0;
     break;
   case OpKind::Clip: // before opset 11 the bounds are attributes
-    p.lo = float_attr(graph, node, "min", -std::numeric_limits<double>::infinity());
-    p.hi = float_attr(graph, node, "max", std::numeric_limits<double>::infinity());
+    p.lo = ctx.attr_float("min", -std::numeric_limits<double>::infinity());
+    p.hi = ctx.attr_float("max", std::numeric_limits<double>::infinity());
     break;
   default:
     break;
@@ -367,30 +347,6 @@ std::optional<int64_t> eval_int(OpKind op, const Params& p, const int64_t* a, si
 
 // ---- Reductions ----
 
-// The reduced axes of a Reduce* node, read as its shape rule read them.
-std::optional<std::vector<bool>> reduced_axes(const Graph& graph, const Node& node, size_t rank) {
-  int axes_input_opset = node.op == OpKind::ReduceSum ? 13 : 18;
-  std::vector<int64_t> axes;
-  if (node.opset >= axes_input_opset) {
-    if (node.inputs.size() > 1 && node.inputs[1] != kNoTensor)
-      axes = constant_as_int64(graph.tensor(node.inputs[1]));
-  } else if (auto it = node.attrs.find("axes"); it != node.attrs.end()) {
-    axes = std::get<std::vector<int64_t>>(it->second.value);
-  }
-  if (axes.empty()) {
-    if (int_attr(graph, node, "noop_with_empty_axes", 0) != 0) return std::nullopt;
-    return std::vector<bool>(rank, true);
-  }
-  std::vector<bool> reduced(rank, false);
-  for (int64_t a : axes) {
-    int64_t axis = a < 0 ? a + static_cast<int64_t>(rank) : a;
-    STITCH_INTERNAL_CHECK(axis >= 0 && axis < static_cast<int64_t>(rank),
-                          "reduce axis {} escaped the shape rule", a);
-    reduced[axis] = true;
-  }
-  return reduced;
-}
-
 template <typename T> T reduce_init(OpKind op) {
   switch (op) {
   case OpKind::ReduceProd:
@@ -437,16 +393,16 @@ template <typename T>
 std::vector<T> reduce_values(OpKind op, const std::vector<T>& values, const Shape& in,
                              const std::vector<bool>& reduced, int64_t out_elements) {
   std::vector<T> acc(static_cast<size_t>(out_elements), reduce_init<T>(op));
-  // out_stride[d]: how far the output index moves when input axis d steps (0 if reduced).
+  // out_stride[d]: how far the output index moves when input axis d steps (0 if reduced);
+  // index: the multi-index of the input element being read.
   size_t rank = in.size();
-  std::vector<int64_t> out_stride(rank, 0);
+  std::vector<int64_t> out_stride(rank, 0), index(rank, 0);
   int64_t stride = 1;
   for (size_t d = rank; d-- > 0;) {
     if (reduced[d]) continue;
     out_stride[d] = stride;
     stride *= in[d];
   }
-  std::vector<int64_t> index(rank, 0);
   int64_t out = 0;
   for (size_t i = 0; i < values.size(); ++i) {
     acc[out] = reduce_step(op, acc[out], values[i]);
@@ -480,7 +436,7 @@ FoldResult fold_elementwise(const Graph& graph, const Node& node) {
     real_domain = real_domain || (ops.back().is_float && !is_condition);
   }
   const Tensor& out = graph.tensor(node.outputs[0]);
-  Params params = read_params(graph, node);
+  Params params = read_params(NodeContext(graph, node));
   int64_t total = out.elements();
   size_t n = ops.size();
   std::vector<double> args_real(n);
@@ -524,12 +480,12 @@ FoldResult fold_elementwise(const Graph& graph, const Node& node) {
 FoldResult fold_reduce(const Graph& graph, const Node& node) {
   const Tensor& in = graph.tensor(node.inputs[0]);
   const Tensor& out = graph.tensor(node.outputs[0]);
-  std::optional<std::vector<bool>> reduced = reduced_axes(graph, node, in.shape.size());
-  if (!reduced) return {in.constant}; // noop_with_empty_axes: the input as it is
+  ReduceParams reduce = read_reduce_params(NodeContext(graph, node));
+  if (reduce.noop) return {in.constant}; // noop_with_empty_axes: the input as it is
   int64_t count = in.elements() / std::max<int64_t>(out.elements(), 1);
   if (dtype_is_float(in.dtype)) {
     std::vector<double> acc =
-        reduce_values(node.op, constant_as_double(in), in.shape, *reduced, out.elements());
+        reduce_values(node.op, constant_as_double(in), in.shape, reduce.reduced, out.elements());
     if (node.op == OpKind::ReduceMean)
       for (double& v : acc)
         v /= static_cast<double>(count);
@@ -539,7 +495,7 @@ FoldResult fold_reduce(const Graph& graph, const Node& node) {
   bool empty = in.elements() == 0;
   if (empty && node.op != OpKind::ReduceSum && node.op != OpKind::ReduceProd) return {};
   std::vector<int64_t> acc =
-      reduce_values(node.op, constant_as_int64(in), in.shape, *reduced, out.elements());
+      reduce_values(node.op, constant_as_int64(in), in.shape, reduce.reduced, out.elements());
   if (node.op == OpKind::ReduceMean)
     for (int64_t& v : acc)
       v /= count;

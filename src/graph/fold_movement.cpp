@@ -2,7 +2,9 @@
 // Concat, Split, Slice, Gather, Tile). Movement never changes a value, so these copy whole
 // elements of any dtype as bytes. Most are one strided copy: each output element reads the
 // input at `offset + sum(index[d] * stride[d])`, with strides that may be 0 (broadcast) or
-// negative (reversed slice). Output shapes come from the shape rules, which ran first.
+// negative (reversed slice). Output shapes come from the shape rules, which ran first;
+// parameters (axes, Slice's bounds, Gather's indices) are read through the same NodeContext
+// and op_params.h readers as the rules read them.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -10,14 +12,11 @@
 #include "graph/constant.h"
 #include "graph/error.h"
 #include "graph/fold.h"
+#include "graph/op_params.h"
 
 namespace stitch {
 
 namespace {
-
-ErrorSite site_of(const Graph& graph, const Node& node) {
-  return {graph.source_file, node.name, std::string(op_name(node.op))};
-}
 
 // Input i, which must be a constant whose bytes match its type.
 const Tensor& input(const Graph& graph, const Node& node, size_t i) {
@@ -27,28 +26,6 @@ const Tensor& input(const Graph& graph, const Node& node, size_t i) {
   STITCH_INTERNAL_CHECK(t.constant && static_cast<int64_t>(t.constant->bytes.size()) == t.bytes(),
                         "{} fold input '{}' has no data of its type", op_name(node.op), t.name);
   return t;
-}
-
-bool has_input(const Node& node, size_t i) {
-  return i < node.inputs.size() && node.inputs[i] != kNoTensor;
-}
-
-int64_t int_attr(const Node& node, const char* name, int64_t dflt) {
-  auto it = node.attrs.find(name);
-  if (it == node.attrs.end()) return dflt;
-  const int64_t* v = std::get_if<int64_t>(&it->second.value);
-  return v ? *v : dflt;
-}
-
-std::vector<int64_t> ints_attr(const Node& node, const char* name) {
-  auto it = node.attrs.find(name);
-  if (it == node.attrs.end()) return {};
-  const auto* v = std::get_if<std::vector<int64_t>>(&it->second.value);
-  return v ? *v : std::vector<int64_t>{};
-}
-
-int64_t normalized(int64_t axis, size_t rank) {
-  return axis < 0 ? axis + static_cast<int64_t>(rank) : axis;
 }
 
 // Row-major element strides of a shape.
@@ -113,11 +90,7 @@ FoldResult fold_expand(const Graph& graph, const Node& node) {
 
 FoldResult fold_transpose(const Graph& graph, const Node& node) {
   const Tensor& in = input(graph, node, 0);
-  size_t rank = in.shape.size();
-  std::vector<int64_t> perm = ints_attr(node, "perm");
-  if (perm.empty())
-    for (size_t d = rank; d-- > 0;)
-      perm.push_back(static_cast<int64_t>(d));
+  std::vector<int64_t> perm = read_perm(NodeContext(graph, node));
   std::vector<int64_t> in_strides = dense_strides(in.shape), strides;
   Shape out;
   for (int64_t p : perm) {
@@ -129,7 +102,8 @@ FoldResult fold_transpose(const Graph& graph, const Node& node) {
 
 FoldResult fold_concat(const Graph& graph, const Node& node) {
   const Tensor& out = graph.tensor(node.outputs[0]);
-  int64_t axis = normalized(int_attr(node, "axis", 0), out.shape.size());
+  NodeContext ctx(graph, node);
+  int64_t axis = ctx.normalize_axis(ctx.req_int("axis"), ctx.rank(0));
   int64_t outer = outer_elements(out.shape, axis), inner = inner_elements(out.shape, axis);
   size_t size = static_cast<size_t>(dtype_size(out.dtype));
   std::string bytes;
@@ -146,7 +120,8 @@ FoldResult fold_concat(const Graph& graph, const Node& node) {
 
 FoldResult fold_split(const Graph& graph, const Node& node) {
   const Tensor& in = input(graph, node, 0);
-  int64_t axis = normalized(int_attr(node, "axis", 0), in.shape.size());
+  NodeContext ctx(graph, node);
+  int64_t axis = ctx.normalize_axis(ctx.attr_int("axis", 0), ctx.rank(0));
   std::vector<int64_t> strides = dense_strides(in.shape);
   FoldResult result;
   int64_t start = 0;
@@ -162,47 +137,23 @@ FoldResult fold_split(const Graph& graph, const Node& node) {
 FoldResult fold_slice(const Graph& graph, const Node& node) {
   const Tensor& in = input(graph, node, 0);
   const Shape& out = graph.tensor(node.outputs[0]).shape;
-  std::vector<int64_t> starts, axes, steps;
-  if (node.opset < 10) {
-    starts = ints_attr(node, "starts");
-    axes = ints_attr(node, "axes");
-  } else {
-    starts = constant_as_int64(input(graph, node, 1));
-    if (has_input(node, 3)) axes = constant_as_int64(input(graph, node, 3));
-    if (has_input(node, 4)) steps = constant_as_int64(input(graph, node, 4));
-  }
-  if (axes.empty())
-    for (size_t i = 0; i < starts.size(); ++i)
-      axes.push_back(static_cast<int64_t>(i));
-  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (shape_elements(out) == 0) return {bytes_of("")};
   std::vector<int64_t> in_strides = dense_strides(in.shape), strides = in_strides;
   int64_t offset = 0;
-  for (size_t i = 0; i < starts.size(); ++i) {
-    int64_t a = normalized(axes[i], in.shape.size()), dim = in.shape[a], start = starts[i];
-    if (out[a] == 0) continue; // nothing is read on this axis
-    // The clamped start, as the shape rule computed it.
-    if (start < 0) start += dim;
-    start =
-        steps[i] > 0 ? std::clamp<int64_t>(start, 0, dim) : std::clamp<int64_t>(start, 0, dim - 1);
-    offset += start * in_strides[a];
-    strides[a] = in_strides[a] * steps[i];
+  for (const SliceAxis& s : read_slice_params(NodeContext(graph, node))) {
+    offset += s.start * in_strides[s.axis];
+    strides[s.axis] = in_strides[s.axis] * s.step;
   }
-  if (shape_elements(out) == 0) return {bytes_of("")};
   return {bytes_of(strided_copy(in, out, strides, offset))};
 }
 
 FoldResult fold_gather(const Graph& graph, const Node& node) {
   const Tensor& data = input(graph, node, 0);
   const Tensor& out = graph.tensor(node.outputs[0]);
-  int64_t axis = normalized(int_attr(node, "axis", 0), data.shape.size());
+  NodeContext ctx(graph, node);
+  int64_t axis = ctx.normalize_axis(ctx.attr_int("axis", 0), ctx.rank(0));
   int64_t dim = data.shape[axis];
-  std::vector<int64_t> indices = constant_as_int64(input(graph, node, 1));
-  for (int64_t& i : indices) {
-    if (i < -dim || i >= dim)
-      user_fail(site_of(graph, node), "index {} is out of range for axis {} of size {}", i, axis,
-                dim);
-    if (i < 0) i += dim;
-  }
+  std::vector<int64_t> indices = read_const_indices(ctx, 1, axis, dim, "indices");
   int64_t outer = outer_elements(data.shape, axis), inner = inner_elements(data.shape, axis);
   size_t block = static_cast<size_t>(inner) * dtype_size(data.dtype);
   std::string bytes;

@@ -1,10 +1,16 @@
-// What a shape rule sees of one node: its inputs' dtypes, shapes and (when constant) values,
-// its attributes with the ONNX defaults supplied by the rule, and where to put the outputs.
-// Every check a rule makes fails through `fail`, which names the node in a user error.
+// What a shape rule or a host evaluator sees of one node: its inputs' dtypes, shapes and
+// (when constant) values, its attributes with the ONNX defaults supplied by the caller, and,
+// for a shape rule, where to put the outputs. Every check fails through `fail`, which names
+// the node in a user error.
+//
+// NodeContext reads; InferContext (a shape rule's view) also writes the outputs' types. The
+// folds read a node through NodeContext too, so that an operand is parsed one way only
+// (see op_params.h).
 #pragma once
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "graph/error.h"
@@ -12,11 +18,15 @@
 
 namespace stitch {
 
-class InferContext {
-public:
-  InferContext(Graph& graph, Node& node) : graph_(graph), node_(node) {}
+// Where an error about `node` happened: the model file, the node's name and op type, and,
+// for a node without a name, its first output, which identifies it instead.
+ErrorSite node_error_site(const Graph& graph, const Node& node);
 
-  Graph& graph() { return graph_; }
+class NodeContext {
+public:
+  NodeContext(const Graph& graph, const Node& node) : graph_(graph), node_(node) {}
+
+  const Graph& graph() const { return graph_; }
   const Node& node() const { return node_; }
   int opset() const { return node_.opset; }
   OpKind op() const { return node_.op; }
@@ -31,6 +41,8 @@ public:
   // The value of input i, which must be constant (a value computed at run time is refused).
   std::vector<int64_t> const_ints(int i, const char* what) const;
   std::vector<double> const_floats(int i, const char* what) const;
+  // The value of input i, which must be a constant 1-D integer tensor.
+  std::vector<int64_t> const_int_vector(int i, const char* what) const;
 
   // Attributes: the default is returned when the attribute is absent; a present attribute
   // of another kind is refused.
@@ -42,6 +54,8 @@ public:
                                  const std::vector<int64_t>& dflt = {}) const;
   std::vector<double> attr_floats(const std::string& name,
                                   const std::vector<double>& dflt = {}) const;
+  // An int attribute that must be 0 or 1.
+  bool attr_flag(const std::string& name, bool dflt) const;
   // A required attribute: absent is an error.
   int64_t req_int(const std::string& name) const;
   std::vector<int64_t> req_ints(const std::string& name) const;
@@ -50,26 +64,52 @@ public:
   // Inputs/outputs count checks.
   void expect_inputs(int min, int max) const;
   void expect_float_input(int i) const;
+  // The op exists in ONNX from opset `since` on.
+  void require_opset(int since) const;
 
   int num_outputs() const { return static_cast<int>(node_.outputs.size()); }
   bool has_output(int i) const;
-  void set_output(int i, DType dtype, Shape shape);
 
   // An axis in [-rank, rank) made non-negative; out of range is an error naming `what`.
   int64_t normalize_axis(int64_t axis, int64_t rank, const char* what = "axis") const;
+  // Each axis made non-negative; an axis named twice is an error naming `what`.
+  std::vector<int64_t> normalize_axes(const std::vector<int64_t>& axes, int64_t rank,
+                                      const char* what) const;
+
+  // Sizes computed from a model: an overflow is a user error naming the node and `what`.
+  int64_t checked_add(int64_t a, int64_t b, std::string_view what) const;
+  int64_t checked_mul(int64_t a, int64_t b, std::string_view what) const;
+  int64_t checked_elements(const Shape& shape, std::string_view what) const;
+
+  ErrorSite site() const { return node_error_site(graph_, node_); }
 
   template <typename... Args>
   [[noreturn]] void fail(fmt::format_string<Args...> f, Args&&... args) const {
-    throw UserError({graph_.source_file, node_.name, std::string(op_name(node_.op))},
-                    fmt::format(f, std::forward<Args>(args)...));
+    throw UserError(site(), fmt::format(f, std::forward<Args>(args)...));
   }
 
 private:
   [[noreturn]] void fail_not_constant(const Tensor& t, const char* what) const;
   const Attribute* find_attr(const std::string& name, size_t expected_index,
                              const char* expected_kind) const;
-  Graph& graph_;
-  Node& node_;
+  const Graph& graph_;
+  const Node& node_;
+};
+
+// A shape rule's view of its node: reads like NodeContext and sets the outputs' types.
+class InferContext : public NodeContext {
+public:
+  InferContext(Graph& graph, Node& node) : NodeContext(graph, node), mutable_graph_(graph) {}
+
+  using NodeContext::graph;
+  Graph& graph() { return mutable_graph_; }
+
+  // Types output i (an omitted optional output is skipped); a negative dimension or a byte
+  // size past 64 bits is an error.
+  void set_output(int i, DType dtype, Shape shape);
+
+private:
+  Graph& mutable_graph_;
 };
 
 // A shape-defining operand (Reshape's shape, Slice's starts, ...) that is computed at run

@@ -9,10 +9,11 @@ namespace {
 struct OpInfo {
   std::string_view name;
   OpCategory category;
+  std::string_view device;
 };
 
 constexpr OpInfo kOps[] = {
-#define STITCH_OP(name, category, rule, fold) {#name, OpCategory::category},
+#define STITCH_OP(name, category, rule, fold, device) {#name, OpCategory::category, device},
 #include "graph/ops.def"
 #undef STITCH_OP
 };
@@ -20,6 +21,7 @@ constexpr OpInfo kOps[] = {
 
 std::string_view op_name(OpKind op) { return kOps[static_cast<int>(op)].name; }
 OpCategory op_category(OpKind op) { return kOps[static_cast<int>(op)].category; }
+std::string_view op_device_function(OpKind op) { return kOps[static_cast<int>(op)].device; }
 
 std::string_view category_name(OpCategory c) {
   switch (c) {

@@ -9,13 +9,15 @@ namespace stitch {
 enum class OpCategory { Elementwise, Broadcast, Reduction, Movement, Gemm, Conv, Opaque };
 
 enum class OpKind {
-#define STITCH_OP(name, category, rule, fold) name,
+#define STITCH_OP(name, category, rule, fold, device) name,
 #include "graph/ops.def"
 #undef STITCH_OP
 };
 
 std::string_view op_name(OpKind op);
 OpCategory op_category(OpKind op);
+// The pointwise device function spec from the table ("leaky_relu(alpha=0.01)"), or "".
+std::string_view op_device_function(OpKind op);
 std::string_view category_name(OpCategory c);
 // An ONNX op_type of the default domain that stitchc supports; internal ops are not found.
 std::optional<OpKind> op_from_onnx(std::string_view op_type);

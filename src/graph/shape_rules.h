@@ -9,7 +9,7 @@ namespace stitch {
 
 using ShapeRule = void (*)(InferContext&);
 
-#define STITCH_OP(name, category, rule, fold) void rule(InferContext& ctx);
+#define STITCH_OP(name, category, rule, fold, device) void rule(InferContext& ctx);
 #include "graph/ops.def"
 #undef STITCH_OP
 

@@ -5,7 +5,6 @@
 #include <string>
 #include <vector>
 
-#include "graph/checked_math.h"
 #include "graph/error.h"
 #include "graph/shape_rules.h"
 
@@ -13,39 +12,10 @@ namespace stitch {
 
 namespace {
 
-// checked arithmetic whose overflow error names the node.
-int64_t mul_or_fail(const InferContext& ctx, int64_t a, int64_t b, std::string_view what) {
-  try {
-    return checked_mul(a, b, what);
-  } catch (const UserError& e) {
-    ctx.fail("{}", e.reason());
-  }
-}
-
-int64_t add_or_fail(const InferContext& ctx, int64_t a, int64_t b, std::string_view what) {
-  try {
-    return checked_add(a, b, what);
-  } catch (const UserError& e) {
-    ctx.fail("{}", e.reason());
-  }
-}
-
 void expect_same_dtype(const InferContext& ctx, int i, int j) {
   if (ctx.has_input(i) && ctx.has_input(j) && ctx.dtype(i) != ctx.dtype(j))
     ctx.fail("input {} is {} but input {} is {}; they must have the same type", i,
              dtype_name(ctx.dtype(i)), j, dtype_name(ctx.dtype(j)));
-}
-
-void require_opset(const InferContext& ctx, int since) {
-  if (ctx.opset() < since)
-    ctx.fail("{} is an ONNX op from opset {}, but the model imports opset {}", op_name(ctx.op()),
-             since, ctx.opset());
-}
-
-int64_t flag_attr(const InferContext& ctx, const char* name, int64_t dflt) {
-  int64_t v = ctx.attr_int(name, dflt);
-  if (v != 0 && v != 1) ctx.fail("attribute '{}' must be 0 or 1, got {}", name, v);
-  return v;
 }
 
 // ---- Windowed ops (Conv, ConvTranspose, pools) ----
@@ -97,8 +67,8 @@ Window read_window(const InferContext& ctx, std::vector<int64_t> kernel) {
 }
 
 int64_t effective_kernel(const InferContext& ctx, const Window& w, size_t i) {
-  return add_or_fail(ctx, mul_or_fail(ctx, w.kernel[i] - 1, w.dilations[i], "dilated kernel"), 1,
-                     "dilated kernel");
+  return ctx.checked_add(ctx.checked_mul(w.kernel[i] - 1, w.dilations[i], "dilated kernel"), 1,
+                         "dilated kernel");
 }
 
 // The output size of spatial axis i of a convolution or pooling window sliding over `in`.
@@ -114,7 +84,7 @@ int64_t window_output(const InferContext& ctx, const Window& w, size_t i, int64_
     begin = w.pads[i];
     end = w.pads[i + w.kernel.size()];
   }
-  int64_t padded = add_or_fail(ctx, add_or_fail(ctx, in, begin, "padded size"), end, "padded size");
+  int64_t padded = ctx.checked_add(ctx.checked_add(in, begin, "padded size"), end, "padded size");
   if (padded < k)
     ctx.fail("spatial axis {} of size {} (padded to {}) is smaller than the kernel extent {}", i,
              in, padded, k);
@@ -122,7 +92,7 @@ int64_t window_output(const InferContext& ctx, const Window& w, size_t i, int64_
   if (!ceil_mode) return span / s + 1;
   int64_t out = span / s + (span % s != 0 ? 1 : 0) + 1;
   // Drop a last window that would start in the end padding.
-  if (mul_or_fail(ctx, out - 1, s, "window start") >= in + begin) --out;
+  if (ctx.checked_mul(out - 1, s, "window start") >= in + begin) --out;
   return out;
 }
 
@@ -200,7 +170,7 @@ void rule_gemm(InferContext& ctx) {
   if (ctx.rank(0) != 2 || ctx.rank(1) != 2)
     ctx.fail("A and B must be matrices, got {} and {}", shape_to_string(ctx.shape(0)),
              shape_to_string(ctx.shape(1)));
-  bool trans_a = flag_attr(ctx, "transA", 0) == 1, trans_b = flag_attr(ctx, "transB", 0) == 1;
+  bool trans_a = ctx.attr_flag("transA", false), trans_b = ctx.attr_flag("transB", false);
   const Shape &a = ctx.shape(0), &b = ctx.shape(1);
   int64_t m = trans_a ? a[1] : a[0], k = trans_a ? a[0] : a[1];
   int64_t k2 = trans_b ? b[1] : b[0], n = trans_b ? b[0] : b[1];
@@ -218,7 +188,7 @@ void rule_gemm(InferContext& ctx) {
 }
 
 void rule_einsum(InferContext& ctx) {
-  require_opset(ctx, 12);
+  ctx.require_opset(12);
   ctx.expect_inputs(1, ctx.num_inputs() > 0 ? ctx.num_inputs() : 1);
   for (int i = 1; i < ctx.num_inputs(); ++i)
     expect_same_dtype(ctx, 0, i);
@@ -315,7 +285,7 @@ void rule_conv(InferContext& ctx) {
              shape_to_string(x), shape_to_string(w));
   int64_t group = ctx.attr_int("group", 1);
   if (group < 1) ctx.fail("attribute 'group' must be positive, got {}", group);
-  if (mul_or_fail(ctx, w[1], group, "input channels") != x[1])
+  if (ctx.checked_mul(w[1], group, "input channels") != x[1])
     ctx.fail("X has {} channels but W {} with group {} expects {}", x[1], shape_to_string(w), group,
              w[1] * group);
   if (w[0] % group != 0)
@@ -347,7 +317,7 @@ void rule_conv_transpose(InferContext& ctx) {
   if (w[0] != x[1])
     ctx.fail("X has {} channels but W {} expects {}", x[1], shape_to_string(w), w[0]);
   if (x[1] % group != 0) ctx.fail("the channel count {} is not divisible by group {}", x[1], group);
-  int64_t out_channels = mul_or_fail(ctx, w[1], group, "output channels");
+  int64_t out_channels = ctx.checked_mul(w[1], group, "output channels");
   if (ctx.has_input(2) && ctx.shape(2) != Shape{out_channels})
     ctx.fail("B must have shape [{}], got {}", out_channels, shape_to_string(ctx.shape(2)));
   std::vector<int64_t> kernel(w.begin() + 2, w.end());
@@ -376,16 +346,16 @@ void rule_conv_transpose(InferContext& ctx) {
     if (!output_shape.empty()) {
       size = output_shape[i];
     } else if (win.auto_pad == AutoPad::SameUpper || win.auto_pad == AutoPad::SameLower) {
-      size = mul_or_fail(ctx, in, win.strides[i], "output size");
+      size = ctx.checked_mul(in, win.strides[i], "output size");
     } else {
       // stride * (in - 1) + output_padding + dilated kernel - pads
       int64_t pads = win.auto_pad == AutoPad::Valid
                          ? 0
-                         : add_or_fail(ctx, win.pads[i], win.pads[i + n], "total padding");
-      size = mul_or_fail(ctx, win.strides[i], in - 1, "output size");
-      size = add_or_fail(ctx, size, output_padding[i], "output size");
-      size = add_or_fail(ctx, size, effective_kernel(ctx, win, i), "output size");
-      size = add_or_fail(ctx, size, -pads, "output size");
+                         : ctx.checked_add(win.pads[i], win.pads[i + n], "total padding");
+      size = ctx.checked_mul(win.strides[i], in - 1, "output size");
+      size = ctx.checked_add(size, output_padding[i], "output size");
+      size = ctx.checked_add(size, effective_kernel(ctx, win, i), "output size");
+      size = ctx.checked_add(size, -pads, "output size");
     }
     if (size < 0) ctx.fail("spatial axis {} computes the negative output size {}", i, size);
     out.push_back(size);
@@ -403,11 +373,11 @@ void rule_pool(InferContext& ctx) {
     ctx.fail("attribute 'kernel_shape' has {} entries for {} spatial axes", kernel.size(),
              x.size() - 2);
   Window win = read_window(ctx, kernel);
-  bool ceil_mode = flag_attr(ctx, "ceil_mode", 0) == 1;
+  bool ceil_mode = ctx.attr_flag("ceil_mode", false);
   if (ctx.op() == OpKind::MaxPool)
-    flag_attr(ctx, "storage_order", 0);
+    (void)ctx.attr_flag("storage_order", false);
   else
-    flag_attr(ctx, "count_include_pad", 0);
+    (void)ctx.attr_flag("count_include_pad", false);
   Shape out{x[0], x[1]};
   for (size_t i = 0; i < kernel.size(); ++i)
     out.push_back(window_output(ctx, win, i, x[i + 2], ceil_mode));
@@ -429,8 +399,8 @@ void rule_topk(InferContext& ctx) {
     k = ctx.const_ints(1, "K")[0];
   }
   if (ctx.opset() >= 11) {
-    flag_attr(ctx, "largest", 1);
-    flag_attr(ctx, "sorted", 1);
+    (void)ctx.attr_flag("largest", true);
+    (void)ctx.attr_flag("sorted", true);
   }
   int64_t dim = ctx.shape(0)[axis];
   if (k < 0 || k > dim) ctx.fail("k {} is out of range for axis {} of size {}", k, axis, dim);

@@ -1,106 +1,24 @@
-// Shape rules of the Movement category: ops that only move, select or describe data
-// (Reshape and its kin, Transpose, Concat/Split, Slice, the gathers and scatters, Pad,
-// Resize, Shape/Size, constants). Operands that decide a shape (Reshape's shape, Slice's
-// starts) must be constants: stitchc compiles static shapes.
+// Shape rules of the Movement category: ops that only move or select data (Reshape and its
+// kin, Transpose, Concat/Split, Slice, Tile, Pad, Trilu, the gathers and scatters). Operands
+// that decide a shape (Reshape's shape, Slice's starts) must be constants: stitchc compiles
+// static shapes. The value generators (Range, Shape, Constant, ...) are in
+// shape_rules_generators.cpp, the spatial ops (Resize, DepthToSpace, ...) in
+// shape_rules_spatial.cpp.
 #include <algorithm>
-#include <cmath>
 #include <string>
 #include <vector>
 
-#include "graph/checked_math.h"
 #include "graph/error.h"
+#include "graph/op_params.h"
 #include "graph/shape_rules.h"
 
 namespace stitch {
 
 namespace {
 
-// checked_mul / checked_add whose overflow error names the node.
-int64_t mul_or_fail(const InferContext& ctx, int64_t a, int64_t b, std::string_view what) {
-  try {
-    return checked_mul(a, b, what);
-  } catch (const UserError& e) {
-    ctx.fail("{}", e.reason());
-  }
-}
-
-int64_t add_or_fail(const InferContext& ctx, int64_t a, int64_t b, std::string_view what) {
-  try {
-    return checked_add(a, b, what);
-  } catch (const UserError& e) {
-    ctx.fail("{}", e.reason());
-  }
-}
-
-int64_t elements_or_fail(const InferContext& ctx, const Shape& s, std::string_view what) {
-  int64_t n = 1;
-  for (int64_t d : s)
-    n = mul_or_fail(ctx, n, d, what);
-  return n;
-}
-
-void require_opset(const InferContext& ctx, int since) {
-  if (ctx.opset() < since)
-    ctx.fail("{} is an ONNX op from opset {}, but the model imports opset {}", op_name(ctx.op()),
-             since, ctx.opset());
-}
-
-// The value of a constant 1-D integer input.
-std::vector<int64_t> const_vector(const InferContext& ctx, int i, const char* what) {
-  if (ctx.rank(i) != 1)
-    ctx.fail("{} must be 1-D, got shape {}", what, shape_to_string(ctx.shape(i)));
-  return ctx.const_ints(i, what);
-}
-
-std::vector<int64_t> normalize_axes(const InferContext& ctx, const std::vector<int64_t>& axes,
-                                    int64_t rank, const char* what) {
-  std::vector<int64_t> out;
-  std::vector<bool> seen(static_cast<size_t>(rank), false);
-  for (int64_t a : axes) {
-    int64_t n = ctx.normalize_axis(a, rank, "axis");
-    if (seen[n]) ctx.fail("{} names axis {} twice", what, n);
-    seen[n] = true;
-    out.push_back(n);
-  }
-  return out;
-}
-
 void expect_index_dtype(const InferContext& ctx, int i, const char* what) {
   if (ctx.dtype(i) != DType::Int64 && ctx.dtype(i) != DType::Int32)
     ctx.fail("{} must be int32 or int64, got {}", what, dtype_name(ctx.dtype(i)));
-}
-
-// Constant index values must lie in [-dim, dim); a computed one is checked at run time.
-void check_const_indices(const InferContext& ctx, int i, int64_t dim, const char* what) {
-  if (!ctx.input(i).is_constant()) return;
-  for (int64_t v : ctx.const_ints(i, what))
-    if (v < -dim || v >= dim)
-      ctx.fail("{} holds {}, out of range for an axis of size {}", what, v, dim);
-}
-
-// The number of elements a slice with clamped `start`, `end` and `step` selects.
-int64_t slice_length(int64_t start, int64_t end, int64_t step) {
-  int64_t diff = step > 0 ? end - start : start - end;
-  if (diff <= 0) return 0;
-  uint64_t magnitude = step > 0 ? static_cast<uint64_t>(step) : 0 - static_cast<uint64_t>(step);
-  return static_cast<int64_t>(1 + static_cast<uint64_t>(diff - 1) / magnitude);
-}
-
-// ONNX Slice: negative bounds count from the end, then clamp to the axis.
-void clamp_slice_bounds(int64_t dim, int64_t step, int64_t& start, int64_t& end) {
-  if (dim == 0) {
-    start = end = 0; // nothing to select
-    return;
-  }
-  if (start < 0) start += dim;
-  if (end < 0) end += dim;
-  if (step > 0) {
-    start = std::clamp<int64_t>(start, 0, dim);
-    end = std::clamp<int64_t>(end, 0, dim);
-  } else {
-    start = std::clamp<int64_t>(start, 0, dim - 1);
-    end = std::clamp<int64_t>(end, -1, dim - 1);
-  }
 }
 
 } // namespace
@@ -128,31 +46,18 @@ void rule_dropout(InferContext& ctx) {
 
 void rule_transpose(InferContext& ctx) {
   ctx.expect_inputs(1, 1);
-  int64_t rank = ctx.rank(0);
-  std::vector<int64_t> perm;
-  for (int64_t d = rank - 1; d >= 0; --d)
-    perm.push_back(d);
-  perm = ctx.attr_ints("perm", perm);
-  if (static_cast<int64_t>(perm.size()) != rank)
-    ctx.fail("attribute 'perm' has {} entries for a tensor of rank {}", perm.size(), rank);
-  std::vector<bool> seen(static_cast<size_t>(rank), false);
   Shape out;
-  for (int64_t p : perm) {
-    if (p < 0 || p >= rank || seen[p])
-      ctx.fail("attribute 'perm' [{}] is not a permutation of the {} axes", fmt::join(perm, ","),
-               rank);
-    seen[p] = true;
+  for (int64_t p : read_perm(ctx))
     out.push_back(ctx.shape(0)[p]);
-  }
   ctx.set_output(0, ctx.dtype(0), std::move(out));
 }
 
 void rule_reshape(InferContext& ctx) {
   ctx.expect_inputs(2, 2);
-  Shape requested = const_vector(ctx, 1, "shape");
+  Shape requested = ctx.const_int_vector(1, "shape");
   bool allowzero = ctx.opset() >= 14 && ctx.attr_int("allowzero", 0) != 0;
   const Shape& in = ctx.shape(0);
-  int64_t total = elements_or_fail(ctx, in, "input element count");
+  int64_t total = ctx.checked_elements(in, "input element count");
   Shape out;
   int64_t inferred = -1;
   int64_t known = 1;
@@ -176,7 +81,7 @@ void rule_reshape(InferContext& ctx) {
     } else if (d < 0) {
       ctx.fail("shape {} has the invalid dimension {}", shape_to_string(requested), d);
     }
-    known = mul_or_fail(ctx, known, d, "reshape element count");
+    known = ctx.checked_mul(known, d, "reshape element count");
     out.push_back(d);
   }
   if (inferred >= 0) {
@@ -202,7 +107,7 @@ void rule_flatten(InferContext& ctx) {
   Shape outer(in.begin(), in.begin() + axis), inner(in.begin() + axis, in.end());
   ctx.set_output(
       0, ctx.dtype(0),
-      {elements_or_fail(ctx, outer, "flatten size"), elements_or_fail(ctx, inner, "flatten size")});
+      {ctx.checked_elements(outer, "flatten size"), ctx.checked_elements(inner, "flatten size")});
 }
 
 void rule_squeeze(InferContext& ctx) {
@@ -213,13 +118,13 @@ void rule_squeeze(InferContext& ctx) {
   if (ctx.opset() < 13)
     axes = ctx.attr_ints("axes");
   else if (ctx.has_input(1))
-    axes = const_vector(ctx, 1, "axes");
+    axes = ctx.const_int_vector(1, "axes");
   std::vector<bool> squeezed(static_cast<size_t>(rank), false);
   if (axes.empty()) {
     for (int64_t d = 0; d < rank; ++d)
       squeezed[d] = in[d] == 1;
   }
-  for (int64_t a : normalize_axes(ctx, axes, rank, "axes")) {
+  for (int64_t a : ctx.normalize_axes(axes, rank, "axes")) {
     if (in[a] != 1)
       ctx.fail("cannot squeeze axis {} of size {} (shape {})", a, in[a], shape_to_string(in));
     squeezed[a] = true;
@@ -237,12 +142,12 @@ void rule_unsqueeze(InferContext& ctx) {
     axes = ctx.req_ints("axes");
   } else {
     ctx.expect_inputs(2, 2);
-    axes = const_vector(ctx, 1, "axes");
+    axes = ctx.const_int_vector(1, "axes");
   }
   const Shape& in = ctx.shape(0);
-  int64_t out_rank = add_or_fail(ctx, ctx.rank(0), static_cast<int64_t>(axes.size()), "rank");
+  int64_t out_rank = ctx.checked_add(ctx.rank(0), static_cast<int64_t>(axes.size()), "rank");
   std::vector<bool> inserted(static_cast<size_t>(out_rank), false);
-  for (int64_t a : normalize_axes(ctx, axes, out_rank, "axes"))
+  for (int64_t a : ctx.normalize_axes(axes, out_rank, "axes"))
     inserted[a] = true;
   Shape out;
   size_t next = 0;
@@ -269,7 +174,7 @@ void rule_concat(InferContext& ctx) {
     if (!compatible)
       ctx.fail("input {} of shape {} does not match input 0 of shape {} outside axis {}", i,
                shape_to_string(s), shape_to_string(ctx.shape(0)), axis);
-    out[axis] = add_or_fail(ctx, out[axis], s[axis], "concatenated size");
+    out[axis] = ctx.checked_add(out[axis], s[axis], "concatenated size");
   }
   ctx.set_output(0, ctx.dtype(0), std::move(out));
 }
@@ -285,7 +190,7 @@ void rule_split(InferContext& ctx) {
   if (ctx.opset() < 13)
     sizes = ctx.attr_ints("split");
   else if (ctx.has_input(1))
-    sizes = const_vector(ctx, 1, "split");
+    sizes = ctx.const_int_vector(1, "split");
   bool has_num_outputs = ctx.opset() >= 18 && ctx.has_attr("num_outputs");
   if (has_num_outputs && !sizes.empty())
     ctx.fail("has both the 'split' input and the 'num_outputs' attribute; give one");
@@ -310,7 +215,7 @@ void rule_split(InferContext& ctx) {
   int64_t sum = 0;
   for (int64_t s : sizes) {
     if (s < 0) ctx.fail("split has the negative size {}", s);
-    sum = add_or_fail(ctx, sum, s, "split total");
+    sum = ctx.checked_add(sum, s, "split total");
   }
   if (sum != dim)
     ctx.fail("split sizes [{}] sum to {}, but the axis has size {}", fmt::join(sizes, ","), sum,
@@ -323,35 +228,13 @@ void rule_split(InferContext& ctx) {
 }
 
 void rule_slice(InferContext& ctx) {
-  std::vector<int64_t> starts, ends, axes, steps;
-  if (ctx.opset() < 10) {
+  if (ctx.opset() < 10)
     ctx.expect_inputs(1, 1);
-    starts = ctx.req_ints("starts");
-    ends = ctx.req_ints("ends");
-    axes = ctx.attr_ints("axes");
-  } else {
+  else
     ctx.expect_inputs(3, 5);
-    starts = const_vector(ctx, 1, "starts");
-    ends = const_vector(ctx, 2, "ends");
-    if (ctx.has_input(3)) axes = const_vector(ctx, 3, "axes");
-    if (ctx.has_input(4)) steps = const_vector(ctx, 4, "steps");
-  }
-  size_t n = starts.size();
-  if (axes.empty())
-    for (size_t i = 0; i < n; ++i)
-      axes.push_back(static_cast<int64_t>(i));
-  if (steps.empty()) steps.assign(n, 1);
-  if (ends.size() != n || axes.size() != n || steps.size() != n)
-    ctx.fail("starts, ends, axes and steps have different lengths ({}, {}, {}, {})", n, ends.size(),
-             axes.size(), steps.size());
   Shape out = ctx.shape(0);
-  std::vector<int64_t> normalized = normalize_axes(ctx, axes, ctx.rank(0), "axes");
-  for (size_t i = 0; i < n; ++i) {
-    if (steps[i] == 0) ctx.fail("steps has a 0 for axis {}", normalized[i]);
-    int64_t dim = out[normalized[i]], start = starts[i], end = ends[i];
-    clamp_slice_bounds(dim, steps[i], start, end);
-    out[normalized[i]] = slice_length(start, end, steps[i]);
-  }
+  for (const SliceAxis& s : read_slice_params(ctx))
+    out[s.axis] = s.length;
   ctx.set_output(0, ctx.dtype(0), std::move(out));
 }
 
@@ -360,7 +243,7 @@ void rule_gather(InferContext& ctx) {
   expect_index_dtype(ctx, 1, "indices (input 1)");
   const Shape& data = ctx.shape(0);
   int64_t axis = ctx.normalize_axis(ctx.attr_int("axis", 0), ctx.rank(0));
-  check_const_indices(ctx, 1, data[axis], "indices");
+  if (ctx.input(1).is_constant()) read_const_indices(ctx, 1, axis, data[axis], "indices");
   Shape out(data.begin(), data.begin() + axis);
   out.insert(out.end(), ctx.shape(1).begin(), ctx.shape(1).end());
   out.insert(out.end(), data.begin() + axis + 1, data.end());
@@ -379,7 +262,7 @@ void rule_gather_elements(InferContext& ctx) {
     if (static_cast<int64_t>(d) != axis && indices[d] > data[d])
       ctx.fail("indices {} is larger than data {} on axis {}", shape_to_string(indices),
                shape_to_string(data), d);
-  check_const_indices(ctx, 1, data[axis], "indices");
+  if (ctx.input(1).is_constant()) read_const_indices(ctx, 1, axis, data[axis], "indices");
   ctx.set_output(0, ctx.dtype(0), indices);
 }
 
@@ -404,9 +287,8 @@ void rule_gather_nd(InferContext& ctx) {
   if (ctx.input(1).is_constant()) {
     std::vector<int64_t> values = ctx.const_ints(1, "indices");
     for (size_t i = 0; i < values.size(); ++i) {
-      int64_t dim = data[b + static_cast<int64_t>(i % m)];
-      if (values[i] < -dim || values[i] >= dim)
-        ctx.fail("indices holds {}, out of range for an axis of size {}", values[i], dim);
+      int64_t axis = b + static_cast<int64_t>(i % m);
+      check_index(ctx, values[i], axis, data[axis], "indices");
     }
   }
   Shape out(indices.begin(), indices.end() - 1);
@@ -439,9 +321,8 @@ void rule_scatter_nd(InferContext& ctx) {
   if (ctx.input(1).is_constant()) {
     std::vector<int64_t> values = ctx.const_ints(1, "indices");
     for (size_t i = 0; i < values.size(); ++i) {
-      int64_t dim = data[i % k];
-      if (values[i] < -dim || values[i] >= dim)
-        ctx.fail("indices holds {}, out of range for an axis of size {}", values[i], dim);
+      int64_t axis = static_cast<int64_t>(i % k);
+      check_index(ctx, values[i], axis, data[axis], "indices");
     }
   }
   ctx.set_output(0, ctx.dtype(0), data);
@@ -449,13 +330,13 @@ void rule_scatter_nd(InferContext& ctx) {
 
 void rule_tile(InferContext& ctx) {
   ctx.expect_inputs(2, 2);
-  std::vector<int64_t> repeats = const_vector(ctx, 1, "repeats");
+  std::vector<int64_t> repeats = ctx.const_int_vector(1, "repeats");
   if (static_cast<int64_t>(repeats.size()) != ctx.rank(0))
     ctx.fail("repeats has {} entries for an input of rank {}", repeats.size(), ctx.rank(0));
   Shape out = ctx.shape(0);
   for (size_t d = 0; d < out.size(); ++d) {
     if (repeats[d] < 0) ctx.fail("repeats has the negative entry {}", repeats[d]);
-    out[d] = mul_or_fail(ctx, out[d], repeats[d], "tiled size");
+    out[d] = ctx.checked_mul(out[d], repeats[d], "tiled size");
   }
   ctx.set_output(0, ctx.dtype(0), std::move(out));
 }
@@ -469,7 +350,7 @@ void rule_pad(InferContext& ctx) {
     (void)ctx.attr_float("value", 0.0);
   } else {
     ctx.expect_inputs(2, ctx.opset() < 18 ? 3 : 4);
-    pads = const_vector(ctx, 1, "pads");
+    pads = ctx.const_int_vector(1, "pads");
     if (ctx.has_input(2)) {
       if (ctx.input(2).elements() != 1)
         ctx.fail("constant_value (input 2) must be a scalar, got shape {}",
@@ -478,7 +359,7 @@ void rule_pad(InferContext& ctx) {
         ctx.fail("constant_value is {} but data is {}; they must have the same type",
                  dtype_name(ctx.dtype(2)), dtype_name(ctx.dtype(0)));
     }
-    if (ctx.has_input(3)) axes = const_vector(ctx, 3, "axes");
+    if (ctx.has_input(3)) axes = ctx.const_int_vector(3, "axes");
   }
   std::string mode = ctx.attr_string("mode", "constant");
   bool wrap_known = ctx.opset() >= 19;
@@ -488,7 +369,7 @@ void rule_pad(InferContext& ctx) {
   if (axes.empty() && !ctx.has_input(3))
     for (int64_t d = 0; d < rank; ++d)
       axes.push_back(d);
-  std::vector<int64_t> normalized = normalize_axes(ctx, axes, rank, "axes");
+  std::vector<int64_t> normalized = ctx.normalize_axes(axes, rank, "axes");
   size_t n = normalized.size();
   if (pads.size() != 2 * n) ctx.fail("pads has {} entries; {} axes need {}", pads.size(), n, 2 * n);
   Shape out = ctx.shape(0);
@@ -497,7 +378,7 @@ void rule_pad(InferContext& ctx) {
     if (mode != "constant" && dim == 0 && (pads[i] > 0 || pads[i + n] > 0))
       ctx.fail("cannot pad the empty axis {} in {} mode", a, mode);
     int64_t size =
-        add_or_fail(ctx, add_or_fail(ctx, dim, pads[i], "padded size"), pads[i + n], "padded size");
+        ctx.checked_add(ctx.checked_add(dim, pads[i], "padded size"), pads[i + n], "padded size");
     if (size < 0)
       ctx.fail("pads [{}, {}] remove more than the {} elements of axis {}", pads[i], pads[i + n],
                dim, a);
@@ -507,227 +388,14 @@ void rule_pad(InferContext& ctx) {
 }
 
 void rule_trilu(InferContext& ctx) {
-  require_opset(ctx, 14);
+  ctx.require_opset(14);
   ctx.expect_inputs(1, 2);
   if (ctx.rank(0) < 2)
     ctx.fail("input must have rank 2 or more, got shape {}", shape_to_string(ctx.shape(0)));
   if (ctx.has_input(1) && (ctx.input(1).elements() != 1 || ctx.dtype(1) != DType::Int64))
     ctx.fail("k (input 1) must be an int64 scalar");
-  int64_t upper = ctx.attr_int("upper", 1);
-  if (upper != 0 && upper != 1) ctx.fail("attribute 'upper' must be 0 or 1, got {}", upper);
+  (void)ctx.attr_flag("upper", true);
   ctx.set_output(0, ctx.dtype(0), ctx.shape(0));
-}
-
-void rule_range(InferContext& ctx) {
-  require_opset(ctx, 11);
-  ctx.expect_inputs(3, 3);
-  static constexpr const char* kNames[] = {"start", "limit", "delta"};
-  for (int i = 0; i < 3; ++i) {
-    if (ctx.input(i).elements() != 1)
-      ctx.fail("{} must be a scalar, got shape {}", kNames[i], shape_to_string(ctx.shape(i)));
-    if (ctx.dtype(i) != ctx.dtype(0))
-      ctx.fail("{} is {} but start is {}; they must have the same type", kNames[i],
-               dtype_name(ctx.dtype(i)), dtype_name(ctx.dtype(0)));
-  }
-  DType dtype = ctx.dtype(0);
-  if (dtype == DType::Bool) ctx.fail("Range does not take bool inputs");
-  int64_t count = 0;
-  if (dtype_is_float(dtype)) {
-    double start = ctx.const_floats(0, kNames[0])[0], limit = ctx.const_floats(1, kNames[1])[0],
-           delta = ctx.const_floats(2, kNames[2])[0];
-    if (delta == 0 || !std::isfinite(delta) || !std::isfinite(start) || !std::isfinite(limit))
-      ctx.fail("start, limit and delta must be finite and delta non-zero, got {}, {}, {}", start,
-               limit, delta);
-    double n = std::ceil((limit - start) / delta);
-    if (!(n < 9.0e18)) ctx.fail("the range from {} to {} by {} is too long", start, limit, delta);
-    count = n > 0 ? static_cast<int64_t>(n) : 0;
-  } else {
-    __int128 start = ctx.const_ints(0, kNames[0])[0], limit = ctx.const_ints(1, kNames[1])[0],
-             delta = ctx.const_ints(2, kNames[2])[0];
-    if (delta == 0) ctx.fail("delta (input 2) must not be 0");
-    __int128 diff = limit - start;
-    __int128 n = diff / delta; // ceil((limit - start) / delta), exactly, in 128 bits
-    if (diff % delta != 0 && (diff > 0) == (delta > 0)) ++n;
-    if (n > INT64_MAX) ctx.fail("the range is too long");
-    count = n > 0 ? static_cast<int64_t>(n) : 0;
-  }
-  ctx.set_output(0, dtype, {count});
-}
-
-void rule_shape(InferContext& ctx) {
-  ctx.expect_inputs(1, 1);
-  int64_t rank = ctx.rank(0);
-  int64_t start = 0, end = rank;
-  if (ctx.opset() >= 15) {
-    start = ctx.attr_int("start", 0);
-    end = ctx.attr_int("end", rank);
-  }
-  // Negative bounds count from the end; then both clamp to [0, rank].
-  if (start < 0) start += rank;
-  if (end < 0) end += rank;
-  start = std::clamp<int64_t>(start, 0, rank);
-  end = std::clamp<int64_t>(end, 0, rank);
-  ctx.set_output(0, DType::Int64, {std::max<int64_t>(end - start, 0)});
-}
-
-void rule_size(InferContext& ctx) {
-  ctx.expect_inputs(1, 1);
-  ctx.set_output(0, DType::Int64, {});
-}
-
-void rule_constant_of_shape(InferContext& ctx) {
-  ctx.expect_inputs(1, 1);
-  Shape out = const_vector(ctx, 0, "shape");
-  for (int64_t d : out)
-    if (d < 0) ctx.fail("shape (input 0) has the negative dimension {}", d);
-  DType dtype = DType::Float32;
-  if (ctx.has_attr("value")) {
-    const Tensor& value = ctx.graph().tensor(ctx.attr_tensor("value"));
-    if (value.elements() != 1)
-      ctx.fail("attribute 'value' must hold one element, got shape {}",
-               shape_to_string(value.shape));
-    dtype = value.dtype;
-  }
-  ctx.set_output(0, dtype, std::move(out));
-}
-
-void rule_constant(InferContext& ctx) {
-  ctx.expect_inputs(0, 0);
-  static constexpr const char* kValueAttrs[] = {"value",         "value_float", "value_floats",
-                                                "value_int",     "value_ints",  "value_string",
-                                                "value_strings", "sparse_value"};
-  int present = 0;
-  for (const char* name : kValueAttrs)
-    present += ctx.has_attr(name) ? 1 : 0;
-  if (present != 1)
-    ctx.fail("must have exactly one value attribute (value, value_float, value_int, ...), has {}",
-             present);
-  if (ctx.has_attr("value_string") || ctx.has_attr("value_strings"))
-    ctx.fail("string constants are not supported");
-  if (ctx.has_attr("sparse_value")) ctx.fail("sparse constants are not supported");
-  if (ctx.has_attr("value")) {
-    const Tensor& value = ctx.graph().tensor(ctx.attr_tensor("value"));
-    STITCH_INTERNAL_CHECK(value.is_constant(), "Constant's value '{}' has no data", value.name);
-    ctx.set_output(0, value.dtype, value.shape);
-  } else if (ctx.has_attr("value_float")) {
-    (void)ctx.attr_float("value_float", 0.0);
-    ctx.set_output(0, DType::Float32, {});
-  } else if (ctx.has_attr("value_floats")) {
-    ctx.set_output(0, DType::Float32,
-                   {static_cast<int64_t>(ctx.attr_floats("value_floats").size())});
-  } else if (ctx.has_attr("value_int")) {
-    (void)ctx.attr_int("value_int", 0);
-    ctx.set_output(0, DType::Int64, {});
-  } else {
-    ctx.set_output(0, DType::Int64, {static_cast<int64_t>(ctx.attr_ints("value_ints").size())});
-  }
-}
-
-void rule_depth_to_space(InferContext& ctx) {
-  ctx.expect_inputs(1, 1);
-  if (ctx.rank(0) != 4)
-    ctx.fail("input must have rank 4 ([N, C, H, W]), got shape {}", shape_to_string(ctx.shape(0)));
-  int64_t block = ctx.req_int("blocksize");
-  if (block <= 0) ctx.fail("attribute 'blocksize' must be positive, got {}", block);
-  std::string mode = ctx.attr_string("mode", "DCR");
-  if (mode != "DCR" && mode != "CRD")
-    ctx.fail("attribute 'mode' must be DCR or CRD, got \"{}\"", mode);
-  const Shape& in = ctx.shape(0);
-  int64_t block_area = mul_or_fail(ctx, block, block, "blocksize squared");
-  if (in[1] % block_area != 0)
-    ctx.fail("the channel count {} is not divisible by blocksize squared ({})", in[1], block_area);
-  ctx.set_output(0, ctx.dtype(0),
-                 {in[0], in[1] / block_area, mul_or_fail(ctx, in[2], block, "output height"),
-                  mul_or_fail(ctx, in[3], block, "output width")});
-}
-
-void rule_space_to_depth(InferContext& ctx) {
-  ctx.expect_inputs(1, 1);
-  if (ctx.rank(0) != 4)
-    ctx.fail("input must have rank 4 ([N, C, H, W]), got shape {}", shape_to_string(ctx.shape(0)));
-  int64_t block = ctx.req_int("blocksize");
-  if (block <= 0) ctx.fail("attribute 'blocksize' must be positive, got {}", block);
-  const Shape& in = ctx.shape(0);
-  if (in[2] % block != 0 || in[3] % block != 0)
-    ctx.fail("height {} and width {} must be divisible by blocksize {}", in[2], in[3], block);
-  int64_t block_area = mul_or_fail(ctx, block, block, "blocksize squared");
-  ctx.set_output(0, ctx.dtype(0),
-                 {in[0], mul_or_fail(ctx, in[1], block_area, "output channels"), in[2] / block,
-                  in[3] / block});
-}
-
-void rule_resize(InferContext& ctx) {
-  require_opset(ctx, 10);
-  // Opset 10: (X, scales). From 11: (X, roi, scales, sizes); an empty tensor stands for an
-  // omitted one.
-  int scales_input = ctx.opset() < 11 ? 1 : 2, sizes_input = ctx.opset() < 11 ? -1 : 3;
-  ctx.expect_inputs(ctx.opset() < 11 ? 2 : 1, ctx.opset() < 11 ? 2 : 4);
-  auto given = [&](int i) { return ctx.has_input(i) && ctx.input(i).elements() > 0; };
-  bool has_scales = given(scales_input), has_sizes = sizes_input > 0 && given(sizes_input);
-  if (has_scales == has_sizes) ctx.fail("exactly one of scales and sizes must be given");
-
-  std::string mode = ctx.attr_string("mode", "nearest");
-  if (mode != "nearest" && mode != "linear" && mode != "cubic")
-    ctx.fail("attribute 'mode' must be nearest, linear or cubic, got \"{}\"", mode);
-  int64_t rank = ctx.rank(0);
-  std::vector<int64_t> axes;
-  std::string policy = "stretch";
-  if (ctx.opset() >= 18) {
-    for (int64_t d = 0; d < rank; ++d)
-      axes.push_back(d);
-    axes = normalize_axes(ctx, ctx.attr_ints("axes", axes), rank, "axes");
-    policy = ctx.attr_string("keep_aspect_ratio_policy", "stretch");
-    if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
-      ctx.fail("attribute 'keep_aspect_ratio_policy' must be stretch, not_larger or not_smaller, "
-               "got \"{}\"",
-               policy);
-  } else {
-    if (ctx.has_attr("axes")) ctx.fail("attribute 'axes' of Resize exists from opset 18");
-    for (int64_t d = 0; d < rank; ++d)
-      axes.push_back(d);
-  }
-
-  const Shape& in = ctx.shape(0);
-  Shape out = in;
-  if (has_scales) {
-    std::vector<double> scales = ctx.const_floats(scales_input, "scales");
-    if (scales.size() != axes.size())
-      ctx.fail("scales has {} entries for {} axes", scales.size(), axes.size());
-    for (size_t i = 0; i < axes.size(); ++i) {
-      if (!(scales[i] > 0) || !std::isfinite(scales[i]))
-        ctx.fail("scales must be positive and finite, got {}", scales[i]);
-      double size = std::floor(static_cast<double>(in[axes[i]]) * scales[i]);
-      if (!(size < 9.0e18)) ctx.fail("the scaled size of axis {} is too large", axes[i]);
-      out[axes[i]] = static_cast<int64_t>(size);
-    }
-    ctx.set_output(0, ctx.dtype(0), std::move(out));
-    return;
-  }
-  std::vector<int64_t> sizes = const_vector(ctx, sizes_input, "sizes");
-  if (sizes.size() != axes.size())
-    ctx.fail("sizes has {} entries for {} axes", sizes.size(), axes.size());
-  for (int64_t s : sizes)
-    if (s < 0) ctx.fail("sizes has the negative entry {}", s);
-  if (policy == "stretch") {
-    for (size_t i = 0; i < axes.size(); ++i)
-      out[axes[i]] = sizes[i];
-    ctx.set_output(0, ctx.dtype(0), std::move(out));
-    return;
-  }
-  // Keep the aspect ratio: one scale for every resized axis, the smallest (not_larger) or
-  // largest (not_smaller) of the per-axis ratios; sizes round half up.
-  double scale = policy == "not_larger" ? INFINITY : 0.0;
-  for (size_t i = 0; i < axes.size(); ++i) {
-    if (in[axes[i]] == 0) ctx.fail("cannot keep the aspect ratio of the empty axis {}", axes[i]);
-    double ratio = static_cast<double>(sizes[i]) / static_cast<double>(in[axes[i]]);
-    scale = policy == "not_larger" ? std::min(scale, ratio) : std::max(scale, ratio);
-  }
-  for (int64_t a : axes) {
-    double size = std::floor(scale * static_cast<double>(in[a]) + 0.5);
-    if (!(size < 9.0e18)) ctx.fail("the scaled size of axis {} is too large", a);
-    out[a] = static_cast<int64_t>(size);
-  }
-  ctx.set_output(0, ctx.dtype(0), std::move(out));
 }
 
 void rule_view(InferContext& ctx) {
@@ -735,8 +403,8 @@ void rule_view(InferContext& ctx) {
   Shape out = ctx.req_ints("shape");
   for (int64_t d : out)
     if (d < 0) ctx.fail("attribute 'shape' has the negative dimension {}", d);
-  int64_t in_elements = elements_or_fail(ctx, ctx.shape(0), "input element count");
-  int64_t out_elements = elements_or_fail(ctx, out, "view element count");
+  int64_t in_elements = ctx.checked_elements(ctx.shape(0), "input element count");
+  int64_t out_elements = ctx.checked_elements(out, "view element count");
   if (in_elements != out_elements)
     ctx.fail("a view of {} ({} elements) as {} ({} elements) changes the element count",
              shape_to_string(ctx.shape(0)), in_elements, shape_to_string(out), out_elements);

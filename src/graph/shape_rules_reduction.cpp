@@ -1,41 +1,17 @@
 // Shape rules of the Reduction category: outputs that combine many input elements along
 // axes (Reduce*, ArgMax/ArgMin, CumSum, Softmax, the normalizations, global pooling).
 // Where ONNX moved an operand from an attribute to an input, the node's opset decides
-// which one is read.
+// which one is read (for Reduce*, in op_params.h, which the fold shares).
 #include <string>
 #include <vector>
 
 #include "graph/error.h"
+#include "graph/op_params.h"
 #include "graph/shape_rules.h"
 
 namespace stitch {
 
 namespace {
-
-// The opset from which `op` takes its axes as input 1 instead of attribute 'axes'.
-int reduce_axes_input_opset(OpKind op) {
-  return op == OpKind::ReduceSum ? 13 : 18;
-}
-
-// Each axis made non-negative; a repeated axis is an error.
-std::vector<int64_t> normalize_axes(const InferContext& ctx, const std::vector<int64_t>& axes,
-                                    int64_t rank, const char* what) {
-  std::vector<int64_t> out;
-  std::vector<bool> seen(static_cast<size_t>(rank), false);
-  for (int64_t a : axes) {
-    int64_t n = ctx.normalize_axis(a, rank, "axis");
-    if (seen[n]) ctx.fail("{} names axis {} twice", what, n);
-    seen[n] = true;
-    out.push_back(n);
-  }
-  return out;
-}
-
-void require_opset(const InferContext& ctx, int since) {
-  if (ctx.opset() < since)
-    ctx.fail("{} is an ONNX op from opset {}, but the model imports opset {}", op_name(ctx.op()),
-             since, ctx.opset());
-}
 
 // stash_type is a TensorProto data type; only floating types make sense for statistics.
 DType stash_dtype(const InferContext& ctx) {
@@ -78,37 +54,13 @@ Shape reduced_shape(const Shape& in, const std::vector<bool>& reduced, bool keep
 } // namespace
 
 void rule_reduce(InferContext& ctx) {
-  bool axes_from_input = ctx.opset() >= reduce_axes_input_opset(ctx.op());
-  ctx.expect_inputs(1, axes_from_input ? 2 : 1);
-  int64_t rank = ctx.rank(0);
-  std::vector<int64_t> axes;
-  if (axes_from_input) {
-    if (ctx.has_attr("axes"))
-      ctx.fail("takes axes as input 1 from opset {}, not as an attribute",
-               reduce_axes_input_opset(ctx.op()));
-    if (ctx.has_input(1)) {
-      if (ctx.rank(1) != 1)
-        ctx.fail("axes (input 1) must be 1-D, got shape {}", shape_to_string(ctx.shape(1)));
-      axes = ctx.const_ints(1, "axes");
-    }
-  } else {
-    axes = ctx.attr_ints("axes");
-  }
-  int64_t keepdims = ctx.attr_int("keepdims", 1);
-  if (keepdims != 0 && keepdims != 1)
-    ctx.fail("attribute 'keepdims' must be 0 or 1, got {}", keepdims);
-  int64_t noop = ctx.attr_int("noop_with_empty_axes", 0);
-  if (noop != 0 && noop != 1)
-    ctx.fail("attribute 'noop_with_empty_axes' must be 0 or 1, got {}", noop);
-
-  std::vector<bool> reduced(static_cast<size_t>(rank), axes.empty());
-  if (axes.empty() && noop == 1) {
+  ctx.expect_inputs(1, ctx.opset() >= reduce_axes_input_opset(ctx.op()) ? 2 : 1);
+  ReduceParams reduce = read_reduce_params(ctx);
+  if (reduce.noop) {
     ctx.set_output(0, ctx.dtype(0), ctx.shape(0));
     return;
   }
-  for (int64_t a : normalize_axes(ctx, axes, rank, "axes"))
-    reduced[a] = true;
-  ctx.set_output(0, ctx.dtype(0), reduced_shape(ctx.shape(0), reduced, keepdims == 1));
+  ctx.set_output(0, ctx.dtype(0), reduced_shape(ctx.shape(0), reduce.reduced, reduce.keepdims));
 }
 
 void rule_arg_reduce(InferContext& ctx) {
@@ -116,14 +68,12 @@ void rule_arg_reduce(InferContext& ctx) {
   int64_t rank = ctx.rank(0);
   if (rank == 0) ctx.fail("input must have rank 1 or more, got a scalar");
   int64_t axis = ctx.normalize_axis(ctx.attr_int("axis", 0), rank);
-  int64_t keepdims = ctx.attr_int("keepdims", 1);
-  if (keepdims != 0 && keepdims != 1)
-    ctx.fail("attribute 'keepdims' must be 0 or 1, got {}", keepdims);
+  bool keepdims = ctx.attr_flag("keepdims", true);
   if (ctx.shape(0)[axis] == 0)
     ctx.fail("cannot take {} over the empty axis {}", op_name(ctx.op()), axis);
   std::vector<bool> reduced(static_cast<size_t>(rank), false);
   reduced[axis] = true;
-  ctx.set_output(0, DType::Int64, reduced_shape(ctx.shape(0), reduced, keepdims == 1));
+  ctx.set_output(0, DType::Int64, reduced_shape(ctx.shape(0), reduced, keepdims));
 }
 
 void rule_cumsum(InferContext& ctx) {
@@ -155,7 +105,7 @@ void rule_softmax(InferContext& ctx) {
 }
 
 void rule_layer_norm(InferContext& ctx) {
-  require_opset(ctx, 17);
+  ctx.require_opset(17);
   ctx.expect_inputs(2, 3);
   ctx.expect_float_input(0);
   int64_t rank = ctx.rank(0);
@@ -189,7 +139,7 @@ void rule_instance_norm(InferContext& ctx) {
 }
 
 void rule_group_norm(InferContext& ctx) {
-  require_opset(ctx, 18);
+  ctx.require_opset(18);
   ctx.expect_inputs(3, 3);
   ctx.expect_float_input(0);
   if (ctx.rank(0) < 2)
@@ -213,7 +163,7 @@ void rule_group_norm(InferContext& ctx) {
 }
 
 void rule_rms_norm(InferContext& ctx) {
-  require_opset(ctx, 23);
+  ctx.require_opset(23);
   ctx.expect_inputs(2, 2);
   ctx.expect_float_input(0);
   ctx.expect_float_input(1);

@@ -8,7 +8,7 @@ namespace stitch {
 
 namespace {
 constexpr ShapeRule kRules[] = {
-#define STITCH_OP(name, category, rule, fold) &rule,
+#define STITCH_OP(name, category, rule, fold, device) &rule,
 #include "graph/ops.def"
 #undef STITCH_OP
 };

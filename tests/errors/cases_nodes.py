@@ -144,14 +144,14 @@ def reshape_shape_not_integer(d):
                  [vi("x", [2, 3])], [vi("y", [6])], [floats("target", [1], [6])])
 
 
-@case("node 'gather0' (Gather): indices holds 5, out of range for an axis of size 3")
+@case("node 'gather0' (Gather): index 5 in indices is out of range for axis 0 of size 3")
 def gather_index_out_of_range(d):
     """A constant Gather index past the axis is refused at compile time."""
     return model([helper.make_node("Gather", ["x", "idx"], ["y"], name="gather0", axis=0)],
                  [vi("x", [3, 4])], [vi("y", [1, 4])], [ints("idx", [5])])
 
 
-@case("node 'gather0' (Gather): indices holds -4, out of range for an axis of size 3")
+@case("node 'gather0' (Gather): index -4 in indices is out of range for axis 0 of size 3")
 def gather_index_out_of_range_folded(d):
     """A Gather of constants (which constant folding would evaluate) with an index below
     -size is refused instead of folded."""
@@ -166,6 +166,22 @@ def broadcast_mismatch(d):
     """Operands whose shapes do not broadcast are refused with both shapes."""
     return model([helper.make_node("Add", ["x", "z"], ["y"], name="add0")],
                  [vi("x", [2, 3]), vi("z", [4])], [vi("y", [2, 3])])
+
+
+@case("node (Add) writing 'y': input shapes [2,3], [4] do not broadcast together")
+def unnamed_node_named_by_output(d):
+    """A node the exporter left unnamed (NodeProto.name empty, as many exporters write) is
+    named in a shape rule's error by the value it writes."""
+    return model([helper.make_node("Add", ["x", "z"], ["y"])],
+                 [vi("x", [2, 3]), vi("z", [4])], [vi("y", [2, 3])])
+
+
+@case("node (Add) writing 'y': input 'nowhere' is not defined by any node, initializer or "
+      "graph input")
+def unnamed_node_named_by_output_in_frontend(d):
+    """The frontend names an unnamed node by its first output too."""
+    return model([helper.make_node("Add", ["x", "nowhere"], ["y"])], [vi("x", [2])],
+                 [vi("y", [2])])
 
 
 @case("node 'add0' (Add): input 1 is int64 but input 0 is float32; they must have the same type")

@@ -103,12 +103,12 @@ __global__ void math_functions_kernel(const float* __restrict__ in, float* __res
   if (i >= count) return;
   const float x = in[i], y = in[i] * 0.5f + 1.0f;
   const float results[kMathFunctionCount] = {
-      expf(x),     logf(fabsf(x)), sqrtf(fabsf(x)), rsqrtf(fabsf(x)), tanhf(x),
-      erff(x),     fmaxf(x, y),    fminf(x, y),     fabsf(x),         powf(fabsf(x), y),
-      floorf(x),   ceilf(x),       rintf(x),        truncf(x),        log1pf(fabsf(x)),
-      expm1f(x),   sinf(x),        cosf(x),         exp2f(x),         log2f(fabsf(x)),
-      fmodf(x, y), erfcf(x),       max(x, y),       __saturatef(x)};
-  for (int k = 0; k < kMathFunctionCount; ++k) out[i * kMathFunctionCount + k] = results[k];
+      expf(x),     logf(fabsf(x)),  sqrtf(fabsf(x)),  rsqrtf(fabsf(x)),  tanhf(x),  erff(x),
+      fmaxf(x, y), fminf(x, y),     fabsf(x),         powf(fabsf(x), y), floorf(x), ceilf(x),
+      rintf(x),    truncf(x),       log1pf(fabsf(x)), expm1f(x),         sinf(x),   cosf(x),
+      exp2f(x),    log2f(fabsf(x)), fmodf(x, y),      erfcf(x),          max(x, y), __saturatef(x)};
+  for (int k = 0; k < kMathFunctionCount; ++k)
+    out[i * kMathFunctionCount + k] = results[k];
 }
 
 constexpr int kTile = 32;
@@ -200,8 +200,7 @@ cudaError_t launch_activation(Activation activation, const float* in, float* out
 }
 
 cudaError_t launch_math_functions(const float* in, float* out, int count) {
-  return STITCH_LAUNCH(math_functions_kernel, (count + 127) / 128, 128, 0, nullptr, in, out,
-                       count);
+  return STITCH_LAUNCH(math_functions_kernel, (count + 127) / 128, 128, 0, nullptr, in, out, count);
 }
 
 cudaError_t launch_transpose(const float* in, float* out, int rows, int cols) {

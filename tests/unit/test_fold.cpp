@@ -6,81 +6,15 @@
 #include <cmath>
 #include <limits>
 
-#include "graph/constant.h"
-#include "graph/fold.h"
-#include "graph/shape_rules.h"
+#include "graph_test_util.h"
 
 using namespace stitch;
-
-namespace {
-
-struct FoldUnderTest {
-  Graph graph;
-  int opset = 17;
-
-  TensorId typed(DType dtype, Shape shape) {
-    Tensor t;
-    t.name = "in" + std::to_string(graph.tensors.size());
-    t.dtype = dtype;
-    t.shape = std::move(shape);
-    t.typed = true;
-    return graph.add_tensor(std::move(t));
-  }
-  TensorId ints(Shape shape, const std::vector<int64_t>& values, DType dtype = DType::Int64) {
-    TensorId id = typed(dtype, std::move(shape));
-    graph.tensor(id).constant = make_constant_from_int64(dtype, values);
-    return id;
-  }
-  TensorId floats(Shape shape, const std::vector<double>& values, DType dtype = DType::Float32) {
-    TensorId id = typed(dtype, std::move(shape));
-    graph.tensor(id).constant = make_constant_from_double(dtype, values);
-    return id;
-  }
-  TensorId ints1(const std::vector<int64_t>& v) {
-    return ints({static_cast<int64_t>(v.size())}, v);
-  }
-
-  Node& node(OpKind op, std::vector<TensorId> inputs, int outputs = 1) {
-    Node n;
-    n.op = op;
-    n.name = "node_under_test";
-    n.inputs = std::move(inputs);
-    n.opset = opset;
-    for (int i = 0; i < outputs; ++i) {
-      Tensor t;
-      t.name = "out" + std::to_string(i);
-      n.outputs.push_back(graph.add_tensor(std::move(t)));
-    }
-    graph.nodes.push_back(std::move(n));
-    return graph.nodes.back();
-  }
-  // Runs the rule, then the evaluator; stores the values on the outputs.
-  FoldResult fold() {
-    Node& n = graph.nodes.back();
-    InferContext ctx(graph, n);
-    shape_rule(n.op)(ctx);
-    FoldResult r = fold_function(n.op)(graph, n);
-    for (size_t i = 0; i < r.size(); ++i)
-      if (n.outputs[i] != kNoTensor) graph.tensor(n.outputs[i]).constant = r[i];
-    return r;
-  }
-  const Tensor& out(int i = 0) { return graph.tensor(graph.nodes.back().outputs[i]); }
-  std::vector<int64_t> out_ints(int i = 0) { return constant_as_int64(out(i)); }
-  std::vector<double> out_floats(int i = 0) { return constant_as_double(out(i)); }
-};
-
-void set(Node& n, const std::string& name, Attribute::Value v) {
-  n.attrs[name] = Attribute{std::move(v)};
-}
-using Ints = std::vector<int64_t>;
-using Doubles = std::vector<double>;
-
-} // namespace
+using namespace stitch::test;
 
 // ---- Elementwise ----
 
 TEST_CASE("integer Add broadcasts and keeps int32", "[fold]") {
-  FoldUnderTest t;
+  NodeUnderTest t;
   t.node(OpKind::Add,
          {t.ints({2, 1}, {10, 20}, DType::Int32), t.ints({3}, {1, 2, 3}, DType::Int32)});
   REQUIRE(t.fold().size() == 1);
@@ -89,28 +23,28 @@ TEST_CASE("integer Add broadcasts and keeps int32", "[fold]") {
 }
 
 TEST_CASE("integer Div truncates toward zero", "[fold]") {
-  FoldUnderTest t;
+  NodeUnderTest t;
   t.node(OpKind::Div, {t.ints1({-7, 7, -7}), t.ints1({2, -2, -2})});
   t.fold();
   CHECK(t.out_ints() == Ints{-3, -3, 3});
 }
 
 TEST_CASE("integer Div by zero declines to fold", "[fold]") {
-  FoldUnderTest t;
+  NodeUnderTest t;
   t.node(OpKind::Div, {t.ints1({1, 2}), t.ints1({1, 0})});
   CHECK(t.fold().empty());
 }
 
 TEST_CASE("Mod follows the divisor's sign unless fmod=1", "[fold]") {
-  FoldUnderTest t;
+  NodeUnderTest t;
   t.node(OpKind::Mod, {t.ints1({-7, 7, -7, 7}), t.ints1({3, -3, -3, 3})});
   t.fold();
   CHECK(t.out_ints() == Ints{2, -2, -1, 1});
-  FoldUnderTest f;
+  NodeUnderTest f;
   set(f.node(OpKind::Mod, {f.ints1({-7, 7}), f.ints1({3, -3})}), "fmod", int64_t{1});
   f.fold();
   CHECK(f.out_ints() == Ints{-1, 1});
-  FoldUnderTest real;
+  NodeUnderTest real;
   set(real.node(OpKind::Mod, {real.floats({2}, {-7.5, 7.5}), real.floats({2}, {2, 2})}), "fmod",
       int64_t{1});
   real.fold();
@@ -118,7 +52,7 @@ TEST_CASE("Mod follows the divisor's sign unless fmod=1", "[fold]") {
 }
 
 TEST_CASE("float ops round to the output dtype on store", "[fold]") {
-  FoldUnderTest t;
+  NodeUnderTest t;
   t.node(OpKind::Mul,
          {t.floats({2}, {1.5, -2.0}, DType::Float16), t.floats({}, {3.0}, DType::Float16)});
   t.fold();
@@ -127,59 +61,59 @@ TEST_CASE("float ops round to the output dtype on store", "[fold]") {
 }
 
 TEST_CASE("integer Pow is exact and a float exponent truncates", "[fold]") {
-  FoldUnderTest t;
+  NodeUnderTest t;
   t.node(OpKind::Pow, {t.ints1({3, -2, 7}), t.ints1({4, 3, 0})});
   t.fold();
   CHECK(t.out_ints() == Ints{81, -8, 1});
-  FoldUnderTest f;
+  NodeUnderTest f;
   f.node(OpKind::Pow, {f.ints1({2, 10}), f.floats({2}, {0.5, 0.5})});
   f.fold();
   CHECK(f.out_ints() == Ints{1, 3});
 }
 
 TEST_CASE("comparisons and Where fold to bool and the chosen values", "[fold]") {
-  FoldUnderTest c;
+  NodeUnderTest c;
   c.node(OpKind::Greater, {c.floats({3}, {1, 5, 3}), c.floats({}, {3})});
   c.fold();
   CHECK(c.out().dtype == DType::Bool);
   CHECK(c.out_ints() == Ints{0, 1, 0});
-  FoldUnderTest w;
+  NodeUnderTest w;
   w.node(OpKind::Where, {w.ints({2, 1}, {1, 0}, DType::Bool), w.ints1({1, 2}), w.ints({}, {-1})});
   w.fold();
   CHECK(w.out_ints() == Ints{1, 2, -1, -1});
 }
 
 TEST_CASE("Max and Min over several inputs broadcast", "[fold]") {
-  FoldUnderTest t;
+  NodeUnderTest t;
   t.node(OpKind::Max, {t.ints1({1, 9}), t.ints({2, 1}, {5, 0}), t.ints({}, {2})});
   t.fold();
   CHECK(t.out_ints() == Ints{5, 9, 2, 9});
 }
 
 TEST_CASE("Clip with an omitted min clips only from above", "[fold]") {
-  FoldUnderTest t;
+  NodeUnderTest t;
   t.node(OpKind::Clip, {t.ints1({-5, 3, 9}), kNoTensor, t.ints({}, {4})});
   t.fold();
   CHECK(t.out_ints() == Ints{-5, 3, 4});
 }
 
 TEST_CASE("unary float ops: Sigmoid, Round half to even, Relu", "[fold]") {
-  FoldUnderTest s;
+  NodeUnderTest s;
   s.node(OpKind::Sigmoid, {s.floats({1}, {0.0}, DType::Float64)});
   s.fold();
   CHECK(s.out_floats() == Doubles{0.5});
-  FoldUnderTest r;
+  NodeUnderTest r;
   r.node(OpKind::Round, {r.floats({4}, {0.5, 1.5, 2.5, -2.5})});
   r.fold();
   CHECK(r.out_floats() == Doubles{0, 2, 2, -2});
-  FoldUnderTest relu;
+  NodeUnderTest relu;
   relu.node(OpKind::Relu, {relu.ints1({-3, 4})});
   relu.fold();
   CHECK(relu.out_ints() == Ints{0, 4});
 }
 
 TEST_CASE("Cast truncates floats toward zero and saturates", "[fold]") {
-  FoldUnderTest t;
+  NodeUnderTest t;
   set(t.node(OpKind::Cast, {t.floats({3}, {-2.7, 2.7, 1e10})}), "to", int64_t{6}); // int32
   t.fold();
   CHECK(t.out().dtype == DType::Int32);
@@ -187,7 +121,7 @@ TEST_CASE("Cast truncates floats toward zero and saturates", "[fold]") {
 }
 
 TEST_CASE("CastLike converts integers to the other input's float type", "[fold]") {
-  FoldUnderTest t;
+  NodeUnderTest t;
   t.node(OpKind::CastLike, {t.ints1({3, -1}), t.floats({}, {0}, DType::Float16)});
   t.fold();
   CHECK(t.out().dtype == DType::Float16);
@@ -197,7 +131,7 @@ TEST_CASE("CastLike converts integers to the other input's float type", "[fold]"
 // ---- Reductions ----
 
 TEST_CASE("ReduceSum over axis 1 without keepdims", "[fold]") {
-  FoldUnderTest t;
+  NodeUnderTest t;
   t.opset = 13;
   set(t.node(OpKind::ReduceSum, {t.ints({2, 3}, {1, 2, 3, 4, 5, 6}), t.ints1({1})}), "keepdims",
       int64_t{0});
@@ -207,46 +141,56 @@ TEST_CASE("ReduceSum over axis 1 without keepdims", "[fold]") {
 }
 
 TEST_CASE("ReduceMean, ReduceMax, ReduceProd over all axes", "[fold]") {
-  FoldUnderTest m;
+  NodeUnderTest m;
   m.node(OpKind::ReduceMean, {m.floats({2, 2}, {1, 2, 3, 6})});
   m.fold();
   CHECK(m.out_floats() == Doubles{3});
-  FoldUnderTest x;
+  NodeUnderTest x;
   set(x.node(OpKind::ReduceMax, {x.floats({2, 2}, {1, 7, 3, 6})}), "axes", Ints{0});
   x.fold();
   CHECK(x.out_floats() == Doubles{3, 7});
-  FoldUnderTest p;
+  NodeUnderTest p;
   p.node(OpKind::ReduceProd, {p.ints1({2, 3, 4})});
   p.fold();
   CHECK(p.out_ints() == Ints{24});
 }
 
 TEST_CASE("ReduceSum with noop_with_empty_axes passes the input through", "[fold]") {
-  FoldUnderTest t;
+  NodeUnderTest t;
   t.opset = 13;
   set(t.node(OpKind::ReduceSum, {t.ints1({4, 5})}), "noop_with_empty_axes", int64_t{1});
   t.fold();
   CHECK(t.out_ints() == Ints{4, 5});
 }
 
+TEST_CASE("ReduceMean before opset 18 reads negative axes from the attribute", "[fold]") {
+  NodeUnderTest t;
+  Node& n = t.node(OpKind::ReduceMean, {t.floats({2, 3}, {1, 2, 3, 4, 5, 6})});
+  set(n, "axes", Ints{-1});
+  set(n, "keepdims", int64_t{0});
+  t.fold();
+  CHECK(t.out().shape == Shape{2});
+  CHECK(t.out_floats() == Doubles{2, 5});
+}
+
 // ---- Movement ----
 
 TEST_CASE("Expand repeats along broadcast axes", "[fold]") {
-  FoldUnderTest t;
+  NodeUnderTest t;
   t.node(OpKind::Expand, {t.ints({2, 1}, {1, 2}), t.ints1({2, 3})});
   t.fold();
   CHECK(t.out_ints() == Ints{1, 1, 1, 2, 2, 2});
 }
 
 TEST_CASE("Transpose permutes element order", "[fold]") {
-  FoldUnderTest t;
+  NodeUnderTest t;
   set(t.node(OpKind::Transpose, {t.floats({2, 3}, {0, 1, 2, 3, 4, 5})}), "perm", Ints{1, 0});
   t.fold();
   CHECK(t.out_floats() == Doubles{0, 3, 1, 4, 2, 5});
 }
 
 TEST_CASE("Concat interleaves blocks along an inner axis", "[fold]") {
-  FoldUnderTest t;
+  NodeUnderTest t;
   set(t.node(OpKind::Concat, {t.ints({2, 1}, {1, 2}), t.ints({2, 2}, {10, 11, 20, 21})}), "axis",
       int64_t{1});
   t.fold();
@@ -254,7 +198,7 @@ TEST_CASE("Concat interleaves blocks along an inner axis", "[fold]") {
 }
 
 TEST_CASE("Split gives each output its slice of the axis", "[fold]") {
-  FoldUnderTest t;
+  NodeUnderTest t;
   t.opset = 13;
   set(t.node(OpKind::Split, {t.ints({2, 3}, {0, 1, 2, 3, 4, 5}), t.ints1({1, 2})}, 2), "axis",
       int64_t{1});
@@ -264,7 +208,7 @@ TEST_CASE("Split gives each output its slice of the axis", "[fold]") {
 }
 
 TEST_CASE("Slice with a negative step reverses", "[fold]") {
-  FoldUnderTest t;
+  NodeUnderTest t;
   t.node(OpKind::Slice, {t.ints1({0, 1, 2, 3, 4, 5}), t.ints1({-1}), t.ints1({-100}), t.ints1({0}),
                          t.ints1({-2})});
   t.fold();
@@ -272,15 +216,27 @@ TEST_CASE("Slice with a negative step reverses", "[fold]") {
 }
 
 TEST_CASE("Slice of an inner axis with clamped bounds", "[fold]") {
-  FoldUnderTest t;
+  NodeUnderTest t;
   t.node(OpKind::Slice,
          {t.ints({2, 3}, {0, 1, 2, 3, 4, 5}), t.ints1({1}), t.ints1({1000}), t.ints1({1})});
   t.fold();
   CHECK(t.out_ints() == Ints{1, 2, 4, 5});
 }
 
+TEST_CASE("Slice before opset 10 folds from its attributes", "[fold]") {
+  NodeUnderTest t;
+  t.opset = 9;
+  Node& n = t.node(OpKind::Slice, {t.ints({2, 3}, {0, 1, 2, 3, 4, 5})});
+  set(n, "starts", Ints{1});
+  set(n, "ends", Ints{100});
+  set(n, "axes", Ints{-1});
+  t.fold();
+  CHECK(t.out().shape == Shape{2, 2});
+  CHECK(t.out_ints() == Ints{1, 2, 4, 5});
+}
+
 TEST_CASE("Gather takes negative indices from the end", "[fold]") {
-  FoldUnderTest t;
+  NodeUnderTest t;
   set(t.node(OpKind::Gather, {t.ints({2, 3}, {0, 1, 2, 3, 4, 5}), t.ints1({-1, 0})}), "axis",
       int64_t{1});
   t.fold();
@@ -288,7 +244,7 @@ TEST_CASE("Gather takes negative indices from the end", "[fold]") {
 }
 
 TEST_CASE("Gather with an out-of-range constant index is a user error, not a bad read", "[fold]") {
-  FoldUnderTest t;
+  NodeUnderTest t;
   Node& n = t.node(OpKind::Gather, {t.ints1({1, 2, 3}), t.ints1({3})});
   // Run the evaluator directly (the rule would refuse first): it must check by itself.
   t.graph.tensor(n.outputs[0]).dtype = DType::Int64;
@@ -296,31 +252,32 @@ TEST_CASE("Gather with an out-of-range constant index is a user error, not a bad
   t.graph.tensor(n.outputs[0]).typed = true;
   REQUIRE_THROWS_AS(fold_function(OpKind::Gather)(t.graph, n), UserError);
   REQUIRE_THROWS_WITH(fold_function(OpKind::Gather)(t.graph, n),
-                      Catch::Contains("node_under_test") && Catch::Contains("out of range"));
+                      "node 'node_under_test' (Gather): index 3 in indices is out of range "
+                      "for axis 0 of size 3");
 }
 
 TEST_CASE("Tile repeats the whole tensor along each axis", "[fold]") {
-  FoldUnderTest t;
+  NodeUnderTest t;
   t.node(OpKind::Tile, {t.ints({1, 2}, {1, 2}), t.ints1({2, 2})});
   t.fold();
   CHECK(t.out_ints() == Ints{1, 2, 1, 2, 1, 2, 1, 2});
 }
 
 TEST_CASE("Range counts down in integers and up in floats", "[fold]") {
-  FoldUnderTest t;
+  NodeUnderTest t;
   t.node(OpKind::Range, {t.ints({}, {10}), t.ints({}, {1}), t.ints({}, {-3})});
   t.fold();
   CHECK(t.out_ints() == Ints{10, 7, 4});
-  FoldUnderTest f;
+  NodeUnderTest f;
   f.node(OpKind::Range, {f.floats({}, {0}), f.floats({}, {1}), f.floats({}, {0.25})});
   f.fold();
   CHECK(f.out_floats() == Doubles{0, 0.25, 0.5, 0.75});
 }
 
 TEST_CASE("Shape folds from the type alone, with start and end", "[fold]") {
-  FoldUnderTest t;
+  NodeUnderTest t;
   t.opset = 15;
-  set(t.node(OpKind::Shape, {t.typed(DType::Float32, {2, 3, 4})}), "start", int64_t{1});
+  set(t.node(OpKind::Shape, {t.input(DType::Float32, {2, 3, 4})}), "start", int64_t{1});
   t.fold();
   CHECK(t.out_ints() == Ints{3, 4});
   CHECK(folds_from_types_only(OpKind::Shape));
@@ -329,35 +286,44 @@ TEST_CASE("Shape folds from the type alone, with start and end", "[fold]") {
 }
 
 TEST_CASE("Size folds to the element count", "[fold]") {
-  FoldUnderTest t;
-  t.node(OpKind::Size, {t.typed(DType::Float32, {2, 3, 4})});
+  NodeUnderTest t;
+  t.node(OpKind::Size, {t.input(DType::Float32, {2, 3, 4})});
   t.fold();
   CHECK(t.out_ints() == Ints{24});
 }
 
 TEST_CASE("ConstantOfShape repeats its value", "[fold]") {
-  FoldUnderTest t;
+  NodeUnderTest t;
   TensorId value = t.ints({1}, {7}, DType::Int32);
   set(t.node(OpKind::ConstantOfShape, {t.ints1({2, 2})}), "value", value);
   t.fold();
   CHECK(t.out().dtype == DType::Int32);
   CHECK(t.out_ints() == Ints{7, 7, 7, 7});
-  FoldUnderTest d;
+  NodeUnderTest d;
   d.node(OpKind::ConstantOfShape, {d.ints1({3})});
   d.fold();
   CHECK(d.out_floats() == Doubles{0, 0, 0});
 }
 
 TEST_CASE("Constant folds value_floats to float32", "[fold]") {
-  FoldUnderTest t;
+  NodeUnderTest t;
   set(t.node(OpKind::Constant, {}), "value_floats", Doubles{1.5, -2});
   t.fold();
   CHECK(t.out().dtype == DType::Float32);
   CHECK(t.out_floats() == Doubles{1.5, -2});
 }
 
+TEST_CASE("Constant folds value_int to an int64 scalar", "[fold]") {
+  NodeUnderTest t;
+  set(t.node(OpKind::Constant, {}), "value_int", int64_t{-7});
+  t.fold();
+  CHECK(t.out().dtype == DType::Int64);
+  CHECK(t.out().shape == Shape{});
+  CHECK(t.out_ints() == Ints{-7});
+}
+
 TEST_CASE("Reshape folds to the input's bytes, shared", "[fold]") {
-  FoldUnderTest t;
+  NodeUnderTest t;
   TensorId x = t.ints({2, 3}, {0, 1, 2, 3, 4, 5});
   t.node(OpKind::Reshape, {x, t.ints1({3, 2})});
   FoldResult r = t.fold();
@@ -366,7 +332,7 @@ TEST_CASE("Reshape folds to the input's bytes, shared", "[fold]") {
 }
 
 TEST_CASE("Dropout folds its mask to all true", "[fold]") {
-  FoldUnderTest t;
+  NodeUnderTest t;
   t.node(OpKind::Dropout, {t.floats({2}, {1, 2})}, 2);
   t.fold();
   CHECK(t.out_floats(0) == Doubles{1, 2});

@@ -184,6 +184,22 @@ TEST_CASE("structural errors name the node", "[frontend]") {
   }
 }
 
+TEST_CASE("an unnamed node is named in errors by its first output", "[frontend]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {2}).output("y");
+  m.node("Add", {"x", "nowhere"}, {"y"}).clear_name();
+  CHECK_THAT(load_error(m.write()),
+             Catch::Contains("node (Add) writing 'y': input 'nowhere' is not defined"));
+}
+
+TEST_CASE("the list of unsupported ops shows an unnamed node by its output", "[frontend]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {2}).output("y");
+  m.node("Foo", {"x"}, {"y"}).clear_name();
+  CHECK_THAT(load_error(m.write()),
+             Catch::Contains("unsupported ops: Foo x1 (first: unnamed writing 'y')"));
+}
+
 TEST_CASE("every unsupported op is listed at once with counts", "[frontend]") {
   ModelBuilder m;
   m.input("x", kFloat, {2}).output("y");

@@ -17,6 +17,11 @@ std::string dlopen_path(const std::string& path) {
   return "./" + path;
 }
 
+bool ends_with(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 template <typename Function>
 void resolve(void* handle, const char* symbol, const std::string& path, Function* out) {
   dlerror();
@@ -49,7 +54,10 @@ ModelLibrary::ModelLibrary(const std::string& path) : path_(path) {
   handle_ = dlopen(dlopen_path(path).c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle_ == nullptr) {
     const char* reason = dlerror();
-    run_fail("{}: cannot load the library: {}", path, reason != nullptr ? reason : "unknown error");
+    std::string hint =
+        ends_with(path, ".onnx") ? " (an ONNX model; compile it with stitchc first)" : "";
+    run_fail("{}: cannot load the library{}: {}", path, hint,
+             reason != nullptr ? reason : "unknown error");
   }
   dlerror();
   if (dlsym(handle_, "stitch_api_version") == nullptr) {

@@ -171,7 +171,7 @@ int run_checked(const RunOptions& options, std::ostream& out) {
   print_verdict(verdict, options.tolerance, out);
   out.flush();
   if (options.iters > 0) time_runs(options, *target, model, bound, out);
-  return kExitAllMatch;
+  return verdict.mismatched == 0 ? kExitAllMatch : kExitMismatch;
 }
 
 } // namespace

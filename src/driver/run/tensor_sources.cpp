@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 
+#include "driver/run/output_files.h"
 #include "driver/run/run_error.h"
 #include "driver/run/tensor_file.h"
 
@@ -15,7 +16,7 @@ namespace {
 std::string name_list(const std::vector<TensorInfo>& infos) {
   std::vector<std::string> names;
   for (const TensorInfo& info : infos)
-    names.push_back("'" + info.name + "'");
+    names.push_back("'" + display_name(info.name) + "'");
   if (names.empty()) return "none";
   return fmt::format("{}", fmt::join(names, ", "));
 }
@@ -28,7 +29,7 @@ std::map<size_t, SourcedTensor> read_named_files(const std::vector<std::string>&
   for (const std::string& arg : args) {
     auto [index, path] = split_name_and_file(arg, infos, flag, kind);
     if (tensors.count(index) != 0)
-      run_fail("{} gives the {} '{}' twice", flag, kind, infos[index].name);
+      run_fail("{} gives the {} '{}' twice", flag, kind, display_name(infos[index].name));
     tensors[index] = SourcedTensor{read_tensor_file(path), path};
   }
   return tensors;
@@ -49,8 +50,8 @@ bool parse_file_index(const std::string& file_name, const std::string& prefix, s
 
 void check_input(const TensorInfo& info, const SourcedTensor& source) {
   if (source.tensor.dtype == info.dtype && source.tensor.dims == info.dims) return;
-  run_fail("input '{}': {} holds {}, but the model expects {}", info.name, source.origin,
-           describe_tensor(source.tensor), describe_type(info.dtype, info.dims));
+  run_fail("input '{}': {} holds {}, but the model expects {}", display_name(info.name),
+           source.origin, describe_tensor(source.tensor), describe_type(info.dtype, info.dims));
 }
 
 } // namespace

@@ -264,11 +264,14 @@ private:
 
   boost::context::fiber create_fiber(EmulatedThread& thread) {
     thread.started = true;
-    return boost::context::fiber(std::allocator_arg,
-                                 FiberStackLease{&stacks_, config_.fiber_stack_bytes},
-                                 [this, &thread](boost::context::fiber&& came_from) {
-                                   return thread_main(thread, std::move(came_from));
-                                 });
+    boost::context::fiber created(std::allocator_arg,
+                                  FiberStackLease{&stacks_, config_.fiber_stack_bytes},
+                                  [this, &thread](boost::context::fiber&& came_from) {
+                                    return thread_main(thread, std::move(came_from));
+                                  });
+    const boost::context::stack_context& stack = stacks_.last_taken();
+    thread.stack_low = static_cast<char*>(stack.sp) - stack.size;
+    return created;
   }
 
   // Switches to `target`; returns, in the caller's context, the context that later switches
@@ -293,12 +296,16 @@ private:
     try {
       kernel_.call(kernel_.bound);
     } catch (const boost::context::detail::forced_unwind&) {
+      forget_unwound_frames(thread.stack_low);
       throw; // the scheduler is unwinding this fiber after a failure; let Boost finish it
     } catch (const KernelFault& fault) {
+      forget_unwound_frames(thread.stack_low);
       record_fault(thread, fault.code(), fault.what());
     } catch (const std::exception& error) {
+      forget_unwound_frames(thread.stack_low);
       record_fault(thread, cudaErrorLaunchFailure, std::string("exception: ") + error.what());
     } catch (...) {
+      forget_unwound_frames(thread.stack_low);
       record_fault(thread, cudaErrorLaunchFailure, "unknown exception");
     }
     thread.state = WaitState::Exited;

@@ -11,6 +11,17 @@
 
 #include <boost/context/stack_context.hpp>
 
+#if defined(__SANITIZE_ADDRESS__)
+#define STITCH_HOST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define STITCH_HOST_ASAN 1
+#endif
+#endif
+#if defined(STITCH_HOST_ASAN)
+#include <sanitizer/asan_interface.h>
+#endif
+
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -30,18 +41,12 @@ public:
   // A stack with at least `usable_bytes` below its top. Throws std::bad_alloc if none can be
   // mapped.
   boost::context::stack_context take(std::size_t usable_bytes) {
-    const std::size_t mapped = mapped_size(usable_bytes);
-    if (mapped != mapped_bytes_) {
-      trim(0);
-      mapped_bytes_ = mapped;
-    }
-    if (!free_.empty()) {
-      const boost::context::stack_context stack = free_.back();
-      free_.pop_back();
-      return stack;
-    }
-    return map_stack(mapped);
+    last_taken_ = take_stack(usable_bytes);
+    return last_taken_;
   }
+
+  // The stack most recently handed out (so its owner can remember where it starts).
+  const boost::context::stack_context& last_taken() const { return last_taken_; }
 
   void give(const boost::context::stack_context& stack) noexcept {
     if (mapped_size(stack.size - page_size()) != mapped_bytes_) {
@@ -64,6 +69,25 @@ public:
   }
 
 private:
+  boost::context::stack_context take_stack(std::size_t usable_bytes) {
+    const std::size_t mapped = mapped_size(usable_bytes);
+    if (mapped != mapped_bytes_) {
+      trim(0);
+      mapped_bytes_ = mapped;
+    }
+    if (!free_.empty()) {
+      const boost::context::stack_context stack = free_.back();
+      free_.pop_back();
+#if defined(STITCH_HOST_ASAN)
+      // A fiber that ended by an exception (a fault, or unwinding after a deadlock) leaves
+      // AddressSanitizer's poison for its frames behind; the next fiber must not inherit it.
+      ASAN_UNPOISON_MEMORY_REGION(static_cast<char*>(stack.sp) - stack.size, stack.size);
+#endif
+      return stack;
+    }
+    return map_stack(mapped);
+  }
+
   static std::size_t page_size() {
     static const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
     return page;
@@ -98,10 +122,23 @@ private:
     ::munmap(static_cast<char*>(stack.sp) - stack.size, stack.size);
   }
 
+  boost::context::stack_context last_taken_;
   std::size_t mapped_bytes_ = 0;
   std::size_t next_colour_ = 0;
   std::vector<boost::context::stack_context> free_;
 };
+
+// After an exception has unwound frames of a fiber, AddressSanitizer (which does not know fiber
+// stacks) has not cleared their poison; clear everything below the catching frame so the
+// handler can use that stack again. Does nothing in builds without AddressSanitizer.
+inline void forget_unwound_frames([[maybe_unused]] void* stack_low) {
+#if defined(STITCH_HOST_ASAN)
+  char* here = static_cast<char*>(__builtin_frame_address(0));
+  char* low = static_cast<char*>(stack_low);
+  if (low != nullptr && low < here)
+    ASAN_UNPOISON_MEMORY_REGION(low, static_cast<std::size_t>(here - low));
+#endif
+}
 
 inline FiberStackCache& this_thread_stack_cache() {
   thread_local FiberStackCache cache;

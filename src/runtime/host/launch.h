@@ -2,11 +2,12 @@
 //
 // A launch is checked the way the CUDA runtime checks it (block and grid dimensions, dynamic
 // shared memory against the kernel's cudaFuncSetAttribute limit, cooperative residency), then
-// runs to completion before the call returns; the stream only orders nothing, since every
-// operation is synchronous. An ordinary launch spreads its blocks over launch_worker_count()
-// OS threads, one FiberScheduler each; a cooperative launch makes the whole grid resident in one
-// FiberScheduler so that stitch_grid_sync can wait for every block. Any failure comes back as a
-// cudaError_t and becomes this host thread's last error with a detailed message; nothing aborts.
+// runs to completion before the call returns. The stream is accepted and ignored: every
+// operation is synchronous, so all of them are already in stream order. An ordinary launch
+// spreads its blocks over launch_worker_count() OS threads, one FiberScheduler each; a
+// cooperative launch makes the whole grid resident in one FiberScheduler so that
+// stitch_grid_sync can wait for every block. Any failure comes back as a cudaError_t and becomes
+// this host thread's last error with a detailed message; nothing aborts.
 #pragma once
 
 #include "error_status.h"

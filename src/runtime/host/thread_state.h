@@ -87,6 +87,7 @@ struct EmulatedThread {
   unsigned wait_mask = 0;
   std::uint64_t collective_result = 0; // delivered by the barrier or collective that released it
   bool started = false;
+  void* stack_low = nullptr;   // lowest address of its fiber stack
   boost::context::fiber fiber; // the thread's own context while it is suspended
 
   unsigned lane() const { return linear_id & 31u; }

@@ -1,0 +1,162 @@
+// build_library: write, compile, link.
+#include "driver/build_library.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "driver/embedded_files.h"
+#include "driver/subprocess.h"
+#include "graph/error.h"
+
+namespace fs = std::filesystem;
+
+namespace stitch {
+
+namespace {
+
+void write_file(const fs::path& path, const char* data, size_t size) {
+  fs::create_directories(path.parent_path());
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f || !f.write(data, static_cast<std::streamsize>(size)) || !f.flush())
+    user_fail({}, "cannot write '{}'", path.string());
+}
+
+void write_file(const fs::path& path, const std::string& text) {
+  write_file(path, text.data(), text.size());
+}
+
+// A private folder removed when the build ends, unless the user asked to keep the sources.
+class WorkDir {
+public:
+  explicit WorkDir(const std::string& emit_dir) {
+    if (!emit_dir.empty()) {
+      fs::create_directories(emit_dir);
+      path_ = fs::absolute(emit_dir);
+      return;
+    }
+    std::string tmpl = (fs::temp_directory_path() / "stitchc-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) user_fail({}, "cannot create a temporary folder: {}", std::strerror(errno));
+    path_ = tmpl;
+    remove_ = true;
+  }
+  ~WorkDir() {
+    std::error_code ec;
+    if (remove_) fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+private:
+  fs::path path_;
+  bool remove_ = false;
+};
+
+void run_or_fail(const std::vector<Command>& commands, const fs::path& dir, const BuildOptions& o) {
+  if (o.verbose)
+    for (const Command& c : commands) fmt::print(stderr, "stitchc: {}\n", command_line(c));
+  int jobs = o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<CommandResult> results = run_commands(commands, dir.string(), jobs, o.timeout_seconds);
+  for (size_t i = 0; i < results.size(); ++i) {
+    const CommandResult& r = results[i];
+    if (r.exit_code == 0) continue;
+    std::string why = r.timed_out ? fmt::format("timed out after {} s", o.timeout_seconds)
+                                  : r.exit_code < 0 ? "did not run" : fmt::format("exit code {}", r.exit_code);
+    std::string output = r.output.size() > 4000 ? r.output.substr(0, 4000) + "\n[...]" : r.output;
+    user_fail({}, "{} failed ({}): {}\n{}", commands[i].what, why, command_line(commands[i]), output);
+  }
+}
+
+std::string require_program(const std::vector<std::string>& names, const char* what) {
+  std::string p = find_program(names);
+  if (p.empty()) user_fail({}, "{} not found (looked for {})", what, fmt::join(names, ", "));
+  return p;
+}
+
+std::string runtime_archive(const std::string& name) {
+  fs::path p = fs::path(runtime_library_dir()) / name;
+  if (!fs::exists(p))
+    user_fail({}, "the stitchc runtime archive '{}' is missing (set STITCH_RUNTIME_DIR)", p.string());
+  return p.string();
+}
+
+} // namespace
+
+std::string runtime_library_dir() {
+  if (const char* env = std::getenv("STITCH_RUNTIME_DIR")) return env;
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return (exe.parent_path() / "runtime").string();
+}
+
+void build_library(const GeneratedModel& model, const BuildOptions& o) {
+  if (o.target != "cuda" && o.target != "host")
+    user_fail({}, "unknown target '{}' (targets: cuda, host)", o.target);
+  WorkDir work(o.emit_dir);
+  const fs::path& dir = work.path();
+  for (const EmbeddedFile& f : embedded_runtime_files())
+    write_file(dir / "runtime" / f.path, reinterpret_cast<const char*>(f.data), f.size);
+  std::vector<std::string> objects;
+  for (const GeneratedFile& f : model.groups) write_file(dir / f.name, f.text);
+  write_file(dir / model.launcher.name, model.launcher.text);
+  write_file(dir / "model.bin", model.blob);
+  write_file(dir / model.blob_stub.name, model.blob_stub.text);
+
+  std::string cxx = require_program({std::getenv("CXX") ? std::getenv("CXX") : "g++", "g++", "c++"},
+                                    "the host C++ compiler");
+  std::vector<Command> compiles;
+  compiles.push_back({{cxx, "-c", model.blob_stub.name, "-o", "model_blob.o"}, "assembling the model blob"});
+  objects.push_back("model_blob.o");
+  std::vector<std::string> link = {cxx, "-shared", "-o", fs::absolute(o.output).string()};
+  if (o.target == "host") {
+    // One translation unit: the host target compiles the very same sources as nvcc would.
+    std::string unity = "// unity_host.cpp: every generated source, for the host target.\n";
+    for (const GeneratedFile& f : model.groups) unity += "#include \"" + f.name + "\"\n";
+    unity += "#include \"" + model.launcher.name + "\"\n";
+    write_file(dir / "unity_host.cpp", unity);
+    compiles.push_back({{cxx, "-std=c++20", "-O2", "-fPIC", "-fvisibility=hidden", "-DSTITCH_HOST_TARGET",
+                         "-Iruntime", "-c", "unity_host.cpp", "-o", "unity_host.o"},
+                        "compiling the generated kernels for the host target"});
+    objects.push_back("unity_host.o");
+    run_or_fail(compiles, dir, o);
+    for (const std::string& obj : objects) link.push_back(obj);
+    for (const std::string& a : std::vector<std::string>{
+             "-Wl,--whole-archive", runtime_archive("libstitch_runtime_host.a"),
+             "-Wl,--no-whole-archive", runtime_archive("libstitch_library_host.a"),
+             "-lboost_context", "-lpthread"})
+      link.push_back(a);
+  } else {
+    std::string nvcc = require_program({"nvcc", "/usr/local/cuda/bin/nvcc"}, "nvcc (the CUDA compiler)");
+    std::vector<std::string> arch_flags;
+    for (const std::string& a : o.archs) {
+      if (a.rfind("sm_", 0) != 0 || a.size() > 8 || a.find_first_not_of("0123456789a", 3) != std::string::npos)
+        user_fail({}, "--arch '{}' is not a GPU architecture like sm_90", a);
+      arch_flags.push_back("-gencode=arch=compute_" + a.substr(3) + ",code=" + a);
+    }
+    auto nvcc_compile = [&](const std::string& src) {
+      std::string obj = fs::path(src).replace_extension(".o").string();
+      std::vector<std::string> argv = {nvcc, "-std=c++20", "-O3", "--expt-relaxed-constexpr",
+                                       "-Xcompiler", "-fPIC,-fvisibility=hidden", "-Iruntime"};
+      argv.insert(argv.end(), arch_flags.begin(), arch_flags.end());
+      argv.insert(argv.end(), {"-c", src, "-o", obj});
+      compiles.push_back({argv, "compiling " + src});
+      objects.push_back(obj);
+    };
+    for (const GeneratedFile& f : model.groups) nvcc_compile(f.name);
+    nvcc_compile(model.launcher.name);
+    run_or_fail(compiles, dir, o);
+    for (const std::string& obj : objects) link.push_back(obj);
+    for (const std::string& a : std::vector<std::string>{
+             "-Wl,--whole-archive", runtime_archive("libstitch_runtime_cuda.a"),
+             "-Wl,--no-whole-archive", runtime_archive("libstitch_library_cuda.a"),
+             "-L/usr/local/cuda/lib64", "-Wl,-rpath,/usr/local/cuda/lib64", "-lcudart",
+             "-lcublasLt", "-lcudnn", "-lpthread"})
+      link.push_back(a);
+  }
+  run_or_fail({{link, "linking " + o.output}}, dir, o);
+}
+
+} // namespace stitch

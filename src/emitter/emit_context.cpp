@@ -1,0 +1,75 @@
+// GroupEmitContext helpers: names, pointers, types and node descriptions.
+#include "emitter/emit_context.h"
+
+#include <cctype>
+
+#include "graph/error.h"
+
+namespace stitch {
+
+std::string GroupEmitContext::kernel_name(std::string_view suffix) const {
+  std::string op(op_name(node().op));
+  for (char& c : op) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return fmt::format("stitch_g{}_{}{}", group_.id, op, suffix);
+}
+
+std::string GroupEmitContext::group_function() const {
+  return fmt::format("stitch_group_{}", group_.id);
+}
+
+std::string GroupEmitContext::pointer(TensorId t, bool writable) const {
+  const Storage& s = memory_.storage.at(t);
+  std::string base;
+  switch (s.kind) {
+  case StorageKind::Input: base = fmt::format("static_cast<unsigned char*>(b->inputs[{}])", s.index); break;
+  case StorageKind::Output: base = fmt::format("static_cast<unsigned char*>(b->outputs[{}])", s.index); break;
+  case StorageKind::Arena: base = fmt::format("(b->arena + {})", s.offset); break;
+  case StorageKind::Weights:
+    STITCH_INTERNAL_CHECK(!writable, "writing into weights tensor '{}'", tensor(t).name);
+    base = fmt::format("(b->weights + {})", s.offset);
+    break;
+  case StorageKind::None: internal_fail("tensor '{}' has no storage", tensor(t).name);
+  }
+  std::string type = ctype(tensor(t).dtype, *this);
+  return fmt::format("reinterpret_cast<{}{}*>({})", writable ? "" : "const ", type, base);
+}
+
+void GroupEmitContext::unsupported(const std::string& what) const {
+  const Node& n = node();
+  throw UserError({graph_.source_file, n.name, std::string(op_name(n.op))},
+                  "unsupported in code generation: " + what);
+}
+
+std::string ctype(DType t, const GroupEmitContext& ctx) {
+  switch (t) {
+  case DType::Float32: return "float";
+  case DType::Float64: return "double";
+  case DType::Int64: return "int64_t";
+  case DType::Int32: return "int32_t";
+  case DType::Int16: return "int16_t";
+  case DType::Int8: return "int8_t";
+  case DType::UInt64: return "uint64_t";
+  case DType::UInt32: return "uint32_t";
+  case DType::UInt16: return "uint16_t";
+  case DType::UInt8: return "uint8_t";
+  case DType::Bool: return "bool";
+  case DType::Float16:
+  case DType::BFloat16: break;
+  }
+  ctx.unsupported(fmt::format("dtype {}", dtype_name(t)));
+}
+
+std::string describe_node(const Graph& g, const Node& n) {
+  auto typed = [&](TensorId t) {
+    if (t == kNoTensor) return std::string("_");
+    const Tensor& x = g.tensor(t);
+    return fmt::format("{}{}", dtype_name(x.dtype), shape_to_string(x.shape));
+  };
+  std::vector<std::string> ins, outs;
+  for (TensorId t : n.inputs) ins.push_back(typed(t));
+  for (TensorId t : n.outputs) outs.push_back(typed(t));
+  return fmt::format("node '{}' ({}): {} <- {}", n.name, op_name(n.op), fmt::join(outs, ", "),
+                     fmt::join(ins, ", "));
+}
+
+} // namespace stitch

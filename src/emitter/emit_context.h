@@ -1,0 +1,53 @@
+// What an emitter sees of one fusion group: the graph, the group's decision from the plan,
+// where each tensor lives, and helpers that spell types, pointers and shapes in generated
+// code. Every identifier it produces is made by stitchc; model strings only reach comments.
+#pragma once
+
+#include <string>
+
+#include "emitter/code_writer.h"
+#include "graph/graph.h"
+#include "planner/fusion_plan.h"
+#include "planner/memory_plan.h"
+
+namespace stitch {
+
+class GroupEmitContext {
+public:
+  GroupEmitContext(const Graph& graph, const FusionGroup& group, const MemoryPlan& memory)
+      : graph_(graph), group_(group), memory_(memory) {}
+
+  const Graph& graph() const { return graph_; }
+  const FusionGroup& group() const { return group_; }
+  const Node& node(size_t i = 0) const { return graph_.nodes[group_.nodes.at(i)]; }
+  const Tensor& tensor(TensorId t) const { return graph_.tensor(t); }
+
+  // Names of the group's kernel(s) and of its host-side launch function.
+  std::string kernel_name(std::string_view suffix = {}) const;
+  std::string group_function() const;
+
+  // A typed pointer expression to tensor t inside the group function, where `b` is the
+  // `const stitch_abi_buffers*`: e.g. reinterpret_cast<const float*>(b->arena + 4096).
+  std::string pointer(TensorId t, bool writable) const;
+
+  // A user error naming the group's first node: this op or dtype has no code generation.
+  [[noreturn]] void unsupported(const std::string& what) const;
+
+private:
+  const Graph& graph_;
+  const FusionGroup& group_;
+  const MemoryPlan& memory_;
+};
+
+// The C++ element type of a dtype in generated code ("float", "int64_t", "bool", ...);
+// a UserError for dtypes code generation does not support yet.
+std::string ctype(DType t, const GroupEmitContext& ctx);
+
+// A one-line description of a node for comments: "'add_1' (Add): float32[2,3] <- ...".
+std::string describe_node(const Graph& graph, const Node& node);
+
+// The function every group file defines and the launcher calls, in order.
+inline constexpr const char* kGroupSignature =
+    "int32_t {}(const stitch_abi_buffers* b, char* error, size_t error_size)";
+
+} // namespace stitch

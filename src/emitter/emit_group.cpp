@@ -1,0 +1,30 @@
+// emit_group: dispatch to the kernel emitters, and the shared launch-function writer.
+#include "emitter/kernels.h"
+
+namespace stitch {
+
+void emit_launch(const GroupEmitContext& ctx, CodeWriter& out, const std::string& kernel,
+                 const std::vector<std::string>& args) {
+  const LaunchConfig& l = ctx.group().launch;
+  out.open(fmt::format(fmt::runtime(kGroupSignature), ctx.group_function()));
+  std::vector<std::string> names;
+  for (size_t k = 0; k < args.size(); ++k) {
+    out.linef("auto* const a{} = {};", k, args[k]);
+    names.push_back(fmt::format("a{}", k));
+  }
+  out.linef("const dim3 grid({}, {}, {});", l.grid[0], l.grid[1], l.grid[2]);
+  out.linef("const dim3 block({}, {}, {});", l.block[0], l.block[1], l.block[2]);
+  out.linef("const cudaError_t status = {}({}, grid, block, {}, b->stream, {});",
+            l.cooperative ? "STITCH_LAUNCH_COOPERATIVE" : "STITCH_LAUNCH", kernel,
+            l.dynamic_shared_bytes, fmt::join(names, ", "));
+  out.linef("return stitch_launch_result(status, \"{}\", {}, error, error_size);", kernel,
+            ctx.group().id);
+  out.close();
+}
+
+void emit_group(const GroupEmitContext& ctx, CodeWriter& out) {
+  if (emit_pointwise(ctx, out)) return;
+  ctx.unsupported(fmt::format("no kernel for op {} yet", op_name(ctx.node().op)));
+}
+
+} // namespace stitch

@@ -1,0 +1,224 @@
+// The pointwise kernel: one elementwise or broadcast node (the op table's "device" column),
+// Cast/CastLike, and Expand. One thread per output element (or per 16-byte vector when the
+// plan chose vector_width 4), grid-stride, broadcast indices computed from constant shapes.
+#include "emitter/kernels.h"
+
+#include <cctype>
+#include <cmath>
+
+#include "graph/error.h"
+
+namespace stitch {
+
+namespace {
+
+struct DeviceCall {
+  std::string function;
+  std::vector<std::pair<std::string, std::string>> params; // name, default
+};
+
+// "leaky_relu(alpha=0.01)" -> {leaky_relu, {{alpha, 0.01}}}
+DeviceCall parse_device_spec(std::string_view spec) {
+  DeviceCall call;
+  size_t open = spec.find('(');
+  call.function = std::string(spec.substr(0, open));
+  if (open == std::string_view::npos) return call;
+  std::string_view rest = spec.substr(open + 1, spec.size() - open - 2);
+  while (!rest.empty()) {
+    size_t comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    size_t eq = item.find('=');
+    call.params.emplace_back(std::string(item.substr(0, eq)), std::string(item.substr(eq + 1)));
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  }
+  return call;
+}
+
+// The trailing arguments for the node's attributes, as C++ literals.
+std::vector<std::string> param_arguments(const Node& node, const DeviceCall& call) {
+  std::vector<std::string> args;
+  for (const auto& [name, dflt] : call.params) {
+    auto it = node.attrs.find(name);
+    if (it == node.attrs.end()) {
+      bool is_number = !dflt.empty() && (std::isdigit(static_cast<unsigned char>(dflt[0])) || dflt[0] == '-');
+      args.push_back(is_number ? (dflt.find('.') != std::string::npos ? dflt + "f" : dflt) : "0");
+      continue;
+    }
+    const Attribute::Value& v = it->second.value;
+    if (auto* i = std::get_if<int64_t>(&v)) args.push_back(fmt::format("{}", *i));
+    else if (auto* f = std::get_if<double>(&v)) args.push_back(fmt::format("{:.9g}f", *f));
+    else if (auto* s = std::get_if<std::string>(&v)) args.push_back(*s == dflt ? "0" : "1");
+    else internal_fail("attribute '{}' of a pointwise op has an unexpected kind", name);
+  }
+  return args;
+}
+
+// The index into `in` (numpy-broadcast against `out`) of output element coordinates c0..cR-1.
+std::string broadcast_index(const Shape& in, const Shape& out) {
+  if (in == out) return "i";
+  if (shape_elements(in) == 1) return "0";
+  std::vector<std::string> terms;
+  int64_t stride = 1;
+  size_t offset = out.size() - in.size();
+  for (size_t d = in.size(); d-- > 0;) {
+    if (in[d] != 1) terms.push_back(stride == 1 ? fmt::format("c{}", d + offset)
+                                                : fmt::format("c{} * {}", d + offset, stride));
+    stride *= in[d];
+  }
+  return terms.empty() ? "0" : fmt::format("{}", fmt::join(terms, " + "));
+}
+
+std::string literal_limit(DType t, bool lowest) {
+  if (dtype_is_float(t)) return lowest ? "-INFINITY" : "INFINITY";
+  switch (t) {
+  case DType::Int64: return lowest ? "(-9223372036854775807LL - 1)" : "9223372036854775807LL";
+  case DType::Int32: return lowest ? "(-2147483647 - 1)" : "2147483647";
+  case DType::Int16: return lowest ? "-32768" : "32767";
+  case DType::Int8: return lowest ? "-128" : "127";
+  case DType::UInt64: return lowest ? "0ull" : "18446744073709551615ull";
+  case DType::UInt32: return lowest ? "0u" : "4294967295u";
+  case DType::UInt16: return lowest ? "0" : "65535";
+  case DType::UInt8: return lowest ? "0" : "255";
+  default: return "0";
+  }
+}
+
+// The expression computing one output element from the operand values v0, v1, ...
+std::string element_expression(const GroupEmitContext& ctx, const std::vector<TensorId>& operands) {
+  const Node& node = ctx.node();
+  const Tensor& out = ctx.tensor(node.outputs[0]);
+  std::string out_type = ctype(out.dtype, ctx);
+  if (node.op == OpKind::Cast || node.op == OpKind::CastLike)
+    return fmt::format("stitch::ops::cast_to<{}>(v0)", out_type);
+  if (node.op == OpKind::Expand) return "v0";
+  DeviceCall call = parse_device_spec(op_device_function(node.op));
+  std::vector<std::string> extra = param_arguments(node, call);
+  std::string fn = "stitch::ops::" + call.function;
+  auto apply = [&](std::vector<std::string> args) {
+    for (const std::string& e : extra) args.push_back(e);
+    return fmt::format("{}({})", fn, fmt::join(args, ", "));
+  };
+  std::string in_type = ctype(ctx.tensor(operands[0]).dtype, ctx);
+  switch (node.op) {
+  case OpKind::Clip: {
+    // Bounds are optional inputs from opset 11, attributes before; a missing bound is none.
+    auto bound = [&](size_t k, const char* attr, bool lowest) -> std::string {
+      if (node.opset < 11) {
+        auto it = node.attrs.find(attr);
+        if (it == node.attrs.end()) return literal_limit(out.dtype, lowest);
+        return fmt::format("{:.9g}f", std::get<double>(it->second.value));
+      }
+      if (k < operands.size() && operands[k] != kNoTensor) return fmt::format("v{}", k);
+      return literal_limit(out.dtype, lowest);
+    };
+    return fmt::format("stitch::ops::clip<{0}>(v0, ({0})({1}), ({0})({2}))", out_type,
+                       bound(1, "min", true), bound(2, "max", false));
+  }
+  case OpKind::Pow: // the exponent may have another type than the base
+    return fmt::format("stitch::ops::pow_(v0, ({})v1)", in_type);
+  case OpKind::Sum: case OpKind::Max: case OpKind::Min: case OpKind::Mean: {
+    std::string acc = "v0";
+    for (size_t k = 1; k < operands.size(); ++k) acc = apply({acc, fmt::format("v{}", k)});
+    if (node.op == OpKind::Mean) acc = fmt::format("({}) / ({}){}", acc, in_type, operands.size());
+    return acc;
+  }
+  default: {
+    std::vector<std::string> args;
+    for (size_t k = 0; k < operands.size(); ++k) args.push_back(fmt::format("v{}", k));
+    return apply(args);
+  }
+  }
+}
+
+} // namespace
+
+bool emit_pointwise(const GroupEmitContext& ctx, CodeWriter& out) {
+  const Node& node = ctx.node();
+  bool pointwise = !op_device_function(node.op).empty() || node.op == OpKind::Cast ||
+                   node.op == OpKind::CastLike || node.op == OpKind::Expand;
+  if (!pointwise) return false;
+  const Graph& g = ctx.graph();
+  const Tensor& result = g.tensor(node.outputs[0]);
+  // Operands: every present input, except shape/type-only ones (CastLike's target, Expand's shape).
+  std::vector<TensorId> operands;
+  for (size_t k = 0; k < node.inputs.size(); ++k) {
+    if ((node.op == OpKind::CastLike || node.op == OpKind::Expand) && k == 1) break;
+    operands.push_back(node.inputs[k]);
+  }
+  const int vec = ctx.group().launch.vector_width;
+  const int64_t n = result.elements();
+  std::string kernel = ctx.kernel_name();
+
+  // The kernel.
+  std::vector<std::string> params;
+  for (size_t k = 0; k < operands.size(); ++k)
+    if (operands[k] != kNoTensor)
+      params.push_back(fmt::format("const {}* __restrict__ in{}", ctype(g.tensor(operands[k]).dtype, ctx), k));
+  params.push_back(fmt::format("{}* __restrict__ out", ctype(result.dtype, ctx)));
+  out.comment(describe_node(g, node));
+  out.open(fmt::format("__global__ void __launch_bounds__({}) {}({})", ctx.group().launch.block[0],
+                       kernel, fmt::join(params, ", ")));
+  out.linef("const int64_t n = {};", n);
+  out.line("const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;");
+  out.line("const int64_t stride = int64_t(gridDim.x) * blockDim.x;");
+  std::string expr = element_expression(ctx, operands);
+  std::string tail_start = "0";
+  if (vec == 4) {
+    // 16-byte vectors: every operand is the full shape or a scalar (the plan checked).
+    auto vtype = [&](DType t) { return ctype(t, ctx) == "float" ? std::string("float4")
+                                     : ctype(t, ctx) == "int32_t" ? std::string("int4") : std::string("uint4"); };
+    out.open("for (int64_t v = first; v < n / 4; v += stride)");
+    for (size_t k = 0; k < operands.size(); ++k) {
+      if (operands[k] == kNoTensor) continue;
+      const Tensor& t = g.tensor(operands[k]);
+      if (t.elements() == 1) out.linef("const {0} s{1} = in{1}[0];", ctype(t.dtype, ctx), k);
+      else out.linef("const {0} x{1} = reinterpret_cast<const {0}*>(in{1})[v];", vtype(t.dtype), k);
+    }
+    out.linef("{} r;", vtype(result.dtype));
+    for (const char* lane : {"x", "y", "z", "w"}) {
+      out.open("");
+      for (size_t k = 0; k < operands.size(); ++k) {
+        if (operands[k] == kNoTensor) continue;
+        const Tensor& t = g.tensor(operands[k]);
+        out.linef("const {} v{} = {};", ctype(t.dtype, ctx), k,
+                  t.elements() == 1 ? fmt::format("s{}", k) : fmt::format("x{}.{}", k, lane));
+      }
+      out.linef("r.{} = {};", lane, expr);
+      out.close();
+    }
+    out.line("reinterpret_cast<decltype(r)*>(out)[v] = r;");
+    out.close();
+    tail_start = "n / 4 * 4";
+  }
+  out.open(fmt::format("for (int64_t i = {} + first; i < n; i += stride)", tail_start));
+  bool needs_coords = false;
+  for (TensorId t : operands)
+    if (t != kNoTensor && g.tensor(t).shape != result.shape && g.tensor(t).elements() != 1)
+      needs_coords = true;
+  if (needs_coords) {
+    out.line("int64_t rest = i;");
+    for (size_t d = result.shape.size(); d-- > 0;) {
+      if (d == 0) out.line("const int64_t c0 = rest;");
+      else out.linef("const int64_t c{} = rest % {}; rest /= {};", d, result.shape[d], result.shape[d]);
+    }
+  }
+  for (size_t k = 0; k < operands.size(); ++k) {
+    if (operands[k] == kNoTensor) continue;
+    const Tensor& t = g.tensor(operands[k]);
+    out.linef("const {} v{} = in{}[{}];", ctype(t.dtype, ctx), k, k, broadcast_index(t.shape, result.shape));
+  }
+  out.linef("out[i] = {};", expr);
+  out.close();
+  out.close();
+  out.line();
+
+  // The launch.
+  std::vector<std::string> args;
+  for (TensorId t : operands)
+    if (t != kNoTensor) args.push_back(ctx.pointer(t, false));
+  args.push_back(ctx.pointer(node.outputs[0], true));
+  emit_launch(ctx, out, kernel, args);
+  return true;
+}
+
+} // namespace stitch

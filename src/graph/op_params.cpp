@@ -1,0 +1,243 @@
+// Readers of the parameters that shape rules and folds share (see op_params.h).
+#include "graph/op_params.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "graph/constant.h"
+
+namespace stitch {
+
+namespace {
+
+// ONNX Slice: negative bounds count from the end, then clamp to the axis.
+void clamp_slice_bounds(int64_t dim, int64_t step, int64_t& start, int64_t& end) {
+  if (dim == 0) {
+    start = end = 0; // nothing to select
+    return;
+  }
+  if (start < 0) start += dim;
+  if (end < 0) end += dim;
+  if (step > 0) {
+    start = std::clamp<int64_t>(start, 0, dim);
+    end = std::clamp<int64_t>(end, 0, dim);
+  } else {
+    start = std::clamp<int64_t>(start, 0, dim - 1);
+    end = std::clamp<int64_t>(end, -1, dim - 1);
+  }
+}
+
+// The number of elements a slice with clamped `start`, `end` and `step` selects.
+int64_t slice_length(int64_t start, int64_t end, int64_t step) {
+  int64_t diff = step > 0 ? end - start : start - end;
+  if (diff <= 0) return 0;
+  uint64_t magnitude = step > 0 ? static_cast<uint64_t>(step) : 0 - static_cast<uint64_t>(step);
+  return static_cast<int64_t>(1 + static_cast<uint64_t>(diff - 1) / magnitude);
+}
+
+} // namespace
+
+// ---- Reductions ----
+
+int reduce_axes_input_opset(OpKind op) {
+  return op == OpKind::ReduceSum ? 13 : 18;
+}
+
+ReduceParams read_reduce_params(const NodeContext& ctx) {
+  int axes_input_opset = reduce_axes_input_opset(ctx.op());
+  std::vector<int64_t> axes;
+  if (ctx.opset() >= axes_input_opset) {
+    if (ctx.has_attr("axes"))
+      ctx.fail("takes axes as input 1 from opset {}, not as an attribute", axes_input_opset);
+    if (ctx.has_input(1)) axes = ctx.const_int_vector(1, "axes");
+  } else {
+    axes = ctx.attr_ints("axes");
+  }
+  ReduceParams p;
+  p.keepdims = ctx.attr_flag("keepdims", true);
+  p.noop = ctx.attr_flag("noop_with_empty_axes", false) && axes.empty();
+  int64_t rank = ctx.rank(0);
+  p.reduced.assign(static_cast<size_t>(rank), axes.empty() && !p.noop);
+  for (int64_t a : ctx.normalize_axes(axes, rank, "axes"))
+    p.reduced[a] = true;
+  return p;
+}
+
+// ---- Movement ----
+
+std::vector<int64_t> read_perm(const NodeContext& ctx) {
+  int64_t rank = ctx.rank(0);
+  std::vector<int64_t> reversed;
+  for (int64_t d = rank - 1; d >= 0; --d)
+    reversed.push_back(d);
+  std::vector<int64_t> perm = ctx.attr_ints("perm", reversed);
+  if (static_cast<int64_t>(perm.size()) != rank)
+    ctx.fail("attribute 'perm' has {} entries for a tensor of rank {}", perm.size(), rank);
+  std::vector<bool> seen(static_cast<size_t>(rank), false);
+  for (int64_t p : perm) {
+    if (p < 0 || p >= rank || seen[p])
+      ctx.fail("attribute 'perm' [{}] is not a permutation of the {} axes", fmt::join(perm, ","),
+               rank);
+    seen[p] = true;
+  }
+  return perm;
+}
+
+std::vector<SliceAxis> read_slice_params(const NodeContext& ctx) {
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (ctx.opset() < 10) {
+    starts = ctx.req_ints("starts");
+    ends = ctx.req_ints("ends");
+    axes = ctx.attr_ints("axes");
+  } else {
+    starts = ctx.const_int_vector(1, "starts");
+    ends = ctx.const_int_vector(2, "ends");
+    if (ctx.has_input(3)) axes = ctx.const_int_vector(3, "axes");
+    if (ctx.has_input(4)) steps = ctx.const_int_vector(4, "steps");
+  }
+  size_t n = starts.size();
+  if (axes.empty())
+    for (size_t i = 0; i < n; ++i)
+      axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty()) steps.assign(n, 1);
+  if (ends.size() != n || axes.size() != n || steps.size() != n)
+    ctx.fail("starts, ends, axes and steps have different lengths ({}, {}, {}, {})", n, ends.size(),
+             axes.size(), steps.size());
+  const Shape& in = ctx.shape(0);
+  std::vector<int64_t> normalized = ctx.normalize_axes(axes, ctx.rank(0), "axes");
+  std::vector<SliceAxis> slices;
+  for (size_t i = 0; i < n; ++i) {
+    SliceAxis s;
+    s.axis = normalized[i];
+    s.step = steps[i];
+    if (s.step == 0) ctx.fail("steps has a 0 for axis {}", s.axis);
+    int64_t end = ends[i];
+    s.start = starts[i];
+    clamp_slice_bounds(in[s.axis], s.step, s.start, end);
+    s.length = slice_length(s.start, end, s.step);
+    slices.push_back(s);
+  }
+  return slices;
+}
+
+int64_t check_index(const NodeContext& ctx, int64_t value, int64_t axis, int64_t dim,
+                    const char* what) {
+  if (value < -dim || value >= dim)
+    ctx.fail("index {} in {} is out of range for axis {} of size {}", value, what, axis, dim);
+  return value < 0 ? value + dim : value;
+}
+
+std::vector<int64_t> read_const_indices(const NodeContext& ctx, int i, int64_t axis, int64_t dim,
+                                        const char* what) {
+  std::vector<int64_t> indices = ctx.const_ints(i, what);
+  for (int64_t& v : indices)
+    v = check_index(ctx, v, axis, dim, what);
+  return indices;
+}
+
+// ---- Value generators ----
+
+DimRange read_shape_range(const NodeContext& ctx) {
+  int64_t rank = ctx.rank(0);
+  DimRange r{0, rank};
+  if (ctx.opset() >= 15) {
+    r.start = ctx.attr_int("start", 0);
+    r.end = ctx.attr_int("end", rank);
+  }
+  // Negative bounds count from the end; then both clamp to [0, rank], and end to start.
+  if (r.start < 0) r.start += rank;
+  if (r.end < 0) r.end += rank;
+  r.start = std::clamp<int64_t>(r.start, 0, rank);
+  r.end = std::clamp<int64_t>(r.end, r.start, rank);
+  return r;
+}
+
+RangeParams read_range_params(const NodeContext& ctx) {
+  static constexpr const char* kNames[] = {"start", "limit", "delta"};
+  for (int i = 0; i < 3; ++i) {
+    if (ctx.input(i).elements() != 1)
+      ctx.fail("{} must be a scalar, got shape {}", kNames[i], shape_to_string(ctx.shape(i)));
+    if (ctx.dtype(i) != ctx.dtype(0))
+      ctx.fail("{} is {} but start is {}; they must have the same type", kNames[i],
+               dtype_name(ctx.dtype(i)), dtype_name(ctx.dtype(0)));
+  }
+  DType dtype = ctx.dtype(0);
+  if (dtype == DType::Bool) ctx.fail("Range does not take bool inputs");
+  RangeParams p;
+  p.is_float = dtype_is_float(dtype);
+  if (p.is_float) {
+    double start = ctx.const_floats(0, kNames[0])[0], limit = ctx.const_floats(1, kNames[1])[0],
+           delta = ctx.const_floats(2, kNames[2])[0];
+    if (delta == 0 || !std::isfinite(delta) || !std::isfinite(start) || !std::isfinite(limit))
+      ctx.fail("start, limit and delta must be finite and delta non-zero, got {}, {}, {}", start,
+               limit, delta);
+    double n = std::ceil((limit - start) / delta);
+    if (!(n < 9.0e18)) ctx.fail("the range from {} to {} by {} is too long", start, limit, delta);
+    p.start_real = start;
+    p.delta_real = delta;
+    p.count = n > 0 ? static_cast<int64_t>(n) : 0;
+    return p;
+  }
+  int64_t start = ctx.const_ints(0, kNames[0])[0], limit = ctx.const_ints(1, kNames[1])[0],
+          delta = ctx.const_ints(2, kNames[2])[0];
+  if (delta == 0) ctx.fail("delta (input 2) must not be 0");
+  __int128 diff = static_cast<__int128>(limit) - start;
+  __int128 n = diff / delta; // ceil((limit - start) / delta), exactly, in 128 bits
+  if (diff % delta != 0 && (diff > 0) == (delta > 0)) ++n;
+  if (n > INT64_MAX) ctx.fail("the range is too long");
+  p.start_int = start;
+  p.delta_int = delta;
+  p.count = n > 0 ? static_cast<int64_t>(n) : 0;
+  return p;
+}
+
+ConstantValue read_constant_value(const NodeContext& ctx) {
+  static constexpr const char* kValueAttrs[] = {"value",         "value_float", "value_floats",
+                                                "value_int",     "value_ints",  "value_string",
+                                                "value_strings", "sparse_value"};
+  int present = 0;
+  for (const char* name : kValueAttrs)
+    present += ctx.has_attr(name) ? 1 : 0;
+  if (present != 1)
+    ctx.fail("must have exactly one value attribute (value, value_float, value_int, ...), has {}",
+             present);
+  if (ctx.has_attr("value_string") || ctx.has_attr("value_strings"))
+    ctx.fail("string constants are not supported");
+  if (ctx.has_attr("sparse_value")) ctx.fail("sparse constants are not supported");
+  if (ctx.has_attr("value")) {
+    const Tensor& value = ctx.graph().tensor(ctx.attr_tensor("value"));
+    STITCH_INTERNAL_CHECK(value.is_constant(), "Constant's value '{}' has no data", value.name);
+    return {value.dtype, value.shape, value.constant};
+  }
+  if (ctx.has_attr("value_float"))
+    return {DType::Float32,
+            {},
+            make_constant_from_double(DType::Float32, {ctx.attr_float("value_float", 0.0)})};
+  if (ctx.has_attr("value_floats")) {
+    std::vector<double> values = ctx.attr_floats("value_floats");
+    return {DType::Float32,
+            {static_cast<int64_t>(values.size())},
+            make_constant_from_double(DType::Float32, values)};
+  }
+  if (ctx.has_attr("value_int"))
+    return {
+        DType::Int64, {}, make_constant_from_int64(DType::Int64, {ctx.attr_int("value_int", 0)})};
+  std::vector<int64_t> values = ctx.attr_ints("value_ints");
+  return {DType::Int64,
+          {static_cast<int64_t>(values.size())},
+          make_constant_from_int64(DType::Int64, values)};
+}
+
+FillValue read_fill_value(const NodeContext& ctx) {
+  if (!ctx.has_attr("value"))
+    return {DType::Float32, std::string(static_cast<size_t>(dtype_size(DType::Float32)), '\0')};
+  const Tensor& value = ctx.graph().tensor(ctx.attr_tensor("value"));
+  if (value.elements() != 1)
+    ctx.fail("attribute 'value' must hold one element, got shape {}", shape_to_string(value.shape));
+  STITCH_INTERNAL_CHECK(value.is_constant() &&
+                            static_cast<int64_t>(value.constant->bytes.size()) == value.bytes(),
+                        "ConstantOfShape value '{}' has no data of its type", value.name);
+  return {value.dtype, value.constant->bytes};
+}
+
+} // namespace stitch

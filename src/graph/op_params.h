@@ -1,0 +1,89 @@
+// Readers of the operands and attributes that both a shape rule and a host evaluator (fold)
+// need. Each reads one op's parameters the way ONNX defines them for the node's opset
+// (attribute or input, defaults, negative axes, clamping), checks them, and returns them
+// normalized. The rule calls the reader to validate the node and to compute output shapes;
+// the fold calls it again, where it cannot fail (the rule has passed), to get the very same
+// numbers. One reader per op keeps the two from drifting apart.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/infer_context.h"
+
+namespace stitch {
+
+// ---- Reductions ----
+
+// The opset from which a Reduce* op takes its axes as input 1 instead of attribute 'axes'.
+int reduce_axes_input_opset(OpKind op);
+
+struct ReduceParams {
+  // Empty axes with noop_with_empty_axes=1: the output is the input as it is.
+  bool noop = false;
+  std::vector<bool> reduced; // per input axis (all of them for empty axes)
+  bool keepdims = true;
+};
+ReduceParams read_reduce_params(const NodeContext& ctx);
+
+// ---- Movement ----
+
+// Transpose's permutation (default: the axes reversed), checked to be one.
+std::vector<int64_t> read_perm(const NodeContext& ctx);
+
+// One sliced axis of Slice: the start after ONNX clamping, the step, and the number of
+// elements selected.
+struct SliceAxis {
+  int64_t axis = 0;
+  int64_t start = 0;
+  int64_t step = 1;
+  int64_t length = 0;
+};
+// starts/ends/axes/steps from attributes (before opset 10) or inputs 1-4.
+std::vector<SliceAxis> read_slice_params(const NodeContext& ctx);
+
+// Index `value` into an axis of size `dim` of data, made non-negative; a value outside
+// [-dim, dim) is an error naming `what` (the index input) and the axis.
+int64_t check_index(const NodeContext& ctx, int64_t value, int64_t axis, int64_t dim,
+                    const char* what);
+// The constant index input i, each value checked against axis `axis` of size `dim`.
+std::vector<int64_t> read_const_indices(const NodeContext& ctx, int i, int64_t axis, int64_t dim,
+                                        const char* what);
+
+// ---- Value generators ----
+
+// Shape's [start, end) range of dims (attributes from opset 15), clamped to the rank.
+struct DimRange {
+  int64_t start = 0;
+  int64_t end = 0;
+};
+DimRange read_shape_range(const NodeContext& ctx);
+
+// Range's scalars: start and delta in the domain of the dtype, and the element count
+// ceil((limit - start) / delta), at least 0.
+struct RangeParams {
+  bool is_float = false;
+  double start_real = 0, delta_real = 0; // for floating dtypes
+  int64_t start_int = 0, delta_int = 0;  // for integer dtypes
+  int64_t count = 0;
+};
+RangeParams read_range_params(const NodeContext& ctx);
+
+// The value of a Constant node, from whichever value attribute it has.
+struct ConstantValue {
+  DType dtype = DType::Float32;
+  Shape shape;
+  std::shared_ptr<const ConstantData> data;
+};
+ConstantValue read_constant_value(const NodeContext& ctx);
+
+// ConstantOfShape's fill element (attribute 'value'; default a float32 0) as bytes.
+struct FillValue {
+  DType dtype = DType::Float32;
+  std::string element;
+};
+FillValue read_fill_value(const NodeContext& ctx);
+
+} // namespace stitch

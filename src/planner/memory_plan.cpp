@@ -1,0 +1,139 @@
+// plan_memory: storage for inputs, outputs and weights, and a lifetime-planned arena for the
+// intermediates (best fit over a free list, in the plan's group order).
+#include "planner/memory_plan.h"
+
+#include <map>
+
+#include "graph/checked_math.h"
+#include "graph/error.h"
+
+namespace stitch {
+
+namespace {
+
+int64_t align_up(int64_t n, int64_t a) { return checked_add(n, a - 1, "arena size") / a * a; }
+
+TensorId root_of(const Graph& g, TensorId t) {
+  while (g.tensor(t).view_of != kNoTensor) t = g.tensor(t).view_of;
+  return t;
+}
+
+// A free list of arena byte ranges with best-fit allocation and coalescing.
+class ArenaAllocator {
+public:
+  int64_t allocate(int64_t bytes) {
+    bytes = align_up(std::max<int64_t>(bytes, 1), kArenaAlignment);
+    auto best = free_.end();
+    for (auto it = free_.begin(); it != free_.end(); ++it)
+      if (it->second >= bytes && (best == free_.end() || it->second < best->second)) best = it;
+    if (best == free_.end()) { // grow at the end (absorbing a free range that ends there)
+      int64_t start = end_;
+      if (!free_.empty() && std::prev(free_.end())->first + std::prev(free_.end())->second == end_) {
+        start = std::prev(free_.end())->first;
+        free_.erase(std::prev(free_.end()));
+      }
+      end_ = start + bytes;
+      return start;
+    }
+    int64_t start = best->first, size = best->second;
+    free_.erase(best);
+    if (size > bytes) free_[start + bytes] = size - bytes;
+    return start;
+  }
+
+  void release(int64_t start, int64_t bytes) {
+    bytes = align_up(std::max<int64_t>(bytes, 1), kArenaAlignment);
+    auto it = free_.emplace(start, bytes).first;
+    auto next = std::next(it);
+    if (next != free_.end() && start + bytes == next->first) {
+      it->second += next->second;
+      free_.erase(next);
+    }
+    if (it != free_.begin()) {
+      auto prev = std::prev(it);
+      if (prev->first + prev->second == it->first) {
+        prev->second += it->second;
+        free_.erase(it);
+      }
+    }
+  }
+
+  int64_t peak() const { return end_; }
+
+private:
+  std::map<int64_t, int64_t> free_; // start -> size
+  int64_t end_ = 0;
+};
+
+} // namespace
+
+MemoryPlan plan_memory(const Graph& g, const FusionPlan& plan) {
+  MemoryPlan mp;
+  mp.storage.assign(g.tensors.size(), Storage{});
+  for (size_t i = 0; i < g.inputs.size(); ++i)
+    mp.storage[g.inputs[i]] = {StorageKind::Input, static_cast<int64_t>(i), 0};
+
+  // Graph outputs: the root of each output's view chain is written in place into the
+  // caller's buffer, unless it is an input, a constant, or already another output's.
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    TensorId root = root_of(g, g.outputs[i]);
+    Storage& s = mp.storage[root];
+    bool needs_copy = g.tensor(root).is_constant() || s.kind != StorageKind::None;
+    if (needs_copy) {
+      mp.output_copies.push_back(i);
+      continue;
+    }
+    s = {StorageKind::Output, static_cast<int64_t>(i), 0};
+  }
+
+  // Constants read by the plan (or copied to outputs) go into the weights blob.
+  auto place_weight = [&](TensorId t) {
+    Storage& s = mp.storage[t];
+    if (s.kind != StorageKind::None || !g.tensor(t).is_constant()) return;
+    s = {StorageKind::Weights, 0, mp.weights_bytes};
+    mp.weights_bytes = align_up(checked_add(mp.weights_bytes, g.tensor(t).bytes(), "weights"),
+                                kArenaAlignment);
+  };
+  for (const FusionGroup& group : plan.groups)
+    for (int32_t n : group.nodes)
+      for (TensorId t : g.nodes[n].inputs)
+        if (t != kNoTensor) place_weight(root_of(g, t));
+  for (size_t i : mp.output_copies) place_weight(root_of(g, g.outputs[i]));
+
+  // Intermediates: live from the group that writes them to the last group that reads them.
+  std::vector<int> last_use(g.tensors.size(), -1);
+  for (size_t gi = 0; gi < plan.groups.size(); ++gi)
+    for (int32_t n : plan.groups[gi].nodes)
+      for (TensorId t : g.nodes[n].inputs)
+        if (t != kNoTensor) last_use[root_of(g, t)] = static_cast<int>(gi);
+  for (size_t i : mp.output_copies)
+    last_use[root_of(g, g.outputs[i])] = static_cast<int>(plan.groups.size());
+
+  ArenaAllocator arena;
+  std::vector<std::vector<TensorId>> frees(plan.groups.size() + 1);
+  for (size_t gi = 0; gi < plan.groups.size(); ++gi) {
+    for (int32_t n : plan.groups[gi].nodes)
+      for (TensorId t : g.nodes[n].outputs) {
+        if (t == kNoTensor || g.tensor(t).view_of != kNoTensor) continue;
+        Storage& s = mp.storage[t];
+        if (s.kind != StorageKind::None) continue;
+        int64_t bytes = g.tensor(t).bytes();
+        s = {StorageKind::Arena, 0, arena.allocate(bytes)};
+        mp.intermediate_bytes = checked_add(mp.intermediate_bytes, bytes, "intermediates");
+        // An intermediate nobody reads still needs its bytes during its group.
+        frees[std::max(last_use[t], static_cast<int>(gi))].push_back(t);
+      }
+    for (TensorId t : frees[gi]) arena.release(mp.storage[t].offset, g.tensor(t).bytes());
+  }
+  mp.arena_bytes = arena.peak();
+
+  // Views share their root's storage.
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    if (g.tensors[t].view_of == kNoTensor) continue;
+    const Storage& root = mp.storage[root_of(g, static_cast<TensorId>(t))];
+    if (mp.storage[t].kind == StorageKind::None) mp.storage[t] = root;
+  }
+  return mp;
+}
+
+} // namespace stitch

@@ -1,0 +1,302 @@
+// conv_cuda.cpp: stitch_library_conv_on and stitch_library_conv_transpose_on for the CUDA
+// target, on cuDNN 9's legacy convolution API (Nd descriptors, NCHW-packed fp32).
+//
+//   forward     cudnnConvolutionForward: x = X, w = W [out, in / groups, k...], y = Y.
+//   transposed  cudnnConvolutionBackwardData, the gradient of the forward convolution that
+//               maps Y to X: dy = X, w = W [in, out / groups, k...] (ONNX's ConvTranspose
+//               layout is exactly that forward filter), dx = Y. The output padding is in Y's
+//               shape; cuDNN accepts it because forward-convolving Y gives back X's shape.
+//   bias        cudnnAddTensor of a [1, C, 1, 1(, 1)] tensor after the convolution.
+//
+// cuDNN needs 4-D or 5-D tensors: a 1-D conv runs as 2-D with a unit height (kernel 1, stride
+// 1, dilation 1, pad 0 there). Precision: CUDNN_FMA_MATH (no TF32) unless allow_tf32, then
+// CUDNN_DEFAULT_MATH. The algorithm is the first result of
+// cudnnGet*Algorithm_v7 that succeeds, fits in the workspace, is deterministic (runs stay
+// bitwise repeatable, as stitch.h promises) and, without allow_tf32, uses no tensor-op math.
+// Descriptors and the choice are cached per context under the normalized geometry.
+#include "cuda_checks.h"
+
+#include <array>
+#include <climits>
+#include <map>
+#include <memory>
+#include <vector>
+
+// The legacy convolution API is deprecated in cuDNN 9 but is what this file is written to.
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
+namespace stitch::library::cuda {
+namespace {
+
+using ConvKey = std::array<int64_t, 26>;
+
+struct ConvPlan {
+  cudnnTensorDescriptor_t x = nullptr; // the op's input (dy when transposed)
+  cudnnTensorDescriptor_t y = nullptr; // the op's output (dx when transposed)
+  cudnnTensorDescriptor_t bias = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  cudnnConvolutionFwdAlgo_t forward_algo = {};
+  cudnnConvolutionBwdDataAlgo_t backward_data_algo = {};
+
+  ConvPlan() = default;
+  ConvPlan(const ConvPlan&) = delete;
+  ConvPlan& operator=(const ConvPlan&) = delete;
+  ~ConvPlan() {
+    for (cudnnTensorDescriptor_t tensor : {x, y, bias})
+      if (tensor != nullptr) cudnnDestroyTensorDescriptor(tensor);
+    if (w != nullptr) cudnnDestroyFilterDescriptor(w);
+    if (conv != nullptr) cudnnDestroyConvolutionDescriptor(conv);
+  }
+};
+
+} // namespace
+} // namespace stitch::library::cuda
+
+struct stitch_library_conv_plans {
+  std::map<stitch::library::cuda::ConvKey, std::unique_ptr<stitch::library::cuda::ConvPlan>> plans;
+};
+
+namespace stitch::library::cuda {
+
+void destroy_conv_plans(stitch_library_conv_plans* plans) {
+  delete plans;
+}
+
+namespace {
+
+ConvKey key_of(ConvDirection direction, const stitch_conv_desc& desc, const ConvGeometry& g,
+               uint64_t workspace_bytes) {
+  ConvKey key = {direction == ConvDirection::Forward ? 0 : 1,
+                 desc.spatial_rank,
+                 desc.allow_tf32,
+                 g.batch,
+                 g.in_channels,
+                 g.out_channels,
+                 g.groups,
+                 static_cast<int64_t>(workspace_bytes)};
+  std::size_t next = 8;
+  for (const int64_t* field : {g.in, g.out, g.kernel, g.stride, g.dilation, g.pad})
+    for (int i = 0; i < kSpatial; ++i)
+      key[next++] = field[i];
+  return key;
+}
+
+// cuDNN's view of one convolution: tensors of rank nd = 2 + spatial, with the 1-D case as 2-D.
+struct CudnnShape {
+  int spatial = 0;                // 2 or 3
+  std::vector<int> x, y, w, bias; // dims
+  std::vector<int> pad, stride, dilation;
+};
+
+// Whether every value fits cuDNN's int.
+bool values_fit_int(const std::vector<int64_t>& values) {
+  for (int64_t value : values)
+    if (value > INT_MAX) return false;
+  return true;
+}
+
+// Whether a packed tensor's element count (its largest stride and offset) fits cuDNN's int.
+bool elements_fit_int(const std::vector<int64_t>& dims) {
+  int64_t elements = 1;
+  for (int64_t dim : dims)
+    if (__builtin_mul_overflow(elements, dim, &elements) || elements > INT_MAX) return false;
+  return true;
+}
+
+bool cudnn_shape(ConvDirection direction, const stitch_conv_desc& desc, const ConvGeometry& g,
+                 CudnnShape* shape) {
+  shape->spatial = desc.spatial_rank == 3 ? 3 : 2;
+  const int first = kSpatial - shape->spatial; // the right-aligned dims that are kept
+  std::vector<int64_t> x = {g.batch, g.in_channels}, y = {g.batch, g.out_channels};
+  std::vector<int64_t> w = direction == ConvDirection::Forward
+                               ? std::vector<int64_t>{g.out_channels, g.in_channels / g.groups}
+                               : std::vector<int64_t>{g.in_channels, g.out_channels / g.groups};
+  std::vector<int64_t> bias = {1, g.out_channels};
+  std::vector<int64_t> pad, stride, dilation;
+  for (int i = first; i < kSpatial; ++i) {
+    x.push_back(g.in[i]);
+    y.push_back(g.out[i]);
+    w.push_back(g.kernel[i]);
+    bias.push_back(1);
+    pad.push_back(g.pad[i]);
+    stride.push_back(g.stride[i]);
+    dilation.push_back(g.dilation[i]);
+  }
+  for (const auto* dims : {&x, &y, &w})
+    if (!elements_fit_int(*dims)) return false;
+  for (const auto* values : {&pad, &stride, &dilation})
+    if (!values_fit_int(*values)) return false;
+  auto narrow = [](const std::vector<int64_t>& values) {
+    return std::vector<int>(values.begin(), values.end());
+  };
+  shape->x = narrow(x);
+  shape->y = narrow(y);
+  shape->w = narrow(w);
+  shape->bias = narrow(bias);
+  shape->pad = narrow(pad);
+  shape->stride = narrow(stride);
+  shape->dilation = narrow(dilation);
+  return true;
+}
+
+int32_t make_tensor(const ErrorSink& sink, cudnnTensorDescriptor_t* tensor,
+                    const std::vector<int>& dims) {
+  std::vector<int> strides(dims.size(), 1);
+  for (std::size_t i = dims.size() - 1; i > 0; --i)
+    strides[i - 1] = strides[i] * dims[i];
+  STITCH_CHECK_CUDNN(sink, cudnnCreateTensorDescriptor, tensor);
+  STITCH_CHECK_CUDNN(sink, cudnnSetTensorNdDescriptor, *tensor, CUDNN_DATA_FLOAT,
+                     static_cast<int>(dims.size()), dims.data(), strides.data());
+  return STITCH_OK;
+}
+
+// Whether a heuristic result is one this library may run.
+template <typename Perf>
+bool acceptable(const Perf& perf, uint64_t workspace_bytes, bool allow_tf32) {
+  if (perf.status != CUDNN_STATUS_SUCCESS || perf.memory > workspace_bytes) return false;
+  if (perf.determinism != CUDNN_DETERMINISTIC) return false;
+  return allow_tf32 || (perf.mathType != CUDNN_TENSOR_OP_MATH &&
+                        perf.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION);
+}
+
+int32_t choose_algorithm(const ErrorSink& sink, cudnnHandle_t handle, ConvDirection direction,
+                         const stitch_conv_desc& desc, uint64_t workspace_bytes, ConvPlan& plan) {
+  const bool allow_tf32 = desc.allow_tf32 != 0;
+  int returned = 0;
+  if (direction == ConvDirection::Forward) {
+    cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT] = {};
+    STITCH_CHECK_CUDNN(sink, cudnnGetConvolutionForwardAlgorithm_v7, handle, plan.x, plan.w,
+                       plan.conv, plan.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, results);
+    for (int i = 0; i < returned; ++i) {
+      if (!acceptable(results[i], workspace_bytes, allow_tf32)) continue;
+      plan.forward_algo = results[i].algo;
+      return STITCH_OK;
+    }
+  } else {
+    cudnnConvolutionBwdDataAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT] = {};
+    STITCH_CHECK_CUDNN(sink, cudnnGetConvolutionBackwardDataAlgorithm_v7, handle, plan.w, plan.x,
+                       plan.conv, plan.y, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned,
+                       results);
+    for (int i = 0; i < returned; ++i) {
+      if (!acceptable(results[i], workspace_bytes, allow_tf32)) continue;
+      plan.backward_data_algo = results[i].algo;
+      return STITCH_OK;
+    }
+  }
+  return sink.fail(STITCH_ERROR_CUDNN,
+                   std::string(direction == ConvDirection::Forward
+                                   ? "cudnnGetConvolutionForwardAlgorithm_v7"
+                                   : "cudnnGetConvolutionBackwardDataAlgorithm_v7") +
+                       " offered no deterministic algorithm within " +
+                       std::to_string(workspace_bytes) + " workspace bytes for " +
+                       describe_conv(direction, desc));
+}
+
+int32_t build_plan(const ErrorSink& sink, cudnnHandle_t handle, ConvDirection direction,
+                   const stitch_conv_desc& desc, const ConvGeometry& g, uint64_t workspace_bytes,
+                   ConvPlan& plan) {
+  CudnnShape shape;
+  if (!cudnn_shape(direction, desc, g, &shape))
+    return sink.fail(STITCH_ERROR_CUDNN,
+                     "a tensor exceeds cuDNN's 32-bit sizes in " + describe_conv(direction, desc));
+  for (auto [tensor, dims] : {std::pair{&plan.x, &shape.x}, std::pair{&plan.y, &shape.y},
+                              std::pair{&plan.bias, &shape.bias}})
+    if (int32_t status = make_tensor(sink, tensor, *dims); status != STITCH_OK) return status;
+  STITCH_CHECK_CUDNN(sink, cudnnCreateFilterDescriptor, &plan.w);
+  STITCH_CHECK_CUDNN(sink, cudnnSetFilterNdDescriptor, plan.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
+                     static_cast<int>(shape.w.size()), shape.w.data());
+  STITCH_CHECK_CUDNN(sink, cudnnCreateConvolutionDescriptor, &plan.conv);
+  STITCH_CHECK_CUDNN(sink, cudnnSetConvolutionNdDescriptor, plan.conv, shape.spatial,
+                     shape.pad.data(), shape.stride.data(), shape.dilation.data(),
+                     CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT);
+  STITCH_CHECK_CUDNN(sink, cudnnSetConvolutionGroupCount, plan.conv, static_cast<int>(g.groups));
+  STITCH_CHECK_CUDNN(sink, cudnnSetConvolutionMathType, plan.conv,
+                     desc.allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH);
+
+  // cuDNN's own shape arithmetic must agree with the descriptor checks: the forward
+  // convolution of the larger tensor (X forward, Y transposed) gives the other.
+  const bool forward = direction == ConvDirection::Forward;
+  std::vector<int> derived(shape.x.size());
+  STITCH_CHECK_CUDNN(sink, cudnnGetConvolutionNdForwardOutputDim, plan.conv,
+                     forward ? plan.x : plan.y, plan.w, static_cast<int>(derived.size()),
+                     derived.data());
+  if (derived != (forward ? shape.y : shape.x))
+    return sink.fail(STITCH_ERROR_INTERNAL,
+                     "cuDNN derives different output dims for " + describe_conv(direction, desc));
+  return choose_algorithm(sink, handle, direction, desc, workspace_bytes, plan);
+}
+
+int32_t run_conv(const ErrorSink& sink, ConvDirection direction, const stitch_library_call& where,
+                 const stitch_conv_desc& desc, const float* x, const float* w, const float* bias,
+                 float* y) {
+  stitch_abi_libraries* libraries = where.libraries;
+  if (libraries == nullptr || libraries->cudnn == nullptr)
+    return sink.fail(STITCH_ERROR_INTERNAL,
+                     "no cuDNN handle: the context's stitch_libraries_create did not run");
+  const ConvGeometry g = conv_geometry(desc);
+  const uint64_t workspace_bytes = where.workspace != nullptr ? where.workspace_bytes : 0;
+
+  if (libraries->conv_plans == nullptr) libraries->conv_plans = new stitch_library_conv_plans;
+  auto& plans = libraries->conv_plans->plans;
+  const ConvKey key = key_of(direction, desc, g, workspace_bytes);
+  auto found = plans.find(key);
+  if (found == plans.end()) {
+    auto built = std::make_unique<ConvPlan>();
+    if (int32_t status =
+            build_plan(sink, libraries->cudnn, direction, desc, g, workspace_bytes, *built);
+        status != STITCH_OK)
+      return status;
+    found = plans.emplace(key, std::move(built)).first;
+  }
+  const ConvPlan& plan = *found->second;
+
+  const float one = 1.0f, zero = 0.0f;
+  cudnnHandle_t handle = libraries->cudnn;
+  STITCH_CHECK_CUDNN(sink, cudnnSetStream, handle, where.stream);
+  if (direction == ConvDirection::Forward) {
+    STITCH_CHECK_CUDNN(sink, cudnnConvolutionForward, handle, &one, plan.x, x, plan.w, w, plan.conv,
+                       plan.forward_algo, where.workspace, workspace_bytes, &zero, plan.y, y);
+  } else {
+    STITCH_CHECK_CUDNN(sink, cudnnConvolutionBackwardData, handle, &one, plan.w, w, plan.x, x,
+                       plan.conv, plan.backward_data_algo, where.workspace, workspace_bytes, &zero,
+                       plan.y, y);
+  }
+  if (bias != nullptr)
+    STITCH_CHECK_CUDNN(sink, cudnnAddTensor, handle, &one, plan.bias, bias, &one, plan.y, y);
+  return STITCH_OK;
+}
+
+int32_t conv_entry(const char* routine, ConvDirection direction, const stitch_library_call* call,
+                   const stitch_conv_desc* desc, const float* x, const float* w, const float* bias,
+                   float* y, char* error, size_t error_size) {
+  const ErrorSink sink(routine, error, error_size);
+  return run_guarded(sink, [&]() -> int32_t {
+    if (call == nullptr) return sink.fail(STITCH_ERROR_INTERNAL, "null call");
+    if (const std::string problem = check_conv(direction, desc, x, w, y); !problem.empty())
+      return sink.fail(STITCH_ERROR_INTERNAL, problem);
+    if (desc->batch == 0) return STITCH_OK;
+    return run_conv(sink, direction, *call, *desc, x, w, bias, y);
+  });
+}
+
+} // namespace
+} // namespace stitch::library::cuda
+
+extern "C" int32_t stitch_library_conv_on(const stitch_library_call* call,
+                                          const stitch_conv_desc* desc, const float* x,
+                                          const float* w, const float* bias, float* y, char* error,
+                                          size_t error_size) {
+  return stitch::library::cuda::conv_entry("stitch_library_conv",
+                                           stitch::library::ConvDirection::Forward, call, desc, x,
+                                           w, bias, y, error, error_size);
+}
+
+extern "C" int32_t stitch_library_conv_transpose_on(const stitch_library_call* call,
+                                                    const stitch_conv_desc* desc, const float* x,
+                                                    const float* w, const float* bias, float* y,
+                                                    char* error, size_t error_size) {
+  return stitch::library::cuda::conv_entry("stitch_library_conv_transpose",
+                                           stitch::library::ConvDirection::Transposed, call, desc,
+                                           x, w, bias, y, error, error_size);
+}

@@ -1,0 +1,264 @@
+// model_runtime.cpp: the entry points of include/stitch/stitch.h, for both targets.
+//
+// Every entry point runs its body inside `guarded`: the body throws ApiError (or anything
+// else) on failure, and guarded turns it into the returned status and the calling thread's
+// last-error message "<function>: <message>". Every handle is looked up in the registry first
+// (model_runtime_registry.h), so a destroyed, never-created or foreign handle is an error
+// status, never a dereference.
+//
+// Device memory. stitch_model_create copies the embedded weights to the device once;
+// stitch_context_create allocates the context's arena (arena_bytes) and the workspace library
+// calls share (at least stitch_library_workspace_bytes(), at least the model's workspace_bytes),
+// creates the library handles and the launcher. Both use the device current at
+// stitch_model_create; later calls switch to it for their duration when another is current.
+#include "model_runtime.h"
+
+#include "model_runtime_checks.h"
+#include "model_runtime_registry.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <new>
+#include <optional>
+
+namespace stitch::runtime {
+namespace {
+
+// The message of this thread's last failed call. A plain array: writing it cannot fail, and it
+// needs no destructor when the library is unloaded.
+thread_local char t_last_error[4096] = "";
+
+stitch_status record_failure(const char* function, stitch_status status,
+                             const char* message) noexcept {
+  std::snprintf(t_last_error, sizeof(t_last_error), "%s: %s", function, message);
+  return status;
+}
+
+template <typename Body> stitch_status guarded(const char* function, Body&& body) noexcept {
+  try {
+    body();
+    return STITCH_OK;
+  } catch (const ApiError& error) {
+    return record_failure(function, error.status(), error.what());
+  } catch (const std::bad_alloc&) {
+    return record_failure(function, STITCH_ERROR_OUT_OF_MEMORY, "out of host memory");
+  } catch (const std::exception& error) {
+    std::snprintf(t_last_error, sizeof(t_last_error), "%s: unexpected exception: %s", function,
+                  error.what());
+    return STITCH_ERROR_INTERNAL;
+  } catch (...) {
+    return record_failure(function, STITCH_ERROR_INTERNAL, "unexpected unknown exception");
+  }
+}
+
+// Turns a stitch_library.h status and message into ApiError.
+void check_library(int32_t status, const char* message) {
+  if (status == STITCH_OK) return;
+  const std::string detail = message[0] != '\0' ? message : "(no message)";
+  if (status < STITCH_ERROR_INVALID_ARGUMENT || status > STITCH_ERROR_INTERNAL)
+    fail(STITCH_ERROR_INTERNAL, "unknown library status " + std::to_string(status) + ": " + detail);
+  fail(static_cast<stitch_status>(status), detail);
+}
+
+void require_out(const void* pointer, const char* name) {
+  if (pointer == nullptr) fail(STITCH_ERROR_INVALID_ARGUMENT, std::string(name) + " is null");
+}
+
+const stitch_abi_tensor& tensor_at(const stitch_abi_tensor* table, int32_t count,
+                                   std::size_t index, const char* kind) {
+  const auto size = static_cast<std::size_t>(count);
+  if (index >= size)
+    fail(STITCH_ERROR_INVALID_ARGUMENT, std::string(kind) + " index " + std::to_string(index) +
+                                            " is out of range: the model has " +
+                                            std::to_string(size) + " " + kind +
+                                            (size == 1 ? "" : "s"));
+  return table[index];
+}
+
+std::unique_ptr<Model> create_model() {
+  const stitch_abi_model* abi = stitch_generated_model();
+  check_generated_model(abi);
+  auto model = std::make_unique<Model>();
+  model->abi = abi;
+  model->device = current_device();
+  model->weights.allocate(abi->weights_bytes, "weights");
+  if (abi->weights_bytes > 0) {
+    check_cuda(cudaMemcpy(model->weights.get(), abi->weights,
+                          static_cast<std::size_t>(abi->weights_bytes), cudaMemcpyHostToDevice),
+               "cudaMemcpy of " + std::to_string(abi->weights_bytes) +
+                   " bytes of weights to the device");
+    // A copy from pageable memory may return before its DMA has landed, and a run on a
+    // non-blocking stream would not wait for it: wait here, once.
+    check_cuda(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize after copying the weights");
+  }
+  return model;
+}
+
+std::unique_ptr<Context> create_context(const Model& model) {
+  const stitch_abi_model& abi = *model.abi;
+  auto context = std::make_unique<Context>();
+  context->model = &model;
+  context->inputs.resize(static_cast<std::size_t>(abi.num_inputs));
+  context->outputs.resize(static_cast<std::size_t>(abi.num_outputs));
+  context->arena.allocate(abi.arena_bytes, "arena");
+  context->workspace.allocate(std::max(abi.workspace_bytes, stitch_library_workspace_bytes()),
+                              "library workspace");
+  char message[1024] = {};
+  check_library(stitch_libraries_create(&context->libraries, message, sizeof(message)), message);
+  context->launcher = std::make_unique<Launcher>(model);
+  return context;
+}
+
+// Frees everything the context owns, going on past failures (a sticky CUDA error fails every
+// call), and throws the first failure afterwards.
+void destroy_context(Context& context) {
+  std::optional<ApiError> first;
+  const auto attempt = [&](auto&& step) {
+    try {
+      step();
+    } catch (const ApiError& error) {
+      if (!first) first = error;
+    }
+  };
+  // The arena must outlive the context's last run, which may still be executing.
+  attempt([&] { context.launcher->wait_idle(); });
+  attempt([&] { context.launcher->release(); });
+  stitch_libraries_destroy(context.libraries);
+  context.libraries = nullptr;
+  attempt([&] { context.workspace.release(); });
+  attempt([&] { context.arena.release(); });
+  if (first) throw *first;
+}
+
+} // namespace
+
+Context::~Context() {
+  stitch_libraries_destroy(libraries);
+}
+
+} // namespace stitch::runtime
+
+using namespace stitch::runtime;
+
+extern "C" {
+
+const char* stitch_target(void) {
+  const stitch_abi_model* abi = stitch_generated_model();
+  return abi != nullptr && abi->target != nullptr ? abi->target : kRuntimeTarget;
+}
+
+int stitch_api_version(void) {
+  return STITCH_API_VERSION;
+}
+
+stitch_status stitch_model_create(stitch_model** out_model) {
+  return guarded("stitch_model_create", [&] {
+    require_out(out_model, "out_model");
+    *out_model = nullptr;
+    std::unique_ptr<Model> model = create_model();
+    *out_model = HandleRegistry::instance().add_model(std::move(model));
+  });
+}
+
+stitch_status stitch_model_destroy(stitch_model* model) {
+  return guarded("stitch_model_destroy", [&] {
+    std::unique_ptr<Model> owned = HandleRegistry::instance().take_model(model);
+    owned->weights.release();
+  });
+}
+
+stitch_status stitch_model_num_inputs(const stitch_model* model, size_t* out_count) {
+  return guarded("stitch_model_num_inputs", [&] {
+    const Model& live = HandleRegistry::instance().model(model);
+    require_out(out_count, "out_count");
+    *out_count = static_cast<size_t>(live.abi->num_inputs);
+  });
+}
+
+stitch_status stitch_model_num_outputs(const stitch_model* model, size_t* out_count) {
+  return guarded("stitch_model_num_outputs", [&] {
+    const Model& live = HandleRegistry::instance().model(model);
+    require_out(out_count, "out_count");
+    *out_count = static_cast<size_t>(live.abi->num_outputs);
+  });
+}
+
+stitch_status stitch_model_input(const stitch_model* model, size_t index,
+                                 stitch_tensor_info* out_info) {
+  return guarded("stitch_model_input", [&] {
+    const Model& live = HandleRegistry::instance().model(model);
+    require_out(out_info, "out_info");
+    *out_info = tensor_info(tensor_at(live.abi->inputs, live.abi->num_inputs, index, "input"));
+  });
+}
+
+stitch_status stitch_model_output(const stitch_model* model, size_t index,
+                                  stitch_tensor_info* out_info) {
+  return guarded("stitch_model_output", [&] {
+    const Model& live = HandleRegistry::instance().model(model);
+    require_out(out_info, "out_info");
+    *out_info = tensor_info(tensor_at(live.abi->outputs, live.abi->num_outputs, index, "output"));
+  });
+}
+
+stitch_status stitch_context_create(stitch_model* model, stitch_context** out_context) {
+  return guarded("stitch_context_create", [&] {
+    require_out(out_context, "out_context");
+    *out_context = nullptr;
+    HandleRegistry& registry = HandleRegistry::instance();
+    const Model& live = registry.model(model);
+    const DeviceScope scope(live.device);
+    std::unique_ptr<Context> context = create_context(live);
+    *out_context = registry.add_context(model, std::move(context));
+  });
+}
+
+stitch_status stitch_context_destroy(stitch_context* context) {
+  return guarded("stitch_context_destroy", [&] {
+    std::unique_ptr<Context> owned = HandleRegistry::instance().take_context(context);
+    const DeviceScope scope(owned->model->device);
+    destroy_context(*owned);
+  });
+}
+
+stitch_status stitch_run(stitch_context* context, const stitch_tensor* inputs, size_t num_inputs,
+                         const stitch_tensor* outputs, size_t num_outputs, void* stream) {
+  return guarded("stitch_run", [&] {
+    Context& live = HandleRegistry::instance().context(context);
+    const Model& model = *live.model;
+    check_run_tensors(*model.abi, inputs, num_inputs, outputs, num_outputs);
+    for (size_t i = 0; i < num_inputs; ++i)
+      live.inputs[i] = inputs[i].data;
+    for (size_t o = 0; o < num_outputs; ++o)
+      live.outputs[o] = outputs[o].data;
+    stitch_abi_buffers buffers{};
+    buffers.inputs = live.inputs.data();
+    buffers.outputs = live.outputs.data();
+    buffers.arena = static_cast<unsigned char*>(live.arena.get());
+    buffers.weights = static_cast<const unsigned char*>(model.weights.get());
+    buffers.workspace = live.workspace.get();
+    buffers.libraries = live.libraries;
+    const DeviceScope scope(model.device);
+    live.launcher->run(model, buffers, stream);
+  });
+}
+
+const char* stitch_status_name(stitch_status status) {
+  switch (static_cast<int>(status)) {
+  case STITCH_OK: return "STITCH_OK";
+  case STITCH_ERROR_INVALID_ARGUMENT: return "STITCH_ERROR_INVALID_ARGUMENT";
+  case STITCH_ERROR_SHAPE_MISMATCH: return "STITCH_ERROR_SHAPE_MISMATCH";
+  case STITCH_ERROR_CUDA: return "STITCH_ERROR_CUDA";
+  case STITCH_ERROR_CUBLAS: return "STITCH_ERROR_CUBLAS";
+  case STITCH_ERROR_CUDNN: return "STITCH_ERROR_CUDNN";
+  case STITCH_ERROR_OUT_OF_MEMORY: return "STITCH_ERROR_OUT_OF_MEMORY";
+  case STITCH_ERROR_INTERNAL: return "STITCH_ERROR_INTERNAL";
+  }
+  return "STITCH_ERROR_UNKNOWN_STATUS";
+}
+
+const char* stitch_last_error(void) {
+  return t_last_error;
+}
+
+} // extern "C"

@@ -1,0 +1,157 @@
+// model_runtime.h: the internals of the runtime that implements the public C API
+// (include/stitch/stitch.h) on top of the code stitchc generates for one model
+// (stitch_model_abi.h). Linked, as a static library, into every compiled model library.
+//
+// How it fits together:
+//   model_runtime.cpp           the C API entry points: handle lookup, argument checks, errors
+//   model_runtime_registry.*    the process-wide table of live models and contexts
+//   model_runtime_checks.*      the generated model's tables and the caller's tensors, checked
+//   model_runtime_device.cpp    device memory and CUDA error checks (same source on both targets)
+//   model_runtime_cuda.cpp      CUDA target: current device, CUDA Graph capture and replay
+//   model_runtime_host.cpp      host target: enqueue runs synchronously, no graph
+//
+// Errors inside the runtime are thrown as ApiError (a status and a message) and turned into a
+// stitch_status and the thread's last-error message at the API boundary; no exception crosses
+// the C API.
+//
+// Two builds of the same sources: stitch_runtime_host (-DSTITCH_HOST_TARGET, the CUDA emulation
+// of host/) and stitch_runtime_cuda (the host compiler against the CUDA headers). The latter
+// cannot include stitch_cuda.h, which wants nvcc or STITCH_HOST_TARGET, so its build puts a copy
+// of stitch_model_abi.h first on the include path, next to a stitch_cuda.h that only includes
+// <cuda_runtime_api.h>; hence the angle brackets below (see src/runtime/CMakeLists.txt).
+#pragma once
+
+#include <stitch_model_abi.h>
+
+#include "library/stitch_library.h"
+#include "stitch/stitch.h"
+
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+// The runtime's reference to the generated launcher is hidden: it binds to the definition in
+// the same model library, never to another model library's copy loaded into the process.
+extern "C" __attribute__((visibility("hidden"))) const stitch_abi_model*
+stitch_generated_model(void);
+
+namespace stitch::runtime {
+
+// "cuda" or "host": the target this copy of the runtime was built for.
+extern const char* const kRuntimeTarget;
+
+// A failed call on its way to the API boundary. The message does not name the API function;
+// the boundary adds it.
+class ApiError : public std::exception {
+public:
+  ApiError(stitch_status status, std::string message)
+      : status_(status), message_(std::move(message)) {}
+  stitch_status status() const { return status_; }
+  const char* what() const noexcept override { return message_.c_str(); }
+
+private:
+  stitch_status status_;
+  std::string message_;
+};
+
+[[noreturn]] void fail(stitch_status status, std::string message);
+
+// Throws STITCH_ERROR_CUDA (STITCH_ERROR_OUT_OF_MEMORY for cudaErrorMemoryAllocation) with
+// "<what> failed: <error name> (<error string>)" unless `result` is cudaSuccess.
+void check_cuda(cudaError_t result, const std::string& what);
+
+// "<what> failed: <error name> (<error string>)".
+std::string describe_cuda_failure(cudaError_t result, const std::string& what);
+
+// One cudaMalloc allocation. release() frees it and reports a failing cudaFree; the destructor
+// frees what is left without reporting (it runs on error paths).
+class DeviceBuffer {
+public:
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer();
+
+  // `bytes` of 0 allocates nothing and leaves get() null. `purpose` names it in messages.
+  void allocate(uint64_t bytes, const char* purpose);
+  void release();
+  void* get() const { return data_; }
+
+private:
+  void* data_ = nullptr;
+  const char* purpose_ = "";
+};
+
+// The CUDA device that is current while the object lives: the model's device, switched to for
+// the duration of a call when the caller's thread has another one current (and switched
+// back afterwards). No-op on the host target, which has one device.
+class DeviceScope {
+public:
+  explicit DeviceScope(int device);
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+  ~DeviceScope();
+
+private:
+  int previous_ = -1; // the device to restore, or -1
+};
+
+// The device current on this thread (always 0 on the host target).
+int current_device();
+
+// A created model: the generated tables and the weights in device memory. Read-only once it
+// is in the registry, so that many threads may use it at once.
+struct Model {
+  const stitch_abi_model* abi = nullptr;
+  int device = 0; // where the weights live, and where contexts allocate and run
+  DeviceBuffer weights;
+};
+
+struct Context;
+
+// How a context's runs reach the device: on the CUDA target, the captured CUDA Graph and what
+// it was captured for; on the host target, nothing. Defined once per target.
+class Launcher {
+public:
+  explicit Launcher(const Model& model);
+  Launcher(const Launcher&) = delete;
+  Launcher& operator=(const Launcher&) = delete;
+  ~Launcher();
+
+  // Runs the model on `stream` with `buffers` (its stream member is set here).
+  void run(const Model& model, stitch_abi_buffers buffers, void* stream);
+  // Blocks until every run started through this launcher has finished.
+  void wait_idle();
+  // Destroys the launcher's CUDA objects, reporting the first failure (after trying them all).
+  void release();
+
+private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// What one thread's runs need: the arena, the library workspace and handles, the launcher, and
+// the pointer arrays handed to enqueue (sized once, refilled by every run).
+struct Context {
+  Context() = default;
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+  ~Context(); // destroys the library handles; the buffers free themselves
+
+  const Model* model = nullptr;
+  DeviceBuffer arena;
+  DeviceBuffer workspace;
+  stitch_abi_libraries* libraries = nullptr;
+  std::unique_ptr<Launcher> launcher;
+  std::vector<void*> inputs;
+  std::vector<void*> outputs;
+};
+
+// Runs the generated enqueue on `buffers` and turns a failure into ApiError with the generated
+// code's message.
+void enqueue_model(const stitch_abi_model& abi, const stitch_abi_buffers& buffers);
+
+} // namespace stitch::runtime

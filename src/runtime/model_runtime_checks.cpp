@@ -1,0 +1,236 @@
+// model_runtime_checks.cpp: the generated model's tables checked once at create, the caller's
+// tensors checked at every run.
+#include "model_runtime_checks.h"
+
+#include <cstdio>
+#include <cstring>
+
+namespace stitch::runtime {
+namespace {
+
+std::string join_dims(const int64_t* dims, int32_t rank) {
+  std::string text = "[";
+  for (int32_t d = 0; d < rank; ++d) {
+    if (d > 0) text += ",";
+    text += std::to_string(dims[d]);
+  }
+  return text + "]";
+}
+
+// "float32[4,8]"
+std::string describe_type(const stitch_abi_tensor& tensor) {
+  return dtype_name(tensor.dtype) + join_dims(tensor.dims, tensor.rank);
+}
+
+// "input 0 ('x')"
+std::string describe_tensor(const char* kind, std::size_t index, const stitch_abi_tensor& tensor) {
+  return std::string(kind) + " " + std::to_string(index) + " ('" + tensor.name + "')";
+}
+
+std::string describe_pointer(const void* pointer) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%p", pointer);
+  return text;
+}
+
+[[noreturn]] void fail_generated(const std::string& message) {
+  fail(STITCH_ERROR_INTERNAL,
+       "the generated model breaks the runtime ABI (a stitchc bug): " + message);
+}
+
+void check_generated_tensor(const char* kind, std::size_t index, const stitch_abi_tensor& tensor) {
+  const std::string label = std::string(kind) + " " + std::to_string(index);
+  if (tensor.name == nullptr) fail_generated(label + " has no name");
+  const std::string named = describe_tensor(kind, index, tensor);
+  if (dtype_size(tensor.dtype) == 0)
+    fail_generated(named + " has the unknown dtype " + std::to_string(tensor.dtype));
+  if (tensor.rank < 0 || tensor.rank > STITCH_ABI_MAX_RANK)
+    fail_generated(named + " has rank " + std::to_string(tensor.rank) + " (0 to " +
+                   std::to_string(STITCH_ABI_MAX_RANK) + ")");
+  uint64_t bytes = dtype_size(tensor.dtype);
+  for (int32_t d = 0; d < tensor.rank; ++d) {
+    if (tensor.dims[d] < 0)
+      fail_generated(named + " has the negative dims " + join_dims(tensor.dims, tensor.rank));
+    if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(tensor.dims[d]), &bytes))
+      fail_generated(named + " has dims " + join_dims(tensor.dims, tensor.rank) +
+                     " whose byte size overflows 64 bits");
+  }
+  if (bytes != tensor.bytes)
+    fail_generated(named + " is " + describe_type(tensor) + " (" + std::to_string(bytes) +
+                   " bytes) but claims " + std::to_string(tensor.bytes) + " bytes");
+}
+
+void check_generated_table(const char* kind, int32_t count, const stitch_abi_tensor* table) {
+  if (count < 0) fail_generated(std::string("it has ") + std::to_string(count) + " " + kind + "s");
+  if (count > 0 && table == nullptr)
+    fail_generated(std::string("its ") + kind + " table is null but it has " +
+                   std::to_string(count) + " " + kind + "s");
+  for (int32_t i = 0; i < count; ++i)
+    check_generated_tensor(kind, static_cast<std::size_t>(i), table[i]);
+}
+
+void check_run_tensor(const char* kind, std::size_t index, const stitch_abi_tensor& expected,
+                      const stitch_tensor& given) {
+  const std::string label = describe_tensor(kind, index, expected);
+  if (given.data == nullptr && expected.bytes > 0)
+    fail(STITCH_ERROR_INVALID_ARGUMENT, label + ": data is null");
+  if (reinterpret_cast<uintptr_t>(given.data) % kTensorAlignment != 0)
+    fail(STITCH_ERROR_INVALID_ARGUMENT,
+         label + ": data " + describe_pointer(given.data) + " is not " +
+             std::to_string(kTensorAlignment) +
+             "-byte aligned (generated kernels use 16-byte vector accesses)");
+  // Read as the integer it is: a C caller may pass any value, which is no valid stitch_dtype.
+  static_assert(sizeof(given.dtype) == sizeof(int32_t));
+  int32_t given_dtype = 0;
+  std::memcpy(&given_dtype, &given.dtype, sizeof(given_dtype));
+  if (given_dtype != expected.dtype)
+    fail(STITCH_ERROR_SHAPE_MISMATCH, label + ": dtype is " + dtype_name(given_dtype) +
+                                          " but the model expects " + describe_type(expected));
+  if (given.rank != expected.rank)
+    fail(STITCH_ERROR_SHAPE_MISMATCH, label + ": rank is " + std::to_string(given.rank) +
+                                          " but the model expects " + describe_type(expected) +
+                                          " (rank " + std::to_string(expected.rank) + ")");
+  if (given.rank > 0 && given.dims == nullptr)
+    fail(STITCH_ERROR_INVALID_ARGUMENT,
+         label + ": dims is null for rank " + std::to_string(given.rank));
+  for (int32_t d = 0; d < expected.rank; ++d) {
+    if (given.dims[d] != expected.dims[d])
+      fail(STITCH_ERROR_SHAPE_MISMATCH, label + ": shape is " + join_dims(given.dims, given.rank) +
+                                            " but the model expects " + describe_type(expected));
+  }
+  // A larger buffer is fine (it may come from a pool); the run touches the first bytes only.
+  if (given.bytes < expected.bytes)
+    fail(STITCH_ERROR_SHAPE_MISMATCH, label + ": the buffer is " + std::to_string(given.bytes) +
+                                          " bytes but " + describe_type(expected) + " needs " +
+                                          std::to_string(expected.bytes));
+}
+
+void check_run_group(const char* kind, const stitch_abi_tensor* expected, int32_t expected_count,
+                     const stitch_tensor* given, std::size_t given_count) {
+  const auto count = static_cast<std::size_t>(expected_count);
+  const std::string plural = std::string(kind) + (count == 1 ? "" : "s");
+  if (given_count != count)
+    fail(STITCH_ERROR_INVALID_ARGUMENT, "num_" + std::string(kind) + "s is " +
+                                            std::to_string(given_count) + " but the model has " +
+                                            std::to_string(count) + " " + plural);
+  if (count > 0 && given == nullptr)
+    fail(STITCH_ERROR_INVALID_ARGUMENT, std::string(kind) + "s is null but the model has " +
+                                            std::to_string(count) + " " + plural);
+  for (std::size_t i = 0; i < count; ++i)
+    check_run_tensor(kind, i, expected[i], given[i]);
+}
+
+bool overlaps(const stitch_tensor& a, uint64_t a_bytes, const stitch_tensor& b, uint64_t b_bytes) {
+  if (a_bytes == 0 || b_bytes == 0) return false;
+  const auto a_begin = reinterpret_cast<uintptr_t>(a.data);
+  const auto b_begin = reinterpret_cast<uintptr_t>(b.data);
+  return a_begin < b_begin + b_bytes && b_begin < a_begin + a_bytes;
+}
+
+// Generated kernels read inputs and write outputs through __restrict__ pointers, and outputs
+// are written in no particular order: an output must not share bytes with any other tensor.
+void check_output_overlaps(const stitch_abi_model& abi, const stitch_tensor* inputs,
+                           const stitch_tensor* outputs) {
+  for (int32_t o = 0; o < abi.num_outputs; ++o) {
+    const stitch_abi_tensor& output = abi.outputs[o];
+    const auto complain = [&](const std::string& other) {
+      fail(STITCH_ERROR_INVALID_ARGUMENT,
+           describe_tensor("output", o, output) + " overlaps " + other +
+               ": outputs must not share memory with inputs or with each other");
+    };
+    for (int32_t i = 0; i < abi.num_inputs; ++i) {
+      if (overlaps(outputs[o], output.bytes, inputs[i], abi.inputs[i].bytes))
+        complain(describe_tensor("input", i, abi.inputs[i]));
+    }
+    for (int32_t p = 0; p < o; ++p) {
+      if (overlaps(outputs[o], output.bytes, outputs[p], abi.outputs[p].bytes))
+        complain(describe_tensor("output", p, abi.outputs[p]));
+    }
+  }
+}
+
+} // namespace
+
+std::size_t dtype_size(int32_t dtype) {
+  switch (dtype) {
+  case STITCH_UINT8:
+  case STITCH_INT8:
+  case STITCH_BOOL:
+    return 1;
+  case STITCH_UINT16:
+  case STITCH_INT16:
+  case STITCH_FLOAT16:
+  case STITCH_BFLOAT16:
+    return 2;
+  case STITCH_FLOAT32:
+  case STITCH_INT32:
+  case STITCH_UINT32:
+    return 4;
+  case STITCH_INT64:
+  case STITCH_UINT64:
+  case STITCH_FLOAT64:
+    return 8;
+  default:
+    return 0;
+  }
+}
+
+std::string dtype_name(int32_t dtype) {
+  switch (dtype) {
+  case STITCH_FLOAT32: return "float32";
+  case STITCH_UINT8: return "uint8";
+  case STITCH_INT8: return "int8";
+  case STITCH_UINT16: return "uint16";
+  case STITCH_INT16: return "int16";
+  case STITCH_INT32: return "int32";
+  case STITCH_INT64: return "int64";
+  case STITCH_BOOL: return "bool";
+  case STITCH_FLOAT16: return "float16";
+  case STITCH_FLOAT64: return "float64";
+  case STITCH_UINT32: return "uint32";
+  case STITCH_UINT64: return "uint64";
+  case STITCH_BFLOAT16: return "bfloat16";
+  default: return "dtype " + std::to_string(dtype);
+  }
+}
+
+void check_generated_model(const stitch_abi_model* abi) {
+  if (abi == nullptr) fail_generated("stitch_generated_model() returned null");
+  if (abi->abi_version != STITCH_ABI_VERSION)
+    fail(STITCH_ERROR_INTERNAL,
+         "the generated code speaks ABI version " + std::to_string(abi->abi_version) +
+             " but the runtime linked with it speaks version " +
+             std::to_string(STITCH_ABI_VERSION) +
+             "; rebuild the model with the stitchc that ships this runtime");
+  if (abi->target == nullptr || std::strcmp(abi->target, kRuntimeTarget) != 0)
+    fail(STITCH_ERROR_INTERNAL,
+         std::string("the generated code is for target '") +
+             (abi->target != nullptr ? abi->target : "(null)") + "' but is linked with the '" +
+             kRuntimeTarget + "' runtime (stitch_runtime_" + kRuntimeTarget + ")");
+  check_generated_table("input", abi->num_inputs, abi->inputs);
+  check_generated_table("output", abi->num_outputs, abi->outputs);
+  if (abi->weights_bytes > 0 && abi->weights == nullptr)
+    fail_generated("it has " + std::to_string(abi->weights_bytes) + " bytes of weights but no data");
+  if (abi->enqueue == nullptr) fail_generated("its enqueue function is null");
+}
+
+void check_run_tensors(const stitch_abi_model& abi, const stitch_tensor* inputs,
+                       std::size_t num_inputs, const stitch_tensor* outputs,
+                       std::size_t num_outputs) {
+  check_run_group("input", abi.inputs, abi.num_inputs, inputs, num_inputs);
+  check_run_group("output", abi.outputs, abi.num_outputs, outputs, num_outputs);
+  check_output_overlaps(abi, inputs, outputs);
+}
+
+stitch_tensor_info tensor_info(const stitch_abi_tensor& tensor) {
+  stitch_tensor_info info{};
+  info.name = tensor.name;
+  info.dtype = static_cast<stitch_dtype>(tensor.dtype);
+  info.rank = tensor.rank;
+  for (int32_t d = 0; d < tensor.rank; ++d)
+    info.dims[d] = tensor.dims[d];
+  info.bytes = tensor.bytes;
+  return info;
+}
+
+} // namespace stitch::runtime

@@ -1,0 +1,66 @@
+// model_runtime_device.cpp: what both targets share below the API: CUDA error checks, device
+// allocations and the call into the generated enqueue. The same source serves the CUDA runtime
+// and the host emulation, which keeps the CUDA runtime's names.
+#include "model_runtime.h"
+
+#include <cstring>
+
+namespace stitch::runtime {
+
+void fail(stitch_status status, std::string message) {
+  throw ApiError(status, std::move(message));
+}
+
+std::string describe_cuda_failure(cudaError_t result, const std::string& what) {
+  const char* name = cudaGetErrorName(result);
+  const char* text = cudaGetErrorString(result);
+  name = name != nullptr ? name : "unknown CUDA error";
+  text = text != nullptr ? text : "";
+  // The host emulation's detailed text already starts with the name.
+  if (std::strncmp(text, name, std::strlen(name)) == 0)
+    return what + " failed: " + text;
+  return what + " failed: " + name + " (" + text + ")";
+}
+
+void check_cuda(cudaError_t result, const std::string& what) {
+  if (result == cudaSuccess) return;
+  const stitch_status status =
+      result == cudaErrorMemoryAllocation ? STITCH_ERROR_OUT_OF_MEMORY : STITCH_ERROR_CUDA;
+  // An allocation failure is not sticky: clear it so that later calls do not report it again.
+  if (result == cudaErrorMemoryAllocation) (void)cudaGetLastError();
+  fail(status, describe_cuda_failure(result, what));
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (data_ != nullptr) (void)cudaFree(data_);
+}
+
+void DeviceBuffer::allocate(uint64_t bytes, const char* purpose) {
+  if (data_ != nullptr) fail(STITCH_ERROR_INTERNAL, std::string(purpose) + " allocated twice");
+  purpose_ = purpose;
+  if (bytes == 0) return;
+  void* data = nullptr;
+  check_cuda(cudaMalloc(&data, static_cast<std::size_t>(bytes)),
+             "cudaMalloc of " + std::to_string(bytes) + " bytes for the " + purpose);
+  data_ = data;
+}
+
+void DeviceBuffer::release() {
+  void* const data = data_;
+  data_ = nullptr;
+  if (data != nullptr) check_cuda(cudaFree(data), std::string("cudaFree of the ") + purpose_);
+}
+
+void enqueue_model(const stitch_abi_model& abi, const stitch_abi_buffers& buffers) {
+  char message[2048] = {};
+  const int32_t status = abi.enqueue(&buffers, message, sizeof(message));
+  if (status == STITCH_OK) return;
+  message[sizeof(message) - 1] = '\0';
+  const std::string detail = message[0] != '\0' ? message : "(no message)";
+  if (status < STITCH_ERROR_INVALID_ARGUMENT || status > STITCH_ERROR_INTERNAL)
+    fail(STITCH_ERROR_INTERNAL, "the generated enqueue returned the unknown status " +
+                                    std::to_string(status) + ": " + detail);
+  fail(static_cast<stitch_status>(status), detail);
+}
+
+} // namespace stitch::runtime

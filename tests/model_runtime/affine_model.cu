@@ -1,0 +1,138 @@
+// affine_model.cu: a hand-written stand-in for the launcher stitchc generates, for the model
+// described in affine_model.h. Same source on both targets: compiled as C++ with
+// -DSTITCH_HOST_TARGET for the runtime tests, and by nvcc for the CUDA link check.
+//
+// Like generated code, it defines stitch_generated_model() with the tensor tables, the embedded
+// weights and an enqueue that puts two real kernels on the stream: the first writes output y and
+// an intermediate into the arena, the second reduces the intermediate into output z. It also
+// checks the runtime's promises about the buffers (arena and weights 256-byte aligned), and
+// exports affine_model_set_fault so tests can make it fail in the ways a broken launch or a
+// broken build would. AFFINE_MODEL_TWIN builds a twin whose input is named "x_twin".
+#include "stitch_cuda.h"
+#include "stitch_model_abi.h"
+
+#include "affine_model.h"
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+
+namespace {
+
+using affine::kCols;
+using affine::kRows;
+
+std::atomic<int> g_fault{affine::kNoFault};
+
+// y = 2x + 1 and weighted = y * w, one thread per element.
+__global__ void affine_and_weigh(const float* __restrict__ x, const float* __restrict__ w,
+                                 float* __restrict__ y, float* __restrict__ weighted) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i >= kRows * kCols) return;
+  const float value = x[i] * 2.0f + 1.0f;
+  y[i] = value;
+  weighted[i] = value * w[i % kCols];
+}
+
+// z[row] = the sum of weighted[row, :], one block per row, a tree in shared memory.
+__global__ void row_sum(const float* __restrict__ weighted, float* __restrict__ z) {
+  STITCH_SHARED(float, partial, kCols);
+  const int row = static_cast<int>(blockIdx.x);
+  const int col = static_cast<int>(threadIdx.x);
+  partial[col] = weighted[row * kCols + col];
+  __syncthreads();
+  for (int stride = kCols / 2; stride > 0; stride /= 2) {
+    if (col < stride) partial[col] += partial[col + stride];
+    __syncthreads();
+  }
+  if (col == 0) z[row] = partial[0];
+}
+
+int32_t fail_with(int32_t status, char* error, size_t error_size, const char* message) {
+  std::snprintf(error, error_size, "%s", message);
+  return status;
+}
+
+int32_t launch_failed(cudaError_t result, const char* kernel, char* error, size_t error_size) {
+  std::snprintf(error, error_size, "kernel %s: %s (%s)", kernel, cudaGetErrorName(result),
+                cudaGetErrorString(result));
+  return 3; // STITCH_ERROR_CUDA
+}
+
+int32_t enqueue(const stitch_abi_buffers* b, char* error, size_t error_size) {
+  if (reinterpret_cast<uintptr_t>(b->arena) % 256 != 0 || b->arena == nullptr)
+    return fail_with(7, error, error_size, "the arena is null or not 256-byte aligned");
+  if (reinterpret_cast<uintptr_t>(b->weights) % 256 != 0 || b->weights == nullptr)
+    return fail_with(7, error, error_size, "the weights are null or not 256-byte aligned");
+  const auto* x = static_cast<const float*>(b->inputs[0]);
+  auto* y = static_cast<float*>(b->outputs[0]);
+  auto* z = static_cast<float*>(b->outputs[1]);
+  const auto* w = reinterpret_cast<const float*>(b->weights);
+  auto* weighted = reinterpret_cast<float*>(b->arena);
+
+  const unsigned threads = g_fault.load() == affine::kBadLaunch ? 2048u : 32u;
+  cudaError_t result = STITCH_LAUNCH(affine_and_weigh, dim3(1), dim3(threads), 0, b->stream, x,
+                                     w, y, weighted);
+  if (result != cudaSuccess) return launch_failed(result, "affine_and_weigh", error, error_size);
+  result = STITCH_LAUNCH(row_sum, dim3(kRows), dim3(kCols), 0, b->stream, weighted, z);
+  if (result != cudaSuccess) return launch_failed(result, "row_sum", error, error_size);
+  return 0;
+}
+
+#if defined(STITCH_HOST_TARGET)
+constexpr const char* kTarget = "host";
+constexpr const char* kOtherTarget = "cuda";
+#else
+constexpr const char* kTarget = "cuda";
+constexpr const char* kOtherTarget = "host";
+#endif
+
+#if defined(AFFINE_MODEL_TWIN)
+constexpr const char* kInputName = "x_twin";
+#else
+constexpr const char* kInputName = "x";
+#endif
+
+const stitch_abi_tensor kInputs[] = {{kInputName, 1, 2, {kRows, kCols}, affine::kInputBytes}};
+const stitch_abi_tensor kBadInputs[] = {{kInputName, 1, 9, {kRows, kCols}, affine::kInputBytes}};
+const stitch_abi_tensor kOutputs[] = {{"y", 1, 2, {kRows, kCols}, affine::kInputBytes},
+                                      {"z", 1, 1, {kRows}, affine::kSumBytes}};
+
+const stitch_abi_model kModel = {
+    STITCH_ABI_VERSION,
+    kTarget,
+    1,
+    2,
+    kInputs,
+    kOutputs,
+    affine::kInputBytes, // arena: the weighted intermediate
+    0,                   // workspace
+    reinterpret_cast<const unsigned char*>(affine::kWeights),
+    sizeof(affine::kWeights),
+    enqueue,
+};
+
+stitch_abi_model with_fault(int fault) {
+  stitch_abi_model model = kModel;
+  if (fault == affine::kAbiVersion) model.abi_version = 99;
+  if (fault == affine::kWrongTarget) model.target = kOtherTarget;
+  if (fault == affine::kBadTable) model.inputs = kBadInputs;
+  return model;
+}
+
+} // namespace
+
+extern "C" __attribute__((visibility("default"))) void affine_model_set_fault(int fault) {
+  g_fault.store(fault);
+}
+
+extern "C" const stitch_abi_model* stitch_generated_model(void) {
+  static const stitch_abi_model models[] = {kModel,
+                                            kModel,
+                                            with_fault(affine::kAbiVersion),
+                                            with_fault(affine::kWrongTarget),
+                                            with_fault(affine::kBadTable)};
+  const int fault = g_fault.load();
+  if (fault == affine::kNullModel) return nullptr;
+  return fault >= 0 && fault < 5 ? &models[fault] : &models[0];
+}
