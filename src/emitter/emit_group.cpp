@@ -24,6 +24,11 @@ void emit_launch(const GroupEmitContext& ctx, CodeWriter& out, const std::string
 
 void emit_group(const GroupEmitContext& ctx, CodeWriter& out) {
   if (emit_pointwise(ctx, out)) return;
+  if (emit_reduction(ctx, out)) return;
+  if (emit_normalization(ctx, out)) return;
+  if (emit_movement(ctx, out)) return;
+  if (emit_window(ctx, out)) return;
+  if (emit_library_call(ctx, out)) return;
   ctx.unsupported(fmt::format("no kernel for op {} yet", op_name(ctx.node().op)));
 }
 

@@ -1,6 +1,7 @@
 // Shape rules: one function per kind of operator, named in the op table (ops.def), that
 // checks a node's operands and attributes and sets the dtype and shape of its outputs.
-// The rules live in shape_rules_{elementwise,reduction,movement,compute}.cpp.
+// The rules live in shape_rules_{elementwise,reduction,movement,generators,spatial,compute}.cpp;
+// what rules and folds both read (reduce axes, slice bounds, ...) is in op_params.h.
 #pragma once
 
 #include "graph/infer_context.h"

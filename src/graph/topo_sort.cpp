@@ -5,6 +5,7 @@
 #include <queue>
 
 #include "graph/error.h"
+#include "graph/infer_context.h"
 
 namespace stitch {
 
@@ -55,7 +56,7 @@ void topo_sort(Graph& graph) {
         }
     }
     const Node& node = graph.nodes[at];
-    user_fail({graph.source_file, node.name, std::string(op_name(node.op))},
+    user_fail(node_error_site(graph, node),
               "the graph has a cycle through this node ({} node(s) cannot be ordered)",
               n - order.size());
   }

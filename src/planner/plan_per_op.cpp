@@ -2,6 +2,7 @@
 #include "planner/planner.h"
 
 #include "graph/error.h"
+#include "planner/reduction_mapping.h"
 
 namespace stitch {
 
@@ -47,6 +48,7 @@ FusionPlan plan_one_kernel_per_op(const Graph& g, const DeviceParams& device) {
       int vec = pointwise ? pointwise_vector_width(g, node) : 1;
       group.mapping = ThreadMapping::Flat;
       group.launch = flat_launch(out.elements(), vec, device);
+      if (op_category(node.op) == OpCategory::Reduction) plan_reduction_launch(g, node, device, group);
     }
     if (group.kind != GroupKind::Alias) {
       for (TensorId t : node.inputs)

@@ -64,8 +64,8 @@ void require_out(const void* pointer, const char* name) {
   if (pointer == nullptr) fail(STITCH_ERROR_INVALID_ARGUMENT, std::string(name) + " is null");
 }
 
-const stitch_abi_tensor& tensor_at(const stitch_abi_tensor* table, int32_t count,
-                                   std::size_t index, const char* kind) {
+const stitch_abi_tensor& tensor_at(const stitch_abi_tensor* table, int32_t count, std::size_t index,
+                                   const char* kind) {
   const auto size = static_cast<std::size_t>(count);
   if (index >= size)
     fail(STITCH_ERROR_INVALID_ARGUMENT, std::string(kind) + " index " + std::to_string(index) +
@@ -245,14 +245,22 @@ stitch_status stitch_run(stitch_context* context, const stitch_tensor* inputs, s
 
 const char* stitch_status_name(stitch_status status) {
   switch (static_cast<int>(status)) {
-  case STITCH_OK: return "STITCH_OK";
-  case STITCH_ERROR_INVALID_ARGUMENT: return "STITCH_ERROR_INVALID_ARGUMENT";
-  case STITCH_ERROR_SHAPE_MISMATCH: return "STITCH_ERROR_SHAPE_MISMATCH";
-  case STITCH_ERROR_CUDA: return "STITCH_ERROR_CUDA";
-  case STITCH_ERROR_CUBLAS: return "STITCH_ERROR_CUBLAS";
-  case STITCH_ERROR_CUDNN: return "STITCH_ERROR_CUDNN";
-  case STITCH_ERROR_OUT_OF_MEMORY: return "STITCH_ERROR_OUT_OF_MEMORY";
-  case STITCH_ERROR_INTERNAL: return "STITCH_ERROR_INTERNAL";
+  case STITCH_OK:
+    return "STITCH_OK";
+  case STITCH_ERROR_INVALID_ARGUMENT:
+    return "STITCH_ERROR_INVALID_ARGUMENT";
+  case STITCH_ERROR_SHAPE_MISMATCH:
+    return "STITCH_ERROR_SHAPE_MISMATCH";
+  case STITCH_ERROR_CUDA:
+    return "STITCH_ERROR_CUDA";
+  case STITCH_ERROR_CUBLAS:
+    return "STITCH_ERROR_CUBLAS";
+  case STITCH_ERROR_CUDNN:
+    return "STITCH_ERROR_CUDNN";
+  case STITCH_ERROR_OUT_OF_MEMORY:
+    return "STITCH_ERROR_OUT_OF_MEMORY";
+  case STITCH_ERROR_INTERNAL:
+    return "STITCH_ERROR_INTERNAL";
   }
   return "STITCH_ERROR_UNKNOWN_STATUS";
 }

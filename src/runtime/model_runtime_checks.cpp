@@ -114,8 +114,8 @@ void check_run_group(const char* kind, const stitch_abi_tensor* expected, int32_
                                             std::to_string(given_count) + " but the model has " +
                                             std::to_string(count) + " " + plural);
   if (count > 0 && given == nullptr)
-    fail(STITCH_ERROR_INVALID_ARGUMENT, std::string(kind) + "s is null but the model has " +
-                                            std::to_string(count) + " " + plural);
+    fail(STITCH_ERROR_INVALID_ARGUMENT,
+         std::string(kind) + "s is null but the model has " + std::to_string(count) + " " + plural);
   for (std::size_t i = 0; i < count; ++i)
     check_run_tensor(kind, i, expected[i], given[i]);
 }
@@ -177,40 +177,55 @@ std::size_t dtype_size(int32_t dtype) {
 
 std::string dtype_name(int32_t dtype) {
   switch (dtype) {
-  case STITCH_FLOAT32: return "float32";
-  case STITCH_UINT8: return "uint8";
-  case STITCH_INT8: return "int8";
-  case STITCH_UINT16: return "uint16";
-  case STITCH_INT16: return "int16";
-  case STITCH_INT32: return "int32";
-  case STITCH_INT64: return "int64";
-  case STITCH_BOOL: return "bool";
-  case STITCH_FLOAT16: return "float16";
-  case STITCH_FLOAT64: return "float64";
-  case STITCH_UINT32: return "uint32";
-  case STITCH_UINT64: return "uint64";
-  case STITCH_BFLOAT16: return "bfloat16";
-  default: return "dtype " + std::to_string(dtype);
+  case STITCH_FLOAT32:
+    return "float32";
+  case STITCH_UINT8:
+    return "uint8";
+  case STITCH_INT8:
+    return "int8";
+  case STITCH_UINT16:
+    return "uint16";
+  case STITCH_INT16:
+    return "int16";
+  case STITCH_INT32:
+    return "int32";
+  case STITCH_INT64:
+    return "int64";
+  case STITCH_BOOL:
+    return "bool";
+  case STITCH_FLOAT16:
+    return "float16";
+  case STITCH_FLOAT64:
+    return "float64";
+  case STITCH_UINT32:
+    return "uint32";
+  case STITCH_UINT64:
+    return "uint64";
+  case STITCH_BFLOAT16:
+    return "bfloat16";
+  default:
+    return "dtype " + std::to_string(dtype);
   }
 }
 
 void check_generated_model(const stitch_abi_model* abi) {
   if (abi == nullptr) fail_generated("stitch_generated_model() returned null");
   if (abi->abi_version != STITCH_ABI_VERSION)
-    fail(STITCH_ERROR_INTERNAL,
-         "the generated code speaks ABI version " + std::to_string(abi->abi_version) +
-             " but the runtime linked with it speaks version " +
-             std::to_string(STITCH_ABI_VERSION) +
-             "; rebuild the model with the stitchc that ships this runtime");
+    fail(STITCH_ERROR_INTERNAL, "the generated code speaks ABI version " +
+                                    std::to_string(abi->abi_version) +
+                                    " but the runtime linked with it speaks version " +
+                                    std::to_string(STITCH_ABI_VERSION) +
+                                    "; rebuild the model with the stitchc that ships this runtime");
   if (abi->target == nullptr || std::strcmp(abi->target, kRuntimeTarget) != 0)
-    fail(STITCH_ERROR_INTERNAL,
-         std::string("the generated code is for target '") +
-             (abi->target != nullptr ? abi->target : "(null)") + "' but is linked with the '" +
-             kRuntimeTarget + "' runtime (stitch_runtime_" + kRuntimeTarget + ")");
+    fail(STITCH_ERROR_INTERNAL, std::string("the generated code is for target '") +
+                                    (abi->target != nullptr ? abi->target : "(null)") +
+                                    "' but is linked with the '" + kRuntimeTarget +
+                                    "' runtime (stitch_runtime_" + kRuntimeTarget + ")");
   check_generated_table("input", abi->num_inputs, abi->inputs);
   check_generated_table("output", abi->num_outputs, abi->outputs);
   if (abi->weights_bytes > 0 && abi->weights == nullptr)
-    fail_generated("it has " + std::to_string(abi->weights_bytes) + " bytes of weights but no data");
+    fail_generated("it has " + std::to_string(abi->weights_bytes) +
+                   " bytes of weights but no data");
   if (abi->enqueue == nullptr) fail_generated("its enqueue function is null");
 }
 

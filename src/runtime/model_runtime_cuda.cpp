@@ -87,8 +87,7 @@ std::string describe_buffer(const char* kind, int32_t index, const stitch_abi_te
                             const void* data) {
   char pointer[32];
   std::snprintf(pointer, sizeof(pointer), "%p", data);
-  return std::string(kind) + " " + std::to_string(index) + " ('" + tensor.name + "') at " +
-         pointer;
+  return std::string(kind) + " " + std::to_string(index) + " ('" + tensor.name + "') at " + pointer;
 }
 
 // Throws STITCH_ERROR_INVALID_ARGUMENT unless the device of `model` can read and write `data`.
@@ -124,9 +123,9 @@ void check_buffer_location(const Model& model, const char* kind, int32_t index,
 
 struct Launcher::State {
   cudaStream_t capture_stream = nullptr;
-  cudaEvent_t finished = nullptr;     // recorded after every run's launch
-  cudaGraphExec_t exec = nullptr;     // null until the first run
-  std::vector<void*> captured_for;    // the inputs, then the outputs, `exec` was captured with
+  cudaEvent_t finished = nullptr;  // recorded after every run's launch
+  cudaGraphExec_t exec = nullptr;  // null until the first run
+  std::vector<void*> captured_for; // the inputs, then the outputs, `exec` was captured with
 
   ~State() {
     if (exec != nullptr) (void)cudaGraphExecDestroy(exec);

@@ -17,8 +17,7 @@ std::string describe_cuda_failure(cudaError_t result, const std::string& what) {
   name = name != nullptr ? name : "unknown CUDA error";
   text = text != nullptr ? text : "";
   // The host emulation's detailed text already starts with the name.
-  if (std::strncmp(text, name, std::strlen(name)) == 0)
-    return what + " failed: " + text;
+  if (std::strncmp(text, name, std::strlen(name)) == 0) return what + " failed: " + text;
   return what + " failed: " + name + " (" + text + ")";
 }
 

@@ -8,9 +8,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "device/stitch_movement.cuh"
 #include "device/stitch_ops.cuh"
 #include "device/stitch_reduce.cuh"
+#include "device/stitch_sort.cuh"
+#include "device/stitch_rows.cuh"
 #include "device/stitch_vector.cuh"
+#include "device/stitch_window.cuh"
 #include "stitch_model_abi.h"
 
 // STITCH_OK, or STITCH_ERROR_CUDA (3) with "group N: launch of KERNEL failed: ..." written.

@@ -18,6 +18,7 @@
 #include "graph/error.h"
 #include "graph/infer_context.h"
 #include "graph/pipeline.h"
+#include "shape_input_freezing.h"
 
 namespace fs = std::filesystem;
 using namespace stitch;
@@ -54,43 +55,6 @@ std::string compare_outputs(const Graph& g, const fs::path& data_dir) {
   return "";
 }
 
-// The test-data file holding graph input `name` (input_N.pb, N its position in the model).
-std::string input_file_for(const fs::path& dir, const std::string& name) {
-  std::ifstream f(dir / "model.onnx", std::ios::binary);
-  onnx::ModelProto model;
-  if (!model.ParseFromIstream(&f)) return "";
-  for (int i = 0; i < model.graph().input_size(); ++i)
-    if (model.graph().input(i).name() == name) {
-      fs::path pb = dir / "test_data_set_0" / ("input_" + std::to_string(i) + ".pb");
-      return fs::exists(pb) ? pb.string() : "";
-    }
-  return "";
-}
-
-// Loads and runs the passes. A shape operand that the test feeds as a graph input (Reshape's
-// shape, Unsqueeze's axes, ...) is frozen to the test's value, as a user would with
-// --freeze-input, and the load is retried; `frozen` lists what was frozen.
-Graph load_freezing_shape_inputs(const fs::path& dir, std::vector<std::string>& frozen) {
-  LoadOptions options;
-  for (;;) {
-    try {
-      Graph g = load_onnx((dir / "model.onnx").string(), options);
-      run_pipeline(g, {});
-      return g;
-    } catch (const NonConstantOperandError& e) {
-      bool progress = false;
-      for (const std::string& input : e.graph_inputs()) {
-        std::string pb = input_file_for(dir, input);
-        if (pb.empty() || options.frozen_inputs.count(input)) continue;
-        options.frozen_inputs[input] = pb;
-        frozen.push_back(input);
-        progress = true;
-      }
-      if (!progress) throw;
-    }
-  }
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
@@ -117,7 +81,8 @@ int main(int argc, char** argv) {
     std::string problem;
     std::vector<std::string> frozen;
     try {
-      Graph g = load_freezing_shape_inputs(dir, frozen);
+      LoadOptions options;
+      Graph g = testing::load_freezing_shape_inputs(dir, options, frozen);
       problem = compare_outputs(g, dir / "test_data_set_0");
       if (problem.empty()) {
         ++passed;

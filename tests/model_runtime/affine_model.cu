@@ -71,8 +71,8 @@ int32_t enqueue(const stitch_abi_buffers* b, char* error, size_t error_size) {
   auto* weighted = reinterpret_cast<float*>(b->arena);
 
   const unsigned threads = g_fault.load() == affine::kBadLaunch ? 2048u : 32u;
-  cudaError_t result = STITCH_LAUNCH(affine_and_weigh, dim3(1), dim3(threads), 0, b->stream, x,
-                                     w, y, weighted);
+  cudaError_t result =
+      STITCH_LAUNCH(affine_and_weigh, dim3(1), dim3(threads), 0, b->stream, x, w, y, weighted);
   if (result != cudaSuccess) return launch_failed(result, "affine_and_weigh", error, error_size);
   result = STITCH_LAUNCH(row_sum, dim3(kRows), dim3(kCols), 0, b->stream, weighted, z);
   if (result != cudaSuccess) return launch_failed(result, "row_sum", error, error_size);
@@ -127,9 +127,7 @@ extern "C" __attribute__((visibility("default"))) void affine_model_set_fault(in
 }
 
 extern "C" const stitch_abi_model* stitch_generated_model(void) {
-  static const stitch_abi_model models[] = {kModel,
-                                            kModel,
-                                            with_fault(affine::kAbiVersion),
+  static const stitch_abi_model models[] = {kModel, kModel, with_fault(affine::kAbiVersion),
                                             with_fault(affine::kWrongTarget),
                                             with_fault(affine::kBadTable)};
   const int fault = g_fault.load();

@@ -69,8 +69,9 @@ struct DeviceTensors {
   float* x;
   float* y;
   float* z;
-  DeviceTensors() : x(allocate(affine::kInputBytes)), y(allocate(affine::kInputBytes)),
-                    z(allocate(affine::kSumBytes)) {}
+  DeviceTensors()
+      : x(allocate(affine::kInputBytes)), y(allocate(affine::kInputBytes)),
+        z(allocate(affine::kSumBytes)) {}
   ~DeviceTensors() {
     cudaFree(x);
     cudaFree(y);
@@ -112,8 +113,7 @@ void run_and_compare(const Api& api, stitch_context* context, DeviceTensors& ten
   expect(cudaMemcpy(y.data(), tensors.y, affine::kInputBytes, cudaMemcpyDeviceToHost) ==
              cudaSuccess,
          what + ": copy y back");
-  expect(cudaMemcpy(z.data(), tensors.z, affine::kSumBytes, cudaMemcpyDeviceToHost) ==
-             cudaSuccess,
+  expect(cudaMemcpy(z.data(), tensors.z, affine::kSumBytes, cudaMemcpyDeviceToHost) == cudaSuccess,
          what + ": copy z back");
   affine::affine_reference(x.data(), expected_y.data(), expected_z.data());
   expect(same_bytes(y, expected_y), what + ": y equals the reference");
@@ -141,8 +141,8 @@ void check_on_device(const Api& api) {
     run_and_compare(api, context, b, cudaStreamPerThread, 6, "cudaStreamPerThread");
 
     std::vector<float> host(affine::kRows * affine::kCols + 16);
-    auto* aligned_host = reinterpret_cast<float*>(
-        (reinterpret_cast<uintptr_t>(host.data()) + 15) / 16 * 16);
+    auto* aligned_host =
+        reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(host.data()) + 15) / 16 * 16);
     const stitch_status refused = run_on(api, context, aligned_host, a.y, a.z, stream);
     expect(refused == STITCH_ERROR_INVALID_ARGUMENT &&
                std::strstr(api.last_error(), "is not device memory") != nullptr,
@@ -203,7 +203,8 @@ int main(int argc, char** argv) {
     const stitch_status status = api.model_create(&model);
     const std::string message = api.last_error();
     expect(status == STITCH_ERROR_CUDA, "without a device, stitch_model_create is "
-                                        "STITCH_ERROR_CUDA: " + message);
+                                        "STITCH_ERROR_CUDA: " +
+                                            message);
     expect(model == nullptr, "without a device, *out_model is null");
     expect(message.rfind("stitch_model_create: cuda", 0) == 0 &&
                message.find(" failed: cuda") != std::string::npos,

@@ -98,7 +98,8 @@ inline std::vector<float> random_matrix(uint32_t seed) {
   std::uniform_real_distribution<float> value(-4.0f, 4.0f);
   std::vector<float> x(affine::kRows * affine::kCols);
   for (float& element : x) {
-    do element = value(generator);
+    do
+      element = value(generator);
     while (element == 0.0f);
   }
   return x;

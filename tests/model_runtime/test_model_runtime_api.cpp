@@ -159,8 +159,9 @@ TEST_CASE("model runtime: exports, and each library binds its own model", "[mode
 
   const auto create = twin.function<stitch_status (*)(stitch_model**)>("stitch_model_create");
   const auto destroy = twin.function<stitch_status (*)(stitch_model*)>("stitch_model_destroy");
-  const auto input = twin.function<stitch_status (*)(const stitch_model*, size_t,
-                                                     stitch_tensor_info*)>("stitch_model_input");
+  const auto input =
+      twin.function<stitch_status (*)(const stitch_model*, size_t, stitch_tensor_info*)>(
+          "stitch_model_input");
   const auto last_error = twin.function<const char* (*)()>("stitch_last_error");
 
   stitch_model* twin_model = nullptr;

@@ -75,8 +75,8 @@ TEST_CASE("model runtime misuse: null pointers", "[model_runtime]") {
 
   RunArguments args;
   require_failure(args.run(nullptr), E, "stitch_run", "context is null");
-  require_failure(stitch_run(context.get(), nullptr, 1, args.outputs, 2, nullptr), E,
-                  "stitch_run", "inputs is null but the model has 1 input");
+  require_failure(stitch_run(context.get(), nullptr, 1, args.outputs, 2, nullptr), E, "stitch_run",
+                  "inputs is null but the model has 1 input");
   require_failure(stitch_run(context.get(), args.inputs, 1, nullptr, 2, nullptr), E, "stitch_run",
                   "outputs is null but the model has 2 outputs");
   args.inputs[0].data = nullptr;
@@ -245,7 +245,8 @@ TEST_CASE("model runtime misuse: foreign handles", "[model_runtime]") {
   for (void* bogus : {reinterpret_cast<void*>(0x10), static_cast<void*>(&on_stack),
                       reinterpret_cast<void*>(~uintptr_t{0} - 7)}) {
     require_failure(stitch_model_num_inputs(static_cast<stitch_model*>(bogus), &count),
-                    STITCH_ERROR_INVALID_ARGUMENT, "stitch_model_num_inputs", "is not a live model");
+                    STITCH_ERROR_INVALID_ARGUMENT, "stitch_model_num_inputs",
+                    "is not a live model");
     require_failure(stitch_context_destroy(static_cast<stitch_context*>(bogus)),
                     STITCH_ERROR_INVALID_ARGUMENT, "stitch_context_destroy",
                     "is not a live context");

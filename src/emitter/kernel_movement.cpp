@@ -1,0 +1,231 @@
+// Movement kernels: the dispatch over the movement ops, and the pieces their emitters share
+// (kernel_movement.h). The ops themselves are in kernel_movement_*.cpp.
+#include "emitter/kernel_movement.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "graph/error.h"
+
+namespace stitch {
+
+bool emit_movement(const GroupEmitContext& ctx, CodeWriter& out) {
+  if (ctx.group().kind != GroupKind::Kernel) return false;
+  switch (ctx.node().op) {
+  case OpKind::Transpose:
+  case OpKind::DepthToSpace:
+  case OpKind::SpaceToDepth: emit_permuted_copy(ctx, out); return true;
+  case OpKind::Identity:
+  case OpKind::Dropout:
+  case OpKind::Reshape:
+  case OpKind::Flatten:
+  case OpKind::Squeeze:
+  case OpKind::Unsqueeze:
+  case OpKind::View: emit_copy(ctx, out); return true;
+  case OpKind::Concat: emit_concat(ctx, out); return true;
+  case OpKind::Split: emit_split(ctx, out); return true;
+  case OpKind::Slice: emit_slice(ctx, out); return true;
+  case OpKind::Tile: emit_tile(ctx, out); return true;
+  case OpKind::Pad: emit_pad(ctx, out); return true;
+  case OpKind::Trilu: emit_trilu(ctx, out); return true;
+  case OpKind::Range: emit_range(ctx, out); return true;
+  case OpKind::ConstantOfShape: emit_constant_fill(ctx, out); return true;
+  case OpKind::Gather: emit_gather(ctx, out); return true;
+  case OpKind::GatherElements: emit_gather_elements(ctx, out); return true;
+  case OpKind::GatherND: emit_gather_nd(ctx, out); return true;
+  case OpKind::ScatterND: emit_scatter_nd(ctx, out); return true;
+  case OpKind::Resize: emit_resize(ctx, out); return true;
+  case OpKind::TopK: emit_topk(ctx, out); return true;
+  default: return false;
+  }
+}
+
+// ---- Kernel skeleton ----
+
+KernelArg input_arg(const GroupEmitContext& ctx, TensorId t, const std::string& name) {
+  return {fmt::format("const {}* __restrict__ {}", ctype(ctx.tensor(t).dtype, ctx), name),
+          ctx.pointer(t, false)};
+}
+
+KernelArg output_arg(const GroupEmitContext& ctx, TensorId t, const std::string& name) {
+  return {fmt::format("{}* __restrict__ {}", ctype(ctx.tensor(t).dtype, ctx), name),
+          ctx.pointer(t, true)};
+}
+
+void open_kernel(const GroupEmitContext& ctx, CodeWriter& out, const std::string& kernel,
+                 const std::vector<KernelArg>& args, const std::vector<std::string>& notes) {
+  out.comment(describe_node(ctx.graph(), ctx.node()));
+  for (const std::string& note : notes) out.comment(note);
+  const LaunchConfig& l = ctx.group().launch;
+  std::vector<std::string> params;
+  for (const KernelArg& a : args) params.push_back(a.declaration);
+  out.open(fmt::format("__global__ void __launch_bounds__({}) {}({})",
+                       l.block[0] * l.block[1] * l.block[2], kernel, fmt::join(params, ", ")));
+}
+
+void open_grid_stride_loop(CodeWriter& out, int64_t count, std::string_view index) {
+  out.linef("const int64_t n = {};", count);
+  out.line("const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;");
+  out.line("const int64_t stride = int64_t(gridDim.x) * blockDim.x;");
+  out.open(fmt::format("for (int64_t {0} = first; {0} < n; {0} += stride)", index));
+}
+
+void finish_kernel(const GroupEmitContext& ctx, CodeWriter& out, const std::string& kernel,
+                   const std::vector<KernelArg>& args) {
+  out.close();
+  out.line();
+  std::vector<std::string> values;
+  for (const KernelArg& a : args) values.push_back(a.value);
+  emit_launch(ctx, out, kernel, values);
+}
+
+void emit_launches(const GroupEmitContext& ctx, CodeWriter& out,
+                   const std::vector<std::pair<std::string, std::vector<KernelArg>>>& kernels) {
+  const LaunchConfig& l = ctx.group().launch;
+  out.open(fmt::format(fmt::runtime(kGroupSignature), ctx.group_function()));
+  out.linef("const dim3 grid({}, {}, {});", l.grid[0], l.grid[1], l.grid[2]);
+  out.linef("const dim3 block({}, {}, {});", l.block[0], l.block[1], l.block[2]);
+  out.line("int32_t status = 0;");
+  for (const auto& [kernel, args] : kernels) {
+    std::vector<std::string> values;
+    for (const KernelArg& a : args) values.push_back(a.value);
+    out.linef("status = stitch_launch_result(STITCH_LAUNCH({}, grid, block, {}, b->stream, {}), "
+              "\"{}\", {}, error, error_size);",
+              kernel, l.dynamic_shared_bytes, fmt::join(values, ", "), kernel, ctx.group().id);
+    out.line("if (status != 0) return status;");
+  }
+  out.line("return status;");
+  out.close();
+}
+
+// ---- Index arithmetic ----
+
+Shape row_major_strides(const Shape& dims) {
+  Shape strides(dims.size(), 1);
+  for (size_t d = dims.size(); d-- > 1;) strides[d - 1] = strides[d] * dims[d];
+  return strides;
+}
+
+std::vector<std::string> coordinate_names(size_t rank, std::string_view prefix) {
+  std::vector<std::string> names;
+  for (size_t d = 0; d < rank; ++d) names.push_back(fmt::format("{}{}", prefix, d));
+  return names;
+}
+
+void emit_coordinates(CodeWriter& out, const Shape& dims, std::string_view index,
+                      std::string_view prefix) {
+  if (dims.empty()) return;
+  if (dims.size() == 1) {
+    out.linef("const int64_t {}0 = {};", prefix, index);
+    return;
+  }
+  std::string rest = prefix == "c" ? "rest" : fmt::format("rest_{}", prefix);
+  out.linef("int64_t {} = {};", rest, index);
+  for (size_t d = dims.size(); d-- > 0;) {
+    if (d == 0) out.linef("const int64_t {}0 = {};", prefix, rest);
+    else if (dims[d] == 1) out.linef("const int64_t {}{} = 0;", prefix, d);
+    else out.linef("const int64_t {0}{1} = {2} % {3}; {2} /= {3};", prefix, d, rest, dims[d]);
+  }
+}
+
+std::string linear_index(const std::vector<std::string>& coords, const std::vector<int64_t>& strides) {
+  std::vector<std::string> terms;
+  for (size_t d = 0; d < coords.size(); ++d) {
+    if (strides[d] == 0) continue;
+    if (strides[d] == 1) terms.push_back(coords[d]);
+    else if (strides[d] < 0) terms.push_back(fmt::format("{} * ({})", coords[d], strides[d]));
+    else terms.push_back(fmt::format("{} * {}", coords[d], strides[d]));
+  }
+  return terms.empty() ? "0" : fmt::format("{}", fmt::join(terms, " + "));
+}
+
+StridedView simplify_view(const StridedView& view) {
+  StridedView s;
+  s.base = view.base;
+  for (size_t d = 0; d < view.dims.size(); ++d) {
+    if (view.dims[d] == 1) continue;
+    s.dims.push_back(view.dims[d]);
+    s.strides.push_back(view.strides[d]);
+  }
+  // Merge an axis into the one before it when the pair walks memory as one axis would.
+  StridedView merged;
+  merged.base = s.base;
+  for (size_t d = 0; d < s.dims.size(); ++d) {
+    if (!merged.dims.empty() && merged.strides.back() == s.strides[d] * s.dims[d]) {
+      merged.dims.back() *= s.dims[d];
+      merged.strides.back() = s.strides[d];
+      continue;
+    }
+    merged.dims.push_back(s.dims[d]);
+    merged.strides.push_back(s.strides[d]);
+  }
+  return merged;
+}
+
+void emit_strided_read(CodeWriter& out, const StridedView& view) {
+  StridedView v = simplify_view(view);
+  std::string offset;
+  if (v.dims.size() == 1) {
+    offset = linear_index({"i"}, v.strides);
+  } else {
+    emit_coordinates(out, v.dims, "i");
+    offset = linear_index(coordinate_names(v.dims.size()), v.strides);
+  }
+  if (v.base != 0) offset = offset == "0" ? fmt::format("{}", v.base) : fmt::format("{} + {}", v.base, offset);
+  out.linef("out[i] = in[{}];", offset);
+}
+
+// ---- Literals ----
+
+std::string float_literal(DType dtype, double value, const GroupEmitContext& ctx) {
+  if (!dtype_is_float(dtype)) {
+    if (dtype == DType::Bool) return value != 0 ? "true" : "false";
+    return fmt::format("{}({})", ctype(dtype, ctx), static_cast<int64_t>(value));
+  }
+  bool is_double = dtype == DType::Float64;
+  std::string type = ctype(dtype, ctx);
+  if (std::isnan(value)) return fmt::format("{}(NAN)", type);
+  if (std::isinf(value)) return fmt::format("{}({}INFINITY)", type, value < 0 ? "-" : "");
+  std::string text = is_double ? fmt::format("{:.17g}", value)
+                               : fmt::format("{:.9g}", static_cast<double>(static_cast<float>(value)));
+  if (text.find_first_of(".e") == std::string::npos) text += ".0";
+  return is_double ? text : text + "f";
+}
+
+std::string int_literal(DType dtype, int64_t value, const GroupEmitContext& ctx) {
+  if (dtype_is_float(dtype)) return float_literal(dtype, static_cast<double>(value), ctx);
+  switch (dtype) {
+  case DType::Bool: return value != 0 ? "true" : "false";
+  case DType::Int64:
+    return value == INT64_MIN ? "(-9223372036854775807LL - 1)" : fmt::format("{}LL", value);
+  case DType::UInt64: return fmt::format("{}ull", static_cast<uint64_t>(value));
+  default: return fmt::format("{}({})", ctype(dtype, ctx), value);
+  }
+}
+
+std::string constant_element_literal(const GroupEmitContext& ctx, const Tensor& t, int64_t i) {
+  STITCH_INTERNAL_CHECK(t.is_constant(), "tensor '{}' has no value", t.name);
+  const char* bytes = t.constant->bytes.data() + i * dtype_size(t.dtype);
+  auto read = [&](auto v) {
+    std::memcpy(&v, bytes, sizeof(v));
+    return v;
+  };
+  switch (t.dtype) {
+  case DType::Float32: return float_literal(t.dtype, read(float{}), ctx);
+  case DType::Float64: return float_literal(t.dtype, read(double{}), ctx);
+  case DType::Int64: return int_literal(t.dtype, read(int64_t{}), ctx);
+  case DType::Int32: return int_literal(t.dtype, read(int32_t{}), ctx);
+  case DType::Int16: return int_literal(t.dtype, read(int16_t{}), ctx);
+  case DType::Int8: return int_literal(t.dtype, read(int8_t{}), ctx);
+  case DType::UInt64: return int_literal(t.dtype, static_cast<int64_t>(read(uint64_t{})), ctx);
+  case DType::UInt32: return int_literal(t.dtype, read(uint32_t{}), ctx);
+  case DType::UInt16: return int_literal(t.dtype, read(uint16_t{}), ctx);
+  case DType::UInt8: return int_literal(t.dtype, read(uint8_t{}), ctx);
+  case DType::Bool: return read(uint8_t{}) != 0 ? "true" : "false";
+  case DType::Float16:
+  case DType::BFloat16: break;
+  }
+  ctx.unsupported(fmt::format("dtype {}", dtype_name(t.dtype)));
+}
+
+} // namespace stitch

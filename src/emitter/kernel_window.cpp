@@ -1,0 +1,224 @@
+// The pooling kernels: MaxPool (with its optional int64 Indices output) and AveragePool, over
+// any number of spatial axes. One thread per output element, grid-stride, on the plan's flat
+// launch over output 0. A thread finds its window's start on each spatial axis and walks the
+// taps inside the input in row-major order, with loop bounds clamped to the input by
+// stitch::window::first_tap / end_tap (stitch_window.cuh), so no tap tests its bounds:
+//
+//   MaxPool      the first largest value (a later equal one does not replace it, as in the
+//                ONNX reference), and its index into the whole flattened input (row-major, or
+//                spatially column-major with storage_order=1); a window with no tap inside the
+//                input gives the lowest value and index -1.
+//   AveragePool  the sum in a fixed order (fp32 for float) divided by the taps inside the input,
+//                or, with count_include_pad, by the taps inside the padded input [-pad begin,
+//                size + pad end), which with ceil_mode excludes the part of a last window past
+//                the end padding.
+#include "emitter/kernels.h"
+
+#include "graph/infer_context.h"
+
+namespace stitch {
+
+namespace {
+
+// One pooling node's window, resolved: pads from auto_pad, one entry per spatial axis.
+struct PoolWindow {
+  Shape in, out; // spatial sizes of X and Y
+  std::vector<int64_t> kernel, strides, dilations, pad_begin, pad_end;
+};
+
+// Reads the attributes the way rule_pool does (shape_rules_compute.cpp), with the output sizes
+// it computed; SAME_UPPER / SAME_LOWER pad to out * stride (the odd pad at the end / begin).
+PoolWindow read_pool_window(const GroupEmitContext& ctx) {
+  const Node& node = ctx.node();
+  NodeContext attrs(ctx.graph(), node);
+  const Shape& x = ctx.tensor(node.inputs[0]).shape;
+  const Shape& y = ctx.tensor(node.outputs[0]).shape;
+  const size_t n = x.size() - 2;
+  PoolWindow w;
+  w.in.assign(x.begin() + 2, x.end());
+  w.out.assign(y.begin() + 2, y.end());
+  w.kernel = attrs.req_ints("kernel_shape");
+  w.strides = attrs.attr_ints("strides", std::vector<int64_t>(n, 1));
+  w.dilations = attrs.attr_ints("dilations", std::vector<int64_t>(n, 1));
+  std::vector<int64_t> pads = attrs.attr_ints("pads", std::vector<int64_t>(2 * n, 0));
+  const std::string auto_pad = attrs.attr_string("auto_pad", "NOTSET");
+  for (size_t i = 0; i < n; ++i) {
+    int64_t begin = 0, end = 0;
+    if (auto_pad == "NOTSET") {
+      begin = pads[i];
+      end = pads[i + n];
+    } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      const int64_t extent = (w.kernel[i] - 1) * w.dilations[i] + 1;
+      const int64_t total = std::max<int64_t>(0, (w.out[i] - 1) * w.strides[i] + extent - w.in[i]);
+      begin = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      end = total - begin;
+    }
+    w.pad_begin.push_back(begin);
+    w.pad_end.push_back(end);
+  }
+  return w;
+}
+
+// Whether anything reads tensor t (a node of the graph, or the caller as a graph output).
+bool is_read(const Graph& g, TensorId t) {
+  if (g.is_graph_output(t)) return true;
+  for (const Node& node : g.nodes)
+    for (TensorId in : node.inputs)
+      if (in == t) return true;
+  return false;
+}
+
+// Writes `rest`-style coordinates of output element i: o0..oN-1 on the spatial axes and
+// `plane` (image * channels + channel), then `xp`, the start of that plane in X.
+void emit_output_coordinates(CodeWriter& out, const PoolWindow& w, const std::string& type) {
+  out.line("int64_t rest = i;");
+  for (size_t d = w.out.size(); d-- > 0;)
+    out.linef("const int64_t o{} = rest % {}; rest /= {};", d, w.out[d], w.out[d]);
+  out.line("const int64_t plane = rest; // image * channels + channel");
+  out.linef("const {}* const xp = x + plane * {};", type, shape_elements(w.in));
+  for (size_t d = 0; d < w.out.size(); ++d) {
+    std::string start = w.strides[d] == 1 ? fmt::format("o{}", d) : fmt::format("o{} * {}", d, w.strides[d]);
+    if (w.pad_begin[d] != 0) start += fmt::format(" - {}", w.pad_begin[d]);
+    out.linef("const int64_t start{} = {}; // window start on spatial axis {}", d, start, d);
+  }
+}
+
+// The tap loops over the taps inside the input, one per spatial axis, innermost last; each
+// defines x<d>, the input position on axis d. Returns the row-major offset in the plane.
+std::string open_tap_loops(CodeWriter& out, const PoolWindow& w) {
+  for (size_t d = 0; d < w.in.size(); ++d) {
+    out.linef("const int64_t k{0}_first = stitch::window::first_tap(start{0}, {1});", d, w.dilations[d]);
+    out.linef("const int64_t k{0}_end = stitch::window::end_tap(start{0}, {1}, {2}, {3});", d,
+              w.dilations[d], w.kernel[d], w.in[d]);
+  }
+  for (size_t d = 0; d < w.in.size(); ++d) {
+    out.open(fmt::format("for (int64_t k{0} = k{0}_first; k{0} < k{0}_end; ++k{0})", d));
+    out.linef("const int64_t x{0} = start{0} + {1};", d,
+              w.dilations[d] == 1 ? fmt::format("k{}", d) : fmt::format("k{} * {}", d, w.dilations[d]));
+  }
+  std::vector<std::string> terms;
+  int64_t stride = 1;
+  for (size_t d = w.in.size(); d-- > 0;) {
+    terms.insert(terms.begin(), stride == 1 ? fmt::format("x{}", d) : fmt::format("x{} * {}", d, stride));
+    stride *= w.in[d];
+  }
+  return fmt::format("{}", fmt::join(terms, " + "));
+}
+
+void close_tap_loops(CodeWriter& out, const PoolWindow& w) {
+  for (size_t d = 0; d < w.in.size(); ++d) out.close();
+}
+
+void emit_kernel_head(const GroupEmitContext& ctx, CodeWriter& out, const std::string& kernel,
+                      const std::vector<std::string>& params, int64_t n) {
+  out.comment(describe_node(ctx.graph(), ctx.node()));
+  out.open(fmt::format("__global__ void __launch_bounds__({}) {}({})", ctx.group().launch.block[0],
+                       kernel, fmt::join(params, ", ")));
+  out.linef("const int64_t n = {};", n);
+  out.line("const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;");
+  out.line("const int64_t stride = int64_t(gridDim.x) * blockDim.x;");
+  out.open("for (int64_t i = first; i < n; i += stride)");
+}
+
+void emit_max_pool(const GroupEmitContext& ctx, CodeWriter& out, const PoolWindow& w) {
+  const Node& node = ctx.node();
+  NodeContext attrs(ctx.graph(), node);
+  const Tensor& x = ctx.tensor(node.inputs[0]);
+  const Tensor& y = ctx.tensor(node.outputs[0]);
+  const std::string type = ctype(x.dtype, ctx);
+  TensorId indices = node.outputs.size() > 1 ? node.outputs[1] : kNoTensor;
+  const bool with_indices = indices != kNoTensor && is_read(ctx.graph(), indices);
+  const bool column_major = attrs.attr_flag("storage_order", false);
+  const std::string kernel = ctx.kernel_name();
+
+  std::vector<std::string> params = {fmt::format("const {}* __restrict__ x", type),
+                                     fmt::format("{}* __restrict__ y", type)};
+  if (with_indices) params.push_back("int64_t* __restrict__ indices");
+  emit_kernel_head(ctx, out, kernel, params, y.elements());
+  emit_output_coordinates(out, w, type);
+  out.linef("{} best = stitch::window::lowest<{}>();", type, type);
+  out.line("int64_t best_at = -1; // offset of `best` in the plane, -1 before the first tap");
+  std::string at = open_tap_loops(out, w);
+  out.linef("const {} v = xp[{}];", type, at);
+  out.open("if (best_at < 0 || v > best)");
+  out.line("best = v;");
+  if (column_major) {
+    // The index counts the spatial axes column-major: x0 + x1 * in0 + x2 * in0 * in1.
+    std::vector<std::string> terms;
+    int64_t stride = 1;
+    for (size_t d = 0; d < w.in.size(); ++d) {
+      terms.push_back(stride == 1 ? fmt::format("x{}", d) : fmt::format("x{} * {}", d, stride));
+      stride *= w.in[d];
+    }
+    out.linef("best_at = {}; // column-major (storage_order=1)", fmt::join(terms, " + "));
+  } else {
+    out.linef("best_at = {};", at);
+  }
+  out.close();
+  close_tap_loops(out, w);
+  out.line("y[i] = best;");
+  if (with_indices)
+    out.linef("indices[i] = best_at < 0 ? -1 : plane * {} + best_at;", shape_elements(w.in));
+  out.close();
+  out.close();
+  out.line();
+
+  std::vector<std::string> args = {ctx.pointer(node.inputs[0], false), ctx.pointer(node.outputs[0], true)};
+  if (with_indices) args.push_back(ctx.pointer(indices, true));
+  emit_launch(ctx, out, kernel, args);
+}
+
+void emit_average_pool(const GroupEmitContext& ctx, CodeWriter& out, const PoolWindow& w) {
+  const Node& node = ctx.node();
+  NodeContext attrs(ctx.graph(), node);
+  const Tensor& x = ctx.tensor(node.inputs[0]);
+  const Tensor& y = ctx.tensor(node.outputs[0]);
+  if (!dtype_is_float(x.dtype))
+    ctx.unsupported(fmt::format("AveragePool on {}", dtype_name(x.dtype)));
+  const std::string type = ctype(x.dtype, ctx);
+  const bool include_pad = attrs.attr_flag("count_include_pad", false);
+  const std::string kernel = ctx.kernel_name();
+
+  emit_kernel_head(ctx, out, kernel,
+                   {fmt::format("const {}* __restrict__ x", type), fmt::format("{}* __restrict__ y", type)},
+                   y.elements());
+  emit_output_coordinates(out, w, type);
+  // The divisor: the taps inside the input, or inside the padded input.
+  std::vector<std::string> factors;
+  for (size_t d = 0; d < w.in.size(); ++d) {
+    if (include_pad)
+      factors.push_back(fmt::format("stitch::window::taps_inside(start{} + {}, {}, {}, {})", d,
+                                    w.pad_begin[d], w.dilations[d], w.kernel[d],
+                                    w.in[d] + w.pad_begin[d] + w.pad_end[d]));
+    else
+      factors.push_back(fmt::format("stitch::window::taps_inside(start{}, {}, {}, {})", d,
+                                    w.dilations[d], w.kernel[d], w.in[d]));
+  }
+  out.linef("const int64_t count = {};{}", fmt::join(factors, " * "),
+            include_pad ? " // taps inside the padded input (count_include_pad)" : " // taps inside the input");
+  out.linef("{} sum = 0;", type);
+  std::string at = open_tap_loops(out, w);
+  out.linef("sum += xp[{}];", at);
+  close_tap_loops(out, w);
+  out.linef("y[i] = sum / static_cast<{}>(count);", type);
+  out.close();
+  out.close();
+  out.line();
+  emit_launch(ctx, out, kernel, {ctx.pointer(node.inputs[0], false), ctx.pointer(node.outputs[0], true)});
+}
+
+} // namespace
+
+bool emit_window(const GroupEmitContext& ctx, CodeWriter& out) {
+  if (ctx.group().kind != GroupKind::Kernel) return false;
+  const Node& node = ctx.node();
+  if (node.op != OpKind::MaxPool && node.op != OpKind::AveragePool) return false;
+  PoolWindow w = read_pool_window(ctx);
+  if (node.op == OpKind::MaxPool)
+    emit_max_pool(ctx, out, w);
+  else
+    emit_average_pool(ctx, out, w);
+  return true;
+}
+
+} // namespace stitch

@@ -1,0 +1,228 @@
+// LineLoop and the index helpers of reduction and normalization kernels.
+#include "emitter/row_kernel.h"
+
+#include <cmath>
+
+#include "graph/error.h"
+
+namespace stitch {
+
+namespace {
+
+int64_t product(const Shape& s, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t d = from; d < to; ++d) p *= s[d];
+  return p;
+}
+
+} // namespace
+
+LineLoop::LineLoop(const GroupEmitContext& ctx, ReductionSpace space)
+    : ctx_(ctx), space_(std::move(space)), mapping_(ctx.group().mapping) {
+  strides_.assign(space_.dims.size(), 1);
+  for (size_t d = space_.dims.size(); d-- > 1;) strides_[d - 1] = strides_[d] * space_.dims[d];
+  STITCH_INTERNAL_CHECK(mapping_ == ThreadMapping::Flat || space_.rows(),
+                        "group {}: a row mapping for lines that are not rows", ctx.group().id);
+  STITCH_INTERNAL_CHECK(mapping_ == ThreadMapping::Flat || ctx.group().launch.block[0] % 32 == 0,
+                        "group {}: a row mapping needs whole warps", ctx.group().id);
+}
+
+int64_t LineLoop::threads_per_line() const {
+  switch (mapping_) {
+  case ThreadMapping::Flat: return 1;
+  case ThreadMapping::WarpPerRow: return 32;
+  case ThreadMapping::BlockPerRow: return ctx_.group().launch.block[0];
+  }
+  return 1;
+}
+
+std::string LineLoop::describe() const {
+  std::string elements;
+  if (space_.rows()) elements = "contiguous elements";
+  else if (space_.single_block()) elements = fmt::format("elements {} apart", space_.inner);
+  else elements = "elements over several axes";
+  const char* who = mapping_ == ThreadMapping::Flat         ? "one thread"
+                    : mapping_ == ThreadMapping::WarpPerRow ? "a warp"
+                                                            : "a block";
+  return fmt::format("{} lines of {} {}, {} per line", space_.lines, space_.length, elements, who);
+}
+
+int64_t LineLoop::registers_per_thread() const {
+  int64_t threads = threads_per_line();
+  return std::max<int64_t>(1, (space_.length + threads - 1) / threads);
+}
+
+std::string LineLoop::element_start() const {
+  switch (mapping_) {
+  case ThreadMapping::Flat: return "0";
+  case ThreadMapping::WarpPerRow: return "lane";
+  case ThreadMapping::BlockPerRow: return "thread";
+  }
+  return "0";
+}
+
+std::string LineLoop::element_step() const {
+  return mapping_ == ThreadMapping::Flat ? "++k" : fmt::format("k += {}", threads_per_line());
+}
+
+void LineLoop::open_lines(CodeWriter& out) const {
+  out.linef("const int64_t lines = {};  // independent reductions", space_.lines);
+  out.linef("const int64_t length = {};  // elements per line", space_.length);
+  switch (mapping_) {
+  case ThreadMapping::Flat:
+    out.line("const int64_t first_line = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;");
+    out.line("const int64_t line_stride = int64_t(gridDim.x) * blockDim.x;");
+    break;
+  case ThreadMapping::WarpPerRow:
+    out.line("const int lane = threadIdx.x % 32;");
+    out.line("const int64_t first_line = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;");
+    out.line("const int64_t line_stride = int64_t(gridDim.x) * (blockDim.x / 32);");
+    break;
+  case ThreadMapping::BlockPerRow:
+    out.line("const int thread = threadIdx.x;");
+    out.line("const int64_t first_line = blockIdx.x;");
+    out.line("const int64_t line_stride = gridDim.x;");
+    break;
+  }
+  out.open("for (int64_t line = first_line; line < lines; line += line_stride)");
+  out.linef("const int64_t base = {};", line_base());
+}
+
+void LineLoop::open_elements(CodeWriter& out) const {
+  out.open(fmt::format("for (int64_t k = {}; k < length; {})", element_start(), element_step()));
+}
+
+std::string LineLoop::line_base() const {
+  std::vector<std::pair<int64_t, int64_t>> kept;
+  for (size_t d = 0; d < space_.dims.size(); ++d)
+    if (!space_.reduced[d]) kept.emplace_back(space_.dims[d], strides_[d]);
+  return offset_expression("line", kept);
+}
+
+std::string LineLoop::element_offset(const std::string& k) const {
+  std::vector<std::pair<int64_t, int64_t>> reduced;
+  for (size_t d = 0; d < space_.dims.size(); ++d)
+    if (space_.reduced[d]) reduced.emplace_back(space_.dims[d], strides_[d]);
+  return offset_expression(k, reduced);
+}
+
+std::string LineLoop::combine(const std::string& value, const std::string& op) const {
+  switch (mapping_) {
+  case ThreadMapping::Flat: return value;
+  case ThreadMapping::WarpPerRow: return fmt::format("stitch::rows::warp_allreduce({}, {})", value, op);
+  case ThreadMapping::BlockPerRow: return fmt::format("stitch::rows::block_allreduce({}, {})", value, op);
+  }
+  return value;
+}
+
+std::string LineLoop::leader() const {
+  switch (mapping_) {
+  case ThreadMapping::Flat: return "";
+  case ThreadMapping::WarpPerRow: return "lane == 0";
+  case ThreadMapping::BlockPerRow: return "thread == 0";
+  }
+  return "";
+}
+
+void LineLoop::leader_writes(CodeWriter& out, const std::string& statement) const {
+  std::string guard = leader();
+  if (guard.empty()) out.line(statement);
+  else out.linef("if ({}) {}", guard, statement);
+}
+
+void LineLoop::declare_cache(CodeWriter& out, RowCache cache, const std::string& acc_type,
+                             bool inside_line) const {
+  if (cache == RowCache::Registers && inside_line)
+    out.linef("{} row[{}];  // this thread's elements of the row: k = {} + {} * j", acc_type,
+              registers_per_thread(), element_start(), threads_per_line());
+  if (cache == RowCache::Shared && !inside_line)
+    out.linef("STITCH_DYNAMIC_SHARED({}, row_cache);  // the row, read once from global memory",
+              acc_type);
+}
+
+void LineLoop::open_cached_pass(CodeWriter& out, RowCache cache, const std::string& acc_type,
+                                const std::string& load, bool first) const {
+  if (cache == RowCache::Registers) {
+    out.line("STITCH_UNROLL");
+    out.open(fmt::format("for (int j = 0; j < {}; ++j)", registers_per_thread()));
+    out.linef("const int64_t k = {} + j * {};", element_start(), threads_per_line());
+    out.line("if (k >= length) break;");
+  } else {
+    open_elements(out);
+  }
+  if (cache == RowCache::None || first) out.linef("const {} v = {};", acc_type, load);
+  else out.linef("const {} v = {};", acc_type, cached_element(cache));
+  if (first && cache != RowCache::None) out.linef("{} = v;", cached_element(cache));
+}
+
+std::string LineLoop::cached_element(RowCache cache) const {
+  switch (cache) {
+  case RowCache::Registers: return "row[j]";
+  case RowCache::Shared: return "row_cache[k]";
+  case RowCache::None: return "";
+  }
+  return "";
+}
+
+std::string offset_expression(const std::string& var,
+                              const std::vector<std::pair<int64_t, int64_t>>& dims) {
+  int64_t total = 1;
+  for (const auto& [size, stride] : dims) total *= size;
+  if (total == 0) return "0"; // an empty space: the expression is never evaluated
+  std::vector<std::string> terms;
+  int64_t divisor = total;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const auto [size, stride] = dims[i];
+    divisor /= size;
+    if (size == 1) continue;
+    std::string coord = var;
+    if (divisor > 1) coord = fmt::format("{} / {}", coord, divisor);
+    if (i > 0) coord = fmt::format("{} % {}", coord, size);
+    bool compound = coord != var;
+    if (stride == 1) terms.push_back(coord);
+    else terms.push_back(fmt::format(compound ? "({}) * {}" : "{} * {}", coord, stride));
+  }
+  if (terms.empty()) return "0";
+  return fmt::format("{}", fmt::join(terms, " + "));
+}
+
+std::string broadcast_offset(const Shape& operand, const Shape& full, const std::string& linear) {
+  int64_t elements = shape_elements(operand);
+  if (elements == 1) return "0";
+  std::string index = linear.find(' ') == std::string::npos ? linear : "(" + linear + ")";
+  size_t lead = 0;
+  while (lead < operand.size() && operand[lead] == 1) ++lead;
+  Shape core(operand.begin() + lead, operand.end());
+  if (core.size() <= full.size() &&
+      std::equal(core.begin(), core.end(), full.end() - static_cast<long>(core.size()))) {
+    return elements == shape_elements(full) ? linear : fmt::format("{} % {}", index, elements);
+  }
+  size_t offset = full.size() - operand.size();
+  std::vector<std::string> terms;
+  for (size_t d = 0; d < operand.size(); ++d) {
+    if (operand[d] == 1) continue;
+    size_t f = d + offset;
+    int64_t divisor = product(full, f + 1, full.size());
+    int64_t stride = product(operand, d + 1, operand.size());
+    std::string coord = divisor > 1 ? fmt::format("{} / {} % {}", index, divisor, full[f])
+                                    : fmt::format("{} % {}", index, full[f]);
+    terms.push_back(stride == 1 ? coord : fmt::format("({}) * {}", coord, stride));
+  }
+  return fmt::format("{}", fmt::join(terms, " + "));
+}
+
+std::string float_literal(double value, DType t) {
+  if (std::isnan(value)) return "NAN";
+  if (std::isinf(value)) return value < 0 ? "-INFINITY" : "INFINITY";
+  std::string s = fmt::format(t == DType::Float64 ? "{:.17g}" : "{:.9g}", value);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return t == DType::Float64 ? s : s + "f";
+}
+
+std::string kernel_head(const GroupEmitContext& ctx, const std::string& kernel,
+                        const std::vector<std::string>& params) {
+  return fmt::format("__global__ void __launch_bounds__({}) {}({})", ctx.group().launch.block[0],
+                     kernel, fmt::join(params, ", "));
+}
+
+} // namespace stitch

@@ -1,0 +1,94 @@
+// The pieces reduction and normalization kernels share: how their threads walk the lines of a
+// ReductionSpace (reduction_mapping.h) under the plan's mapping, spelled in generated code.
+//
+// A line is one independent reduction (one output of ReduceSum, one row of Softmax). Under
+// the plan's mapping a line belongs to one thread (Flat), one warp (WarpPerRow) or one block
+// (BlockPerRow); `LineLoop` writes the loop over a thread's lines, the loops over its
+// elements of a line, and the combination of the per-thread partial results:
+//
+//   for (int64_t line = first_line; line < lines; line += line_stride) {   // open_lines
+//     const int64_t base = line * 512;                                     // line_base()
+//     for (int64_t k = lane; k < length; k += 32) {                        // open_elements
+//       ... x[base + k] ...                                                // element_offset()
+//     }
+//     acc = stitch::rows::warp_allreduce(acc, stitch::rows::Sum{});         // combine()
+//     if (lane == 0) y[line] = acc;                                        // leader()
+//   }
+//
+// `RowCache` kernels (normalizations) keep the row between passes; `open_cached_pass` reads it
+// from global memory in the first pass and from registers or shared memory afterwards.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "emitter/emit_context.h"
+#include "planner/reduction_mapping.h"
+
+namespace stitch {
+
+class LineLoop {
+public:
+  LineLoop(const GroupEmitContext& ctx, ReductionSpace space);
+
+  const ReductionSpace& space() const { return space_; }
+  ThreadMapping mapping() const { return mapping_; }
+  int64_t threads_per_line() const;
+  // A comment line saying how threads cover the lines: "64 lines of 512 contiguous elements, a
+  // warp per line".
+  std::string describe() const;
+
+  // The kernel's opening declarations and `for (line ...) {`; also `const int64_t base`.
+  void open_lines(CodeWriter& out) const;
+  // `for (k ...) {` over this thread's elements of the line, in increasing k.
+  void open_elements(CodeWriter& out) const;
+  // The offset of the line's first element from the tensor start, and of element `k` from it.
+  std::string line_base() const;
+  std::string element_offset(const std::string& k = "k") const;
+  // `value` combined across the threads of the line with functor `op` (every thread gets it).
+  std::string combine(const std::string& value, const std::string& op) const;
+  // The condition under which one thread writes the line's results; empty for Flat.
+  std::string leader() const;
+  // Writes `statement` guarded by leader().
+  void leader_writes(CodeWriter& out, const std::string& statement) const;
+
+  // ---- rows kept between passes (normalizations) ----
+  // Declares the row cache of `acc_type` elements (before open_lines for shared memory, the
+  // register array inside the line loop: call with `inside_line` accordingly).
+  void declare_cache(CodeWriter& out, RowCache cache, const std::string& acc_type,
+                     bool inside_line) const;
+  // Opens one pass over the thread's elements, declaring `const acc_type v`: loaded from
+  // `load` (an expression of k) and stored into the cache in the first pass, read from the
+  // cache in later ones.
+  void open_cached_pass(CodeWriter& out, RowCache cache, const std::string& acc_type,
+                        const std::string& load, bool first) const;
+  // The cached element of this iteration as an lvalue ("row[j]", "row_cache[k]"); empty for None.
+  std::string cached_element(RowCache cache) const;
+
+private:
+  std::string element_start() const;
+  std::string element_step() const;
+  int64_t registers_per_thread() const;
+
+  const GroupEmitContext& ctx_;
+  ReductionSpace space_;
+  ThreadMapping mapping_;
+  std::vector<int64_t> strides_; // row-major strides of space_.dims
+};
+
+// A linear index `var` decomposed over `dims` (outermost first, each {size, stride}) and
+// recombined with the strides: "(i / 6) * 30 + i % 6". "0" when nothing varies.
+std::string offset_expression(const std::string& var,
+                              const std::vector<std::pair<int64_t, int64_t>>& dims);
+
+// The element of `operand` (numpy-broadcast to `full`) at element `linear` of `full`.
+std::string broadcast_offset(const Shape& operand, const Shape& full, const std::string& linear);
+
+// A literal of dtype t (an accumulator's initial value or a constant) in generated code.
+std::string float_literal(double value, DType t);
+
+// The kernel's signature line: "__global__ void __launch_bounds__(256) name(params)".
+std::string kernel_head(const GroupEmitContext& ctx, const std::string& kernel,
+                        const std::vector<std::string>& params);
+
+} // namespace stitch

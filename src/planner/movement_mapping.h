@@ -1,0 +1,66 @@
+// Thread mappings of the Movement-category kernels whose best launch is not a flat loop over
+// output 0's elements, and the layout analysis both the planner and the emitter read:
+//
+//   - Permuting copies (Transpose, and DepthToSpace/SpaceToDepth, which are transposes of a
+//     6-D view) are first reduced to a canonical form: size-1 axes dropped and axes that stay
+//     adjacent merged, so [0,2,1,3] on [B,S,H,D] stays rank 4 while perm [0,1,3,2] on
+//     [1,8,64,32] becomes perm [0,2,1] on [8,64,32]. When the input's contiguous
+//     axis is not the output's, the copy goes through shared-memory tiles (reads and writes
+//     both coalesced): a tile is 32 rows of the output's contiguous axis by enough columns of
+//     the input's contiguous axis to span 32 elements, each column carrying `vector` elements
+//     of a trailing run both sides keep contiguous ([0,2,1,3]: the run is D). Otherwise a
+//     plain gather, one thread per output element.
+//   - Split reads its input once: a flat loop over the input's elements.
+//   - TopK: a block per row (sorting in shared memory).
+//
+// Every kernel these feed loops grid-stride (over tiles, rows or elements) and uses any block
+// size, so the flat launch is also correct, only slower.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "planner/fusion_plan.h"
+#include "planner/launch_config.h"
+
+namespace stitch {
+
+// A copy out[c] = in[permuted c] in canonical form: `dims` are the input's dims (after
+// dropping size-1 axes and merging), output axis d reads input axis perm[d].
+struct PermutedCopy {
+  Shape dims;
+  std::vector<int64_t> perm;
+  Shape out_dims() const;
+};
+PermutedCopy canonical_permutation(const Shape& in, const std::vector<int64_t>& perm);
+
+// The canonical copy a permuting node performs (Transpose, DepthToSpace, SpaceToDepth).
+PermutedCopy node_permutation(const Graph& graph, const Node& node);
+
+// The shared-memory tiling of a canonical permuted copy, when it pays.
+struct TransposeTiling {
+  bool tiled = false;
+  int64_t vector = 1;    // trailing elements both sides keep contiguous (innermost)
+  int64_t x_axis = 0;    // the input axis contiguous in the input (before the vector run)
+  int64_t y_axis = 0;    // the input axis contiguous in the output
+  int64_t tile_x = 0;    // x positions per tile (tile_x * vector elements span >= 32)
+  int64_t tile_y = 0;    // y positions per tile
+  int64_t tiles = 0;     // number of tiles, all batches together
+};
+TransposeTiling transpose_tiling(const PermutedCopy& copy);
+
+// TopK's per-row selection: rows whose padded length fits `capacity` are sorted whole in
+// shared memory; longer rows stream through the buffer keeping the best k (k <= capacity/2);
+// otherwise each element's rank is counted.
+struct TopKPlan {
+  int64_t rows = 0, length = 0, inner = 1, k = 0;
+  int64_t capacity = 0; // a power of two; 0 when ranks are counted
+};
+TopKPlan topk_plan(const Graph& graph, const Node& node);
+
+// Sets group.mapping and group.launch for a Movement-category or TopK node whose kernel
+// wants another launch than the flat one over output 0; leaves others as they are.
+void plan_movement_launch(const Graph& graph, const Node& node, const DeviceParams& device,
+                          FusionGroup& group);
+
+} // namespace stitch

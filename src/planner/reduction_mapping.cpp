@@ -1,0 +1,182 @@
+// reduction_space and plan_reduction_launch: the iteration space of a Reduction-category node
+// and the mapping the planner picks for it (see reduction_mapping.h).
+#include "planner/reduction_mapping.h"
+
+#include <algorithm>
+
+#include "graph/error.h"
+#include "graph/infer_context.h"
+#include "graph/op_params.h"
+
+namespace stitch {
+
+namespace {
+
+constexpr int64_t kShortRow = 16;        // rows this short: one thread per row
+constexpr int64_t kLongRow = 1024;       // rows longer than this: a block per row
+constexpr int64_t kBlockRowMinimum = 256; // a row this long can keep a block busy
+constexpr int64_t kWarpsPerSmWanted = 8; // fewer rows than this per SM: a block per row
+constexpr int64_t kScanChunk = 32;       // CumSum rows at least this long: a warp per row
+// Dynamic shared memory a launch may use without cudaFuncSetAttribute (48 KiB for static and
+// dynamic together), less 1 KiB for the block reductions' static scratch.
+constexpr int64_t kDefaultDynamicShared = 47 * 1024;
+
+// Axes [from, rank) reduced.
+std::vector<bool> trailing_axes(int64_t rank, int64_t from) {
+  std::vector<bool> reduced(static_cast<size_t>(rank), false);
+  for (int64_t d = from; d < rank; ++d) reduced[d] = true;
+  return reduced;
+}
+
+std::vector<bool> one_axis(int64_t rank, int64_t axis) {
+  std::vector<bool> reduced(static_cast<size_t>(rank), false);
+  reduced[axis] = true;
+  return reduced;
+}
+
+// Drops size-1 axes and merges neighbours that are both reduced or both kept.
+ReductionSpace make_space(const Shape& shape, const std::vector<bool>& reduced) {
+  ReductionSpace s;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    if (!s.dims.empty() && s.reduced.back() == reduced[d]) {
+      s.dims.back() *= shape[d];
+      continue;
+    }
+    s.dims.push_back(shape[d]);
+    s.reduced.push_back(reduced[d]);
+  }
+  int reduced_dims = 0;
+  for (size_t d = 0; d < s.dims.size(); ++d) {
+    if (s.reduced[d]) {
+      s.length *= s.dims[d];
+      ++reduced_dims;
+    } else {
+      s.lines *= s.dims[d];
+    }
+  }
+  s.inner = 1;
+  if (reduced_dims > 1) {
+    s.inner = 0;
+  } else if (reduced_dims == 1) {
+    size_t r = std::find(s.reduced.begin(), s.reduced.end(), true) - s.reduced.begin();
+    for (size_t d = r + 1; d < s.dims.size(); ++d) s.inner *= s.dims[d];
+  }
+  return s;
+}
+
+bool is_normalization(OpKind op) {
+  switch (op) {
+  case OpKind::Softmax:
+  case OpKind::LogSoftmax:
+  case OpKind::LayerNormalization:
+  case OpKind::InstanceNormalization:
+  case OpKind::GroupNormalization:
+  case OpKind::RMSNormalization: return true;
+  default: return false;
+  }
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+} // namespace
+
+ReductionSpace reduction_space(const Graph& graph, const Node& node) {
+  NodeContext ctx(graph, node);
+  const Shape& x = ctx.shape(0);
+  const int64_t rank = ctx.rank(0);
+  switch (node.op) {
+  case OpKind::ReduceSum:
+  case OpKind::ReduceMean:
+  case OpKind::ReduceMax:
+  case OpKind::ReduceMin:
+  case OpKind::ReduceProd:
+  case OpKind::ReduceL1:
+  case OpKind::ReduceL2:
+  case OpKind::ReduceSumSquare:
+  case OpKind::ReduceLogSum:
+  case OpKind::ReduceLogSumExp: return make_space(x, read_reduce_params(ctx).reduced);
+  case OpKind::ArgMax:
+  case OpKind::ArgMin:
+    return make_space(x, one_axis(rank, ctx.normalize_axis(ctx.attr_int("axis", 0), rank)));
+  case OpKind::CumSum:
+    return make_space(x, one_axis(rank, ctx.normalize_axis(ctx.const_ints(1, "axis")[0], rank)));
+  case OpKind::Softmax:
+  case OpKind::LogSoftmax: {
+    if (ctx.opset() >= 13)
+      return make_space(x, one_axis(rank, ctx.normalize_axis(ctx.attr_int("axis", -1), rank)));
+    // Before opset 13: the input coerced to 2-D at `axis` (which may equal the rank).
+    int64_t axis = ctx.attr_int("axis", 1);
+    return make_space(x, trailing_axes(rank, axis < 0 ? axis + rank : axis));
+  }
+  case OpKind::LayerNormalization:
+  case OpKind::RMSNormalization:
+    return make_space(x, trailing_axes(rank, ctx.normalize_axis(ctx.attr_int("axis", -1), rank)));
+  case OpKind::InstanceNormalization:
+  case OpKind::GlobalAveragePool:
+  case OpKind::GlobalMaxPool: return make_space(x, trailing_axes(rank, 2));
+  case OpKind::GroupNormalization: {
+    // [N, C, D...] as [N, G, C/G, D...], reducing all but N and G.
+    int64_t groups = ctx.req_int("num_groups");
+    Shape split = {x[0], groups, x[1] / groups};
+    split.insert(split.end(), x.begin() + 2, x.end());
+    return make_space(split, trailing_axes(static_cast<int64_t>(split.size()), 2));
+  }
+  default: internal_fail("reduction_space: {} is not a reduction", op_name(node.op));
+  }
+}
+
+DType normalization_accumulator(const Graph& graph, const Node& node) {
+  NodeContext ctx(graph, node);
+  if (ctx.dtype(0) == DType::Float64) return DType::Float64;
+  bool has_stash = node.op == OpKind::LayerNormalization || node.op == OpKind::GroupNormalization ||
+                   node.op == OpKind::RMSNormalization;
+  if (has_stash && ctx.attr_int("stash_type", 1) == dtype_onnx_code(DType::Float64))
+    return DType::Float64;
+  return DType::Float32;
+}
+
+RowCache row_cache(const FusionGroup& group, int64_t length, int64_t element_bytes) {
+  int64_t threads = 0, register_limit = 0;
+  switch (group.mapping) {
+  case ThreadMapping::Flat: return RowCache::None;
+  case ThreadMapping::WarpPerRow: threads = 32; register_limit = kMaxRowRegistersWarp; break;
+  case ThreadMapping::BlockPerRow:
+    threads = group.launch.block[0];
+    register_limit = kMaxRowRegistersBlock;
+    break;
+  }
+  if (ceil_div(length, threads) <= register_limit) return RowCache::Registers;
+  if (group.launch.dynamic_shared_bytes >= length * element_bytes) return RowCache::Shared;
+  return RowCache::None;
+}
+
+void plan_reduction_launch(const Graph& graph, const Node& node, const DeviceParams& device,
+                           FusionGroup& group) {
+  const ReductionSpace space = reduction_space(graph, node);
+  auto flat = [&] {
+    group.mapping = ThreadMapping::Flat;
+    group.launch = flat_launch(space.lines, 1, device);
+  };
+  if (space.lines == 0 || !space.rows()) return flat();
+  if (node.op == OpKind::CumSum) {
+    if (space.length < kScanChunk) return flat();
+    group.mapping = ThreadMapping::WarpPerRow;
+    group.launch = row_launch(space.lines, space.length, group.mapping, device);
+    return;
+  }
+  if (space.length <= kShortRow) return flat();
+  bool few_rows = space.lines < kWarpsPerSmWanted * device.sm_count;
+  group.mapping = space.length > kLongRow || (space.length >= kBlockRowMinimum && few_rows)
+                      ? ThreadMapping::BlockPerRow
+                      : ThreadMapping::WarpPerRow;
+  group.launch = row_launch(space.lines, space.length, group.mapping, device);
+  if (!is_normalization(node.op) || group.mapping != ThreadMapping::BlockPerRow) return;
+  // A long normalized row that does not fit in registers: stage it in shared memory if it fits.
+  int64_t row_bytes = space.length * dtype_size(normalization_accumulator(graph, node));
+  int64_t shared_limit = std::min(kDefaultDynamicShared, device.max_shared_per_block);
+  if (ceil_div(space.length, group.launch.block[0]) > kMaxRowRegistersBlock && row_bytes <= shared_limit)
+    group.launch.dynamic_shared_bytes = row_bytes;
+}
+
+} // namespace stitch

@@ -1,0 +1,71 @@
+// Thread mapping and launch configuration for the kernel of one Reduction-category node
+// (Reduce*, ArgMax/ArgMin, CumSum, Softmax/LogSoftmax, the normalizations, global pools).
+//
+// Every such node reduces (or scans, or normalizes) its input along some axes. Its iteration
+// space, `ReductionSpace`, is the input's shape with size-1 axes dropped and neighbouring axes
+// of the same kind (reduced or kept) merged: [4,1,6,8] reducing axes {2,3} becomes [4,48] with
+// the second dim reduced, 4 independent "lines" of 48 elements. The planner picks the mapping
+// from it; the emitter indexes by it (both call `reduction_space`, so they cannot disagree).
+//
+//   lines of contiguous elements (rows):  a warp per row when rows are short or numerous, a
+//       block per row when they are long (past 1024 elements) or too few to fill the device
+//       with warps; rows of at most 16 elements get one thread per row (flat).
+//   anything else (a reduced block with kept axes inside it, non-contiguous axes): flat, one
+//       thread per output element with an inner loop over its reduced elements; consecutive
+//       threads take consecutive outputs, so their loads are coalesced whenever the innermost
+//       kept axis is contiguous.
+//   CumSum: a warp per row, scanning chunks of 32, when the scanned axis is the innermost one
+//       and at least 32 long; otherwise a thread per line, scanning sequentially.
+//
+// Normalization kernels (softmax, layer/instance/group/RMS norm) read their row once and keep
+// it (`RowCache`) between their passes: in registers when each thread's share is small, in the
+// launch's dynamic shared memory when the plan reserved the row's bytes, else they read it
+// again. Example: LayerNormalization of [4096, 10240] floats: a block of 1024 threads per row
+// (10 elements each, too many for registers), the row's 40 KiB staged in shared memory.
+#pragma once
+
+#include "graph/graph.h"
+#include "planner/fusion_plan.h"
+#include "planner/launch_config.h"
+
+namespace stitch {
+
+struct ReductionSpace {
+  Shape dims;                // size-1 axes dropped, neighbours of the same kind merged
+  std::vector<bool> reduced; // per dim of `dims`
+  int64_t lines = 1;         // the product of the kept dims: independent reductions
+  int64_t length = 1;        // the product of the reduced dims: elements per line
+  // When at most one dim is reduced, a line is `length` elements `inner` apart (the product of
+  // the kept dims after the reduced one); with several reduced dims `inner` is 0.
+  int64_t inner = 1;
+
+  bool single_block() const { return inner > 0; }
+  bool rows() const { return inner == 1; } // lines of contiguous elements
+};
+
+// The iteration space of `node`, a Reduction-category node.
+ReductionSpace reduction_space(const Graph& graph, const Node& node);
+
+// The accumulator of a normalization's statistics: float64 when X or stash_type is, else
+// float32.
+DType normalization_accumulator(const Graph& graph, const Node& node);
+
+enum class RowCache {
+  Registers, // each thread keeps its elements of the row in an array of registers
+  Shared,    // the row lives in the launch's dynamic shared memory
+  None,      // every pass reads the row from global memory again
+};
+
+// Where a normalization kernel keeps its row of `length` elements of `element_bytes` each.
+RowCache row_cache(const FusionGroup& group, int64_t length, int64_t element_bytes);
+
+// Elements of its row one thread keeps in registers, at most, in a warp- or block-per-row
+// normalization kernel.
+constexpr int64_t kMaxRowRegistersWarp = 32;
+constexpr int64_t kMaxRowRegistersBlock = 8;
+
+// Sets group.mapping and group.launch for `node`'s kernel.
+void plan_reduction_launch(const Graph& graph, const Node& node, const DeviceParams& device,
+                           FusionGroup& group);
+
+} // namespace stitch
