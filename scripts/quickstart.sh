@@ -1,14 +1,9 @@
 #!/usr/bin/env bash
-# From a fresh machine: installs dependencies, builds stitchc, and compiles the example
-# model in examples/, printing what the compiler did and writing its report.
+# From a fresh machine: installs dependencies, builds stitchc, compiles the example model in
+# examples/ (for the host target on a machine without a GPU, for CUDA where one is present),
+# builds the example inference app against the library, and runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
-mkdir -p out
-echo
-echo "== stitchc examples/transformer_block.onnx =="
-build/stitchc examples/transformer_block.onnx --input-shape tokens=2x16x64 \
-  --report out/transformer_block.json --print-after make-views
-echo
-echo "report: out/transformer_block.json"
+scripts/run-example.sh build

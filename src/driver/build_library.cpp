@@ -110,11 +110,11 @@ void build_library(const GeneratedModel& model, const BuildOptions& o) {
   std::vector<Command> compiles;
   compiles.push_back({{cxx, "-c", model.blob_stub.name, "-o", "model_blob.o"}, "assembling the model blob"});
   objects.push_back("model_blob.o");
-  // Only the C API (stitch_*) is exported; everything else, archives included, stays local,
-  // so that two compiled models can live in one process.
+  // Only the C API (stitch_*) is exported; everything else stays local, so that two
+  // compiled models can live in one process.
   write_file(dir / "exports.map", std::string("{ global: stitch_*; local: *; };\n"));
   std::vector<std::string> link = {cxx, "-shared", "-o", fs::absolute(o.output).string(),
-                                   "-Wl,--version-script=exports.map", "-Wl,--exclude-libs,ALL"};
+                                   "-Wl,--version-script=exports.map"};
   if (o.target == "host") {
     // One translation unit: the host target compiles the very same sources as nvcc would.
     std::string unity = "// unity_host.cpp: every generated source, for the host target.\n";

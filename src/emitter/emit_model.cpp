@@ -121,7 +121,7 @@ GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const Memory
   w.linef("{}, {},", g.inputs.empty() ? "nullptr" : "inputs", g.outputs.empty() ? "nullptr" : "outputs");
   w.linef("{}ull, // arena bytes: the peak; all intermediates together are {} bytes", memory.arena_bytes,
           memory.intermediate_bytes);
-  w.line("0ull, // workspace bytes beyond the libraries' own");
+  w.line("0ull, // workspace bytes the generated code needs (library calls bring their own)");
   w.line("stitch_model_blob,");
   w.linef("{}ull, // weights bytes", memory.weights_bytes);
   w.line("stitch_enqueue,");

@@ -1,0 +1,299 @@
+// Copies that select or repeat input elements at positions known at compile time: Concat,
+// Split (every output in one kernel), Slice (any steps, negative included), Tile, Pad (constant,
+// reflect, edge, wrap; negative pads crop), Trilu, and the value generators Range and
+// ConstantOfShape when they were not folded. One thread per output element (per input element
+// for Split), grid-stride, with the shapes baked in.
+#include <algorithm>
+#include <memory>
+
+#include "emitter/kernel_movement.h"
+#include "graph/op_params.h"
+
+namespace stitch {
+
+namespace {
+
+// The product of dims [from, to).
+int64_t dims_product(const Shape& dims, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t d = from; d < to; ++d) p *= dims[d];
+  return p;
+}
+
+// A scalar operand: its constant value as a literal, or a read of the run-time tensor through
+// a kernel parameter named `name` (added to args).
+std::string scalar_operand(const GroupEmitContext& ctx, TensorId t, const std::string& name,
+                           std::vector<KernelArg>& args) {
+  const Tensor& tensor = ctx.tensor(t);
+  if (tensor.is_constant()) return constant_element_literal(ctx, tensor, 0);
+  args.push_back(input_arg(ctx, t, name));
+  return name + "[0]";
+}
+
+} // namespace
+
+void emit_concat(const GroupEmitContext& ctx, CodeWriter& out) {
+  const Node& node = ctx.node();
+  NodeContext nc(ctx.graph(), node);
+  const Shape& shape = ctx.tensor(node.outputs[0]).shape;
+  const size_t axis = static_cast<size_t>(nc.normalize_axis(nc.req_int("axis"), nc.rank(0)));
+  const int64_t inner = dims_product(shape, axis + 1, shape.size());
+  const int64_t outer = dims_product(shape, 0, axis);
+  const int64_t total = shape[axis] * inner; // elements per outer index
+  std::string kernel = ctx.kernel_name();
+  std::vector<KernelArg> args;
+  std::vector<std::pair<std::string, int64_t>> parts; // parameter name, elements per outer index
+  for (size_t k = 0; k < node.inputs.size(); ++k) {
+    int64_t chunk = ctx.tensor(node.inputs[k]).shape[axis] * inner;
+    if (chunk == 0) continue;
+    std::string name = fmt::format("in{}", k);
+    args.push_back(input_arg(ctx, node.inputs[k], name));
+    parts.emplace_back(name, chunk);
+  }
+  args.push_back(output_arg(ctx, node.outputs[0], "out"));
+  open_kernel(ctx, out, kernel, args,
+              {fmt::format("Concatenation along axis {}: each output row of {} elements is the "
+                           "inputs' rows one after another.", axis, total)});
+  open_grid_stride_loop(out, ctx.tensor(node.outputs[0]).elements());
+  if (outer == 1) out.line("const int64_t row = 0, along = i;");
+  else out.linef("const int64_t row = i / {0}, along = i % {0};", total);
+  int64_t offset = 0;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    const auto& [name, chunk] = parts[p];
+    std::string source = fmt::format("{}[row * {} + along{}]", name, chunk,
+                                     offset == 0 ? "" : fmt::format(" - {}", offset));
+    if (p + 1 == parts.size()) out.linef("{}out[i] = {};", p == 0 ? "" : "else ", source);
+    else out.linef("{}if (along < {}) out[i] = {};", p == 0 ? "" : "else ", offset + chunk, source);
+    offset += chunk;
+  }
+  out.close();
+  finish_kernel(ctx, out, kernel, args);
+}
+
+void emit_split(const GroupEmitContext& ctx, CodeWriter& out) {
+  const Node& node = ctx.node();
+  NodeContext nc(ctx.graph(), node);
+  const Shape& shape = ctx.tensor(node.inputs[0]).shape;
+  const size_t axis = static_cast<size_t>(nc.normalize_axis(nc.attr_int("axis", 0), nc.rank(0)));
+  const int64_t inner = dims_product(shape, axis + 1, shape.size());
+  const int64_t outer = dims_product(shape, 0, axis);
+  const int64_t total = shape[axis] * inner;
+  std::string kernel = ctx.kernel_name();
+  std::vector<KernelArg> args = {input_arg(ctx, node.inputs[0], "in")};
+  struct Part {
+    std::string name;
+    int64_t offset = 0, chunk = 0;
+  };
+  std::vector<Part> parts;
+  int64_t offset = 0;
+  for (size_t k = 0; k < node.outputs.size(); ++k) {
+    if (node.outputs[k] == kNoTensor) continue;
+    int64_t chunk = ctx.tensor(node.outputs[k]).shape[axis] * inner;
+    if (chunk > 0) {
+      std::string name = fmt::format("out{}", k);
+      args.push_back(output_arg(ctx, node.outputs[k], name));
+      parts.push_back({name, offset, chunk});
+    }
+    offset += chunk;
+  }
+  open_kernel(ctx, out, kernel, args,
+              {fmt::format("Split along axis {}: one thread per input element, which goes to the "
+                           "output whose part of the {}-element row holds it.", axis, total)});
+  open_grid_stride_loop(out, ctx.tensor(node.inputs[0]).elements());
+  if (outer == 1) out.line("const int64_t row = 0, along = i;");
+  else out.linef("const int64_t row = i / {0}, along = i % {0};", total);
+  out.line("const auto value = in[i];");
+  for (size_t p = 0; p < parts.size(); ++p) {
+    const Part& part = parts[p];
+    std::string target = fmt::format("{}[row * {} + along{}]", part.name, part.chunk,
+                                     part.offset == 0 ? "" : fmt::format(" - {}", part.offset));
+    bool last = p + 1 == parts.size() && part.offset + part.chunk == total;
+    std::string condition = fmt::format("along >= {} && along < {}", part.offset, part.offset + part.chunk);
+    if (part.offset == 0) condition = fmt::format("along < {}", part.chunk);
+    if (last && p > 0) out.linef("else {} = value;", target);
+    else if (last) out.linef("{} = value;", target);
+    else out.linef("{}if ({}) {} = value;", p == 0 ? "" : "else ", condition, target);
+  }
+  out.close();
+  finish_kernel(ctx, out, kernel, args);
+}
+
+void emit_slice(const GroupEmitContext& ctx, CodeWriter& out) {
+  const Node& node = ctx.node();
+  NodeContext nc(ctx.graph(), node);
+  const Shape& in = ctx.tensor(node.inputs[0]).shape;
+  Shape in_strides = row_major_strides(in);
+  StridedView view;
+  view.dims = ctx.tensor(node.outputs[0]).shape;
+  view.strides = in_strides;
+  std::vector<std::string> described;
+  for (const SliceAxis& s : read_slice_params(nc)) {
+    view.base += s.start * in_strides[s.axis];
+    view.strides[s.axis] = s.step * in_strides[s.axis];
+    described.push_back(fmt::format("axis {}: {} from {} step {}", s.axis, s.length, s.start, s.step));
+  }
+  std::string kernel = ctx.kernel_name();
+  std::vector<KernelArg> args = {input_arg(ctx, node.inputs[0], "in"),
+                                 output_arg(ctx, node.outputs[0], "out")};
+  open_kernel(ctx, out, kernel, args,
+              {fmt::format("Slice ({}): a strided read, one thread per output element.",
+                           fmt::join(described, "; "))});
+  open_grid_stride_loop(out, ctx.tensor(node.outputs[0]).elements());
+  emit_strided_read(out, view);
+  out.close();
+  finish_kernel(ctx, out, kernel, args);
+}
+
+void emit_tile(const GroupEmitContext& ctx, CodeWriter& out) {
+  const Node& node = ctx.node();
+  const Shape& in = ctx.tensor(node.inputs[0]).shape;
+  const Shape& shape = ctx.tensor(node.outputs[0]).shape;
+  Shape in_strides = row_major_strides(in);
+  std::string kernel = ctx.kernel_name();
+  std::vector<KernelArg> args = {input_arg(ctx, node.inputs[0], "in"),
+                                 output_arg(ctx, node.outputs[0], "out")};
+  open_kernel(ctx, out, kernel, args,
+              {fmt::format("Tile {} to {}: output coordinate c reads input coordinate c modulo "
+                           "the input's dims.", shape_to_string(in), shape_to_string(shape))});
+  open_grid_stride_loop(out, ctx.tensor(node.outputs[0]).elements());
+  emit_coordinates(out, shape, "i");
+  std::vector<std::string> coords;
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (in[d] == shape[d]) coords.push_back(fmt::format("c{}", d));
+    else if (in[d] == 1) coords.push_back("0");
+    else coords.push_back(fmt::format("(c{} % {})", d, in[d]));
+  }
+  out.linef("out[i] = in[{}];", linear_index(coords, in_strides));
+  out.close();
+  finish_kernel(ctx, out, kernel, args);
+}
+
+void emit_pad(const GroupEmitContext& ctx, CodeWriter& out) {
+  const Node& node = ctx.node();
+  NodeContext nc(ctx.graph(), node);
+  const Tensor& input = ctx.tensor(node.inputs[0]);
+  const Shape& in = input.shape;
+  const Shape& shape = ctx.tensor(node.outputs[0]).shape;
+  const int64_t rank = nc.rank(0);
+  const std::string mode = nc.attr_string("mode", "constant");
+  std::string kernel = ctx.kernel_name();
+  std::vector<KernelArg> args = {input_arg(ctx, node.inputs[0], "in"),
+                                 output_arg(ctx, node.outputs[0], "out")};
+
+  // The pads per axis, read as the shape rule reads them.
+  std::vector<int64_t> pads, axes;
+  std::string fill = float_literal(input.dtype, 0.0, ctx);
+  if (nc.opset() < 11) {
+    pads = nc.req_ints("pads");
+    fill = float_literal(input.dtype, nc.attr_float("value", 0.0), ctx);
+  } else {
+    pads = nc.const_int_vector(1, "pads");
+    if (nc.has_input(2) && nc.input(2).elements() == 1)
+      fill = scalar_operand(ctx, node.inputs[2], "fill", args);
+    if (nc.has_input(3)) axes = nc.const_int_vector(3, "axes");
+  }
+  if (axes.empty() && !nc.has_input(3))
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  axes = nc.normalize_axes(axes, rank, "axes");
+  std::vector<int64_t> begin(rank, 0), end(rank, 0);
+  for (size_t j = 0; j < axes.size(); ++j) {
+    begin[axes[j]] = pads[j];
+    end[axes[j]] = pads[j + axes.size()];
+  }
+
+  open_kernel(ctx, out, kernel, args,
+              {fmt::format("Pad {} to {} in {} mode, pads begin [{}] end [{}]; a negative pad "
+                           "crops first, and the mode pads the cropped axis.",
+                           shape_to_string(in), shape_to_string(shape), mode,
+                           fmt::join(begin, ","), fmt::join(end, ","))});
+  open_grid_stride_loop(out, ctx.tensor(node.outputs[0]).elements());
+  emit_coordinates(out, shape, "i");
+  std::vector<std::string> coords, outside;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (begin[d] == 0 && end[d] == 0) {
+      coords.push_back(fmt::format("c{}", d));
+      continue;
+    }
+    // The axis's window of the input after cropping, and where it starts in the output.
+    const int64_t crop_begin = std::max<int64_t>(0, -begin[d]);
+    const int64_t window = in[d] - crop_begin - std::max<int64_t>(0, -end[d]);
+    const int64_t shift = std::max<int64_t>(0, begin[d]);
+    std::string x = shift == 0 ? fmt::format("c{}", d) : fmt::format("c{} - {}", d, shift);
+    std::string name = fmt::format("x{}", d);
+    if (mode == "constant") {
+      out.linef("const int64_t {} = {};", name, x);
+      outside.push_back(fmt::format("{0} < 0 || {0} >= {1}", name, window));
+    } else {
+      if (window <= 0)
+        ctx.unsupported(fmt::format("{} padding of axis {} whose pads crop every element", mode, d));
+      const char* fn = mode == "reflect" ? "reflect_index" : mode == "edge" ? "edge_index" : "wrap_around_index";
+      out.linef("const int64_t {} = stitch::movement::{}({}, {});", name, fn, x, window);
+    }
+    coords.push_back(crop_begin == 0 ? name : fmt::format("({} + {})", name, crop_begin));
+  }
+  if (!outside.empty()) out.linef("if ({}) {{ out[i] = {}; continue; }}", fmt::join(outside, " || "), fill);
+  out.linef("out[i] = in[{}];", linear_index(coords, row_major_strides(in)));
+  out.close();
+  finish_kernel(ctx, out, kernel, args);
+}
+
+void emit_trilu(const GroupEmitContext& ctx, CodeWriter& out) {
+  const Node& node = ctx.node();
+  NodeContext nc(ctx.graph(), node);
+  const Tensor& input = ctx.tensor(node.inputs[0]);
+  const int64_t rows = input.shape[input.shape.size() - 2], cols = input.shape.back();
+  const bool upper = nc.attr_flag("upper", true);
+  std::string kernel = ctx.kernel_name();
+  std::vector<KernelArg> args = {input_arg(ctx, node.inputs[0], "in"),
+                                 output_arg(ctx, node.outputs[0], "out")};
+  std::string k = "0LL";
+  if (nc.has_input(1)) k = scalar_operand(ctx, node.inputs[1], "k", args);
+  open_kernel(ctx, out, kernel, args,
+              {fmt::format("Trilu: keeps the {} triangle of each {}x{} matrix (column - row {} k).",
+                           upper ? "upper" : "lower", rows, cols, upper ? ">=" : "<=")});
+  out.linef("const int64_t diagonal = {};", k);
+  open_grid_stride_loop(out, input.elements());
+  out.linef("const int64_t column = i % {}, row = i / {} % {};", cols, cols, rows);
+  out.linef("out[i] = column - row {} diagonal ? in[i] : {};", upper ? ">=" : "<=",
+            float_literal(input.dtype, 0.0, ctx));
+  out.close();
+  finish_kernel(ctx, out, kernel, args);
+}
+
+void emit_range(const GroupEmitContext& ctx, CodeWriter& out) {
+  const Node& node = ctx.node();
+  NodeContext nc(ctx.graph(), node);
+  RangeParams range = read_range_params(nc);
+  const Tensor& result = ctx.tensor(node.outputs[0]);
+  std::string type = ctype(result.dtype, ctx);
+  std::string kernel = ctx.kernel_name();
+  std::vector<KernelArg> args = {output_arg(ctx, node.outputs[0], "out")};
+  open_kernel(ctx, out, kernel, args, {"Range: out[i] = start + i * delta."});
+  open_grid_stride_loop(out, result.elements());
+  if (range.is_float)
+    out.linef("out[i] = {}({} + double(i) * {});", type, float_literal(DType::Float64, range.start_real, ctx),
+              float_literal(DType::Float64, range.delta_real, ctx));
+  else
+    out.linef("out[i] = {}({} + i * {});", type, int_literal(DType::Int64, range.start_int, ctx),
+              int_literal(DType::Int64, range.delta_int, ctx));
+  out.close();
+  finish_kernel(ctx, out, kernel, args);
+}
+
+void emit_constant_fill(const GroupEmitContext& ctx, CodeWriter& out) {
+  const Node& node = ctx.node();
+  FillValue fill = read_fill_value(NodeContext(ctx.graph(), node));
+  Tensor value;
+  value.dtype = fill.dtype;
+  value.shape = {};
+  value.constant = std::make_shared<ConstantData>(ConstantData{fill.element});
+  std::string kernel = ctx.kernel_name();
+  std::vector<KernelArg> args = {output_arg(ctx, node.outputs[0], "out")};
+  open_kernel(ctx, out, kernel, args, {"ConstantOfShape: every element is the fill value."});
+  open_grid_stride_loop(out, ctx.tensor(node.outputs[0]).elements());
+  out.linef("out[i] = {};", constant_element_literal(ctx, value, 0));
+  out.close();
+  finish_kernel(ctx, out, kernel, args);
+}
+
+} // namespace stitch

@@ -1,0 +1,217 @@
+// Copies driven by run-time indices: Gather, GatherElements, GatherND (batch_dims) and
+// ScatterND (reduction none/add/mul/max/min). Indices may be int32 or int64; a negative index
+// counts from the end. An index out of range at run time never reads or writes out of bounds:
+// the gathers write zero for it, and ScatterND skips that update (stitch_movement.cuh,
+// wrap_index).
+//
+// ScatterND is deterministic: one kernel copies data to the output, a second applies the
+// updates. Updates that address the same slice are applied by the first of them, one
+// thread per element, in the order of the update rows (the order of the ONNX reference's
+// loop): with reduction none the last one wins. When the indices are constant and distinct,
+// that scan is left out.
+#include <set>
+
+#include "emitter/kernel_movement.h"
+#include "graph/constant.h"
+
+namespace stitch {
+
+namespace {
+
+int64_t dims_product(const Shape& dims, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t d = from; d < to; ++d) p *= dims[d];
+  return p;
+}
+
+// "i / 4 % 3" without the parts that are no-ops.
+std::string quotient_mod(const std::string& index, int64_t divisor, int64_t modulus) {
+  std::string q = divisor == 1 ? index : fmt::format("{} / {}", index, divisor);
+  if (modulus < 0) return q;
+  if (modulus == 1) return "0";
+  return fmt::format("{} % {}", q, modulus);
+}
+
+} // namespace
+
+void emit_gather(const GroupEmitContext& ctx, CodeWriter& out) {
+  const Node& node = ctx.node();
+  NodeContext nc(ctx.graph(), node);
+  const Tensor& data = ctx.tensor(node.inputs[0]);
+  const Tensor& indices = ctx.tensor(node.inputs[1]);
+  const size_t axis = static_cast<size_t>(nc.normalize_axis(nc.attr_int("axis", 0), nc.rank(0)));
+  const int64_t dim = data.shape[axis];
+  const int64_t inner = dims_product(data.shape, axis + 1, data.shape.size());
+  const int64_t count = indices.elements();
+  std::string kernel = ctx.kernel_name();
+  std::vector<KernelArg> args = {input_arg(ctx, node.inputs[0], "data"),
+                                 input_arg(ctx, node.inputs[1], "indices"),
+                                 output_arg(ctx, node.outputs[0], "out")};
+  open_kernel(ctx, out, kernel, args,
+              {fmt::format("Gather along axis {} (size {}): output element (o, j, p) is data[o, "
+                           "indices[j], p]; an index out of range gives 0.", axis, dim)});
+  open_grid_stride_loop(out, ctx.tensor(node.outputs[0]).elements());
+  out.linef("const int64_t p = {}, j = {}, o = {};", quotient_mod("i", 1, inner),
+            quotient_mod("i", inner, count), quotient_mod("i", inner * count, -1));
+  out.linef("const int64_t index = stitch::movement::wrap_index(indices[j], {});", dim);
+  out.linef("out[i] = index < 0 ? {} : data[(o * {} + index) * {} + p];",
+            float_literal(data.dtype, 0.0, ctx), dim, inner);
+  out.close();
+  finish_kernel(ctx, out, kernel, args);
+}
+
+void emit_gather_elements(const GroupEmitContext& ctx, CodeWriter& out) {
+  const Node& node = ctx.node();
+  NodeContext nc(ctx.graph(), node);
+  const Tensor& data = ctx.tensor(node.inputs[0]);
+  const Tensor& indices = ctx.tensor(node.inputs[1]);
+  const size_t axis = static_cast<size_t>(nc.normalize_axis(nc.attr_int("axis", 0), nc.rank(0)));
+  Shape strides = row_major_strides(data.shape);
+  std::string kernel = ctx.kernel_name();
+  std::vector<KernelArg> args = {input_arg(ctx, node.inputs[0], "data"),
+                                 input_arg(ctx, node.inputs[1], "indices"),
+                                 output_arg(ctx, node.outputs[0], "out")};
+  open_kernel(ctx, out, kernel, args,
+              {fmt::format("GatherElements along axis {}: output element c reads data at c with "
+                           "coordinate {} replaced by indices[c]; out of range gives 0.", axis, axis)});
+  open_grid_stride_loop(out, indices.elements());
+  emit_coordinates(out, indices.shape, "i");
+  out.linef("const int64_t index = stitch::movement::wrap_index(indices[i], {});", data.shape[axis]);
+  std::vector<std::string> coords = coordinate_names(indices.shape.size());
+  coords[axis] = "index";
+  out.linef("out[i] = index < 0 ? {} : data[{}];", float_literal(data.dtype, 0.0, ctx),
+            linear_index(coords, strides));
+  out.close();
+  finish_kernel(ctx, out, kernel, args);
+}
+
+void emit_gather_nd(const GroupEmitContext& ctx, CodeWriter& out) {
+  const Node& node = ctx.node();
+  NodeContext nc(ctx.graph(), node);
+  const Tensor& data = ctx.tensor(node.inputs[0]);
+  const Tensor& indices = ctx.tensor(node.inputs[1]);
+  const size_t b = static_cast<size_t>(nc.attr_int("batch_dims", 0));
+  const size_t m = static_cast<size_t>(indices.shape.back());
+  const int64_t slice = dims_product(data.shape, b + m, data.shape.size());
+  const int64_t rows_per_batch = dims_product(indices.shape, b, indices.shape.size() - 1);
+  const int64_t batch_stride = dims_product(data.shape, b, data.shape.size());
+  Shape strides = row_major_strides(data.shape);
+  std::string kernel = ctx.kernel_name();
+  std::vector<KernelArg> args = {input_arg(ctx, node.inputs[0], "data"),
+                                 input_arg(ctx, node.inputs[1], "indices"),
+                                 output_arg(ctx, node.outputs[0], "out")};
+  open_kernel(ctx, out, kernel, args,
+              {fmt::format("GatherND with batch_dims {}: each row of {} indices picks a slice of "
+                           "{} elements; an index out of range gives 0.", b, m, slice)});
+  open_grid_stride_loop(out, ctx.tensor(node.outputs[0]).elements());
+  out.linef("const int64_t row = {}, s = {};", quotient_mod("i", slice, -1), quotient_mod("i", 1, slice));
+  out.linef("const int64_t* index = indices + row * {};", m);
+  std::vector<std::string> terms, checks;
+  if (b > 0) terms.push_back(fmt::format("row / {} * {}", rows_per_batch, batch_stride));
+  for (size_t j = 0; j < m; ++j) {
+    out.linef("const int64_t k{} = stitch::movement::wrap_index(index[{}], {});", j, j, data.shape[b + j]);
+    terms.push_back(linear_index({fmt::format("k{}", j)}, {strides[b + j]}));
+    checks.push_back(fmt::format("k{} < 0", j));
+  }
+  terms.push_back("s");
+  out.linef("out[i] = {} ? {} : data[{}];", fmt::join(checks, " || "),
+            float_literal(data.dtype, 0.0, ctx), fmt::join(terms, " + "));
+  out.close();
+  finish_kernel(ctx, out, kernel, args);
+}
+
+void emit_scatter_nd(const GroupEmitContext& ctx, CodeWriter& out) {
+  const Node& node = ctx.node();
+  NodeContext nc(ctx.graph(), node);
+  const Tensor& data = ctx.tensor(node.inputs[0]);
+  const Tensor& indices = ctx.tensor(node.inputs[1]);
+  const std::string reduction = nc.attr_string("reduction", "none");
+  const size_t k = static_cast<size_t>(indices.shape.back());
+  const int64_t rows = indices.elements() / static_cast<int64_t>(k);
+  const int64_t slice = dims_product(data.shape, k, data.shape.size());
+  Shape strides = row_major_strides(data.shape);
+  const std::string copy_kernel = ctx.kernel_name("_copy"), update_kernel = ctx.kernel_name("_update");
+  const std::string target_fn = ctx.kernel_name("_target");
+  const std::string type = ctype(data.dtype, ctx);
+  std::string combine = reduction == "add" ? "Add" : reduction == "mul" ? "Mul"
+                        : reduction == "max" ? "Max" : reduction == "min" ? "Min" : "None";
+
+  // Distinct constant indices need no ordering between update rows.
+  bool distinct = rows <= 1;
+  if (!distinct && indices.is_constant()) {
+    std::vector<int64_t> values = constant_as_int64(indices);
+    std::set<int64_t> targets;
+    distinct = true;
+    for (int64_t u = 0; u < rows && distinct; ++u) {
+      int64_t offset = 0;
+      for (size_t j = 0; j < k; ++j) {
+        int64_t v = values[u * k + j], dim = data.shape[j];
+        if (v < 0) v += dim;
+        offset += v * strides[j];
+      }
+      distinct = targets.insert(offset).second;
+    }
+  }
+
+  // The copy.
+  std::vector<KernelArg> copy_args = {input_arg(ctx, node.inputs[0], "data"),
+                                      output_arg(ctx, node.outputs[0], "out")};
+  open_kernel(ctx, out, copy_kernel, copy_args, {"ScatterND, step 1: the output starts as data."});
+  open_grid_stride_loop(out, data.elements());
+  out.line("out[i] = data[i];");
+  out.close();
+  out.close();
+  out.line();
+
+  // Where update row u goes.
+  out.comment("The offset of the slice update row u addresses, or -1 when an index is out of range.");
+  out.open(fmt::format("__device__ __forceinline__ int64_t {}(const int64_t* __restrict__ indices, int64_t u)",
+                       target_fn));
+  out.linef("const int64_t* index = indices + u * {};", k);
+  std::vector<std::string> terms, checks;
+  for (size_t j = 0; j < k; ++j) {
+    out.linef("const int64_t k{} = stitch::movement::wrap_index(index[{}], {});", j, j, data.shape[j]);
+    terms.push_back(linear_index({fmt::format("k{}", j)}, {strides[j]}));
+    checks.push_back(fmt::format("k{} < 0", j));
+  }
+  out.linef("return {} ? -1 : {};", fmt::join(checks, " || "), fmt::join(terms, " + "));
+  out.close();
+  out.line();
+
+  // The updates.
+  std::vector<KernelArg> update_args = {input_arg(ctx, node.inputs[1], "indices"),
+                                        input_arg(ctx, node.inputs[2], "updates")};
+  update_args.push_back({fmt::format("{}* out", type), ctx.pointer(node.outputs[0], true)});
+  std::vector<std::string> notes = {
+      fmt::format("ScatterND, step 2: {} update rows of {} elements, reduction {}.", rows, slice, reduction)};
+  notes.push_back(distinct ? "Every row addresses its own slice: no ordering is needed."
+                           : "Rows addressing the same slice are applied by the first of them, in row order.");
+  open_kernel(ctx, out, update_kernel, update_args, notes);
+  open_grid_stride_loop(out, rows * slice);
+  out.linef("const int64_t u = {}, s = {};", quotient_mod("i", slice, -1), quotient_mod("i", 1, slice));
+  out.linef("const int64_t target = {}(indices, u);", target_fn);
+  out.line("if (target < 0) continue; // an index out of range: the update is skipped");
+  std::string reduction_enum = "stitch::movement::ScatterReduction::" + combine;
+  if (distinct) {
+    if (combine == "None") out.line("out[target + s] = updates[i];");
+    else out.linef("out[target + s] = stitch::movement::scatter_combine(out[target + s], updates[i], {});",
+                   reduction_enum);
+  } else {
+    out.line("bool first = true;");
+    out.linef("for (int64_t v = 0; v < u && first; ++v) first = {}(indices, v) != target;", target_fn);
+    out.line("if (!first) continue;");
+    out.linef("{} value = out[target + s];", type);
+    out.open(fmt::format("for (int64_t v = u; v < {}; ++v)", rows));
+    out.linef("if (v == u || {}(indices, v) == target)", target_fn);
+    out.linef("  value = stitch::movement::scatter_combine(value, updates[v * {} + s], {});", slice,
+              reduction_enum);
+    out.close();
+    out.line("out[target + s] = value;");
+  }
+  out.close();
+  out.close();
+  out.line();
+  emit_launches(ctx, out, {{copy_kernel, copy_args}, {update_kernel, update_args}});
+}
+
+} // namespace stitch

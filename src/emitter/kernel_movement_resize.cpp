@@ -1,0 +1,210 @@
+// Resize: one thread per output element. For each resized axis the output coordinate is
+// mapped to an input coordinate by the node's coordinate_transformation_mode (in double, as the
+// ONNX reference computes it), then the element is the nearest input element (every
+// nearest_mode) or the weighted sum of the linear (2 per axis: bilinear, trilinear, ...) or
+// cubic (4 per axis) taps, accumulated in fp32 (fp64 for double and 32/64-bit integers), taps
+// outside the input clamped to its edge. tf_crop_and_resize writes extrapolation_value where
+// the coordinate leaves the input. antialias=1 is refused when an axis is downsampled (it
+// changes nothing otherwise).
+#include <cmath>
+
+#include "emitter/kernel_movement.h"
+
+namespace stitch {
+
+namespace {
+
+struct ResizeAxis {
+  int64_t axis = 0;
+  double scale = 1.0;
+  double roi_start = 0.0, roi_end = 1.0;
+};
+
+struct ResizeParams {
+  std::string mode;            // nearest, linear, cubic
+  std::string coordinates;     // coordinate_transformation_mode
+  std::string nearest_mode;
+  double cubic_a = -0.75;
+  bool exclude_outside = false;
+  double extrapolation = 0.0;
+  std::vector<ResizeAxis> axes; // the axes that change, in order
+};
+
+const char* coordinates_enum(const GroupEmitContext& ctx, const std::string& mode) {
+  if (mode == "half_pixel") return "HalfPixel";
+  if (mode == "pytorch_half_pixel") return "PytorchHalfPixel";
+  if (mode == "align_corners") return "AlignCorners";
+  if (mode == "asymmetric") return "Asymmetric";
+  if (mode == "tf_crop_and_resize") return "TfCropAndResize";
+  if (mode == "half_pixel_symmetric") return "HalfPixelSymmetric";
+  ctx.unsupported(fmt::format("Resize coordinate_transformation_mode \"{}\"", mode));
+}
+
+const char* nearest_enum(const GroupEmitContext& ctx, const std::string& mode) {
+  if (mode == "round_prefer_floor") return "RoundPreferFloor";
+  if (mode == "round_prefer_ceil") return "RoundPreferCeil";
+  if (mode == "floor") return "Floor";
+  if (mode == "ceil") return "Ceil";
+  ctx.unsupported(fmt::format("Resize nearest_mode \"{}\"", mode));
+}
+
+ResizeParams read_resize(const GroupEmitContext& ctx) {
+  const Node& node = ctx.node();
+  NodeContext nc(ctx.graph(), node);
+  const Shape& in = nc.shape(0);
+  const Shape& out = ctx.tensor(node.outputs[0]).shape;
+  const int64_t rank = nc.rank(0);
+  ResizeParams p;
+  p.mode = nc.attr_string("mode", "nearest");
+  if (nc.opset() < 11) {
+    // Opset 10 resizes as Upsample did: x / scale, nearest rounds down.
+    p.coordinates = "asymmetric";
+    p.nearest_mode = "floor";
+  } else {
+    p.coordinates = nc.attr_string("coordinate_transformation_mode", "half_pixel");
+    p.nearest_mode = nc.attr_string("nearest_mode", "round_prefer_floor");
+    p.cubic_a = nc.attr_float("cubic_coeff_a", -0.75);
+    p.exclude_outside = nc.attr_int("exclude_outside", 0) != 0;
+    p.extrapolation = nc.attr_float("extrapolation_value", 0.0);
+  }
+  std::vector<int64_t> axes;
+  for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  std::string policy = "stretch";
+  if (nc.opset() >= 18) {
+    axes = nc.normalize_axes(nc.attr_ints("axes", axes), rank, "axes");
+    policy = nc.attr_string("keep_aspect_ratio_policy", "stretch");
+  }
+  const int scales_input = nc.opset() < 11 ? 1 : 2, sizes_input = nc.opset() < 11 ? -1 : 3;
+  auto given = [&](int i) { return i > 0 && nc.has_input(i) && nc.input(i).elements() > 0; };
+
+  std::vector<double> scale(rank, 1.0), roi_start(rank, 0.0), roi_end(rank, 1.0);
+  if (given(scales_input)) {
+    std::vector<double> scales = nc.const_floats(scales_input, "scales");
+    for (size_t i = 0; i < axes.size(); ++i) scale[axes[i]] = scales[i];
+  } else {
+    std::vector<int64_t> sizes = nc.const_int_vector(sizes_input, "sizes");
+    if (policy == "stretch") {
+      for (size_t i = 0; i < axes.size(); ++i)
+        scale[axes[i]] = static_cast<double>(sizes[i]) / static_cast<double>(in[axes[i]]);
+    } else {
+      double uniform = policy == "not_larger" ? INFINITY : 0.0;
+      for (size_t i = 0; i < axes.size(); ++i) {
+        double ratio = static_cast<double>(sizes[i]) / static_cast<double>(in[axes[i]]);
+        uniform = policy == "not_larger" ? std::min(uniform, ratio) : std::max(uniform, ratio);
+      }
+      for (int64_t a : axes) scale[a] = uniform;
+    }
+  }
+  if (p.coordinates == "tf_crop_and_resize") {
+    if (!given(1)) ctx.unsupported("Resize tf_crop_and_resize without a roi input");
+    if (!nc.input(1).is_constant()) ctx.unsupported("Resize with a roi computed at run time");
+    std::vector<double> roi = nc.const_floats(1, "roi");
+    if (roi.size() != 2 * axes.size())
+      ctx.unsupported(fmt::format("Resize roi with {} values for {} axes", roi.size(), axes.size()));
+    for (size_t i = 0; i < axes.size(); ++i) {
+      roi_start[axes[i]] = roi[i];
+      roi_end[axes[i]] = roi[axes.size() + i];
+    }
+  }
+  if (nc.opset() >= 18 && nc.attr_int("antialias", 0) != 0 && p.mode != "nearest")
+    for (int64_t d = 0; d < rank; ++d)
+      if (scale[d] < 1.0) ctx.unsupported("Resize with antialias=1 when downsampling");
+
+  for (int64_t d = 0; d < rank; ++d) {
+    bool identity = out[d] == in[d] && scale[d] == 1.0 && roi_start[d] == 0.0 && roi_end[d] == 1.0;
+    if (!identity) p.axes.push_back({d, scale[d], roi_start[d], roi_end[d]});
+  }
+  return p;
+}
+
+std::string double_literal(double v) {
+  if (std::isinf(v)) return v < 0 ? "-INFINITY" : "INFINITY";
+  std::string text = fmt::format("{:.17g}", v);
+  if (text.find_first_of(".en") == std::string::npos) text += ".0";
+  return text;
+}
+
+} // namespace
+
+void emit_resize(const GroupEmitContext& ctx, CodeWriter& out) {
+  const Node& node = ctx.node();
+  ResizeParams p = read_resize(ctx);
+  const Tensor& input = ctx.tensor(node.inputs[0]);
+  const Tensor& result = ctx.tensor(node.outputs[0]);
+  const Shape& in = input.shape;
+  const Shape in_strides = row_major_strides(in);
+  const std::string type = ctype(input.dtype, ctx);
+  const bool wide =
+      input.dtype == DType::Float64 || (dtype_size(input.dtype) >= 4 && input.dtype != DType::Float32);
+  const std::string acc = wide ? "double" : "float";
+  const int taps = p.mode == "nearest" ? 1 : p.mode == "linear" ? 2 : 4;
+  const bool crop = p.coordinates == "tf_crop_and_resize";
+
+  std::string kernel = ctx.kernel_name();
+  std::vector<KernelArg> args = {input_arg(ctx, node.inputs[0], "in"),
+                                 output_arg(ctx, node.outputs[0], "out")};
+  std::vector<std::string> resized;
+  for (const ResizeAxis& a : p.axes) resized.push_back(fmt::format("{} (scale {})", a.axis, a.scale));
+  std::vector<std::string> notes = {
+      fmt::format("Resize {} -> {}: {} mode, {} coordinates{}; resized axes {}.", shape_to_string(in),
+                  shape_to_string(result.shape), p.mode, p.coordinates,
+                  p.mode == "nearest" ? ", nearest " + p.nearest_mode : std::string(),
+                  resized.empty() ? "none" : fmt::format("{}", fmt::join(resized, ", ")))};
+  open_kernel(ctx, out, kernel, args, notes);
+  open_grid_stride_loop(out, result.elements());
+  emit_coordinates(out, result.shape, "i");
+
+  std::vector<std::string> coords = coordinate_names(in.size());
+  std::vector<std::string> outside;
+  for (const ResizeAxis& a : p.axes) {
+    out.linef("const double x{} = stitch::movement::resize_coordinate(c{}, "
+              "stitch::movement::ResizeCoordinates::{}, {}, {}, {}, {}, {});",
+              a.axis, a.axis, coordinates_enum(ctx, p.coordinates), double_literal(a.scale),
+              in[a.axis], result.shape[a.axis], double_literal(a.roi_start), double_literal(a.roi_end));
+    if (crop) outside.push_back(fmt::format("stitch::movement::resize_outside(x{}, {})", a.axis, in[a.axis]));
+  }
+  if (!outside.empty())
+    out.linef("if ({}) {{ out[i] = {}; continue; }}", fmt::join(outside, " || "),
+              float_literal(input.dtype, p.extrapolation, ctx));
+
+  if (taps == 1 || p.axes.empty()) {
+    for (const ResizeAxis& a : p.axes) {
+      out.linef("const int64_t k{} = stitch::movement::resize_nearest(x{}, "
+                "stitch::movement::ResizeNearest::{}, {});",
+                a.axis, a.axis, nearest_enum(ctx, p.nearest_mode), in[a.axis]);
+      coords[a.axis] = fmt::format("k{}", a.axis);
+    }
+    out.linef("out[i] = in[{}];", linear_index(coords, in_strides));
+    out.close();
+    finish_kernel(ctx, out, kernel, args);
+    return;
+  }
+
+  for (const ResizeAxis& a : p.axes) {
+    out.linef("int64_t k{}[{}];", a.axis, taps);
+    out.linef("{} w{}[{}];", acc, a.axis, taps);
+    if (taps == 2)
+      out.linef("stitch::movement::resize_linear_taps(x{0}, {1}, k{0}, w{0});", a.axis, in[a.axis]);
+    else
+      out.linef("stitch::movement::resize_cubic_taps(x{0}, {1}, {2}, {3}, k{0}, w{0});", a.axis,
+                in[a.axis], double_literal(p.cubic_a), p.exclude_outside ? "true" : "false");
+  }
+  // The unresized axes' part of the input offset, then one loop per resized axis.
+  std::vector<std::string> fixed = coords;
+  for (const ResizeAxis& a : p.axes) fixed[a.axis] = "0";
+  out.linef("const int64_t base = {};", linear_index(fixed, in_strides));
+  out.linef("{} sum = 0;", acc);
+  std::vector<std::string> weight_terms, offset_terms = {"base"};
+  for (const ResizeAxis& a : p.axes) {
+    out.open(fmt::format("for (int t{0} = 0; t{0} < {1}; ++t{0})", a.axis, taps));
+    weight_terms.push_back(fmt::format("w{0}[t{0}]", a.axis));
+    offset_terms.push_back(linear_index({fmt::format("k{0}[t{0}]", a.axis)}, {in_strides[a.axis]}));
+  }
+  out.linef("sum += {} * {}(in[{}]);", fmt::join(weight_terms, " * "), acc, fmt::join(offset_terms, " + "));
+  for (size_t j = 0; j < p.axes.size(); ++j) out.close();
+  out.linef("out[i] = stitch::movement::saturate_round<{}>(sum);", type);
+  out.close();
+  finish_kernel(ctx, out, kernel, args);
+}
+
+} // namespace stitch
