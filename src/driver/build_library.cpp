@@ -55,11 +55,15 @@ private:
   bool remove_ = false;
 };
 
+int jobs_for(const BuildOptions& o) {
+  return o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 void run_or_fail(const std::vector<Command>& commands, const fs::path& dir, const BuildOptions& o) {
   if (o.verbose)
     for (const Command& c : commands) fmt::print(stderr, "stitchc: {}\n", command_line(c));
-  int jobs = o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<CommandResult> results = run_commands(commands, dir.string(), jobs, o.timeout_seconds);
+  std::vector<CommandResult> results =
+      run_commands(commands, dir.string(), jobs_for(o), o.timeout_seconds);
   for (size_t i = 0; i < results.size(); ++i) {
     const CommandResult& r = results[i];
     if (r.exit_code == 0) continue;
@@ -149,8 +153,19 @@ void build_library(const GeneratedModel& model, const BuildOptions& o) {
       compiles.push_back({argv, "compiling " + src});
       objects.push_back(obj);
     };
-    for (const GeneratedFile& f : model.groups) nvcc_compile(f.name);
-    nvcc_compile(model.launcher.name);
+    // Every nvcc run pays for the headers once: the group files (and the launcher) are
+    // compiled in as many chunks as there are parallel jobs, each including its share.
+    size_t chunks = std::min(model.groups.size(), static_cast<size_t>(jobs_for(o)));
+    for (size_t c = 0; c < chunks; ++c) {
+      std::string text = fmt::format("// chunk_{:03}.cu: group sources compiled together.\n", c);
+      for (size_t gi = c; gi < model.groups.size(); gi += chunks)
+        text += "#include \"" + model.groups[gi].name + "\"\n";
+      if (c == 0) text += "#include \"" + model.launcher.name + "\"\n";
+      std::string name = fmt::format("chunk_{:03}.cu", c);
+      write_file(dir / name, text);
+      nvcc_compile(name);
+    }
+    if (chunks == 0) nvcc_compile(model.launcher.name);
     run_or_fail(compiles, dir, o);
     for (const std::string& obj : objects) link.push_back(obj);
     for (const std::string& a : std::vector<std::string>{
