@@ -2,6 +2,7 @@
 // (kernel_movement.h). The ops themselves are in kernel_movement_*.cpp.
 #include "emitter/kernel_movement.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -9,35 +10,48 @@
 
 namespace stitch {
 
+namespace {
+
+using MovementEmitter = void (*)(const GroupEmitContext&, CodeWriter&);
+
+constexpr std::pair<OpKind, MovementEmitter> kEmitters[] = {
+    {OpKind::Transpose, emit_permuted_copy},
+    {OpKind::DepthToSpace, emit_permuted_copy},
+    {OpKind::SpaceToDepth, emit_permuted_copy},
+    // Ops that only reinterpret their input, when they were not made views.
+    {OpKind::Identity, emit_copy},
+    {OpKind::Dropout, emit_copy},
+    {OpKind::Reshape, emit_copy},
+    {OpKind::Flatten, emit_copy},
+    {OpKind::Squeeze, emit_copy},
+    {OpKind::Unsqueeze, emit_copy},
+    {OpKind::Concat, emit_concat},
+    {OpKind::Split, emit_split},
+    {OpKind::Slice, emit_slice},
+    {OpKind::Tile, emit_tile},
+    {OpKind::Pad, emit_pad},
+    {OpKind::Trilu, emit_trilu},
+    {OpKind::Range, emit_range},
+    {OpKind::ConstantOfShape, emit_constant_fill},
+    {OpKind::Gather, emit_gather},
+    {OpKind::GatherElements, emit_gather_elements},
+    {OpKind::GatherND, emit_gather_nd},
+    {OpKind::ScatterND, emit_scatter_nd},
+    {OpKind::Resize, emit_resize},
+    {OpKind::TopK, emit_topk},
+    {OpKind::Einsum, emit_einsum},
+};
+
+} // namespace
+
 bool emit_movement(const GroupEmitContext& ctx, CodeWriter& out) {
   if (ctx.group().kind != GroupKind::Kernel) return false;
-  switch (ctx.node().op) {
-  case OpKind::Transpose:
-  case OpKind::DepthToSpace:
-  case OpKind::SpaceToDepth: emit_permuted_copy(ctx, out); return true;
-  case OpKind::Identity:
-  case OpKind::Dropout:
-  case OpKind::Reshape:
-  case OpKind::Flatten:
-  case OpKind::Squeeze:
-  case OpKind::Unsqueeze:
-  case OpKind::View: emit_copy(ctx, out); return true;
-  case OpKind::Concat: emit_concat(ctx, out); return true;
-  case OpKind::Split: emit_split(ctx, out); return true;
-  case OpKind::Slice: emit_slice(ctx, out); return true;
-  case OpKind::Tile: emit_tile(ctx, out); return true;
-  case OpKind::Pad: emit_pad(ctx, out); return true;
-  case OpKind::Trilu: emit_trilu(ctx, out); return true;
-  case OpKind::Range: emit_range(ctx, out); return true;
-  case OpKind::ConstantOfShape: emit_constant_fill(ctx, out); return true;
-  case OpKind::Gather: emit_gather(ctx, out); return true;
-  case OpKind::GatherElements: emit_gather_elements(ctx, out); return true;
-  case OpKind::GatherND: emit_gather_nd(ctx, out); return true;
-  case OpKind::ScatterND: emit_scatter_nd(ctx, out); return true;
-  case OpKind::Resize: emit_resize(ctx, out); return true;
-  case OpKind::TopK: emit_topk(ctx, out); return true;
-  default: return false;
+  for (const auto& [op, emit] : kEmitters) {
+    if (op != ctx.node().op) continue;
+    emit(ctx, out);
+    return true;
   }
+  return false;
 }
 
 // ---- Kernel skeleton ----
@@ -55,10 +69,12 @@ KernelArg output_arg(const GroupEmitContext& ctx, TensorId t, const std::string&
 void open_kernel(const GroupEmitContext& ctx, CodeWriter& out, const std::string& kernel,
                  const std::vector<KernelArg>& args, const std::vector<std::string>& notes) {
   out.comment(describe_node(ctx.graph(), ctx.node()));
-  for (const std::string& note : notes) out.comment(note);
+  for (const std::string& note : notes)
+    out.comment(note);
   const LaunchConfig& l = ctx.group().launch;
   std::vector<std::string> params;
-  for (const KernelArg& a : args) params.push_back(a.declaration);
+  for (const KernelArg& a : args)
+    params.push_back(a.declaration);
   out.open(fmt::format("__global__ void __launch_bounds__({}) {}({})",
                        l.block[0] * l.block[1] * l.block[2], kernel, fmt::join(params, ", ")));
 }
@@ -75,7 +91,8 @@ void finish_kernel(const GroupEmitContext& ctx, CodeWriter& out, const std::stri
   out.close();
   out.line();
   std::vector<std::string> values;
-  for (const KernelArg& a : args) values.push_back(a.value);
+  for (const KernelArg& a : args)
+    values.push_back(a.value);
   emit_launch(ctx, out, kernel, values);
 }
 
@@ -83,15 +100,31 @@ void emit_launches(const GroupEmitContext& ctx, CodeWriter& out,
                    const std::vector<std::pair<std::string, std::vector<KernelArg>>>& kernels) {
   const LaunchConfig& l = ctx.group().launch;
   out.open(fmt::format(fmt::runtime(kGroupSignature), ctx.group_function()));
+  // Each distinct pointer once, as in emit_launch.
+  std::vector<std::string> pointers;
+  auto name_of = [&](const std::string& value) {
+    auto it = std::find(pointers.begin(), pointers.end(), value);
+    if (it == pointers.end()) {
+      out.linef("auto* const a{} = {};", pointers.size(), value);
+      pointers.push_back(value);
+      return fmt::format("a{}", pointers.size() - 1);
+    }
+    return fmt::format("a{}", it - pointers.begin());
+  };
+  std::vector<std::vector<std::string>> names;
+  for (const auto& kernel : kernels) {
+    names.emplace_back();
+    for (const KernelArg& a : kernel.second)
+      names.back().push_back(name_of(a.value));
+  }
   out.linef("const dim3 grid({}, {}, {});", l.grid[0], l.grid[1], l.grid[2]);
   out.linef("const dim3 block({}, {}, {});", l.block[0], l.block[1], l.block[2]);
   out.line("int32_t status = 0;");
-  for (const auto& [kernel, args] : kernels) {
-    std::vector<std::string> values;
-    for (const KernelArg& a : args) values.push_back(a.value);
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    const std::string& kernel = kernels[k].first;
     out.linef("status = stitch_launch_result(STITCH_LAUNCH({}, grid, block, {}, b->stream, {}), "
               "\"{}\", {}, error, error_size);",
-              kernel, l.dynamic_shared_bytes, fmt::join(values, ", "), kernel, ctx.group().id);
+              kernel, l.dynamic_shared_bytes, fmt::join(names[k], ", "), kernel, ctx.group().id);
     out.line("if (status != 0) return status;");
   }
   out.line("return status;");
@@ -102,13 +135,22 @@ void emit_launches(const GroupEmitContext& ctx, CodeWriter& out,
 
 Shape row_major_strides(const Shape& dims) {
   Shape strides(dims.size(), 1);
-  for (size_t d = dims.size(); d-- > 1;) strides[d - 1] = strides[d] * dims[d];
+  for (size_t d = dims.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * dims[d];
   return strides;
 }
 
 std::vector<std::string> coordinate_names(size_t rank, std::string_view prefix) {
   std::vector<std::string> names;
-  for (size_t d = 0; d < rank; ++d) names.push_back(fmt::format("{}{}", prefix, d));
+  for (size_t d = 0; d < rank; ++d)
+    names.push_back(fmt::format("{}{}", prefix, d));
+  return names;
+}
+
+std::vector<std::string> coordinate_names(const Shape& dims, std::string_view prefix) {
+  std::vector<std::string> names;
+  for (size_t d = 0; d < dims.size(); ++d)
+    names.push_back(dims[d] == 1 ? std::string("0") : fmt::format("{}{}", prefix, d));
   return names;
 }
 
@@ -122,19 +164,26 @@ void emit_coordinates(CodeWriter& out, const Shape& dims, std::string_view index
   std::string rest = prefix == "c" ? "rest" : fmt::format("rest_{}", prefix);
   out.linef("int64_t {} = {};", rest, index);
   for (size_t d = dims.size(); d-- > 0;) {
-    if (d == 0) out.linef("const int64_t {}0 = {};", prefix, rest);
-    else if (dims[d] == 1) out.linef("const int64_t {}{} = 0;", prefix, d);
-    else out.linef("const int64_t {0}{1} = {2} % {3}; {2} /= {3};", prefix, d, rest, dims[d]);
+    if (d == 0)
+      out.linef("const int64_t {}0 = {};", prefix, rest);
+    else if (dims[d] == 1)
+      out.linef("const int64_t {}{} = 0;", prefix, d);
+    else
+      out.linef("const int64_t {0}{1} = {2} % {3}; {2} /= {3};", prefix, d, rest, dims[d]);
   }
 }
 
-std::string linear_index(const std::vector<std::string>& coords, const std::vector<int64_t>& strides) {
+std::string linear_index(const std::vector<std::string>& coords,
+                         const std::vector<int64_t>& strides) {
   std::vector<std::string> terms;
   for (size_t d = 0; d < coords.size(); ++d) {
-    if (strides[d] == 0) continue;
-    if (strides[d] == 1) terms.push_back(coords[d]);
-    else if (strides[d] < 0) terms.push_back(fmt::format("{} * ({})", coords[d], strides[d]));
-    else terms.push_back(fmt::format("{} * {}", coords[d], strides[d]));
+    if (strides[d] == 0 || coords[d] == "0") continue;
+    if (strides[d] == 1)
+      terms.push_back(coords[d]);
+    else if (strides[d] < 0)
+      terms.push_back(fmt::format("{} * ({})", coords[d], strides[d]));
+    else
+      terms.push_back(fmt::format("{} * {}", coords[d], strides[d]));
   }
   return terms.empty() ? "0" : fmt::format("{}", fmt::join(terms, " + "));
 }
@@ -171,7 +220,8 @@ void emit_strided_read(CodeWriter& out, const StridedView& view) {
     emit_coordinates(out, v.dims, "i");
     offset = linear_index(coordinate_names(v.dims.size()), v.strides);
   }
-  if (v.base != 0) offset = offset == "0" ? fmt::format("{}", v.base) : fmt::format("{} + {}", v.base, offset);
+  if (v.base != 0)
+    offset = offset == "0" ? fmt::format("{}", v.base) : fmt::format("{} + {}", v.base, offset);
   out.linef("out[i] = in[{}];", offset);
 }
 
@@ -186,8 +236,9 @@ std::string float_literal(DType dtype, double value, const GroupEmitContext& ctx
   std::string type = ctype(dtype, ctx);
   if (std::isnan(value)) return fmt::format("{}(NAN)", type);
   if (std::isinf(value)) return fmt::format("{}({}INFINITY)", type, value < 0 ? "-" : "");
-  std::string text = is_double ? fmt::format("{:.17g}", value)
-                               : fmt::format("{:.9g}", static_cast<double>(static_cast<float>(value)));
+  std::string text = is_double
+                         ? fmt::format("{:.17g}", value)
+                         : fmt::format("{:.9g}", static_cast<double>(static_cast<float>(value)));
   if (text.find_first_of(".e") == std::string::npos) text += ".0";
   return is_double ? text : text + "f";
 }
@@ -195,11 +246,14 @@ std::string float_literal(DType dtype, double value, const GroupEmitContext& ctx
 std::string int_literal(DType dtype, int64_t value, const GroupEmitContext& ctx) {
   if (dtype_is_float(dtype)) return float_literal(dtype, static_cast<double>(value), ctx);
   switch (dtype) {
-  case DType::Bool: return value != 0 ? "true" : "false";
+  case DType::Bool:
+    return value != 0 ? "true" : "false";
   case DType::Int64:
     return value == INT64_MIN ? "(-9223372036854775807LL - 1)" : fmt::format("{}LL", value);
-  case DType::UInt64: return fmt::format("{}ull", static_cast<uint64_t>(value));
-  default: return fmt::format("{}({})", ctype(dtype, ctx), value);
+  case DType::UInt64:
+    return fmt::format("{}ull", static_cast<uint64_t>(value));
+  default:
+    return fmt::format("{}({})", ctype(dtype, ctx), value);
   }
 }
 
@@ -211,19 +265,31 @@ std::string constant_element_literal(const GroupEmitContext& ctx, const Tensor& 
     return v;
   };
   switch (t.dtype) {
-  case DType::Float32: return float_literal(t.dtype, read(float{}), ctx);
-  case DType::Float64: return float_literal(t.dtype, read(double{}), ctx);
-  case DType::Int64: return int_literal(t.dtype, read(int64_t{}), ctx);
-  case DType::Int32: return int_literal(t.dtype, read(int32_t{}), ctx);
-  case DType::Int16: return int_literal(t.dtype, read(int16_t{}), ctx);
-  case DType::Int8: return int_literal(t.dtype, read(int8_t{}), ctx);
-  case DType::UInt64: return int_literal(t.dtype, static_cast<int64_t>(read(uint64_t{})), ctx);
-  case DType::UInt32: return int_literal(t.dtype, read(uint32_t{}), ctx);
-  case DType::UInt16: return int_literal(t.dtype, read(uint16_t{}), ctx);
-  case DType::UInt8: return int_literal(t.dtype, read(uint8_t{}), ctx);
-  case DType::Bool: return read(uint8_t{}) != 0 ? "true" : "false";
+  case DType::Float32:
+    return float_literal(t.dtype, read(float{}), ctx);
+  case DType::Float64:
+    return float_literal(t.dtype, read(double{}), ctx);
+  case DType::Int64:
+    return int_literal(t.dtype, read(int64_t{}), ctx);
+  case DType::Int32:
+    return int_literal(t.dtype, read(int32_t{}), ctx);
+  case DType::Int16:
+    return int_literal(t.dtype, read(int16_t{}), ctx);
+  case DType::Int8:
+    return int_literal(t.dtype, read(int8_t{}), ctx);
+  case DType::UInt64:
+    return int_literal(t.dtype, static_cast<int64_t>(read(uint64_t{})), ctx);
+  case DType::UInt32:
+    return int_literal(t.dtype, read(uint32_t{}), ctx);
+  case DType::UInt16:
+    return int_literal(t.dtype, read(uint16_t{}), ctx);
+  case DType::UInt8:
+    return int_literal(t.dtype, read(uint8_t{}), ctx);
+  case DType::Bool:
+    return read(uint8_t{}) != 0 ? "true" : "false";
   case DType::Float16:
-  case DType::BFloat16: break;
+  case DType::BFloat16:
+    break;
   }
   ctx.unsupported(fmt::format("dtype {}", dtype_name(t.dtype)));
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "emitter/kernels.h"
+#include "graph/infer_context.h"
 
 namespace stitch {
 
@@ -39,9 +40,11 @@ Shape row_major_strides(const Shape& dims);
 void emit_coordinates(CodeWriter& out, const Shape& dims, std::string_view index,
                       std::string_view prefix = "c");
 // "c0 * 12 + c1 * 4 + c2" (terms with a zero stride dropped; "0" when none remain).
-std::string linear_index(const std::vector<std::string>& coords, const std::vector<int64_t>& strides);
-// "c0", "c1", ... for rank dims.
+std::string linear_index(const std::vector<std::string>& coords,
+                         const std::vector<int64_t>& strides);
+// "c0", "c1", ... for rank dims; with the dims, "0" stands for the coordinate of a size-1 axis.
 std::vector<std::string> coordinate_names(size_t rank, std::string_view prefix = "c");
+std::vector<std::string> coordinate_names(const Shape& dims, std::string_view prefix = "c");
 
 // A strided view of the input read in output order: output dims `dims`, element c read from
 // in[base + sum c_d * strides[d]] (strides may be negative). Size-1 axes are dropped and
@@ -63,8 +66,9 @@ std::string int_literal(DType dtype, int64_t value, const GroupEmitContext& ctx)
 std::string constant_element_literal(const GroupEmitContext& ctx, const Tensor& t, int64_t i);
 
 // The op emitters, each for the ops named.
-void emit_permuted_copy(const GroupEmitContext& ctx, CodeWriter& out); // Transpose, DepthToSpace, SpaceToDepth
-void emit_copy(const GroupEmitContext& ctx, CodeWriter& out);   // Identity and kin, Dropout
+void emit_permuted_copy(const GroupEmitContext& ctx,
+                        CodeWriter& out); // Transpose, DepthToSpace, SpaceToDepth
+void emit_copy(const GroupEmitContext& ctx, CodeWriter& out); // Identity and kin, Dropout
 void emit_concat(const GroupEmitContext& ctx, CodeWriter& out);
 void emit_split(const GroupEmitContext& ctx, CodeWriter& out);
 void emit_slice(const GroupEmitContext& ctx, CodeWriter& out);
@@ -79,5 +83,7 @@ void emit_gather_nd(const GroupEmitContext& ctx, CodeWriter& out);
 void emit_scatter_nd(const GroupEmitContext& ctx, CodeWriter& out);
 void emit_resize(const GroupEmitContext& ctx, CodeWriter& out);
 void emit_topk(const GroupEmitContext& ctx, CodeWriter& out);
+void emit_einsum(const GroupEmitContext& ctx,
+                 CodeWriter& out); // a Gemm-category op, as a loop nest
 
 } // namespace stitch

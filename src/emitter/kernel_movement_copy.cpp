@@ -16,7 +16,8 @@ namespace {
 // The product of dims [from, to).
 int64_t dims_product(const Shape& dims, size_t from, size_t to) {
   int64_t p = 1;
-  for (size_t d = from; d < to; ++d) p *= dims[d];
+  for (size_t d = from; d < to; ++d)
+    p *= dims[d];
   return p;
 }
 
@@ -53,17 +54,22 @@ void emit_concat(const GroupEmitContext& ctx, CodeWriter& out) {
   args.push_back(output_arg(ctx, node.outputs[0], "out"));
   open_kernel(ctx, out, kernel, args,
               {fmt::format("Concatenation along axis {}: each output row of {} elements is the "
-                           "inputs' rows one after another.", axis, total)});
+                           "inputs' rows one after another.",
+                           axis, total)});
   open_grid_stride_loop(out, ctx.tensor(node.outputs[0]).elements());
-  if (outer == 1) out.line("const int64_t row = 0, along = i;");
-  else out.linef("const int64_t row = i / {0}, along = i % {0};", total);
+  if (outer == 1)
+    out.line("const int64_t row = 0, along = i;");
+  else
+    out.linef("const int64_t row = i / {0}, along = i % {0};", total);
   int64_t offset = 0;
   for (size_t p = 0; p < parts.size(); ++p) {
     const auto& [name, chunk] = parts[p];
     std::string source = fmt::format("{}[row * {} + along{}]", name, chunk,
                                      offset == 0 ? "" : fmt::format(" - {}", offset));
-    if (p + 1 == parts.size()) out.linef("{}out[i] = {};", p == 0 ? "" : "else ", source);
-    else out.linef("{}if (along < {}) out[i] = {};", p == 0 ? "" : "else ", offset + chunk, source);
+    if (p + 1 == parts.size())
+      out.linef("{}out[i] = {};", p == 0 ? "" : "else ", source);
+    else
+      out.linef("{}if (along < {}) out[i] = {};", p == 0 ? "" : "else ", offset + chunk, source);
     offset += chunk;
   }
   out.close();
@@ -98,21 +104,28 @@ void emit_split(const GroupEmitContext& ctx, CodeWriter& out) {
   }
   open_kernel(ctx, out, kernel, args,
               {fmt::format("Split along axis {}: one thread per input element, which goes to the "
-                           "output whose part of the {}-element row holds it.", axis, total)});
+                           "output whose part of the {}-element row holds it.",
+                           axis, total)});
   open_grid_stride_loop(out, ctx.tensor(node.inputs[0]).elements());
-  if (outer == 1) out.line("const int64_t row = 0, along = i;");
-  else out.linef("const int64_t row = i / {0}, along = i % {0};", total);
+  if (outer == 1)
+    out.line("const int64_t row = 0, along = i;");
+  else
+    out.linef("const int64_t row = i / {0}, along = i % {0};", total);
   out.line("const auto value = in[i];");
   for (size_t p = 0; p < parts.size(); ++p) {
     const Part& part = parts[p];
     std::string target = fmt::format("{}[row * {} + along{}]", part.name, part.chunk,
                                      part.offset == 0 ? "" : fmt::format(" - {}", part.offset));
     bool last = p + 1 == parts.size() && part.offset + part.chunk == total;
-    std::string condition = fmt::format("along >= {} && along < {}", part.offset, part.offset + part.chunk);
+    std::string condition =
+        fmt::format("along >= {} && along < {}", part.offset, part.offset + part.chunk);
     if (part.offset == 0) condition = fmt::format("along < {}", part.chunk);
-    if (last && p > 0) out.linef("else {} = value;", target);
-    else if (last) out.linef("{} = value;", target);
-    else out.linef("{}if ({}) {} = value;", p == 0 ? "" : "else ", condition, target);
+    if (last && p > 0)
+      out.linef("else {} = value;", target);
+    else if (last)
+      out.linef("{} = value;", target);
+    else
+      out.linef("{}if ({}) {} = value;", p == 0 ? "" : "else ", condition, target);
   }
   out.close();
   finish_kernel(ctx, out, kernel, args);
@@ -130,7 +143,8 @@ void emit_slice(const GroupEmitContext& ctx, CodeWriter& out) {
   for (const SliceAxis& s : read_slice_params(nc)) {
     view.base += s.start * in_strides[s.axis];
     view.strides[s.axis] = s.step * in_strides[s.axis];
-    described.push_back(fmt::format("axis {}: {} from {} step {}", s.axis, s.length, s.start, s.step));
+    described.push_back(
+        fmt::format("axis {}: {} from {} step {}", s.axis, s.length, s.start, s.step));
   }
   std::string kernel = ctx.kernel_name();
   std::vector<KernelArg> args = {input_arg(ctx, node.inputs[0], "in"),
@@ -154,14 +168,18 @@ void emit_tile(const GroupEmitContext& ctx, CodeWriter& out) {
                                  output_arg(ctx, node.outputs[0], "out")};
   open_kernel(ctx, out, kernel, args,
               {fmt::format("Tile {} to {}: output coordinate c reads input coordinate c modulo "
-                           "the input's dims.", shape_to_string(in), shape_to_string(shape))});
+                           "the input's dims.",
+                           shape_to_string(in), shape_to_string(shape))});
   open_grid_stride_loop(out, ctx.tensor(node.outputs[0]).elements());
   emit_coordinates(out, shape, "i");
   std::vector<std::string> coords;
   for (size_t d = 0; d < in.size(); ++d) {
-    if (in[d] == shape[d]) coords.push_back(fmt::format("c{}", d));
-    else if (in[d] == 1) coords.push_back("0");
-    else coords.push_back(fmt::format("(c{} % {})", d, in[d]));
+    if (in[d] == 1)
+      coords.push_back("0");
+    else if (in[d] == shape[d])
+      coords.push_back(fmt::format("c{}", d));
+    else
+      coords.push_back(fmt::format("(c{} % {})", d, in[d]));
   }
   out.linef("out[i] = in[{}];", linear_index(coords, in_strides));
   out.close();
@@ -193,7 +211,8 @@ void emit_pad(const GroupEmitContext& ctx, CodeWriter& out) {
     if (nc.has_input(3)) axes = nc.const_int_vector(3, "axes");
   }
   if (axes.empty() && !nc.has_input(3))
-    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
   axes = nc.normalize_axes(axes, rank, "axes");
   std::vector<int64_t> begin(rank, 0), end(rank, 0);
   for (size_t j = 0; j < axes.size(); ++j) {
@@ -204,14 +223,14 @@ void emit_pad(const GroupEmitContext& ctx, CodeWriter& out) {
   open_kernel(ctx, out, kernel, args,
               {fmt::format("Pad {} to {} in {} mode, pads begin [{}] end [{}]; a negative pad "
                            "crops first, and the mode pads the cropped axis.",
-                           shape_to_string(in), shape_to_string(shape), mode,
-                           fmt::join(begin, ","), fmt::join(end, ","))});
+                           shape_to_string(in), shape_to_string(shape), mode, fmt::join(begin, ","),
+                           fmt::join(end, ","))});
   open_grid_stride_loop(out, ctx.tensor(node.outputs[0]).elements());
   emit_coordinates(out, shape, "i");
   std::vector<std::string> coords, outside;
   for (int64_t d = 0; d < rank; ++d) {
     if (begin[d] == 0 && end[d] == 0) {
-      coords.push_back(fmt::format("c{}", d));
+      coords.push_back(in[d] == 1 ? "0" : fmt::format("c{}", d));
       continue;
     }
     // The axis's window of the input after cropping, and where it starts in the output.
@@ -225,13 +244,17 @@ void emit_pad(const GroupEmitContext& ctx, CodeWriter& out) {
       outside.push_back(fmt::format("{0} < 0 || {0} >= {1}", name, window));
     } else {
       if (window <= 0)
-        ctx.unsupported(fmt::format("{} padding of axis {} whose pads crop every element", mode, d));
-      const char* fn = mode == "reflect" ? "reflect_index" : mode == "edge" ? "edge_index" : "wrap_around_index";
+        ctx.unsupported(
+            fmt::format("{} padding of axis {} whose pads crop every element", mode, d));
+      const char* fn = mode == "reflect" ? "reflect_index"
+                       : mode == "edge"  ? "edge_index"
+                                         : "wrap_around_index";
       out.linef("const int64_t {} = stitch::movement::{}({}, {});", name, fn, x, window);
     }
     coords.push_back(crop_begin == 0 ? name : fmt::format("({} + {})", name, crop_begin));
   }
-  if (!outside.empty()) out.linef("if ({}) {{ out[i] = {}; continue; }}", fmt::join(outside, " || "), fill);
+  if (!outside.empty())
+    out.linef("if ({}) {{ out[i] = {}; continue; }}", fmt::join(outside, " || "), fill);
   out.linef("out[i] = in[{}];", linear_index(coords, row_major_strides(in)));
   out.close();
   finish_kernel(ctx, out, kernel, args);
@@ -254,8 +277,8 @@ void emit_trilu(const GroupEmitContext& ctx, CodeWriter& out) {
   out.linef("const int64_t diagonal = {};", k);
   open_grid_stride_loop(out, input.elements());
   out.linef("const int64_t column = i % {}, row = i / {} % {};", cols, cols, rows);
-  out.linef("out[i] = column - row {} diagonal ? in[i] : {};", upper ? ">=" : "<=",
-            float_literal(input.dtype, 0.0, ctx));
+  out.linef("out[i] = column - row {} diagonal ? in[i] : {};",
+            upper ? ">=" : "<=", float_literal(input.dtype, 0.0, ctx));
   out.close();
   finish_kernel(ctx, out, kernel, args);
 }
@@ -271,7 +294,8 @@ void emit_range(const GroupEmitContext& ctx, CodeWriter& out) {
   open_kernel(ctx, out, kernel, args, {"Range: out[i] = start + i * delta."});
   open_grid_stride_loop(out, result.elements());
   if (range.is_float)
-    out.linef("out[i] = {}({} + double(i) * {});", type, float_literal(DType::Float64, range.start_real, ctx),
+    out.linef("out[i] = {}({} + double(i) * {});", type,
+              float_literal(DType::Float64, range.start_real, ctx),
               float_literal(DType::Float64, range.delta_real, ctx));
   else
     out.linef("out[i] = {}({} + i * {});", type, int_literal(DType::Int64, range.start_int, ctx),

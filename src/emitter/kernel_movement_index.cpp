@@ -5,14 +5,14 @@
 // wrap_index).
 //
 // ScatterND is deterministic: one kernel copies data to the output, a second applies the
-// updates. Updates that address the same slice are applied by the first of them, one
-// thread per element, in the order of the update rows (the order of the ONNX reference's
-// loop): with reduction none the last one wins. When the indices are constant and distinct,
-// that scan is left out.
-#include <set>
-
+// updates, a block per update row. The block first looks for other rows addressing the same
+// slice (O(rows) target computations, shared by its threads): when an earlier row does, that
+// row applies this one; when only later rows do, this row applies them all, each thread
+// for its elements, in row order (the ONNX reference's loop order; with reduction none the
+// last one wins). When the indices are constant and distinct, the scan is left out and the
+// update is flat, one thread per element.
 #include "emitter/kernel_movement.h"
-#include "graph/constant.h"
+#include "planner/movement_mapping.h"
 
 namespace stitch {
 
@@ -20,7 +20,8 @@ namespace {
 
 int64_t dims_product(const Shape& dims, size_t from, size_t to) {
   int64_t p = 1;
-  for (size_t d = from; d < to; ++d) p *= dims[d];
+  for (size_t d = from; d < to; ++d)
+    p *= dims[d];
   return p;
 }
 
@@ -49,7 +50,8 @@ void emit_gather(const GroupEmitContext& ctx, CodeWriter& out) {
                                  output_arg(ctx, node.outputs[0], "out")};
   open_kernel(ctx, out, kernel, args,
               {fmt::format("Gather along axis {} (size {}): output element (o, j, p) is data[o, "
-                           "indices[j], p]; an index out of range gives 0.", axis, dim)});
+                           "indices[j], p]; an index out of range gives 0.",
+                           axis, dim)});
   open_grid_stride_loop(out, ctx.tensor(node.outputs[0]).elements());
   out.linef("const int64_t p = {}, j = {}, o = {};", quotient_mod("i", 1, inner),
             quotient_mod("i", inner, count), quotient_mod("i", inner * count, -1));
@@ -73,11 +75,13 @@ void emit_gather_elements(const GroupEmitContext& ctx, CodeWriter& out) {
                                  output_arg(ctx, node.outputs[0], "out")};
   open_kernel(ctx, out, kernel, args,
               {fmt::format("GatherElements along axis {}: output element c reads data at c with "
-                           "coordinate {} replaced by indices[c]; out of range gives 0.", axis, axis)});
+                           "coordinate {} replaced by indices[c]; out of range gives 0.",
+                           axis, axis)});
   open_grid_stride_loop(out, indices.elements());
   emit_coordinates(out, indices.shape, "i");
-  out.linef("const int64_t index = stitch::movement::wrap_index(indices[i], {});", data.shape[axis]);
-  std::vector<std::string> coords = coordinate_names(indices.shape.size());
+  out.linef("const int64_t index = stitch::movement::wrap_index(indices[i], {});",
+            data.shape[axis]);
+  std::vector<std::string> coords = coordinate_names(indices.shape);
   coords[axis] = "index";
   out.linef("out[i] = index < 0 ? {} : data[{}];", float_literal(data.dtype, 0.0, ctx),
             linear_index(coords, strides));
@@ -102,14 +106,17 @@ void emit_gather_nd(const GroupEmitContext& ctx, CodeWriter& out) {
                                  output_arg(ctx, node.outputs[0], "out")};
   open_kernel(ctx, out, kernel, args,
               {fmt::format("GatherND with batch_dims {}: each row of {} indices picks a slice of "
-                           "{} elements; an index out of range gives 0.", b, m, slice)});
+                           "{} elements; an index out of range gives 0.",
+                           b, m, slice)});
   open_grid_stride_loop(out, ctx.tensor(node.outputs[0]).elements());
-  out.linef("const int64_t row = {}, s = {};", quotient_mod("i", slice, -1), quotient_mod("i", 1, slice));
+  out.linef("const int64_t row = {}, s = {};", quotient_mod("i", slice, -1),
+            quotient_mod("i", 1, slice));
   out.linef("const int64_t* index = indices + row * {};", m);
   std::vector<std::string> terms, checks;
   if (b > 0) terms.push_back(fmt::format("row / {} * {}", rows_per_batch, batch_stride));
   for (size_t j = 0; j < m; ++j) {
-    out.linef("const int64_t k{} = stitch::movement::wrap_index(index[{}], {});", j, j, data.shape[b + j]);
+    out.linef("const int64_t k{} = stitch::movement::wrap_index(index[{}], {});", j, j,
+              data.shape[b + j]);
     terms.push_back(linear_index({fmt::format("k{}", j)}, {strides[b + j]}));
     checks.push_back(fmt::format("k{} < 0", j));
   }
@@ -130,28 +137,17 @@ void emit_scatter_nd(const GroupEmitContext& ctx, CodeWriter& out) {
   const int64_t rows = indices.elements() / static_cast<int64_t>(k);
   const int64_t slice = dims_product(data.shape, k, data.shape.size());
   Shape strides = row_major_strides(data.shape);
-  const std::string copy_kernel = ctx.kernel_name("_copy"), update_kernel = ctx.kernel_name("_update");
+  const std::string copy_kernel = ctx.kernel_name("_copy"),
+                    update_kernel = ctx.kernel_name("_update");
   const std::string target_fn = ctx.kernel_name("_target");
   const std::string type = ctype(data.dtype, ctx);
-  std::string combine = reduction == "add" ? "Add" : reduction == "mul" ? "Mul"
-                        : reduction == "max" ? "Max" : reduction == "min" ? "Min" : "None";
+  std::string combine = reduction == "add"   ? "Add"
+                        : reduction == "mul" ? "Mul"
+                        : reduction == "max" ? "Max"
+                        : reduction == "min" ? "Min"
+                                             : "None";
 
-  // Distinct constant indices need no ordering between update rows.
-  bool distinct = rows <= 1;
-  if (!distinct && indices.is_constant()) {
-    std::vector<int64_t> values = constant_as_int64(indices);
-    std::set<int64_t> targets;
-    distinct = true;
-    for (int64_t u = 0; u < rows && distinct; ++u) {
-      int64_t offset = 0;
-      for (size_t j = 0; j < k; ++j) {
-        int64_t v = values[u * k + j], dim = data.shape[j];
-        if (v < 0) v += dim;
-        offset += v * strides[j];
-      }
-      distinct = targets.insert(offset).second;
-    }
-  }
+  const bool distinct = scatter_rows_distinct(ctx.graph(), node);
 
   // The copy.
   std::vector<KernelArg> copy_args = {input_arg(ctx, node.inputs[0], "data"),
@@ -164,13 +160,16 @@ void emit_scatter_nd(const GroupEmitContext& ctx, CodeWriter& out) {
   out.line();
 
   // Where update row u goes.
-  out.comment("The offset of the slice update row u addresses, or -1 when an index is out of range.");
-  out.open(fmt::format("__device__ __forceinline__ int64_t {}(const int64_t* __restrict__ indices, int64_t u)",
-                       target_fn));
+  out.comment(
+      "The offset of the slice update row u addresses, or -1 when an index is out of range.");
+  out.open(fmt::format(
+      "__device__ __forceinline__ int64_t {}(const int64_t* __restrict__ indices, int64_t u)",
+      target_fn));
   out.linef("const int64_t* index = indices + u * {};", k);
   std::vector<std::string> terms, checks;
   for (size_t j = 0; j < k; ++j) {
-    out.linef("const int64_t k{} = stitch::movement::wrap_index(index[{}], {});", j, j, data.shape[j]);
+    out.linef("const int64_t k{} = stitch::movement::wrap_index(index[{}], {});", j, j,
+              data.shape[j]);
     terms.push_back(linear_index({fmt::format("k{}", j)}, {strides[j]}));
     checks.push_back(fmt::format("k{} < 0", j));
   }
@@ -182,32 +181,64 @@ void emit_scatter_nd(const GroupEmitContext& ctx, CodeWriter& out) {
   std::vector<KernelArg> update_args = {input_arg(ctx, node.inputs[1], "indices"),
                                         input_arg(ctx, node.inputs[2], "updates")};
   update_args.push_back({fmt::format("{}* out", type), ctx.pointer(node.outputs[0], true)});
-  std::vector<std::string> notes = {
-      fmt::format("ScatterND, step 2: {} update rows of {} elements, reduction {}.", rows, slice, reduction)};
-  notes.push_back(distinct ? "Every row addresses its own slice: no ordering is needed."
-                           : "Rows addressing the same slice are applied by the first of them, in row order.");
+  std::vector<std::string> notes = {fmt::format(
+      "ScatterND, step 2: {} update rows of {} elements, reduction {}.", rows, slice, reduction)};
+  notes.push_back(
+      distinct ? "Every row addresses its own slice: no ordering is needed."
+               : "Rows addressing the same slice are applied by the first of them, in row order.");
   open_kernel(ctx, out, update_kernel, update_args, notes);
-  open_grid_stride_loop(out, rows * slice);
-  out.linef("const int64_t u = {}, s = {};", quotient_mod("i", slice, -1), quotient_mod("i", 1, slice));
-  out.linef("const int64_t target = {}(indices, u);", target_fn);
-  out.line("if (target < 0) continue; // an index out of range: the update is skipped");
   std::string reduction_enum = "stitch::movement::ScatterReduction::" + combine;
   if (distinct) {
-    if (combine == "None") out.line("out[target + s] = updates[i];");
-    else out.linef("out[target + s] = stitch::movement::scatter_combine(out[target + s], updates[i], {});",
-                   reduction_enum);
-  } else {
-    out.line("bool first = true;");
-    out.linef("for (int64_t v = 0; v < u && first; ++v) first = {}(indices, v) != target;", target_fn);
-    out.line("if (!first) continue;");
-    out.linef("{} value = out[target + s];", type);
-    out.open(fmt::format("for (int64_t v = u; v < {}; ++v)", rows));
-    out.linef("if (v == u || {}(indices, v) == target)", target_fn);
-    out.linef("  value = stitch::movement::scatter_combine(value, updates[v * {} + s], {});", slice,
-              reduction_enum);
+    open_grid_stride_loop(out, rows * slice);
+    out.linef("const int64_t u = {}, s = {};", quotient_mod("i", slice, -1),
+              quotient_mod("i", 1, slice));
+    out.linef("const int64_t target = {}(indices, u);", target_fn);
+    out.line("if (target < 0) continue; // an index out of range: the update is skipped");
+    if (combine == "None")
+      out.line("out[target + s] = updates[i];");
+    else
+      out.linef(
+          "out[target + s] = stitch::movement::scatter_combine(out[target + s], updates[i], {});",
+          reduction_enum);
     out.close();
-    out.line("out[target + s] = value;");
+    out.close();
+    out.line();
+    emit_launches(ctx, out, {{copy_kernel, copy_args}, {update_kernel, update_args}});
+    return;
   }
+  out.line("const int64_t thread = stitch::linear_thread_index();");
+  out.line("const int64_t threads = stitch::block_thread_count();");
+  out.open(fmt::format("for (int64_t u = blockIdx.x; u < {}; u += gridDim.x)", rows));
+  out.linef("const int64_t target = {}(indices, u);", target_fn);
+  out.line("if (target < 0) continue; // an index out of range: the update is skipped");
+  out.comment("Other rows addressing the same slice: an earlier one applies this row too.");
+  out.line("bool earlier = false, later = false;");
+  out.open(fmt::format("for (int64_t v = thread; v < {}; v += threads)", rows));
+  out.linef("if (v == u || {}(indices, v) != target) continue;", target_fn);
+  out.line("if (v < u) earlier = true; else later = true;");
+  out.close();
+  out.line("if (__syncthreads_or(earlier)) continue;");
+  out.open("if (!__syncthreads_or(later))");
+  out.open(fmt::format("for (int64_t s = thread; s < {}; s += threads)", slice));
+  if (combine == "None")
+    out.linef("out[target + s] = updates[u * {} + s];", slice);
+  else
+    out.linef("out[target + s] = stitch::movement::scatter_combine(out[target + s], updates[u * {} "
+              "+ s], {});",
+              slice, reduction_enum);
+  out.close();
+  out.line("continue;");
+  out.close();
+  out.comment("This row is the first of several: apply them all, in row order.");
+  out.open(fmt::format("for (int64_t s = thread; s < {}; s += threads)", slice));
+  out.linef("{} value = out[target + s];", type);
+  out.open(fmt::format("for (int64_t v = u; v < {}; ++v)", rows));
+  out.linef("if (v == u || {}(indices, v) == target)", target_fn);
+  out.linef("  value = stitch::movement::scatter_combine(value, updates[v * {} + s], {});", slice,
+            reduction_enum);
+  out.close();
+  out.line("out[target + s] = value;");
+  out.close();
   out.close();
   out.close();
   out.line();

@@ -14,7 +14,8 @@ namespace {
 std::vector<int64_t> output_strides_by_input_axis(const PermutedCopy& copy) {
   Shape out_strides = row_major_strides(copy.out_dims());
   std::vector<int64_t> by_input(copy.dims.size());
-  for (size_t d = 0; d < copy.perm.size(); ++d) by_input[copy.perm[d]] = out_strides[d];
+  for (size_t d = 0; d < copy.perm.size(); ++d)
+    by_input[copy.perm[d]] = out_strides[d];
   return by_input;
 }
 
@@ -47,20 +48,24 @@ void emit_tiled(const GroupEmitContext& ctx, CodeWriter& out, const PermutedCopy
   for (size_t j = batch.size(); j-- > 0;) {
     int64_t a = batch[j];
     std::string name = fmt::format("b{}", j);
-    if (j == 0) out.linef("const int64_t {} = rest;", name);
-    else out.linef("const int64_t {0} = rest % {1}; rest /= {1};", name, copy.dims[a]);
+    if (j == 0)
+      out.linef("const int64_t {} = rest;", name);
+    else
+      out.linef("const int64_t {0} = rest % {1}; rest /= {1};", name, copy.dims[a]);
     in_terms.push_back(linear_index({name}, {in_strides[a]}));
     out_terms.push_back(linear_index({name}, {out_strides[a]}));
   }
   out.linef("const int64_t in_base = {};", fmt::join(in_terms, " + "));
   out.linef("const int64_t out_base = {};", fmt::join(out_terms, " + "));
-  out.linef("const int64_t x_count = {1} - x0 < {0} ? {1} - x0 : {0}; // x positions in this tile", t.tile_x, dx);
+  out.linef("const int64_t x_count = {1} - x0 < {0} ? {1} - x0 : {0}; // x positions in this tile",
+            t.tile_x, dx);
   out.linef("const int64_t y_count = {1} - y0 < {0} ? {1} - y0 : {0};", t.tile_y, dy);
   out.comment("Read: consecutive threads walk the input's contiguous run along x.");
   out.open(fmt::format("for (int64_t e = thread; e < {}; e += threads)", t.tile_y * width));
   out.linef("const int64_t y = e / {}, column = e % {};", width, width);
   out.linef("if (y < y_count && column < x_count{}) tile[y][column] = in[in_base + {}column];",
-            v > 1 ? fmt::format(" * {}", v) : "", linear_index({"y"}, {in_strides[t.y_axis]}) + " + ");
+            v > 1 ? fmt::format(" * {}", v) : "",
+            linear_index({"y"}, {in_strides[t.y_axis]}) + " + ");
   out.close();
   out.line("__syncthreads();");
   out.comment("Write: consecutive threads walk the output's contiguous run along y.");
@@ -69,8 +74,9 @@ void emit_tiled(const GroupEmitContext& ctx, CodeWriter& out, const PermutedCopy
   out.linef("const int64_t x = e / {}, along = e % {};", run, run);
   if (v > 1) {
     out.linef("const int64_t y = along / {}, lane = along % {};", v, v);
-    out.linef("if (x < x_count && y < y_count) out[out_base + {} + along] = tile[y][x * {} + lane];",
-              linear_index({"x"}, {out_strides[t.x_axis]}), v);
+    out.linef(
+        "if (x < x_count && y < y_count) out[out_base + {} + along] = tile[y][x * {} + lane];",
+        linear_index({"x"}, {out_strides[t.x_axis]}), v);
   } else {
     out.linef("if (x < x_count && along < y_count) out[out_base + {} + along] = tile[along][x];",
               linear_index({"x"}, {out_strides[t.x_axis]}));
@@ -104,7 +110,8 @@ void emit_permuted_copy(const GroupEmitContext& ctx, CodeWriter& out) {
     Shape in_strides = row_major_strides(copy.dims);
     StridedView view;
     view.dims = copy.out_dims();
-    for (int64_t p : copy.perm) view.strides.push_back(in_strides[p]);
+    for (int64_t p : copy.perm)
+      view.strides.push_back(in_strides[p]);
     open_grid_stride_loop(out, ctx.tensor(node.outputs[0]).elements());
     emit_strided_read(out, view);
     out.close();

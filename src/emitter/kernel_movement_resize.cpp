@@ -4,8 +4,8 @@
 // nearest_mode) or the weighted sum of the linear (2 per axis: bilinear, trilinear, ...) or
 // cubic (4 per axis) taps, accumulated in fp32 (fp64 for double and 32/64-bit integers), taps
 // outside the input clamped to its edge. tf_crop_and_resize writes extrapolation_value where
-// the coordinate leaves the input. antialias=1 is refused when an axis is downsampled (it
-// changes nothing otherwise).
+// the coordinate leaves the input. With antialias=1 a downsampled axis (scale < 1) widens the
+// linear or cubic filter by 1 / scale, over as many taps as that covers.
 #include <cmath>
 
 #include "emitter/kernel_movement.h"
@@ -17,17 +17,20 @@ namespace {
 struct ResizeAxis {
   int64_t axis = 0;
   double scale = 1.0;
-  double roi_start = 0.0, roi_end = 1.0;
+  std::string roi_start = "0.0", roi_end = "1.0"; // expressions: literals, or reads of `roi`
+  int64_t taps = 1;                               // inputs per output on this axis
+  bool antialias = false;                         // widened filter (downsampling with antialias=1)
 };
 
 struct ResizeParams {
-  std::string mode;            // nearest, linear, cubic
-  std::string coordinates;     // coordinate_transformation_mode
+  std::string mode;        // nearest, linear, cubic
+  std::string coordinates; // coordinate_transformation_mode
   std::string nearest_mode;
   double cubic_a = -0.75;
   bool exclude_outside = false;
   double extrapolation = 0.0;
   std::vector<ResizeAxis> axes; // the axes that change, in order
+  bool runtime_roi = false;     // tf_crop_and_resize with a roi computed at run time
 };
 
 const char* coordinates_enum(const GroupEmitContext& ctx, const std::string& mode) {
@@ -46,6 +49,13 @@ const char* nearest_enum(const GroupEmitContext& ctx, const std::string& mode) {
   if (mode == "floor") return "Floor";
   if (mode == "ceil") return "Ceil";
   ctx.unsupported(fmt::format("Resize nearest_mode \"{}\"", mode));
+}
+
+std::string double_literal(double v) {
+  if (std::isinf(v)) return v < 0 ? "-INFINITY" : "INFINITY";
+  std::string text = fmt::format("{:.17g}", v);
+  if (text.find_first_of(".en") == std::string::npos) text += ".0";
+  return text;
 }
 
 ResizeParams read_resize(const GroupEmitContext& ctx) {
@@ -68,7 +78,8 @@ ResizeParams read_resize(const GroupEmitContext& ctx) {
     p.extrapolation = nc.attr_float("extrapolation_value", 0.0);
   }
   std::vector<int64_t> axes;
-  for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  for (int64_t d = 0; d < rank; ++d)
+    axes.push_back(d);
   std::string policy = "stretch";
   if (nc.opset() >= 18) {
     axes = nc.normalize_axes(nc.attr_ints("axes", axes), rank, "axes");
@@ -77,10 +88,11 @@ ResizeParams read_resize(const GroupEmitContext& ctx) {
   const int scales_input = nc.opset() < 11 ? 1 : 2, sizes_input = nc.opset() < 11 ? -1 : 3;
   auto given = [&](int i) { return i > 0 && nc.has_input(i) && nc.input(i).elements() > 0; };
 
-  std::vector<double> scale(rank, 1.0), roi_start(rank, 0.0), roi_end(rank, 1.0);
+  std::vector<double> scale(rank, 1.0);
   if (given(scales_input)) {
     std::vector<double> scales = nc.const_floats(scales_input, "scales");
-    for (size_t i = 0; i < axes.size(); ++i) scale[axes[i]] = scales[i];
+    for (size_t i = 0; i < axes.size(); ++i)
+      scale[axes[i]] = scales[i];
   } else {
     std::vector<int64_t> sizes = nc.const_int_vector(sizes_input, "sizes");
     if (policy == "stretch") {
@@ -92,36 +104,51 @@ ResizeParams read_resize(const GroupEmitContext& ctx) {
         double ratio = static_cast<double>(sizes[i]) / static_cast<double>(in[axes[i]]);
         uniform = policy == "not_larger" ? std::min(uniform, ratio) : std::max(uniform, ratio);
       }
-      for (int64_t a : axes) scale[a] = uniform;
+      for (int64_t a : axes)
+        scale[a] = uniform;
     }
   }
+  // tf_crop_and_resize's crop box: [starts..., ends...] over `axes`, constant or read at
+  // run time (then every axis it names is resized).
+  std::vector<std::string> roi_start(rank, "0.0"), roi_end(rank, "1.0");
+  std::vector<bool> cropped(rank, false);
   if (p.coordinates == "tf_crop_and_resize") {
     if (!given(1)) ctx.unsupported("Resize tf_crop_and_resize without a roi input");
-    if (!nc.input(1).is_constant()) ctx.unsupported("Resize with a roi computed at run time");
-    std::vector<double> roi = nc.const_floats(1, "roi");
-    if (roi.size() != 2 * axes.size())
-      ctx.unsupported(fmt::format("Resize roi with {} values for {} axes", roi.size(), axes.size()));
+    if (nc.input(1).elements() != static_cast<int64_t>(2 * axes.size()))
+      ctx.unsupported(fmt::format("Resize roi with {} values for {} axes", nc.input(1).elements(),
+                                  axes.size()));
+    p.runtime_roi = !nc.input(1).is_constant();
+    std::vector<double> roi = p.runtime_roi ? std::vector<double>() : nc.const_floats(1, "roi");
     for (size_t i = 0; i < axes.size(); ++i) {
-      roi_start[axes[i]] = roi[i];
-      roi_end[axes[i]] = roi[axes.size() + i];
+      size_t j = axes.size() + i;
+      if (p.runtime_roi) {
+        roi_start[axes[i]] = fmt::format("double(roi[{}])", i);
+        roi_end[axes[i]] = fmt::format("double(roi[{}])", j);
+        cropped[axes[i]] = true;
+        continue;
+      }
+      roi_start[axes[i]] = double_literal(roi[i]);
+      roi_end[axes[i]] = double_literal(roi[j]);
+      cropped[axes[i]] = roi[i] != 0.0 || roi[j] != 1.0;
     }
   }
-  if (nc.opset() >= 18 && nc.attr_int("antialias", 0) != 0 && p.mode != "nearest")
-    for (int64_t d = 0; d < rank; ++d)
-      if (scale[d] < 1.0) ctx.unsupported("Resize with antialias=1 when downsampling");
-
+  const bool antialias =
+      nc.opset() >= 18 && nc.attr_int("antialias", 0) != 0 && p.mode != "nearest";
+  const int64_t plain_taps = p.mode == "nearest" ? 1 : p.mode == "linear" ? 2 : 4;
   for (int64_t d = 0; d < rank; ++d) {
-    bool identity = out[d] == in[d] && scale[d] == 1.0 && roi_start[d] == 0.0 && roi_end[d] == 1.0;
-    if (!identity) p.axes.push_back({d, scale[d], roi_start[d], roi_end[d]});
+    bool identity = out[d] == in[d] && scale[d] == 1.0 && !cropped[d];
+    if (identity) continue;
+    ResizeAxis a{d, scale[d], roi_start[d], roi_end[d], plain_taps, false};
+    if (antialias && scale[d] < 1.0) {
+      // As the reference: the filter's support [start, 1 - start] around the coordinate.
+      int64_t start =
+          static_cast<int64_t>(std::floor((p.mode == "cubic" ? -2.0 : -1.0) / scale[d])) + 1;
+      a.taps = 2 - 2 * start;
+      a.antialias = true;
+    }
+    p.axes.push_back(a);
   }
   return p;
-}
-
-std::string double_literal(double v) {
-  if (std::isinf(v)) return v < 0 ? "-INFINITY" : "INFINITY";
-  std::string text = fmt::format("{:.17g}", v);
-  if (text.find_first_of(".en") == std::string::npos) text += ".0";
-  return text;
 }
 
 } // namespace
@@ -134,40 +161,44 @@ void emit_resize(const GroupEmitContext& ctx, CodeWriter& out) {
   const Shape& in = input.shape;
   const Shape in_strides = row_major_strides(in);
   const std::string type = ctype(input.dtype, ctx);
-  const bool wide =
-      input.dtype == DType::Float64 || (dtype_size(input.dtype) >= 4 && input.dtype != DType::Float32);
+  const bool wide = input.dtype == DType::Float64 ||
+                    (dtype_size(input.dtype) >= 4 && input.dtype != DType::Float32);
   const std::string acc = wide ? "double" : "float";
-  const int taps = p.mode == "nearest" ? 1 : p.mode == "linear" ? 2 : 4;
+  const bool nearest = p.mode == "nearest";
   const bool crop = p.coordinates == "tf_crop_and_resize";
 
   std::string kernel = ctx.kernel_name();
   std::vector<KernelArg> args = {input_arg(ctx, node.inputs[0], "in"),
                                  output_arg(ctx, node.outputs[0], "out")};
+  if (p.runtime_roi) args.push_back(input_arg(ctx, node.inputs[1], "roi"));
   std::vector<std::string> resized;
-  for (const ResizeAxis& a : p.axes) resized.push_back(fmt::format("{} (scale {})", a.axis, a.scale));
+  for (const ResizeAxis& a : p.axes)
+    resized.push_back(fmt::format("{} (scale {})", a.axis, a.scale));
   std::vector<std::string> notes = {
-      fmt::format("Resize {} -> {}: {} mode, {} coordinates{}; resized axes {}.", shape_to_string(in),
-                  shape_to_string(result.shape), p.mode, p.coordinates,
+      fmt::format("Resize {} -> {}: {} mode, {} coordinates{}; resized axes {}.",
+                  shape_to_string(in), shape_to_string(result.shape), p.mode, p.coordinates,
                   p.mode == "nearest" ? ", nearest " + p.nearest_mode : std::string(),
                   resized.empty() ? "none" : fmt::format("{}", fmt::join(resized, ", ")))};
   open_kernel(ctx, out, kernel, args, notes);
   open_grid_stride_loop(out, result.elements());
   emit_coordinates(out, result.shape, "i");
 
-  std::vector<std::string> coords = coordinate_names(in.size());
+  std::vector<std::string> coords = coordinate_names(result.shape);
   std::vector<std::string> outside;
   for (const ResizeAxis& a : p.axes) {
     out.linef("const double x{} = stitch::movement::resize_coordinate(c{}, "
               "stitch::movement::ResizeCoordinates::{}, {}, {}, {}, {}, {});",
               a.axis, a.axis, coordinates_enum(ctx, p.coordinates), double_literal(a.scale),
-              in[a.axis], result.shape[a.axis], double_literal(a.roi_start), double_literal(a.roi_end));
-    if (crop) outside.push_back(fmt::format("stitch::movement::resize_outside(x{}, {})", a.axis, in[a.axis]));
+              in[a.axis], result.shape[a.axis], a.roi_start, a.roi_end);
+    if (crop)
+      outside.push_back(
+          fmt::format("stitch::movement::resize_outside(x{}, {})", a.axis, in[a.axis]));
   }
   if (!outside.empty())
     out.linef("if ({}) {{ out[i] = {}; continue; }}", fmt::join(outside, " || "),
               float_literal(input.dtype, p.extrapolation, ctx));
 
-  if (taps == 1 || p.axes.empty()) {
+  if (nearest || p.axes.empty()) {
     for (const ResizeAxis& a : p.axes) {
       out.linef("const int64_t k{} = stitch::movement::resize_nearest(x{}, "
                 "stitch::movement::ResizeNearest::{}, {});",
@@ -181,9 +212,14 @@ void emit_resize(const GroupEmitContext& ctx, CodeWriter& out) {
   }
 
   for (const ResizeAxis& a : p.axes) {
-    out.linef("int64_t k{}[{}];", a.axis, taps);
-    out.linef("{} w{}[{}];", acc, a.axis, taps);
-    if (taps == 2)
+    out.linef("int64_t k{}[{}];", a.axis, a.taps);
+    out.linef("{} w{}[{}];", acc, a.axis, a.taps);
+    if (a.antialias)
+      out.linef("stitch::movement::resize_antialias_taps(x{0}, {1}, {2}, {3}, {4}, {5}, {6}, k{0}, "
+                "w{0});",
+                a.axis, in[a.axis], double_literal(a.scale), p.mode == "cubic" ? "true" : "false",
+                double_literal(p.cubic_a), p.exclude_outside ? "true" : "false", a.taps);
+    else if (p.mode == "linear")
       out.linef("stitch::movement::resize_linear_taps(x{0}, {1}, k{0}, w{0});", a.axis, in[a.axis]);
     else
       out.linef("stitch::movement::resize_cubic_taps(x{0}, {1}, {2}, {3}, k{0}, w{0});", a.axis,
@@ -191,17 +227,20 @@ void emit_resize(const GroupEmitContext& ctx, CodeWriter& out) {
   }
   // The unresized axes' part of the input offset, then one loop per resized axis.
   std::vector<std::string> fixed = coords;
-  for (const ResizeAxis& a : p.axes) fixed[a.axis] = "0";
+  for (const ResizeAxis& a : p.axes)
+    fixed[a.axis] = "0";
   out.linef("const int64_t base = {};", linear_index(fixed, in_strides));
   out.linef("{} sum = 0;", acc);
   std::vector<std::string> weight_terms, offset_terms = {"base"};
   for (const ResizeAxis& a : p.axes) {
-    out.open(fmt::format("for (int t{0} = 0; t{0} < {1}; ++t{0})", a.axis, taps));
+    out.open(fmt::format("for (int t{0} = 0; t{0} < {1}; ++t{0})", a.axis, a.taps));
     weight_terms.push_back(fmt::format("w{0}[t{0}]", a.axis));
     offset_terms.push_back(linear_index({fmt::format("k{0}[t{0}]", a.axis)}, {in_strides[a.axis]}));
   }
-  out.linef("sum += {} * {}(in[{}]);", fmt::join(weight_terms, " * "), acc, fmt::join(offset_terms, " + "));
-  for (size_t j = 0; j < p.axes.size(); ++j) out.close();
+  out.linef("sum += {} * {}(in[{}]);", fmt::join(weight_terms, " * "), acc,
+            fmt::join(offset_terms, " + "));
+  for (size_t j = 0; j < p.axes.size(); ++j)
+    out.close();
   out.linef("out[i] = stitch::movement::saturate_round<{}>(sum);", type);
   out.close();
   finish_kernel(ctx, out, kernel, args);

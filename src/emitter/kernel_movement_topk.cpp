@@ -22,12 +22,13 @@ void emit_topk(const GroupEmitContext& ctx, CodeWriter& out) {
                                  output_arg(ctx, node.outputs[1], "indices")};
   std::string method =
       plan.capacity == 0 ? "each element's rank counted"
-      : plan.capacity >= plan.length ? fmt::format("the row sorted in a shared buffer of {}", plan.capacity)
-                                     : fmt::format("the row streamed through a sorted shared buffer of {}", plan.capacity);
-  open_kernel(ctx, out, kernel, args,
-              {fmt::format("TopK: the {} {} of each of {} rows of {} (stride {}), sorted; {}.",
-                           plan.k, largest ? "largest" : "smallest", plan.rows, plan.length,
-                           plan.inner, method)});
+      : plan.capacity >= plan.length
+          ? fmt::format("the row sorted in a shared buffer of {}", plan.capacity)
+          : fmt::format("the row streamed through a sorted shared buffer of {}", plan.capacity);
+  open_kernel(
+      ctx, out, kernel, args,
+      {fmt::format("TopK: the {} {} of each of {} rows of {} (stride {}), sorted; {}.", plan.k,
+                   largest ? "largest" : "smallest", plan.rows, plan.length, plan.inner, method)});
   if (plan.k == 0 || plan.rows == 0) {
     out.line("// Nothing to select.");
     finish_kernel(ctx, out, kernel, args);
@@ -38,14 +39,17 @@ void emit_topk(const GroupEmitContext& ctx, CodeWriter& out) {
     out.linef("STITCH_SHARED(int64_t, slots, {});", plan.capacity);
   }
   out.open(fmt::format("for (int64_t row = blockIdx.x; row < {}; row += gridDim.x)", plan.rows));
-  if (plan.inner == 1) out.line("const int64_t outer = row, inner = 0;");
-  else out.linef("const int64_t outer = row / {0}, inner = row % {0};", plan.inner);
+  if (plan.inner == 1)
+    out.line("const int64_t outer = row, inner = 0;");
+  else
+    out.linef("const int64_t outer = row / {0}, inner = row % {0};", plan.inner);
   out.linef("const {}* x = in + outer * {} + inner;", type, plan.length * plan.inner);
   out.linef("const int64_t out_offset = outer * {} + inner;", plan.k * plan.inner);
   if (plan.capacity > 0)
     out.linef("stitch::sort::block_top_k<{}, {}>(x, {}, {}, {}, values + out_offset, indices + "
               "out_offset, {}, keys, slots);",
-              largest ? "true" : "false", plan.capacity, plan.length, plan.inner, plan.k, plan.inner);
+              largest ? "true" : "false", plan.capacity, plan.length, plan.inner, plan.k,
+              plan.inner);
   else
     out.linef("stitch::sort::block_top_k_by_rank<{}>(x, {}, {}, {}, values + out_offset, indices + "
               "out_offset, {});",

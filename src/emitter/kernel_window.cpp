@@ -27,7 +27,8 @@ struct PoolWindow {
 };
 
 // Reads the attributes the way rule_pool does (shape_rules_compute.cpp), with the output sizes
-// it computed; SAME_UPPER / SAME_LOWER pad to out * stride (the odd pad at the end / begin).
+// it computed. SAME_UPPER / SAME_LOWER split the padding that the ceil(in / stride) windows
+// need, the odd one at the end / begin.
 PoolWindow read_pool_window(const GroupEmitContext& ctx) {
   const Node& node = ctx.node();
   NodeContext attrs(ctx.graph(), node);
@@ -68,8 +69,9 @@ bool is_read(const Graph& g, TensorId t) {
   return false;
 }
 
-// Writes `rest`-style coordinates of output element i: o0..oN-1 on the spatial axes and
-// `plane` (image * channels + channel), then `xp`, the start of that plane in X.
+// The coordinates of output element i: o<d> on each spatial axis and `plane` (image * channels
+// + channel); then `xp`, where that plane starts in X, and start<d>, where the window starts on
+// each spatial axis (negative inside the begin pad).
 void emit_output_coordinates(CodeWriter& out, const PoolWindow& w, const std::string& type) {
   out.line("int64_t rest = i;");
   for (size_t d = w.out.size(); d-- > 0;)
@@ -77,7 +79,8 @@ void emit_output_coordinates(CodeWriter& out, const PoolWindow& w, const std::st
   out.line("const int64_t plane = rest; // image * channels + channel");
   out.linef("const {}* const xp = x + plane * {};", type, shape_elements(w.in));
   for (size_t d = 0; d < w.out.size(); ++d) {
-    std::string start = w.strides[d] == 1 ? fmt::format("o{}", d) : fmt::format("o{} * {}", d, w.strides[d]);
+    std::string start =
+        w.strides[d] == 1 ? fmt::format("o{}", d) : fmt::format("o{} * {}", d, w.strides[d]);
     if (w.pad_begin[d] != 0) start += fmt::format(" - {}", w.pad_begin[d]);
     out.linef("const int64_t start{} = {}; // window start on spatial axis {}", d, start, d);
   }
@@ -87,26 +90,30 @@ void emit_output_coordinates(CodeWriter& out, const PoolWindow& w, const std::st
 // defines x<d>, the input position on axis d. Returns the row-major offset in the plane.
 std::string open_tap_loops(CodeWriter& out, const PoolWindow& w) {
   for (size_t d = 0; d < w.in.size(); ++d) {
-    out.linef("const int64_t k{0}_first = stitch::window::first_tap(start{0}, {1});", d, w.dilations[d]);
+    out.linef("const int64_t k{0}_first = stitch::window::first_tap(start{0}, {1});", d,
+              w.dilations[d]);
     out.linef("const int64_t k{0}_end = stitch::window::end_tap(start{0}, {1}, {2}, {3});", d,
               w.dilations[d], w.kernel[d], w.in[d]);
   }
   for (size_t d = 0; d < w.in.size(); ++d) {
     out.open(fmt::format("for (int64_t k{0} = k{0}_first; k{0} < k{0}_end; ++k{0})", d));
     out.linef("const int64_t x{0} = start{0} + {1};", d,
-              w.dilations[d] == 1 ? fmt::format("k{}", d) : fmt::format("k{} * {}", d, w.dilations[d]));
+              w.dilations[d] == 1 ? fmt::format("k{}", d)
+                                  : fmt::format("k{} * {}", d, w.dilations[d]));
   }
   std::vector<std::string> terms;
   int64_t stride = 1;
   for (size_t d = w.in.size(); d-- > 0;) {
-    terms.insert(terms.begin(), stride == 1 ? fmt::format("x{}", d) : fmt::format("x{} * {}", d, stride));
+    terms.insert(terms.begin(),
+                 stride == 1 ? fmt::format("x{}", d) : fmt::format("x{} * {}", d, stride));
     stride *= w.in[d];
   }
   return fmt::format("{}", fmt::join(terms, " + "));
 }
 
 void close_tap_loops(CodeWriter& out, const PoolWindow& w) {
-  for (size_t d = 0; d < w.in.size(); ++d) out.close();
+  for (size_t d = 0; d < w.in.size(); ++d)
+    out.close();
 }
 
 void emit_kernel_head(const GroupEmitContext& ctx, CodeWriter& out, const std::string& kernel,
@@ -163,7 +170,8 @@ void emit_max_pool(const GroupEmitContext& ctx, CodeWriter& out, const PoolWindo
   out.close();
   out.line();
 
-  std::vector<std::string> args = {ctx.pointer(node.inputs[0], false), ctx.pointer(node.outputs[0], true)};
+  std::vector<std::string> args = {ctx.pointer(node.inputs[0], false),
+                                   ctx.pointer(node.outputs[0], true)};
   if (with_indices) args.push_back(ctx.pointer(indices, true));
   emit_launch(ctx, out, kernel, args);
 }
@@ -179,9 +187,10 @@ void emit_average_pool(const GroupEmitContext& ctx, CodeWriter& out, const PoolW
   const bool include_pad = attrs.attr_flag("count_include_pad", false);
   const std::string kernel = ctx.kernel_name();
 
-  emit_kernel_head(ctx, out, kernel,
-                   {fmt::format("const {}* __restrict__ x", type), fmt::format("{}* __restrict__ y", type)},
-                   y.elements());
+  emit_kernel_head(
+      ctx, out, kernel,
+      {fmt::format("const {}* __restrict__ x", type), fmt::format("{}* __restrict__ y", type)},
+      y.elements());
   emit_output_coordinates(out, w, type);
   // The divisor: the taps inside the input, or inside the padded input.
   std::vector<std::string> factors;
@@ -195,7 +204,8 @@ void emit_average_pool(const GroupEmitContext& ctx, CodeWriter& out, const PoolW
                                     w.dilations[d], w.kernel[d], w.in[d]));
   }
   out.linef("const int64_t count = {};{}", fmt::join(factors, " * "),
-            include_pad ? " // taps inside the padded input (count_include_pad)" : " // taps inside the input");
+            include_pad ? " // taps inside the padded input (count_include_pad)"
+                        : " // taps inside the input");
   out.linef("{} sum = 0;", type);
   std::string at = open_tap_loops(out, w);
   out.linef("sum += xp[{}];", at);
@@ -204,7 +214,8 @@ void emit_average_pool(const GroupEmitContext& ctx, CodeWriter& out, const PoolW
   out.close();
   out.close();
   out.line();
-  emit_launch(ctx, out, kernel, {ctx.pointer(node.inputs[0], false), ctx.pointer(node.outputs[0], true)});
+  emit_launch(ctx, out, kernel,
+              {ctx.pointer(node.inputs[0], false), ctx.pointer(node.outputs[0], true)});
 }
 
 } // namespace

@@ -39,23 +39,27 @@ namespace stitch {
 namespace {
 
 // A float as a C++ float literal ("0.5f", "1.0f", "INFINITY").
-std::string float_literal(double v) {
+std::string float_literal(double value) {
+  const float v = static_cast<float>(value); // ONNX float attributes are float32
   if (std::isnan(v)) return "NAN";
   if (std::isinf(v)) return v > 0 ? "INFINITY" : "-INFINITY";
-  std::string s = fmt::format("{:.9g}", v);
+  std::string s = fmt::format("{}", v); // the shortest text that reads back as v
   if (s.find_first_of(".e") == std::string::npos) s += ".0";
   return s + "f";
 }
 
-std::string join_ints(const std::vector<int64_t>& v) { return fmt::format("{}", fmt::join(v, ", ")); }
+std::string join_ints(const std::vector<int64_t>& v) {
+  return fmt::format("{}", fmt::join(v, ", "));
+}
 
 // Every operand of a library call is float32 (the libraries are fp32 only).
 void require_float32(const GroupEmitContext& ctx) {
   for (TensorId t : ctx.node().inputs)
     if (t != kNoTensor && ctx.tensor(t).dtype != DType::Float32)
-      ctx.unsupported(fmt::format("{} on {}: the {} library call is float32 only", op_name(ctx.node().op),
-                                  dtype_name(ctx.tensor(t).dtype),
-                                  ctx.group().kind == GroupKind::GemmLibrary ? "GEMM" : "convolution"));
+      ctx.unsupported(
+          fmt::format("{} on {}: the {} library call is float32 only", op_name(ctx.node().op),
+                      dtype_name(ctx.tensor(t).dtype),
+                      ctx.group().kind == GroupKind::GemmLibrary ? "GEMM" : "convolution"));
 }
 
 void open_group_function(const GroupEmitContext& ctx, CodeWriter& out) {
@@ -63,26 +67,28 @@ void open_group_function(const GroupEmitContext& ctx, CodeWriter& out) {
 }
 
 // `float* const name = <pointer to t>;` (const float for inputs).
-void bind(const GroupEmitContext& ctx, CodeWriter& out, const std::string& name, TensorId t, bool writable) {
+void bind(const GroupEmitContext& ctx, CodeWriter& out, const std::string& name, TensorId t,
+          bool writable) {
   out.linef("{}float* const {} = {};", writable ? "" : "const ", name, ctx.pointer(t, writable));
 }
 
 // Zeros `result` (an empty sum: K = 0) and returns.
 void emit_zero_fill(const GroupEmitContext& ctx, CodeWriter& out, TensorId result) {
   out.comment("K = 0: every output element is an empty sum");
-  out.linef("return stitch_call_result(cudaMemsetAsync(result, 0, {}, b->stream), \"cudaMemsetAsync\", "
-            "error, error_size);",
-            ctx.tensor(result).bytes());
+  out.linef(
+      "return stitch_call_result(cudaMemsetAsync(result, 0, {}, b->stream), \"cudaMemsetAsync\", "
+      "error, error_size);",
+      ctx.tensor(result).bytes());
 }
 
 // ---- MatMul ----
 
 struct MatmulBatch {
-  Shape outer;                              // batch axes looped over in the group function
-  std::vector<int64_t> outer_stride_a;      // per outer axis: elements of A per index (0: broadcast)
+  Shape outer;                         // batch axes looped over in the group function
+  std::vector<int64_t> outer_stride_a; // per outer axis: elements of A per index (0: broadcast)
   std::vector<int64_t> outer_stride_b;
-  int64_t inner = 1;                        // the GEMM's batch_count
-  bool a_inner = false, b_inner = false;    // the operand steps through the inner batch
+  int64_t inner = 1;                     // the GEMM's batch_count
+  bool a_inner = false, b_inner = false; // the operand steps through the inner batch
 };
 
 // Splits the broadcast batch axes into the GEMM's batch (the innermost axes where each operand is
@@ -114,7 +120,8 @@ MatmulBatch split_matmul_batch(const Shape& a_batch, const Shape& b_batch, const
     }
     return st;
   };
-  std::vector<int64_t> a_stride = strides_of(a_kept, a_matrix), b_stride = strides_of(b_kept, b_matrix);
+  std::vector<int64_t> a_stride = strides_of(a_kept, a_matrix),
+                       b_stride = strides_of(b_kept, b_matrix);
   // The inner axes: the longest suffix over which each operand is all-complete or all-broadcast.
   auto uniform = [&](const Shape& x, size_t from) {
     bool complete = true, broadcast = true;
@@ -125,14 +132,16 @@ MatmulBatch split_matmul_batch(const Shape& a_batch, const Shape& b_batch, const
     return complete || broadcast;
   };
   size_t split = o.size();
-  while (split > 0 && uniform(a_kept, split - 1) && uniform(b_kept, split - 1)) --split;
+  while (split > 0 && uniform(a_kept, split - 1) && uniform(b_kept, split - 1))
+    --split;
   MatmulBatch m;
   for (size_t j = 0; j < split; ++j) {
     m.outer.push_back(o[j]);
     m.outer_stride_a.push_back(a_stride[j]);
     m.outer_stride_b.push_back(b_stride[j]);
   }
-  for (size_t j = split; j < o.size(); ++j) m.inner *= o[j];
+  for (size_t j = split; j < o.size(); ++j)
+    m.inner *= o[j];
   m.a_inner = split < o.size() && a_kept[split] != 1;
   m.b_inner = split < o.size() && b_kept[split] != 1;
   return m;
@@ -154,6 +163,12 @@ void emit_matmul(const GroupEmitContext& ctx, CodeWriter& out) {
   bind(ctx, out, "lhs", node.inputs[0], false);
   bind(ctx, out, "rhs", node.inputs[1], false);
   bind(ctx, out, "result", node.outputs[0], true);
+  if (ctx.tensor(node.outputs[0]).elements() == 0) {
+    out.comment("the output is empty (a batch axis of size 0)");
+    out.line("return 0;");
+    out.close();
+    return;
+  }
   if (k == 0) {
     emit_zero_fill(ctx, out, node.outputs[0]);
     out.close();
@@ -161,33 +176,41 @@ void emit_matmul(const GroupEmitContext& ctx, CodeWriter& out) {
   }
   int64_t rows = m, batch_count = batch.inner;
   if (batch.outer.empty() && batch.inner > 1 && batch.a_inner && !batch.b_inner) {
-    out.comment(fmt::format("B is shared by all {} batches of A: one GEMM with M = {} x {}", batch.inner,
-                            batch.inner, m));
+    out.comment(fmt::format("B is shared by all {} batches of A: one GEMM with M = {} x {}",
+                            batch.inner, batch.inner, m));
     rows = m * batch.inner;
     batch_count = 1;
   }
   out.linef("stitch_gemm_desc desc = stitch_gemm_desc_packed({}, {}, {}); // m, n, k", rows, n, k);
   if (batch_count > 1) {
     out.linef("desc.batch_count = {};", batch_count);
-    out.linef("desc.stride_a = {};{}", batch.a_inner ? m * k : 0, batch.a_inner ? "" : " // A broadcast");
-    out.linef("desc.stride_b = {};{}", batch.b_inner ? k * n : 0, batch.b_inner ? "" : " // B broadcast");
+    out.linef("desc.stride_a = {};{}", batch.a_inner ? m * k : 0,
+              batch.a_inner ? "" : " // A broadcast");
+    out.linef("desc.stride_b = {};{}", batch.b_inner ? k * n : 0,
+              batch.b_inner ? "" : " // B broadcast");
   }
   if (batch.outer.empty()) {
-    out.line("return stitch_library_gemm(b, &desc, lhs, rhs, nullptr, nullptr, result, error, error_size);");
+    out.line("return stitch_library_gemm(b, &desc, lhs, rhs, nullptr, nullptr, result, error, "
+             "error_size);");
     out.close();
     return;
   }
   // Outer batch axes: one batched GEMM per outer index.
   out.comment(fmt::format("outer batch axes [{}]: one call per index, {} batch(es) each",
                           join_ints(batch.outer), batch_count));
-  out.open(fmt::format("for (int64_t outer = 0; outer < {}; ++outer)", shape_elements(batch.outer)));
+  out.open(
+      fmt::format("for (int64_t outer = 0; outer < {}; ++outer)", shape_elements(batch.outer)));
   out.line("int64_t rest = outer;");
   std::vector<std::string> a_terms, b_terms;
   for (size_t j = batch.outer.size(); j-- > 0;) {
-    if (j == 0) out.line("const int64_t c0 = rest;");
-    else out.linef("const int64_t c{} = rest % {}; rest /= {};", j, batch.outer[j], batch.outer[j]);
-    if (batch.outer_stride_a[j] != 0) a_terms.push_back(fmt::format("c{} * {}", j, batch.outer_stride_a[j]));
-    if (batch.outer_stride_b[j] != 0) b_terms.push_back(fmt::format("c{} * {}", j, batch.outer_stride_b[j]));
+    if (j == 0)
+      out.line("const int64_t c0 = rest;");
+    else
+      out.linef("const int64_t c{} = rest % {}; rest /= {};", j, batch.outer[j], batch.outer[j]);
+    if (batch.outer_stride_a[j] != 0)
+      a_terms.push_back(fmt::format("c{} * {}", j, batch.outer_stride_a[j]));
+    if (batch.outer_stride_b[j] != 0)
+      b_terms.push_back(fmt::format("c{} * {}", j, batch.outer_stride_b[j]));
   }
   auto offset = [](const std::vector<std::string>& terms) {
     return terms.empty() ? std::string() : fmt::format(" + {}", fmt::join(terms, " + "));
@@ -208,20 +231,29 @@ std::string emit_gemm_fill_kernel(const GroupEmitContext& ctx, CodeWriter& out, 
                                   int64_t m, int64_t n, double beta) {
   const int64_t c_rows = c.size() == 2 ? c[0] : 1, c_cols = c.empty() ? 1 : c.back();
   std::string index;
-  if (c_rows != 1 && c_cols != 1) index = "i";
-  else if (c_rows != 1) index = fmt::format("i / {}", n);
-  else if (c_cols != 1) index = fmt::format("i % {}", n);
-  else index = "0";
+  if (c_rows != 1 && c_cols != 1)
+    index = "i";
+  else if (c_rows != 1)
+    index = fmt::format("i / {}", n);
+  else if (c_cols != 1)
+    index = fmt::format("i % {}", n);
+  else
+    index = "0";
   const std::string kernel = ctx.kernel_name("_fill_c");
-  out.comment(fmt::format("Y = beta * C, C {} broadcast to [{}, {}]: the GEMM then adds alpha * A @ B",
-                          shape_to_string(c), m, n));
+  out.comment(
+      fmt::format("Y = beta * C, C {} broadcast to [{}, {}]: the GEMM then adds alpha * A @ B",
+                  shape_to_string(c), m, n));
   out.open(fmt::format("__global__ void __launch_bounds__(256) {}(const float* __restrict__ c, "
-                       "float* __restrict__ y)", kernel));
+                       "float* __restrict__ y)",
+                       kernel));
   out.linef("const int64_t n = {};", m * n);
   out.line("const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;");
   out.line("const int64_t stride = int64_t(gridDim.x) * blockDim.x;");
   out.open("for (int64_t i = first; i < n; i += stride)");
-  out.linef("y[i] = {} * c[{}];", float_literal(beta), index);
+  if (beta == 1.0)
+    out.linef("y[i] = c[{}];", index);
+  else
+    out.linef("y[i] = {} * c[{}];", float_literal(beta), index);
   out.close();
   out.close();
   out.line();
@@ -235,10 +267,11 @@ void emit_fill_launch(const GroupEmitContext& ctx, CodeWriter& out, const std::s
   out.open("");
   out.linef("const dim3 grid({}, {}, {});", l.grid[0], l.grid[1], l.grid[2]);
   out.linef("const dim3 block({}, {}, {});", l.block[0], l.block[1], l.block[2]);
-  out.linef("const cudaError_t launched = STITCH_LAUNCH({}, grid, block, 0, b->stream, addend, result);",
-            kernel);
-  out.linef("const int32_t status = stitch_launch_result(launched, \"{}\", {}, error, error_size);", kernel,
-            ctx.group().id);
+  out.linef(
+      "const cudaError_t launched = STITCH_LAUNCH({}, grid, block, 0, b->stream, addend, result);",
+      kernel);
+  out.linef("const int32_t status = stitch_launch_result(launched, \"{}\", {}, error, error_size);",
+            kernel, ctx.group().id);
   out.line("if (status != 0) return status;");
   out.close();
 }
@@ -259,10 +292,14 @@ void emit_gemm(const GroupEmitContext& ctx, CodeWriter& out) {
   // How beta * C gets in: none, the GEMM's own C, the bias epilogue, or the fill kernel.
   enum class Addend { None, GemmC, Bias, Fill } addend = Addend::None;
   if (reads_c) {
-    if (k == 0) addend = Addend::Fill;
-    else if (c == Shape{m, n}) addend = Addend::GemmC;
-    else if (beta == 1.0 && c_rows == 1 && c_cols == n) addend = Addend::Bias;
-    else addend = Addend::Fill;
+    if (k == 0)
+      addend = Addend::Fill;
+    else if (c == Shape{m, n})
+      addend = Addend::GemmC;
+    else if (beta == 1.0 && c_rows == 1 && c_cols == n)
+      addend = Addend::Bias;
+    else
+      addend = Addend::Fill;
   }
   std::string fill_kernel;
   if (addend == Addend::Fill) fill_kernel = emit_gemm_fill_kernel(ctx, out, c, m, n, beta);
@@ -293,7 +330,8 @@ void emit_gemm(const GroupEmitContext& ctx, CodeWriter& out) {
   if (alpha != 1.0) out.linef("desc.alpha = {};", float_literal(alpha));
   std::string c_arg = "nullptr", bias_arg = "nullptr";
   switch (addend) {
-  case Addend::None: break;
+  case Addend::None:
+    break;
   case Addend::GemmC:
     out.linef("desc.beta = {};", float_literal(beta));
     c_arg = "addend";
@@ -307,8 +345,8 @@ void emit_gemm(const GroupEmitContext& ctx, CodeWriter& out) {
     c_arg = "result";
     break;
   }
-  out.linef("return stitch_library_gemm(b, &desc, lhs, rhs, {}, {}, result, error, error_size);", c_arg,
-            bias_arg);
+  out.linef("return stitch_library_gemm(b, &desc, lhs, rhs, {}, {}, result, error, error_size);",
+            c_arg, bias_arg);
   out.close();
 }
 
@@ -320,12 +358,13 @@ struct ConvGeometry {
 };
 
 // What a refused geometry would need from the plan to be computed exactly.
-[[noreturn]] void scratch_refusal(const GroupEmitContext& ctx, const std::string& what, int64_t bytes,
-                                  const std::string& how) {
-  ctx.unsupported(fmt::format("{} (the convolution library takes symmetric pads only; this needs {} "
-                              "bytes of per-group scratch memory, which the plan does not reserve "
-                              "yet, {})",
-                              what, bytes, how));
+[[noreturn]] void scratch_refusal(const GroupEmitContext& ctx, const std::string& what,
+                                  int64_t bytes, const std::string& how) {
+  ctx.unsupported(
+      fmt::format("{} (the convolution library takes symmetric pads only; this needs {} "
+                  "bytes of per-group scratch memory, which the plan does not reserve "
+                  "yet, {})",
+                  what, bytes, how));
 }
 
 void read_spatial_attributes(const NodeContext& attrs, size_t n, ConvGeometry& g) {
@@ -371,11 +410,13 @@ ConvGeometry conv_geometry(const GroupEmitContext& ctx) {
   }
   if (!exact) {
     int64_t padded = x[0] * x[1];
-    for (size_t i = 0; i < n; ++i) padded *= g.in[i] + begins[i] + ends[i];
-    scratch_refusal(ctx,
-                    fmt::format("Conv with the asymmetric pads [{}] at the begin and [{}] at the end",
-                                join_ints(begins), join_ints(ends)),
-                    padded * 4, "to hold X padded with zeros for a convolution with pads 0");
+    for (size_t i = 0; i < n; ++i)
+      padded *= g.in[i] + begins[i] + ends[i];
+    scratch_refusal(
+        ctx,
+        fmt::format("Conv with the asymmetric pads [{}] at the begin and [{}] at the end",
+                    join_ints(begins), join_ints(ends)),
+        padded * 4, "to hold X padded with zeros for a convolution with pads 0");
   }
   g.pads = begins;
   return g;
@@ -396,9 +437,11 @@ ConvGeometry conv_transpose_geometry(const GroupEmitContext& ctx) {
   g.kernel.assign(w.begin() + 2, w.end());
   read_spatial_attributes(attrs, n, g);
   const std::vector<int64_t> pads = attrs.attr_ints("pads", std::vector<int64_t>(2 * n, 0));
-  const std::vector<int64_t> output_padding = attrs.attr_ints("output_padding", std::vector<int64_t>(n, 0));
+  const std::vector<int64_t> output_padding =
+      attrs.attr_ints("output_padding", std::vector<int64_t>(n, 0));
   const std::string auto_pad = attrs.attr_string("auto_pad", "NOTSET");
-  const bool derived = attrs.has_attr("output_shape") || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+  const bool derived =
+      attrs.has_attr("output_shape") || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
   for (size_t i = 0; i < n; ++i) {
     const int64_t extent = (g.kernel[i] - 1) * g.dilations[i] + 1;
     const int64_t full = g.strides[i] * (g.in[i] - 1) + output_padding[i] + extent; // unpadded size
@@ -435,7 +478,9 @@ void emit_conv(const GroupEmitContext& ctx, CodeWriter& out) {
   const bool transpose = node.op == OpKind::ConvTranspose;
   const Shape &x = ctx.tensor(node.inputs[0]).shape, &y = ctx.tensor(node.outputs[0]).shape;
   const size_t n = x.size() - 2;
-  if (n > 3) ctx.unsupported(fmt::format("{} with {} spatial axes (the library takes 1 to 3)", op_name(node.op), n));
+  if (n > 3)
+    ctx.unsupported(
+        fmt::format("{} with {} spatial axes (the library takes 1 to 3)", op_name(node.op), n));
   NodeContext attrs(ctx.graph(), node);
   const int64_t groups = attrs.attr_int("group", 1);
   ConvGeometry g = transpose ? conv_transpose_geometry(ctx) : conv_geometry(ctx);
@@ -456,7 +501,8 @@ void emit_conv(const GroupEmitContext& ctx, CodeWriter& out) {
   out.linef("desc.groups = {};", groups);
   auto array = [&](const char* field, const std::vector<int64_t>& v) {
     std::vector<std::string> parts;
-    for (size_t i = 0; i < v.size(); ++i) parts.push_back(fmt::format("desc.{}[{}] = {};", field, i, v[i]));
+    for (size_t i = 0; i < v.size(); ++i)
+      parts.push_back(fmt::format("desc.{}[{}] = {};", field, i, v[i]));
     out.line(fmt::format("{}", fmt::join(parts, " ")));
   };
   array("in_spatial", g.in);
@@ -477,14 +523,18 @@ bool emit_library_call(const GroupEmitContext& ctx, CodeWriter& out) {
   const GroupKind kind = ctx.group().kind;
   if (kind != GroupKind::GemmLibrary && kind != GroupKind::ConvLibrary) return false;
   const OpKind op = ctx.node().op;
-  STITCH_INTERNAL_CHECK(ctx.group().nodes.size() == 1, "library group {} holds {} nodes", ctx.group().id,
-                        ctx.group().nodes.size());
+  STITCH_INTERNAL_CHECK(ctx.group().nodes.size() == 1, "library group {} holds {} nodes",
+                        ctx.group().id, ctx.group().nodes.size());
   out.line("#include \"library/stitch_library.h\"");
   out.line();
-  if (op == OpKind::MatMul) emit_matmul(ctx, out);
-  else if (op == OpKind::Gemm) emit_gemm(ctx, out);
-  else if (op == OpKind::Conv || op == OpKind::ConvTranspose) emit_conv(ctx, out);
-  else ctx.unsupported(fmt::format("no library call for op {} yet", op_name(op)));
+  if (op == OpKind::MatMul)
+    emit_matmul(ctx, out);
+  else if (op == OpKind::Gemm)
+    emit_gemm(ctx, out);
+  else if (op == OpKind::Conv || op == OpKind::ConvTranspose)
+    emit_conv(ctx, out);
+  else
+    ctx.unsupported(fmt::format("no library call for op {} yet", op_name(op)));
   return true;
 }
 

@@ -38,13 +38,15 @@ int64_t LineLoop::threads_per_line() const {
 
 std::string LineLoop::describe() const {
   std::string elements;
-  if (space_.rows()) elements = "contiguous elements";
+  if (space_.length == 1) elements = "element";
+  else if (space_.rows()) elements = "contiguous elements";
   else if (space_.single_block()) elements = fmt::format("elements {} apart", space_.inner);
   else elements = "elements over several axes";
   const char* who = mapping_ == ThreadMapping::Flat         ? "one thread"
                     : mapping_ == ThreadMapping::WarpPerRow ? "a warp"
                                                             : "a block";
-  return fmt::format("{} lines of {} {}, {} per line", space_.lines, space_.length, elements, who);
+  return fmt::format("{} line{} of {} {}, {} per line", space_.lines, space_.lines == 1 ? "" : "s",
+                     space_.length, elements, who);
 }
 
 int64_t LineLoop::registers_per_thread() const {
@@ -180,7 +182,8 @@ std::string offset_expression(const std::string& var,
     if (i > 0) coord = fmt::format("{} % {}", coord, size);
     bool compound = coord != var;
     if (stride == 1) terms.push_back(coord);
-    else terms.push_back(fmt::format(compound ? "({}) * {}" : "{} * {}", coord, stride));
+    else if (compound) terms.push_back(fmt::format("({}) * {}", coord, stride));
+    else terms.push_back(fmt::format("{} * {}", coord, stride));
   }
   if (terms.empty()) return "0";
   return fmt::format("{}", fmt::join(terms, " + "));
@@ -214,7 +217,7 @@ std::string broadcast_offset(const Shape& operand, const Shape& full, const std:
 std::string float_literal(double value, DType t) {
   if (std::isnan(value)) return "NAN";
   if (std::isinf(value)) return value < 0 ? "-INFINITY" : "INFINITY";
-  std::string s = fmt::format(t == DType::Float64 ? "{:.17g}" : "{:.9g}", value);
+  std::string s = t == DType::Float64 ? fmt::format("{:.17g}", value) : fmt::format("{:.9g}", value);
   if (s.find_first_of(".e") == std::string::npos) s += ".0";
   return t == DType::Float64 ? s : s + "f";
 }

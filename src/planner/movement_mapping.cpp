@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <numeric>
 
+#include <set>
+
+#include "graph/constant.h"
 #include "graph/error.h"
 #include "graph/infer_context.h"
 #include "graph/op_params.h"
@@ -15,11 +18,13 @@ namespace {
 
 constexpr int64_t kBlock = 256;
 constexpr int64_t kMaxGridX = 2147483647;
-constexpr int64_t kTileSpan = 32;         // elements a tile spans on each contiguous side
-constexpr int64_t kMinTiledExtent = 16;   // below this on either side, a gather does as well
+constexpr int64_t kTileSpan = 32;          // elements a tile spans on each contiguous side
+constexpr int64_t kMinTiledExtent = 16;    // below this on either side, a gather does as well
 constexpr int64_t kMaxSortCapacity = 2048; // TopK's shared buffer, in elements
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
 int64_t max_resident_blocks(const DeviceParams& device) {
   return int64_t{device.sm_count} * (device.max_threads_per_sm / kBlock) * device.waves;
@@ -27,7 +32,8 @@ int64_t max_resident_blocks(const DeviceParams& device) {
 
 int64_t next_power_of_two(int64_t v) {
   int64_t p = 1;
-  while (p < v) p *= 2;
+  while (p < v)
+    p *= 2;
   return p;
 }
 
@@ -35,7 +41,8 @@ int64_t next_power_of_two(int64_t v) {
 
 Shape PermutedCopy::out_dims() const {
   Shape out;
-  for (int64_t p : perm) out.push_back(dims[p]);
+  for (int64_t p : perm)
+    out.push_back(dims[p]);
   return out;
 }
 
@@ -54,8 +61,10 @@ PermutedCopy canonical_permutation(const Shape& in, const std::vector<int64_t>& 
   // Runs of input axes that stay adjacent, in output order, become one axis.
   std::vector<std::vector<int64_t>> runs;
   for (int64_t a : kept) {
-    if (!runs.empty() && runs.back().back() + 1 == a) runs.back().push_back(a);
-    else runs.push_back({a});
+    if (!runs.empty() && runs.back().back() + 1 == a)
+      runs.back().push_back(a);
+    else
+      runs.push_back({a});
   }
   std::vector<size_t> by_input(runs.size());
   std::iota(by_input.begin(), by_input.end(), 0);
@@ -65,11 +74,13 @@ PermutedCopy canonical_permutation(const Shape& in, const std::vector<int64_t>& 
   std::vector<int64_t> axis_of_run(runs.size());
   for (size_t j = 0; j < by_input.size(); ++j) {
     int64_t size = 1;
-    for (int64_t a : runs[by_input[j]]) size *= dims[a];
+    for (int64_t a : runs[by_input[j]])
+      size *= dims[a];
     copy.dims.push_back(size);
     axis_of_run[by_input[j]] = static_cast<int64_t>(j);
   }
-  for (size_t r = 0; r < runs.size(); ++r) copy.perm.push_back(axis_of_run[r]);
+  for (size_t r = 0; r < runs.size(); ++r)
+    copy.perm.push_back(axis_of_run[r]);
   return copy;
 }
 
@@ -77,7 +88,8 @@ PermutedCopy node_permutation(const Graph& graph, const Node& node) {
   NodeContext ctx(graph, node);
   const Shape& in = ctx.shape(0);
   switch (node.op) {
-  case OpKind::Transpose: return canonical_permutation(in, read_perm(ctx));
+  case OpKind::Transpose:
+    return canonical_permutation(in, read_perm(ctx));
   case OpKind::DepthToSpace: {
     // DCR: [N, b, b, C/b^2, H, W] -> [N, C/b^2, H, b, W, b]; CRD: [N, C/b^2, b, b, H, W] ->
     // the same output.
@@ -91,7 +103,8 @@ PermutedCopy node_permutation(const Graph& graph, const Node& node) {
     int64_t b = ctx.req_int("blocksize");
     return canonical_permutation({in[0], in[1], in[2] / b, b, in[3] / b, b}, {0, 3, 5, 1, 2, 4});
   }
-  default: internal_fail("node_permutation of {}", op_name(node.op));
+  default:
+    internal_fail("node_permutation of {}", op_name(node.op));
   }
 }
 
@@ -126,12 +139,38 @@ TopKPlan topk_plan(const Graph& graph, const Node& node) {
   TopKPlan p;
   p.length = in[axis];
   p.k = ctx.opset() < 10 ? ctx.req_int("k") : ctx.const_ints(1, "K")[0];
-  for (size_t d = axis + 1; d < in.size(); ++d) p.inner *= in[d];
+  for (size_t d = axis + 1; d < in.size(); ++d)
+    p.inner *= in[d];
   p.rows = p.length == 0 ? 0 : shape_elements(in) / p.length;
   int64_t padded = next_power_of_two(std::max<int64_t>(p.length, 2));
-  if (padded <= kMaxSortCapacity) p.capacity = padded;
-  else if (p.k <= kMaxSortCapacity / 2) p.capacity = kMaxSortCapacity;
+  if (padded <= kMaxSortCapacity)
+    p.capacity = padded;
+  else if (p.k <= kMaxSortCapacity / 2)
+    p.capacity = kMaxSortCapacity;
   return p;
+}
+
+bool scatter_rows_distinct(const Graph& graph, const Node& node) {
+  const Tensor& data = graph.tensor(node.inputs[0]);
+  const Tensor& indices = graph.tensor(node.inputs[1]);
+  const size_t k = static_cast<size_t>(indices.shape.back());
+  const int64_t rows = k == 0 ? 0 : indices.elements() / static_cast<int64_t>(k);
+  if (rows <= 1) return true;
+  if (!indices.is_constant()) return false;
+  Shape strides(data.shape.size(), 1);
+  for (size_t d = data.shape.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * data.shape[d];
+  std::vector<int64_t> values = constant_as_int64(indices);
+  std::set<int64_t> targets;
+  for (int64_t u = 0; u < rows; ++u) {
+    int64_t offset = 0;
+    for (size_t j = 0; j < k; ++j) {
+      int64_t v = values[u * k + j];
+      offset += (v < 0 ? v + data.shape[j] : v) * strides[j]; // in range: the shape rule checked
+    }
+    if (!targets.insert(offset).second) return false;
+  }
+  return true;
 }
 
 void plan_movement_launch(const Graph& graph, const Node& node, const DeviceParams& device,
@@ -144,7 +183,21 @@ void plan_movement_launch(const Graph& graph, const Node& node, const DevicePara
     if (!tiling.tiled) return;
     group.launch = LaunchConfig{};
     group.launch.block = {kBlock, 1, 1};
-    group.launch.grid = {std::clamp<int64_t>(tiling.tiles, 1, std::min(max_resident_blocks(device), kMaxGridX)), 1, 1};
+    group.launch.grid = {
+        std::clamp<int64_t>(tiling.tiles, 1, std::min(max_resident_blocks(device), kMaxGridX)), 1,
+        1};
+    return;
+  }
+  case OpKind::ScatterND: {
+    // Distinct rows: the flat launch over the output serves the copy and the update kernel.
+    if (scatter_rows_distinct(graph, node)) return;
+    const Tensor& indices = graph.tensor(node.inputs[1]);
+    int64_t rows = indices.elements() / indices.shape.back();
+    group.mapping = ThreadMapping::BlockPerRow;
+    group.launch = LaunchConfig{};
+    group.launch.block = {kBlock, 1, 1};
+    group.launch.grid = {
+        std::clamp<int64_t>(rows, 1, std::min(max_resident_blocks(device), kMaxGridX)), 1, 1};
     return;
   }
   case OpKind::Split:
@@ -159,7 +212,8 @@ void plan_movement_launch(const Graph& graph, const Node& node, const DevicePara
     group.launch.grid = {std::clamp<int64_t>(p.rows, 1, kMaxGridX), 1, 1};
     return;
   }
-  default: return;
+  default:
+    return;
   }
 }
 

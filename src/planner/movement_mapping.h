@@ -12,6 +12,8 @@
 //     plain gather, one thread per output element.
 //   - Split reads its input once: a flat loop over the input's elements.
 //   - TopK: a block per row (sorting in shared memory).
+//   - ScatterND: unless its indices are constant and distinct, a block per update row, which
+//     first checks whether other rows address the same slice (see kernel_movement_index.cpp).
 //
 // Every kernel these feed loops grid-stride (over tiles, rows or elements) and uses any block
 // size, so the flat launch is also correct, only slower.
@@ -40,12 +42,12 @@ PermutedCopy node_permutation(const Graph& graph, const Node& node);
 // The shared-memory tiling of a canonical permuted copy, when it pays.
 struct TransposeTiling {
   bool tiled = false;
-  int64_t vector = 1;    // trailing elements both sides keep contiguous (innermost)
-  int64_t x_axis = 0;    // the input axis contiguous in the input (before the vector run)
-  int64_t y_axis = 0;    // the input axis contiguous in the output
-  int64_t tile_x = 0;    // x positions per tile (tile_x * vector elements span >= 32)
-  int64_t tile_y = 0;    // y positions per tile
-  int64_t tiles = 0;     // number of tiles, all batches together
+  int64_t vector = 1; // trailing elements both sides keep contiguous (innermost)
+  int64_t x_axis = 0; // the input axis contiguous in the input (before the vector run)
+  int64_t y_axis = 0; // the input axis contiguous in the output
+  int64_t tile_x = 0; // x positions per tile (tile_x * vector elements span >= 32)
+  int64_t tile_y = 0; // y positions per tile
+  int64_t tiles = 0;  // number of tiles, all batches together
 };
 TransposeTiling transpose_tiling(const PermutedCopy& copy);
 
@@ -57,6 +59,10 @@ struct TopKPlan {
   int64_t capacity = 0; // a power of two; 0 when ranks are counted
 };
 TopKPlan topk_plan(const Graph& graph, const Node& node);
+
+// ScatterND's update rows address distinct slices, as far as compile time can tell: its
+// indices are constant (or there is a single row) and no two rows name the same slice.
+bool scatter_rows_distinct(const Graph& graph, const Node& node);
 
 // Sets group.mapping and group.launch for a Movement-category or TopK node whose kernel
 // wants another launch than the flat one over output 0; leaves others as they are.

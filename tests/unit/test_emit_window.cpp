@@ -48,7 +48,9 @@ std::string refusal(const ModelBuilder& m) {
   return "";
 }
 
-bool has(const std::string& text, const std::string& line) { return text.find(line) != std::string::npos; }
+bool has(const std::string& text, const std::string& line) {
+  return text.find(line) != std::string::npos;
+}
 
 } // namespace
 
@@ -136,7 +138,8 @@ TEST_CASE("MatMul with B shared by every batch is one taller GEMM", "[emitter]")
   std::string src = group_source(m);
   CHECK(has(src, "#include \"library/stitch_library.h\""));
   CHECK(has(src, "stitch_gemm_desc desc = stitch_gemm_desc_packed(24, 6, 5); // m, n, k"));
-  CHECK(has(src, "return stitch_library_gemm(b, &desc, lhs, rhs, nullptr, nullptr, result, error, error_size);"));
+  CHECK(has(src, "return stitch_library_gemm(b, &desc, lhs, rhs, nullptr, nullptr, result, error, "
+                 "error_size);"));
 }
 
 TEST_CASE("MatMul with A broadcast over the batch uses stride 0", "[emitter]") {
@@ -149,7 +152,8 @@ TEST_CASE("MatMul with A broadcast over the batch uses stride 0", "[emitter]") {
   CHECK(has(src, "desc.stride_b = 30;"));
 }
 
-TEST_CASE("MatMul batch broadcasting that strides cannot express loops over the outer axis", "[emitter]") {
+TEST_CASE("MatMul batch broadcasting that strides cannot express loops over the outer axis",
+          "[emitter]") {
   // [2,1,4,5] x [1,3,5,6]: the inner batch axis (3) steps B only, the outer one (2) A only.
   ModelBuilder m(13);
   m.input("a", kFloat, {2, 1, 4, 5}).input("b", kFloat, {1, 3, 5, 6}).output("y");
@@ -158,7 +162,9 @@ TEST_CASE("MatMul batch broadcasting that strides cannot express loops over the 
   CHECK(has(src, "desc.batch_count = 3;"));
   CHECK(has(src, "desc.stride_a = 0; // A broadcast"));
   CHECK(has(src, "for (int64_t outer = 0; outer < 2; ++outer)"));
-  CHECK(has(src, "stitch_library_gemm(b, &desc, lhs + c0 * 20, rhs, nullptr, nullptr, result + outer * 72,"));
+  CHECK(has(
+      src,
+      "stitch_library_gemm(b, &desc, lhs + c0 * 20, rhs, nullptr, nullptr, result + outer * 72,"));
   CHECK(has(src, "if (status != 0) return status;"));
 }
 
@@ -181,12 +187,14 @@ TEST_CASE("Gemm with a broadcast C fills beta * C first and accumulates onto it"
   test::set_attr_float(n, "beta", 0.5f);
   std::string src = group_source(m);
   CHECK(has(src, "y[i] = 0.5f * c[i / 4];"));
-  CHECK(has(src, "const int32_t status = stitch_launch_result(launched, \"stitch_g0_gemm_fill_c\", 0, error, error_size);"));
+  CHECK(has(src, "const int32_t status = stitch_launch_result(launched, \"stitch_g0_gemm_fill_c\", "
+                 "0, error, error_size);"));
   CHECK(has(src, "desc.trans_a = 1; // A is stored [5, 3]"));
   CHECK(has(src, "desc.trans_b = 1; // B is stored [4, 5]"));
   CHECK(has(src, "desc.alpha = 0.25f;"));
   CHECK(has(src, "desc.beta = 1.0f;"));
-  CHECK(has(src, "stitch_library_gemm(b, &desc, lhs, rhs, result, nullptr, result, error, error_size);"));
+  CHECK(has(
+      src, "stitch_library_gemm(b, &desc, lhs, rhs, result, nullptr, result, error, error_size);"));
 }
 
 TEST_CASE("Gemm with a row-vector C and beta 1 uses the bias epilogue", "[emitter]") {
@@ -195,7 +203,8 @@ TEST_CASE("Gemm with a row-vector C and beta 1 uses the bias epilogue", "[emitte
   m.node("Gemm", {"a", "b", "c"}, {"y"});
   std::string src = group_source(m);
   CHECK_FALSE(has(src, "__global__"));
-  CHECK(has(src, "stitch_library_gemm(b, &desc, lhs, rhs, nullptr, addend, result, error, error_size);"));
+  CHECK(has(
+      src, "stitch_library_gemm(b, &desc, lhs, rhs, nullptr, addend, result, error, error_size);"));
 }
 
 TEST_CASE("Gemm with a full C passes it as the GEMM's C with beta", "[emitter]") {
@@ -204,14 +213,18 @@ TEST_CASE("Gemm with a full C passes it as the GEMM's C with beta", "[emitter]")
   test::set_attr_float(m.node("Gemm", {"a", "b", "c"}, {"y"}), "beta", 2.0f);
   std::string src = group_source(m);
   CHECK(has(src, "desc.beta = 2.0f;"));
-  CHECK(has(src, "stitch_library_gemm(b, &desc, lhs, rhs, addend, nullptr, result, error, error_size);"));
+  CHECK(has(
+      src, "stitch_library_gemm(b, &desc, lhs, rhs, addend, nullptr, result, error, error_size);"));
 }
 
 // ---- Conv and ConvTranspose ----
 
 TEST_CASE("Conv fills the descriptor from the node's shapes and attributes", "[emitter]") {
   ModelBuilder m(13);
-  m.input("x", kFloat, {2, 4, 7, 5}).input("w", kFloat, {6, 2, 3, 3}).input("bias", kFloat, {6}).output("y");
+  m.input("x", kFloat, {2, 4, 7, 5})
+      .input("w", kFloat, {6, 2, 3, 3})
+      .input("bias", kFloat, {6})
+      .output("y");
   auto& n = m.node("Conv", {"x", "w", "bias"}, {"y"});
   test::set_attr_int(n, "group", 2);
   test::set_attr_ints(n, "strides", {2, 1});
@@ -247,7 +260,8 @@ TEST_CASE("Conv with asymmetric pads giving the same windows uses the begin pad"
   CHECK(has(src, "desc.pads_end[0] = 1;"));
 }
 
-TEST_CASE("ConvTranspose with output_shape pads at the end through the output padding", "[emitter]") {
+TEST_CASE("ConvTranspose with output_shape pads at the end through the output padding",
+          "[emitter]") {
   ModelBuilder m(13);
   m.input("x", kFloat, {1, 1, 3, 3}).input("w", kFloat, {1, 2, 3, 3}).output("y");
   auto& n = m.node("ConvTranspose", {"x", "w"}, {"y"});
@@ -257,7 +271,8 @@ TEST_CASE("ConvTranspose with output_shape pads at the end through the output pa
   CHECK(has(src, "desc.out_channels = 2;"));
   CHECK(has(src, "desc.out_spatial[0] = 10; desc.out_spatial[1] = 8;"));
   CHECK(has(src, "desc.pads_begin[0] = 0; desc.pads_begin[1] = 0;"));
-  CHECK(has(src, "return stitch_library_conv_transpose(b, &desc, x, w, nullptr, y, error, error_size);"));
+  CHECK(has(
+      src, "return stitch_library_conv_transpose(b, &desc, x, w, nullptr, y, error, error_size);"));
 }
 
 TEST_CASE("ConvTranspose that needs a crop is refused with the scratch it needs", "[emitter]") {

@@ -65,16 +65,16 @@ enum class ResizeNearest : int { RoundPreferFloor, RoundPreferCeil, Floor, Ceil 
 // factor (given, or output size / input size); the reference's "output width" is
 // scale * in_size (not rounded); roi_start/roi_end are the axis's normalized crop box
 // (tf_crop_and_resize only).
-__device__ __forceinline__ double resize_coordinate(int64_t x, ResizeCoordinates mode,
-                                                    double scale, int64_t in_size,
-                                                    int64_t out_size, double roi_start,
-                                                    double roi_end) {
+__device__ __forceinline__ double resize_coordinate(int64_t x, ResizeCoordinates mode, double scale,
+                                                    int64_t in_size, int64_t out_size,
+                                                    double roi_start, double roi_end) {
   const double xd = static_cast<double>(x);
   const double out_width = scale * static_cast<double>(in_size);
   switch (mode) {
   case ResizeCoordinates::AlignCorners:
     return out_width == 1.0 ? 0.0 : xd * static_cast<double>(in_size - 1) / (out_width - 1.0);
-  case ResizeCoordinates::Asymmetric: return xd / scale;
+  case ResizeCoordinates::Asymmetric:
+    return xd / scale;
   case ResizeCoordinates::TfCropAndResize: {
     const double span = (roi_end - roi_start) * static_cast<double>(in_size - 1);
     const double start = roi_start * static_cast<double>(in_size - 1);
@@ -88,7 +88,8 @@ __device__ __forceinline__ double resize_coordinate(int64_t x, ResizeCoordinates
     return center * (1.0 - adjustment) + (xd + 0.5) / scale - 0.5;
   }
   case ResizeCoordinates::HalfPixel:
-  default: return (xd + 0.5) / scale - 0.5;
+  default:
+    return (xd + 0.5) / scale - 0.5;
   }
 }
 
@@ -104,10 +105,18 @@ __device__ __forceinline__ int64_t resize_nearest(double x, ResizeNearest mode, 
   int64_t i = static_cast<int64_t>(lower);
   bool up = false;
   switch (mode) {
-  case ResizeNearest::RoundPreferFloor: up = ratio > 0.5; break;
-  case ResizeNearest::RoundPreferCeil: up = ratio >= 0.5; break;
-  case ResizeNearest::Floor: up = false; break;
-  case ResizeNearest::Ceil: up = ratio > 0.0; break;
+  case ResizeNearest::RoundPreferFloor:
+    up = ratio > 0.5;
+    break;
+  case ResizeNearest::RoundPreferCeil:
+    up = ratio >= 0.5;
+    break;
+  case ResizeNearest::Floor:
+    up = false;
+    break;
+  case ResizeNearest::Ceil:
+    up = ratio > 0.0;
+    break;
   }
   return edge_index(up ? i + 1 : i, in_size);
 }
@@ -153,6 +162,36 @@ __device__ __forceinline__ void resize_cubic_taps(double x, int64_t in_size, dou
   }
 }
 
+// Antialiased taps (antialias=1) on an axis downsampled by `scale` < 1: the linear (tent) or
+// cubic filter stretched by 1 / scale over `taps` inputs around x (taps = 2 - 2 * start with
+// start = floor(-1 / scale) + 1, or floor(-2 / scale) + 1 for cubic), normalized to sum 1.
+template <typename W>
+__device__ __forceinline__ void resize_antialias_taps(double x, int64_t in_size, double scale,
+                                                      bool cubic, double a, bool exclude_outside,
+                                                      int taps, int64_t* index, W* weight) {
+  const double s = scale < 1.0 ? scale : 1.0;
+  const double lower = floor(x);
+  const double ratio = x - lower;
+  const int64_t i = static_cast<int64_t>(lower);
+  const int64_t start = static_cast<int64_t>(floor((cubic ? -2.0 : -1.0) / s)) + 1;
+  auto coefficient = [&](int t) {
+    const int64_t j = i + start + t;
+    if (exclude_outside && (j < 0 || j >= in_size)) return 0.0;
+    const double d = fabs((static_cast<double>(start + t) - ratio) * s);
+    if (!cubic) return d < 1.0 ? 1.0 - d : 0.0;
+    if (d <= 1.0) return ((a + 2.0) * d - (a + 3.0)) * d * d + 1.0;
+    if (d < 2.0) return ((a * d - 5.0 * a) * d + 8.0 * a) * d - 4.0 * a;
+    return 0.0;
+  };
+  double total = 0.0;
+  for (int t = 0; t < taps; ++t)
+    total += coefficient(t);
+  for (int t = 0; t < taps; ++t) {
+    index[t] = edge_index(i + start + t, in_size);
+    weight[t] = static_cast<W>(coefficient(t) / total);
+  }
+}
+
 template <typename T, typename A> __device__ __forceinline__ T saturate_round(A value) {
   if constexpr (std::is_floating_point<T>::value) {
     return static_cast<T>(value);
@@ -179,8 +218,10 @@ enum class ScatterReduction : int { None, Add, Mul, Max, Min };
 template <typename T>
 __device__ __forceinline__ T scatter_combine(T current, T update, ScatterReduction reduction) {
   switch (reduction) {
-  case ScatterReduction::Add: return static_cast<T>(current + update);
-  case ScatterReduction::Mul: return static_cast<T>(current * update);
+  case ScatterReduction::Add:
+    return static_cast<T>(current + update);
+  case ScatterReduction::Mul:
+    return static_cast<T>(current * update);
   case ScatterReduction::Max:
     if (current != current) return current;
     if (update != update) return update;
@@ -190,7 +231,8 @@ __device__ __forceinline__ T scatter_combine(T current, T update, ScatterReducti
     if (update != update) return update;
     return update < current ? update : current;
   case ScatterReduction::None:
-  default: return update;
+  default:
+    return update;
   }
 }
 
