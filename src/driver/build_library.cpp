@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <string_view>
 #include <thread>
 
 #include "driver/embedded_files.h"
@@ -87,6 +88,32 @@ std::string runtime_archive(const std::string& name) {
   return p.string();
 }
 
+// The host target's compile flags (from CMake, shared with the precompiled runtime header).
+std::vector<std::string> host_cxx_flags() {
+  std::vector<std::string> flags;
+  std::string_view all = STITCH_HOST_CXX_FLAGS;
+  while (!all.empty()) {
+    size_t bar = all.find('|');
+    flags.emplace_back(all.substr(0, bar));
+    all = bar == std::string_view::npos ? std::string_view{} : all.substr(bar + 1);
+  }
+  return flags;
+}
+
+// The folder of the precompiled stitch_generated.h built with the project, if `cxx` is the
+// compiler that built it (a header precompiled by another compiler would be ignored, or worse).
+std::string host_pch_dir(const std::string& cxx) {
+  fs::path dir = fs::path(runtime_library_dir()) / "host_pch";
+  std::ifstream stamp(dir / "compiler.txt");
+  std::string built_by;
+  if (!stamp || !std::getline(stamp, built_by) || !fs::exists(dir / "stitch_generated.h.gch"))
+    return {};
+  std::error_code ec;
+  fs::path ours = fs::canonical(cxx, ec);
+  if (ec || ours.string() != built_by) return {};
+  return dir.string();
+}
+
 } // namespace
 
 std::string runtime_library_dir() {
@@ -125,9 +152,18 @@ void build_library(const GeneratedModel& model, const BuildOptions& o) {
     for (const GeneratedFile& f : model.groups) unity += "#include \"" + f.name + "\"\n";
     unity += "#include \"" + model.launcher.name + "\"\n";
     write_file(dir / "unity_host.cpp", unity);
-    compiles.push_back({{cxx, "-std=c++20", "-O2", "-fPIC", "-fvisibility=hidden", "-DSTITCH_HOST_TARGET",
-                         "-Iruntime", "-c", "unity_host.cpp", "-o", "unity_host.o"},
-                        "compiling the generated kernels for the host target"});
+    // The kernels link to the launch machinery compiled once in libstitch_runtime_host.a
+    // (STITCH_HOST_LINKED_LAUNCH), and include the precompiled stitch_generated.h when this
+    // compiler built it: its folder comes first on the include path, so every generated file
+    // includes that same copy of the (identical) runtime headers.
+    std::vector<std::string> argv = {cxx};
+    for (std::string& flag : host_cxx_flags()) argv.push_back(std::move(flag));
+    if (std::string pch = host_pch_dir(cxx); !pch.empty()) {
+      if (o.verbose) fmt::print(stderr, "stitchc: using the precompiled runtime header in {}\n", pch);
+      argv.insert(argv.end(), {"-I" + pch, "-include", "stitch_generated.h"});
+    }
+    argv.insert(argv.end(), {"-Iruntime", "-c", "unity_host.cpp", "-o", "unity_host.o"});
+    compiles.push_back({argv, "compiling the generated kernels for the host target"});
     objects.push_back("unity_host.o");
     run_or_fail(compiles, dir, o);
     for (const std::string& obj : objects) link.push_back(obj);

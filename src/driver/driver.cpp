@@ -52,7 +52,13 @@ int parse_command_line(int argc, char** argv, DriverOptions& options) {
   app.add_option("--arch", options.build.archs, "GPU architectures for the CUDA target (default sm_90)")
       ->delimiter(',');
   app.add_option("--emit-dir", options.build.emit_dir, "keep the generated sources in DIR");
-  app.add_option("--planner", options.planner.planner, "fusion planner: none (one kernel per op)");
+  app.add_option("--planner", options.planner.planner,
+                 "fusion planner: none (one kernel per op, the default), greedy (producer-consumer "
+                 "fusion) or ilp (the optimal plan by the cost model)")
+      ->check(CLI::IsMember({"none", "greedy", "ilp"}));
+  app.add_option("--ilp-time-limit", options.planner.ilp_time_limit_s,
+                 "seconds the ilp planner may search; then the best plan found (default 10)")
+      ->check(CLI::PositiveNumber);
   app.add_option("-j,--jobs", options.build.jobs, "parallel compiler runs (default: all cores)");
   app.add_flag("-v,--verbose", options.build.verbose, "print each compiler command");
   app.add_option("--report", options.report_path,

@@ -34,6 +34,14 @@ std::string GroupEmitContext::pointer(TensorId t, bool writable) const {
   return fmt::format("reinterpret_cast<{}{}*>({})", writable ? "" : "const ", type, base);
 }
 
+std::string GroupEmitContext::scratch_pointer(const std::string& type) const {
+  const size_t position = static_cast<size_t>(group_.id); // groups are numbered in plan order
+  STITCH_INTERNAL_CHECK(group_.scratch_bytes > 0 && position < memory_.scratch_offset.size() &&
+                            memory_.scratch_offset[position] >= 0,
+                        "group {} uses scratch the memory plan did not place", group_.id);
+  return fmt::format("reinterpret_cast<{}*>(b->arena + {})", type, memory_.scratch_offset[position]);
+}
+
 void GroupEmitContext::unsupported(const std::string& what) const {
   const Node& n = node();
   throw UserError({graph_.source_file, n.name, std::string(op_name(n.op))},

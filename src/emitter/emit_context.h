@@ -30,6 +30,10 @@ public:
   // `const stitch_abi_buffers*`: e.g. reinterpret_cast<const float*>(b->arena + 4096).
   std::string pointer(TensorId t, bool writable) const;
 
+  // The group's global-memory scratch (FusionGroup::scratch_bytes, placed in the arena by the
+  // memory plan) as a `type*` expression inside the group function.
+  std::string scratch_pointer(const std::string& type) const;
+
   // A user error naming the group's first node: this op or dtype has no code generation.
   [[noreturn]] void unsupported(const std::string& what) const;
 

@@ -1,6 +1,8 @@
 // emit_group: dispatch to the kernel emitters, and the shared launch-function writer.
 #include "emitter/kernels.h"
 
+#include "emitter/kernel_fused.h"
+
 namespace stitch {
 
 void emit_launch(const GroupEmitContext& ctx, CodeWriter& out, const std::string& kernel,
@@ -23,6 +25,7 @@ void emit_launch(const GroupEmitContext& ctx, CodeWriter& out, const std::string
 }
 
 void emit_group(const GroupEmitContext& ctx, CodeWriter& out) {
+  if (emit_fused(ctx, out)) return; // several nodes, or Independent parts
   if (emit_pointwise(ctx, out)) return;
   if (emit_reduction(ctx, out)) return;
   if (emit_normalization(ctx, out)) return;

@@ -6,6 +6,8 @@
 #include <cctype>
 #include <cmath>
 
+#include "emitter/pointwise_expression.h"
+#include "emitter/row_kernel.h"
 #include "graph/error.h"
 
 namespace stitch {
@@ -46,26 +48,11 @@ std::vector<std::string> param_arguments(const Node& node, const DeviceCall& cal
     }
     const Attribute::Value& v = it->second.value;
     if (auto* i = std::get_if<int64_t>(&v)) args.push_back(fmt::format("{}", *i));
-    else if (auto* f = std::get_if<double>(&v)) args.push_back(fmt::format("{:.9g}f", *f));
+    else if (auto* f = std::get_if<double>(&v)) args.push_back(float_literal(*f, DType::Float32));
     else if (auto* s = std::get_if<std::string>(&v)) args.push_back(*s == dflt ? "0" : "1");
     else internal_fail("attribute '{}' of a pointwise op has an unexpected kind", name);
   }
   return args;
-}
-
-// The index into `in` (numpy-broadcast against `out`) of output element coordinates c0..cR-1.
-std::string broadcast_index(const Shape& in, const Shape& out) {
-  if (in == out) return "i";
-  if (shape_elements(in) == 1) return "0";
-  std::vector<std::string> terms;
-  int64_t stride = 1;
-  size_t offset = out.size() - in.size();
-  for (size_t d = in.size(); d-- > 0;) {
-    if (in[d] != 1) terms.push_back(stride == 1 ? fmt::format("c{}", d + offset)
-                                                : fmt::format("c{} * {}", d + offset, stride));
-    stride *= in[d];
-  }
-  return terms.empty() ? "0" : fmt::format("{}", fmt::join(terms, " + "));
 }
 
 std::string literal_limit(DType t, bool lowest) {
@@ -83,14 +70,66 @@ std::string literal_limit(DType t, bool lowest) {
   }
 }
 
-// The expression computing one output element from the operand values v0, v1, ...
-std::string element_expression(const GroupEmitContext& ctx, const std::vector<TensorId>& operands) {
-  const Node& node = ctx.node();
+} // namespace
+
+bool is_pointwise(const Node& node) {
+  return !op_device_function(node.op).empty() || node.op == OpKind::Cast ||
+         node.op == OpKind::CastLike || node.op == OpKind::Expand;
+}
+
+std::vector<TensorId> pointwise_operands(const Node& node) {
+  // Every input, except shape/type-only ones (CastLike's target, Expand's shape).
+  std::vector<TensorId> operands;
+  for (size_t k = 0; k < node.inputs.size(); ++k) {
+    if ((node.op == OpKind::CastLike || node.op == OpKind::Expand) && k == 1) break;
+    operands.push_back(node.inputs[k]);
+  }
+  return operands;
+}
+
+// The index into `in` (numpy-broadcast against `out`) of output element coordinates c0..cR-1.
+std::string broadcast_index(const Shape& in, const Shape& out) {
+  if (in == out) return "i";
+  if (shape_elements(in) == 1) return "0";
+  std::vector<std::string> terms;
+  int64_t stride = 1;
+  size_t offset = out.size() - in.size();
+  for (size_t d = in.size(); d-- > 0;) {
+    if (in[d] != 1) terms.push_back(stride == 1 ? fmt::format("c{}", d + offset)
+                                                : fmt::format("c{} * {}", d + offset, stride));
+    stride *= in[d];
+  }
+  return terms.empty() ? "0" : fmt::format("{}", fmt::join(terms, " + "));
+}
+
+std::string vector4_type(DType t, const GroupEmitContext& ctx) {
+  const std::string scalar = ctype(t, ctx);
+  STITCH_INTERNAL_CHECK(dtype_size(t) == 4, "a 16-byte vector of {} elements", scalar);
+  return scalar == "float" ? "float4" : scalar == "int32_t" ? "int4" : "uint4";
+}
+
+bool needs_coordinates(const Shape& in, const Shape& out) {
+  return in != out && shape_elements(in) != 1;
+}
+
+void emit_coordinates(CodeWriter& out, const Shape& shape) {
+  out.line("int64_t rest = i;");
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (d == 0) out.line("const int64_t c0 = rest;");
+    else out.linef("const int64_t c{} = rest % {}; rest /= {};", d, shape[d], shape[d]);
+  }
+}
+
+std::string pointwise_expression(const GroupEmitContext& ctx, const Node& node,
+                                 const std::vector<std::string>& values) {
+  const std::vector<TensorId> operands = pointwise_operands(node);
+  STITCH_INTERNAL_CHECK(values.size() == operands.size(), "node '{}': {} operand values for {} operands",
+                        node.name, values.size(), operands.size());
   const Tensor& out = ctx.tensor(node.outputs[0]);
   std::string out_type = ctype(out.dtype, ctx);
   if (node.op == OpKind::Cast || node.op == OpKind::CastLike)
-    return fmt::format("stitch::ops::cast_to<{}>(v0)", out_type);
-  if (node.op == OpKind::Expand) return "v0";
+    return fmt::format("stitch::ops::cast_to<{}>({})", out_type, values[0]);
+  if (node.op == OpKind::Expand) return values[0];
   DeviceCall call = parse_device_spec(op_device_function(node.op));
   std::vector<std::string> extra = param_arguments(node, call);
   std::string fn = "stitch::ops::" + call.function;
@@ -106,45 +145,32 @@ std::string element_expression(const GroupEmitContext& ctx, const std::vector<Te
       if (node.opset < 11) {
         auto it = node.attrs.find(attr);
         if (it == node.attrs.end()) return literal_limit(out.dtype, lowest);
-        return fmt::format("{:.9g}f", std::get<double>(it->second.value));
+        return float_literal(std::get<double>(it->second.value), DType::Float32);
       }
-      if (k < operands.size() && operands[k] != kNoTensor) return fmt::format("v{}", k);
+      if (k < operands.size() && operands[k] != kNoTensor) return values[k];
       return literal_limit(out.dtype, lowest);
     };
-    return fmt::format("stitch::ops::clip<{0}>(v0, ({0})({1}), ({0})({2}))", out_type,
-                       bound(1, "min", true), bound(2, "max", false));
+    return fmt::format("stitch::ops::clip<{0}>({3}, ({0})({1}), ({0})({2}))", out_type,
+                       bound(1, "min", true), bound(2, "max", false), values[0]);
   }
   case OpKind::Pow: // the exponent may have another type than the base
-    return fmt::format("stitch::ops::pow_(v0, ({})v1)", in_type);
+    return fmt::format("stitch::ops::pow_({}, ({}){})", values[0], in_type, values[1]);
   case OpKind::Sum: case OpKind::Max: case OpKind::Min: case OpKind::Mean: {
-    std::string acc = "v0";
-    for (size_t k = 1; k < operands.size(); ++k) acc = apply({acc, fmt::format("v{}", k)});
+    std::string acc = values[0];
+    for (size_t k = 1; k < operands.size(); ++k) acc = apply({acc, values[k]});
     if (node.op == OpKind::Mean) acc = fmt::format("({}) / ({}){}", acc, in_type, operands.size());
     return acc;
   }
-  default: {
-    std::vector<std::string> args;
-    for (size_t k = 0; k < operands.size(); ++k) args.push_back(fmt::format("v{}", k));
-    return apply(args);
-  }
+  default: return apply(values);
   }
 }
 
-} // namespace
-
 bool emit_pointwise(const GroupEmitContext& ctx, CodeWriter& out) {
   const Node& node = ctx.node();
-  bool pointwise = !op_device_function(node.op).empty() || node.op == OpKind::Cast ||
-                   node.op == OpKind::CastLike || node.op == OpKind::Expand;
-  if (!pointwise) return false;
+  if (!is_pointwise(node)) return false;
   const Graph& g = ctx.graph();
   const Tensor& result = g.tensor(node.outputs[0]);
-  // Operands: every present input, except shape/type-only ones (CastLike's target, Expand's shape).
-  std::vector<TensorId> operands;
-  for (size_t k = 0; k < node.inputs.size(); ++k) {
-    if ((node.op == OpKind::CastLike || node.op == OpKind::Expand) && k == 1) break;
-    operands.push_back(node.inputs[k]);
-  }
+  const std::vector<TensorId> operands = pointwise_operands(node);
   const int vec = ctx.group().launch.vector_width;
   const int64_t n = result.elements();
   std::string kernel = ctx.kernel_name();
@@ -161,12 +187,13 @@ bool emit_pointwise(const GroupEmitContext& ctx, CodeWriter& out) {
   out.linef("const int64_t n = {};", n);
   out.line("const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;");
   out.line("const int64_t stride = int64_t(gridDim.x) * blockDim.x;");
-  std::string expr = element_expression(ctx, operands);
+  std::vector<std::string> values;
+  for (size_t k = 0; k < operands.size(); ++k) values.push_back(fmt::format("v{}", k));
+  std::string expr = pointwise_expression(ctx, node, values);
   std::string tail_start = "0";
   if (vec == 4) {
     // 16-byte vectors: every operand is the full shape or a scalar (the plan checked).
-    auto vtype = [&](DType t) { return ctype(t, ctx) == "float" ? std::string("float4")
-                                     : ctype(t, ctx) == "int32_t" ? std::string("int4") : std::string("uint4"); };
+    auto vtype = [&](DType t) { return vector4_type(t, ctx); };
     out.open("for (int64_t v = first; v < n / 4; v += stride)");
     for (size_t k = 0; k < operands.size(); ++k) {
       if (operands[k] == kNoTensor) continue;
@@ -193,15 +220,8 @@ bool emit_pointwise(const GroupEmitContext& ctx, CodeWriter& out) {
   out.open(fmt::format("for (int64_t i = {} + first; i < n; i += stride)", tail_start));
   bool needs_coords = false;
   for (TensorId t : operands)
-    if (t != kNoTensor && g.tensor(t).shape != result.shape && g.tensor(t).elements() != 1)
-      needs_coords = true;
-  if (needs_coords) {
-    out.line("int64_t rest = i;");
-    for (size_t d = result.shape.size(); d-- > 0;) {
-      if (d == 0) out.line("const int64_t c0 = rest;");
-      else out.linef("const int64_t c{} = rest % {}; rest /= {};", d, result.shape[d], result.shape[d]);
-    }
-  }
+    if (t != kNoTensor && needs_coordinates(g.tensor(t).shape, result.shape)) needs_coords = true;
+  if (needs_coords) emit_coordinates(out, result.shape);
   for (size_t k = 0; k < operands.size(); ++k) {
     if (operands[k] == kNoTensor) continue;
     const Tensor& t = g.tensor(operands[k]);

@@ -13,101 +13,20 @@ namespace stitch {
 
 namespace {
 
-// The accumulator of a reduction over `t` elements.
-std::string accumulator_type(DType t) {
-  switch (t) {
-  case DType::Float32: return "float";
-  case DType::Float64: return "double";
-  case DType::UInt8:
-  case DType::UInt16:
-  case DType::UInt32:
-  case DType::UInt64: return "uint64_t";
-  default: return "int64_t";
-  }
-}
-
-// `value` (of type `from`) stored as an element of type `to`.
-std::string convert(const std::string& value, const std::string& from, const std::string& to) {
-  if (from == to) return value;
-  return fmt::format("stitch::ops::cast_to<{}>({})", to, value);
-}
-
-// How one Reduce* op (or global pool) folds its elements: the value each element contributes,
-// how contributions combine (functor and in-thread statement), the empty-set identity, and
-// the final expression of the combined accumulator `acc`.
-struct ReduceForm {
-  std::string functor;   // "stitch::rows::Sum{}"
-  std::string step;      // in-thread accumulation of `contribution` into acc
-  std::string identity;  // initial value
-  std::string contribution = "v";
-  std::string finish = "acc";
-};
-
-ReduceForm reduce_form(const GroupEmitContext& ctx, OpKind op, DType t, int64_t length) {
-  const std::string in = ctype(t, ctx);
-  const std::string acc = accumulator_type(t);
-  const bool is_float = dtype_is_float(t);
-  auto sum = [&] {
-    return ReduceForm{"stitch::rows::Sum{}", "acc += {};", is_float ? float_literal(0, t) : "0"};
-  };
-  auto mean = [&] {
-    ReduceForm f = sum();
-    if (is_float) f.finish = fmt::format("acc / {}", float_literal(static_cast<double>(length), t));
-    else f.finish = length > 0 ? fmt::format("acc / {}", length) : "0";
-    return f;
-  };
-  switch (op) {
-  case OpKind::ReduceSum: return sum();
-  case OpKind::ReduceMean:
-  case OpKind::GlobalAveragePool: return mean();
-  case OpKind::ReduceMax:
-  case OpKind::GlobalMaxPool:
-    return {"stitch::rows::Max{}", "acc = stitch::rows::Max{{}}(acc, {});",
-            fmt::format("stitch::rows::lowest<{}>()", in)};
-  case OpKind::ReduceMin:
-    return {"stitch::rows::Min{}", "acc = stitch::rows::Min{{}}(acc, {});",
-            fmt::format("stitch::rows::highest<{}>()", in)};
-  case OpKind::ReduceProd:
-    return {"stitch::rows::Prod{}", "acc *= {};", is_float ? float_literal(1, t) : "1"};
-  case OpKind::ReduceL1: {
-    ReduceForm f = sum();
-    f.contribution = "stitch::rows::abs_of(v)";
-    return f;
-  }
-  case OpKind::ReduceL2: {
-    ReduceForm f = sum();
-    f.contribution = "v * v";
-    f.finish = "stitch::rows::sqrt_of(acc)";
-    return f;
-  }
-  case OpKind::ReduceSumSquare: {
-    ReduceForm f = sum();
-    f.contribution = "v * v";
-    return f;
-  }
-  case OpKind::ReduceLogSum: {
-    ReduceForm f = sum();
-    f.finish = "stitch::rows::log_of(acc)";
-    return f;
-  }
-  default: internal_fail("reduce_form: {} is not a plain reduction", op_name(op));
-  }
-}
-
 // The kernel's opening comment and signature; the element types of x and y.
 struct KernelIo {
   std::string in_type, out_type, acc_type;
 };
 
 KernelIo open_kernel(const GroupEmitContext& ctx, CodeWriter& out, const LineLoop& loop,
-                     const std::string& kernel) {
+                     const std::string& kernel, const std::string& note = {}) {
   const Node& node = ctx.node();
   KernelIo io;
   io.in_type = ctype(ctx.tensor(node.inputs[0]).dtype, ctx);
   io.out_type = ctype(ctx.tensor(node.outputs[0]).dtype, ctx);
   io.acc_type = accumulator_type(ctx.tensor(node.inputs[0]).dtype);
   out.comment(describe_node(ctx.graph(), node));
-  out.comment(loop.describe() + ".");
+  out.comment(loop.describe() + "." + note);
   out.open(kernel_head(ctx, kernel,
                        {fmt::format("const {}* __restrict__ x", io.in_type),
                         fmt::format("{}* __restrict__ y", io.out_type)}));
@@ -198,10 +117,11 @@ void emit_cumsum_kernel(const GroupEmitContext& ctx, CodeWriter& out, const Line
   const bool reverse = params.attr_flag("reverse", false);
   const DType t = ctx.tensor(node.inputs[0]).dtype;
   const std::string zero = dtype_is_float(t) ? float_literal(0, t) : "0";
-  KernelIo io = open_kernel(ctx, out, loop, kernel);
-  if (exclusive || reverse)
-    out.comment(fmt::format("{}{}{} sums.", exclusive ? "exclusive" : "",
-                            exclusive && reverse ? ", " : "", reverse ? "reversed" : ""));
+  std::string note = exclusive && reverse ? " Exclusive sums, from the end."
+                     : exclusive            ? " Exclusive sums."
+                     : reverse              ? " Sums from the end."
+                                            : "";
+  KernelIo io = open_kernel(ctx, out, loop, kernel, note);
   loop.open_lines(out);
   if (loop.mapping() == ThreadMapping::WarpPerRow) {
     out.linef("{} carry = {};  // the sum of the chunks before", io.acc_type, zero);

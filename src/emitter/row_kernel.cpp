@@ -63,6 +63,11 @@ std::string LineLoop::element_start() const {
   return "0";
 }
 
+std::string LineLoop::register_element() const {
+  if (mapping_ == ThreadMapping::Flat) return "j";
+  return fmt::format("{} + j * {}", element_start(), threads_per_line());
+}
+
 std::string LineLoop::element_step() const {
   return mapping_ == ThreadMapping::Flat ? "++k" : fmt::format("k += {}", threads_per_line());
 }
@@ -135,8 +140,8 @@ void LineLoop::leader_writes(CodeWriter& out, const std::string& statement) cons
 void LineLoop::declare_cache(CodeWriter& out, RowCache cache, const std::string& acc_type,
                              bool inside_line) const {
   if (cache == RowCache::Registers && inside_line)
-    out.linef("{} row[{}];  // this thread's elements of the row: k = {} + {} * j", acc_type,
-              registers_per_thread(), element_start(), threads_per_line());
+    out.linef("{} row[{}];  // this thread's elements of the row: k = {}", acc_type,
+              registers_per_thread(), register_element());
   if (cache == RowCache::Shared && !inside_line)
     out.linef("STITCH_DYNAMIC_SHARED({}, row_cache);  // the row, read once from global memory",
               acc_type);
@@ -147,7 +152,7 @@ void LineLoop::open_cached_pass(CodeWriter& out, RowCache cache, const std::stri
   if (cache == RowCache::Registers) {
     out.line("STITCH_UNROLL");
     out.open(fmt::format("for (int j = 0; j < {}; ++j)", registers_per_thread()));
-    out.linef("const int64_t k = {} + j * {};", element_start(), threads_per_line());
+    out.linef("const int64_t k = {};", register_element());
     out.line("if (k >= length) break;");
   } else {
     open_elements(out);
@@ -226,6 +231,74 @@ std::string kernel_head(const GroupEmitContext& ctx, const std::string& kernel,
                         const std::vector<std::string>& params) {
   return fmt::format("__global__ void __launch_bounds__({}) {}({})", ctx.group().launch.block[0],
                      kernel, fmt::join(params, ", "));
+}
+
+std::string accumulator_type(DType t) {
+  switch (t) {
+  case DType::Float32: return "float";
+  case DType::Float64: return "double";
+  case DType::UInt8:
+  case DType::UInt16:
+  case DType::UInt32:
+  case DType::UInt64: return "uint64_t";
+  default: return "int64_t";
+  }
+}
+
+std::string convert(const std::string& value, const std::string& from, const std::string& to) {
+  if (from == to) return value;
+  return fmt::format("stitch::ops::cast_to<{}>({})", to, value);
+}
+
+ReduceForm reduce_form(const GroupEmitContext& ctx, OpKind op, DType t, int64_t length) {
+  const std::string in = ctype(t, ctx);
+  const std::string acc = accumulator_type(t);
+  const bool is_float = dtype_is_float(t);
+  auto sum = [&] {
+    return ReduceForm{"stitch::rows::Sum{}", "acc += {};", is_float ? float_literal(0, t) : "0"};
+  };
+  auto mean = [&] {
+    ReduceForm f = sum();
+    if (is_float) f.finish = fmt::format("acc / {}", float_literal(static_cast<double>(length), t));
+    else f.finish = length > 0 ? fmt::format("acc / {}", length) : "0";
+    return f;
+  };
+  switch (op) {
+  case OpKind::ReduceSum: return sum();
+  case OpKind::ReduceMean:
+  case OpKind::GlobalAveragePool: return mean();
+  case OpKind::ReduceMax:
+  case OpKind::GlobalMaxPool:
+    return {"stitch::rows::Max{}", "acc = stitch::rows::Max{{}}(acc, {});",
+            fmt::format("stitch::rows::lowest<{}>()", in)};
+  case OpKind::ReduceMin:
+    return {"stitch::rows::Min{}", "acc = stitch::rows::Min{{}}(acc, {});",
+            fmt::format("stitch::rows::highest<{}>()", in)};
+  case OpKind::ReduceProd:
+    return {"stitch::rows::Prod{}", "acc *= {};", is_float ? float_literal(1, t) : "1"};
+  case OpKind::ReduceL1: {
+    ReduceForm f = sum();
+    f.contribution = "stitch::rows::abs_of(v)";
+    return f;
+  }
+  case OpKind::ReduceL2: {
+    ReduceForm f = sum();
+    f.contribution = "v * v";
+    f.finish = "stitch::rows::sqrt_of(acc)";
+    return f;
+  }
+  case OpKind::ReduceSumSquare: {
+    ReduceForm f = sum();
+    f.contribution = "v * v";
+    return f;
+  }
+  case OpKind::ReduceLogSum: {
+    ReduceForm f = sum();
+    f.finish = "stitch::rows::log_of(acc)";
+    return f;
+  }
+  default: internal_fail("reduce_form: {} is not a plain reduction", op_name(op));
+  }
 }
 
 } // namespace stitch

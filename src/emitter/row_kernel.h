@@ -68,6 +68,7 @@ public:
 private:
   std::string element_start() const;
   std::string element_step() const;
+  std::string register_element() const; // element k of register j
   int64_t registers_per_thread() const;
 
   const GroupEmitContext& ctx_;
@@ -90,5 +91,29 @@ std::string float_literal(double value, DType t);
 // The kernel's signature line: "__global__ void __launch_bounds__(256) name(params)".
 std::string kernel_head(const GroupEmitContext& ctx, const std::string& kernel,
                         const std::vector<std::string>& params);
+
+// ---- how Reduce* ops fold their elements (reduction kernels and fused row groups) ----
+
+// The accumulator of a reduction over elements of dtype t: fp32 for float32, double for
+// float64, 64-bit integers otherwise.
+std::string accumulator_type(DType t);
+
+// `value` (of type `from`) stored as an element of type `to`.
+std::string convert(const std::string& value, const std::string& from, const std::string& to);
+
+// How one Reduce* op (or global pool) folds its elements: the value each element `v`
+// contributes, how contributions combine (functor and in-thread statement), the empty-set
+// identity, and the final expression of the combined accumulator `acc`.
+struct ReduceForm {
+  std::string functor;   // "stitch::rows::Sum{}"
+  std::string step;      // in-thread accumulation of `contribution` into acc ("acc += {};")
+  std::string identity;  // initial value
+  std::string contribution = "v";
+  std::string finish = "acc";
+};
+
+// The form of `op` (ReduceSum ... ReduceLogSum, GlobalAveragePool, GlobalMaxPool; not
+// ReduceLogSumExp) over lines of `length` elements of dtype t.
+ReduceForm reduce_form(const GroupEmitContext& ctx, OpKind op, DType t, int64_t length);
 
 } // namespace stitch

@@ -5,6 +5,30 @@
 // library call (cuBLASLt for Gemm-category nodes, cuDNN for convolutions), or an alias (views:
 // no work at all). A kernel group carries its thread mapping and launch configuration; a
 // fused group also carries the stitching scheme that passes values between its nodes.
+//
+// The contract between planner and emitter for a kernel group of several nodes. Every fused
+// group is convex (no path leaves it and comes back) and the groups, in plan order, respect
+// the graph's dependences. `inputs` are the tensors it reads from memory, `outputs` the ones
+// it writes (read by a later group, or graph outputs); every other tensor of its nodes lives
+// only inside the kernel and gets no storage. By scheme:
+//   Local       every node is pointwise (an elementwise or broadcast op with a device
+//               function, Where, Cast, ...). One iteration space, the shape of every output;
+//               each element evaluates the chain in registers, reading inputs through their
+//               broadcast indices (a smaller intermediate is recomputed per element). Flat.
+//   Regional    a row space: `rows` x `row_length`, the row being the trailing contiguous
+//               axes. The nodes are row ops over that row (reductions over the trailing axes,
+//               Softmax / LogSoftmax / LayerNormalization / RMSNormalization over them) and
+//               pointwise ops on full rows or on per-row values broadcast along the row.
+//               Outputs are full-row ([rows, row_length] elements) or per-row ([rows]).
+//               WarpPerRow or BlockPerRow; the row lives in registers or shared memory.
+//   Global      a reduction over the leading axes (a column reduction) and consumers of its
+//               result broadcast back: one cooperative launch, partial results through
+//               `scratch_bytes` of global scratch and a grid-wide barrier between phases.
+//   Independent `parts`: unrelated node sets (each Local, or one node a single-op kernel
+//               could run), launched together, each on its own range of blocks.
+// A GemmLibrary group may hold epilogue nodes after its MatMul/Gemm (nodes[0]): a bias add,
+// an activation (Relu, Gelu) and a residual add, as cuBLASLt epilogues (beta * C for the
+// residual) where they fit.
 #pragma once
 
 #include <array>
@@ -54,12 +78,51 @@ struct FusionGroup {
   ThreadMapping mapping = ThreadMapping::Flat;
   LaunchConfig launch;
   int64_t estimated_bytes = 0; // HBM bytes read plus written, by the cost model
+  int64_t estimated_cost = 0;  // the cost model's total, in bytes (planner.h)
+  std::vector<TensorId> inputs;  // read from memory (see the contract above)
+  std::vector<TensorId> outputs; // written to memory
+  int64_t rows = 0, row_length = 0; // Regional, Global: the row space
+  int64_t scratch_bytes = 0;        // Global: global-memory scratch, planned in the arena
+  std::vector<std::vector<int32_t>> parts; // Independent: each part's nodes
+};
+
+// A fusion a planner considered and did not make, with the legality check's sentence (or
+// the costs that decided against it), for the report.
+struct RejectedFusion {
+  std::vector<int32_t> nodes;
+  std::string reason;
+};
+
+// A plan's totals by the cost model, for comparing planners in the report.
+struct PlanTotals {
+  std::string planner;
+  int64_t launches = 0;
+  int64_t bytes = 0; // estimated HBM bytes
+  int64_t cost = 0;  // the cost model's total
+};
+
+// What the ILP solver reported (planner "ilp").
+struct IlpStats {
+  bool ran = false;
+  std::string status;      // "optimal", "time limit", ...
+  double objective = 0;    // the chosen plan's modeled cost
+  double bound = 0;        // a lower bound on any plan's cost over the candidates
+  double gap = 0;          // (objective - bound) / objective
+  double solve_seconds = 0;
+  int64_t candidates = 0;  // candidate groups, singletons included
+  int cycle_cuts = 0;      // constraints added to break cycles between groups
+  bool exhaustive = false; // every subset of the fusible nodes was a candidate
 };
 
 struct FusionPlan {
   std::vector<FusionGroup> groups;
-  std::string planner; // which planner made it ("none", ...)
+  std::string planner; // which planner made it ("none", "greedy", "ilp")
+  std::vector<RejectedFusion> rejected; // bounded (kMaxRejectedFusions)
+  std::vector<PlanTotals> totals;       // this plan first, then the other planners'
+  IlpStats ilp;
 };
+
+constexpr size_t kMaxRejectedFusions = 100;
 
 std::string_view group_kind_name(GroupKind k);
 std::string_view scheme_name(StitchScheme s);

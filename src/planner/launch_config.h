@@ -14,6 +14,23 @@ struct DeviceParams {
   int max_threads_per_block = 1024;
   int64_t max_shared_per_block = 227 * 1024;
   int waves = 4;                    // blocks per SM a flat grid aims for before grid-striding
+  // The cost model's parameters (cost_model.h), Hopper's by default.
+  int registers_per_sm = 65536;
+  int max_registers_per_thread = 255;
+  double hbm_bytes_per_us = 3.35e6; // 3.35 TB/s of HBM3
+  double launch_us = 3.0;           // one launch's fixed cost on the stream
+  // Threads resident on the whole device for a memory-bound kernel to reach full bandwidth;
+  // fewer than this and the kernel runs latency-bound (half the SMs' thread slots).
+  int64_t saturating_threads() const { return int64_t{sm_count} * max_threads_per_sm / 2; }
+  // A launch's cost in bytes of HBM traffic that would take the same time.
+  int64_t launch_cost_bytes() const { return static_cast<int64_t>(launch_us * hbm_bytes_per_us); }
+  int64_t max_global_scratch = 256 << 20; // a Global group's scratch, at most
+  // Evaluating one pointwise op once more, in bytes of HBM time: an H100 does ~20 FP32
+  // operations in the time it moves one byte, and an op costs a few.
+  double recompute_bytes_per_element = 0.25;
+  // A cuBLASLt epilogue node: the epilogue variants narrow the algorithms cuBLASLt may pick,
+  // so where a generated kernel would do the same work at the same traffic, it gets it.
+  int64_t epilogue_node_bytes = 1024;
 };
 
 // One thread per `vector_width` elements, 256-thread blocks, grid-stride beyond `waves` full

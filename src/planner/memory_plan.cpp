@@ -95,34 +95,37 @@ MemoryPlan plan_memory(const Graph& g, const FusionPlan& plan) {
                                 kArenaAlignment);
   };
   for (const FusionGroup& group : plan.groups)
-    for (int32_t n : group.nodes)
-      for (TensorId t : g.nodes[n].inputs)
-        if (t != kNoTensor) place_weight(root_of(g, t));
+    for (TensorId t : group.inputs) place_weight(root_of(g, t));
   for (size_t i : mp.output_copies) place_weight(root_of(g, g.outputs[i]));
 
-  // Intermediates: live from the group that writes them to the last group that reads them.
+  // Intermediates a group writes (its `outputs`): live from that group to the last group that
+  // reads them. Tensors internal to a group are never read from memory.
   std::vector<int> last_use(g.tensors.size(), -1);
   for (size_t gi = 0; gi < plan.groups.size(); ++gi)
-    for (int32_t n : plan.groups[gi].nodes)
-      for (TensorId t : g.nodes[n].inputs)
-        if (t != kNoTensor) last_use[root_of(g, t)] = static_cast<int>(gi);
+    for (TensorId t : plan.groups[gi].inputs) last_use[root_of(g, t)] = static_cast<int>(gi);
   for (size_t i : mp.output_copies)
     last_use[root_of(g, g.outputs[i])] = static_cast<int>(plan.groups.size());
 
   ArenaAllocator arena;
   std::vector<std::vector<TensorId>> frees(plan.groups.size() + 1);
+  mp.scratch_offset.assign(plan.groups.size(), -1);
   for (size_t gi = 0; gi < plan.groups.size(); ++gi) {
-    for (int32_t n : plan.groups[gi].nodes)
-      for (TensorId t : g.nodes[n].outputs) {
-        if (t == kNoTensor || g.tensor(t).view_of != kNoTensor) continue;
-        Storage& s = mp.storage[t];
-        if (s.kind != StorageKind::None) continue;
-        int64_t bytes = g.tensor(t).bytes();
-        s = {StorageKind::Arena, 0, arena.allocate(bytes)};
-        mp.intermediate_bytes = checked_add(mp.intermediate_bytes, bytes, "intermediates");
-        // An intermediate nobody reads still needs its bytes during its group.
-        frees[std::max(last_use[t], static_cast<int>(gi))].push_back(t);
-      }
+    const FusionGroup& group = plan.groups[gi];
+    for (TensorId t : group.outputs) {
+      if (g.tensor(t).view_of != kNoTensor) continue;
+      Storage& s = mp.storage[t];
+      if (s.kind != StorageKind::None) continue;
+      int64_t bytes = g.tensor(t).bytes();
+      s = {StorageKind::Arena, 0, arena.allocate(bytes)};
+      mp.intermediate_bytes = checked_add(mp.intermediate_bytes, bytes, "intermediates");
+      // An intermediate nobody reads still needs its bytes during its group.
+      frees[std::max(last_use[t], static_cast<int>(gi))].push_back(t);
+    }
+    // Scratch (a Global group's partial results) is live during its group only.
+    if (group.scratch_bytes > 0) {
+      mp.scratch_offset[gi] = arena.allocate(group.scratch_bytes);
+      arena.release(mp.scratch_offset[gi], group.scratch_bytes);
+    }
     for (TensorId t : frees[gi]) arena.release(mp.storage[t].offset, g.tensor(t).bytes());
   }
   mp.arena_bytes = arena.peak();

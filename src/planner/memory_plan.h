@@ -1,7 +1,9 @@
 // Where every tensor lives at run time: the caller's input or output buffers, the embedded
 // weights, or one device arena shared by all intermediates, with offsets planned from tensor
 // lifetimes so that tensors whose lifetimes do not overlap share bytes. Views live where the
-// tensor they view lives.
+// tensor they view lives. A tensor internal to a fused group (not in its `outputs`) lives
+// only inside the kernel: StorageKind::None. A group's `scratch_bytes` get an arena range
+// live only while that group runs.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +32,7 @@ struct MemoryPlan {
   // Graph outputs whose values must be copied into the caller's buffer at the end (an
   // output that is a graph input, a constant, or shares storage with another output).
   std::vector<size_t> output_copies; // positions in Graph::outputs
+  std::vector<int64_t> scratch_offset; // per group (by position in the plan): arena offset, or -1
 };
 
 MemoryPlan plan_memory(const Graph& graph, const FusionPlan& plan);

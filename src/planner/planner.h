@@ -1,6 +1,37 @@
 // The planners: Graph -> FusionPlan. `plan_fusion` picks one by name:
-//   none  one group per node (every op its own kernel or library call)
-// The fusion planners (greedy, ilp) build on the same legality checks and cost model.
+//   none    one group per node (every op its own kernel or library call)
+//   greedy  XLA-style producer-consumer fusion: a pointwise producer joins its consumer's
+//           group when all its consumers are there; reductions only take producers (never
+//           join their consumers); MatMul/Gemm take their epilogue chain first
+//   ilp     FusionStitching's global search: candidate groups, then a GLPK integer program
+//           picking the set partition of the nodes of least modeled cost (plan_ilp.cpp)
+// Every planner uses the same legality checks (legality.h) and the same cost model.
+//
+// THE COST MODEL (cost_model.h). A group costs, in bytes of HBM traffic:
+//   bytes        inputs read + outputs written; tensors internal to the group are free
+//   + launch     launch_us * HBM bandwidth per launch (3 us * 3.35 TB/s = 10,050,000 on H100)
+//   + recompute  repeated evaluations of smaller intermediates * 0.25
+//   + parallelism  bytes * (1/utilization - 1), utilization = the kernel's threads over
+//                the 135,168 (132 SMs * 2048 / 2) it takes to saturate HBM, capped at 8x
+//   + epilogue   1 KiB per cuBLASLt epilogue node (a tie-break toward generated kernels)
+// A plan costs the sum of its groups. Example: the expanded LayerNorm of x[4096,1024] fp32
+// (16 MiB), ReduceMean, Sub, Pow, ReduceMean, Add(eps), Sqrt, Div, Mul(gamma), Add(beta):
+//   none: 9 kernels; the full-row ones read 1 or 2 and write one 16 MiB tensor:
+//         201,465,864 bytes + 9 * 10,050,000 launch = 291,915,864 (+ small parallelism
+//         charges for the two warp-per-row reductions, 4,096 warps = 97% of saturation)
+//   ilp:  one Regional group, a warp per row (1,024 floats, 32 per lane in registers: the two
+//         rows kept across the reductions, x and x - mean, fit): reads x, gamma, beta and
+//         two scalars, writes y: 33,562,632 bytes + 10,050,000 launch + 3% parallelism
+//         (1,048,832) = 44,661,464, 6.5x less.
+//   greedy: reductions do not absorb their consumers, so the chain splits into 4 kernels:
+//         {mean}, {sub}, {pow, var}, {eps, sqrt, div, gamma, beta}.
+//
+// The ILP (plan_ilp.cpp): a binary x_c per candidate group c; minimize sum cost_c x_c
+// subject to each node covered exactly once. Candidates are the singletons, the groups
+// greedy picks, and the legal convex sets grown from each node along producer-consumer
+// edges (every subset when the graph is small). A plan whose groups form a cycle (each
+// group is convex, but A feeds B and B feeds A) is cut off by a constraint "not all of
+// these groups together" and the program is solved again, until the plan is acyclic.
 #pragma once
 
 #include <string>
@@ -13,6 +44,12 @@ namespace stitch {
 struct PlannerOptions {
   std::string planner = "none";
   DeviceParams device;
+  double ilp_time_limit_s = 10.0; // --ilp-time-limit: the best plan found by then
+  // Graphs with at most this many fusible nodes get every subset as a candidate (exact);
+  // larger ones get sets grown along edges, capped below.
+  int exhaustive_candidates_up_to = 12;
+  int max_group_nodes = 16;      // grown candidates, at most this many nodes
+  int max_candidates_per_seed = 256;
 };
 
 FusionPlan plan_fusion(const Graph& graph, const PlannerOptions& options);
@@ -20,5 +57,12 @@ FusionPlan plan_fusion(const Graph& graph, const PlannerOptions& options);
 // One group per node: views become aliases, Gemm-category ops cuBLASLt calls, convolutions
 // cuDNN calls, and every other node one kernel with a mapping chosen from its shapes.
 FusionPlan plan_one_kernel_per_op(const Graph& graph, const DeviceParams& device);
+FusionPlan plan_greedy(const Graph& graph, const PlannerOptions& options);
+FusionPlan plan_ilp(const Graph& graph, const PlannerOptions& options);
+
+// The group the per-op planner gives one node (kind, mapping, launch, inputs, outputs,
+// estimated bytes).
+FusionGroup single_node_group(const Graph& graph, int32_t node, const DeviceParams& device);
+GroupKind group_kind_of(const Node& node);
 
 } // namespace stitch

@@ -139,7 +139,7 @@ DType normalization_accumulator(const Graph& graph, const Node& node) {
 RowCache row_cache(const FusionGroup& group, int64_t length, int64_t element_bytes) {
   int64_t threads = 0, register_limit = 0;
   switch (group.mapping) {
-  case ThreadMapping::Flat: return RowCache::None;
+  case ThreadMapping::Flat: threads = 1; register_limit = kMaxRowRegistersThread; break;
   case ThreadMapping::WarpPerRow: threads = 32; register_limit = kMaxRowRegistersWarp; break;
   case ThreadMapping::BlockPerRow:
     threads = group.launch.block[0];

@@ -59,8 +59,9 @@ enum class RowCache {
 // Where a normalization kernel keeps its row of `length` elements of `element_bytes` each.
 RowCache row_cache(const FusionGroup& group, int64_t length, int64_t element_bytes);
 
-// Elements of its row one thread keeps in registers, at most, in a warp- or block-per-row
-// normalization kernel.
+// Elements of its row one thread keeps in registers, at most, in a normalization kernel with
+// a thread, a warp or a block per row.
+constexpr int64_t kMaxRowRegistersThread = 16;
 constexpr int64_t kMaxRowRegistersWarp = 32;
 constexpr int64_t kMaxRowRegistersBlock = 8;
 

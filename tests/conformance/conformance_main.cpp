@@ -42,7 +42,7 @@ struct Options {
   std::string shard; // "I/N"
   bool survey = false;
   bool check_lists = false;
-  std::string allowlist, exclusions, doc, results;
+  std::string allowlist, exclusions, doc, results, models;
   std::vector<std::string> tests;
   int jobs = 1;
   bool verbose = false;
@@ -179,7 +179,8 @@ int run(const Options& o) {
     SurveyLists lists = survey_lists(selected, results, allowlist, exclusions);
     write_allowlist(o.allowlist, lists.allowlist);
     write_exclusions(o.exclusions, lists.exclusions);
-    write_file(o.doc, conformance_markdown(selected, results, lists, suite_version(o.suite)));
+    write_file(o.doc, conformance_markdown(selected, results, lists, suite_version(o.suite),
+                                          o.models.empty() ? "" : models_markdown(o.models)));
     if (!o.results.empty()) write_file(o.results, results_tsv(selected, results));
     std::cout << fmt::format("wrote {} ({} tests), {} ({} tests) and {}\n", o.allowlist,
                              lists.allowlist.size(), o.exclusions, lists.exclusions.size(), o.doc);
@@ -213,6 +214,7 @@ int main(int argc, char** argv) {
   app.add_option("--allowlist", o.allowlist, "allowlist.txt");
   app.add_option("--exclusions", o.exclusions, "exclusions.txt");
   app.add_option("--doc", o.doc, "docs/conformance.md, written by --survey");
+  app.add_option("--models", o.models, "tests/models: its fixtures go into the doc's Real models section");
   app.add_option("--results", o.results, "a TSV of every result, written by --survey");
   app.add_option("-j,--jobs", o.jobs, "tests run at once (default 1)");
   app.add_option("--work-dir", work_parent, "where the private work folder goes (default $TMPDIR)");

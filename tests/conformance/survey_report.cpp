@@ -2,8 +2,13 @@
 #include "survey_report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 
 namespace stitch::conformance {
@@ -73,7 +78,7 @@ SurveyLists survey_lists(const std::vector<NodeTest>& tests, const std::vector<T
 
 std::string conformance_markdown(const std::vector<NodeTest>& tests,
                                  const std::vector<TestResult>& results, const SurveyLists& lists,
-                                 const std::string& suite_version) {
+                                 const std::string& suite_version, const std::string& models) {
   std::map<std::string, Counts> by_category, by_op;
   std::map<std::string, std::string> category_of_op;
   Counts all;
@@ -108,7 +113,7 @@ std::string conformance_markdown(const std::vector<NodeTest>& tests,
         "exactly one list). `ctest -L nvcc` compiles a sample holding every kernel kind for the "
         "CUDA target. One test: `stitch_conformance --suite DIR --stitchc stitchc --stitch-run "
         "stitch-run --keep test_add`. Regenerate the lists and this page with "
-        "`scripts/conformance/survey.sh` (`--fast` for a quicker survey).\n\n";
+        "`scripts/conformance/survey.sh`.\n\n";
 
   md += "## Summary by category\n\n| category | tests | pass | fail | refused |\n|---|---|---|---|---|\n";
   for (const std::string& c : report_categories())
@@ -144,6 +149,47 @@ std::string conformance_markdown(const std::vector<NodeTest>& tests,
     std::vector<std::string> quoted;
     for (const std::string& n : names) quoted.push_back("`" + n + "`");
     md += fmt::format("{}\n", fmt::join(quoted, ", "));
+  }
+  if (!models.empty()) md += "\n" + models;
+  return md;
+}
+
+std::string models_markdown(const std::string& models_dir) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> specs;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(models_dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() > 12 && name.ends_with(".inputs.json")) specs.push_back(e.path());
+  }
+  if (specs.empty()) return {};
+  std::sort(specs.begin(), specs.end());
+  std::string md = "## Real models\n\n";
+  md += "The fixtures of `tests/models/` (exported by `scripts/models/export_models.py` from "
+        "torchvision and Hugging Face models with random weights; see its README). Each is "
+        "compiled on the host target and every output compared with ONNX Runtime (CPU) on "
+        "random inputs at rtol 1e-3 / atol 1e-4 by the ctest `models/<name>/host` "
+        "(`scripts/models/compare_with_ort.py`), and compiled for the CUDA target by "
+        "`models/<name>/nvcc`; `ctest -L models` runs both.\n\n";
+  md += "| model | exporter | opset | inputs | ops (count) |\n|---|---|---|---|---|\n";
+  for (const fs::path& path : specs) {
+    std::ifstream in(path);
+    nlohmann::json spec = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (spec.is_discarded() || !spec.is_object()) continue;
+    std::string name = path.filename().string();
+    name.resize(name.size() - std::string(".inputs.json").size());
+    std::vector<std::string> inputs, ops;
+    for (const nlohmann::json& input : spec.value("inputs", nlohmann::json::array())) {
+      std::vector<std::string> dims;
+      for (const nlohmann::json& d : input.value("shape", nlohmann::json::array()))
+        dims.push_back(d.is_string() ? d.get<std::string>() : d.dump());
+      inputs.push_back(fmt::format("{} {}[{}]", input.value("name", "?"),
+                                   input.value("dtype", "?"), fmt::join(dims, "x")));
+    }
+    for (const auto& [op, count] : spec.value("ops", nlohmann::json::object()).items())
+      ops.push_back(fmt::format("{} ({})", op, count.dump()));
+    md += fmt::format("| `{}` | {} | {} | {} | {} |\n", name, spec.value("exporter", "?"),
+                      spec.value("opset", 0), fmt::join(inputs, ", "), fmt::join(ops, ", "));
   }
   return md;
 }

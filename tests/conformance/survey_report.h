@@ -25,10 +25,16 @@ SurveyLists survey_lists(const std::vector<NodeTest>& tests, const std::vector<T
                          const std::vector<AllowlistEntry>& old_allowlist,
                          const std::vector<ExclusionEntry>& old_exclusions);
 
-// The text of docs/conformance.md. `suite_version` names the onnx package ("1.17.0").
+// The "Real models" section of docs/conformance.md: the fixtures of `models_dir`
+// (tests/models: each <name>.onnx with its <name>.inputs.json), their exporter, opset, inputs
+// and ops, and how the models/* ctest targets check them. Empty when the folder has none.
+std::string models_markdown(const std::string& models_dir);
+
+// The text of docs/conformance.md. `suite_version` names the onnx package ("1.17.0");
+// `models` is models_markdown's section, appended when not empty.
 std::string conformance_markdown(const std::vector<NodeTest>& tests,
                                  const std::vector<TestResult>& results, const SurveyLists& lists,
-                                 const std::string& suite_version);
+                                 const std::string& suite_version, const std::string& models = {});
 
 // One line per test, tab-separated: name, op, category, verdict, compile s, run s, detail.
 std::string results_tsv(const std::vector<NodeTest>& tests, const std::vector<TestResult>& results);

@@ -105,9 +105,11 @@ __device__ __forceinline__ bool isinf_(T x, int detect_negative, int detect_posi
   return (detect_positive && x > T(0) && x - x != x - x) ||
          (detect_negative && x < T(0) && x - x != x - x);
 }
-// Clip keeps NaN (comparisons, not fmin/fmax).
+// Clip keeps NaN (comparisons, not fmin/fmax); with low > high every value becomes high, as
+// ONNX specifies (the upper bound is applied last).
 template <typename T> __device__ __forceinline__ T clip(T x, T low, T high) {
-  return x < low ? low : (x > high ? high : x);
+  const T raised = x < low ? low : x;
+  return raised > high ? high : raised;
 }
 
 // ---- binary ----

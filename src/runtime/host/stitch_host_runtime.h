@@ -13,7 +13,10 @@
 //   stall_report.h      the deadlock message
 //   fiber_scheduler.h   runs resident blocks' threads as fibers; barriers, collectives
 //   worker_pool.h       OS threads for the blocks of ordinary launches
-//   launch.h            launch checks, ordinary and cooperative launches
+//   launch_request.h    what a launch asks for; per-kernel attributes
+//   launch_run.h        launch checks, ordinary and cooperative launches (compiled once into
+//                       libstitch_runtime_host.a when STITCH_HOST_LINKED_LAUNCH is defined)
+//   launch.h            binds a kernel's arguments and runs the launch
 //   runtime_api.h       cudaMalloc, cudaMemcpyAsync, cudaGetLastError, ...
 //   device_intrinsics.h __syncthreads, __shfl*_sync, votes, fences, shared memory accessors
 //   device_atomics.h    atomicAdd, atomicCAS, ...

@@ -1,0 +1,40 @@
+// What the pointwise kernel (kernel_pointwise.cpp) and the fused kernels (kernel_fused*.cpp)
+// share about pointwise nodes: which nodes are pointwise, which of their inputs are operands,
+// the C++ expression of one result element from its operands' values, and how an operand
+// broadcast against a larger shape is indexed from the larger shape's coordinates.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "emitter/emit_context.h"
+
+namespace stitch {
+
+// An elementwise or broadcast op with a device function (the op table's "device" column),
+// Cast, CastLike or Expand.
+bool is_pointwise(const Node& node);
+
+// The inputs that are values of the element (CastLike's target and Expand's shape are not);
+// an omitted optional input stays in place as kNoTensor.
+std::vector<TensorId> pointwise_operands(const Node& node);
+
+// The expression of one element of the node's output, given the expression of each operand's
+// value (`values[k]` for pointwise_operands(node)[k]; ignored where that is kNoTensor):
+// "stitch::ops::add(v0, v1)", "stitch::ops::clip<float>(t3, (float)(-INFINITY), (float)(x1))".
+std::string pointwise_expression(const GroupEmitContext& ctx, const Node& node,
+                                 const std::vector<std::string>& values);
+
+// The index into a tensor of shape `in`, numpy-broadcast against `out`, of the element of `out`
+// at linear index `i` with coordinates c0..cR-1: "i" for the same shape, "0" for one element,
+// else a sum of coordinates times strides ("c0 * 4 + c2").
+std::string broadcast_index(const Shape& in, const Shape& out);
+// Whether broadcast_index(in, out) reads the coordinates.
+bool needs_coordinates(const Shape& in, const Shape& out);
+// `int64_t rest = i;` and `const int64_t cD = ...;` decomposing `i` over `shape`.
+void emit_coordinates(CodeWriter& out, const Shape& shape);
+
+// The 16-byte vector type of 4-byte elements of dtype t: float4, int4 or uint4.
+std::string vector4_type(DType t, const GroupEmitContext& ctx);
+
+} // namespace stitch

@@ -1,0 +1,41 @@
+// group_cost: the cost model of cost_model.h.
+#include "planner/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace stitch {
+
+namespace {
+
+int64_t threads_of(const LaunchConfig& launch) {
+  return launch.grid[0] * launch.grid[1] * launch.grid[2] * launch.block[0] * launch.block[1] *
+         launch.block[2];
+}
+
+} // namespace
+
+GroupCost group_cost(const FusionContext& ctx, const GroupAnalysis& group) {
+  GroupCost c;
+  if (group.kind == GroupKind::Alias) return c; // a view: no work, no traffic
+  const Graph& g = ctx.graph;
+  for (TensorId t : group.inputs) c.bytes += g.tensor(t).bytes();
+  for (TensorId t : group.outputs) c.bytes += g.tensor(t).bytes();
+  c.launches = 1;
+  c.launch = ctx.device.launch_cost_bytes();
+  c.recompute = static_cast<int64_t>(
+      std::llround(static_cast<double>(group.recomputed) * ctx.device.recompute_bytes_per_element));
+  c.epilogue = group.epilogue_nodes * ctx.device.epilogue_node_bytes;
+  // Libraries pick their own launch; only generated kernels are charged for parallelism.
+  if (group.kind == GroupKind::Kernel) {
+    // Loads in flight, not threads, saturate HBM: a thread with 16-byte vectors counts as four.
+    double threads = static_cast<double>(
+        std::max<int64_t>(threads_of(group.group.launch) * group.group.launch.vector_width, 1));
+    double utilization = std::min(1.0, threads / static_cast<double>(ctx.device.saturating_threads()));
+    double slowdown = std::min(1.0 / utilization, kMaxSlowdown);
+    c.parallelism = static_cast<int64_t>(std::llround(static_cast<double>(c.bytes) * (slowdown - 1.0)));
+  }
+  return c;
+}
+
+} // namespace stitch

@@ -1,0 +1,45 @@
+// The planners' cost model: what one group costs, in bytes of HBM traffic (the unit every
+// term is converted to; see planner.h for the model and a worked example).
+//
+//   bytes        the group's inputs read once plus its outputs written once; tensors that
+//                stay inside the group cost nothing
+//   launch       one launch per group that does work (views are free), launch_us of stream
+//                time expressed as the bytes HBM moves in that time
+//   recompute    smaller intermediates evaluated again per element of the iteration space
+//                (a [1,C] value feeding a [R,C] chain is computed R times)
+//   parallelism  a kernel with fewer threads than it takes to saturate HBM runs slower:
+//                its bytes cost 1/utilization (at most kMaxSlowdown) times as much
+//   epilogue     a small charge per cuBLASLt epilogue node (launch_config.h says why)
+// Costs are integers so that plan costs add exactly (the exhaustive test compares sums).
+#pragma once
+
+#include <cstdint>
+
+#include "planner/legality.h"
+
+namespace stitch {
+
+struct GroupCost {
+  int64_t bytes = 0;
+  int64_t launches = 0;
+  int64_t launch = 0;
+  int64_t recompute = 0;
+  int64_t parallelism = 0;
+  int64_t epilogue = 0;
+  int64_t total() const { return bytes + launch + recompute + parallelism + epilogue; }
+};
+
+// A kernel running on too few threads is at most this many times slower than at full
+// bandwidth (one warp per SM still keeps several loads in flight).
+constexpr double kMaxSlowdown = 8.0;
+
+GroupCost group_cost(const FusionContext& ctx, const GroupAnalysis& group);
+
+// The totals of a whole plan, for the report and the tests.
+struct PlanCost {
+  int64_t launches = 0;
+  int64_t bytes = 0;
+  int64_t cost = 0;
+};
+
+} // namespace stitch

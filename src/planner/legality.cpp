@@ -1,0 +1,576 @@
+// analyze_group and the FusionContext it reads: the legality checks of legality.h.
+#include "planner/legality.h"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "planner/planner.h"
+#include "planner/reduction_mapping.h"
+
+namespace stitch {
+
+namespace {
+
+constexpr int64_t kBlock = 256;
+// Rows longer than this, or rows this long that are too few to give each SM 8 warps, get a
+// block per row (the rule plan_reduction_launch uses for a single row op).
+constexpr int64_t kLongRow = 1024;
+constexpr int64_t kBlockRowMinimum = 256;
+constexpr int64_t kWarpsPerSmWanted = 8;
+// A rough register budget: a fixed base for indices and loop state, a few per node for its
+// operands and result, and the cached row elements each thread holds.
+constexpr int64_t kBaseRegisters = 24;
+constexpr int64_t kRegistersPerNode = 3;
+
+bool contains(const std::vector<int32_t>& sorted, int32_t n) {
+  return std::binary_search(sorted.begin(), sorted.end(), n);
+}
+
+Shape squeezed(const Shape& s) {
+  Shape r;
+  for (int64_t d : s)
+    if (d != 1) r.push_back(d);
+  return r;
+}
+
+bool same_layout(const Shape& a, const Shape& b) { return squeezed(a) == squeezed(b); }
+
+// `s` right-aligned against `to` broadcasts to it (each dim equal or 1).
+bool broadcasts_to(const Shape& s, const Shape& to) {
+  if (s.size() > to.size()) return false;
+  size_t off = to.size() - s.size();
+  for (size_t d = 0; d < s.size(); ++d)
+    if (s[d] != 1 && s[d] != to[off + d]) return false;
+  return true;
+}
+
+// The number of trailing axes of `s` whose product is `row_length`, or -1.
+int trailing_axes_for(const Shape& s, int64_t row_length) {
+  int64_t product = 1;
+  for (int k = 0; k <= static_cast<int>(s.size()); ++k) {
+    if (product == row_length) return k;
+    if (k == static_cast<int>(s.size())) break;
+    product *= s[s.size() - 1 - k];
+  }
+  return -1;
+}
+
+// cuBLASLt applies these activations in its epilogue (CUBLASLT_EPILOGUE_RELU / _GELU): a
+// library capability, not an op category.
+bool cublaslt_activation(OpKind op) { return op == OpKind::Relu || op == OpKind::Gelu; }
+
+std::string shape_str(const Shape& s) { return shape_to_string(s); }
+
+NodeClass classify(const Graph& g, const Node& node) {
+  if (group_kind_of(node) == GroupKind::GemmLibrary) return NodeClass::Gemm;
+  if (group_kind_of(node) != GroupKind::Kernel) return NodeClass::Alone;
+  for (TensorId t : node.outputs)
+    if (t != kNoTensor && g.tensor(t).elements() == 0) return NodeClass::Alone;
+  if (is_pointwise(node.op)) return NodeClass::Pointwise;
+  if (op_category(node.op) != OpCategory::Reduction) return NodeClass::Alone;
+  // A scan, and the normalizations whose scale and bias index the channel rather than the
+  // row, have no place in the contract's schemes: they run alone.
+  if (node.op == OpKind::CumSum || node.op == OpKind::InstanceNormalization ||
+      node.op == OpKind::GroupNormalization)
+    return NodeClass::Alone;
+  const Tensor& in = g.tensor(node.inputs[0]);
+  const Tensor& out = g.tensor(node.outputs[0]);
+  if (in.elements() == 0 || out.dtype != in.dtype) return NodeClass::Alone; // ArgMax: indices
+  ReductionSpace space = reduction_space(g, node);
+  if (space.rows()) return NodeClass::RowOp;
+  bool column = space.dims.size() == 2 && space.reduced[0] && !space.reduced[1];
+  if (column && out.elements() == space.lines) return NodeClass::ColumnReduction;
+  return NodeClass::Alone;
+}
+
+std::string_view class_sentence(NodeClass c) {
+  switch (c) {
+  case NodeClass::Alone: return "runs as its own kernel";
+  case NodeClass::Pointwise: return "is pointwise";
+  case NodeClass::RowOp: return "is a row op";
+  case NodeClass::ColumnReduction: return "is a column reduction";
+  case NodeClass::Gemm: return "is a matrix product";
+  }
+  return "?";
+}
+
+int vector_width_for(const Graph& g, const std::vector<TensorId>& inputs,
+                     const std::vector<TensorId>& outputs, const Shape& iteration) {
+  if (shape_elements(iteration) < 4) return 1;
+  for (TensorId t : outputs)
+    if (dtype_size(g.tensor(t).dtype) != 4 || g.tensor(t).shape != iteration) return 1;
+  for (TensorId t : inputs) {
+    const Tensor& in = g.tensor(t);
+    if (in.elements() == 1) continue;
+    if (dtype_size(in.dtype) != 4 || in.shape != iteration) return 1;
+  }
+  return 4;
+}
+
+void boundary(const FusionContext& ctx, const std::vector<int32_t>& nodes, GroupAnalysis& out) {
+  const Graph& g = ctx.graph;
+  for (int32_t n : nodes)
+    for (TensorId t : g.nodes[n].inputs) {
+      if (t == kNoTensor || contains(nodes, ctx.producer[t])) continue;
+      if (std::find(out.inputs.begin(), out.inputs.end(), t) == out.inputs.end()) out.inputs.push_back(t);
+    }
+  for (int32_t n : nodes)
+    for (TensorId t : g.nodes[n].outputs) {
+      if (t == kNoTensor) continue;
+      bool leaves = nodes.size() == 1 || ctx.graph_output[t];
+      for (int32_t c : ctx.consumers[t]) leaves = leaves || !contains(nodes, c);
+      if (leaves) out.outputs.push_back(t);
+    }
+}
+
+// Local: pointwise nodes over one iteration shape, the shape of every output.
+FusionDecision analyze_local(const FusionContext& ctx, GroupAnalysis& a) {
+  const Graph& g = ctx.graph;
+  for (int32_t n : a.nodes)
+    if (ctx.node_class[n] != NodeClass::Pointwise)
+      return FusionDecision::no(fmt::format("{} is not pointwise", ctx.describe(n)));
+  a.iteration = a.outputs.empty() ? g.tensor(g.nodes[a.nodes.back()].outputs[0]).shape
+                                  : g.tensor(a.outputs[0]).shape;
+  for (TensorId t : a.outputs)
+    if (g.tensor(t).shape != a.iteration)
+      return FusionDecision::no(fmt::format(
+          "the group writes results of different shapes, {} ('{}') and {} ('{}'): no single "
+          "iteration space",
+          shape_str(a.iteration), g.tensor(a.outputs[0]).name, shape_str(g.tensor(t).shape),
+          g.tensor(t).name));
+  int64_t elements = shape_elements(a.iteration);
+  for (int32_t n : a.nodes) {
+    const Tensor& r = g.tensor(g.nodes[n].outputs[0]);
+    if (!broadcasts_to(r.shape, a.iteration))
+      return FusionDecision::no(fmt::format("{}'s result {} does not broadcast to the iteration "
+                                            "shape {}",
+                                            ctx.describe(n), shape_str(r.shape), shape_str(a.iteration)));
+    a.recomputed += elements - r.elements(); // a smaller intermediate, evaluated per element
+  }
+  a.registers = kBaseRegisters + kRegistersPerNode * static_cast<int64_t>(a.nodes.size());
+  if (a.registers > ctx.device.max_registers_per_thread)
+    return FusionDecision::no(fmt::format("an estimated {} registers per thread exceed the {} "
+                                          "a thread may use",
+                                          a.registers, ctx.device.max_registers_per_thread));
+  a.kind = GroupKind::Kernel;
+  a.scheme = StitchScheme::Local;
+  a.group.mapping = ThreadMapping::Flat;
+  a.group.launch = flat_launch(elements, vector_width_for(g, a.inputs, a.outputs, a.iteration), ctx.device);
+  return FusionDecision::ok();
+}
+
+// Regional: row ops over one row space, pointwise ops on full rows or per-row values.
+FusionDecision analyze_regional(const FusionContext& ctx, GroupAnalysis& a) {
+  const Graph& g = ctx.graph;
+  int32_t first_row_op = -1;
+  Shape full;
+  for (int32_t n : a.nodes) {
+    if (ctx.node_class[n] == NodeClass::ColumnReduction)
+      return FusionDecision::no(fmt::format("{} is a column reduction; the group's row ops need "
+                                            "another thread mapping",
+                                            ctx.describe(n)));
+    if (ctx.node_class[n] != NodeClass::RowOp) continue;
+    ReductionSpace space = reduction_space(g, g.nodes[n]);
+    const Shape& in = g.tensor(g.nodes[n].inputs[0]).shape;
+    if (first_row_op < 0) {
+      first_row_op = n;
+      full = in;
+      a.rows = space.lines;
+      a.row_length = space.length;
+      continue;
+    }
+    if (!same_layout(in, full) || space.lines != a.rows || space.length != a.row_length)
+      return FusionDecision::no(fmt::format(
+          "{} and {} reduce different rows ({} rows of {} in {}, {} rows of {} in {})",
+          ctx.describe(first_row_op), ctx.describe(n), a.rows, a.row_length, shape_str(full),
+          space.lines, space.length, shape_str(in)));
+  }
+  int row_axes_of_full = trailing_axes_for(full, a.row_length);
+  if (row_axes_of_full < 0)
+    return FusionDecision::no(fmt::format("{}'s rows of {} are not trailing axes of {}",
+                                          ctx.describe(first_row_op), a.row_length, shape_str(full)));
+  int lead_axes = static_cast<int>(full.size()) - row_axes_of_full;
+  Shape leading(full.begin(), full.begin() + lead_axes);
+
+  // Every result is a full row or a per-row value of the row space.
+  std::map<TensorId, int> kind; // internal tensors: 1 a full row, 2 a per-row value
+  for (int32_t n : a.nodes)
+    for (TensorId t : g.nodes[n].outputs) {
+      if (t == kNoTensor) continue;
+      const Shape& s = g.tensor(t).shape;
+      if (same_layout(s, full)) kind[t] = 1;
+      else if (same_layout(s, leading)) kind[t] = 2;
+      else
+        return FusionDecision::no(fmt::format(
+            "{}'s result {} is neither a full row ({}) nor a per-row value ({}) of the group's "
+            "row space",
+            ctx.describe(n), shape_str(s), shape_str(full), shape_str(leading)));
+    }
+  // Internal values broadcast the way the row space does: a per-row value along its row.
+  for (int32_t n : a.nodes) {
+    const Node& node = g.nodes[n];
+    const Shape& o = g.tensor(node.outputs[0]).shape;
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      TensorId t = node.inputs[i];
+      if (t == kNoTensor || !contains(a.nodes, ctx.producer[t])) continue;
+      if (ctx.node_class[n] == NodeClass::RowOp) {
+        if (i == 0) continue; // a full row, checked above
+        return FusionDecision::no(fmt::format("{} reads operand {} from inside the group; only its "
+                                              "row may come from there",
+                                              ctx.describe(n), i));
+      }
+      if (kind[t] != 2 || kind[node.outputs[0]] != 1) continue;
+      const Shape& s = g.tensor(t).shape;
+      int row_axes = trailing_axes_for(o, a.row_length);
+      Shape padded(o.size() - std::min(o.size(), s.size()), 1);
+      padded.insert(padded.end(), s.begin(), s.end());
+      bool along_row = row_axes >= 0 && padded.size() == o.size();
+      for (size_t d = o.size() - std::max(row_axes, 0); along_row && d < o.size(); ++d)
+        along_row = padded[d] == 1;
+      if (!along_row)
+        return FusionDecision::no(fmt::format("{} broadcasts the per-row value '{}' {} across rows "
+                                              "of {}, not along them",
+                                              ctx.describe(n), g.tensor(t).name, shape_str(s),
+                                              shape_str(o)));
+    }
+  }
+
+  // Phases: a row op ends one. A full row read in a later phase than it is ready is kept.
+  std::map<TensorId, int> ready; // internal tensors: the phase they are ready in
+  std::vector<TensorId> cached;
+  auto keep = [&](TensorId t) {
+    if (std::find(cached.begin(), cached.end(), t) == cached.end()) cached.push_back(t);
+  };
+  for (int32_t n : a.nodes) {
+    const Node& node = g.nodes[n];
+    int phase = 0;
+    for (TensorId t : node.inputs)
+      if (t != kNoTensor && contains(a.nodes, ctx.producer[t])) phase = std::max(phase, ready[t]);
+    for (TensorId t : node.inputs) {
+      if (t == kNoTensor || !same_layout(g.tensor(t).shape, full)) continue;
+      bool internal = contains(a.nodes, ctx.producer[t]);
+      if (phase > (internal ? ready[t] : 0)) keep(t);
+    }
+    bool row_op = ctx.node_class[n] == NodeClass::RowOp;
+    // A normalization passes over its row more than once: its row is kept too.
+    if (row_op && g.tensor(node.outputs[0]).elements() == g.tensor(node.inputs[0]).elements())
+      keep(node.inputs[0]);
+    for (TensorId t : node.outputs)
+      if (t != kNoTensor) ready[t] = phase + (row_op ? 1 : 0);
+  }
+  a.cached_rows = static_cast<int64_t>(cached.size());
+
+  bool few_rows = a.rows < kWarpsPerSmWanted * ctx.device.sm_count;
+  ThreadMapping mapping = a.row_length > kLongRow || (a.row_length >= kBlockRowMinimum && few_rows)
+                              ? ThreadMapping::BlockPerRow
+                              : ThreadMapping::WarpPerRow;
+  a.group.mapping = mapping;
+  a.group.launch = row_launch(a.rows, a.row_length, mapping, ctx.device);
+  int64_t threads_per_row = mapping == ThreadMapping::WarpPerRow ? 32 : a.group.launch.block[0];
+  int64_t per_thread = (a.row_length + threads_per_row - 1) / threads_per_row;
+  int64_t register_limit = mapping == ThreadMapping::WarpPerRow ? kMaxRowRegistersWarp : kMaxRowRegistersBlock;
+  int64_t cached_registers = 0;
+  if (a.cached_rows > 0 && per_thread * a.cached_rows <= register_limit * 2) {
+    cached_registers = per_thread * a.cached_rows;
+  } else if (a.cached_rows > 0) {
+    a.shared_bytes = a.cached_rows * a.row_length * 4; // rows staged as 4-byte accumulators
+    if (a.shared_bytes > ctx.device.max_shared_per_block)
+      return FusionDecision::no(fmt::format(
+          "keeping {} full rows of {} elements between the row ops takes {} KiB of shared "
+          "memory; a block has {} KiB",
+          a.cached_rows, a.row_length, a.shared_bytes / 1024, ctx.device.max_shared_per_block / 1024));
+  }
+  a.registers = kBaseRegisters + kRegistersPerNode * static_cast<int64_t>(a.nodes.size()) + cached_registers;
+  if (a.registers > ctx.device.max_registers_per_thread)
+    return FusionDecision::no(fmt::format("an estimated {} registers per thread exceed the {} "
+                                          "a thread may use",
+                                          a.registers, ctx.device.max_registers_per_thread));
+  a.group.launch.dynamic_shared_bytes = a.shared_bytes;
+  a.kind = GroupKind::Kernel;
+  a.scheme = StitchScheme::Regional;
+  a.iteration = full;
+  return FusionDecision::ok();
+}
+
+// Global: one column reduction first, then pointwise consumers of the full or reduced shape.
+FusionDecision analyze_global(const FusionContext& ctx, GroupAnalysis& a) {
+  const Graph& g = ctx.graph;
+  int32_t reduction = -1;
+  for (int32_t n : a.nodes) {
+    NodeClass c = ctx.node_class[n];
+    if (c == NodeClass::Pointwise) continue;
+    if (c == NodeClass::RowOp)
+      return FusionDecision::no(fmt::format("{} is a row op; the group's column reduction needs "
+                                            "another thread mapping",
+                                            ctx.describe(n)));
+    if (reduction >= 0)
+      return FusionDecision::no(fmt::format("{} and {} are two column reductions in one group",
+                                            ctx.describe(reduction), ctx.describe(n)));
+    reduction = n;
+  }
+  if (reduction != a.nodes.front())
+    return FusionDecision::no(fmt::format("{} has producers in the group; a Global group starts "
+                                          "with its column reduction",
+                                          ctx.describe(reduction)));
+  ReductionSpace space = reduction_space(g, g.nodes[reduction]);
+  a.iteration = g.tensor(g.nodes[reduction].inputs[0]).shape;
+  a.rows = space.dims[0];
+  a.row_length = space.dims[1];
+  const Shape& reduced = g.tensor(g.nodes[reduction].outputs[0]).shape;
+  int64_t elements = shape_elements(a.iteration);
+  for (int32_t n : a.nodes) {
+    if (n == reduction) continue;
+    const Tensor& r = g.tensor(g.nodes[n].outputs[0]);
+    if (same_layout(r.shape, a.iteration)) continue;
+    if (!same_layout(r.shape, reduced))
+      return FusionDecision::no(fmt::format("{}'s result {} is neither the reduced input {} nor the "
+                                            "reduction's result {}",
+                                            ctx.describe(n), shape_str(r.shape),
+                                            shape_str(a.iteration), shape_str(reduced)));
+    a.recomputed += elements - r.elements();
+  }
+  LaunchConfig& launch = a.group.launch;
+  int64_t resident = int64_t{ctx.device.sm_count} * (ctx.device.max_threads_per_sm / kBlock);
+  launch.block = {kBlock, 1, 1};
+  launch.grid = {std::clamp<int64_t>((elements + kBlock - 1) / kBlock, 1, resident), 1, 1};
+  launch.cooperative = true;
+  // Each block's partial per column, then the finished column values: (blocks + 1) rows of
+  // accumulators (fp32 for float32 inputs; 8 bytes covers the double and 64-bit integer ones).
+  const int64_t accumulator_bytes =
+      g.tensor(g.nodes[reduction].inputs[0]).dtype == DType::Float32 ? 4 : 8;
+  a.scratch_bytes = (launch.grid[0] + 1) * a.row_length * accumulator_bytes;
+  if (a.scratch_bytes > ctx.device.max_global_scratch)
+    return FusionDecision::no(fmt::format("the column reduction's partial results take {} MiB of "
+                                          "scratch, more than the {} MiB allowed",
+                                          a.scratch_bytes >> 20, ctx.device.max_global_scratch >> 20));
+  a.registers = kBaseRegisters + kRegistersPerNode * static_cast<int64_t>(a.nodes.size());
+  a.kind = GroupKind::Kernel;
+  a.scheme = StitchScheme::Global;
+  a.group.mapping = ThreadMapping::Flat;
+  return FusionDecision::ok();
+}
+
+// GemmLibrary: the MatMul/Gemm and a chain of epilogue nodes cuBLASLt applies.
+FusionDecision analyze_gemm(const FusionContext& ctx, GroupAnalysis& a) {
+  const Graph& g = ctx.graph;
+  int32_t gemm = a.nodes.front();
+  if (ctx.node_class[gemm] != NodeClass::Gemm)
+    return FusionDecision::no(fmt::format("{} comes before the matrix product in the group; only "
+                                          "its consumers can be epilogue nodes",
+                                          ctx.describe(gemm)));
+  const Shape& d = g.tensor(g.nodes[gemm].outputs[0]).shape;
+  bool bias = false, residual = false, activation = false;
+  for (size_t i = 1; i < a.nodes.size(); ++i) {
+    int32_t n = a.nodes[i], prev = a.nodes[i - 1];
+    const Node& node = g.nodes[n];
+    TensorId chained = g.nodes[prev].outputs[0];
+    if (ctx.consumers[chained].size() != 1 || ctx.graph_output[chained] ||
+        ctx.consumers[chained][0] != n)
+      return FusionDecision::no(fmt::format("the epilogue must be a chain: {}'s result is read "
+                                            "elsewhere than by {}",
+                                            ctx.describe(prev), ctx.describe(n)));
+    if (activation)
+      return FusionDecision::no(fmt::format("{} follows the epilogue's activation; cuBLASLt applies "
+                                            "the activation last",
+                                            ctx.describe(n)));
+    if (g.tensor(node.outputs[0]).shape != d)
+      return FusionDecision::no(fmt::format("{} changes the product's shape {}", ctx.describe(n), shape_str(d)));
+    if (cublaslt_activation(node.op)) {
+      activation = true;
+      continue;
+    }
+    // A two-operand add of the chained value and a bias row or a residual of the full shape.
+    TensorId other = kNoTensor;
+    if (node.op == OpKind::Add && node.inputs.size() == 2)
+      other = node.inputs[0] == chained ? node.inputs[1] : node.inputs[0];
+    if (other == kNoTensor || other == chained)
+      return FusionDecision::no(fmt::format("{} is not a cuBLASLt epilogue (bias add, residual add, "
+                                            "Relu, Gelu)",
+                                            ctx.describe(n)));
+    const Shape& s = g.tensor(other).shape;
+    if (s == d && !residual) {
+      residual = true;
+    } else if (!bias && !d.empty() && squeezed(s) == Shape{d.back()} && broadcasts_to(s, d)) {
+      bias = true;
+    } else {
+      return FusionDecision::no(fmt::format("{} adds '{}' {}, neither a bias row of {} nor a second "
+                                            "residual of {}",
+                                            ctx.describe(n), g.tensor(other).name, shape_str(s),
+                                            d.back(), shape_str(d)));
+    }
+  }
+  a.kind = GroupKind::GemmLibrary;
+  a.epilogue_nodes = static_cast<int>(a.nodes.size()) - 1;
+  a.group = single_node_group(g, gemm, ctx.device);
+  return FusionDecision::ok();
+}
+
+// The weakly connected components of `nodes` through edges inside the set, each sorted.
+std::vector<std::vector<int32_t>> components(const FusionContext& ctx, const std::vector<int32_t>& nodes) {
+  std::vector<int> comp(nodes.size(), -1);
+  int count = 0;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (comp[i] >= 0) continue;
+    std::vector<size_t> stack = {i};
+    comp[i] = count;
+    while (!stack.empty()) {
+      int32_t n = nodes[stack.back()];
+      stack.pop_back();
+      auto visit = [&](int32_t m) {
+        auto it = std::lower_bound(nodes.begin(), nodes.end(), m);
+        if (it == nodes.end() || *it != m || comp[it - nodes.begin()] >= 0) return;
+        comp[it - nodes.begin()] = count;
+        stack.push_back(it - nodes.begin());
+      };
+      for (int32_t m : ctx.preds[n]) visit(m);
+      for (int32_t m : ctx.succs[n]) visit(m);
+    }
+    ++count;
+  }
+  std::vector<std::vector<int32_t>> parts(count);
+  for (size_t i = 0; i < nodes.size(); ++i) parts[comp[i]].push_back(nodes[i]);
+  return parts;
+}
+
+// Independent: unrelated parts, each a Local set or one node a single-op kernel runs.
+FusionDecision analyze_independent(const FusionContext& ctx, GroupAnalysis& a,
+                                   std::vector<std::vector<int32_t>> parts) {
+  int64_t grid = 0;
+  for (const std::vector<int32_t>& part : parts) {
+    GroupAnalysis p;
+    p.nodes = part;
+    boundary(ctx, part, p);
+    if (part.size() == 1) {
+      p.group = single_node_group(ctx.graph, part[0], ctx.device);
+      if (p.group.kind != GroupKind::Kernel || p.group.launch.block[0] != kBlock ||
+          p.group.launch.block[1] != 1 || p.group.launch.cooperative)
+        return FusionDecision::no(fmt::format("{} needs a launch of its own; it cannot be an "
+                                              "independent part",
+                                              ctx.describe(part[0])));
+    } else if (FusionDecision d = analyze_local(ctx, p); !d) {
+      return FusionDecision::no("as independent parts: " + d.reason);
+    }
+    grid += p.group.launch.grid[0] * p.group.launch.grid[1] * p.group.launch.grid[2];
+    a.recomputed += p.recomputed;
+    a.registers = std::max(a.registers, p.registers);
+  }
+  a.parts = std::move(parts);
+  a.kind = GroupKind::Kernel;
+  a.scheme = StitchScheme::Independent;
+  a.group.mapping = ThreadMapping::Flat;
+  a.group.launch.block = {kBlock, 1, 1};
+  a.group.launch.grid = {std::max<int64_t>(grid, 1), 1, 1};
+  return FusionDecision::ok();
+}
+
+} // namespace
+
+bool is_pointwise(OpKind op) {
+  OpCategory c = op_category(op);
+  if (c != OpCategory::Elementwise && c != OpCategory::Broadcast) return false;
+  return !op_device_function(op).empty() || op == OpKind::Cast || op == OpKind::CastLike;
+}
+
+int32_t NodeSet::first_common_outside(const NodeSet& a, const NodeSet& b) const {
+  for (size_t w = 0; w < words_.size(); ++w) {
+    uint64_t bits = words_[w] & a.words_[w] & ~b.words_[w];
+    if (bits) return static_cast<int32_t>(w * 64 + __builtin_ctzll(bits));
+  }
+  return -1;
+}
+
+FusionContext::FusionContext(const Graph& g, const DeviceParams& d) : graph(g), device(d) {
+  const size_t n = g.nodes.size();
+  producer = g.producers();
+  consumers = g.consumers();
+  graph_output.assign(g.tensors.size(), false);
+  for (TensorId t : g.outputs) graph_output[t] = true;
+  preds.resize(n);
+  succs.resize(n);
+  for (size_t v = 0; v < n; ++v)
+    for (TensorId t : g.nodes[v].inputs) {
+      if (t == kNoTensor || producer[t] < 0) continue;
+      int32_t u = producer[t];
+      if (std::find(preds[v].begin(), preds[v].end(), u) == preds[v].end()) {
+        preds[v].push_back(u);
+        succs[u].push_back(static_cast<int32_t>(v));
+      }
+    }
+  descendants.assign(n, NodeSet(n));
+  ancestors.assign(n, NodeSet(n));
+  for (size_t v = n; v-- > 0;)
+    for (int32_t s : succs[v]) {
+      descendants[v].set(s);
+      descendants[v].merge(descendants[s]);
+    }
+  for (size_t v = 0; v < n; ++v)
+    for (int32_t p : preds[v]) {
+      ancestors[v].set(p);
+      ancestors[v].merge(ancestors[p]);
+    }
+  node_class.resize(n);
+  for (size_t v = 0; v < n; ++v) node_class[v] = classify(g, g.nodes[v]);
+}
+
+std::string FusionContext::describe(int32_t node) const {
+  const Node& n = graph.nodes[node];
+  return fmt::format("'{}' ({})", n.name.empty() ? fmt::format("#{}", node) : n.name, op_name(n.op));
+}
+
+FusionDecision analyze_group(const FusionContext& ctx, const std::vector<int32_t>& nodes,
+                             GroupAnalysis& a) {
+  a = GroupAnalysis{};
+  a.nodes = nodes;
+  boundary(ctx, nodes, a);
+  if (nodes.size() == 1) {
+    a.group = single_node_group(ctx.graph, nodes[0], ctx.device);
+    a.kind = a.group.kind;
+    a.scheme = StitchScheme::Local;
+    a.iteration = ctx.graph.tensor(ctx.graph.nodes[nodes[0]].outputs[0]).shape;
+    return FusionDecision::ok();
+  }
+  for (int32_t n : nodes)
+    if (ctx.node_class[n] == NodeClass::Alone)
+      return FusionDecision::no(fmt::format("{} is a {} op that {}", ctx.describe(n),
+                                            category_name(op_category(ctx.graph.nodes[n].op)),
+                                            class_sentence(NodeClass::Alone)));
+  NodeSet members(ctx.size()), below(ctx.size()), above(ctx.size());
+  for (int32_t n : nodes) {
+    members.set(n);
+    below.merge(ctx.descendants[n]);
+    above.merge(ctx.ancestors[n]);
+  }
+  if (int32_t x = below.first_common_outside(above, members); x >= 0)
+    return FusionDecision::no(fmt::format("the group is not convex: a path leaves it and comes back "
+                                          "through {}",
+                                          ctx.describe(x)));
+  bool gemm = false, column = false, row = false;
+  for (int32_t n : nodes) {
+    gemm = gemm || ctx.node_class[n] == NodeClass::Gemm;
+    column = column || ctx.node_class[n] == NodeClass::ColumnReduction;
+    row = row || ctx.node_class[n] == NodeClass::RowOp;
+  }
+  if (gemm) {
+    for (size_t i = 1; i < nodes.size(); ++i)
+      if (ctx.node_class[nodes[i]] == NodeClass::Gemm)
+        return FusionDecision::no(fmt::format("{} and {} are two matrix products in one group",
+                                              ctx.describe(nodes[0]), ctx.describe(nodes[i])));
+    return analyze_gemm(ctx, a);
+  }
+  FusionDecision d = column ? analyze_global(ctx, a) : row ? analyze_regional(ctx, a) : analyze_local(ctx, a);
+  if (d) return d;
+  std::vector<std::vector<int32_t>> parts = components(ctx, nodes);
+  if (parts.size() < 2) return d;
+  GroupAnalysis independent;
+  independent.nodes = nodes;
+  independent.inputs = a.inputs;
+  independent.outputs = a.outputs;
+  FusionDecision di = analyze_independent(ctx, independent, std::move(parts));
+  if (!di) return FusionDecision::no(d.reason + "; " + di.reason);
+  a = std::move(independent);
+  return di;
+}
+
+} // namespace stitch

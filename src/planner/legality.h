@@ -1,0 +1,105 @@
+// Fusion legality: may a set of nodes run as one group, and if so as which kind of group
+// (a generated kernel with a stitching scheme, or a cuBLASLt call with epilogue nodes)?
+//
+// `analyze_group` is a flat list of early returns. Each refusal is a `FusionDecision` with a
+// sentence naming the nodes and the rule, kept in the plan report's rejected fusions. The
+// rules follow the planner/emitter contract in fusion_plan.h:
+//   - every node can be fused at all (movement, convolution and opaque ops run alone);
+//   - the group is convex: no path leaves it and comes back (else no order of groups runs it);
+//   - a MatMul/Gemm leads a chain of epilogue nodes cuBLASLt applies (bias, residual,
+//     activation), and nothing else;
+//   - the shapes share one thread mapping: Local (pointwise, one iteration shape), Regional
+//     (row ops over one row space plus pointwise producers and consumers), Global (a column
+//     reduction and its pointwise consumers), Independent (unrelated parts);
+//   - the group fits the block's resources (shared memory, registers, global scratch).
+// Acyclicity of the whole plan (a cycle through several groups) is the planners' job: the ILP
+// cuts such cycles, greedy checks before each merge.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "planner/fusion_plan.h"
+#include "planner/launch_config.h"
+
+namespace stitch {
+
+// What a node can be inside a fused group, from its op category and shapes.
+enum class NodeClass {
+  Alone,           // runs as its own group (views, movement, conv, opaque, other reductions)
+  Pointwise,       // elementwise or broadcast op with a device expression
+  RowOp,           // reduces or normalizes the trailing contiguous axes (Regional)
+  ColumnReduction, // reduces the leading axes, keeping the trailing ones (Global)
+  Gemm,            // MatMul/Gemm: a cuBLASLt call that may take epilogue nodes
+};
+
+// An elementwise or broadcast op the pointwise emitter evaluates per element.
+bool is_pointwise(OpKind op);
+
+// A set of node indices as bits.
+class NodeSet {
+public:
+  explicit NodeSet(size_t n = 0) : words_((n + 63) / 64, 0) {}
+  void set(int32_t i) { words_[i >> 6] |= uint64_t{1} << (i & 63); }
+  bool test(int32_t i) const { return (words_[i >> 6] >> (i & 63)) & 1; }
+  void merge(const NodeSet& o) {
+    for (size_t w = 0; w < words_.size(); ++w) words_[w] |= o.words_[w];
+  }
+  // The first index in (*this & a & ~b), or -1.
+  int32_t first_common_outside(const NodeSet& a, const NodeSet& b) const;
+
+private:
+  std::vector<uint64_t> words_;
+};
+
+// Everything the legality checks and the cost model read about the graph, computed once.
+struct FusionContext {
+  FusionContext(const Graph& graph, const DeviceParams& device);
+
+  const Graph& graph;
+  DeviceParams device;
+  std::vector<int32_t> producer;               // per tensor: the node writing it, or -1
+  std::vector<std::vector<int32_t>> consumers; // per tensor: the nodes reading it
+  std::vector<std::vector<int32_t>> preds, succs; // per node: distinct neighbour nodes
+  std::vector<NodeSet> descendants, ancestors;    // per node, itself excluded
+  std::vector<NodeClass> node_class;
+  std::vector<bool> graph_output; // per tensor
+
+  size_t size() const { return graph.nodes.size(); }
+  std::string describe(int32_t node) const; // "'name' (Op)"
+};
+
+struct FusionDecision {
+  bool legal = true;
+  std::string reason; // why not, when refused
+
+  static FusionDecision ok() { return {}; }
+  static FusionDecision no(std::string why) { return {false, std::move(why)}; }
+  explicit operator bool() const { return legal; }
+};
+
+// What a legal group is: everything the cost model and the plan need.
+struct GroupAnalysis {
+  GroupKind kind = GroupKind::Kernel;
+  StitchScheme scheme = StitchScheme::Local;
+  std::vector<int32_t> nodes;  // topological order
+  std::vector<TensorId> inputs, outputs;
+  Shape iteration;             // Local and Global: the shape the threads cover
+  int64_t rows = 0, row_length = 0;
+  std::vector<std::vector<int32_t>> parts; // Independent
+  int64_t cached_rows = 0;     // Regional: full rows kept between row-op phases
+  int64_t shared_bytes = 0;    // Regional: dynamic shared memory for the cached rows
+  int64_t registers = 0;       // per thread, estimated
+  int64_t scratch_bytes = 0;   // Global
+  int64_t recomputed = 0;      // element evaluations of smaller intermediates, repeated
+  int epilogue_nodes = 0;      // GemmLibrary: nodes after the MatMul/Gemm
+  FusionGroup group;           // the planned group (mapping, launch), id unset
+};
+
+// Decides whether `nodes` (sorted ascending) can be one group; fills `out` when they can.
+FusionDecision analyze_group(const FusionContext& ctx, const std::vector<int32_t>& nodes,
+                             GroupAnalysis& out);
+
+} // namespace stitch

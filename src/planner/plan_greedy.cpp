@@ -1,0 +1,123 @@
+// plan_greedy: XLA-style producer-consumer fusion, the baseline the ILP is measured against.
+//
+// Two passes, like XLA's GEMM rewriter followed by its instruction fusion:
+//   1. each MatMul/Gemm takes its chain of epilogue consumers while cuBLASLt can apply them;
+//   2. visiting consumers from the last node back, a pointwise producer joins its consumer's
+//      group when every consumer of it is in that group (no duplication), the merged group is
+//      legal, and it costs less than the two apart.
+// Reductions take producers but never join their consumers (in XLA a reduction is a fusion
+// root), so an expanded LayerNorm splits at each of its reductions. Every merge keeps the
+// group graph acyclic: the producer's only successors are in the group it joins.
+#include <algorithm>
+
+#include "planner/plan_common.h"
+
+namespace stitch {
+
+namespace {
+
+class GreedyFusion {
+public:
+  GreedyFusion(const Graph& graph, const PlannerOptions& options)
+      : ctx_(graph, options.device), group_of_(ctx_.size()), members_(ctx_.size()) {
+    for (size_t n = 0; n < ctx_.size(); ++n) {
+      group_of_[n] = static_cast<int32_t>(n);
+      members_[n] = {static_cast<int32_t>(n)};
+      analyses_.emplace_back();
+      analyze_group(ctx_, members_[n], analyses_[n]);
+      costs_.push_back(group_cost(ctx_, analyses_[n]).total());
+    }
+  }
+
+  FusionPlan run() {
+    absorb_epilogues();
+    fuse_producers();
+    std::vector<GroupAnalysis> groups;
+    for (size_t g = 0; g < ctx_.size(); ++g)
+      if (!members_[g].empty()) groups.push_back(analyses_[g]);
+    FusionPlan plan = assemble_plan(ctx_, groups, "greedy");
+    plan.rejected = std::move(rejected_);
+    return plan;
+  }
+
+private:
+  // Merges group `from` into group `into` when legal and cheaper; records why not otherwise.
+  bool try_merge(int32_t into, int32_t from) {
+    std::vector<int32_t> merged = members_[into];
+    merged.insert(merged.end(), members_[from].begin(), members_[from].end());
+    std::sort(merged.begin(), merged.end());
+    GroupAnalysis analysis;
+    FusionDecision d = analyze_group(ctx_, merged, analysis);
+    int64_t cost = d ? group_cost(ctx_, analysis).total() : 0;
+    if (d && cost >= costs_[into] + costs_[from])
+      d = FusionDecision::no("legal, but costs more fused than apart");
+    if (!d) {
+      if (rejected_.size() < kMaxRejectedFusions) rejected_.push_back({merged, d.reason});
+      return false;
+    }
+    for (int32_t n : members_[from]) group_of_[n] = into;
+    members_[into] = std::move(merged);
+    members_[from].clear();
+    analyses_[into] = std::move(analysis);
+    costs_[into] = cost;
+    return true;
+  }
+
+  void absorb_epilogues() {
+    const Graph& g = ctx_.graph;
+    for (size_t n = 0; n < ctx_.size(); ++n) {
+      if (ctx_.node_class[n] != NodeClass::Gemm) continue;
+      int32_t group = static_cast<int32_t>(n);
+      for (;;) {
+        TensorId last = g.nodes[members_[group].back()].outputs[0];
+        if (ctx_.consumers[last].size() != 1 || ctx_.graph_output[last]) break;
+        int32_t next = ctx_.consumers[last][0];
+        if (ctx_.node_class[next] != NodeClass::Pointwise || members_[group_of_[next]].size() != 1 ||
+            !try_merge(group, group_of_[next]))
+          break;
+      }
+    }
+  }
+
+  void fuse_producers() {
+    const Graph& g = ctx_.graph;
+    for (size_t v = ctx_.size(); v-- > 0;) {
+      int32_t group = group_of_[v];
+      if (ctx_.node_class[v] == NodeClass::Alone || ctx_.node_class[v] == NodeClass::Gemm) continue;
+      bool changed = true;
+      while (changed) {
+        changed = false;
+        for (size_t i = 0; i < members_[group].size() && !changed; ++i)
+          for (TensorId t : g.nodes[members_[group][i]].inputs) {
+            if (t == kNoTensor || ctx_.producer[t] < 0) continue;
+            int32_t u = ctx_.producer[t];
+            if (group_of_[u] == group || members_[group_of_[u]].size() != 1) continue;
+            if (ctx_.node_class[u] != NodeClass::Pointwise) continue;
+            bool all_inside = true;
+            for (TensorId out : g.nodes[u].outputs)
+              for (int32_t c : ctx_.consumers[out]) all_inside = all_inside && group_of_[c] == group;
+            if (!all_inside) continue;
+            if (try_merge(group, group_of_[u])) {
+              changed = true;
+              break;
+            }
+          }
+      }
+    }
+  }
+
+  FusionContext ctx_;
+  std::vector<int32_t> group_of_;
+  std::vector<std::vector<int32_t>> members_; // per group id (the id of its first node)
+  std::vector<GroupAnalysis> analyses_;
+  std::vector<int64_t> costs_;
+  std::vector<RejectedFusion> rejected_;
+};
+
+} // namespace
+
+FusionPlan plan_greedy(const Graph& graph, const PlannerOptions& options) {
+  return GreedyFusion(graph, options).run();
+}
+
+} // namespace stitch

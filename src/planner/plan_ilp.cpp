@@ -1,0 +1,344 @@
+// plan_ilp: FusionStitching's global search for the fusion plan (planner.h states the model).
+//
+// Candidates: every node alone; the groups greedy picks (so the ILP is never worse than
+// greedy); and legal convex sets of fusible nodes, either every subset (small graphs: the
+// search is then exact over all partitions) or sets grown from each node along producer and
+// consumer edges, to nodes after the seed, breadth first, at most max_group_nodes nodes and
+// max_candidates_per_seed sets per seed (a growth stops at an illegal set).
+//
+// The program: binary x_c per candidate, one equality row per node (covered exactly once),
+// minimum sum cost_c x_c. Cycles between groups are excluded lazily: when the optimum's groups
+// form a cycle, the cut "sum of x_c over the multi-node groups on the cycle <= their count - 1"
+// is added and the program solved again. The cut is valid: any partition holding all those
+// groups has the same cycle (the nodes between them are linked by the same edges whatever
+// groups they fall in). A singleton alone never closes a cycle, so it is left out of the cut.
+#include <glpk.h>
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "graph/error.h"
+#include "planner/plan_common.h"
+
+namespace stitch {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Candidate {
+  GroupAnalysis analysis;
+  int64_t cost = 0;
+};
+
+class CandidateSet {
+public:
+  explicit CandidateSet(const FusionContext& ctx) : ctx_(ctx) {}
+
+  // Adds `nodes` (sorted) if legal and new; returns whether it is legal.
+  bool add(const std::vector<int32_t>& nodes) {
+    if (seen_.count(nodes)) return legal_.count(nodes) > 0;
+    seen_.insert(nodes);
+    Candidate c;
+    if (!analyze_group(ctx_, nodes, c.analysis)) return false;
+    c.cost = group_cost(ctx_, c.analysis).total();
+    legal_.insert(nodes);
+    list_.push_back(std::move(c));
+    return true;
+  }
+
+  std::vector<Candidate>& list() { return list_; }
+
+private:
+  const FusionContext& ctx_;
+  std::set<std::vector<int32_t>> seen_, legal_;
+  std::vector<Candidate> list_;
+};
+
+// Every subset of the fusible nodes with at least two members.
+void add_all_subsets(const FusionContext& ctx, const std::vector<int32_t>& fusible, CandidateSet& set) {
+  const uint64_t count = uint64_t{1} << fusible.size();
+  for (uint64_t mask = 1; mask < count; ++mask) {
+    if ((mask & (mask - 1)) == 0) continue; // singletons are already in
+    std::vector<int32_t> nodes;
+    for (size_t i = 0; i < fusible.size(); ++i)
+      if (mask >> i & 1) nodes.push_back(fusible[i]);
+    set.add(nodes);
+  }
+  (void)ctx;
+}
+
+// Sets grown from each seed to later neighbours, breadth first (each set once per seed: its
+// smallest node is the seed). A MatMul/Gemm only seeds, since it leads its group.
+void add_grown_sets(const FusionContext& ctx, const PlannerOptions& options, CandidateSet& set) {
+  for (size_t s = 0; s < ctx.size(); ++s) {
+    NodeClass seed_class = ctx.node_class[s];
+    if (seed_class == NodeClass::Alone) continue;
+    std::deque<std::vector<int32_t>> queue = {{static_cast<int32_t>(s)}};
+    std::set<std::vector<int32_t>> visited;
+    int legal = 0;
+    while (!queue.empty() && legal < options.max_candidates_per_seed) {
+      std::vector<int32_t> current = std::move(queue.front());
+      queue.pop_front();
+      if (static_cast<int>(current.size()) >= options.max_group_nodes) continue;
+      std::set<int32_t> neighbours;
+      for (int32_t n : current) {
+        for (int32_t m : ctx.preds[n]) neighbours.insert(m);
+        for (int32_t m : ctx.succs[n]) neighbours.insert(m);
+      }
+      for (int32_t m : neighbours) {
+        if (m <= static_cast<int32_t>(s) || std::binary_search(current.begin(), current.end(), m)) continue;
+        if (ctx.node_class[m] == NodeClass::Alone || ctx.node_class[m] == NodeClass::Gemm) continue;
+        std::vector<int32_t> grown = current;
+        grown.insert(std::upper_bound(grown.begin(), grown.end(), m), m);
+        if (!visited.insert(grown).second) continue;
+        if (!set.add(grown)) continue;
+        queue.push_back(std::move(grown));
+        if (++legal >= options.max_candidates_per_seed) break;
+      }
+    }
+  }
+}
+
+// The solver's state across the cut loop, read by the branch-and-bound callback.
+struct Solve {
+  std::vector<double> warm_start; // 1-based column values of a known acyclic plan
+  bool offered = false;
+  double bound = 0;
+  bool have_bound = false;
+};
+
+void on_branch_and_bound(glp_tree* tree, void* info) {
+  Solve& solve = *static_cast<Solve*>(info);
+  switch (glp_ios_reason(tree)) {
+  case GLP_IHEUR:
+    if (!solve.offered && !solve.warm_start.empty()) {
+      solve.offered = true;
+      glp_ios_heur_sol(tree, solve.warm_start.data());
+    }
+    break;
+  case GLP_ISELECT:
+  case GLP_IBINGO:
+    if (int p = glp_ios_best_node(tree); p != 0) {
+      solve.bound = std::max(solve.bound, glp_ios_node_bound(tree, p));
+      solve.have_bound = true;
+    }
+    break;
+  default: break;
+  }
+}
+
+class Program {
+public:
+  explicit Program(const std::vector<Candidate>& candidates, size_t nodes) {
+    lp_ = glp_create_prob();
+    glp_set_obj_dir(lp_, GLP_MIN);
+    glp_add_rows(lp_, static_cast<int>(nodes));
+    for (size_t v = 0; v < nodes; ++v) glp_set_row_bnds(lp_, static_cast<int>(v + 1), GLP_FX, 1.0, 1.0);
+    glp_add_cols(lp_, static_cast<int>(candidates.size()));
+    std::vector<int> rows = {0}, cols = {0};
+    std::vector<double> values = {0};
+    for (size_t c = 0; c < candidates.size(); ++c) {
+      int col = static_cast<int>(c + 1);
+      glp_set_col_kind(lp_, col, GLP_BV);
+      glp_set_obj_coef(lp_, col, static_cast<double>(candidates[c].cost));
+      for (int32_t v : candidates[c].analysis.nodes) {
+        rows.push_back(v + 1);
+        cols.push_back(col);
+        values.push_back(1.0);
+      }
+    }
+    glp_load_matrix(lp_, static_cast<int>(rows.size() - 1), rows.data(), cols.data(), values.data());
+  }
+  ~Program() { glp_delete_prob(lp_); }
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+
+  // sum x_c over `columns` (0-based) <= columns - 1.
+  void forbid_together(const std::vector<int>& columns) {
+    int row = glp_add_rows(lp_, 1);
+    std::vector<int> index = {0};
+    std::vector<double> values = {0};
+    for (int c : columns) {
+      index.push_back(c + 1);
+      values.push_back(1.0);
+    }
+    glp_set_mat_row(lp_, row, static_cast<int>(columns.size()), index.data(), values.data());
+    glp_set_row_bnds(lp_, row, GLP_UP, 0.0, static_cast<double>(columns.size()) - 1.0);
+  }
+
+  // Solves the relaxation, then the integer program; returns whether a solution exists.
+  bool solve(int time_limit_ms, Solve& state, std::string& status) {
+    glp_smcp lp_parm;
+    glp_init_smcp(&lp_parm);
+    lp_parm.msg_lev = GLP_MSG_OFF;
+    lp_parm.tm_lim = std::max(time_limit_ms, 1);
+    if (glp_simplex(lp_, &lp_parm) != 0 || glp_get_status(lp_) != GLP_OPT) {
+      status = "time limit in the relaxation";
+      return false;
+    }
+    // The relaxation's optimum bounds every integer solution from below.
+    state.bound = std::max(state.bound, glp_get_obj_val(lp_));
+    state.have_bound = true;
+    state.offered = false;
+    glp_iocp parm;
+    glp_init_iocp(&parm);
+    parm.msg_lev = GLP_MSG_OFF;
+    parm.presolve = GLP_OFF; // the relaxation above is the starting basis
+    parm.tm_lim = std::max(time_limit_ms, 1);
+    parm.mip_gap = 0.0;
+    parm.tol_obj = 1e-9; // costs are large integers that differ by a few bytes
+    parm.cb_func = on_branch_and_bound;
+    parm.cb_info = &state;
+    int rc = glp_intopt(lp_, &parm);
+    int mip = glp_mip_status(lp_);
+    status = mip == GLP_OPT ? "optimal" : rc == GLP_ETMLIM ? "time limit" : "stopped";
+    return mip == GLP_OPT || mip == GLP_FEAS;
+  }
+
+  bool chosen(size_t c) const { return glp_mip_col_val(lp_, static_cast<int>(c + 1)) > 0.5; }
+  double objective() const { return glp_mip_obj_val(lp_); }
+
+private:
+  glp_prob* lp_ = nullptr;
+};
+
+// Rounds of pairing a plan's unrelated groups into Independent candidates.
+constexpr int kPackingRounds = 3;
+// A group is paired with the groups this many places after it (by first node).
+constexpr size_t kPackingWindow = 8;
+
+// Adds the legal unions of each chosen group with the next few chosen groups (by first
+// node); returns whether any is new. Only unrelated groups pass (the union must be convex).
+bool add_independent_pairs(const FusionContext& ctx, const std::vector<Candidate>& list,
+                           std::vector<size_t> picked, CandidateSet& candidates) {
+  std::sort(picked.begin(), picked.end(), [&](size_t a, size_t b) {
+    return list[a].analysis.nodes.front() < list[b].analysis.nodes.front();
+  });
+  const size_t before = list.size();
+  std::vector<std::vector<int32_t>> unions; // collected first: adding grows `list`
+  for (size_t i = 0; i < picked.size(); ++i) {
+    const GroupAnalysis& a = list[picked[i]].analysis;
+    if (a.kind != GroupKind::Kernel) continue;
+    for (size_t j = i + 1; j < picked.size() && j <= i + kPackingWindow; ++j) {
+      const GroupAnalysis& b = list[picked[j]].analysis;
+      if (b.kind != GroupKind::Kernel) continue;
+      std::vector<int32_t> merged = a.nodes;
+      merged.insert(merged.end(), b.nodes.begin(), b.nodes.end());
+      std::sort(merged.begin(), merged.end());
+      unions.push_back(std::move(merged));
+    }
+  }
+  for (const std::vector<int32_t>& nodes : unions) candidates.add(nodes);
+  (void)ctx;
+  return list.size() > before;
+}
+
+} // namespace
+
+FusionPlan plan_ilp(const Graph& graph, const PlannerOptions& options) {
+  const Clock::time_point start = Clock::now();
+  glp_term_out(GLP_OFF);
+  FusionContext ctx(graph, options.device);
+  CandidateSet candidates(ctx);
+  for (size_t n = 0; n < ctx.size(); ++n) candidates.add({static_cast<int32_t>(n)});
+  std::vector<int32_t> fusible;
+  for (size_t n = 0; n < ctx.size(); ++n)
+    if (ctx.node_class[n] != NodeClass::Alone) fusible.push_back(static_cast<int32_t>(n));
+  const bool exhaustive = static_cast<int>(fusible.size()) <= options.exhaustive_candidates_up_to;
+  if (exhaustive) add_all_subsets(ctx, fusible, candidates);
+  else add_grown_sets(ctx, options, candidates);
+  FusionPlan greedy = plan_greedy(graph, options);
+  for (const FusionGroup& group : greedy.groups) candidates.add(group.nodes);
+  std::vector<Candidate>& list = candidates.list();
+
+  // Column lookup for the greedy plan, the warm start and the fallback.
+  std::map<std::vector<int32_t>, size_t> column_of;
+  for (size_t c = 0; c < list.size(); ++c) column_of[list[c].analysis.nodes] = c;
+  Solve state;
+  state.warm_start.assign(list.size() + 1, 0.0);
+  for (const FusionGroup& group : greedy.groups) state.warm_start[column_of.at(group.nodes) + 1] = 1.0;
+
+  auto program = std::make_unique<Program>(list, ctx.size());
+  int packing_rounds = 0;
+  IlpStats stats;
+  stats.ran = true;
+  stats.candidates = static_cast<int64_t>(list.size());
+  stats.exhaustive = exhaustive;
+  std::vector<size_t> picked;
+  bool acyclic = false;
+  for (;;) {
+    double elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    int remaining_ms = static_cast<int>(options.ilp_time_limit_s * 1000.0 - elapsed_ms);
+    if (remaining_ms <= 0) {
+      stats.status = "time limit";
+      break;
+    }
+    if (!program->solve(remaining_ms, state, stats.status)) break;
+    picked.clear();
+    GroupOf group_of(ctx.size(), -1);
+    for (size_t c = 0; c < list.size(); ++c)
+      if (program->chosen(c)) {
+        for (int32_t v : list[c].analysis.nodes) group_of[v] = static_cast<int32_t>(picked.size());
+        picked.push_back(c);
+      }
+    std::vector<int32_t> cycle = find_group_cycle(ctx, group_of, static_cast<int32_t>(picked.size()));
+    if (cycle.empty()) {
+      // Grown candidates are connected; unrelated groups of this plan that could share a
+      // launch (Independent) become candidates and the program is solved again.
+      if (!exhaustive && packing_rounds < kPackingRounds &&
+          add_independent_pairs(ctx, list, picked, candidates)) {
+        ++packing_rounds;
+        program = std::make_unique<Program>(list, ctx.size());
+        state.warm_start.assign(list.size() + 1, 0.0);
+        for (size_t c : picked) state.warm_start[c + 1] = 1.0;
+        continue;
+      }
+      acyclic = true;
+      break;
+    }
+    std::vector<int> columns;
+    for (int32_t gi : cycle)
+      if (list[picked[gi]].analysis.nodes.size() > 1) columns.push_back(static_cast<int>(picked[gi]));
+    if (columns.empty()) internal_fail("a cycle between single-node groups in a DAG");
+    program->forbid_together(columns);
+    ++stats.cycle_cuts;
+  }
+
+  // The best acyclic plan: the solver's, or greedy's when the solver found none in time.
+  std::vector<GroupAnalysis> groups;
+  int64_t objective = 0;
+  if (acyclic) {
+    for (size_t c : picked) {
+      groups.push_back(list[c].analysis);
+      objective += list[c].cost;
+    }
+  }
+  int64_t greedy_cost = plan_totals(greedy).cost;
+  if (!acyclic || greedy_cost < objective) {
+    stats.status += acyclic ? "; greedy's plan is cheaper" : "; no acyclic plan in time, greedy's plan";
+    groups.clear();
+    objective = 0;
+    for (const FusionGroup& group : greedy.groups) {
+      groups.push_back(list[column_of.at(group.nodes)].analysis);
+      objective += list[column_of.at(group.nodes)].cost;
+    }
+  }
+  FusionPlan plan = assemble_plan(ctx, groups, "ilp");
+  stats.objective = static_cast<double>(objective);
+  stats.bound = state.have_bound ? std::min(state.bound, stats.objective) : 0.0;
+  if (stats.status == "optimal") stats.bound = stats.objective;
+  stats.gap = stats.objective > 0 ? (stats.objective - stats.bound) / stats.objective : 0.0;
+  stats.solve_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  plan.ilp = stats;
+  explain_rejections(ctx, plan);
+  return plan;
+}
+
+} // namespace stitch

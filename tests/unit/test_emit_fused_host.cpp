@@ -1,0 +1,207 @@
+// Fused kernels end to end on the host target: each case compiles one small model twice
+// through stitchc's library path (build_library, --target host) — once one kernel per op, once
+// with a hand-built fused group — runs both on the same random inputs (never zeros) and requires
+// the fused outputs to equal the unfused ones: bitwise where the fused kernel performs the same
+// operations in the same order, else within fp32 tolerance (rtol 1e-5, atol 1e-6).
+#include <catch2/catch.hpp>
+
+#include "test_emit_fused_support.h"
+
+using namespace stitch;
+using namespace stitch::test;
+
+namespace {
+
+constexpr int kFloat = onnx::TensorProto::FLOAT;
+constexpr double kRtol = 1e-5, kAtol = 1e-6;
+
+std::vector<int32_t> all_nodes(const Graph& g) {
+  std::vector<int32_t> nodes;
+  for (size_t n = 0; n < g.nodes.size(); ++n) nodes.push_back(static_cast<int32_t>(n));
+  return nodes;
+}
+
+std::vector<std::vector<float>> random_inputs(const Graph& g, unsigned seed, bool positive = false) {
+  std::vector<std::vector<float>> inputs;
+  for (TensorId t : g.inputs)
+    inputs.push_back(random_values(static_cast<size_t>(g.tensor(t).elements()), seed++, 0.25f, 2.0f, !positive));
+  return inputs;
+}
+
+// Runs the per-op plan and `fused` on the same inputs; compares.
+void check_fused_equals_unfused(const Graph& g, const FusionGroup& fused, const std::string& tag,
+                                double rtol, double atol, bool positive = false) {
+  const auto inputs = random_inputs(g, 17, positive);
+  const auto unfused = run_on_host(g, plan_one_kernel_per_op(g, DeviceParams{}), inputs, tag + "-unfused");
+  const FusionPlan plan = plan_with(g, fused);
+  const auto fused_out = run_on_host(g, plan, inputs, tag + "-fused");
+  require_close(unfused, fused_out, rtol, atol);
+}
+
+FusionGroup regional(const Graph& g, std::vector<int32_t> nodes, int64_t rows, int64_t length,
+                     ThreadMapping mapping, int64_t dynamic_shared = 0) {
+  LaunchConfig launch = row_launch(rows, length, mapping, DeviceParams{});
+  launch.dynamic_shared_bytes = dynamic_shared;
+  FusionGroup group = fused_group(g, std::move(nodes), StitchScheme::Regional, mapping, launch);
+  group.rows = rows;
+  group.row_length = length;
+  return group;
+}
+
+ModelBuilder expanded_layer_norm(int64_t rows, int64_t length) {
+  ModelBuilder m(13);
+  m.input("x", kFloat, {rows, length}).input("g", kFloat, {length}).input("b", kFloat, {length});
+  m.output("y");
+  m.initializer_f32("two", {}, {2.0f});
+  m.initializer_f32("eps", {}, {1e-5f});
+  test::set_attr_ints(m.node("ReduceMean", {"x"}, {"mean"}), "axes", {-1});
+  m.node("Sub", {"x", "mean"}, {"d"});
+  m.node("Pow", {"d", "two"}, {"d2"});
+  test::set_attr_ints(m.node("ReduceMean", {"d2"}, {"var"}), "axes", {-1});
+  m.node("Add", {"var", "eps"}, {"ve"});
+  m.node("Sqrt", {"ve"}, {"sd"});
+  m.node("Div", {"d", "sd"}, {"n"});
+  m.node("Mul", {"n", "g"}, {"ng"});
+  m.node("Add", {"ng", "b"}, {"y"});
+  return m;
+}
+
+} // namespace
+
+TEST_CASE("fused Local on the host equals per-op, bitwise, with broadcasts and two outputs", "[emitter][fused][host]") {
+  // Proves: a pointwise DAG with a broadcast bias [37] and a column scale [4,1], whose
+  // intermediate is also a graph output, gives the per-op results bit for bit.
+  ModelBuilder m;
+  m.input("x", kFloat, {4, 37}).input("b", kFloat, {37}).input("c", kFloat, {4, 1});
+  m.output("xs").output("y");
+  m.initializer_f32("s", {}, {0.125f});
+  m.node("Mul", {"x", "s"}, {"xs"});
+  m.node("Add", {"xs", "b"}, {"xb"});
+  m.node("Mul", {"xb", "c"}, {"xc"});
+  m.node("Sigmoid", {"xc"}, {"y"});
+  Graph g = load_graph(m);
+  FusionGroup group = fused_group(g, all_nodes(g), StitchScheme::Local, ThreadMapping::Flat,
+                                  flat_launch(4 * 37, 1, DeviceParams{}));
+  REQUIRE(group.outputs.size() == 2);
+  check_fused_equals_unfused(g, group, "local", 0, 0);
+}
+
+TEST_CASE("fused Local with 16-byte vectors and a tail on the host equals per-op, bitwise", "[emitter][fused][host]") {
+  // Proves: the vector body and the scalar tail (135 = 33 * 4 + 3 elements) together cover
+  // every element once, with a scalar operand broadcast into every lane.
+  ModelBuilder m;
+  m.input("x", kFloat, {5, 27}).input("z", kFloat, {5, 27}).input("k", kFloat, {1}).output("y");
+  m.node("Add", {"x", "z"}, {"s"});
+  m.node("Mul", {"s", "k"}, {"sk"});
+  m.node("Tanh", {"sk"}, {"y"});
+  Graph g = load_graph(m);
+  FusionGroup group = fused_group(g, all_nodes(g), StitchScheme::Local, ThreadMapping::Flat,
+                                  flat_launch(135, 4, DeviceParams{}));
+  check_fused_equals_unfused(g, group, "local-vec", 0, 0);
+}
+
+TEST_CASE("fused Regional expanded LayerNorm on the host, warp per row with a tail", "[emitter][fused][host]") {
+  // Proves: the nine-node LayerNorm over rows of 100 (not a multiple of 32) as one warp-per-row
+  // kernel with the row in registers equals the per-op kernels.
+  Graph g = load_graph(expanded_layer_norm(24, 100));
+  check_fused_equals_unfused(g, regional(g, all_nodes(g), 24, 100, ThreadMapping::WarpPerRow),
+                             "layernorm-warp", kRtol, kAtol);
+}
+
+TEST_CASE("fused Regional expanded LayerNorm on the host, block per long row", "[emitter][fused][host]") {
+  // Proves: a block per row of 3000 elements (4 per thread of 768, in registers), and of 10003
+  // elements (10 per thread of 1024, a ragged tail) with the row in shared memory and with no
+  // cache at all (every pass reads global memory), equal the per-op kernels.
+  Graph g = load_graph(expanded_layer_norm(3, 3000));
+  check_fused_equals_unfused(g, regional(g, all_nodes(g), 3, 3000, ThreadMapping::BlockPerRow),
+                             "layernorm-block-registers", kRtol, kAtol);
+  Graph long_rows = load_graph(expanded_layer_norm(3, 10003));
+  check_fused_equals_unfused(long_rows, regional(long_rows, all_nodes(long_rows), 3, 10003,
+                                                 ThreadMapping::BlockPerRow, 10003 * 4),
+                             "layernorm-block-shared", kRtol, kAtol);
+  check_fused_equals_unfused(long_rows, regional(long_rows, all_nodes(long_rows), 3, 10003,
+                                                 ThreadMapping::BlockPerRow, 0),
+                             "layernorm-block-none", kRtol, kAtol);
+}
+
+TEST_CASE("fused Regional softmax with scale and mask on the host", "[emitter][fused][host]") {
+  // Proves: x * 0.125 + mask (broadcast over heads and query rows) followed by Softmax is one
+  // kernel over rows of 40, equal to the per-op kernels.
+  ModelBuilder m(13);
+  m.input("x", kFloat, {2, 3, 5, 40}).input("mask", kFloat, {2, 1, 1, 40}).output("y");
+  m.initializer_f32("scale", {}, {0.125f});
+  m.node("Mul", {"x", "scale"}, {"xs"});
+  m.node("Add", {"xs", "mask"}, {"xm"});
+  test::set_attr_int(m.node("Softmax", {"xm"}, {"y"}), "axis", -1);
+  Graph g = load_graph(m);
+  check_fused_equals_unfused(g, regional(g, all_nodes(g), 30, 40, ThreadMapping::WarpPerRow),
+                             "softmax-mask", kRtol, kAtol);
+}
+
+TEST_CASE("fused Regional expanded softmax on the host", "[emitter][fused][host]") {
+  // Proves: x * scale -> ReduceMax -> Sub -> Exp -> ReduceSum -> Div, with keepdims per-row
+  // values broadcast back along the row, equals the per-op kernels.
+  ModelBuilder m(11);
+  m.input("x", kFloat, {6, 50}).output("y");
+  m.initializer_f32("scale", {}, {0.5f});
+  m.node("Mul", {"x", "scale"}, {"xs"});
+  test::set_attr_ints(m.node("ReduceMax", {"xs"}, {"mx"}), "axes", {1});
+  m.node("Sub", {"xs", "mx"}, {"d"});
+  m.node("Exp", {"d"}, {"e"});
+  test::set_attr_ints(m.node("ReduceSum", {"e"}, {"se"}), "axes", {1});
+  m.node("Div", {"e", "se"}, {"y"});
+  Graph g = load_graph(m);
+  check_fused_equals_unfused(g, regional(g, all_nodes(g), 6, 50, ThreadMapping::WarpPerRow),
+                             "softmax-expanded", kRtol, kAtol);
+}
+
+TEST_CASE("fused Regional LayerNormalization op with consumers and per-row outputs on the host", "[emitter][fused][host]") {
+  // Proves: a LayerNormalization node followed by Relu and a residual Add, also writing its
+  // Mean output per row, equals the per-op kernels.
+  ModelBuilder m(17);
+  m.input("x", kFloat, {8, 96}).input("w", kFloat, {96}).input("bias", kFloat, {96}).input("res", kFloat, {8, 96});
+  m.output("y").output("mean");
+  m.node("LayerNormalization", {"x", "w", "bias"}, {"ln", "mean"});
+  m.node("Relu", {"ln"}, {"r"});
+  m.node("Add", {"r", "res"}, {"y"});
+  Graph g = load_graph(m);
+  check_fused_equals_unfused(g, regional(g, all_nodes(g), 8, 96, ThreadMapping::WarpPerRow),
+                             "layernorm-op", kRtol, kAtol);
+}
+
+TEST_CASE("fused Independent parts on the host equal per-op", "[emitter][fused][host]") {
+  // Proves: a pointwise part and a row-reduction part launched together on disjoint blocks both
+  // produce the per-op results.
+  ModelBuilder m(11);
+  m.input("a", kFloat, {10, 10}).input("x", kFloat, {7, 45}).output("y").output("s");
+  m.node("Neg", {"a"}, {"na"});
+  m.node("Exp", {"na"}, {"y"});
+  test::set_attr_ints(m.node("ReduceSum", {"x"}, {"s"}), "axes", {1});
+  Graph g = load_graph(m);
+  LaunchConfig launch = row_launch(7, 45, ThreadMapping::WarpPerRow, DeviceParams{});
+  launch.grid = {3, 1, 1};
+  FusionGroup group = fused_group(g, all_nodes(g), StitchScheme::Independent, ThreadMapping::WarpPerRow, launch);
+  group.parts = {nodes_writing(g, {"na", "y"}), nodes_writing(g, {"s"})};
+  check_fused_equals_unfused(g, group, "independent", kRtol, kAtol);
+}
+
+TEST_CASE("fused Global column mean and broadcast consumer on the host", "[emitter][fused][host]") {
+  // Proves: a column mean over 300 rows split across 4 cooperative blocks, combined in block
+  // order after a grid barrier, and the consumer x - mean after a second one, equal the per-op
+  // results (positive inputs keep the reordered sums well conditioned).
+  ModelBuilder m(13);
+  m.input("x", kFloat, {300, 24}).output("y").output("mean");
+  test::set_attr_ints(m.node("ReduceMean", {"x"}, {"mean"}), "axes", {0});
+  m.node("Sub", {"x", "mean"}, {"d"});
+  m.node("Mul", {"d", "d"}, {"y"});
+  Graph g = load_graph(m);
+  LaunchConfig launch = flat_launch(300 * 24, 1, DeviceParams{});
+  launch.grid = {4, 1, 1};
+  launch.block = {64, 1, 1};
+  launch.cooperative = true;
+  FusionGroup group = fused_group(g, all_nodes(g), StitchScheme::Global, ThreadMapping::Flat, launch);
+  group.rows = 300;
+  group.row_length = 24;
+  group.scratch_bytes = 5 * 24 * 4;
+  check_fused_equals_unfused(g, group, "global", kRtol, kAtol, true);
+}

@@ -1,0 +1,218 @@
+// Helpers of the fused-kernel tests: hand-built fused plans (until the planner makes them), and
+// compiling a plan through stitchc's library path for the host target and running it.
+#pragma once
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "../../include/stitch/stitch.h"
+#include "driver/build_library.h"
+#include "emitter/emit_model.h"
+#include "frontend/onnx_loader.h"
+#include "graph/error.h"
+#include "graph/pipeline.h"
+#include "model_builder.h"
+#include "planner/launch_config.h"
+#include "planner/memory_plan.h"
+#include "planner/planner.h"
+
+namespace stitch::test {
+
+inline Graph load_graph(const ModelBuilder& m) {
+  Graph g = load_onnx(m.write());
+  run_pipeline(g, {});
+  return g;
+}
+
+// The index of the node writing tensor `name`.
+inline int32_t node_writing(const Graph& g, const std::string& name) {
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    for (TensorId t : g.nodes[n].outputs)
+      if (t != kNoTensor && g.tensor(t).name == name) return static_cast<int32_t>(n);
+  internal_fail("no node writes '{}'", name);
+}
+
+inline std::vector<int32_t> nodes_writing(const Graph& g, const std::vector<std::string>& names) {
+  std::vector<int32_t> nodes;
+  for (const std::string& name : names) nodes.push_back(node_writing(g, name));
+  std::sort(nodes.begin(), nodes.end());
+  return nodes;
+}
+
+// A kernel group of `nodes` with the contract's inputs and outputs filled in: read tensors no
+// node of the group writes, and written tensors read outside the group or graph outputs.
+inline FusionGroup fused_group(const Graph& g, std::vector<int32_t> nodes, StitchScheme scheme,
+                               ThreadMapping mapping, const LaunchConfig& launch) {
+  std::sort(nodes.begin(), nodes.end());
+  FusionGroup group;
+  group.kind = GroupKind::Kernel;
+  group.nodes = nodes;
+  group.scheme = scheme;
+  group.mapping = mapping;
+  group.launch = launch;
+  std::set<TensorId> produced;
+  for (int32_t n : nodes)
+    for (TensorId t : g.nodes[n].outputs) produced.insert(t);
+  std::set<int32_t> inside(nodes.begin(), nodes.end());
+  for (int32_t n : nodes)
+    for (TensorId t : g.nodes[n].inputs)
+      if (t != kNoTensor && !produced.count(t) &&
+          std::find(group.inputs.begin(), group.inputs.end(), t) == group.inputs.end())
+        group.inputs.push_back(t);
+  const auto consumers = g.consumers();
+  for (int32_t n : nodes)
+    for (TensorId t : g.nodes[n].outputs) {
+      bool read_outside = g.is_graph_output(t);
+      for (int32_t c : consumers[t]) read_outside |= !inside.count(c);
+      if (read_outside) group.outputs.push_back(t);
+    }
+  return group;
+}
+
+// The one-kernel-per-op plan with the nodes of `fused` replaced by that group, groups in an
+// order that respects the dependences.
+inline FusionPlan plan_with(const Graph& g, FusionGroup fused) {
+  FusionPlan per_op = plan_one_kernel_per_op(g, DeviceParams{});
+  std::set<int32_t> inside(fused.nodes.begin(), fused.nodes.end());
+  std::vector<FusionGroup> pending;
+  for (FusionGroup& group : per_op.groups)
+    if (!inside.count(group.nodes[0])) pending.push_back(group);
+  pending.push_back(std::move(fused));
+  const auto producers = g.producers();
+  std::set<int32_t> done;
+  FusionPlan plan;
+  plan.planner = "test";
+  while (!pending.empty()) {
+    auto ready = std::find_if(pending.begin(), pending.end(), [&](const FusionGroup& group) {
+      std::set<int32_t> own(group.nodes.begin(), group.nodes.end());
+      for (int32_t n : group.nodes)
+        for (TensorId t : g.nodes[n].inputs)
+          if (t != kNoTensor && producers[t] >= 0 && !own.count(producers[t]) && !done.count(producers[t]))
+            return false;
+      return true;
+    });
+    REQUIRE(ready != pending.end());
+    FusionGroup group = std::move(*ready);
+    pending.erase(ready);
+    group.id = static_cast<int>(plan.groups.size());
+    done.insert(group.nodes.begin(), group.nodes.end());
+    plan.groups.push_back(std::move(group));
+  }
+  return plan;
+}
+
+inline const FusionGroup& group_holding(const FusionPlan& plan, int32_t node) {
+  for (const FusionGroup& group : plan.groups)
+    if (std::find(group.nodes.begin(), group.nodes.end(), node) != group.nodes.end()) return group;
+  internal_fail("no group holds node {}", node);
+}
+
+inline std::string emit_sources(const Graph& g, const FusionPlan& plan) {
+  MemoryPlan memory = plan_memory(g, plan);
+  GeneratedModel model = emit_model(g, plan, memory, "host");
+  std::string all;
+  for (const GeneratedFile& f : model.groups) all += f.text;
+  return all;
+}
+
+// Random floats away from zero: uniform in [low, high], with a random sign when `signs`.
+inline std::vector<float> random_values(size_t count, unsigned seed, float low = 0.25f,
+                                        float high = 2.0f, bool signs = true) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> magnitude(low, high);
+  std::bernoulli_distribution negative(0.5);
+  std::vector<float> v(count);
+  for (float& x : v) x = signs && negative(rng) ? -magnitude(rng) : magnitude(rng);
+  return v;
+}
+
+// Compiles `plan` for the host target through build_library, runs it on `inputs` (one float
+// vector per graph input, in order) and returns every graph output.
+inline std::vector<std::vector<float>> run_on_host(const Graph& g, const FusionPlan& plan,
+                                                   const std::vector<std::vector<float>>& inputs,
+                                                   const std::string& tag) {
+  setenv("STITCH_RUNTIME_DIR", STITCH_BINARY_DIR "/runtime", 0);
+  MemoryPlan memory = plan_memory(g, plan);
+  GeneratedModel model = emit_model(g, plan, memory, "host");
+  std::filesystem::path dir = fresh_temp_dir("fused-" + tag);
+  BuildOptions options;
+  options.target = "host";
+  options.output = (dir / "model.so").string();
+  options.emit_dir = (dir / "src").string();
+  options.jobs = 1;
+  build_library(model, options);
+
+  void* library = dlopen(options.output.c_str(), RTLD_NOW | RTLD_LOCAL);
+  INFO("dlopen " << options.output << ": " << (library ? "" : dlerror()));
+  REQUIRE(library != nullptr);
+  auto symbol = [&](const char* name) {
+    void* s = dlsym(library, name);
+    INFO("dlsym " << name);
+    REQUIRE(s != nullptr);
+    return s;
+  };
+  auto model_create = reinterpret_cast<decltype(&stitch_model_create)>(symbol("stitch_model_create"));
+  auto model_destroy = reinterpret_cast<decltype(&stitch_model_destroy)>(symbol("stitch_model_destroy"));
+  auto context_create = reinterpret_cast<decltype(&stitch_context_create)>(symbol("stitch_context_create"));
+  auto context_destroy = reinterpret_cast<decltype(&stitch_context_destroy)>(symbol("stitch_context_destroy"));
+  auto run = reinterpret_cast<decltype(&stitch_run)>(symbol("stitch_run"));
+  auto last_error = reinterpret_cast<decltype(&stitch_last_error)>(symbol("stitch_last_error"));
+
+  stitch_model* m = nullptr;
+  stitch_context* context = nullptr;
+  REQUIRE(model_create(&m) == STITCH_OK);
+  REQUIRE(context_create(m, &context) == STITCH_OK);
+  std::vector<std::vector<float>> in_copies = inputs, outputs;
+  std::vector<stitch_tensor> in_tensors, out_tensors;
+  REQUIRE(inputs.size() == g.inputs.size());
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    const Tensor& t = g.tensor(g.inputs[i]);
+    REQUIRE(static_cast<int64_t>(inputs[i].size()) == t.elements());
+    in_tensors.push_back({in_copies[i].data(), STITCH_FLOAT32, static_cast<int32_t>(t.shape.size()),
+                          t.shape.data(), static_cast<uint64_t>(t.bytes())});
+  }
+  for (TensorId id : g.outputs) outputs.emplace_back(static_cast<size_t>(g.tensor(id).elements()), -7.0f);
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    const Tensor& t = g.tensor(g.outputs[i]);
+    out_tensors.push_back({outputs[i].data(), STITCH_FLOAT32, static_cast<int32_t>(t.shape.size()),
+                           t.shape.data(), static_cast<uint64_t>(t.bytes())});
+  }
+  stitch_status status = run(context, in_tensors.data(), in_tensors.size(), out_tensors.data(),
+                             out_tensors.size(), nullptr);
+  INFO("stitch_run: " << last_error());
+  CHECK(status == STITCH_OK);
+  context_destroy(context);
+  model_destroy(m);
+  dlclose(library);
+  return outputs;
+}
+
+// Every element of `actual` within rtol/atol of `expected` (bitwise when both are 0).
+inline void require_close(const std::vector<std::vector<float>>& expected,
+                          const std::vector<std::vector<float>>& actual, double rtol, double atol) {
+  REQUIRE(expected.size() == actual.size());
+  for (size_t o = 0; o < expected.size(); ++o) {
+    REQUIRE(expected[o].size() == actual[o].size());
+    size_t bad = 0, first_bad = 0;
+    for (size_t i = 0; i < expected[o].size(); ++i) {
+      double e = expected[o][i], a = actual[o][i];
+      bool ok = rtol == 0 && atol == 0 ? std::memcmp(&expected[o][i], &actual[o][i], sizeof(float)) == 0
+                                       : std::abs(a - e) <= atol + rtol * std::abs(e);
+      if (!ok && bad++ == 0) first_bad = i;
+    }
+    INFO("output " << o << ": " << bad << " of " << expected[o].size() << " elements differ; first at "
+                   << first_bad << ": expected " << expected[o][first_bad] << ", got "
+                   << actual[o][first_bad]);
+    CHECK(bad == 0);
+  }
+}
+
+} // namespace stitch::test

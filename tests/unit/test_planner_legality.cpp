@@ -1,0 +1,271 @@
+// Legality decisions (legality.h) with their reasons, the cost model's terms (cost_model.h),
+// and the memory plan of fused groups.
+#include "test_planner_graphs.h"
+
+#include "planner/memory_plan.h"
+#include "planner/plan_common.h"
+
+using namespace stitch;
+using namespace stitch::test;
+
+namespace {
+
+std::vector<int32_t> nodes_named(const Graph& g, const std::vector<std::string>& names) {
+  std::vector<int32_t> nodes;
+  for (const std::string& name : names) nodes.push_back(node_named(g, name));
+  std::sort(nodes.begin(), nodes.end());
+  return nodes;
+}
+
+FusionDecision decide(const Graph& g, const std::vector<std::string>& names, GroupAnalysis& a) {
+  FusionContext ctx(g, DeviceParams{});
+  return analyze_group(ctx, nodes_named(g, names), a);
+}
+
+} // namespace
+
+// The expanded LayerNorm chain is one Regional group over rows of the last axis, reading x
+// and the constants and writing only y.
+TEST_CASE("planner legality: expanded LayerNorm is one regional group", "[planner]") {
+  GraphBuilder b;
+  TensorId x = b.input({8, 16, 64});
+  b.output(layer_norm_chain(b, x, 64, "ln_"));
+  Graph g = b.finish();
+  GroupAnalysis a;
+  FusionDecision d = decide(g, {"ln_mean", "ln_sub", "ln_pow", "ln_var", "ln_eps", "ln_sqrt", "ln_div",
+                                "ln_gamma", "ln_beta"}, a);
+  INFO(d.reason);
+  REQUIRE(d.legal);
+  CHECK(a.scheme == StitchScheme::Regional);
+  CHECK(a.rows == 128);
+  CHECK(a.row_length == 64);
+  CHECK(a.outputs == std::vector<TensorId>{g.outputs[0]});
+  CHECK(a.cached_rows == 2); // x and x - mean are read after a reduction
+}
+
+// Softmax with its scale and additive mask: pointwise producers of the row op's row.
+TEST_CASE("planner legality: scaled, masked softmax is regional", "[planner]") {
+  GraphBuilder b;
+  TensorId scores = b.input({2, 4, 16, 16});
+  TensorId mask = b.input({2, 1, 1, 16});
+  TensorId scaled = b.op(OpKind::Div, {scores, b.constant({}, 8.0f)}, "scale");
+  TensorId masked = b.op(OpKind::Add, {scaled, mask}, "mask");
+  b.output(b.op(OpKind::Softmax, {masked}, "softmax", {{"axis", int64_t{-1}}}));
+  Graph g = b.finish();
+  GroupAnalysis a;
+  FusionDecision d = decide(g, {"scale", "mask", "softmax"}, a);
+  INFO(d.reason);
+  REQUIRE(d.legal);
+  CHECK(a.scheme == StitchScheme::Regional);
+  CHECK(a.rows == 128);
+  CHECK(a.row_length == 16);
+}
+
+// Pointwise results of different shapes have no single iteration space.
+TEST_CASE("planner legality: local group needs one output shape", "[planner]") {
+  GraphBuilder b;
+  TensorId x = b.input({4, 8});
+  TensorId row = b.input({4, 1});
+  TensorId e = b.op(OpKind::Exp, {row}, "exp");
+  TensorId s = b.op(OpKind::Add, {x, e}, "add");
+  b.output(e);
+  b.output(s);
+  Graph g = b.finish();
+  GroupAnalysis a;
+  FusionDecision d = decide(g, {"exp", "add"}, a);
+  REQUIRE_FALSE(d.legal);
+  CHECK_THAT(d.reason, Catch::Contains("different shapes"));
+  // Without the small output the chain is Local and the small exp is recomputed per element.
+  GraphBuilder b2;
+  TensorId x2 = b2.input({4, 8});
+  TensorId row2 = b2.input({4, 1});
+  b2.output(b2.op(OpKind::Add, {x2, b2.op(OpKind::Exp, {row2}, "exp")}, "add"));
+  Graph g2 = b2.finish();
+  FusionDecision d2 = decide(g2, {"exp", "add"}, a);
+  REQUIRE(d2.legal);
+  CHECK(a.scheme == StitchScheme::Local);
+  CHECK(a.recomputed == 32 - 4);
+}
+
+// A group that a path leaves and re-enters could never be run as one kernel.
+TEST_CASE("planner legality: the group must be convex", "[planner]") {
+  GraphBuilder b;
+  TensorId x = b.input({4, 8, 8});
+  TensorId a1 = b.op(OpKind::Relu, {x}, "first");
+  TensorId t = b.op(OpKind::Transpose, {a1}, "transpose", {{"perm", std::vector<int64_t>{0, 2, 1}}});
+  b.output(b.op(OpKind::Add, {a1, t}, "last"));
+  Graph g = b.finish();
+  GroupAnalysis a;
+  FusionDecision d = decide(g, {"first", "last"}, a);
+  REQUIRE_FALSE(d.legal);
+  CHECK_THAT(d.reason, Catch::Contains("not convex") && Catch::Contains("'transpose' (Transpose)"));
+  d = decide(g, {"first", "transpose"}, a);
+  REQUIRE_FALSE(d.legal);
+  CHECK_THAT(d.reason, Catch::Contains("'transpose' (Transpose) is a movement op"));
+}
+
+// Rows too long to keep in shared memory between the reductions.
+TEST_CASE("planner legality: regional group must fit shared memory", "[planner]") {
+  GraphBuilder b;
+  TensorId x = b.input({2, 100000});
+  b.output(layer_norm_chain(b, x, 100000, "ln_"));
+  Graph g = b.finish();
+  GroupAnalysis a;
+  FusionDecision d = decide(g, {"ln_mean", "ln_sub", "ln_pow", "ln_var", "ln_eps", "ln_sqrt", "ln_div",
+                                "ln_gamma", "ln_beta"}, a);
+  REQUIRE_FALSE(d.legal);
+  CHECK_THAT(d.reason, Catch::Contains("shared memory"));
+}
+
+// Row ops over different rows cannot share a block per row.
+TEST_CASE("planner legality: row ops must share the row space", "[planner]") {
+  GraphBuilder b;
+  TensorId x = b.input({8, 64});
+  TensorId m = b.op(OpKind::ReduceMax, {x}, "rowmax", {{"axes", last_axis()}});
+  TensorId all = b.op(OpKind::ReduceMean, {x}, "allmean", {{"axes", std::vector<int64_t>{0, 1}}});
+  b.output(b.op(OpKind::Add, {m, all}, "add"));
+  Graph g = b.finish();
+  GroupAnalysis a;
+  FusionDecision d = decide(g, {"rowmax", "allmean", "add"}, a);
+  REQUIRE_FALSE(d.legal);
+  CHECK_THAT(d.reason, Catch::Contains("reduce different rows"));
+}
+
+// MatMul + bias + Relu is a cuBLASLt epilogue; an Exp is not.
+TEST_CASE("planner legality: GEMM epilogues", "[planner]") {
+  GraphBuilder b;
+  TensorId x = b.input({16, 32});
+  TensorId w = b.constant({32, 64}, 0.5f);
+  TensorId y = b.op(OpKind::MatMul, {x, w}, "matmul");
+  TensorId biased = b.op(OpKind::Add, {y, b.constant({64}, 1.0f)}, "bias");
+  TensorId act = b.op(OpKind::Relu, {biased}, "relu");
+  b.output(b.op(OpKind::Exp, {act}, "exp"));
+  Graph g = b.finish();
+  GroupAnalysis a;
+  FusionDecision d = decide(g, {"matmul", "bias", "relu"}, a);
+  INFO(d.reason);
+  REQUIRE(d.legal);
+  CHECK(a.kind == GroupKind::GemmLibrary);
+  CHECK(a.epilogue_nodes == 2);
+  d = decide(g, {"matmul", "bias", "relu", "exp"}, a);
+  REQUIRE_FALSE(d.legal);
+  CHECK_THAT(d.reason, Catch::Contains("follows the epilogue's activation"));
+  d = decide(g, {"bias", "relu", "exp"}, a);
+  CHECK(d.legal); // without the product: a Local chain
+  CHECK(a.scheme == StitchScheme::Local);
+}
+
+// A column reduction and its broadcast consumer: one cooperative launch with scratch.
+TEST_CASE("planner legality: column reduction is global", "[planner]") {
+  GraphBuilder b;
+  TensorId x = b.input({256, 64});
+  TensorId m = b.op(OpKind::ReduceMean, {x}, "colmean", {{"axes", std::vector<int64_t>{0}}});
+  b.output(b.op(OpKind::Sub, {x, m}, "center"));
+  Graph g = b.finish();
+  GroupAnalysis a;
+  FusionDecision d = decide(g, {"colmean", "center"}, a);
+  INFO(d.reason);
+  REQUIRE(d.legal);
+  CHECK(a.scheme == StitchScheme::Global);
+  CHECK(a.rows == 256);
+  CHECK(a.row_length == 64);
+  CHECK(a.group.launch.cooperative);
+  CHECK(a.scratch_bytes > 0);
+}
+
+// Unrelated pointwise ops of different shapes share one launch as independent parts.
+TEST_CASE("planner legality: unrelated ops are independent parts", "[planner]") {
+  GraphBuilder b;
+  TensorId x = b.input({4, 8});
+  TensorId y = b.input({3, 5});
+  b.output(b.op(OpKind::Relu, {x}, "relu"));
+  b.output(b.op(OpKind::Exp, {y}, "exp"));
+  Graph g = b.finish();
+  GroupAnalysis a;
+  FusionDecision d = decide(g, {"relu", "exp"}, a);
+  INFO(d.reason);
+  REQUIRE(d.legal);
+  CHECK(a.scheme == StitchScheme::Independent);
+  CHECK(a.parts.size() == 2);
+}
+
+// Internal tensors cost nothing: the fused chain pays for x, the constants and y only, and
+// one launch instead of two.
+TEST_CASE("planner cost: internal tensors and launches", "[planner]") {
+  GraphBuilder b;
+  TensorId x = b.input({1024, 1024});
+  TensorId r = b.op(OpKind::Relu, {x}, "relu");
+  b.output(b.op(OpKind::Exp, {r}, "exp"));
+  Graph g = b.finish();
+  FusionContext ctx(g, DeviceParams{});
+  GroupAnalysis fused, relu, exp;
+  REQUIRE(analyze_group(ctx, {0, 1}, fused));
+  REQUIRE(analyze_group(ctx, {0}, relu));
+  REQUIRE(analyze_group(ctx, {1}, exp));
+  GroupCost c = group_cost(ctx, fused);
+  const int64_t mib4 = 1024 * 1024 * 4;
+  CHECK(c.bytes == 2 * mib4);
+  CHECK(c.launch == DeviceParams{}.launch_cost_bytes());
+  CHECK(c.parallelism == 0); // a million elements fill the device
+  CHECK(group_cost(ctx, relu).bytes + group_cost(ctx, exp).bytes == 4 * mib4);
+  CHECK(c.total() < group_cost(ctx, relu).total() + group_cost(ctx, exp).total());
+}
+
+// Few rows on 132 SMs: the regional kernel is charged for the idle device.
+TEST_CASE("planner cost: parallelism penalty for few rows", "[planner]") {
+  GraphBuilder b;
+  TensorId x = b.input({4, 4096});
+  b.output(b.op(OpKind::Softmax, {x}, "softmax", {{"axis", int64_t{-1}}}));
+  Graph g = b.finish();
+  FusionContext ctx(g, DeviceParams{});
+  GroupAnalysis a;
+  REQUIRE(analyze_group(ctx, {0}, a));
+  GroupCost c = group_cost(ctx, a);
+  CHECK(c.parallelism == static_cast<int64_t>((kMaxSlowdown - 1.0) * static_cast<double>(c.bytes)));
+}
+
+// Tensors inside a fused group get no storage; the group's outputs are in the arena or the
+// caller's buffers; a Global group's scratch gets an arena range.
+TEST_CASE("planner memory plan: internal tensors and scratch", "[planner]") {
+  GraphBuilder b;
+  TensorId x = b.input({256, 64});
+  TensorId m = b.op(OpKind::ReduceMean, {x}, "colmean", {{"axes", std::vector<int64_t>{0}}});
+  TensorId c = b.op(OpKind::Sub, {x, m}, "center");
+  b.output(b.op(OpKind::Transpose, {c}, "transpose", {{"perm", std::vector<int64_t>{1, 0}}}));
+  Graph g = b.finish();
+  PlannerOptions options;
+  options.planner = "ilp";
+  FusionPlan plan = plan_fusion(g, options);
+  REQUIRE(plan.groups.size() == 2);
+  REQUIRE(plan.groups[0].scheme == StitchScheme::Global);
+  MemoryPlan memory = plan_memory(g, plan);
+  CHECK(memory.storage[m].kind == StorageKind::None);
+  CHECK(memory.storage[c].kind == StorageKind::Arena);
+  CHECK(memory.scratch_offset[0] >= 0);
+  CHECK(memory.scratch_offset[1] == -1);
+  CHECK(memory.arena_bytes >= plan.groups[0].scratch_bytes);
+}
+
+// Each planner fills the groups' inputs and outputs; none keeps one group per node.
+TEST_CASE("planner: none, greedy and ilp fill inputs and outputs", "[planner]") {
+  GraphBuilder b;
+  TensorId x = b.input({8, 16, 64});
+  b.output(layer_norm_chain(b, x, 64, "ln_"));
+  Graph g = b.finish();
+  for (const char* name : {"none", "greedy", "ilp"}) {
+    PlannerOptions options;
+    options.planner = name;
+    FusionPlan plan = plan_fusion(g, options);
+    INFO(name);
+    for (const FusionGroup& group : plan.groups) {
+      CHECK_FALSE(group.outputs.empty());
+      CHECK_FALSE(group.inputs.empty());
+    }
+    if (std::string(name) == "none") CHECK(plan.groups.size() == g.nodes.size());
+    if (std::string(name) == "ilp") CHECK(plan.groups.size() == 1);
+    if (std::string(name) == "greedy") CHECK(plan.groups.size() > 1); // splits at reductions
+    // Compared with none and greedy (the ILP's search runs only for an ilp plan).
+    CHECK(plan.totals.size() == (std::string(name) == "ilp" ? 3u : 2u));
+    CHECK(plan.totals[0].planner == name);
+  }
+}
