@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include <thread>
 
 #include "driver/embedded_files.h"
+#include "driver/progress.h"
 #include "driver/subprocess.h"
 #include "graph/error.h"
 
@@ -60,11 +62,21 @@ int jobs_for(const BuildOptions& o) {
   return o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-void run_or_fail(const std::vector<Command>& commands, const fs::path& dir, const BuildOptions& o) {
+// Runs one phase's commands (`phase` names it for --time-passes and the progress line).
+void run_or_fail(const std::vector<Command>& commands, const fs::path& dir, const BuildOptions& o,
+                 const std::string& phase) {
   if (o.verbose)
     for (const Command& c : commands) fmt::print(stderr, "stitchc: {}\n", command_line(c));
-  std::vector<CommandResult> results =
-      run_commands(commands, dir.string(), jobs_for(o), o.timeout_seconds);
+  std::vector<CommandResult> results;
+  {
+    PhaseTimer timer(phase);
+    std::atomic<size_t> done = 0;
+    ProgressLine progress([&] { return fmt::format("{}: {}/{} done", phase, done.load(), commands.size()); });
+    results = run_commands(commands, dir.string(), jobs_for(o), o.timeout_seconds,
+                           [&](size_t finished, size_t) { done = finished; });
+    if (commands.size() > 1)
+      for (size_t i = 0; i < results.size(); ++i) report_time("  " + commands[i].what, results[i].seconds);
+  }
   for (size_t i = 0; i < results.size(); ++i) {
     const CommandResult& r = results[i];
     if (r.exit_code == 0) continue;
@@ -165,7 +177,7 @@ void build_library(const GeneratedModel& model, const BuildOptions& o) {
     argv.insert(argv.end(), {"-Iruntime", "-c", "unity_host.cpp", "-o", "unity_host.o"});
     compiles.push_back({argv, "compiling the generated kernels for the host target"});
     objects.push_back("unity_host.o");
-    run_or_fail(compiles, dir, o);
+    run_or_fail(compiles, dir, o, "compile");
     for (const std::string& obj : objects) link.push_back(obj);
     for (const std::string& a : std::vector<std::string>{
              "-Wl,--whole-archive", runtime_archive("libstitch_runtime_host.a"),
@@ -202,7 +214,7 @@ void build_library(const GeneratedModel& model, const BuildOptions& o) {
       nvcc_compile(name);
     }
     if (chunks == 0) nvcc_compile(model.launcher.name);
-    run_or_fail(compiles, dir, o);
+    run_or_fail(compiles, dir, o, "compile");
     for (const std::string& obj : objects) link.push_back(obj);
     for (const std::string& a : std::vector<std::string>{
              "-Wl,--whole-archive", runtime_archive("libstitch_runtime_cuda.a"),
@@ -211,7 +223,7 @@ void build_library(const GeneratedModel& model, const BuildOptions& o) {
              "-lcublasLt", "-lcudnn", "-lpthread"})
       link.push_back(a);
   }
-  run_or_fail({{link, "linking " + o.output}}, dir, o);
+  run_or_fail({{link, "linking " + o.output}}, dir, o, "link");
 }
 
 } // namespace stitch

@@ -7,8 +7,10 @@
 #include <fstream>
 #include <iostream>
 
-#include "graph/error.h"
+#include "driver/progress.h"
+#include "driver/report_html.h"
 #include "emitter/emit_model.h"
+#include "graph/error.h"
 #include "graph/graph_json.h"
 #include "planner/plan_json.h"
 
@@ -53,8 +55,8 @@ int parse_command_line(int argc, char** argv, DriverOptions& options) {
       ->delimiter(',');
   app.add_option("--emit-dir", options.build.emit_dir, "keep the generated sources in DIR");
   app.add_option("--planner", options.planner.planner,
-                 "fusion planner: none (one kernel per op, the default), greedy (producer-consumer "
-                 "fusion) or ilp (the optimal plan by the cost model)")
+                 "fusion planner: ilp (the plan of least modeled cost, solved with GLPK; the "
+                 "default), greedy (producer-consumer fusion) or none (one kernel per op)")
       ->check(CLI::IsMember({"none", "greedy", "ilp"}));
   app.add_option("--ilp-time-limit", options.planner.ilp_time_limit_s,
                  "seconds the ilp planner may search; then the best plan found (default 10)")
@@ -63,6 +65,12 @@ int parse_command_line(int argc, char** argv, DriverOptions& options) {
   app.add_flag("-v,--verbose", options.build.verbose, "print each compiler command");
   app.add_option("--report", options.report_path,
                  "write the graph after the passes (and the fusion plan) as JSON");
+  app.add_option("--report-html", options.report_html_path,
+                 "write the fusion plan as one self-contained HTML page (the graph with its "
+                 "groups, a table of the groups, the rejected fusions)");
+  app.add_flag("--time-passes", options.time_passes,
+               "print the wall time of each phase (load, passes, planning, emit, compile, link)");
+  app.add_flag("-q,--quiet", options.quiet, "show no progress, even on a terminal");
   app.add_option("--print-after", print_after,
                  "print the graph after PASS (or 'all') to standard output (repeatable)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
@@ -92,26 +100,66 @@ int parse_command_line(int argc, char** argv, DriverOptions& options) {
 }
 
 void run_driver(const DriverOptions& options, std::ostream& out) {
-  Graph graph = load_onnx(options.model_path, options.load);
+  progress_settings() = {options.time_passes, progress_wanted(stderr, options.quiet)};
+  PhaseTimer total("total");
+  Graph graph = [&] {
+    PhaseTimer timer("load");
+    return load_onnx(options.model_path, options.load);
+  }();
   PipelineOptions pipeline = options.pipeline;
   pipeline.print_to = &out;
-  run_pipeline(graph, pipeline);
-  nlohmann::json report = graph_to_json(graph);
-  if (!options.build.output.empty()) {
-    try {
-      FusionPlan plan = plan_fusion(graph, options.planner);
-      MemoryPlan memory = plan_memory(graph, plan);
-      report["plan"] = plan_to_json(graph, plan, memory);
-      GeneratedModel model = emit_model(graph, plan, memory, options.build.target);
-      build_library(model, options.build);
-    } catch (const UserError& e) {
-      if (e.site().file.empty()) throw e.with_file(options.model_path);
-      throw;
-    }
+  pipeline.on_pass_done = [](const std::string& pass, double seconds) {
+    report_time("  pass " + pass, seconds);
+  };
+  {
+    PhaseTimer timer("passes");
+    run_pipeline(graph, pipeline);
   }
-  if (!options.report_path.empty())
-    write_text_file(options.report_path,
-                    report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  nlohmann::json report = graph_to_json(graph);
+  auto write_reports = [&](const FusionPlan& plan, const MemoryPlan& memory) {
+    if (!options.report_path.empty())
+      write_text_file(options.report_path,
+                      report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    if (!options.report_html_path.empty()) {
+      PhaseTimer timer("html report (Graphviz layout)");
+      ProgressLine progress([] { return std::string("laying out the plan with Graphviz"); });
+      write_text_file(options.report_html_path, plan_report_html(graph, plan, memory));
+    }
+  };
+  // With a report alone the model is planned but not compiled; the reports are written before
+  // code generation, so that they are there to inspect when generation or compilation fails.
+  if (options.build.output.empty() && options.report_path.empty() && options.report_html_path.empty())
+    return;
+  try {
+    FusionPlan plan = [&] {
+      PhaseTimer timer("plan (" + options.planner.planner + " planner)");
+      ProgressLine progress([ilp = options.planner.planner == "ilp"] {
+        return std::string(ilp ? "solving the fusion ILP..." : "planning the fusion...");
+      });
+      PlannerOptions planner = options.planner;
+      // The host target runs the same plan, except that a grid-barrier launch fits the
+      // blocks its emulation keeps resident.
+      if (options.build.target == "host")
+        planner.device.cooperative_sm_count = kHostTargetMultiprocessors;
+      return plan_fusion(graph, planner);
+    }();
+    if (plan.ilp.ran) report_time("  ILP solve (GLPK)", plan.ilp.solve_seconds);
+    MemoryPlan memory = [&] {
+      PhaseTimer timer("memory plan");
+      return plan_memory(graph, plan);
+    }();
+    report["plan"] = plan_to_json(graph, plan, memory);
+    write_reports(plan, memory);
+    if (options.build.output.empty()) return;
+    GeneratedModel model = [&] {
+      PhaseTimer timer("emit");
+      return emit_model(graph, plan, memory, options.build.target);
+    }();
+    build_library(model, options.build);
+  } catch (const UserError& e) {
+    if (e.site().file.empty()) throw e.with_file(options.model_path);
+    throw;
+  }
 }
 
 int driver_main(int argc, char** argv) {

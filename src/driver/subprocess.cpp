@@ -90,16 +90,20 @@ std::string find_program(const std::vector<std::string>& names) {
 }
 
 std::vector<CommandResult> run_commands(const std::vector<Command>& commands, const std::string& dir,
-                                        int jobs, int timeout_seconds) {
+                                        int jobs, int timeout_seconds,
+                                        const std::function<void(size_t, size_t)>& on_done) {
   std::vector<CommandResult> results(commands.size());
   std::vector<Running> running;
-  size_t next = 0;
+  size_t next = 0, finished = 0;
   while (next < commands.size() || !running.empty()) {
     while (next < commands.size() && static_cast<int>(running.size()) < std::max(jobs, 1)) {
       std::string log = fmt::format("{}/.stitch-cmd-{}.log", dir, next);
       std::string error;
       pid_t pid = spawn(commands[next], dir, log, error);
-      if (pid < 0) results[next].output = error;
+      if (pid < 0) {
+        results[next].output = error;
+        if (on_done) on_done(++finished, commands.size());
+      }
       else running.push_back({next, pid, std::chrono::steady_clock::now(), log});
       ++next;
     }
@@ -120,6 +124,8 @@ std::vector<CommandResult> run_commands(const std::vector<Command>& commands, co
       res.output = read_file(r.log);
       unlink(r.log.c_str());
       if (!res.timed_out && WIFEXITED(status)) res.exit_code = WEXITSTATUS(status);
+      res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - r.start).count();
+      if (on_done) on_done(++finished, commands.size());
       running.erase(running.begin() + static_cast<long>(k));
       any_done = true;
     }

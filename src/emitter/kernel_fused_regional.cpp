@@ -1,10 +1,15 @@
 // The Regional scheme: a row space of `rows` x `row_length`, the row being the trailing axes of
-// the group's full shape. Row ops (Reduce* over the trailing axes, Softmax, LogSoftmax,
-// LayerNormalization, RMSNormalization over them) run with their pointwise producers computed
-// on the fly and their pointwise consumers reading per-row values broadcast along the row.
+// the group's full shape. Row ops (Reduce* and GlobalAveragePool / GlobalMaxPool over the
+// trailing axes, Softmax, LogSoftmax, LayerNormalization, RMSNormalization over them) run with
+// their pointwise producers computed on the fly and their pointwise consumers reading per-row
+// values broadcast along the row.
 //
 // Every tensor of the group is either an element value (it varies along the row) or a row
 // value (one per row: a reduction's result, a row-invariant input, pointwise math on those).
+// A pointwise node whose result has the per-row layout (the leading axes, the row's axes
+// dropped or kept as 1: [2,16] or [2,16,1] in the row space [2,16,64]) is evaluated once per
+// row, its inputs read at their numpy-broadcast index into that result, as an attention mask's
+// `(1 - mask) * -10000` is.
 // A row op needs whole passes over the row: a reduction's result exists after the pass that
 // accumulates it, so the kernel makes as many passes as its longest chain of row ops needs:
 //
@@ -29,6 +34,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <set>
 
 #include "emitter/kernels.h"
@@ -95,6 +101,8 @@ private:
   bool is_row_value(TensorId t) const { return row_value_.count(t) > 0; }
 
   void add_row_op(const Node& node);
+  bool per_row_layout(const Shape& s) const;
+  void add_per_row_node(int32_t n, const std::vector<bool>& produced);
   void check_row_op_space(const Node& node);
   std::string new_row_name() { return fmt::format("r{}", next_row_++); }
 
@@ -124,6 +132,14 @@ private:
   std::vector<int32_t> row_pointwise_;         // pointwise nodes computing row values
   std::vector<int32_t> element_pointwise_;     // pointwise nodes computing element values
   std::vector<TensorId> row_inputs_;           // row-invariant inputs loaded once per row
+  // Inputs of per-row nodes, loaded once per row at their broadcast index into the node's
+  // per-row result: {tensor, index, name}; and (node, operand) -> that name.
+  struct PerRowLoad {
+    TensorId tensor;
+    std::string index, name;
+  };
+  std::vector<PerRowLoad> per_row_loads_;
+  std::map<std::pair<int32_t, TensorId>, std::string> per_row_operand_;
   std::map<TensorId, std::function<std::string(ValueScope&)>> element_op_; // row ops' outputs
   std::vector<RowStat> stats_;
   std::vector<TensorId> element_outputs_, row_outputs_;
@@ -223,7 +239,8 @@ void RegionalWriter::add_row_op(const Node& node) {
   switch (node.op) {
   case OpKind::ReduceSum: case OpKind::ReduceMean: case OpKind::ReduceMax: case OpKind::ReduceMin:
   case OpKind::ReduceProd: case OpKind::ReduceL1: case OpKind::ReduceL2:
-  case OpKind::ReduceSumSquare: case OpKind::ReduceLogSum: {
+  case OpKind::ReduceSumSquare: case OpKind::ReduceLogSum:
+  case OpKind::GlobalAveragePool: case OpKind::GlobalMaxPool: {
     const DType t = g_.tensor(x).dtype;
     ReduceForm form = reduce_form(ctx_, node.op, t, length_);
     const std::string acc_type = accumulator_type(t);
@@ -372,9 +389,66 @@ void RegionalWriter::add_row_op(const Node& node) {
   }
   default:
     refuse_fused(ctx_, fmt::format("node '{}' ({}) is neither pointwise nor a row op a Regional "
-                                   "group stitches (Reduce*, Softmax, LogSoftmax, "
-                                   "LayerNormalization, RMSNormalization)", node.name, op_name(node.op)));
+                                   "group stitches (Reduce*, GlobalAveragePool, GlobalMaxPool, "
+                                   "Softmax, LogSoftmax, LayerNormalization, RMSNormalization)", node.name, op_name(node.op)));
   }
+}
+
+// A per-row result: the layout of the row space's leading axes (the row's axes dropped or kept
+// as 1), one value per row in row order, so that its element `line` is this row's value.
+bool RegionalWriter::per_row_layout(const Shape& s) const {
+  auto squeezed = [](const Shape& x) {
+    Shape r;
+    for (int64_t d : x)
+      if (d != 1) r.push_back(d);
+    return r;
+  };
+  const Shape rows = squeezed(Shape(full_.begin(), full_.begin() + split_));
+  return squeezed(s) == rows && rows != squeezed(full_);
+}
+
+// A pointwise node whose result is per-row: evaluated once per row, before the passes or
+// between them. Its operands are per-row values of the group (this row's value), literals, or
+// inputs read at their numpy-broadcast index into the node's result (`line` is that result's
+// element index).
+void RegionalWriter::add_per_row_node(int32_t n, const std::vector<bool>& produced) {
+  const Node& node = g_.nodes[n];
+  const TensorId y = node.outputs[0];
+  const Shape& result = g_.tensor(y).shape;
+  int stage = 0;
+  for (TensorId t : pointwise_operands(node)) {
+    if (t == kNoTensor) continue;
+    const Tensor& x = g_.tensor(t);
+    if (produced[t]) {
+      if (!is_row_value(t) || (!per_row_layout(x.shape) && x.elements() != 1))
+        refuse_fused(ctx_, fmt::format("node '{}' ({}) computes a per-row value {} from '{}' {}, "
+                                       "which is not one value per row", node.name, op_name(node.op),
+                                       shape_to_string(result), x.name, shape_to_string(x.shape)));
+      stage = std::max(stage, stage_of(t));
+      continue;
+    }
+    if (auto lit = sig_.literals.find(t); lit != sig_.literals.end()) {
+      row_literal_[t] = lit->second;
+      continue;
+    }
+    const std::optional<Shape> broadcast = broadcast_shapes(x.shape, result);
+    if (!broadcast || *broadcast != result)
+      refuse_fused(ctx_, fmt::format("input '{}' {} of node '{}' ({}) does not broadcast to its "
+                                     "per-row result {}", x.name, shape_to_string(x.shape), node.name,
+                                     op_name(node.op), shape_to_string(result)));
+    const std::string index = broadcast_offset(x.shape, result, "line");
+    std::string name;
+    for (const PerRowLoad& load : per_row_loads_)
+      if (load.tensor == t && load.index == index) name = load.name;
+    if (name.empty()) {
+      name = fmt::format("x{}_row{}", sig_.inputs.at(t).substr(2), per_row_loads_.size());
+      per_row_loads_.push_back({t, index, name});
+    }
+    per_row_operand_[{n, t}] = name;
+  }
+  stage_[y] = stage;
+  row_value_[y] = new_row_name();
+  row_pointwise_.push_back(n);
 }
 
 void RegionalWriter::analyze() {
@@ -387,12 +461,7 @@ void RegionalWriter::analyze() {
                                    mapping_name(group.mapping), group.launch.block[0]));
   // The full shape: the highest-rank tensor of rows x row_length elements.
   const int64_t elements = rows_ * length_;
-  for (int32_t n : nodes_)
-    for (const auto* list : {&g_.nodes[n].inputs, &g_.nodes[n].outputs})
-      for (TensorId t : *list)
-        if (t != kNoTensor && g_.tensor(t).elements() == elements &&
-            (full_.empty() || g_.tensor(t).shape.size() > full_.size()))
-          full_ = g_.tensor(t).shape;
+  full_ = regional_space_shape(g_, nodes_, rows_, length_);
   if (full_.empty() && elements != 1)
     refuse_fused(ctx_, fmt::format("no tensor of the group has rows x row_length = {} x {} elements",
                                    rows_, length_));
@@ -430,6 +499,10 @@ void RegionalWriter::analyze() {
   };
   for (int32_t n : nodes_) {
     const Node& node = g_.nodes[n];
+    if (is_pointwise(node) && per_row_layout(g_.tensor(node.outputs[0]).shape)) {
+      add_per_row_node(n, produced);
+      continue;
+    }
     const std::vector<TensorId> operands = is_pointwise(node) ? pointwise_operands(node) : fused_value_inputs(node);
     for (TensorId t : operands)
       if (t != kNoTensor) classify_input(t);
@@ -659,7 +732,9 @@ void RegionalWriter::write_row_values(int stage, CodeWriter& out) {
     std::vector<std::string> values;
     for (TensorId t : pointwise_operands(node)) {
       if (t == kNoTensor) values.emplace_back();
-      else values.push_back(row_literal_.count(t) ? row_literal_.at(t) : row_value_.at(t));
+      else if (auto lit = row_literal_.find(t); lit != row_literal_.end()) values.push_back(lit->second);
+      else if (auto load = per_row_operand_.find({n, t}); load != per_row_operand_.end()) values.push_back(load->second);
+      else values.push_back(row_value_.at(t));
     }
     out.comment(fmt::format("{} = '{}' ({}), one per row", row_value_.at(y), node.name, op_name(node.op)));
     out.linef("const {} {} = {};", ctype(g_.tensor(y).dtype, ctx_), row_value_.at(y),
@@ -676,6 +751,9 @@ void RegionalWriter::write(const BlockRange& blocks, CodeWriter& out) {
   for (TensorId t : row_inputs_)
     out.linef("const {} {} = {}[{}];  // one per row", ctype(g_.tensor(t).dtype, ctx_), row_value_.at(t),
               sig_.inputs.at(t), row_index(g_.tensor(t).shape));
+  for (const PerRowLoad& load : per_row_loads_)
+    out.linef("const {} {} = {}[{}];  // one per row", ctype(g_.tensor(load.tensor).dtype, ctx_), load.name,
+              sig_.inputs.at(load.tensor), load.index);
   write_row_values(0, out);
   for (int p = 0; p < passes_; ++p) {
     write_pass(p, out, nullptr);

@@ -9,11 +9,16 @@
 //                  (folded into M when only A has them: one taller GEMM); outer batch axes
 //                  that strides cannot express ([2,1] x [1,3]) become a loop in the group
 //                  function, one batched GEMM per outer index.
-//   Gemm           transA/transB, alpha. beta * C: a C of the full [M, N] is the GEMM's own C;
-//                  a row vector ([N] or [1, N]) with beta == 1 is the bias epilogue; any other
-//                  broadcast C is first written as beta * C into Y by a small generated kernel
-//                  ("fill"), and the GEMM then accumulates into Y with beta = 1 (C aliasing D with
-//                  the same layout, which the library allows).
+//   Gemm           transA/transB, alpha, and beta * C as the first addend of the epilogue.
+//   Epilogue       the group's nodes after the MatMul/Gemm (planner/fusion_plan.h): adds of a
+//                  bias row or a residual of the output's shape, then Relu or a tanh Gelu
+//                  (cuBLASLt's GELU, STITCH_GEMM_EPILOGUE_GELU_TANH). The addends, Gemm's
+//                  beta * C included, go where the library takes them: one row of N with scale
+//                  1 is the bias epilogue; a lone addend of the output's full shape is the
+//                  GEMM's C with beta = its scale; any others are first summed into Y by a small
+//                  generated kernel ("fill"), and the GEMM then accumulates onto Y with beta = 1
+//                  (C aliasing D with the same layout, which the library allows). The library
+//                  applies act(alpha * A @ B + beta * C + bias) in one pass.
 //   Conv           groups, strides, dilations, bias, pads from auto_pad. The library takes
 //                  symmetric pads only; asymmetric ones are used when the symmetric begin pad
 //                  gives the same windows (the same output size), and refused otherwise.
@@ -21,14 +26,16 @@
 //                  with the begin pad on both sides and an output padding in [0, stride); an
 //                  output that would need cropping beyond that is refused.
 //
-// A reduction of size 0 (MatMul or Gemm with K = 0) calls no library: the output is zeros,
-// or beta * C, written by cudaMemsetAsync or the fill kernel.
+// A reduction of size 0 (MatMul or Gemm with K = 0) calls no library: the output is zeros, or
+// the activation of the addends' sum, written by cudaMemsetAsync or the fill kernel.
 //
 // The refusals need scratch memory the plan does not give groups yet: see
 // scratch_refusal() for exactly what each would need.
 #include "emitter/kernels.h"
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "graph/error.h"
 #include "graph/infer_context.h"
@@ -147,33 +154,272 @@ MatmulBatch split_matmul_batch(const Shape& a_batch, const Shape& b_batch, const
   return m;
 }
 
+// ---- The epilogue ----
+//
+// What a GemmLibrary group adds to the product and the activation it applies last (the contract
+// in planner/fusion_plan.h): Gemm's own beta * C, then the Add nodes of the epilogue (a bias row
+// or a residual of the output's shape), then a Relu or a tanh Gelu. Each addend goes where the
+// library takes it (AddendPlan); the GEMM computes D = act(alpha * A @ B + beta * C + bias).
+
+enum class Activation { None, Relu, GeluTanh };
+
+// One tensor added to the product, scaled, broadcast to the output's shape.
+struct Addend {
+  TensorId tensor = kNoTensor;
+  double scale = 1.0;
+  std::string variable;  // its pointer in the group function
+  std::string parameter; // its pointer in the fill kernel
+};
+
+struct Epilogue {
+  std::vector<Addend> addends;
+  Activation activation = Activation::None;
+  TensorId result = kNoTensor; // what the group writes: its last node's output
+};
+
+// The group's nodes after nodes[0], as the planner's contract says they are; anything else is a
+// planner bug.
+Epilogue read_epilogue(const GroupEmitContext& ctx) {
+  const FusionGroup& group = ctx.group();
+  Epilogue epilogue;
+  epilogue.result = ctx.node().outputs[0];
+  for (size_t i = 1; i < group.nodes.size(); ++i) {
+    const Node& node = ctx.node(i);
+    const TensorId chained = epilogue.result;
+    STITCH_INTERNAL_CHECK(epilogue.activation == Activation::None,
+                          "library group {}: {} follows the epilogue's activation", group.id,
+                          describe_node(ctx.graph(), node));
+    STITCH_INTERNAL_CHECK(!node.inputs.empty() && node.outputs.size() == 1 &&
+                              ctx.tensor(node.outputs[0]).shape == ctx.tensor(chained).shape &&
+                              ctx.tensor(node.outputs[0]).dtype == DType::Float32,
+                          "library group {}: {} is not an epilogue node of the product", group.id,
+                          describe_node(ctx.graph(), node));
+    if (node.op == OpKind::Relu || node.op == OpKind::Gelu) {
+      STITCH_INTERNAL_CHECK(node.inputs[0] == chained,
+                            "library group {}: {} does not read the product", group.id,
+                            describe_node(ctx.graph(), node));
+      // cuBLASLt's GELU is the tanh approximation; the erf form must stay out (legality.cpp).
+      STITCH_INTERNAL_CHECK(node.op == OpKind::Relu ||
+                                NodeContext(ctx.graph(), node).attr_string("approximate", "none") ==
+                                    "tanh",
+                            "library group {}: {} is not the tanh Gelu of the GELU epilogue",
+                            group.id, describe_node(ctx.graph(), node));
+      epilogue.activation = node.op == OpKind::Relu ? Activation::Relu : Activation::GeluTanh;
+    } else {
+      STITCH_INTERNAL_CHECK(node.op == OpKind::Add && node.inputs.size() == 2 &&
+                                (node.inputs[0] == chained) != (node.inputs[1] == chained),
+                            "library group {}: {} is not a bias or residual add of the product",
+                            group.id, describe_node(ctx.graph(), node));
+      const TensorId other = node.inputs[0] == chained ? node.inputs[1] : node.inputs[0];
+      const std::string name = fmt::format("addend{}", i);
+      epilogue.addends.push_back({other, 1.0, name, name});
+    }
+    epilogue.result = node.outputs[0];
+  }
+  return epilogue;
+}
+
+// Where each addend goes (indices into Epilogue::addends).
+//   bias  the library's bias: a row of n values (scale 1) added to every row of every batch;
+//   c     the library's C with beta = its scale: an addend of the output's full shape, which
+//         is D's layout, when it is the only addend left;
+//   fill  every addend left otherwise, summed into the output by a generated kernel before the
+//         GEMM, which then accumulates onto it (C is D, beta 1). With K = 0 there is no GEMM:
+//         everything goes to the fill kernel, which applies the activation too.
+struct AddendPlan {
+  int bias = -1;
+  int c = -1;
+  std::vector<int> fill;
+};
+
+// `columns_are_n`: the output's last axis is the GEMM's n (false for a MatMul with a 1-D B,
+// whose output's last axis is m).
+AddendPlan place_addends(const GroupEmitContext& ctx, const Epilogue& epilogue, int64_t n,
+                         bool columns_are_n, int64_t k) {
+  const Shape& out = ctx.tensor(epilogue.result).shape;
+  AddendPlan plan;
+  std::vector<int> rest;
+  for (int i = 0; i < static_cast<int>(epilogue.addends.size()); ++i) {
+    const Addend& addend = epilogue.addends[i];
+    const Shape& s = ctx.tensor(addend.tensor).shape;
+    const std::optional<Shape> broadcast = broadcast_shapes(s, out);
+    const bool row = k > 0 && addend.scale == 1.0 && broadcast && *broadcast == out &&
+                     shape_elements(s) == n && (n == 1 || (columns_are_n && s.back() == n));
+    if (row && plan.bias < 0)
+      plan.bias = i;
+    else
+      rest.push_back(i);
+  }
+  if (k > 0 && rest.size() == 1 && ctx.tensor(epilogue.addends[rest[0]].tensor).shape == out)
+    plan.c = rest[0];
+  else
+    plan.fill = rest;
+  return plan;
+}
+
+// The element of `s` (right-aligned against `out`, to which it broadcasts) that element `i` of
+// a row-major `out` reads, as an expression of i.
+std::string broadcast_index(const Shape& s, const Shape& out) {
+  if (s == out) return "i";
+  Shape aligned(out.size() - s.size(), 1);
+  aligned.insert(aligned.end(), s.begin(), s.end());
+  std::vector<std::string> terms;
+  int64_t out_inner = 1, s_inner = 1;
+  for (size_t j = out.size(); j-- > 0;) {
+    if (aligned[j] != 1) {
+      std::string coordinate = out_inner == 1 ? "i" : fmt::format("i / {}", out_inner);
+      if (j > 0) coordinate = fmt::format("{} % {}", coordinate, out[j]);
+      terms.push_back(s_inner == 1 ? coordinate : fmt::format("({}) * {}", coordinate, s_inner));
+    }
+    out_inner *= out[j];
+    s_inner *= aligned[j];
+  }
+  if (terms.empty()) return "0";
+  std::reverse(terms.begin(), terms.end());
+  return fmt::format("{}", fmt::join(terms, " + "));
+}
+
+// The kernel writing the fill addends' sum, broadcast to the output, into the output (and, for
+// K = 0, the activation of it: the whole result).
+std::string emit_fill_kernel(const GroupEmitContext& ctx, CodeWriter& out, const Epilogue& epilogue,
+                             const AddendPlan& plan, int64_t k) {
+  const Shape& shape = ctx.tensor(epilogue.result).shape;
+  std::vector<std::string> parameters, terms, described;
+  for (int i : plan.fill) {
+    const Addend& addend = epilogue.addends[i];
+    const Shape& s = ctx.tensor(addend.tensor).shape;
+    parameters.push_back(fmt::format("const float* __restrict__ {}", addend.parameter));
+    const std::string element = fmt::format("{}[{}]", addend.parameter, broadcast_index(s, shape));
+    terms.push_back(addend.scale == 1.0
+                        ? element
+                        : fmt::format("{} * {}", float_literal(addend.scale), element));
+    described.push_back(
+        addend.scale == 1.0
+            ? fmt::format("{} {}", addend.parameter, shape_to_string(s))
+            : fmt::format("{} * {} {}", addend.scale, addend.parameter, shape_to_string(s)));
+  }
+  std::string value = fmt::format("{}", fmt::join(terms, " + "));
+  const bool activates = k == 0 && epilogue.activation != Activation::None;
+  if (activates && epilogue.activation == Activation::Relu)
+    value = fmt::format("::stitch::ops::relu({})", value);
+  if (activates && epilogue.activation == Activation::GeluTanh)
+    value = fmt::format("::stitch::ops::gelu({}, 1)", value);
+  const std::string kernel = ctx.kernel_name("_fill_c");
+  out.comment(fmt::format("Y = {}{} broadcast to {}{}", activates ? "act(" : "",
+                          fmt::join(described, " + "), shape_to_string(shape),
+                          activates ? "): K = 0, no GEMM follows"
+                                    : ": the GEMM then adds alpha * A @ B onto Y"));
+  out.open(fmt::format("__global__ void __launch_bounds__(256) {}({}, float* __restrict__ y)",
+                       kernel, fmt::join(parameters, ", ")));
+  out.linef("const int64_t n = {};", shape_elements(shape));
+  out.line("const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;");
+  out.line("const int64_t stride = int64_t(gridDim.x) * blockDim.x;");
+  out.open("for (int64_t i = first; i < n; i += stride)");
+  out.linef("y[i] = {};", value);
+  out.close();
+  out.close();
+  out.line();
+  return kernel;
+}
+
+// Launches the fill kernel from inside the group function and returns on failure.
+void emit_fill_launch(const GroupEmitContext& ctx, CodeWriter& out, const std::string& kernel,
+                      const Epilogue& epilogue, const AddendPlan& plan) {
+  const LaunchConfig l = flat_launch(ctx.tensor(epilogue.result).elements(), 1, DeviceParams{});
+  std::vector<std::string> arguments;
+  for (int i : plan.fill)
+    arguments.push_back(epilogue.addends[i].variable);
+  arguments.push_back("result");
+  out.open("");
+  out.linef("const dim3 grid({}, {}, {});", l.grid[0], l.grid[1], l.grid[2]);
+  out.linef("const dim3 block({}, {}, {});", l.block[0], l.block[1], l.block[2]);
+  out.linef("const cudaError_t launched = STITCH_LAUNCH({}, grid, block, 0, b->stream, {});",
+            kernel, fmt::join(arguments, ", "));
+  out.linef("const int32_t status = stitch_launch_result(launched, \"{}\", {}, error, error_size);",
+            kernel, ctx.group().id);
+  out.line("if (status != 0) return status;");
+  out.close();
+}
+
+// The group function's start, shared by MatMul and Gemm: the epilogue nodes in comments, the
+// pointers, and the fill. Returns false when nothing is left to do (an empty output, or K = 0).
+bool open_gemm_function(const GroupEmitContext& ctx, CodeWriter& out, const Epilogue& epilogue,
+                        const AddendPlan& plan, int64_t k) {
+  std::string fill_kernel;
+  if (!plan.fill.empty() && ctx.tensor(epilogue.result).elements() > 0)
+    fill_kernel = emit_fill_kernel(ctx, out, epilogue, plan, k);
+  for (size_t i = 0; i < ctx.group().nodes.size(); ++i)
+    out.comment((i == 0 ? "" : "epilogue: ") + describe_node(ctx.graph(), ctx.node(i)));
+  open_group_function(ctx, out);
+  const Node& node = ctx.node();
+  bind(ctx, out, "lhs", node.inputs[0], false);
+  bind(ctx, out, "rhs", node.inputs[1], false);
+  for (const Addend& addend : epilogue.addends)
+    bind(ctx, out, addend.variable, addend.tensor, false);
+  bind(ctx, out, "result", epilogue.result, true);
+  if (ctx.tensor(epilogue.result).elements() == 0) {
+    out.comment("the output is empty");
+    out.line("return 0;");
+    out.close();
+    return false;
+  }
+  if (!fill_kernel.empty()) emit_fill_launch(ctx, out, fill_kernel, epilogue, plan);
+  if (k > 0) return true;
+  if (fill_kernel.empty()) {
+    emit_zero_fill(ctx, out, epilogue.result); // act(0) is 0 for Relu and Gelu alike
+  } else {
+    out.comment("K = 0: alpha * A @ B is zero, and the fill wrote the whole result");
+    out.line("return 0;");
+  }
+  out.close();
+  return false;
+}
+
+// The library call's C and bias arguments.
+struct GemmArguments {
+  std::string c = "nullptr", bias = "nullptr";
+};
+
+// Sets desc.beta and desc.epilogue as `plan` places the addends.
+GemmArguments emit_epilogue_fields(const GroupEmitContext& ctx, CodeWriter& out,
+                                   const Epilogue& epilogue, const AddendPlan& plan) {
+  GemmArguments arguments;
+  if (plan.c >= 0) {
+    const Addend& addend = epilogue.addends[plan.c];
+    out.linef("desc.beta = {};", float_literal(addend.scale));
+    arguments.c = addend.variable;
+  } else if (!plan.fill.empty()) {
+    out.line("desc.beta = 1.0f; // accumulate onto the addends, already in the output");
+    arguments.c = "result";
+  }
+  if (plan.bias >= 0) {
+    const Addend& addend = epilogue.addends[plan.bias];
+    out.comment(fmt::format("{} {} is a row of N: the bias epilogue adds it to every row",
+                            addend.variable, shape_to_string(ctx.tensor(addend.tensor).shape)));
+    arguments.bias = addend.variable;
+  }
+  if (epilogue.activation == Activation::Relu)
+    out.line("desc.epilogue = STITCH_GEMM_EPILOGUE_RELU;");
+  if (epilogue.activation == Activation::GeluTanh)
+    out.line("desc.epilogue = STITCH_GEMM_EPILOGUE_GELU_TANH; // Gelu with approximate=\"tanh\"");
+  return arguments;
+}
+
 void emit_matmul(const GroupEmitContext& ctx, CodeWriter& out) {
   const Node& node = ctx.node();
   require_float32(ctx);
   Shape a = ctx.tensor(node.inputs[0]).shape, b = ctx.tensor(node.inputs[1]).shape;
+  const bool columns_are_n = b.size() >= 2;
   if (a.size() == 1) a.insert(a.begin(), 1); // a row
   if (b.size() == 1) b.push_back(1);         // a column
   const int64_t m = a[a.size() - 2], k = a.back(), n = b.back();
   Shape a_batch(a.begin(), a.end() - 2), b_batch(b.begin(), b.end() - 2);
   Shape out_batch = *broadcast_shapes(a_batch, b_batch);
   MatmulBatch batch = split_matmul_batch(a_batch, b_batch, out_batch, m * k, k * n);
+  const Epilogue epilogue = read_epilogue(ctx);
+  const AddendPlan plan = place_addends(ctx, epilogue, n, columns_are_n, k);
 
-  out.comment(describe_node(ctx.graph(), node));
-  open_group_function(ctx, out);
-  bind(ctx, out, "lhs", node.inputs[0], false);
-  bind(ctx, out, "rhs", node.inputs[1], false);
-  bind(ctx, out, "result", node.outputs[0], true);
-  if (ctx.tensor(node.outputs[0]).elements() == 0) {
-    out.comment("the output is empty (a batch axis of size 0)");
-    out.line("return 0;");
-    out.close();
-    return;
-  }
-  if (k == 0) {
-    emit_zero_fill(ctx, out, node.outputs[0]);
-    out.close();
-    return;
-  }
+  if (!open_gemm_function(ctx, out, epilogue, plan, k)) return;
   int64_t rows = m, batch_count = batch.inner;
   if (batch.outer.empty() && batch.inner > 1 && batch.a_inner && !batch.b_inner) {
     out.comment(fmt::format("B is shared by all {} batches of A: one GEMM with M = {} x {}",
@@ -189,9 +435,12 @@ void emit_matmul(const GroupEmitContext& ctx, CodeWriter& out) {
     out.linef("desc.stride_b = {};{}", batch.b_inner ? k * n : 0,
               batch.b_inner ? "" : " // B broadcast");
   }
+  // C, when read, has D's layout (the output's full shape): stride_c = stride_d = m * n.
+  const GemmArguments arguments = emit_epilogue_fields(ctx, out, epilogue, plan);
   if (batch.outer.empty()) {
-    out.line("return stitch_library_gemm(b, &desc, lhs, rhs, nullptr, nullptr, result, error, "
-             "error_size);");
+    out.linef("return stitch_library_gemm(b, &desc, lhs, rhs, {}, {}, result, error, "
+              "error_size);",
+              arguments.c, arguments.bias);
     out.close();
     return;
   }
@@ -215,9 +464,12 @@ void emit_matmul(const GroupEmitContext& ctx, CodeWriter& out) {
   auto offset = [](const std::vector<std::string>& terms) {
     return terms.empty() ? std::string() : fmt::format(" + {}", fmt::join(terms, " + "));
   };
-  out.linef("const int32_t status = stitch_library_gemm(b, &desc, lhs{}, rhs{}, nullptr, nullptr, "
-            "result + outer * {}, error, error_size);",
-            offset(a_terms), offset(b_terms), batch_count * m * n);
+  const std::string output_offset = fmt::format(" + outer * {}", batch_count * m * n);
+  const std::string c_argument =
+      arguments.c == "nullptr" ? arguments.c : arguments.c + output_offset;
+  out.linef("const int32_t status = stitch_library_gemm(b, &desc, lhs{}, rhs{}, {}, {}, "
+            "result{}, error, error_size);",
+            offset(a_terms), offset(b_terms), c_argument, arguments.bias, output_offset);
   out.line("if (status != 0) return status;");
   out.close();
   out.line("return 0;");
@@ -225,56 +477,6 @@ void emit_matmul(const GroupEmitContext& ctx, CodeWriter& out) {
 }
 
 // ---- Gemm ----
-
-// The kernel writing beta * C, broadcast to [m, n], into the output.
-std::string emit_gemm_fill_kernel(const GroupEmitContext& ctx, CodeWriter& out, const Shape& c,
-                                  int64_t m, int64_t n, double beta) {
-  const int64_t c_rows = c.size() == 2 ? c[0] : 1, c_cols = c.empty() ? 1 : c.back();
-  std::string index;
-  if (c_rows != 1 && c_cols != 1)
-    index = "i";
-  else if (c_rows != 1)
-    index = fmt::format("i / {}", n);
-  else if (c_cols != 1)
-    index = fmt::format("i % {}", n);
-  else
-    index = "0";
-  const std::string kernel = ctx.kernel_name("_fill_c");
-  out.comment(
-      fmt::format("Y = beta * C, C {} broadcast to [{}, {}]: the GEMM then adds alpha * A @ B",
-                  shape_to_string(c), m, n));
-  out.open(fmt::format("__global__ void __launch_bounds__(256) {}(const float* __restrict__ c, "
-                       "float* __restrict__ y)",
-                       kernel));
-  out.linef("const int64_t n = {};", m * n);
-  out.line("const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;");
-  out.line("const int64_t stride = int64_t(gridDim.x) * blockDim.x;");
-  out.open("for (int64_t i = first; i < n; i += stride)");
-  if (beta == 1.0)
-    out.linef("y[i] = c[{}];", index);
-  else
-    out.linef("y[i] = {} * c[{}];", float_literal(beta), index);
-  out.close();
-  out.close();
-  out.line();
-  return kernel;
-}
-
-// Launches the fill kernel from inside the group function and returns on failure.
-void emit_fill_launch(const GroupEmitContext& ctx, CodeWriter& out, const std::string& kernel,
-                      int64_t elements) {
-  const LaunchConfig l = flat_launch(elements, 1, DeviceParams{});
-  out.open("");
-  out.linef("const dim3 grid({}, {}, {});", l.grid[0], l.grid[1], l.grid[2]);
-  out.linef("const dim3 block({}, {}, {});", l.block[0], l.block[1], l.block[2]);
-  out.linef(
-      "const cudaError_t launched = STITCH_LAUNCH({}, grid, block, 0, b->stream, addend, result);",
-      kernel);
-  out.linef("const int32_t status = stitch_launch_result(launched, \"{}\", {}, error, error_size);",
-            kernel, ctx.group().id);
-  out.line("if (status != 0) return status;");
-  out.close();
-}
 
 void emit_gemm(const GroupEmitContext& ctx, CodeWriter& out) {
   const Node& node = ctx.node();
@@ -285,68 +487,23 @@ void emit_gemm(const GroupEmitContext& ctx, CodeWriter& out) {
   const int64_t m = trans_a ? a[1] : a[0], k = trans_a ? a[0] : a[1], n = trans_b ? b[0] : b[1];
   const double alpha = attrs.attr_float("alpha", 1.0), beta = attrs.attr_float("beta", 1.0);
   const TensorId c_id = node.inputs.size() > 2 ? node.inputs[2] : kNoTensor;
-  const bool reads_c = c_id != kNoTensor && beta != 0.0;
-  const Shape c = reads_c ? ctx.tensor(c_id).shape : Shape{};
-  const int64_t c_rows = c.size() == 2 ? c[0] : 1, c_cols = c.empty() ? 1 : c.back();
+  Epilogue epilogue = read_epilogue(ctx);
+  // Gemm's own beta * C is the first addend (a full [M, N] C becomes the library's C, a row
+  // vector with beta 1 its bias, any other broadcast C the fill).
+  if (c_id != kNoTensor && beta != 0.0)
+    epilogue.addends.insert(epilogue.addends.begin(), Addend{c_id, beta, "addend", "c"});
+  const AddendPlan plan = place_addends(ctx, epilogue, n, /*columns_are_n=*/true, k);
 
-  // How beta * C gets in: none, the GEMM's own C, the bias epilogue, or the fill kernel.
-  enum class Addend { None, GemmC, Bias, Fill } addend = Addend::None;
-  if (reads_c) {
-    if (k == 0)
-      addend = Addend::Fill;
-    else if (c == Shape{m, n})
-      addend = Addend::GemmC;
-    else if (beta == 1.0 && c_rows == 1 && c_cols == n)
-      addend = Addend::Bias;
-    else
-      addend = Addend::Fill;
-  }
-  std::string fill_kernel;
-  if (addend == Addend::Fill) fill_kernel = emit_gemm_fill_kernel(ctx, out, c, m, n, beta);
-
-  out.comment(describe_node(ctx.graph(), node));
-  open_group_function(ctx, out);
-  bind(ctx, out, "lhs", node.inputs[0], false);
-  bind(ctx, out, "rhs", node.inputs[1], false);
-  if (reads_c) bind(ctx, out, "addend", c_id, false);
-  bind(ctx, out, "result", node.outputs[0], true);
-  if (addend == Addend::Fill) emit_fill_launch(ctx, out, fill_kernel, m * n);
-  if (k == 0) {
-    if (addend == Addend::Fill) {
-      out.comment("K = 0: alpha * A @ B is zero");
-      out.line("return 0;");
-      out.close();
-    } else {
-      emit_zero_fill(ctx, out, node.outputs[0]);
-      out.close();
-    }
-    return;
-  }
+  if (!open_gemm_function(ctx, out, epilogue, plan, k)) return;
   out.linef("stitch_gemm_desc desc = stitch_gemm_desc_packed({}, {}, {}); // m, n, k", m, n, k);
   if (trans_a) out.linef("desc.trans_a = 1; // A is stored [{}, {}]", k, m);
   if (trans_a || a[1] != k) out.linef("desc.lda = {};", a[1]);
   if (trans_b) out.linef("desc.trans_b = 1; // B is stored [{}, {}]", n, k);
   if (trans_b || b[1] != n) out.linef("desc.ldb = {};", b[1]);
   if (alpha != 1.0) out.linef("desc.alpha = {};", float_literal(alpha));
-  std::string c_arg = "nullptr", bias_arg = "nullptr";
-  switch (addend) {
-  case Addend::None:
-    break;
-  case Addend::GemmC:
-    out.linef("desc.beta = {};", float_literal(beta));
-    c_arg = "addend";
-    break;
-  case Addend::Bias:
-    out.comment("C is a row vector and beta is 1: the bias epilogue adds it to every row");
-    bias_arg = "addend";
-    break;
-  case Addend::Fill:
-    out.line("desc.beta = 1.0f; // accumulate onto beta * C, already in the output");
-    c_arg = "result";
-    break;
-  }
+  const GemmArguments arguments = emit_epilogue_fields(ctx, out, epilogue, plan);
   out.linef("return stitch_library_gemm(b, &desc, lhs, rhs, {}, {}, result, error, error_size);",
-            c_arg, bias_arg);
+            arguments.c, arguments.bias);
   out.close();
 }
 
@@ -523,8 +680,9 @@ bool emit_library_call(const GroupEmitContext& ctx, CodeWriter& out) {
   const GroupKind kind = ctx.group().kind;
   if (kind != GroupKind::GemmLibrary && kind != GroupKind::ConvLibrary) return false;
   const OpKind op = ctx.node().op;
-  STITCH_INTERNAL_CHECK(ctx.group().nodes.size() == 1, "library group {} holds {} nodes",
-                        ctx.group().id, ctx.group().nodes.size());
+  STITCH_INTERNAL_CHECK(kind == GroupKind::GemmLibrary || ctx.group().nodes.size() == 1,
+                        "convolution group {} holds {} nodes", ctx.group().id,
+                        ctx.group().nodes.size());
   out.line("#include \"library/stitch_library.h\"");
   out.line();
   if (op == OpKind::MatMul)

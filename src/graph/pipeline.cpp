@@ -1,6 +1,8 @@
 // run_pipeline: the passes in order, verification after each, optional printing.
 #include "graph/pipeline.h"
 
+#include <chrono>
+
 #include "graph/eliminate_dead.h"
 #include "graph/error.h"
 #include "graph/fold_constants.h"
@@ -64,6 +66,7 @@ void run_pipeline(Graph& graph, const PipelineOptions& options) {
   verify_graph(graph, "the frontend", /*require_types=*/false);
   for (const Pass& pass : kPasses) {
     if (options.disabled.count(pass.name)) continue;
+    const auto start = std::chrono::steady_clock::now();
     try {
       pass.run(graph);
     } catch (const UserError& e) {
@@ -71,6 +74,9 @@ void run_pipeline(Graph& graph, const PipelineOptions& options) {
       throw; // keeps the error's own type
     }
     verify_graph(graph, pass.name);
+    if (options.on_pass_done)
+      options.on_pass_done(pass.name, std::chrono::duration<double>(
+                                          std::chrono::steady_clock::now() - start).count());
     if (options.print_to && (options.print_after.count(pass.name) || options.print_after.count("all")))
       *options.print_to << "// ---- after " << pass.name << " ----\n" << print_graph(graph);
   }

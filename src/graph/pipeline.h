@@ -8,6 +8,7 @@
 //   make-views      Reshape/Flatten/Squeeze/Unsqueeze become views of their input
 #pragma once
 
+#include <functional>
 #include <ostream>
 #include <set>
 #include <string>
@@ -21,6 +22,9 @@ struct PipelineOptions {
   std::set<std::string> disabled;    // --disable-pass
   std::set<std::string> print_after; // --print-after ("all" prints after every pass)
   std::ostream* print_to = nullptr;  // where --print-after writes
+  // Called after each pass that ran, with its wall time including verification
+  // (stitchc --time-passes).
+  std::function<void(const std::string& pass, double seconds)> on_pass_done;
 };
 
 const std::vector<std::string>& pass_names();

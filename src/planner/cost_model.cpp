@@ -33,7 +33,17 @@ GroupCost group_cost(const FusionContext& ctx, const GroupAnalysis& group) {
         std::max<int64_t>(threads_of(group.group.launch) * group.group.launch.vector_width, 1));
     double utilization = std::min(1.0, threads / static_cast<double>(ctx.device.saturating_threads()));
     double slowdown = std::min(1.0 / utilization, kMaxSlowdown);
-    c.parallelism = static_cast<int64_t>(std::llround(static_cast<double>(c.bytes) * (slowdown - 1.0)));
+    // The slowdown applies to the streamed bytes: the outputs and the inputs of the group's
+    // largest size. A smaller input is a broadcast operand (a bias row, a per-row scale) that
+    // every thread re-reads from cache, whatever the parallelism; charging it would make
+    // fusing a bias into its consumer look worse than leaving it in a GEMM epilogue.
+    int64_t largest = 0, streamed = 0;
+    for (TensorId t : group.inputs) largest = std::max(largest, g.tensor(t).elements());
+    for (TensorId t : group.outputs) largest = std::max(largest, g.tensor(t).elements());
+    for (TensorId t : group.inputs)
+      if (g.tensor(t).elements() == largest) streamed += g.tensor(t).bytes();
+    for (TensorId t : group.outputs) streamed += g.tensor(t).bytes();
+    c.parallelism = static_cast<int64_t>(std::llround(static_cast<double>(streamed) * (slowdown - 1.0)));
   }
   return c;
 }

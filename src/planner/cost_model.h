@@ -8,7 +8,9 @@
 //   recompute    smaller intermediates evaluated again per element of the iteration space
 //                (a [1,C] value feeding a [R,C] chain is computed R times)
 //   parallelism  a kernel with fewer threads than it takes to saturate HBM runs slower:
-//                its bytes cost 1/utilization (at most kMaxSlowdown) times as much
+//                its streamed bytes (outputs, and inputs of the largest size: a smaller
+//                input is a broadcast operand served from cache) cost 1/utilization (at
+//                most kMaxSlowdown) times as much
 //   epilogue     a small charge per cuBLASLt epilogue node (launch_config.h says why)
 // Costs are integers so that plan costs add exactly (the exhaustive test compares sums).
 #pragma once

@@ -14,6 +14,9 @@ struct DeviceParams {
   int max_threads_per_block = 1024;
   int64_t max_shared_per_block = 227 * 1024;
   int waves = 4;                    // blocks per SM a flat grid aims for before grid-striding
+  // SMs whose resident blocks a cooperative (grid-barrier) launch may fill: 0 means sm_count.
+  // The host target sets kHostTargetMultiprocessors, what its CUDA emulation keeps resident.
+  int cooperative_sm_count = 0;
   // The cost model's parameters (cost_model.h), Hopper's by default.
   int registers_per_sm = 65536;
   int max_registers_per_thread = 255;
@@ -32,6 +35,11 @@ struct DeviceParams {
   // so where a generated kernel would do the same work at the same traffic, it gets it.
   int64_t epilogue_node_bytes = 1024;
 };
+
+// The multiprocessors the host target's CUDA emulation makes resident for a cooperative
+// launch (src/runtime/host/host_config.h, multiprocessor_count): a Global group planned for
+// the host target sizes its grid to them, so that every block is resident at the barrier.
+constexpr int kHostTargetMultiprocessors = 4;
 
 // One thread per `vector_width` elements, 256-thread blocks, grid-stride beyond `waves` full
 // waves of the device.

@@ -58,10 +58,39 @@ int trailing_axes_for(const Shape& s, int64_t row_length) {
 }
 
 // cuBLASLt applies these activations in its epilogue (CUBLASLT_EPILOGUE_RELU / _GELU): a
-// library capability, not an op category.
-bool cublaslt_activation(OpKind op) { return op == OpKind::Relu || op == OpKind::Gelu; }
+// library capability, not an op category. cuBLASLt's GELU is the tanh approximation
+// 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))), so only a Gelu with approximate="tanh" is that
+// op; ONNX's default, approximate="none", is the erf form 0.5x(1 + erf(x/sqrt(2))), up to 4.7e-4
+// away from it, and stays in a generated kernel rather than silently change the numerics.
+bool cublaslt_activation(const Node& node) {
+  if (node.op == OpKind::Relu) return true;
+  if (node.op != OpKind::Gelu) return false;
+  auto approximate = node.attrs.find("approximate");
+  if (approximate == node.attrs.end()) return false; // the default, "none"
+  const auto* value = std::get_if<std::string>(&approximate->second.value);
+  return value != nullptr && *value == "tanh";
+}
 
 std::string shape_str(const Shape& s) { return shape_to_string(s); }
+
+// The inputs a node of a fused group reads as values (the emitter's fused_value_inputs): a
+// pointwise node's operands (not CastLike's target), a row op's data (and scale and bias).
+std::vector<TensorId> value_operands(const Node& node) {
+  size_t values = node.inputs.size();
+  if (node.op == OpKind::CastLike) values = 1;
+  else if (node.op == OpKind::LayerNormalization) values = 3;
+  else if (node.op == OpKind::RMSNormalization) values = 2;
+  else if (op_category(node.op) == OpCategory::Reduction) values = 1;
+  std::vector<TensorId> operands(node.inputs.begin(), node.inputs.begin() + std::min(values, node.inputs.size()));
+  std::erase(operands, kNoTensor);
+  return operands;
+}
+
+// A scalar float constant: the emitter writes it as a literal, so it broadcasts anywhere.
+bool is_scalar_float_literal(const Tensor& t) {
+  return t.is_constant() && t.elements() == 1 &&
+         (t.dtype == DType::Float32 || t.dtype == DType::Float64) && t.view_of == kNoTensor;
+}
 
 NodeClass classify(const Graph& g, const Node& node) {
   if (group_kind_of(node) == GroupKind::GemmLibrary) return NodeClass::Gemm;
@@ -237,6 +266,45 @@ FusionDecision analyze_regional(const FusionContext& ctx, GroupAnalysis& a) {
     }
   }
 
+  // How the emitter reads each value (kernel_fused_regional.cpp): a node with a per-row result
+  // reads its inputs at their broadcast index into that result and its in-group operands as
+  // this row's value; every other node reads its inputs broadcast against the row space's
+  // shape, and its per-row operands constant along the row.
+  const Shape space = regional_space_shape(g, a.nodes, a.rows, a.row_length);
+  for (int32_t n : a.nodes) {
+    const Node& node = g.nodes[n];
+    const bool per_row = ctx.node_class[n] == NodeClass::Pointwise && kind[node.outputs[0]] == 2;
+    for (TensorId t : value_operands(node)) {
+      const Tensor& x = g.tensor(t);
+      const bool internal = contains(a.nodes, ctx.producer[t]);
+      if (per_row && internal && kind[t] != 2 && x.elements() != 1)
+        return FusionDecision::no(fmt::format("{} computes a per-row value from '{}' {}, which is "
+                                              "not one value per row",
+                                              ctx.describe(n), x.name, shape_str(x.shape)));
+      if (per_row || (internal && kind[t] == 1) || is_scalar_float_literal(x)) continue;
+      if (!broadcasts_to(x.shape, space))
+        return FusionDecision::no(fmt::format("{} reads '{}' {}, which does not broadcast to the "
+                                              "row space {}",
+                                              ctx.describe(n), x.name, shape_str(x.shape), shape_str(space)));
+      if (!internal) continue;
+      // A per-row value read by a full-row node: constant along the row.
+      Shape padded(space.size() - x.shape.size(), 1);
+      padded.insert(padded.end(), x.shape.begin(), x.shape.end());
+      int row_axes = trailing_axes_for(space, a.row_length);
+      for (size_t d = space.size() - std::max(row_axes, 0); d < space.size(); ++d)
+        if (padded[d] != 1)
+          return FusionDecision::no(fmt::format("{} broadcasts the per-row value '{}' {} across rows "
+                                                "of {}, not along them",
+                                                ctx.describe(n), x.name, shape_str(x.shape),
+                                                shape_str(space)));
+    }
+    if (per_row || ctx.node_class[n] != NodeClass::Pointwise) continue;
+    const Shape& o = g.tensor(node.outputs[0]).shape;
+    if (!broadcasts_to(o, space))
+      return FusionDecision::no(fmt::format("{}'s result {} does not broadcast to the row space {}",
+                                            ctx.describe(n), shape_str(o), shape_str(space)));
+  }
+
   // Phases: a row op ends one. A full row read in a later phase than it is ready is kept.
   std::map<TensorId, int> ready; // internal tensors: the phase they are ready in
   std::vector<TensorId> cached;
@@ -332,7 +400,9 @@ FusionDecision analyze_global(const FusionContext& ctx, GroupAnalysis& a) {
     a.recomputed += elements - r.elements();
   }
   LaunchConfig& launch = a.group.launch;
-  int64_t resident = int64_t{ctx.device.sm_count} * (ctx.device.max_threads_per_sm / kBlock);
+  const int cooperative_sms =
+      ctx.device.cooperative_sm_count > 0 ? ctx.device.cooperative_sm_count : ctx.device.sm_count;
+  int64_t resident = int64_t{cooperative_sms} * (ctx.device.max_threads_per_sm / kBlock);
   launch.block = {kBlock, 1, 1};
   launch.grid = {std::clamp<int64_t>((elements + kBlock - 1) / kBlock, 1, resident), 1, 1};
   launch.cooperative = true;
@@ -377,7 +447,7 @@ FusionDecision analyze_gemm(const FusionContext& ctx, GroupAnalysis& a) {
                                             ctx.describe(n)));
     if (g.tensor(node.outputs[0]).shape != d)
       return FusionDecision::no(fmt::format("{} changes the product's shape {}", ctx.describe(n), shape_str(d)));
-    if (cublaslt_activation(node.op)) {
+    if (cublaslt_activation(node)) {
       activation = true;
       continue;
     }

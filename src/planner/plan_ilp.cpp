@@ -244,6 +244,11 @@ bool add_independent_pairs(const FusionContext& ctx, const std::vector<Candidate
 
 FusionPlan plan_ilp(const Graph& graph, const PlannerOptions& options) {
   const Clock::time_point start = Clock::now();
+  if (graph.nodes.empty()) { // everything folded: nothing to choose (GLPK needs a row)
+    FusionPlan plan = plan_one_kernel_per_op(graph, options.device);
+    plan.planner = "ilp";
+    return plan;
+  }
   glp_term_out(GLP_OFF);
   FusionContext ctx(graph, options.device);
   CandidateSet candidates(ctx);

@@ -11,8 +11,9 @@
 //   bytes        inputs read + outputs written; tensors internal to the group are free
 //   + launch     launch_us * HBM bandwidth per launch (3 us * 3.35 TB/s = 10,050,000 on H100)
 //   + recompute  repeated evaluations of smaller intermediates * 0.25
-//   + parallelism  bytes * (1/utilization - 1), utilization = the kernel's threads over
-//                the 135,168 (132 SMs * 2048 / 2) it takes to saturate HBM, capped at 8x
+//   + parallelism  streamed bytes * (1/utilization - 1), utilization = the kernel's threads
+//                over the 135,168 (132 SMs * 2048 / 2) it takes to saturate HBM, capped at
+//                8x; streamed = outputs and full-size inputs (broadcast operands are cached)
 //   + epilogue   1 KiB per cuBLASLt epilogue node (a tie-break toward generated kernels)
 // A plan costs the sum of its groups. Example: the expanded LayerNorm of x[4096,1024] fp32
 // (16 MiB), ReduceMean, Sub, Pow, ReduceMean, Add(eps), Sqrt, Div, Mul(gamma), Add(beta):
@@ -42,7 +43,7 @@
 namespace stitch {
 
 struct PlannerOptions {
-  std::string planner = "none";
+  std::string planner = "ilp"; // stitchc's default
   DeviceParams device;
   double ilp_time_limit_s = 10.0; // --ilp-time-limit: the best plan found by then
   // Graphs with at most this many fusible nodes get every subset as a candidate (exact);

@@ -151,6 +151,22 @@ RowCache row_cache(const FusionGroup& group, int64_t length, int64_t element_byt
   return RowCache::None;
 }
 
+Shape regional_space_shape(const Graph& graph, const std::vector<int32_t>& nodes, int64_t rows,
+                           int64_t row_length) {
+  const int64_t elements = rows * row_length;
+  Shape space;
+  bool found = false;
+  for (int32_t n : nodes)
+    for (const auto* list : {&graph.nodes[n].inputs, &graph.nodes[n].outputs})
+      for (TensorId t : *list)
+        if (t != kNoTensor && graph.tensor(t).elements() == elements &&
+            (!found || graph.tensor(t).shape.size() > space.size())) {
+          space = graph.tensor(t).shape;
+          found = true;
+        }
+  return space;
+}
+
 void plan_reduction_launch(const Graph& graph, const Node& node, const DeviceParams& device,
                            FusionGroup& group) {
   const ReductionSpace space = reduction_space(graph, node);

@@ -65,6 +65,13 @@ constexpr int64_t kMaxRowRegistersThread = 16;
 constexpr int64_t kMaxRowRegistersWarp = 32;
 constexpr int64_t kMaxRowRegistersBlock = 8;
 
+// The shape a Regional group's row space is indexed by: the highest-rank tensor its nodes read
+// or write that holds rows x row_length elements (the first such, in node order, inputs before
+// outputs); empty when none does. The planner checks broadcasts against it, the emitter indexes
+// by it.
+Shape regional_space_shape(const Graph& graph, const std::vector<int32_t>& nodes, int64_t rows,
+                           int64_t row_length);
+
 // Sets group.mapping and group.launch for `node`'s kernel.
 void plan_reduction_launch(const Graph& graph, const Node& node, const DeviceParams& device,
                            FusionGroup& group);

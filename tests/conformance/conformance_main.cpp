@@ -207,6 +207,7 @@ int main(int argc, char** argv) {
   app.add_option("--stitch-run", o.tools.stitch_run, "the stitch-run executable")->required();
   app.add_option("--target", o.tools.target, "host (default) or cuda (compile only)")
       ->check(CLI::IsMember({"host", "cuda"}));
+  app.add_option("--planner", o.tools.planner, "stitchc's --planner (default: stitchc's own)");
   app.add_option("--list", o.list, "run the tests of this allowlist");
   app.add_option("--shard", o.shard, "I/N: only every N-th listed test, from the I-th");
   app.add_flag("--survey", o.survey, "run the whole suite and rewrite the lists and the doc");

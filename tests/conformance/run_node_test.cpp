@@ -180,6 +180,7 @@ std::optional<TestResult> compile_model(const fs::path& model, const fs::path& l
                                         double& seconds) {
   std::vector<std::string> argv = {tools.stitchc, model.string(), "-o", library.string()};
   if (tools.target != "cuda") argv.insert(argv.end(), {"--target", tools.target});
+  if (!tools.planner.empty()) argv.insert(argv.end(), {"--planner", tools.planner});
   for (const auto& [name, pb] : prepared.frozen)
     argv.insert(argv.end(), {"--freeze-input", name + "=" + pb});
   ToolRun compiled = run_tool(argv, library.parent_path(), tools.compile_timeout_seconds);

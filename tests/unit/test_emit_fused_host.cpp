@@ -5,6 +5,7 @@
 // operations in the same order, else within fp32 tolerance (rtol 1e-5, atol 1e-6).
 #include <catch2/catch.hpp>
 
+#include "planner/plan_common.h"
 #include "test_emit_fused_support.h"
 
 using namespace stitch;
@@ -46,6 +47,17 @@ FusionGroup regional(const Graph& g, std::vector<int32_t> nodes, int64_t rows, i
   group.rows = rows;
   group.row_length = length;
   return group;
+}
+
+// The group the planner's legality makes of `nodes` (it must accept them) for `device`.
+FusionGroup planned_group(const Graph& g, const std::vector<int32_t>& nodes,
+                          const DeviceParams& device = DeviceParams{}) {
+  FusionContext ctx(g, device);
+  GroupAnalysis analysis;
+  FusionDecision decision = analyze_group(ctx, nodes, analysis);
+  INFO(decision.reason);
+  REQUIRE(decision.legal);
+  return make_group(ctx, analysis);
 }
 
 ModelBuilder expanded_layer_norm(int64_t rows, int64_t length) {
@@ -204,4 +216,69 @@ TEST_CASE("fused Global column mean and broadcast consumer on the host", "[emitt
   group.row_length = 24;
   group.scratch_bytes = 5 * 24 * 4;
   check_fused_equals_unfused(g, group, "global", kRtol, kAtol, true);
+}
+
+TEST_CASE("planned Regional group with per-row mask arithmetic on the host", "[emitter][fused][host]") {
+  // Proves: pointwise nodes whose results are per-row ([2,16] and [2,16,1] in the row space
+  // [2,16,64]) are evaluated once per row, reading per-row inputs (a [2,16] mask, a [16,1] bias
+  // broadcast into the result) and per-row values (a keepdims=0 max), as the planner groups
+  // them with the row reductions; equal to the per-op kernels, bitwise.
+  ModelBuilder m(13);
+  m.input("x", kFloat, {2, 16, 64}).input("mask", kFloat, {2, 16}).input("w", kFloat, {16, 1});
+  m.output("d").output("bias").output("s").output("q");
+  m.initializer_f32("one", {}, {1.0f});
+  m.initializer_f32("big", {}, {-10000.0f});
+  test::set_attr_ints(m.node("ReduceMean", {"x"}, {"mean"}), "axes", {-1});
+  m.node("Sub", {"x", "mean"}, {"d"});
+  m.node("Sub", {"one", "mask"}, {"inv"});
+  m.node("Mul", {"inv", "big"}, {"bias"});
+  m.node("Add", {"mean", "w"}, {"s"});
+  auto& max = m.node("ReduceMax", {"x"}, {"r"});
+  test::set_attr_ints(max, "axes", {-1});
+  test::set_attr_int(max, "keepdims", 0);
+  m.node("Mul", {"r", "mask"}, {"q"});
+  Graph g = load_graph(m);
+  FusionGroup group = planned_group(g, all_nodes(g));
+  CHECK(group.scheme == StitchScheme::Regional);
+  CHECK(group.rows == 32);
+  CHECK(group.row_length == 64);
+  check_fused_equals_unfused(g, group, "per-row-mask", 0, 0);
+}
+
+TEST_CASE("planned Regional global pools with their producer and consumers on the host", "[emitter][fused][host]") {
+  // Proves: GlobalAveragePool and GlobalMaxPool over NCHW are row reductions over H*W (rows =
+  // N*C = 16, row_length = 25) in one Regional group with the Relu before them and a per-row
+  // scale after, equal to the per-op kernels.
+  ModelBuilder m(13);
+  m.input("x", kFloat, {2, 8, 5, 5}).input("scale", kFloat, {1, 8, 1, 1});
+  m.output("avg").output("max");
+  m.node("Relu", {"x"}, {"r"});
+  m.node("GlobalAveragePool", {"r"}, {"pooled"});
+  m.node("Mul", {"pooled", "scale"}, {"avg"});
+  m.node("GlobalMaxPool", {"r"}, {"max"});
+  Graph g = load_graph(m);
+  FusionGroup group = planned_group(g, all_nodes(g));
+  CHECK(group.scheme == StitchScheme::Regional);
+  CHECK(group.rows == 16);
+  CHECK(group.row_length == 25);
+  check_fused_equals_unfused(g, group, "global-pools", kRtol, kAtol);
+}
+
+TEST_CASE("planned Global column mean with consumers on the host", "[emitter][fused][host]") {
+  // Proves: the planner's Global group (its grid, its scratch of (grid + 1) x columns fp32
+  // accumulators, placed by the memory plan) compiles and equals the per-op kernels. Planned
+  // for the host target's emulated device (4 multiprocessors, host_config.h): a cooperative
+  // grid sized for an H100's 132 SMs cannot be resident there.
+  ModelBuilder m(13);
+  m.input("x", kFloat, {512, 48}).output("y").output("mean");
+  test::set_attr_ints(m.node("ReduceMean", {"x"}, {"mean"}), "axes", {0});
+  m.node("Div", {"x", "mean"}, {"y"});
+  Graph g = load_graph(m);
+  DeviceParams host;
+  host.sm_count = 4;
+  FusionGroup group = planned_group(g, all_nodes(g), host);
+  CHECK(group.scheme == StitchScheme::Global);
+  CHECK(group.launch.cooperative);
+  CHECK(group.scratch_bytes == (group.launch.grid[0] + 1) * 48 * 4);
+  check_fused_equals_unfused(g, group, "planned-global", kRtol, kAtol, true);
 }

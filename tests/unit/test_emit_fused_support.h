@@ -134,11 +134,17 @@ inline std::vector<float> random_values(size_t count, unsigned seed, float low =
   return v;
 }
 
-// Compiles `plan` for the host target through build_library, runs it on `inputs` (one float
-// vector per graph input, in order) and returns every graph output.
-inline std::vector<std::vector<float>> run_on_host(const Graph& g, const FusionPlan& plan,
-                                                   const std::vector<std::vector<float>>& inputs,
-                                                   const std::string& tag) {
+// One tensor's elements as raw bytes of the graph tensor's dtype (host order).
+struct HostBytes {
+  std::vector<unsigned char> bytes;
+};
+
+// Compiles `plan` for the host target through build_library, runs it on `inputs` (one byte
+// buffer per graph input, in order, each of its tensor's dtype and size) and returns every
+// graph output's bytes.
+inline std::vector<HostBytes> run_bytes_on_host(const Graph& g, const FusionPlan& plan,
+                                                const std::vector<HostBytes>& inputs,
+                                                const std::string& tag) {
   setenv("STITCH_RUNTIME_DIR", STITCH_BINARY_DIR "/runtime", 0);
   MemoryPlan memory = plan_memory(g, plan);
   GeneratedModel model = emit_model(g, plan, memory, "host");
@@ -170,21 +176,24 @@ inline std::vector<std::vector<float>> run_on_host(const Graph& g, const FusionP
   stitch_context* context = nullptr;
   REQUIRE(model_create(&m) == STITCH_OK);
   REQUIRE(context_create(m, &context) == STITCH_OK);
-  std::vector<std::vector<float>> in_copies = inputs, outputs;
+  std::vector<HostBytes> in_copies = inputs, outputs;
   std::vector<stitch_tensor> in_tensors, out_tensors;
   REQUIRE(inputs.size() == g.inputs.size());
+  auto described = [](const Tensor& t, void* data) {
+    return stitch_tensor{data, static_cast<stitch_dtype>(dtype_onnx_code(t.dtype)),
+                         static_cast<int32_t>(t.shape.size()), t.shape.data(),
+                         static_cast<uint64_t>(t.bytes())};
+  };
   for (size_t i = 0; i < g.inputs.size(); ++i) {
     const Tensor& t = g.tensor(g.inputs[i]);
-    REQUIRE(static_cast<int64_t>(inputs[i].size()) == t.elements());
-    in_tensors.push_back({in_copies[i].data(), STITCH_FLOAT32, static_cast<int32_t>(t.shape.size()),
-                          t.shape.data(), static_cast<uint64_t>(t.bytes())});
+    REQUIRE(static_cast<int64_t>(inputs[i].bytes.size()) == t.bytes());
+    in_tensors.push_back(described(t, in_copies[i].bytes.data()));
   }
-  for (TensorId id : g.outputs) outputs.emplace_back(static_cast<size_t>(g.tensor(id).elements()), -7.0f);
-  for (size_t i = 0; i < g.outputs.size(); ++i) {
-    const Tensor& t = g.tensor(g.outputs[i]);
-    out_tensors.push_back({outputs[i].data(), STITCH_FLOAT32, static_cast<int32_t>(t.shape.size()),
-                           t.shape.data(), static_cast<uint64_t>(t.bytes())});
-  }
+  // Outputs start as 0xFF bytes (NaN for floats), so that an element nobody wrote never
+  // compares equal.
+  for (TensorId id : g.outputs) outputs.push_back({std::vector<unsigned char>(g.tensor(id).bytes(), 0xFF)});
+  for (size_t i = 0; i < g.outputs.size(); ++i)
+    out_tensors.push_back(described(g.tensor(g.outputs[i]), outputs[i].bytes.data()));
   stitch_status status = run(context, in_tensors.data(), in_tensors.size(), out_tensors.data(),
                              out_tensors.size(), nullptr);
   INFO("stitch_run: " << last_error());
@@ -192,6 +201,27 @@ inline std::vector<std::vector<float>> run_on_host(const Graph& g, const FusionP
   context_destroy(context);
   model_destroy(m);
   dlclose(library);
+  return outputs;
+}
+
+// run_bytes_on_host for graphs whose inputs and outputs are all float32.
+inline std::vector<std::vector<float>> run_on_host(const Graph& g, const FusionPlan& plan,
+                                                   const std::vector<std::vector<float>>& inputs,
+                                                   const std::string& tag) {
+  std::vector<HostBytes> in_bytes;
+  for (const std::vector<float>& v : inputs) {
+    HostBytes b;
+    b.bytes.resize(v.size() * sizeof(float));
+    std::memcpy(b.bytes.data(), v.data(), b.bytes.size());
+    in_bytes.push_back(std::move(b));
+  }
+  for (TensorId t : g.inputs) REQUIRE(g.tensor(t).dtype == DType::Float32);
+  for (TensorId t : g.outputs) REQUIRE(g.tensor(t).dtype == DType::Float32);
+  std::vector<std::vector<float>> outputs;
+  for (const HostBytes& b : run_bytes_on_host(g, plan, in_bytes, tag)) {
+    outputs.emplace_back(b.bytes.size() / sizeof(float));
+    std::memcpy(outputs.back().data(), b.bytes.data(), b.bytes.size());
+  }
   return outputs;
 }
 

@@ -18,7 +18,7 @@ constexpr int kFloat = onnx::TensorProto::FLOAT;
 GeneratedModel generate(const ModelBuilder& m) {
   Graph g = load_onnx(m.write());
   run_pipeline(g, {});
-  FusionPlan plan = plan_fusion(g, {});
+  FusionPlan plan = plan_one_kernel_per_op(g, DeviceParams{});
   MemoryPlan memory = plan_memory(g, plan);
   return emit_model(g, plan, memory, "host");
 }

@@ -31,7 +31,7 @@ Compiled compile(const ModelBuilder& m) {
   Compiled c;
   c.graph = load_onnx(m.write());
   run_pipeline(c.graph, {});
-  c.plan = plan_fusion(c.graph, PlannerOptions{});
+  c.plan = plan_one_kernel_per_op(c.graph, DeviceParams{});
   MemoryPlan memory = plan_memory(c.graph, c.plan);
   GeneratedModel model = emit_model(c.graph, c.plan, memory, "cuda");
   for (const GeneratedFile& f : model.groups) c.source += f.text;

@@ -31,7 +31,7 @@ void set_attr_string(onnx::NodeProto& node, const std::string& name, const std::
 std::string group_source(const ModelBuilder& m) {
   Graph g = load_onnx(m.write());
   run_pipeline(g, {});
-  FusionPlan plan = plan_fusion(g, PlannerOptions{});
+  FusionPlan plan = plan_one_kernel_per_op(g, DeviceParams{});
   MemoryPlan memory = plan_memory(g, plan);
   GeneratedModel model = emit_model(g, plan, memory, "host");
   REQUIRE(model.groups.size() == 1);

@@ -269,3 +269,42 @@ TEST_CASE("planner: none, greedy and ilp fill inputs and outputs", "[planner]") 
     CHECK(plan.totals[0].planner == name);
   }
 }
+
+// Per-row pointwise nodes (an attention mask's arithmetic on [2,16] next to a row op over
+// [2,16,64]) are Regional: the emitter evaluates them once per row.
+TEST_CASE("planner legality: per-row mask arithmetic joins a regional group", "[planner]") {
+  GraphBuilder b;
+  TensorId x = b.input({2, 16, 64});
+  TensorId mask = b.input({2, 16});
+  TensorId mean = b.op(OpKind::ReduceMean, {x}, "mean", {{"axes", last_axis()}});
+  b.output(b.op(OpKind::Sub, {x, mean}, "center"));
+  TensorId inv = b.op(OpKind::Sub, {b.constant({}, 1.0f), mask}, "inv");
+  b.output(b.op(OpKind::Mul, {inv, b.constant({}, -10000.0f)}, "bias"));
+  Graph g = b.finish();
+  GroupAnalysis a;
+  FusionDecision d = decide(g, {"mean", "center", "inv", "bias"}, a);
+  INFO(d.reason);
+  REQUIRE(d.legal);
+  CHECK(a.scheme == StitchScheme::Regional);
+  CHECK(a.rows == 32);
+  CHECK(a.row_length == 64);
+}
+
+// A full-row node reading an input that does not broadcast to the row space [2,16,64] (a
+// [32,1] column against [32,64]) is not Regional: the emitter indexes full rows by that space.
+TEST_CASE("planner legality: an input off the row space keeps a group from being regional", "[planner]") {
+  GraphBuilder b;
+  TensorId x = b.input({2, 16, 64});
+  TensorId y = b.input({32, 64});
+  TensorId column = b.input({32, 1});
+  b.output(b.op(OpKind::ReduceMean, {x}, "mean", {{"axes", last_axis()}}));
+  b.output(b.op(OpKind::Add, {y, column}, "shift"));
+  Graph g = b.finish();
+  FusionContext ctx(g, DeviceParams{});
+  GroupAnalysis a;
+  FusionDecision d = analyze_group(ctx, nodes_named(g, {"mean", "shift"}), a);
+  INFO(d.reason);
+  // Unrelated parts may still run side by side (Independent), never as one row space.
+  if (d.legal) CHECK(a.scheme == StitchScheme::Independent);
+  else CHECK(d.reason.find("does not broadcast to the row space [2,16,64]") != std::string::npos);
+}

@@ -2,6 +2,7 @@
 // built here: every LayerNorm in one group, softmax with its scale and mask in one group,
 // bias and GELU fused, ilp <= greedy < none in launches, bytes and cost (ilp strictly below
 // greedy where LayerNorm is expanded), and BERT-base planned within 10 s.
+#include "fixture_models.h"
 #include "test_planner_graphs.h"
 
 #include <chrono>
@@ -18,23 +19,7 @@ using namespace stitch::test;
 
 namespace {
 
-// Loads a fixture the way the driver does, binding symbolic dims from its inputs.json.
-Graph load_fixture(const std::string& name) {
-  std::string base = std::string(STITCH_SOURCE_DIR) + "/tests/models/" + name;
-  std::ifstream f(base + ".inputs.json");
-  REQUIRE(f);
-  nlohmann::json spec = nlohmann::json::parse(f);
-  LoadOptions load;
-  for (const auto& input : spec["inputs"]) {
-    Shape shape;
-    for (const auto& d : input["shape"])
-      shape.push_back(d.is_string() ? spec["dims"][d.get<std::string>()].get<int64_t>() : d.get<int64_t>());
-    load.input_shapes[input["name"].get<std::string>()] = shape;
-  }
-  Graph g = load_onnx(base + ".onnx", load);
-  run_pipeline(g, {});
-  return g;
-}
+Graph load_fixture(const std::string& name) { return load_fixture_graph(name); }
 
 FusionPlan plan(const Graph& g, const std::string& planner) {
   PlannerOptions options;
@@ -87,21 +72,17 @@ void check_transformer_plan(const Graph& g, const FusionPlan& ilp) {
       p = next;
     }
   }
-  // Bias and GELU fuse: the bias add shares a group with the Erf (expanded GELU) or the Gelu,
-  // or it is in its MatMul's cuBLASLt epilogue and the GELU's nodes share one kernel.
-  auto consumers = g.consumers();
+  // Bias and GELU fuse: the bias add shares a group with the Erf (expanded GELU) or the Gelu.
+  // (cuBLASLt's GELU epilogue is the tanh approximation, so an erf GELU never goes there, and
+  // the bias must then be in the GELU's kernel rather than in the GEMM's epilogue.)
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     OpKind op = g.nodes[n].op;
     if (op != OpKind::Erf && op != OpKind::Gelu) continue;
-    int32_t p = producers[g.nodes[n].inputs[0]], before_erf = p;
+    int32_t p = producers[g.nodes[n].inputs[0]];
     if (op == OpKind::Erf && p >= 0 && g.nodes[p].op != OpKind::Add) p = producers[g.nodes[p].inputs[0]];
     if (p < 0 || g.nodes[p].op != OpKind::Add) continue;
     INFO("gelu " << g.nodes[n].name << " and bias " << g.nodes[p].name);
-    if (group_of[p] == group_of[n]) continue;
-    REQUIRE(op == OpKind::Erf);
-    CHECK(ilp.groups[group_of[p]].kind == GroupKind::GemmLibrary);
-    CHECK(group_of[before_erf] == group_of[n]);
-    for (int32_t c : consumers[g.nodes[n].outputs[0]]) CHECK(group_of[c] == group_of[n]);
+    CHECK(group_of[p] == group_of[n]);
   }
 }
 

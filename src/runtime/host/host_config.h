@@ -37,7 +37,7 @@ enum class ThreadOrder {
 
 struct HostDeviceConfig {
   // Residency: how many blocks a cooperative launch may have (like an SM count and occupancy).
-  int multiprocessor_count = 4;
+  int multiprocessor_count = 4; // the planner's kHostTargetMultiprocessors (launch_config.h)
   int max_threads_per_multiprocessor = 2048;
   int max_blocks_per_multiprocessor = 32;
   std::size_t shared_bytes_per_multiprocessor = 228 * 1024;
