@@ -94,3 +94,12 @@ TEST_CASE("the survey keeps overrides and hand-written reasons, and reports regr
   CHECK(lists.exclusions[2].reason == "known bug #12");
   CHECK(lists.regressions == std::vector<std::string>{"test_c"});
 }
+
+TEST_CASE("the doc's Real models section lists every fixture with its exporter, opset and ops") {
+  const std::string md = models_markdown(STITCH_SOURCE_DIR "/tests/models");
+  REQUIRE(md.rfind("## Real models", 0) == 0);
+  CHECK(md.find("| `bert_ts16` | torchscript | 16 | input_ids int64[batchx16]") != std::string::npos);
+  CHECK(md.find("| `resnet18_dynamo18` | dynamo | 18 |") != std::string::npos);
+  CHECK(md.find("Softmax (2)") != std::string::npos); // bert_ts16's op counts
+  CHECK(models_markdown(STITCH_SOURCE_DIR "/tests/conformance").empty()); // no fixtures there
+}
