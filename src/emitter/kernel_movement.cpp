@@ -1,6 +1,7 @@
 // Movement kernels: the dispatch over the movement ops, and the pieces their emitters share
 // (kernel_movement.h). The ops themselves are in kernel_movement_*.cpp.
 #include "emitter/kernel_movement.h"
+#include "emitter/row_kernel.h"
 
 #include <algorithm>
 #include <cmath>
@@ -227,24 +228,19 @@ void emit_strided_read(CodeWriter& out, const StridedView& view) {
 
 // ---- Literals ----
 
-std::string float_literal(DType dtype, double value, const GroupEmitContext& ctx) {
+std::string typed_literal(DType dtype, double value, const GroupEmitContext& ctx) {
   if (!dtype_is_float(dtype)) {
     if (dtype == DType::Bool) return value != 0 ? "true" : "false";
     return fmt::format("{}({})", ctype(dtype, ctx), static_cast<int64_t>(value));
   }
-  bool is_double = dtype == DType::Float64;
-  std::string type = ctype(dtype, ctx);
-  if (std::isnan(value)) return fmt::format("{}(NAN)", type);
-  if (std::isinf(value)) return fmt::format("{}({}INFINITY)", type, value < 0 ? "-" : "");
-  std::string text = is_double
-                         ? fmt::format("{:.17g}", value)
-                         : fmt::format("{:.9g}", static_cast<double>(static_cast<float>(value)));
-  if (text.find_first_of(".e") == std::string::npos) text += ".0";
-  return is_double ? text : text + "f";
+  ctype(dtype, ctx); // refuses the float types code generation does not support
+  // A float32 value is rounded to float first, so the literal is the value the kernel holds.
+  return dtype == DType::Float64 ? stitch::float_literal(value, dtype)
+                                 : stitch::float_literal(static_cast<float>(value), dtype);
 }
 
 std::string int_literal(DType dtype, int64_t value, const GroupEmitContext& ctx) {
-  if (dtype_is_float(dtype)) return float_literal(dtype, static_cast<double>(value), ctx);
+  if (dtype_is_float(dtype)) return typed_literal(dtype, static_cast<double>(value), ctx);
   switch (dtype) {
   case DType::Bool:
     return value != 0 ? "true" : "false";
@@ -266,9 +262,9 @@ std::string constant_element_literal(const GroupEmitContext& ctx, const Tensor& 
   };
   switch (t.dtype) {
   case DType::Float32:
-    return float_literal(t.dtype, read(float{}), ctx);
+    return typed_literal(t.dtype, read(float{}), ctx);
   case DType::Float64:
-    return float_literal(t.dtype, read(double{}), ctx);
+    return typed_literal(t.dtype, read(double{}), ctx);
   case DType::Int64:
     return int_literal(t.dtype, read(int64_t{}), ctx);
   case DType::Int32:

@@ -60,7 +60,7 @@ void emit_strided_read(CodeWriter& out, const StridedView& view);
 
 // A C++ literal of `dtype` for `value` (floats keep a decimal point; infinities and NaN by
 // name; integers cast to the type).
-std::string float_literal(DType dtype, double value, const GroupEmitContext& ctx);
+std::string typed_literal(DType dtype, double value, const GroupEmitContext& ctx);
 std::string int_literal(DType dtype, int64_t value, const GroupEmitContext& ctx);
 // Element i of a constant tensor as a literal of its dtype.
 std::string constant_element_literal(const GroupEmitContext& ctx, const Tensor& t, int64_t i);

@@ -200,10 +200,10 @@ void emit_pad(const GroupEmitContext& ctx, CodeWriter& out) {
 
   // The pads per axis, read as the shape rule reads them.
   std::vector<int64_t> pads, axes;
-  std::string fill = float_literal(input.dtype, 0.0, ctx);
+  std::string fill = typed_literal(input.dtype, 0.0, ctx);
   if (nc.opset() < 11) {
     pads = nc.req_ints("pads");
-    fill = float_literal(input.dtype, nc.attr_float("value", 0.0), ctx);
+    fill = typed_literal(input.dtype, nc.attr_float("value", 0.0), ctx);
   } else {
     pads = nc.const_int_vector(1, "pads");
     if (nc.has_input(2) && nc.input(2).elements() == 1)
@@ -278,7 +278,7 @@ void emit_trilu(const GroupEmitContext& ctx, CodeWriter& out) {
   open_grid_stride_loop(out, input.elements());
   out.linef("const int64_t column = i % {}, row = i / {} % {};", cols, cols, rows);
   out.linef("out[i] = column - row {} diagonal ? in[i] : {};",
-            upper ? ">=" : "<=", float_literal(input.dtype, 0.0, ctx));
+            upper ? ">=" : "<=", typed_literal(input.dtype, 0.0, ctx));
   out.close();
   finish_kernel(ctx, out, kernel, args);
 }
@@ -295,8 +295,8 @@ void emit_range(const GroupEmitContext& ctx, CodeWriter& out) {
   open_grid_stride_loop(out, result.elements());
   if (range.is_float)
     out.linef("out[i] = {}({} + double(i) * {});", type,
-              float_literal(DType::Float64, range.start_real, ctx),
-              float_literal(DType::Float64, range.delta_real, ctx));
+              typed_literal(DType::Float64, range.start_real, ctx),
+              typed_literal(DType::Float64, range.delta_real, ctx));
   else
     out.linef("out[i] = {}({} + i * {});", type, int_literal(DType::Int64, range.start_int, ctx),
               int_literal(DType::Int64, range.delta_int, ctx));

@@ -57,7 +57,7 @@ void emit_gather(const GroupEmitContext& ctx, CodeWriter& out) {
             quotient_mod("i", inner, count), quotient_mod("i", inner * count, -1));
   out.linef("const int64_t index = stitch::movement::wrap_index(indices[j], {});", dim);
   out.linef("out[i] = index < 0 ? {} : data[(o * {} + index) * {} + p];",
-            float_literal(data.dtype, 0.0, ctx), dim, inner);
+            typed_literal(data.dtype, 0.0, ctx), dim, inner);
   out.close();
   finish_kernel(ctx, out, kernel, args);
 }
@@ -83,7 +83,7 @@ void emit_gather_elements(const GroupEmitContext& ctx, CodeWriter& out) {
             data.shape[axis]);
   std::vector<std::string> coords = coordinate_names(indices.shape);
   coords[axis] = "index";
-  out.linef("out[i] = index < 0 ? {} : data[{}];", float_literal(data.dtype, 0.0, ctx),
+  out.linef("out[i] = index < 0 ? {} : data[{}];", typed_literal(data.dtype, 0.0, ctx),
             linear_index(coords, strides));
   out.close();
   finish_kernel(ctx, out, kernel, args);
@@ -122,7 +122,7 @@ void emit_gather_nd(const GroupEmitContext& ctx, CodeWriter& out) {
   }
   terms.push_back("s");
   out.linef("out[i] = {} ? {} : data[{}];", fmt::join(checks, " || "),
-            float_literal(data.dtype, 0.0, ctx), fmt::join(terms, " + "));
+            typed_literal(data.dtype, 0.0, ctx), fmt::join(terms, " + "));
   out.close();
   finish_kernel(ctx, out, kernel, args);
 }

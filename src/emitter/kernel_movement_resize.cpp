@@ -196,7 +196,7 @@ void emit_resize(const GroupEmitContext& ctx, CodeWriter& out) {
   }
   if (!outside.empty())
     out.linef("if ({}) {{ out[i] = {}; continue; }}", fmt::join(outside, " || "),
-              float_literal(input.dtype, p.extrapolation, ctx));
+              typed_literal(input.dtype, p.extrapolation, ctx));
 
   if (nearest || p.axes.empty()) {
     for (const ResizeAxis& a : p.axes) {

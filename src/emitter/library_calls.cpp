@@ -32,6 +32,7 @@
 // The refusals need scratch memory the plan does not give groups yet: see
 // scratch_refusal() for exactly what each would need.
 #include "emitter/kernels.h"
+#include "emitter/row_kernel.h"
 
 #include <algorithm>
 #include <cmath>
@@ -44,16 +45,6 @@
 namespace stitch {
 
 namespace {
-
-// A float as a C++ float literal ("0.5f", "1.0f", "INFINITY").
-std::string float_literal(double value) {
-  const float v = static_cast<float>(value); // ONNX float attributes are float32
-  if (std::isnan(v)) return "NAN";
-  if (std::isinf(v)) return v > 0 ? "INFINITY" : "-INFINITY";
-  std::string s = fmt::format("{}", v); // the shortest text that reads back as v
-  if (s.find_first_of(".e") == std::string::npos) s += ".0";
-  return s + "f";
-}
 
 std::string join_ints(const std::vector<int64_t>& v) {
   return fmt::format("{}", fmt::join(v, ", "));
@@ -292,7 +283,7 @@ std::string emit_fill_kernel(const GroupEmitContext& ctx, CodeWriter& out, const
     const std::string element = fmt::format("{}[{}]", addend.parameter, broadcast_index(s, shape));
     terms.push_back(addend.scale == 1.0
                         ? element
-                        : fmt::format("{} * {}", float_literal(addend.scale), element));
+                        : fmt::format("{} * {}", float_literal(addend.scale, DType::Float32), element));
     described.push_back(
         addend.scale == 1.0
             ? fmt::format("{} {}", addend.parameter, shape_to_string(s))
@@ -386,7 +377,7 @@ GemmArguments emit_epilogue_fields(const GroupEmitContext& ctx, CodeWriter& out,
   GemmArguments arguments;
   if (plan.c >= 0) {
     const Addend& addend = epilogue.addends[plan.c];
-    out.linef("desc.beta = {};", float_literal(addend.scale));
+    out.linef("desc.beta = {};", float_literal(addend.scale, DType::Float32));
     arguments.c = addend.variable;
   } else if (!plan.fill.empty()) {
     out.line("desc.beta = 1.0f; // accumulate onto the addends, already in the output");
@@ -500,7 +491,7 @@ void emit_gemm(const GroupEmitContext& ctx, CodeWriter& out) {
   if (trans_a || a[1] != k) out.linef("desc.lda = {};", a[1]);
   if (trans_b) out.linef("desc.trans_b = 1; // B is stored [{}, {}]", n, k);
   if (trans_b || b[1] != n) out.linef("desc.ldb = {};", b[1]);
-  if (alpha != 1.0) out.linef("desc.alpha = {};", float_literal(alpha));
+  if (alpha != 1.0) out.linef("desc.alpha = {};", float_literal(alpha, DType::Float32));
   const GemmArguments arguments = emit_epilogue_fields(ctx, out, epilogue, plan);
   out.linef("return stitch_library_gemm(b, &desc, lhs, rhs, {}, {}, result, error, error_size);",
             arguments.c, arguments.bias);
