@@ -18,6 +18,10 @@
 // waits for and unwinds the stuck fibers. A KernelFault thrown inside a thread (broken CUDA rule)
 // ends the launch the same way. An ordinary launch runs one block per run(); a cooperative launch
 // runs the whole grid in one run(), so stitch_grid_sync can wait for every block.
+//
+// In sanitizer builds every switch is announced to AddressSanitizer and ThreadSanitizer
+// (leave/land, fiber_stacks.h); under TSan an exiting thread returns to run(), which starts the
+// next one (fiber_stacks.h says why).
 #pragma once
 
 #include "fiber_stacks.h"
@@ -115,11 +119,16 @@ public:
   // Returns false with failure() set on a fault, a deadlock or running out of stack memory.
   bool run(std::uint64_t first_block, unsigned block_count) {
     prepare(first_block, block_count);
+    adopt_current_context(scheduler_switch_);
     try {
-      unsigned first = 0;
-      if (ready_.pop(first)) {
+      // Threads hand over to each other until none is ready, so this loop runs once, unless
+      // exits come back here (kExitThroughScheduler).
+      unsigned next = 0;
+      while (!failure_ && ready_.pop(next)) {
         switched_from_ = nullptr;
-        accept(start_or_resume(threads_[first]));
+        accept(start_or_resume(threads_[next], scheduler_switch_));
+        if (switched_from_ != nullptr && switched_from_->state == WaitState::Exited)
+          retire_context(context_of(*switched_from_));
       }
     } catch (const std::bad_alloc&) {
       failure_ = {cudaErrorMemoryAllocation, "no memory for the fiber stack of an emulated thread"};
@@ -232,6 +241,7 @@ private:
         std::max(config_.max_shared_bytes_per_block_optin, geometry_.dynamic_shared_bytes);
     blocks_.resize(block_count);
     threads_.resize(static_cast<std::size_t>(block_count) * per_block);
+    contexts_.resize(threads_.size());
     ready_.reset(threads_.size());
     for (unsigned b = 0; b < block_count; ++b) {
       BlockState& block = blocks_[b];
@@ -264,22 +274,39 @@ private:
 
   boost::context::fiber create_fiber(EmulatedThread& thread) {
     thread.started = true;
-    boost::context::fiber created(std::allocator_arg,
-                                  FiberStackLease{&stacks_, config_.fiber_stack_bytes},
-                                  [this, &thread](boost::context::fiber&& came_from) {
-                                    return thread_main(thread, std::move(came_from));
-                                  });
+    FiberSwitchContext& context = context_of(thread);
+    boost::context::fiber created = create_in_context(context, [&] {
+      return boost::context::fiber(std::allocator_arg,
+                                   FiberStackLease{&stacks_, config_.fiber_stack_bytes},
+                                   [this, &thread](boost::context::fiber&& came_from) {
+                                     return thread_main(thread, std::move(came_from));
+                                   });
+    });
     const boost::context::stack_context& stack = stacks_.last_taken();
     thread.stack_low = static_cast<char*>(stack.sp) - stack.size;
+    context.stack_bottom = thread.stack_low;
+    context.stack_size = stack.size;
     return created;
   }
 
-  // Switches to `target`; returns, in the caller's context, the context that later switches
-  // back to the caller.
-  boost::context::fiber start_or_resume(EmulatedThread& target) {
+  FiberSwitchContext& context_of(const EmulatedThread& thread) {
+    return contexts_[static_cast<std::size_t>(&thread - threads_.data())];
+  }
+
+  // Lands in `self` (an emulated thread's context or the scheduler's) after a switch.
+  void land_in(FiberSwitchContext& self) {
+    land(self, switched_from_ == nullptr && &self != &scheduler_switch_ ? &scheduler_switch_
+                                                                        : nullptr);
+  }
+
+  // Switches from `self` to `target`; returns, in `self`, the context that later switches back.
+  boost::context::fiber start_or_resume(EmulatedThread& target, FiberSwitchContext& self) {
     if (!target.started) target.fiber = create_fiber(target);
     detail::current_emulated_thread = &target;
-    return std::move(target.fiber).resume();
+    leave(self, context_of(target), false);
+    boost::context::fiber came_from = std::move(target.fiber).resume();
+    land_in(self);
+    return came_from;
   }
 
   // Right after landing: park the context we came from where it belongs (empty if it exited).
@@ -291,21 +318,21 @@ private:
   }
 
   boost::context::fiber thread_main(EmulatedThread& thread, boost::context::fiber&& came_from) {
+    land_in(context_of(thread));
     accept(std::move(came_from));
     detail::current_emulated_thread = &thread;
     try {
       kernel_.call(kernel_.bound);
     } catch (const boost::context::detail::forced_unwind&) {
-      forget_unwound_frames(thread.stack_low);
-      throw; // the scheduler is unwinding this fiber after a failure; let Boost finish it
+      // abandon_fibers switched here to unwind this fiber; Boost finishes it and returns there.
+      land(context_of(thread), nullptr);
+      leave(context_of(thread), scheduler_switch_, true);
+      throw;
     } catch (const KernelFault& fault) {
-      forget_unwound_frames(thread.stack_low);
       record_fault(thread, fault.code(), fault.what());
     } catch (const std::exception& error) {
-      forget_unwound_frames(thread.stack_low);
       record_fault(thread, cudaErrorLaunchFailure, std::string("exception: ") + error.what());
     } catch (...) {
-      forget_unwound_frames(thread.stack_low);
       record_fault(thread, cudaErrorLaunchFailure, "unknown exception");
     }
     thread.state = WaitState::Exited;
@@ -313,17 +340,19 @@ private:
     // Returning a context from a fiber's function switches to it.
     switched_from_ = &thread;
     unsigned next = 0;
-    if (!failure_ && ready_.pop(next)) {
+    if (!kExitThroughScheduler && !failure_ && ready_.pop(next)) {
       EmulatedThread& target = threads_[next];
       try {
         if (!target.started) target.fiber = create_fiber(target);
         detail::current_emulated_thread = &target;
+        leave(context_of(thread), context_of(target), true);
         return std::move(target.fiber);
       } catch (const std::bad_alloc&) {
         record_fault(target, cudaErrorMemoryAllocation, "no memory for a fiber stack");
       }
     }
     detail::current_emulated_thread = nullptr;
+    leave(context_of(thread), scheduler_switch_, true);
     return std::move(scheduler_context_);
   }
 
@@ -335,11 +364,13 @@ private:
       EmulatedThread& target = threads_[next];
       if (&target == &thread) return; // it is its own successor: keep running
       switched_from_ = &thread;
-      came_from = start_or_resume(target);
+      came_from = start_or_resume(target, context_of(thread));
     } else {
       switched_from_ = &thread;
       detail::current_emulated_thread = nullptr;
+      leave(context_of(thread), scheduler_switch_, false);
       came_from = std::move(scheduler_context_).resume();
+      land_in(context_of(thread));
     }
     accept(std::move(came_from));
     detail::current_emulated_thread = &thread;
@@ -395,14 +426,19 @@ private:
                           detail::index_text(thread.thread_idx) + ": " + message};
   }
 
-  // Destroys every suspended fiber; Boost unwinds each one's stack with forced_unwind.
+  // Destroys every suspended fiber; Boost unwinds each one's stack with forced_unwind, in its
+  // fiber, which comes back here when done (thread_main). Runs in the scheduler's context.
   void abandon_fibers() {
     for (EmulatedThread& thread : threads_) {
       if (!thread.fiber) continue;
       detail::current_emulated_thread = &thread;
-      boost::context::fiber doomed = std::move(thread.fiber);
+      leave(scheduler_switch_, context_of(thread), false);
+      { boost::context::fiber doomed = std::move(thread.fiber); }
+      land(scheduler_switch_, nullptr);
     }
     detail::current_emulated_thread = nullptr;
+    for (FiberSwitchContext& context : contexts_)
+      retire_context(context);
   }
 
   const LaunchGeometry& geometry_;
@@ -420,6 +456,8 @@ private:
   SourceSite grid_site_;
   LaunchFailure failure_;
   boost::context::fiber scheduler_context_; // run()'s context while emulated threads run
+  std::vector<FiberSwitchContext> contexts_; // each thread's, for the sanitizers (fiber_stacks.h)
+  FiberSwitchContext scheduler_switch_;      // run()'s, for the sanitizers
   EmulatedThread* switched_from_ = nullptr; // who switched last (nullptr: run() itself)
 };
 

@@ -18,8 +18,19 @@
 #define STITCH_HOST_ASAN 1
 #endif
 #endif
+#if defined(__SANITIZE_THREAD__)
+#define STITCH_HOST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define STITCH_HOST_TSAN 1
+#endif
+#endif
 #if defined(STITCH_HOST_ASAN)
 #include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+#if defined(STITCH_HOST_TSAN)
+#include <sanitizer/tsan_interface.h>
 #endif
 
 #include <sys/mman.h>
@@ -79,8 +90,8 @@ private:
       const boost::context::stack_context stack = free_.back();
       free_.pop_back();
 #if defined(STITCH_HOST_ASAN)
-      // A fiber that ended by an exception (a fault, or unwinding after a deadlock) leaves
-      // AddressSanitizer's poison for its frames behind; the next fiber must not inherit it.
+      // A finished fiber's bottom frame (Boost's entry function) never returns, so its
+      // AddressSanitizer redzones stay poisoned; a recycled stack holds no live frame at all.
       ASAN_UNPOISON_MEMORY_REGION(static_cast<char*>(stack.sp) - stack.size, stack.size);
 #endif
       return stack;
@@ -128,18 +139,6 @@ private:
   std::vector<boost::context::stack_context> free_;
 };
 
-// After an exception has unwound frames of a fiber, AddressSanitizer (which does not know fiber
-// stacks) has not cleared their poison; clear everything below the catching frame so the
-// handler can use that stack again. Does nothing in builds without AddressSanitizer.
-inline void forget_unwound_frames([[maybe_unused]] void* stack_low) {
-#if defined(STITCH_HOST_ASAN)
-  char* here = static_cast<char*>(__builtin_frame_address(0));
-  char* low = static_cast<char*>(stack_low);
-  if (low != nullptr && low < here)
-    ASAN_UNPOISON_MEMORY_REGION(low, static_cast<std::size_t>(here - low));
-#endif
-}
-
 inline FiberStackCache& this_thread_stack_cache() {
   thread_local FiberStackCache cache;
   return cache;
@@ -154,5 +153,97 @@ struct FiberStackLease {
   boost::context::stack_context allocate() { return cache->take(usable_bytes); }
   void deallocate(boost::context::stack_context& stack) noexcept { cache->give(stack); }
 };
+
+// ---- Fiber switches, announced to the sanitizers ------------------------------------------
+//
+// AddressSanitizer must know which stack runs (an exception unwinding a fiber's frames
+// unpoisons that stack, and reports describe stack addresses by it); ThreadSanitizer needs a
+// fiber context per emulated thread (its own call stack; a switch orders what the fibers of one
+// OS thread do, as running them one after another does). FiberScheduler announces every switch
+// with the calls below, which compile to nothing without those sanitizers. The protocol, with
+// `from` and `to` the contexts of the two sides:
+//
+//   leave(from, to, exiting)   right before a switch; `exiting` when `from` never runs again
+//   land(self, came_from)      right after landing in `self` (came_from gets the stack we came
+//                              from when it is the scheduler's own, whose bounds it learns so)
+//
+// ThreadSanitizer counts calls and returns on the current fiber's call stack, so what runs
+// between the two calls of a switch must neither call nor return. That holds for resume()
+// (inlined) and for starting a new fiber (leave() switches first: its first frames are its
+// own), but not for a fiber's exit (its last frames return after its last line of our code):
+// under TSan an exiting thread therefore always returns to the scheduler, which lands with
+// land() and only then starts the next thread (FiberScheduler::thread_main).
+struct FiberSwitchContext {
+  const void* stack_bottom = nullptr; // ASan: the lowest address of its stack
+  std::size_t stack_size = 0;
+  void* fake_stack = nullptr; // ASan: its fake stack (use-after-return) while switched out
+  void* tsan_fiber = nullptr; // TSan: its fiber; the scheduler's is its OS thread's own
+};
+
+#if defined(STITCH_HOST_TSAN)
+inline constexpr bool kExitThroughScheduler = true;
+#else
+inline constexpr bool kExitThroughScheduler = false;
+#endif
+
+inline void leave([[maybe_unused]] FiberSwitchContext& from,
+                  [[maybe_unused]] const FiberSwitchContext& to, [[maybe_unused]] bool exiting) {
+#if defined(STITCH_HOST_ASAN)
+  __sanitizer_start_switch_fiber(exiting ? nullptr : &from.fake_stack, to.stack_bottom,
+                                 to.stack_size);
+#endif
+#if defined(STITCH_HOST_TSAN)
+  if (!exiting) __tsan_switch_to_fiber(to.tsan_fiber, 0);
+#endif
+}
+
+inline void land([[maybe_unused]] FiberSwitchContext& self,
+                 [[maybe_unused]] FiberSwitchContext* came_from) {
+#if defined(STITCH_HOST_ASAN)
+  const void* from_bottom = nullptr;
+  std::size_t from_size = 0;
+  __sanitizer_finish_switch_fiber(self.fake_stack, &from_bottom, &from_size);
+  self.fake_stack = nullptr;
+  if (came_from != nullptr) {
+    came_from->stack_bottom = from_bottom;
+    came_from->stack_size = from_size;
+  }
+#endif
+#if defined(STITCH_HOST_TSAN)
+  if (__tsan_get_current_fiber() != self.tsan_fiber) __tsan_switch_to_fiber(self.tsan_fiber, 0);
+#endif
+}
+
+// The scheduler's own context: under TSan, its OS thread's fiber.
+inline void adopt_current_context([[maybe_unused]] FiberSwitchContext& context) {
+#if defined(STITCH_HOST_TSAN)
+  context.tsan_fiber = __tsan_get_current_fiber();
+#endif
+}
+
+// Runs `create`, which makes the Boost fiber of `context` (Boost's entry function runs on the
+// new stack and comes straight back), inside the new TSan fiber, whose call stack its entry
+// frame belongs to.
+template <typename Create>
+decltype(auto) create_in_context([[maybe_unused]] FiberSwitchContext& context, Create&& create) {
+#if defined(STITCH_HOST_TSAN)
+  void* creator = __tsan_get_current_fiber();
+  if (context.tsan_fiber == nullptr) context.tsan_fiber = __tsan_create_fiber(0);
+  __tsan_switch_to_fiber(context.tsan_fiber, 0);
+  struct SwitchBack {
+    void* creator;
+    ~SwitchBack() { __tsan_switch_to_fiber(creator, 0); }
+  } switch_back{creator};
+#endif
+  return create();
+}
+
+// Forgets a finished fiber's TSan context (never the current one).
+inline void retire_context([[maybe_unused]] FiberSwitchContext& context) {
+#if defined(STITCH_HOST_TSAN)
+  if (context.tsan_fiber != nullptr) __tsan_destroy_fiber(context.tsan_fiber);
+#endif
+  context = {};
+}
 
 } // namespace stitch::host
