@@ -28,7 +28,6 @@ void emit_group(const GroupEmitContext& ctx, CodeWriter& out) {
   if (emit_fused(ctx, out)) return; // several nodes, or Independent parts
   if (emit_pointwise(ctx, out)) return;
   if (emit_reduction(ctx, out)) return;
-  if (emit_normalization(ctx, out)) return;
   if (emit_movement(ctx, out)) return;
   if (emit_window(ctx, out)) return;
   if (emit_library_call(ctx, out)) return;

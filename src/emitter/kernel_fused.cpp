@@ -76,12 +76,7 @@ std::string constant_literal(const Tensor& t) {
 std::vector<TensorId> fused_value_inputs(const Node& node) {
   std::vector<TensorId> inputs = is_pointwise(node) ? pointwise_operands(node) : node.inputs;
   size_t values = inputs.size();
-  switch (node.op) {
-  case OpKind::LayerNormalization: values = 3; break; // X, Scale, B
-  case OpKind::RMSNormalization: values = 2; break;   // X, scale
-  default:
-    if (op_category(node.op) == OpCategory::Reduction) values = 1; // the data, not the axes
-  }
+  if (op_category(node.op) == OpCategory::Reduction) values = 1; // the data, not the axes
   inputs.resize(std::min(values, inputs.size()));
   std::erase(inputs, kNoTensor);
   return inputs;

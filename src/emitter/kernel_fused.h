@@ -5,8 +5,8 @@
 //                                 and Local (a flat grid-stride loop evaluating the chain per
 //                                 element in registers, 16-byte vectors where the plan says)
 //   kernel_fused_regional.cpp     Regional: rows x row_length, a thread, warp or block per row,
-//                                 row reductions and normalizations with their pointwise
-//                                 producers and consumers, the row read once from memory
+//                                 row reductions with their pointwise producers and
+//                                 consumers, the row read once from memory
 //   kernel_fused_independent.cpp  Independent: unrelated parts, each on its own blocks
 //   kernel_fused_global.cpp       Global: a column reduction, a grid-wide barrier, consumers
 //

@@ -9,8 +9,8 @@
 //     ...
 //   }
 //
-// A part is Local (pointwise nodes), or one row op (a Reduce*, Softmax, LayerNormalization ...
-// over contiguous trailing axes) written as a one-node Regional body with the group's mapping.
+// A part is Local (pointwise nodes), or one row op (a Reduce* or global pool over contiguous
+// trailing axes) written as a one-node Regional body with the group's mapping.
 // The plan gives the whole grid; the parts share it in proportion to their elements (at least
 // one block each), and every body grid-strides over its range, so any split is correct. All
 // parts run with the group's block size; a branch is uniform across a block, so block-wide

@@ -1,8 +1,8 @@
 // The Regional scheme: a row space of `rows` x `row_length`, the row being the trailing axes of
 // the group's full shape. Row ops (Reduce* and GlobalAveragePool / GlobalMaxPool over the
-// trailing axes, Softmax, LogSoftmax, LayerNormalization, RMSNormalization over them) run with
-// their pointwise producers computed on the fly and their pointwise consumers reading per-row
-// values broadcast along the row.
+// trailing axes; softmax and the normalizations arrive lowered to these by lower-composites)
+// run with their pointwise producers computed on the fly and their pointwise consumers reading
+// per-row values broadcast along the row.
 //
 // Every tensor of the group is either an element value (it varies along the row) or a row
 // value (one per row: a reduction's result, a row-invariant input, pointwise math on those).
@@ -140,7 +140,6 @@ private:
   };
   std::vector<PerRowLoad> per_row_loads_;
   std::map<std::pair<int32_t, TensorId>, std::string> per_row_operand_;
-  std::map<TensorId, std::function<std::string(ValueScope&)>> element_op_; // row ops' outputs
   std::vector<RowStat> stats_;
   std::vector<TensorId> element_outputs_, row_outputs_;
   int passes_ = 0, output_pass_ = -1;
@@ -282,115 +281,10 @@ void RegionalWriter::add_row_op(const Node& node) {
     row_out(y, pass + 2, r);
     return;
   }
-  case OpKind::Softmax:
-  case OpKind::LogSoftmax: {
-    const DType acc_dtype = normalization_accumulator(g_, node);
-    const std::string acc_type = ctype(acc_dtype, ctx_);
-    const std::string max = fmt::format("acc{}", id), sum = fmt::format("acc{}", id + 1);
-    RowStat m = stat(pass, max, acc_type, fmt::format("stitch::rows::lowest<{}>()", acc_type),
-                     "stitch::rows::Max{}", "the maximum");
-    m.accumulate = [max, acc_type, element](ValueScope& scope) {
-      scope.writer().linef("{0} = stitch::rows::Max{{}}({0}, {1});", max, element(scope, acc_type));
-    };
-    RowStat s = stat(pass + 1, sum, acc_type, float_literal(0, acc_dtype), "stitch::rows::Sum{}",
-                     "the sum of exp(x - max)");
-    s.accumulate = [sum, max, acc_type, element](ValueScope& scope) {
-      scope.writer().linef("{} += stitch::rows::exp_of({} - {});", sum, element(scope, acc_type), max);
-    };
-    std::string log_sum;
-    if (node.op == OpKind::LogSoftmax) {
-      log_sum = new_row_name();
-      s.after.push_back(fmt::format("const {} {} = stitch::rows::log_of({});", acc_type, log_sum, sum));
-    }
-    const bool log = node.op == OpKind::LogSoftmax;
-    element_op_[y] = [=](ValueScope& scope) {
-      std::string v = element(scope, acc_type);
-      std::string value = log ? fmt::format("{} - {} - {}", v, max, log_sum)
-                              : fmt::format("stitch::rows::exp_of({} - {}) / {}", v, max, sum);
-      return as(value, acc_type, y_type);
-    };
-    stats_.push_back(std::move(m));
-    stats_.push_back(std::move(s));
-    stage_[y] = pass + 2;
-    return;
-  }
-  case OpKind::LayerNormalization:
-  case OpKind::RMSNormalization: {
-    NodeContext params(g_, node);
-    const DType acc_dtype = normalization_accumulator(g_, node);
-    const std::string acc_type = ctype(acc_dtype, ctx_);
-    const std::string length = float_literal(static_cast<double>(length_), acc_dtype);
-    const std::string epsilon = float_literal(params.attr_float("epsilon", 1e-5), acc_dtype);
-    const std::string one = float_literal(1, acc_dtype);
-    const TensorId scale = node.inputs.at(1);
-    const TensorId bias = node.inputs.size() > 2 ? node.inputs[2] : kNoTensor;
-    auto operand = [this, as, acc_type](ValueScope& scope, TensorId t) {
-      return as(scope.value(t), ctype(g_.tensor(t).dtype, ctx_), acc_type);
-    };
-    if (node.op == OpKind::RMSNormalization) {
-      const std::string squares = fmt::format("acc{}", id), inv_rms = new_row_name();
-      RowStat s = stat(pass, squares, acc_type, float_literal(0, acc_dtype), "stitch::rows::Sum{}",
-                       "the sum of squares");
-      s.accumulate = [squares, acc_type, element](ValueScope& scope) {
-        std::string v = element(scope, acc_type);
-        scope.writer().linef("{} += {} * {};", squares, v, v);
-      };
-      s.after.push_back(fmt::format("const {} {} = {} / stitch::rows::sqrt_of({} / {} + {});", acc_type,
-                                    inv_rms, one, squares, length, epsilon));
-      stats_.push_back(std::move(s));
-      element_op_[y] = [=](ValueScope& scope) {
-        return as(fmt::format("{} * {} * {}", element(scope, acc_type), inv_rms, operand(scope, scale)),
-                  acc_type, y_type);
-      };
-      stage_[y] = pass + 1;
-      return;
-    }
-    const std::string sum = fmt::format("acc{}", id), squares = fmt::format("acc{}", id + 1);
-    const std::string mean = new_row_name(), inv_std_dev = new_row_name();
-    const std::string deviation = fmt::format("deviation{}", id);
-    RowStat s1 = stat(pass, sum, acc_type, float_literal(0, acc_dtype), "stitch::rows::Sum{}", "the sum");
-    s1.accumulate = [sum, acc_type, element](ValueScope& scope) {
-      scope.writer().linef("{} += {};", sum, element(scope, acc_type));
-    };
-    s1.after.push_back(fmt::format("const {} {} = {} / {};", acc_type, mean, sum, length));
-    RowStat s2 = stat(pass + 1, squares, acc_type, float_literal(0, acc_dtype), "stitch::rows::Sum{}",
-                      "the sum of squared deviations from the mean");
-    s2.accumulate = [=](ValueScope& scope) {
-      scope.writer().linef("const {} {} = {} - {};", acc_type, deviation, element(scope, acc_type), mean);
-      scope.writer().linef("{} += {} * {};", squares, deviation, deviation);
-    };
-    s2.after.push_back(fmt::format("const {} {} = {} / stitch::rows::sqrt_of({} / {} + {});", acc_type,
-                                   inv_std_dev, one, squares, length, epsilon));
-    stats_.push_back(std::move(s1));
-    stats_.push_back(std::move(s2));
-    element_op_[y] = [=](ValueScope& scope) {
-      std::string value = fmt::format("({} - {}) * {} * {}", element(scope, acc_type), mean, inv_std_dev,
-                                       operand(scope, scale));
-      if (bias != kNoTensor) value += " + " + operand(scope, bias);
-      return as(value, acc_type, y_type);
-    };
-    stage_[y] = pass + 2;
-    if (node.outputs.size() > 1 && node.outputs[1] != kNoTensor) {
-      TensorId t = node.outputs[1];
-      std::string r = new_row_name();
-      stats_[stats_.size() - 2].after.push_back(fmt::format(
-          "const {} {} = {};", ctype(g_.tensor(t).dtype, ctx_), r,
-          as(mean, acc_type, ctype(g_.tensor(t).dtype, ctx_))));
-      row_out(t, pass + 1, r);
-    }
-    if (node.outputs.size() > 2 && node.outputs[2] != kNoTensor) {
-      TensorId t = node.outputs[2];
-      std::string r = new_row_name();
-      stats_.back().after.push_back(fmt::format("const {} {} = {};", ctype(g_.tensor(t).dtype, ctx_), r,
-                                                as(inv_std_dev, acc_type, ctype(g_.tensor(t).dtype, ctx_))));
-      row_out(t, pass + 2, r);
-    }
-    return;
-  }
   default:
     refuse_fused(ctx_, fmt::format("node '{}' ({}) is neither pointwise nor a row op a Regional "
-                                   "group stitches (Reduce*, GlobalAveragePool, GlobalMaxPool, "
-                                   "Softmax, LogSoftmax, LayerNormalization, RMSNormalization)", node.name, op_name(node.op)));
+                                   "group stitches (Reduce*, GlobalAveragePool, GlobalMaxPool)",
+                                   node.name, op_name(node.op)));
   }
 }
 
@@ -691,13 +585,6 @@ void RegionalWriter::write_pass(int pass, CodeWriter& out, std::map<TensorId, st
       STITCH_INTERNAL_CHECK(stage_of(t) <= pass, "group {}: row value '{}' used in pass {} before "
                             "it exists", ctx_.group().id, g_.tensor(t).name, pass);
       return row->second;
-    }
-    if (auto op = element_op_.find(t); op != element_op_.end()) {
-      std::string value = op->second(scope);
-      std::string name = scope.fresh("t");
-      out.comment(fmt::format("{} = '{}', the output of a row op", name, g_.tensor(t).name));
-      out.linef("const {} {} = {};", ctype(g_.tensor(t).dtype, ctx_), name, value);
-      return name;
     }
     // An input that varies along the row: from global memory, or from the row cache after
     // the pass that read it first.

@@ -13,7 +13,6 @@ namespace stitch {
 
 bool emit_pointwise(const GroupEmitContext& ctx, CodeWriter& out);     // kernel_pointwise.cpp
 bool emit_reduction(const GroupEmitContext& ctx, CodeWriter& out);     // kernel_reduction.cpp
-bool emit_normalization(const GroupEmitContext& ctx, CodeWriter& out); // kernel_normalization.cpp
 bool emit_movement(const GroupEmitContext& ctx, CodeWriter& out);      // kernel_movement.cpp
 bool emit_window(const GroupEmitContext& ctx, CodeWriter& out);        // kernel_window.cpp
 bool emit_library_call(const GroupEmitContext& ctx, CodeWriter& out);  // library_calls.cpp

@@ -1,4 +1,4 @@
-// LineLoop and the index helpers of reduction and normalization kernels.
+// LineLoop and the index helpers of reduction kernels.
 #include "emitter/row_kernel.h"
 
 #include <cmath>
@@ -49,11 +49,6 @@ std::string LineLoop::describe() const {
                      space_.length, elements, who);
 }
 
-int64_t LineLoop::registers_per_thread() const {
-  int64_t threads = threads_per_line();
-  return std::max<int64_t>(1, (space_.length + threads - 1) / threads);
-}
-
 std::string LineLoop::element_start() const {
   switch (mapping_) {
   case ThreadMapping::Flat: return "0";
@@ -61,11 +56,6 @@ std::string LineLoop::element_start() const {
   case ThreadMapping::BlockPerRow: return "thread";
   }
   return "0";
-}
-
-std::string LineLoop::register_element() const {
-  if (mapping_ == ThreadMapping::Flat) return "j";
-  return fmt::format("{} + j * {}", element_start(), threads_per_line());
 }
 
 std::string LineLoop::element_step() const {
@@ -135,40 +125,6 @@ void LineLoop::leader_writes(CodeWriter& out, const std::string& statement) cons
   std::string guard = leader();
   if (guard.empty()) out.line(statement);
   else out.linef("if ({}) {}", guard, statement);
-}
-
-void LineLoop::declare_cache(CodeWriter& out, RowCache cache, const std::string& acc_type,
-                             bool inside_line) const {
-  if (cache == RowCache::Registers && inside_line)
-    out.linef("{} row[{}];  // this thread's elements of the row: k = {}", acc_type,
-              registers_per_thread(), register_element());
-  if (cache == RowCache::Shared && !inside_line)
-    out.linef("STITCH_DYNAMIC_SHARED({}, row_cache);  // the row, read once from global memory",
-              acc_type);
-}
-
-void LineLoop::open_cached_pass(CodeWriter& out, RowCache cache, const std::string& acc_type,
-                                const std::string& load, bool first) const {
-  if (cache == RowCache::Registers) {
-    out.line("STITCH_UNROLL");
-    out.open(fmt::format("for (int j = 0; j < {}; ++j)", registers_per_thread()));
-    out.linef("const int64_t k = {};", register_element());
-    out.line("if (k >= length) break;");
-  } else {
-    open_elements(out);
-  }
-  if (cache == RowCache::None || first) out.linef("const {} v = {};", acc_type, load);
-  else out.linef("const {} v = {};", acc_type, cached_element(cache));
-  if (first && cache != RowCache::None) out.linef("{} = v;", cached_element(cache));
-}
-
-std::string LineLoop::cached_element(RowCache cache) const {
-  switch (cache) {
-  case RowCache::Registers: return "row[j]";
-  case RowCache::Shared: return "row_cache[k]";
-  case RowCache::None: return "";
-  }
-  return "";
 }
 
 std::string offset_expression(const std::string& var,

@@ -1,7 +1,7 @@
-// The pieces reduction and normalization kernels share: how their threads walk the lines of a
+// The pieces reduction kernels share: how their threads walk the lines of a
 // ReductionSpace (reduction_mapping.h) under the plan's mapping, spelled in generated code.
 //
-// A line is one independent reduction (one output of ReduceSum, one row of Softmax). Under
+// A line is one independent reduction (one output of ReduceSum, one row of ArgMax). Under
 // the plan's mapping a line belongs to one thread (Flat), one warp (WarpPerRow) or one block
 // (BlockPerRow); `LineLoop` writes the loop over a thread's lines, the loops over its
 // elements of a line, and the combination of the per-thread partial results:
@@ -14,9 +14,7 @@
 //     acc = stitch::rows::warp_allreduce(acc, stitch::rows::Sum{});         // combine()
 //     if (lane == 0) y[line] = acc;                                        // leader()
 //   }
-//
-// `RowCache` kernels (normalizations) keep the row between passes; `open_cached_pass` reads it
-// from global memory in the first pass and from registers or shared memory afterwards.
+
 #pragma once
 
 #include <string>
@@ -52,24 +50,9 @@ public:
   // Writes `statement` guarded by leader().
   void leader_writes(CodeWriter& out, const std::string& statement) const;
 
-  // ---- rows kept between passes (normalizations) ----
-  // Declares the row cache of `acc_type` elements (before open_lines for shared memory, the
-  // register array inside the line loop: call with `inside_line` accordingly).
-  void declare_cache(CodeWriter& out, RowCache cache, const std::string& acc_type,
-                     bool inside_line) const;
-  // Opens one pass over the thread's elements, declaring `const acc_type v`: loaded from
-  // `load` (an expression of k) and stored into the cache in the first pass, read from the
-  // cache in later ones.
-  void open_cached_pass(CodeWriter& out, RowCache cache, const std::string& acc_type,
-                        const std::string& load, bool first) const;
-  // The cached element of this iteration as an lvalue ("row[j]", "row_cache[k]"); empty for None.
-  std::string cached_element(RowCache cache) const;
-
 private:
   std::string element_start() const;
   std::string element_step() const;
-  std::string register_element() const; // element k of register j
-  int64_t registers_per_thread() const;
 
   const GroupEmitContext& ctx_;
   ReductionSpace space_;

@@ -3,11 +3,13 @@
 
 #include <chrono>
 
+#include "graph/canonicalize.h"
 #include "graph/eliminate_dead.h"
 #include "graph/error.h"
 #include "graph/fold_constants.h"
 #include "graph/graph_printer.h"
 #include "graph/infer_shapes.h"
+#include "graph/lower_composites.h"
 #include "graph/make_views.h"
 #include "graph/remove_identity.h"
 #include "graph/verify.h"
@@ -25,6 +27,14 @@ struct Pass {
 constexpr Pass kPasses[] = {
     {"infer-shapes", infer_shapes, true},
     {"fold-constants", fold_constants, false},
+    // After folding, so that the lowering reads constant scales and statistics as values and
+    // makes its own constants (epsilon, BatchNormalization's folded factors) directly; it
+    // leaves nothing for a second folding. Required: the emitter has no kernel for the
+    // composites.
+    {"lower-composites", lower_composites, true},
+    // After lowering, so that lowered and exporter-expanded composites meet in one form;
+    // before eliminate-dead, which drops what it leaves unread.
+    {"canonicalize", canonicalize, false},
     {"remove-identity", remove_identity, false},
     {"eliminate-dead", eliminate_dead, false},
     {"make-views", make_views, false},

@@ -16,9 +16,9 @@
 //               each element evaluates the chain in registers, reading inputs through their
 //               broadcast indices (a smaller intermediate is recomputed per element). Flat.
 //   Regional    a row space: `rows` x `row_length`, the row being the trailing contiguous
-//               axes. The nodes are row ops over that row (reductions over the trailing axes,
-//               Softmax / LogSoftmax / LayerNormalization / RMSNormalization over them) and
-//               pointwise ops on full rows or on per-row values broadcast along the row.
+//               axes. The nodes are row ops over that row (reductions over the trailing axes;
+//               softmax and the normalizations come lowered to these) and pointwise ops on
+//               full rows or on per-row values broadcast along the row.
 //               Outputs are full-row ([rows, row_length] elements) or per-row ([rows]).
 //               WarpPerRow or BlockPerRow; the row lives in registers or shared memory.
 //   Global      a reduction over the leading axes (a column reduction) and consumers of its

@@ -74,12 +74,10 @@ bool cublaslt_activation(const Node& node) {
 std::string shape_str(const Shape& s) { return shape_to_string(s); }
 
 // The inputs a node of a fused group reads as values (the emitter's fused_value_inputs): a
-// pointwise node's operands (not CastLike's target), a row op's data (and scale and bias).
+// pointwise node's operands (not CastLike's target), a row op's data (not its axes).
 std::vector<TensorId> value_operands(const Node& node) {
   size_t values = node.inputs.size();
   if (node.op == OpKind::CastLike) values = 1;
-  else if (node.op == OpKind::LayerNormalization) values = 3;
-  else if (node.op == OpKind::RMSNormalization) values = 2;
   else if (op_category(node.op) == OpCategory::Reduction) values = 1;
   std::vector<TensorId> operands(node.inputs.begin(), node.inputs.begin() + std::min(values, node.inputs.size()));
   std::erase(operands, kNoTensor);
@@ -99,11 +97,8 @@ NodeClass classify(const Graph& g, const Node& node) {
     if (t != kNoTensor && g.tensor(t).elements() == 0) return NodeClass::Alone;
   if (is_pointwise(node.op)) return NodeClass::Pointwise;
   if (op_category(node.op) != OpCategory::Reduction) return NodeClass::Alone;
-  // A scan, and the normalizations whose scale and bias index the channel rather than the
-  // row, have no place in the contract's schemes: they run alone.
-  if (node.op == OpKind::CumSum || node.op == OpKind::InstanceNormalization ||
-      node.op == OpKind::GroupNormalization)
-    return NodeClass::Alone;
+  // A scan has no place in the contract's schemes: it runs alone.
+  if (node.op == OpKind::CumSum) return NodeClass::Alone;
   const Tensor& in = g.tensor(node.inputs[0]);
   const Tensor& out = g.tensor(node.outputs[0]);
   if (in.elements() == 0 || out.dtype != in.dtype) return NodeClass::Alone; // ArgMax: indices
@@ -322,9 +317,6 @@ FusionDecision analyze_regional(const FusionContext& ctx, GroupAnalysis& a) {
       if (phase > (internal ? ready[t] : 0)) keep(t);
     }
     bool row_op = ctx.node_class[n] == NodeClass::RowOp;
-    // A normalization passes over its row more than once: its row is kept too.
-    if (row_op && g.tensor(node.outputs[0]).elements() == g.tensor(node.inputs[0]).elements())
-      keep(node.inputs[0]);
     for (TensorId t : node.outputs)
       if (t != kNoTensor) ready[t] = phase + (row_op ? 1 : 0);
   }

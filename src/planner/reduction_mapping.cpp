@@ -17,9 +17,6 @@ constexpr int64_t kLongRow = 1024;       // rows longer than this: a block per r
 constexpr int64_t kBlockRowMinimum = 256; // a row this long can keep a block busy
 constexpr int64_t kWarpsPerSmWanted = 8; // fewer rows than this per SM: a block per row
 constexpr int64_t kScanChunk = 32;       // CumSum rows at least this long: a warp per row
-// Dynamic shared memory a launch may use without cudaFuncSetAttribute (48 KiB for static and
-// dynamic together), less 1 KiB for the block reductions' static scratch.
-constexpr int64_t kDefaultDynamicShared = 47 * 1024;
 
 // Axes [from, rank) reduced.
 std::vector<bool> trailing_axes(int64_t rank, int64_t from) {
@@ -65,18 +62,6 @@ ReductionSpace make_space(const Shape& shape, const std::vector<bool>& reduced) 
   return s;
 }
 
-bool is_normalization(OpKind op) {
-  switch (op) {
-  case OpKind::Softmax:
-  case OpKind::LogSoftmax:
-  case OpKind::LayerNormalization:
-  case OpKind::InstanceNormalization:
-  case OpKind::GroupNormalization:
-  case OpKind::RMSNormalization: return true;
-  default: return false;
-  }
-}
-
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 } // namespace
@@ -101,39 +86,10 @@ ReductionSpace reduction_space(const Graph& graph, const Node& node) {
     return make_space(x, one_axis(rank, ctx.normalize_axis(ctx.attr_int("axis", 0), rank)));
   case OpKind::CumSum:
     return make_space(x, one_axis(rank, ctx.normalize_axis(ctx.const_ints(1, "axis")[0], rank)));
-  case OpKind::Softmax:
-  case OpKind::LogSoftmax: {
-    if (ctx.opset() >= 13)
-      return make_space(x, one_axis(rank, ctx.normalize_axis(ctx.attr_int("axis", -1), rank)));
-    // Before opset 13: the input coerced to 2-D at `axis` (which may equal the rank).
-    int64_t axis = ctx.attr_int("axis", 1);
-    return make_space(x, trailing_axes(rank, axis < 0 ? axis + rank : axis));
-  }
-  case OpKind::LayerNormalization:
-  case OpKind::RMSNormalization:
-    return make_space(x, trailing_axes(rank, ctx.normalize_axis(ctx.attr_int("axis", -1), rank)));
-  case OpKind::InstanceNormalization:
   case OpKind::GlobalAveragePool:
   case OpKind::GlobalMaxPool: return make_space(x, trailing_axes(rank, 2));
-  case OpKind::GroupNormalization: {
-    // [N, C, D...] as [N, G, C/G, D...], reducing all but N and G.
-    int64_t groups = ctx.req_int("num_groups");
-    Shape split = {x[0], groups, x[1] / groups};
-    split.insert(split.end(), x.begin() + 2, x.end());
-    return make_space(split, trailing_axes(static_cast<int64_t>(split.size()), 2));
-  }
   default: internal_fail("reduction_space: {} is not a reduction", op_name(node.op));
   }
-}
-
-DType normalization_accumulator(const Graph& graph, const Node& node) {
-  NodeContext ctx(graph, node);
-  if (ctx.dtype(0) == DType::Float64) return DType::Float64;
-  bool has_stash = node.op == OpKind::LayerNormalization || node.op == OpKind::GroupNormalization ||
-                   node.op == OpKind::RMSNormalization;
-  if (has_stash && ctx.attr_int("stash_type", 1) == dtype_onnx_code(DType::Float64))
-    return DType::Float64;
-  return DType::Float32;
 }
 
 RowCache row_cache(const FusionGroup& group, int64_t length, int64_t element_bytes) {
@@ -187,12 +143,6 @@ void plan_reduction_launch(const Graph& graph, const Node& node, const DevicePar
                       ? ThreadMapping::BlockPerRow
                       : ThreadMapping::WarpPerRow;
   group.launch = row_launch(space.lines, space.length, group.mapping, device);
-  if (!is_normalization(node.op) || group.mapping != ThreadMapping::BlockPerRow) return;
-  // A long normalized row that does not fit in registers: stage it in shared memory if it fits.
-  int64_t row_bytes = space.length * dtype_size(normalization_accumulator(graph, node));
-  int64_t shared_limit = std::min(kDefaultDynamicShared, device.max_shared_per_block);
-  if (ceil_div(space.length, group.launch.block[0]) > kMaxRowRegistersBlock && row_bytes <= shared_limit)
-    group.launch.dynamic_shared_bytes = row_bytes;
 }
 
 } // namespace stitch

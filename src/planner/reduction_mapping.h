@@ -1,7 +1,8 @@
 // Thread mapping and launch configuration for the kernel of one Reduction-category node
-// (Reduce*, ArgMax/ArgMin, CumSum, Softmax/LogSoftmax, the normalizations, global pools).
+// (Reduce*, ArgMax/ArgMin, CumSum, global pools; softmax and the normalizations reach the
+// planner lowered to these by lower-composites).
 //
-// Every such node reduces (or scans, or normalizes) its input along some axes. Its iteration
+// Every such node reduces (or scans) its input along some axes. Its iteration
 // space, `ReductionSpace`, is the input's shape with size-1 axes dropped and neighbouring axes
 // of the same kind (reduced or kept) merged: [4,1,6,8] reducing axes {2,3} becomes [4,48] with
 // the second dim reduced, 4 independent "lines" of 48 elements. The planner picks the mapping
@@ -17,11 +18,12 @@
 //   CumSum: a warp per row, scanning chunks of 32, when the scanned axis is the innermost one
 //       and at least 32 long; otherwise a thread per line, scanning sequentially.
 //
-// Normalization kernels (softmax, layer/instance/group/RMS norm) read their row once and keep
-// it (`RowCache`) between their passes: in registers when each thread's share is small, in the
-// launch's dynamic shared memory when the plan reserved the row's bytes, else they read it
-// again. Example: LayerNormalization of [4096, 10240] floats: a block of 1024 threads per row
-// (10 elements each, too many for registers), the row's 40 KiB staged in shared memory.
+// Regional kernels that pass over their rows more than once (a lowered softmax or LayerNorm)
+// read each row once and keep it (`RowCache`) between their passes: in registers when each
+// thread's share is small, in the launch's dynamic shared memory when the plan reserved the
+// rows' bytes, else they read it again. Example: LayerNorm of [4096, 10240] floats: a block
+// of 1024 threads per row (10 elements each, too many for registers), the row staged in
+// shared memory.
 #pragma once
 
 #include "graph/graph.h"
@@ -46,20 +48,16 @@ struct ReductionSpace {
 // The iteration space of `node`, a Reduction-category node.
 ReductionSpace reduction_space(const Graph& graph, const Node& node);
 
-// The accumulator of a normalization's statistics: float64 when X or stash_type is, else
-// float32.
-DType normalization_accumulator(const Graph& graph, const Node& node);
-
 enum class RowCache {
   Registers, // each thread keeps its elements of the row in an array of registers
   Shared,    // the row lives in the launch's dynamic shared memory
   None,      // every pass reads the row from global memory again
 };
 
-// Where a normalization kernel keeps its row of `length` elements of `element_bytes` each.
+// Where a Regional kernel keeps its row of `length` elements of `element_bytes` each.
 RowCache row_cache(const FusionGroup& group, int64_t length, int64_t element_bytes);
 
-// Elements of its row one thread keeps in registers, at most, in a normalization kernel with
+// Elements of its row one thread keeps in registers, at most, in a Regional kernel with
 // a thread, a warp or a block per row.
 constexpr int64_t kMaxRowRegistersThread = 16;
 constexpr int64_t kMaxRowRegistersWarp = 32;

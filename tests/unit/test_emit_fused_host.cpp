@@ -137,8 +137,9 @@ TEST_CASE("fused Regional expanded LayerNorm on the host, block per long row", "
 }
 
 TEST_CASE("fused Regional softmax with scale and mask on the host", "[emitter][fused][host]") {
-  // Proves: x * 0.125 + mask (broadcast over heads and query rows) followed by Softmax is one
-  // kernel over rows of 40, equal to the per-op kernels.
+  // Proves: x * 0.125 + mask (broadcast over heads and query rows) followed by Softmax (lowered
+  // to ReduceMax, Sub, Exp, ReduceSum, Div) is one kernel over rows of 40, equal to the per-op
+  // kernels.
   ModelBuilder m(13);
   m.input("x", kFloat, {2, 3, 5, 40}).input("mask", kFloat, {2, 1, 1, 40}).output("y");
   m.initializer_f32("scale", {}, {0.125f});
@@ -168,8 +169,8 @@ TEST_CASE("fused Regional expanded softmax on the host", "[emitter][fused][host]
 }
 
 TEST_CASE("fused Regional LayerNormalization op with consumers and per-row outputs on the host", "[emitter][fused][host]") {
-  // Proves: a LayerNormalization node followed by Relu and a residual Add, also writing its
-  // Mean output per row, equals the per-op kernels.
+  // Proves: a LayerNormalization node (lowered) followed by Relu and a residual Add, also
+  // writing its Mean output per row, is one kernel equal to the per-op kernels.
   ModelBuilder m(17);
   m.input("x", kFloat, {8, 96}).input("w", kFloat, {96}).input("bias", kFloat, {96}).input("res", kFloat, {8, 96});
   m.output("y").output("mean");

@@ -1,7 +1,8 @@
-// Golden checks on the reduction and normalization kernels (kernel_reduction.cpp,
-// kernel_normalization.cpp) and the mappings the planner picks for them
-// (reduction_mapping.cpp): each case compiles a one-node model through the pipeline, the
-// planner and the emitter, and looks for the lines of generated source that matter.
+// Golden checks on the reduction kernels (kernel_reduction.cpp) and the mappings the planner
+// picks for them (reduction_mapping.cpp), and on what the normalizations (lowered to
+// reductions and pointwise ops by lower-composites) become under the fusing planner: each case
+// compiles a one-node model through the pipeline, the planner and the emitter, and looks for
+// the lines of generated source that matter.
 #include <catch2/catch.hpp>
 
 #include "emitter/emit_model.h"
@@ -32,6 +33,20 @@ Compiled compile(const ModelBuilder& m) {
   c.graph = load_onnx(m.write());
   run_pipeline(c.graph, {});
   c.plan = plan_one_kernel_per_op(c.graph, DeviceParams{});
+  MemoryPlan memory = plan_memory(c.graph, c.plan);
+  GeneratedModel model = emit_model(c.graph, c.plan, memory, "cuda");
+  for (const GeneratedFile& f : model.groups) c.source += f.text;
+  return c;
+}
+
+// The same under the default (ilp) planner: composites are lowered, so their kernels are fused.
+Compiled compile_fused(const ModelBuilder& m) {
+  Compiled c;
+  c.graph = load_onnx(m.write());
+  run_pipeline(c.graph, {});
+  PlannerOptions options;
+  options.planner = "ilp";
+  c.plan = plan_fusion(c.graph, options);
   MemoryPlan memory = plan_memory(c.graph, c.plan);
   GeneratedModel model = emit_model(c.graph, c.plan, memory, "cuda");
   for (const GeneratedFile& f : model.groups) c.source += f.text;
@@ -132,78 +147,88 @@ TEST_CASE("reduction_space drops size-1 axes and merges neighbours", "[emitter][
   CHECK(m.length == 8);
 }
 
-TEST_CASE("Softmax keeps a short row in registers and subtracts the maximum", "[emitter]") {
-  // Proves: a warp-per-row softmax reads the row once into a register array, reduces the
-  // max and the sum of exp(x - max) by warp shuffles, and writes exp / sum once.
+TEST_CASE("lowered Softmax keeps a short row in registers and subtracts the maximum", "[emitter]") {
+  // Proves: Softmax, lowered to ReduceMax, Sub, Exp, ReduceSum, Div, is planned as one
+  // warp-per-row Regional kernel that reads the row once into registers, reduces the max by
+  // warp shuffles, then the sum of exp(x - max), and divides in the last pass.
   ModelBuilder m(13);
   m.input("x", kFloat, {4096, 1000}).output("y");
   m.node("Softmax", {"x"}, {"y"});
-  Compiled c = compile(m);
+  Compiled c = compile_fused(m);
+  CHECK(only_kernel(c).scheme == StitchScheme::Regional);
   CHECK(only_kernel(c).mapping == ThreadMapping::WarpPerRow);
-  CHECK_THAT(c.source, Catch::Contains("float row[32];"));
-  CHECK_THAT(c.source, Catch::Contains("row[j] = v;"));
-  CHECK_THAT(c.source, Catch::Contains("line_max = stitch::rows::warp_allreduce(line_max, stitch::rows::Max{});"));
-  CHECK_THAT(c.source, Catch::Contains("const float e = stitch::rows::exp_of(v - line_max);"));
-  CHECK_THAT(c.source, Catch::Contains("y[base + k] = v / sum;"));
+  CHECK_THAT(c.source, Catch::Contains("float row0[32];"));
+  CHECK_THAT(c.source, Catch::Contains("acc0 = stitch::rows::warp_allreduce(acc0, stitch::rows::Max{});"));
+  CHECK_THAT(c.source, Catch::Contains("const float t0 = stitch::ops::sub(x0, r0);"));
+  CHECK_THAT(c.source, Catch::Contains("const float t1 = stitch::ops::exp_(t0);"));
+  CHECK_THAT(c.source, Catch::Contains("const float t2 = stitch::ops::div(t1, r1);"));
 }
 
-TEST_CASE("Softmax over a middle axis strides through the axis, one thread per line", "[emitter]") {
-  // Proves: opset-13 softmax on axis 1 of [3,4,5] walks lines 5 apart (flat mapping), and
-  // LogSoftmax writes x - max - log(sum).
+TEST_CASE("lowered LogSoftmax over a middle axis strides through the axis", "[emitter]") {
+  // Proves: opset-13 LogSoftmax on axis 1 of [3,4,5] lowers to reductions whose lines are
+  // 5 apart (flat mapping), and ends in x - max - log(sum).
   ModelBuilder m(13);
   m.input("x", kFloat, {3, 4, 5}).output("y");
   test::set_attr_int(m.node("LogSoftmax", {"x"}, {"y"}), "axis", 1);
-  Compiled c = compile(m);
-  CHECK(only_kernel(c).mapping == ThreadMapping::Flat);
+  Compiled c = compile_fused(m);
+  CHECK_THAT(c.source, Catch::Contains("node 'LogSoftmax_1/ReduceMax' (ReduceMax): float32[3,1,5] <- float32[3,4,5]"));
   CHECK_THAT(c.source, Catch::Contains("const int64_t base = (line / 5) * 20 + line % 5;"));
-  CHECK_THAT(c.source, Catch::Contains("y[base + k * 5] = v - line_max - log_sum;"));
+  CHECK_THAT(c.source, Catch::Contains("node 'LogSoftmax_1/Sub_1' (Sub): float32[3,4,5] <- float32[3,4,5], float32[3,1,5]"));
 }
 
-TEST_CASE("Softmax before opset 13 coerces the input to 2-D at axis", "[emitter]") {
+TEST_CASE("lowered Softmax before opset 13 normalizes the trailing axes from axis", "[emitter]") {
   // Proves: opset-11 softmax with axis 1 on [2,3,40] normalizes rows of 3 * 40 = 120.
   ModelBuilder m(11);
   m.input("x", kFloat, {2, 3, 40}).output("y");
   m.node("Softmax", {"x"}, {"y"});
-  Compiled c = compile(m);
+  Compiled c = compile_fused(m);
+  CHECK(only_kernel(c).scheme == StitchScheme::Regional);
   CHECK_THAT(c.source, Catch::Contains("const int64_t lines = 2;"));
   CHECK_THAT(c.source, Catch::Contains("const int64_t length = 120;"));
 }
 
-TEST_CASE("LayerNormalization of a long row stages it in shared memory", "[emitter]") {
-  // Proves: a 10240-element row (10 per thread of a 1024-thread block) is staged in dynamic
-  // shared memory sized by the plan, and the variance is two-pass (deviations from the mean).
+TEST_CASE("lowered LayerNormalization of a long row stages it in shared memory", "[emitter]") {
+  // Proves: a 10240-element row (10 per thread of a 1024-thread block) is one Regional
+  // kernel that stages the row in dynamic shared memory, and the variance is two-pass: the
+  // mean, then the mean of the squared deviations from it.
   ModelBuilder m(17);
   m.input("x", kFloat, {8, 10240}).input("w", kFloat, {10240}).input("b", kFloat, {10240});
   m.output("y");
   m.node("LayerNormalization", {"x", "w", "b"}, {"y"});
-  Compiled c = compile(m);
+  Compiled c = compile_fused(m);
   const FusionGroup& g = only_kernel(c);
+  CHECK(g.scheme == StitchScheme::Regional);
   CHECK(g.mapping == ThreadMapping::BlockPerRow);
-  CHECK(g.launch.dynamic_shared_bytes == 10240 * 4);
-  CHECK_THAT(c.source, Catch::Contains("STITCH_DYNAMIC_SHARED(float, row_cache);"));
-  CHECK_THAT(c.source, Catch::Contains("const float d = v - mean;"));
-  CHECK_THAT(c.source, Catch::Contains("inv_std_dev = 1.0f / stitch::rows::sqrt_of(squares / 10240.0f + 1e-05f);"));
-  CHECK_THAT(c.source, Catch::Contains("y[base + k] = (v - mean) * inv_std_dev * scale[k] + bias[k];"));
+  CHECK(g.launch.dynamic_shared_bytes >= 10240 * 4);
+  CHECK_THAT(c.source, Catch::Contains("STITCH_DYNAMIC_SHARED(unsigned char, row_bytes);"));
+  CHECK_THAT(c.source, Catch::Contains("const float r0 = acc0 / 10240.0f;"));
+  CHECK_THAT(c.source, Catch::Contains("const float t0 = stitch::ops::sub(x0, r0);"));
+  CHECK_THAT(c.source, Catch::Contains("const float t1 = stitch::ops::mul(t0, t0);"));
+  CHECK_THAT(c.source, Catch::Contains("const float r2 = stitch::ops::add(r1, 9.99999975e-06f);"));
+  CHECK_THAT(c.source, Catch::Contains("const float t1 = stitch::ops::div(t0, r3);"));
 }
 
-TEST_CASE("LayerNormalization writes Mean and InvStdDev once per row", "[emitter]") {
-  // Proves: the optional statistics outputs are written once per row, by the row's first thread.
+TEST_CASE("lowered LayerNormalization writes Mean and InvStdDev once per row", "[emitter]") {
+  // Proves: the optional statistics outputs are per-row values of the one Regional kernel,
+  // written by the row's first thread.
   ModelBuilder m(17);
   m.input("x", kFloat, {64, 256}).input("w", kFloat, {256}).output("y").output("mean").output("inv");
   m.node("LayerNormalization", {"x", "w"}, {"y", "mean", "inv"});
-  Compiled c = compile(m);
-  CHECK_THAT(c.source, Catch::Contains("if (thread == 0) mean_out[line] = mean;"));
-  CHECK_THAT(c.source, Catch::Contains("if (thread == 0) inv_std_dev_out[line] = inv_std_dev;"));
+  Compiled c = compile_fused(m);
+  CHECK(only_kernel(c).scheme == StitchScheme::Regional);
+  CHECK_THAT(c.source, Catch::Contains("if (thread == 0) out0[line] = r0;"));
+  CHECK_THAT(c.source, Catch::Contains("if (thread == 0) out2[line] = r4;"));
 }
 
-TEST_CASE("GroupNormalization indexes per-channel scale from the group and position", "[emitter]") {
-  // Proves: opset-21 GroupNormalization of [2,8,4,4] with 4 groups reads scale at channel
-  // g * 2 + k / 16.
+TEST_CASE("lowered GroupNormalization normalizes [N, G, C/G * D] rows", "[emitter]") {
+  // Proves: opset-21 GroupNormalization of [2,8,4,4] with 4 groups is one Regional kernel
+  // over 8 rows of 32, and a Local kernel applying the per-channel scale and bias.
   ModelBuilder m(21);
   m.input("x", kFloat, {2, 8, 4, 4}).input("s", kFloat, {8}).input("b", kFloat, {8}).output("y");
   test::set_attr_int(m.node("GroupNormalization", {"x", "s", "b"}, {"y"}), "num_groups", 4);
-  Compiled c = compile(m);
-  CHECK_THAT(c.source, Catch::Contains("scale[(line % 4) * 2 + k / 16]"));
+  Compiled c = compile_fused(m);
+  CHECK_THAT(c.source, Catch::Contains("// Fused group 1 (Regional): 8 rows of 32 elements"));
+  CHECK_THAT(c.source, Catch::Contains("node 'GroupNormalization_1/Mul_1' (Mul): float32[2,8,4,4] <- float32[2,8,4,4], float32[8,1,1]"));
 }
 
 TEST_CASE("ArgMax with select_last_index breaks ties toward the last index", "[emitter]") {
@@ -234,15 +259,15 @@ TEST_CASE("CumSum along rows scans 32 elements at a time per warp", "[emitter]")
   CHECK_THAT(c.source, Catch::Contains("stitch::ops::cast_to<int32_t>(s)"));
 }
 
-TEST_CASE("BatchNormalization is elementwise with per-channel statistics", "[emitter]") {
-  // Proves: inference BatchNormalization finds the channel from the flat index.
+TEST_CASE("lowered BatchNormalization is one Mul and one Add per channel", "[emitter]") {
+  // Proves: inference BatchNormalization with run-time statistics computes the per-channel
+  // factor and shift in one small kernel and applies them as x * s + b' broadcast from [3,1,1].
   ModelBuilder m(15);
   m.input("x", kFloat, {2, 3, 4, 5});
   for (const char* name : {"s", "b", "mean", "var"}) m.input(name, kFloat, {3});
   m.output("y");
   m.node("BatchNormalization", {"x", "s", "b", "mean", "var"}, {"y"});
-  Compiled c = compile(m);
-  CHECK(only_kernel(c).mapping == ThreadMapping::Flat);
-  CHECK_THAT(c.source, Catch::Contains("const int64_t c = i / 20 % 3;"));
-  CHECK_THAT(c.source, Catch::Contains("y[i] = (x[i] - mean[c]) * inv_std_dev * scale[c] + bias[c];"));
+  Compiled c = compile_fused(m);
+  CHECK_THAT(c.source, Catch::Contains("node 'BatchNormalization_1/Mul_1' (Mul): float32[2,3,4,5] <- float32[2,3,4,5], float32[3,1,1]"));
+  CHECK_THAT(c.source, Catch::Contains("node 'BatchNormalization_1/Add_1' (Add): float32[2,3,4,5] <- float32[2,3,4,5], float32[3,1,1]"));
 }

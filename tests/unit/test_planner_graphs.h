@@ -84,6 +84,21 @@ inline TensorId layer_norm_chain(GraphBuilder& b, TensorId x, int64_t width, con
   return b.op(OpKind::Add, {scaled, b.constant({width}, 0.25f)}, p + "beta");
 }
 
+// Softmax of x over its last axis as lower-composites writes it: ReduceMax, Sub, Exp,
+// ReduceSum, Div. The nodes are named p + "_max", "_shift", "_exp", "_sum" and p (the Div);
+// returns y.
+inline TensorId softmax_chain(GraphBuilder& b, TensorId x, const std::string& p) {
+  TensorId max = b.op(OpKind::ReduceMax, {x}, p + "_max", {{"axes", last_axis()}});
+  TensorId shifted = b.op(OpKind::Sub, {x, max}, p + "_shift");
+  TensorId exp = b.op(OpKind::Exp, {shifted}, p + "_exp");
+  TensorId sum = b.op(OpKind::ReduceSum, {exp, b.constant_ints(last_axis())}, p + "_sum");
+  return b.op(OpKind::Div, {exp, sum}, p);
+}
+
+inline std::vector<std::string> softmax_nodes(const std::string& p) {
+  return {p + "_max", p + "_shift", p + "_exp", p + "_sum", p};
+}
+
 // The modeled cost of a plan (the sum of its groups').
 inline int64_t plan_cost(const FusionPlan& plan) {
   int64_t cost = 0;

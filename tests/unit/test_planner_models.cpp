@@ -51,15 +51,37 @@ std::vector<std::vector<int32_t>> expanded_layer_norms(const Graph& g) {
   return found;
 }
 
+// Softmax as lower-composites writes it (and exporters expand it): ReduceMax -> Sub -> Exp ->
+// ReduceSum -> Div, found from the Div.
+std::vector<std::vector<int32_t>> softmaxes(const Graph& g) {
+  std::vector<std::vector<int32_t>> found;
+  auto producers = g.producers();
+  auto is = [&](int32_t n, OpKind op) { return n >= 0 && g.nodes[n].op == op; };
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const Node& div = g.nodes[n];
+    if (div.op != OpKind::Div) continue;
+    int32_t exp = producers[div.inputs[0]], sum = producers[div.inputs[1]];
+    if (!is(exp, OpKind::Exp) || !is(sum, OpKind::ReduceSum) || producers[g.nodes[sum].inputs[0]] != exp) continue;
+    int32_t sub = producers[g.nodes[exp].inputs[0]];
+    if (!is(sub, OpKind::Sub)) continue;
+    int32_t max = producers[g.nodes[sub].inputs[1]];
+    if (!is(max, OpKind::ReduceMax)) continue;
+    found.push_back({max, sub, exp, sum, static_cast<int32_t>(n)});
+  }
+  return found;
+}
+
 void check_transformer_plan(const Graph& g, const FusionPlan& ilp) {
   std::vector<int> group_of = group_of_nodes(g, ilp);
   auto producers = g.producers();
   // Every LayerNorm in one group: the single op trivially, the expanded chain as a whole.
   for (const std::vector<int32_t>& ln : expanded_layer_norms(g))
     for (int32_t n : ln) CHECK(group_of[n] == group_of[ln[0]]);
-  // Softmax with the pointwise producers of its row (the mask add, the scale) in its group.
-  for (size_t n = 0; n < g.nodes.size(); ++n) {
-    if (g.nodes[n].op != OpKind::Softmax) continue;
+  // Softmax (lowered: ReduceMax, Sub, Exp, ReduceSum, Div) in one group, with the pointwise
+  // producers of its row (the mask add, the scale).
+  for (const std::vector<int32_t>& softmax : softmaxes(g)) {
+    for (int32_t n : softmax) CHECK(group_of[n] == group_of[softmax[0]]);
+    const int32_t n = softmax[0];
     const Shape& row = g.tensor(g.nodes[n].inputs[0]).shape;
     int32_t p = producers[g.nodes[n].inputs[0]];
     for (int depth = 0; depth < 2 && p >= 0 && is_pointwise(g.nodes[p].op); ++depth) {
@@ -72,7 +94,8 @@ void check_transformer_plan(const Graph& g, const FusionPlan& ilp) {
       p = next;
     }
   }
-  // Bias and GELU fuse: the bias add shares a group with the Erf (expanded GELU) or the Gelu.
+  // Bias and GELU fuse: the bias add shares a group with the Gelu (canonicalize makes one of
+  // the exporters' erf and tanh chains) or the Erf of a chain it did not recognize.
   // (cuBLASLt's GELU epilogue is the tanh approximation, so an erf GELU never goes there, and
   // the bias must then be in the GELU's kernel rather than in the GEMM's epilogue.)
   for (size_t n = 0; n < g.nodes.size(); ++n) {
@@ -149,7 +172,7 @@ TensorId bert_layer(GraphBuilder& b, TensorId x, TensorId mask, int layer) {
   TensorId scores = b.op(OpKind::MatMul, {q, k}, p + "scores");
   TensorId scaled = b.op(OpKind::Div, {scores, b.constant({}, 8.0f)}, p + "scale");
   TensorId masked = b.op(OpKind::Add, {scaled, mask}, p + "mask");
-  TensorId probs = b.op(OpKind::Softmax, {masked}, p + "softmax", {{"axis", int64_t{-1}}});
+  TensorId probs = softmax_chain(b, masked, p + "softmax");
   TensorId context = b.op(OpKind::MatMul, {probs, v}, p + "context");
   TensorId merged = b.op(OpKind::Transpose, {context}, p + "merge", {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
   TensorId flat = b.op(OpKind::Reshape, {merged, b.constant_ints({batch, seq, hidden})}, p + "flat");

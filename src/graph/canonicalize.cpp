@@ -1,0 +1,217 @@
+// canonicalize: local rewrites to one spelling, then the GELU chains to Gelu (canonicalize.h).
+#include "graph/canonicalize.h"
+
+#include <cmath>
+
+#include "graph/constant.h"
+
+namespace stitch {
+
+namespace {
+
+constexpr double kSqrt2 = 1.4142135623730951;
+constexpr double kSqrt2OverPi = 0.7978845608028654;
+constexpr double kTanhGeluCubic = 0.044715;
+
+class Chains {
+public:
+  explicit Chains(Graph& graph)
+      : graph_(graph), producer_(graph.producers()), consumers_(graph.consumers()) {}
+
+  // The live node computing `t` with op `op`, or null.
+  Node* producer(TensorId t, OpKind op) {
+    if (t == kNoTensor || producer_[t] < 0) return nullptr;
+    Node& n = graph_.nodes[producer_[t]];
+    return !n.removed && n.op == op ? &n : nullptr;
+  }
+  // `t` is a computed value read by one node only (once or more), not a graph output.
+  bool single_use(TensorId t) const {
+    return t != kNoTensor && !graph_.tensor(t).is_constant() && consumers_[t].size() == 1 &&
+           !graph_.is_graph_output(t);
+  }
+  // The one node reading `t` if it has op `op` (or `alt`), or null.
+  Node* consumer(TensorId t, OpKind op, OpKind alt) {
+    if (!single_use(t)) return nullptr;
+    Node& n = graph_.nodes[consumers_[t][0]];
+    return !n.removed && (n.op == op || n.op == alt) ? &n : nullptr;
+  }
+  // A constant float scalar equal to `v`, up to the rounding of its type.
+  bool is_value(TensorId t, double v) const {
+    if (t == kNoTensor) return false;
+    const Tensor& c = graph_.tensor(t);
+    if (!c.is_constant() || c.elements() != 1 || !dtype_is_float(c.dtype)) return false;
+    const double tolerance = dtype_size(c.dtype) == 2 ? 1e-2 : 1e-5;
+    return std::abs(constant_as_double(c)[0] - v) <= tolerance * std::abs(v);
+  }
+  // The operand of two-operand `node` other than `t`, or kNoTensor.
+  static TensorId other(const Node* node, TensorId t) {
+    if (node == nullptr || node->inputs.size() != 2) return kNoTensor;
+    if (node->inputs[0] == t) return node->inputs[1];
+    if (node->inputs[1] == t) return node->inputs[0];
+    return kNoTensor;
+  }
+
+  // 1 + e, where e feeds only that Add: its result, or kNoTensor.
+  TensorId one_plus(TensorId e, std::vector<Node*>& chain) {
+    Node* add = consumer(e, OpKind::Add, OpKind::Sum);
+    if (!is_value(other(add, e), 1.0)) return kNoTensor;
+    chain.push_back(add);
+    return add->outputs[0];
+  }
+
+  // 0.5 * x * p in the associations exporters write: the node computing it, or null.
+  Node* half_product(TensorId x, TensorId p, std::vector<Node*>& chain) {
+    Node* m1 = consumer(p, OpKind::Mul, OpKind::Mul);
+    TensorId q = other(m1, p);
+    if (q == kNoTensor) return nullptr;
+    auto halves = [&](Node* n, TensorId v) {
+      return n != nullptr && ((n->op == OpKind::Mul && is_value(other(n, v), 0.5)) ||
+                              (n->op == OpKind::Div && n->inputs[0] == v && is_value(n->inputs[1], 2.0)));
+    };
+    if (q == x) { // (x * p) * 0.5
+      Node* m2 = consumer(m1->outputs[0], OpKind::Mul, OpKind::Div);
+      if (!halves(m2, m1->outputs[0])) return nullptr;
+      chain.push_back(m1);
+      return m2;
+    }
+    if (is_value(q, 0.5)) { // (0.5 * p) * x
+      Node* m2 = consumer(m1->outputs[0], OpKind::Mul, OpKind::Mul);
+      if (other(m2, m1->outputs[0]) != x) return nullptr;
+      chain.push_back(m1);
+      return m2;
+    }
+    Node* half = single_use(q) ? producer(q, OpKind::Mul) : nullptr; // (x * 0.5) * p
+    if (half == nullptr && single_use(q)) half = producer(q, OpKind::Div);
+    if (!halves(half, x)) return nullptr;
+    chain.push_back(half);
+    return m1;
+  }
+
+  // x / sqrt(2) (or x * (1 / sqrt(2))) computing `u`: x, or kNoTensor.
+  TensorId erf_argument(TensorId u, std::vector<Node*>& chain) {
+    if (!single_use(u)) return kNoTensor;
+    if (Node* div = producer(u, OpKind::Div); div && is_value(div->inputs[1], kSqrt2)) {
+      chain.push_back(div);
+      return div->inputs[0];
+    }
+    Node* mul = producer(u, OpKind::Mul);
+    if (mul == nullptr || mul->inputs.size() != 2) return kNoTensor;
+    for (int i = 0; i < 2; ++i)
+      if (is_value(mul->inputs[1 - i], 1.0 / kSqrt2)) {
+        chain.push_back(mul);
+        return mul->inputs[i];
+      }
+    return kNoTensor;
+  }
+
+  // x^3 computing `cube` from x: Pow(x, 3), or x * x * x in either association.
+  bool is_cube(TensorId cube, TensorId x, std::vector<Node*>& chain) {
+    if (!single_use(cube)) return false;
+    if (Node* pow = producer(cube, OpKind::Pow); pow && pow->inputs[0] == x && is_value(pow->inputs[1], 3.0)) {
+      chain.push_back(pow);
+      return true;
+    }
+    Node* outer = producer(cube, OpKind::Mul);
+    TensorId square = other(outer, x);
+    Node* inner = single_use(square) ? producer(square, OpKind::Mul) : nullptr;
+    if (inner == nullptr || inner->inputs.size() != 2 || inner->inputs[0] != x || inner->inputs[1] != x)
+      return false;
+    chain.push_back(outer);
+    chain.push_back(inner);
+    return true;
+  }
+
+  // sqrt(2/pi) * (x + 0.044715 * x^3) computing `w`: x, or kNoTensor.
+  TensorId tanh_argument(TensorId w, std::vector<Node*>& chain) {
+    if (!single_use(w)) return kNoTensor;
+    Node* scale = producer(w, OpKind::Mul);
+    if (scale == nullptr || scale->inputs.size() != 2) return kNoTensor;
+    TensorId s = is_value(scale->inputs[0], kSqrt2OverPi)   ? scale->inputs[1]
+                 : is_value(scale->inputs[1], kSqrt2OverPi) ? scale->inputs[0]
+                                                            : kNoTensor;
+    if (!single_use(s)) return kNoTensor;
+    Node* sum = producer(s, OpKind::Add);
+    if (sum == nullptr) sum = producer(s, OpKind::Sum);
+    if (sum == nullptr || sum->inputs.size() != 2) return kNoTensor;
+    for (int i = 0; i < 2; ++i) {
+      TensorId x = sum->inputs[i], cubic = sum->inputs[1 - i];
+      Node* times = single_use(cubic) ? producer(cubic, OpKind::Mul) : nullptr;
+      if (times == nullptr || times->inputs.size() != 2) continue;
+      for (int j = 0; j < 2; ++j) {
+        std::vector<Node*> found = {scale, sum, times};
+        if (!is_value(times->inputs[1 - j], kTanhGeluCubic) || !is_cube(times->inputs[j], x, found)) continue;
+        chain.insert(chain.end(), found.begin(), found.end());
+        return x;
+      }
+    }
+    return kNoTensor;
+  }
+
+  // The GELU chain through the Erf or Tanh node `core`, rewritten to one Gelu node.
+  bool raise_gelu(Node& core) {
+    std::vector<Node*> chain = {&core};
+    const bool tanh = core.op == OpKind::Tanh;
+    TensorId x = tanh ? tanh_argument(core.inputs[0], chain) : erf_argument(core.inputs[0], chain);
+    if (x == kNoTensor) return false;
+    TensorId p = one_plus(core.outputs[0], chain);
+    if (p == kNoTensor) return false;
+    Node* result = half_product(x, p, chain);
+    if (result == nullptr) return false;
+    const Tensor& y = graph_.tensor(result->outputs[0]);
+    if (y.shape != graph_.tensor(x).shape || y.dtype != graph_.tensor(x).dtype) return false;
+    for (Node* n : chain) n->removed = true;
+    result->op = OpKind::Gelu;
+    result->inputs = {x};
+    result->attrs.clear();
+    if (tanh) result->attrs["approximate"] = Attribute{std::string("tanh")};
+    return true;
+  }
+
+private:
+  Graph& graph_;
+  std::vector<int32_t> producer_;
+  std::vector<std::vector<int32_t>> consumers_;
+};
+
+// Pow(x, 2) -> Mul(x, x), Sum(a, b) -> Add(a, b), Mul(a, Reciprocal(b)) -> Div(a, b).
+bool respell(Graph& graph, Chains& chains, Node& node) {
+  const Tensor& out = graph.tensor(node.outputs[0]);
+  if (node.op == OpKind::Sum && node.inputs.size() == 2) {
+    node.op = OpKind::Add;
+    return true;
+  }
+  if (!dtype_is_float(out.dtype) || node.inputs.size() != 2) return false;
+  if (node.op == OpKind::Pow && chains.is_value(node.inputs[1], 2.0) &&
+      graph.tensor(node.inputs[1]).shape.size() <= graph.tensor(node.inputs[0]).shape.size() &&
+      constant_as_double(graph.tensor(node.inputs[1]))[0] == 2.0) {
+    node.op = OpKind::Mul;
+    node.inputs[1] = node.inputs[0];
+    return true;
+  }
+  if (node.op != OpKind::Mul || node.inputs[0] == node.inputs[1]) return false;
+  for (int i = 1; i >= 0; --i)
+    if (Node* reciprocal = chains.producer(node.inputs[i], OpKind::Reciprocal)) {
+      node.op = OpKind::Div;
+      node.inputs = {node.inputs[1 - i], reciprocal->inputs[0]};
+      return true;
+    }
+  return false;
+}
+
+} // namespace
+
+bool canonicalize(Graph& graph) {
+  bool changed = false;
+  {
+    Chains chains(graph);
+    for (Node& node : graph.nodes) changed = respell(graph, chains, node) || changed;
+  }
+  Chains chains(graph); // the respelled graph's producers and consumers
+  for (Node& node : graph.nodes)
+    if (!node.removed && (node.op == OpKind::Erf || node.op == OpKind::Tanh))
+      changed = chains.raise_gelu(node) || changed;
+  graph.compact();
+  return changed;
+}
+
+} // namespace stitch

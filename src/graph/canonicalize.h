@@ -1,0 +1,27 @@
+// canonicalize: gives the few computations that exporters spell in several ways one spelling,
+// so that a composite lowered by lower-composites and the same composite expanded by an
+// exporter (torch writes LayerNorm as ReduceMean, Sub, Pow 2, ReduceMean, Add, Sqrt, Div,
+// Mul, Add; GELU as Div, Erf, Add, Mul, Mul) become the same graph, planned and emitted the
+// same way.
+//
+//   Pow(x, 2)               -> Mul(x, x)      exact, and no pow() on the device
+//   Mul(a, Reciprocal(b))   -> Div(a, b)      one rounding instead of two (rsqrt as a / sqrt)
+//   Sum(a, b)               -> Add(a, b)
+//   0.5 * x * (1 + erf(x / sqrt(2)))                              -> Gelu(x)
+//   0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))       -> Gelu(x, approximate="tanh")
+//     in the orders and associations exporters write (x / 1.41421 or x * 0.70711, the 0.5
+//     applied first or last, Pow(x, 3) or x * x * x). Gelu is the one canonical form of GELU:
+//     a single pointwise op the planner fuses anywhere, and the activation cuBLASLt applies
+//     in a GEMM epilogue (tanh form).
+//
+// Only values read by the matched chain alone are folded into the new node; nodes the
+// rewrites leave unread are removed.
+#pragma once
+
+#include "graph/graph.h"
+
+namespace stitch {
+
+bool canonicalize(Graph& graph);
+
+} // namespace stitch

@@ -1,0 +1,355 @@
+// lower-composites: one lowering function per composite ONNX op (see lower_composites.h).
+#include "graph/lower_composites.h"
+
+#include <cmath>
+#include <set>
+
+#include "graph/constant.h"
+#include "graph/error.h"
+#include "graph/infer_context.h"
+#include "graph/op_params.h"
+#include "graph/shape_rules.h"
+
+namespace stitch {
+
+namespace {
+
+// Emits the primitive nodes that replace one composite node, in order, into `out`.
+class Lowering {
+public:
+  Lowering(Graph& graph, const Node& composite, std::set<std::string>& names, std::vector<Node>& out)
+      : graph_(graph), composite_(composite), names_(names), out_(out), first_(out.size()),
+        base_(composite.name.empty() ? graph.tensor(composite.outputs[0]).name : composite.name) {}
+
+  NodeContext context() const { return NodeContext(graph_, composite_); }
+  TensorId input(int i) const {
+    return i < static_cast<int>(composite_.inputs.size()) ? composite_.inputs[i] : kNoTensor;
+  }
+  TensorId output(int i) const {
+    return i < static_cast<int>(composite_.outputs.size()) ? composite_.outputs[i] : kNoTensor;
+  }
+  DType dtype(TensorId t) const { return graph_.tensor(t).dtype; }
+  Shape shape(TensorId t) const { return graph_.tensor(t).shape; }
+
+  // A new node writing a new tensor "<composite>/<role>", typed by its shape rule.
+  TensorId op(OpKind kind, std::vector<TensorId> inputs, const std::string& role,
+              std::map<std::string, Attribute> attrs = {}) {
+    TensorId out = new_tensor(role);
+    emit(kind, std::move(inputs), out, std::move(attrs));
+    return out;
+  }
+
+  // A Reduce* over `axes` keeping them (size 1), with the axes where the node's opset has them.
+  TensorId reduce(OpKind kind, TensorId x, const std::vector<int64_t>& axes, const std::string& role) {
+    std::map<std::string, Attribute> attrs = {{"keepdims", Attribute{int64_t{1}}}};
+    std::vector<TensorId> inputs = {x};
+    if (axes.empty()) attrs["noop_with_empty_axes"] = Attribute{int64_t{1}}; // rows of one element
+    else if (composite_.opset >= reduce_axes_input_opset(kind))
+      inputs.push_back(int64_constant(role + "Axes", {static_cast<int64_t>(axes.size())}, axes));
+    else attrs["axes"] = Attribute{axes};
+    return op(kind, std::move(inputs), role, std::move(attrs));
+  }
+
+  // `x` as `to`: a Cast node, a converted constant, or `x` itself.
+  TensorId cast(TensorId x, DType to) {
+    if (x == kNoTensor || dtype(x) == to) return x;
+    const Tensor& t = graph_.tensor(x);
+    if (t.is_constant() && t.view_of == kNoTensor)
+      return constant(t.name + "/" + std::string(dtype_name(to)), to, t.shape, constant_as_double(t));
+    return op(OpKind::Cast, {x}, t.name.substr(t.name.rfind('/') + 1) + "Cast",
+              {{"to", Attribute{int64_t{dtype_onnx_code(to)}}}});
+  }
+
+  // `x` under `to` (same element count): a Reshape node, a constant sharing the bytes, or `x`.
+  TensorId reshape(TensorId x, const Shape& to, const std::string& role) {
+    if (x == kNoTensor || shape(x) == to) return x;
+    const Tensor& t = graph_.tensor(x);
+    if (t.is_constant() && t.view_of == kNoTensor) {
+      Tensor r = t;
+      r.name = fresh_name(base_ + "/" + role);
+      r.shape = to;
+      return graph_.add_tensor(std::move(r));
+    }
+    TensorId target = int64_constant(role + "Shape", {static_cast<int64_t>(to.size())}, to);
+    std::map<std::string, Attribute> attrs;
+    for (int64_t d : to)
+      if (d == 0) attrs["allowzero"] = Attribute{int64_t{1}};
+    return op(OpKind::Reshape, {x, target}, role, std::move(attrs));
+  }
+
+  TensorId scalar(const std::string& role, DType dtype, double value) {
+    return constant(base_ + "/" + role, dtype, {}, {value});
+  }
+  TensorId constant(const std::string& name, DType dtype, Shape shape, const std::vector<double>& values) {
+    Tensor t;
+    t.name = fresh_name(name);
+    t.dtype = dtype;
+    t.shape = std::move(shape);
+    t.typed = true;
+    t.constant = make_constant_from_double(dtype, values);
+    return graph_.add_tensor(std::move(t));
+  }
+
+  // Makes `value` the composite's output tensor `original` (which keeps its name): the node
+  // producing `value` writes `original` instead, or a Cast does where the types differ.
+  void bind(TensorId value, TensorId original) {
+    if (original == kNoTensor) return;
+    if (dtype(value) != dtype(original)) {
+      emit(OpKind::Cast, {value}, original, {{"to", Attribute{int64_t{dtype_onnx_code(dtype(original))}}}});
+      return;
+    }
+    bool produced = false;
+    for (size_t n = first_; n < out_.size(); ++n) {
+      for (TensorId& t : out_[n].inputs)
+        if (t == value) t = original;
+      for (TensorId& t : out_[n].outputs)
+        if (t == value) {
+          t = original;
+          produced = true;
+        }
+    }
+    STITCH_INTERNAL_CHECK(produced, "lower-composites: '{}' is not computed by the lowering of '{}'",
+                          graph_.tensor(value).name, base_);
+  }
+
+private:
+  void emit(OpKind kind, std::vector<TensorId> inputs, TensorId output,
+            std::map<std::string, Attribute> attrs) {
+    Node n;
+    n.op = kind;
+    std::string name = base_ + "/" + std::string(op_name(kind));
+    int& count = node_names_[name];
+    n.name = count++ == 0 ? name : fmt::format("{}_{}", name, count - 1);
+    n.inputs = std::move(inputs);
+    n.outputs = {output};
+    n.attrs = std::move(attrs);
+    n.opset = composite_.opset;
+    InferContext ctx(graph_, n);
+    shape_rule(kind)(ctx);
+    out_.push_back(std::move(n));
+  }
+
+  TensorId new_tensor(const std::string& role) {
+    Tensor t;
+    t.name = fresh_name(base_ + "/" + role);
+    return graph_.add_tensor(std::move(t));
+  }
+
+  TensorId int64_constant(const std::string& role, Shape shape, const std::vector<int64_t>& values) {
+    Tensor t;
+    t.name = fresh_name(base_ + "/" + role);
+    t.dtype = DType::Int64;
+    t.shape = std::move(shape);
+    t.typed = true;
+    t.constant = make_constant_from_int64(DType::Int64, values);
+    return graph_.add_tensor(std::move(t));
+  }
+
+  std::string fresh_name(const std::string& want) {
+    std::string name = want;
+    for (int i = 1; names_.count(name); ++i) name = fmt::format("{}_{}", want, i);
+    names_.insert(name);
+    return name;
+  }
+
+  Graph& graph_;
+  const Node& composite_;
+  std::set<std::string>& names_;
+  std::vector<Node>& out_;
+  size_t first_;
+  std::string base_;
+  std::map<std::string, int> node_names_;
+};
+
+// Statistics are accumulated in float32, or float64 where the input or stash_type is.
+DType statistics_type(const Lowering& l, bool has_stash) {
+  NodeContext ctx = l.context();
+  if (l.dtype(l.input(0)) == DType::Float64) return DType::Float64;
+  if (has_stash && ctx.attr_int("stash_type", 1) == dtype_onnx_code(DType::Float64)) return DType::Float64;
+  return DType::Float32;
+}
+
+std::vector<int64_t> axes_from(int64_t first, int64_t rank) {
+  std::vector<int64_t> axes;
+  for (int64_t a = first; a < rank; ++a) axes.push_back(a);
+  return axes;
+}
+
+// [C] as [C, 1, ...] against an input of `rank` dims laid out [N, C, D...].
+Shape channel_shape(int64_t channels, size_t rank) {
+  Shape s(rank - 1, 1);
+  s[0] = channels;
+  return s;
+}
+
+struct Normalized {
+  TensorId mean, deviation, std_dev, normalized;
+};
+
+// (x - mean) / sqrt(mean((x - mean)^2) + epsilon) over `axes`: the two-pass variance.
+Normalized normalize(Lowering& l, TensorId x, const std::vector<int64_t>& axes, double epsilon) {
+  Normalized r;
+  r.mean = l.reduce(OpKind::ReduceMean, x, axes, "Mean");
+  r.deviation = l.op(OpKind::Sub, {x, r.mean}, "Deviation");
+  TensorId square = l.op(OpKind::Mul, {r.deviation, r.deviation}, "Square");
+  TensorId variance = l.reduce(OpKind::ReduceMean, square, axes, "Variance");
+  TensorId shifted = l.op(OpKind::Add, {variance, l.scalar("Epsilon", l.dtype(x), epsilon)}, "VarianceEpsilon");
+  r.std_dev = l.op(OpKind::Sqrt, {shifted}, "StdDev");
+  r.normalized = l.op(OpKind::Div, {r.deviation, r.std_dev}, "Normalized");
+  return r;
+}
+
+void lower_softmax(Lowering& l, bool log) {
+  NodeContext ctx = l.context();
+  const int64_t rank = ctx.rank(0);
+  std::vector<int64_t> axes;
+  if (ctx.opset() >= 13) {
+    axes = {ctx.normalize_axis(ctx.attr_int("axis", -1), rank)};
+  } else {
+    // Before opset 13: the input coerced to 2-D at `axis`, that is, rows of the trailing axes.
+    int64_t axis = ctx.attr_int("axis", 1);
+    axes = axes_from(axis < 0 ? axis + rank : axis, rank);
+  }
+  const DType t = statistics_type(l, false);
+  TensorId x = l.cast(l.input(0), t);
+  TensorId max = l.reduce(OpKind::ReduceMax, x, axes, "Max");
+  TensorId shifted = l.op(OpKind::Sub, {x, max}, "Shifted");
+  TensorId exp = l.op(OpKind::Exp, {shifted}, "Exp");
+  TensorId sum = l.reduce(OpKind::ReduceSum, exp, axes, "Sum");
+  TensorId y = log ? l.op(OpKind::Sub, {shifted, l.op(OpKind::Log, {sum}, "LogSum")}, "LogSoftmax")
+                   : l.op(OpKind::Div, {exp, sum}, "Softmax");
+  l.bind(y, l.output(0));
+}
+
+void lower_layer_norm(Lowering& l) {
+  NodeContext ctx = l.context();
+  const int64_t rank = ctx.rank(0);
+  const std::vector<int64_t> axes = axes_from(ctx.normalize_axis(ctx.attr_int("axis", -1), rank), rank);
+  const DType t = statistics_type(l, true);
+  Normalized n = normalize(l, l.cast(l.input(0), t), axes, ctx.attr_float("epsilon", 1e-5));
+  TensorId y = l.op(OpKind::Mul, {n.normalized, l.cast(l.input(1), t)}, "Scaled");
+  if (l.input(2) != kNoTensor) y = l.op(OpKind::Add, {y, l.cast(l.input(2), t)}, "Biased");
+  l.bind(y, l.output(0));
+  l.bind(n.mean, l.output(1));
+  if (l.output(2) != kNoTensor) l.bind(l.op(OpKind::Reciprocal, {n.std_dev}, "InvStdDev"), l.output(2));
+}
+
+void lower_rms_norm(Lowering& l) {
+  NodeContext ctx = l.context();
+  const int64_t rank = ctx.rank(0);
+  const std::vector<int64_t> axes = axes_from(ctx.normalize_axis(ctx.attr_int("axis", -1), rank), rank);
+  const DType t = statistics_type(l, true);
+  TensorId x = l.cast(l.input(0), t);
+  TensorId square = l.op(OpKind::Mul, {x, x}, "Square");
+  TensorId mean = l.reduce(OpKind::ReduceMean, square, axes, "MeanSquare");
+  TensorId shifted = l.op(OpKind::Add, {mean, l.scalar("Epsilon", t, ctx.attr_float("epsilon", 1e-5))},
+                          "MeanSquareEpsilon");
+  TensorId rms = l.op(OpKind::Sqrt, {shifted}, "RMS");
+  TensorId normalized = l.op(OpKind::Div, {x, rms}, "Normalized");
+  l.bind(l.op(OpKind::Mul, {normalized, l.cast(l.input(1), t)}, "Scaled"), l.output(0));
+}
+
+void lower_instance_norm(Lowering& l) {
+  NodeContext ctx = l.context();
+  const Shape x_shape = ctx.shape(0);
+  const DType t = statistics_type(l, false);
+  Normalized n = normalize(l, l.cast(l.input(0), t), axes_from(2, ctx.rank(0)), ctx.attr_float("epsilon", 1e-5));
+  const Shape per_channel = channel_shape(x_shape[1], x_shape.size());
+  TensorId scale = l.reshape(l.cast(l.input(1), t), per_channel, "ScalePerChannel");
+  TensorId bias = l.reshape(l.cast(l.input(2), t), per_channel, "BiasPerChannel");
+  TensorId y = l.op(OpKind::Mul, {n.normalized, scale}, "Scaled");
+  l.bind(l.op(OpKind::Add, {y, bias}, "Biased"), l.output(0));
+}
+
+// Over [N, G, C/G * D...]; opset 18 scales and shifts each group, opset 21 each channel.
+void lower_group_norm(Lowering& l) {
+  NodeContext ctx = l.context();
+  const Shape x_shape = ctx.shape(0);
+  const int64_t groups = ctx.req_int("num_groups");
+  const DType t = statistics_type(l, true);
+  const Shape grouped = {x_shape[0], groups, shape_elements(x_shape) / std::max<int64_t>(x_shape[0] * groups, 1)};
+  TensorId x = l.cast(l.reshape(l.input(0), grouped, "Grouped"), t);
+  Normalized n = normalize(l, x, {2}, ctx.attr_float("epsilon", 1e-5));
+  TensorId normalized = n.normalized;
+  Shape operand = {groups, 1};
+  if (ctx.opset() >= 21) {
+    normalized = l.reshape(normalized, x_shape, "NormalizedUngrouped");
+    operand = channel_shape(x_shape[1], x_shape.size());
+  }
+  TensorId scale = l.reshape(l.cast(l.input(1), t), operand, "ScaleBroadcast");
+  TensorId bias = l.reshape(l.cast(l.input(2), t), operand, "BiasBroadcast");
+  TensorId y = l.op(OpKind::Mul, {normalized, scale}, "Scaled");
+  y = l.reshape(l.op(OpKind::Add, {y, bias}, "Biased"), x_shape, "Ungrouped");
+  l.bind(y, l.output(0));
+}
+
+// Inference BatchNormalization: x * s + b' per channel, s = scale / sqrt(var + epsilon),
+// b' = B - mean * s; computed on the host when the four operands are constants.
+void lower_batch_norm(Lowering& l) {
+  NodeContext ctx = l.context();
+  const Shape x_shape = ctx.shape(0);
+  const DType t = statistics_type(l, false);
+  const double epsilon = ctx.attr_float("epsilon", 1e-5);
+  const Shape per_channel = channel_shape(x_shape[1], x_shape.size());
+  bool constants = true;
+  for (int i = 1; i < 5; ++i) constants = constants && ctx.input(i).is_constant();
+  TensorId s, b;
+  if (constants) {
+    std::vector<double> scale = constant_as_double(ctx.input(1)), bias = constant_as_double(ctx.input(2));
+    std::vector<double> mean = constant_as_double(ctx.input(3)), var = constant_as_double(ctx.input(4));
+    for (size_t c = 0; c < scale.size(); ++c) {
+      scale[c] /= std::sqrt(var[c] + epsilon);
+      bias[c] -= mean[c] * scale[c];
+    }
+    s = l.constant(ctx.input(1).name + "/Folded", t, per_channel, scale);
+    b = l.constant(ctx.input(2).name + "/Folded", t, per_channel, bias);
+  } else {
+    TensorId shifted = l.op(OpKind::Add, {l.cast(l.input(4), t), l.scalar("Epsilon", t, epsilon)}, "VarianceEpsilon");
+    TensorId std_dev = l.op(OpKind::Sqrt, {shifted}, "StdDev");
+    s = l.op(OpKind::Div, {l.cast(l.input(1), t), std_dev}, "Factor");
+    TensorId moved = l.op(OpKind::Mul, {l.cast(l.input(3), t), s}, "MeanScaled");
+    b = l.op(OpKind::Sub, {l.cast(l.input(2), t), moved}, "Shift");
+    s = l.reshape(s, per_channel, "FactorPerChannel");
+    b = l.reshape(b, per_channel, "ShiftPerChannel");
+  }
+  TensorId y = l.op(OpKind::Mul, {l.cast(l.input(0), t), s}, "Scaled");
+  l.bind(l.op(OpKind::Add, {y, b}, "Shifted"), l.output(0));
+}
+
+// Lowers `node` into `out`; false when it is not a composite.
+bool lower_node(Graph& graph, const Node& node, std::set<std::string>& names, std::vector<Node>& out) {
+  Lowering l(graph, node, names, out);
+  switch (node.op) {
+  case OpKind::Softmax: lower_softmax(l, false); return true;
+  case OpKind::LogSoftmax: lower_softmax(l, true); return true;
+  case OpKind::LayerNormalization: lower_layer_norm(l); return true;
+  case OpKind::RMSNormalization: lower_rms_norm(l); return true;
+  case OpKind::InstanceNormalization: lower_instance_norm(l); return true;
+  case OpKind::GroupNormalization: lower_group_norm(l); return true;
+  case OpKind::BatchNormalization: lower_batch_norm(l); return true;
+  default: return false;
+  }
+}
+
+} // namespace
+
+bool lower_composites(Graph& graph) {
+  std::set<std::string> names;
+  for (const Tensor& t : graph.tensors) names.insert(t.name);
+  std::vector<Node> lowered;
+  lowered.reserve(graph.nodes.size());
+  bool changed = false;
+  for (const Node& node : graph.nodes) {
+    if (lower_node(graph, node, names, lowered)) {
+      changed = true;
+      continue;
+    }
+    lowered.push_back(node);
+  }
+  if (!changed) return false;
+  graph.nodes = std::move(lowered);
+  graph.compact(); // drops the tensors only the composites read
+  return true;
+}
+
+} // namespace stitch

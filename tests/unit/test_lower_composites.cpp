@@ -1,0 +1,328 @@
+// lower-composites and canonicalize: each composite becomes primitives (names kept, numerics
+// two-pass and max-subtracted), and a composite op and the chain an exporter expands it into
+// end up as structurally identical graphs after the pipeline.
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include "frontend/onnx_loader.h"
+#include "graph/constant.h"
+#include "graph/infer_context.h"
+#include "graph/op_params.h"
+#include "graph/pipeline.h"
+#include "model_builder.h"
+#include "planner/plan_common.h"
+#include "planner/planner.h"
+
+using namespace stitch;
+using stitch::test::ModelBuilder;
+
+namespace {
+
+constexpr int kFloat = onnx::TensorProto::FLOAT;
+
+Graph compile(const ModelBuilder& m) {
+  Graph g = load_onnx(m.write());
+  run_pipeline(g, {});
+  return g;
+}
+
+std::vector<OpKind> ops(const Graph& g) {
+  std::vector<OpKind> r;
+  for (const Node& n : g.nodes) r.push_back(n.op);
+  return r;
+}
+
+// The graph with every name left out: per node its op, where each operand comes from (a node's
+// output, a graph input, or a constant's type, shape and values), the reduced axes of a
+// reduction, and Gelu's approximation.
+std::vector<std::string> structure(const Graph& g) {
+  std::vector<std::string> lines;
+  const auto producers = g.producers();
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& node = g.nodes[i];
+    std::string line(op_name(node.op));
+    const bool reduction = op_category(node.op) == OpCategory::Reduction &&
+                           node.op != OpKind::ArgMax && node.op != OpKind::ArgMin;
+    for (size_t k = 0; k < node.inputs.size(); ++k) {
+      TensorId t = node.inputs[k];
+      if (reduction && k == 1) continue; // axes: compared as the reduced axes below
+      if (t == kNoTensor) {
+        line += " -";
+        continue;
+      }
+      const Tensor& x = g.tensor(t);
+      int32_t p = producers[t];
+      if (p >= 0) {
+        line += fmt::format(" n{}.{}", p, std::find(g.nodes[p].outputs.begin(), g.nodes[p].outputs.end(), t) -
+                                              g.nodes[p].outputs.begin());
+      } else if (auto in = std::find(g.inputs.begin(), g.inputs.end(), t); in != g.inputs.end()) {
+        line += fmt::format(" in{}", in - g.inputs.begin());
+      } else {
+        line += fmt::format(" {}{}{{{:.6g}}}", dtype_name(x.dtype), shape_to_string(x.shape),
+                            fmt::join(constant_as_double(x), ","));
+      }
+    }
+    if (reduction) {
+      ReduceParams r = read_reduce_params(NodeContext(g, node));
+      line += fmt::format(" reduce[{}] keepdims={}", fmt::join(r.reduced, ","), r.keepdims);
+    }
+    if (node.op == OpKind::Gelu) line += " " + NodeContext(g, node).attr_string("approximate", "none");
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+void set_attr_string(onnx::NodeProto& node, const std::string& name, const std::string& v) {
+  auto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s(v);
+}
+
+ModelBuilder with_scale_bias(int opset) {
+  ModelBuilder m(opset);
+  m.input("x", kFloat, {2, 5, 16}).output("y");
+  std::vector<float> w(16), b(16);
+  for (int i = 0; i < 16; ++i) {
+    w[i] = 0.5f + 0.1f * i;
+    b[i] = -0.25f + 0.05f * i;
+  }
+  m.initializer_f32("w", {16}, w).initializer_f32("b", {16}, b);
+  return m;
+}
+
+// torch's LayerNorm as it exports it below opset 17.
+ModelBuilder torch_layer_norm() {
+  ModelBuilder m = with_scale_bias(17);
+  m.initializer_f32("two", {}, {2.0f}).initializer_f32("eps", {}, {1e-5f});
+  test::set_attr_ints(m.node("ReduceMean", {"x"}, {"mean"}), "axes", {-1});
+  m.node("Sub", {"x", "mean"}, {"d"});
+  m.node("Pow", {"d", "two"}, {"sq"});
+  test::set_attr_ints(m.node("ReduceMean", {"sq"}, {"var"}), "axes", {-1});
+  m.node("Add", {"var", "eps"}, {"ve"});
+  m.node("Sqrt", {"ve"}, {"std"});
+  m.node("Div", {"d", "std"}, {"n"});
+  m.node("Mul", {"n", "w"}, {"nw"});
+  m.node("Add", {"nw", "b"}, {"y"});
+  return m;
+}
+
+} // namespace
+
+TEST_CASE("LayerNormalization and torch's expanded LayerNorm are the same graph", "[passes][lower]") {
+  // Proves: the lowered op and the exporter's chain (Pow 2 respelled x*x) meet in one form.
+  ModelBuilder op = with_scale_bias(17);
+  test::set_attr_float(op.node("LayerNormalization", {"x", "w", "b"}, {"y"}, "ln"), "epsilon", 1e-5f);
+  Graph lowered = compile(op), expanded = compile(torch_layer_norm());
+  CHECK(ops(lowered) == std::vector<OpKind>{OpKind::ReduceMean, OpKind::Sub, OpKind::Mul, OpKind::ReduceMean,
+                                            OpKind::Add, OpKind::Sqrt, OpKind::Div, OpKind::Mul, OpKind::Add});
+  CHECK(structure(lowered) == structure(expanded));
+}
+
+TEST_CASE("the lowered LayerNorm is planned as one Regional kernel", "[passes][lower][planner]") {
+  // Proves: the planner stitches the lowered chain, both reductions and the pointwise steps.
+  ModelBuilder op = with_scale_bias(17);
+  op.node("LayerNormalization", {"x", "w", "b"}, {"y"}, "ln");
+  Graph g = compile(op);
+  PlannerOptions options;
+  options.planner = "ilp";
+  FusionPlan plan = plan_fusion(g, options);
+  REQUIRE(plan.groups.size() == 1);
+  CHECK(plan.groups[0].scheme == StitchScheme::Regional);
+}
+
+TEST_CASE("Softmax and its expanded chain are the same graph", "[passes][lower]") {
+  // Proves: softmax lowers max-subtracted (ReduceMax, Sub, Exp, ReduceSum, Div), as the
+  // spec's expansion writes it.
+  ModelBuilder op(17);
+  op.input("x", kFloat, {2, 3, 8}).output("y");
+  test::set_attr_int(op.node("Softmax", {"x"}, {"y"}, "sm"), "axis", -1);
+  ModelBuilder chain(17);
+  chain.input("x", kFloat, {2, 3, 8}).output("y").initializer_i64("axes", {1}, {-1});
+  test::set_attr_ints(chain.node("ReduceMax", {"x"}, {"max"}), "axes", {2});
+  chain.node("Sub", {"x", "max"}, {"shifted"});
+  chain.node("Exp", {"shifted"}, {"e"});
+  chain.node("ReduceSum", {"e", "axes"}, {"sum"});
+  chain.node("Div", {"e", "sum"}, {"y"});
+  Graph lowered = compile(op);
+  CHECK(ops(lowered) == std::vector<OpKind>{OpKind::ReduceMax, OpKind::Sub, OpKind::Exp, OpKind::ReduceSum, OpKind::Div});
+  CHECK(structure(lowered) == structure(compile(chain)));
+  // The composite's output keeps its tensor name; the new nodes are named after it.
+  CHECK(lowered.tensor(lowered.outputs[0]).name == "y");
+  CHECK(lowered.nodes[0].name == "sm/ReduceMax");
+}
+
+TEST_CASE("Softmax before opset 13 normalizes the trailing axes from axis", "[passes][lower]") {
+  // Proves: the coerce-to-2-D semantics: rows are all axes from `axis` on.
+  ModelBuilder op(11);
+  op.input("x", kFloat, {2, 3, 4}).output("y");
+  op.node("LogSoftmax", {"x"}, {"y"});
+  Graph g = compile(op);
+  REQUIRE(g.nodes[0].op == OpKind::ReduceMax);
+  CHECK(read_reduce_params(NodeContext(g, g.nodes[0])).reduced == std::vector<bool>{false, true, true});
+  CHECK(g.nodes.back().op == OpKind::Sub);
+}
+
+TEST_CASE("LayerNormalization's Mean and InvStdDev outputs keep their names", "[passes][lower]") {
+  // Proves: the optional statistics outputs are the ReduceMean's and a Reciprocal's results.
+  ModelBuilder op = with_scale_bias(17);
+  op.output("mean").output("inv");
+  op.node("LayerNormalization", {"x", "w", "b"}, {"y", "mean", "inv"}, "ln");
+  Graph g = compile(op);
+  const auto producers = g.producers();
+  for (TensorId out : g.outputs) {
+    const std::string& name = g.tensor(out).name;
+    REQUIRE(producers[out] >= 0);
+    OpKind op_kind = g.nodes[producers[out]].op;
+    if (name == "mean") CHECK(op_kind == OpKind::ReduceMean);
+    if (name == "inv") CHECK(op_kind == OpKind::Reciprocal);
+    if (name == "y") CHECK(op_kind == OpKind::Add);
+  }
+  CHECK(g.nodes[0].name == "ln/ReduceMean");
+}
+
+TEST_CASE("RMSNormalization and the expanded rsqrt chain are the same graph", "[passes][lower]") {
+  // Proves: x * Reciprocal(Sqrt(v)) is respelled x / Sqrt(v), the form the lowering writes.
+  ModelBuilder op = with_scale_bias(23);
+  op.node("RMSNormalization", {"x", "w"}, {"y"}, "rms");
+  ModelBuilder chain = with_scale_bias(23);
+  chain.initializer_f32("two", {}, {2.0f}).initializer_f32("eps", {}, {1e-5f}).initializer_i64("axes", {1}, {-1});
+  chain.node("Pow", {"x", "two"}, {"sq"});
+  chain.node("ReduceMean", {"sq", "axes"}, {"ms"});
+  chain.node("Add", {"ms", "eps"}, {"mse"});
+  chain.node("Sqrt", {"mse"}, {"rms"});
+  chain.node("Reciprocal", {"rms"}, {"inv"});
+  chain.node("Mul", {"x", "inv"}, {"n"});
+  chain.node("Mul", {"n", "w"}, {"y"});
+  CHECK(structure(compile(op)) == structure(compile(chain)));
+}
+
+TEST_CASE("erf GELU chains become Gelu", "[passes][lower]") {
+  // Proves: torch's x/1.41421 form and the x*0.5-first, x*0.70711 form both become the
+  // Gelu op, the same graph as Gelu(approximate="none").
+  ModelBuilder op(20);
+  op.input("x", kFloat, {4, 8}).output("y");
+  op.node("Gelu", {"x"}, {"y"});
+  ModelBuilder torch(20);
+  torch.input("x", kFloat, {4, 8}).output("y");
+  torch.initializer_f32("sqrt2", {}, {1.4142135f}).initializer_f32("one", {}, {1.0f}).initializer_f32("half", {}, {0.5f});
+  torch.node("Div", {"x", "sqrt2"}, {"u"});
+  torch.node("Erf", {"u"}, {"e"});
+  torch.node("Add", {"e", "one"}, {"p"});
+  torch.node("Mul", {"x", "p"}, {"xp"});
+  torch.node("Mul", {"xp", "half"}, {"y"});
+  ModelBuilder hf(20);
+  hf.input("x", kFloat, {4, 8}).output("y");
+  hf.initializer_f32("r", {}, {0.70710677f}).initializer_f32("one", {}, {1.0f}).initializer_f32("half", {}, {0.5f});
+  hf.node("Mul", {"x", "half"}, {"h"});
+  hf.node("Mul", {"x", "r"}, {"u"});
+  hf.node("Erf", {"u"}, {"e"});
+  hf.node("Add", {"one", "e"}, {"p"});
+  hf.node("Mul", {"h", "p"}, {"y"});
+  const auto want = structure(compile(op));
+  CHECK(want == std::vector<std::string>{"Gelu in0 none"});
+  CHECK(structure(compile(torch)) == want);
+  CHECK(structure(compile(hf)) == want);
+}
+
+TEST_CASE("tanh GELU chains become Gelu with approximate=tanh", "[passes][lower]") {
+  // Proves: GPT-2's gelu_new (Pow 3) and the spec's expansion (Sum, x*x*x) become the tanh
+  // Gelu, the op cuBLASLt applies as a GEMM epilogue.
+  ModelBuilder op(20);
+  op.input("x", kFloat, {4, 8}).output("y");
+  set_attr_string(op.node("Gelu", {"x"}, {"y"}), "approximate", "tanh");
+  ModelBuilder gpt2(20);
+  gpt2.input("x", kFloat, {4, 8}).output("y");
+  gpt2.initializer_f32("half", {}, {0.5f}).initializer_f32("three", {}, {3.0f}).initializer_f32("c", {}, {0.044715f});
+  gpt2.initializer_f32("k", {}, {0.7978845608f}).initializer_f32("one", {}, {1.0f});
+  gpt2.node("Mul", {"x", "half"}, {"h"});
+  gpt2.node("Pow", {"x", "three"}, {"cube"});
+  gpt2.node("Mul", {"cube", "c"}, {"cc"});
+  gpt2.node("Add", {"x", "cc"}, {"s"});
+  gpt2.node("Mul", {"s", "k"}, {"w"});
+  gpt2.node("Tanh", {"w"}, {"t"});
+  gpt2.node("Add", {"t", "one"}, {"p"});
+  gpt2.node("Mul", {"h", "p"}, {"y"});
+  ModelBuilder spec(20);
+  spec.input("x", kFloat, {4, 8}).output("y");
+  spec.initializer_f32("half", {}, {0.5f}).initializer_f32("c", {}, {0.044715f});
+  spec.initializer_f32("k", {}, {0.7978845608f}).initializer_f32("one", {}, {1.0f});
+  spec.node("Mul", {"x", "x"}, {"sq"});
+  spec.node("Mul", {"sq", "x"}, {"cube"});
+  spec.node("Mul", {"c", "cube"}, {"cc"});
+  spec.node("Sum", {"x", "cc"}, {"s"});
+  spec.node("Mul", {"k", "s"}, {"w"});
+  spec.node("Tanh", {"w"}, {"t"});
+  spec.node("Sum", {"one", "t"}, {"p"});
+  spec.node("Mul", {"half", "x"}, {"h"});
+  spec.node("Mul", {"h", "p"}, {"y"});
+  const auto want = structure(compile(op));
+  CHECK(want == std::vector<std::string>{"Gelu in0 tanh"});
+  CHECK(structure(compile(gpt2)) == want);
+  CHECK(structure(compile(spec)) == want);
+}
+
+TEST_CASE("a GELU-like chain whose intermediate is read elsewhere stays", "[passes][lower]") {
+  // Proves: values read outside the chain are not folded into a Gelu.
+  ModelBuilder m(20);
+  m.input("x", kFloat, {4, 8}).output("y").output("e");
+  m.initializer_f32("sqrt2", {}, {1.4142135f}).initializer_f32("one", {}, {1.0f}).initializer_f32("half", {}, {0.5f});
+  m.node("Div", {"x", "sqrt2"}, {"u"});
+  m.node("Erf", {"u"}, {"e"});
+  m.node("Add", {"e", "one"}, {"p"});
+  m.node("Mul", {"x", "p"}, {"xp"});
+  m.node("Mul", {"xp", "half"}, {"y"});
+  const std::vector<OpKind> kinds = ops(compile(m));
+  CHECK(std::count(kinds.begin(), kinds.end(), OpKind::Gelu) == 0);
+  CHECK(kinds.size() == 5);
+}
+
+TEST_CASE("BatchNormalization with constant statistics is one Mul and one Add", "[passes][lower]") {
+  // Proves: scale / sqrt(var + eps) and B - mean * scale / sqrt(var + eps) are folded per
+  // channel and broadcast as [C, 1, 1].
+  ModelBuilder m(15);
+  m.input("x", kFloat, {1, 2, 3, 3}).output("y");
+  m.initializer_f32("s", {2}, {2.0f, 0.5f}).initializer_f32("b", {2}, {1.0f, -1.0f});
+  m.initializer_f32("mean", {2}, {0.5f, 2.0f}).initializer_f32("var", {2}, {4.0f, 0.25f});
+  test::set_attr_float(m.node("BatchNormalization", {"x", "s", "b", "mean", "var"}, {"y"}, "bn"), "epsilon", 0.0f);
+  Graph g = compile(m);
+  REQUIRE(ops(g) == std::vector<OpKind>{OpKind::Mul, OpKind::Add});
+  const Tensor& factor = g.tensor(g.nodes[0].inputs[1]);
+  const Tensor& shift = g.tensor(g.nodes[1].inputs[1]);
+  CHECK(factor.shape == Shape{2, 1, 1});
+  CHECK(constant_as_double(factor) == std::vector<double>{1.0, 1.0});    // 2/2, 0.5/0.5
+  CHECK(constant_as_double(shift) == std::vector<double>{0.5, -3.0});    // 1 - 0.5, -1 - 2
+}
+
+TEST_CASE("InstanceNormalization and GroupNormalization lower to two-pass statistics", "[passes][lower]") {
+  // Proves: the variance is the mean of squared deviations (never E[x^2] - E[x]^2), over the
+  // spatial axes for instances and over [N, G, C/G * D] for groups.
+  ModelBuilder in(17);
+  in.input("x", kFloat, {2, 4, 3, 3}).output("y");
+  in.initializer_f32("s", {4}, {1, 2, 3, 4}).initializer_f32("b", {4}, {0, 1, 0, 1});
+  in.node("InstanceNormalization", {"x", "s", "b"}, {"y"});
+  Graph g = compile(in);
+  CHECK(ops(g) == std::vector<OpKind>{OpKind::ReduceMean, OpKind::Sub, OpKind::Mul, OpKind::ReduceMean,
+                                      OpKind::Add, OpKind::Sqrt, OpKind::Div, OpKind::Mul, OpKind::Add});
+  CHECK(read_reduce_params(NodeContext(g, g.nodes[0])).reduced == std::vector<bool>{false, false, true, true});
+  CHECK(g.tensor(g.nodes[7].inputs[1]).shape == Shape{4, 1, 1});
+
+  for (int opset : {18, 21}) {
+    ModelBuilder gn(opset);
+    gn.input("x", kFloat, {2, 4, 3, 3}).output("y");
+    int64_t params = opset == 18 ? 2 : 4;
+    gn.initializer_f32("s", {params}, std::vector<float>(params, 1.5f));
+    gn.initializer_f32("b", {params}, std::vector<float>(params, 0.5f));
+    test::set_attr_int(gn.node("GroupNormalization", {"x", "s", "b"}, {"y"}), "num_groups", 2);
+    Graph h = compile(gn);
+    int reductions = 0;
+    for (const Node& n : h.nodes) {
+      CHECK(n.op != OpKind::GroupNormalization);
+      if (n.op != OpKind::ReduceMean) continue;
+      ++reductions;
+      CHECK(h.tensor(n.inputs[0]).shape == Shape{2, 2, 18});
+    }
+    CHECK(reductions == 2);
+  }
+}
