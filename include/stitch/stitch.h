@@ -38,7 +38,7 @@ extern "C" {
 #define STITCH_API
 #endif
 
-#define STITCH_API_VERSION 1
+#define STITCH_API_VERSION 2
 #define STITCH_MAX_RANK 8
 
 typedef enum stitch_status {
@@ -91,6 +91,17 @@ typedef struct stitch_tensor {
   uint64_t bytes; /* the size of the buffer at data */
 } stitch_tensor;
 
+/* A debug tap of a library built with `stitchc --debug-taps`: one tensor a fusion group
+ * writes to memory, copied after that group into a buffer of the context's own, so that it
+ * can be read after the run and compared with a reference (`stitch-run --taps-onnx`). Taps
+ * change neither the fusion plan nor the kernels. */
+typedef struct stitch_tap_info {
+  stitch_tensor_info tensor; /* the tensor's name is the ONNX model's name for it */
+  int32_t group;             /* the fusion group that writes it: group_<group>.cu, the
+                              * group's "id" in the plan report */
+  const char* node;          /* the ONNX node that produces it; valid while the model lives */
+} stitch_tap_info;
+
 /* Which target the library was built for: "cuda" or "host". */
 STITCH_API const char* stitch_target(void);
 STITCH_API int stitch_api_version(void);
@@ -105,6 +116,11 @@ STITCH_API stitch_status stitch_model_input(const stitch_model* model, size_t in
 STITCH_API stitch_status stitch_model_output(const stitch_model* model, size_t index,
                                              stitch_tensor_info* out_info);
 
+/* Taps, in the order their groups run; a library built without --debug-taps has none. */
+STITCH_API stitch_status stitch_model_num_taps(const stitch_model* model, size_t* out_count);
+STITCH_API stitch_status stitch_model_tap(const stitch_model* model, size_t index,
+                                          stitch_tap_info* out_info);
+
 STITCH_API stitch_status stitch_context_create(stitch_model* model, stitch_context** out_context);
 STITCH_API stitch_status stitch_context_destroy(stitch_context* context);
 
@@ -114,6 +130,11 @@ STITCH_API stitch_status stitch_context_destroy(stitch_context* context);
 STITCH_API stitch_status stitch_run(stitch_context* context, const stitch_tensor* inputs,
                                     size_t num_inputs, const stitch_tensor* outputs,
                                     size_t num_outputs, void* stream);
+
+/* Copies tap `index` as the context's last run left it into host memory at `data` (`bytes`
+ * at least the tap's size). Waits for that run to finish first. */
+STITCH_API stitch_status stitch_context_read_tap(stitch_context* context, size_t index, void* data,
+                                                 uint64_t bytes);
 
 STITCH_API const char* stitch_status_name(stitch_status status);
 /* The message of the calling thread's last failed call ("" if none). */

@@ -33,6 +33,13 @@ struct TensorInfo {
   uint64_t bytes;
 };
 
+// A debug tap (a library built with stitchc --debug-taps).
+struct TapInfo {
+  TensorInfo tensor;
+  int32_t group;
+  std::string node;
+};
+
 class Context;
 
 class Model {
@@ -44,9 +51,24 @@ public:
 
   std::vector<TensorInfo> inputs() const { return infos(true); }
   std::vector<TensorInfo> outputs() const { return infos(false); }
+  std::vector<TapInfo> taps() const {
+    size_t n = 0;
+    check(stitch_model_num_taps(model_, &n));
+    std::vector<TapInfo> out;
+    for (size_t i = 0; i < n; ++i) {
+      stitch_tap_info info;
+      check(stitch_model_tap(model_, i, &info));
+      out.push_back({to_info(info.tensor), info.group, info.node});
+    }
+    return out;
+  }
   stitch_model* get() const { return model_; }
 
 private:
+  static TensorInfo to_info(const stitch_tensor_info& info) {
+    return {info.name, info.dtype, std::vector<int64_t>(info.dims, info.dims + info.rank),
+            info.bytes};
+  }
   std::vector<TensorInfo> infos(bool inputs) const {
     size_t n = 0;
     check(inputs ? stitch_model_num_inputs(model_, &n) : stitch_model_num_outputs(model_, &n));
@@ -54,8 +76,7 @@ private:
     for (size_t i = 0; i < n; ++i) {
       stitch_tensor_info info;
       check(inputs ? stitch_model_input(model_, i, &info) : stitch_model_output(model_, i, &info));
-      out.push_back({info.name, info.dtype,
-                     std::vector<int64_t>(info.dims, info.dims + info.rank), info.bytes});
+      out.push_back(to_info(info));
     }
     return out;
   }
@@ -74,6 +95,11 @@ public:
            void* stream = nullptr) {
     check(stitch_run(context_, inputs.data(), inputs.size(), outputs.data(), outputs.size(),
                      stream));
+  }
+
+  // Copies tap `index` of the last run to host memory (waits for the run).
+  void read_tap(size_t index, void* data, uint64_t bytes) {
+    check(stitch_context_read_tap(context_, index, data, bytes));
   }
 
 private:

@@ -1,6 +1,7 @@
 // The stitchc command line and its job: ONNX -> graph -> passes -> report.
 #include "driver/driver.h"
 
+#include <algorithm>
 #include <CLI/CLI.hpp>
 
 #include <cstring>
@@ -71,6 +72,30 @@ int parse_command_line(int argc, char** argv, DriverOptions& options) {
   app.add_flag("--time-passes", options.time_passes,
                "print the wall time of each phase (load, passes, planning, emit, compile, link)");
   app.add_flag("-q,--quiet", options.quiet, "show no progress, even on a terminal");
+  ModelLimits& limits = options.load.limits;
+  app.add_option("--max-nodes", limits.max_nodes,
+                 "refuse models with more nodes (default 1048576)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-weight-bytes", limits.max_weight_bytes,
+                 "refuse models whose constants together are larger (default 64 GiB)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-tensor-elements", limits.max_tensor_elements,
+                 "refuse models with a larger tensor, given or inferred (default 2^36)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-attribute-elements", limits.max_attribute_elements,
+                 "refuse attributes with more list entries and string bytes (default 2^24)")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--debug-taps", options.emit.debug_taps,
+               "debug build: after each fusion group, keep a copy of every tensor it writes "
+               "(same plan, same kernels); `stitch-run --taps-onnx MODEL` compares them with "
+               "ONNX Runtime and names the first group that differs");
+  app.add_option("--no-fuse", options.planner.no_fuse,
+                 "keep node NAME (its ONNX name) out of every fusion, to bisect (repeatable)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  // Test only: hidden from --help (an empty group).
+  app.add_option("--test-plant-wrong-group", options.emit.plant_wrong_group,
+                 "make group N's output wrong on purpose (tests of the debugging tools)")
+      ->group("");
   app.add_option("--print-after", print_after,
                  "print the graph after PASS (or 'all') to standard output (repeatable)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
@@ -115,6 +140,12 @@ void run_driver(const DriverOptions& options, std::ostream& out) {
     PhaseTimer timer("passes");
     run_pipeline(graph, pipeline);
   }
+  for (const std::string& name : options.planner.no_fuse)
+    if (std::none_of(graph.nodes.begin(), graph.nodes.end(),
+                     [&](const Node& node) { return node.name == name; }))
+      user_fail({options.model_path, "", ""}, "--no-fuse: the graph has no node named '{}' "
+                "after the passes (folded into a constant, removed, or misspelled; see --report)",
+                name);
   nlohmann::json report = graph_to_json(graph);
   auto write_reports = [&](const FusionPlan& plan, const MemoryPlan& memory) {
     if (!options.report_path.empty())
@@ -153,7 +184,7 @@ void run_driver(const DriverOptions& options, std::ostream& out) {
     if (options.build.output.empty()) return;
     GeneratedModel model = [&] {
       PhaseTimer timer("emit");
-      return emit_model(graph, plan, memory, options.build.target);
+      return emit_model(graph, plan, memory, options.build.target, options.emit);
     }();
     build_library(model, options.build);
   } catch (const UserError& e) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "driver/build_library.h"
+#include "emitter/emit_model.h"
 #include "frontend/onnx_loader.h"
 #include "graph/pipeline.h"
 #include "planner/planner.h"
@@ -22,6 +23,7 @@ struct DriverOptions {
   PipelineOptions pipeline;
   PlannerOptions planner;
   BuildOptions build;      // build.output empty: stop after the passes
+  EmitOptions emit;        // --debug-taps, --test-plant-wrong-group
 };
 
 // Parses argv; returns the process exit code to use now when parsing ends the run (help,

@@ -34,6 +34,19 @@ std::string GroupEmitContext::pointer(TensorId t, bool writable) const {
   return fmt::format("reinterpret_cast<{}{}*>({})", writable ? "" : "const ", type, base);
 }
 
+void emit_shared_memory_opt_in(CodeWriter& out, const std::string& kernel, int64_t bytes,
+                               int group_id) {
+  constexpr int64_t kWithoutOptIn = 48 * 1024;
+  if (bytes <= kWithoutOptIn) return;
+  out.comment(fmt::format("{} bytes of dynamic shared memory: more than the 48 KiB a kernel gets "
+                          "without opting in.", bytes));
+  out.linef("if (const cudaError_t opt_in = cudaFuncSetAttribute({}, "
+            "cudaFuncAttributeMaxDynamicSharedMemorySize, {}); opt_in != cudaSuccess)",
+            kernel, bytes);
+  out.linef("  return stitch_launch_result(opt_in, \"{}\", {}, error, error_size);", kernel,
+            group_id);
+}
+
 std::string GroupEmitContext::scratch_pointer(const std::string& type) const {
   const size_t position = static_cast<size_t>(group_.id); // groups are numbered in plan order
   STITCH_INTERNAL_CHECK(group_.scratch_bytes > 0 && position < memory_.scratch_offset.size() &&

@@ -50,6 +50,12 @@ std::string ctype(DType t, const GroupEmitContext& ctx);
 // A one-line description of a node for comments: "'add_1' (Add): float32[2,3] <- ...".
 std::string describe_node(const Graph& graph, const Node& node);
 
+// A kernel launched with more than 48 KiB of dynamic shared memory must opt in first
+// (cudaFuncSetAttribute(..MaxDynamicSharedMemorySize)); writes that call, returning its
+// failure, when `bytes` needs it, and nothing otherwise.
+void emit_shared_memory_opt_in(CodeWriter& out, const std::string& kernel, int64_t bytes,
+                               int group_id);
+
 // The function every group file defines and the launcher calls, in order.
 inline constexpr const char* kGroupSignature =
     "int32_t {}(const stitch_abi_buffers* b, char* error, size_t error_size)";

@@ -1,6 +1,8 @@
 // emit_model: group sources, the launcher, and the embedded blob.
 #include "emitter/emit_model.h"
 
+#include <algorithm>
+
 #include "emitter/kernels.h"
 #include "graph/checked_math.h"
 #include "graph/error.h"
@@ -16,13 +18,34 @@ std::string file_banner(const Graph& g, const std::string& what) {
   return w.str();
 }
 
-// The blob: weights at their planned offsets, then each input and output name NUL-terminated.
+// A debug tap: a tensor a group writes to memory, and the node that produces it.
+struct Tap {
+  TensorId tensor;
+  int group;
+  int32_t node;
+};
+
+// Every non-empty tensor each group with work writes to memory, in plan order (--debug-taps).
+std::vector<Tap> list_taps(const Graph& g, const FusionPlan& plan) {
+  std::vector<int32_t> producer = g.producers();
+  std::vector<Tap> taps;
+  for (const FusionGroup& group : plan.groups) {
+    if (group.kind == GroupKind::Alias) continue;
+    for (TensorId t : group.outputs)
+      if (g.tensor(t).bytes() > 0) taps.push_back({t, group.id, producer[t]});
+  }
+  return taps;
+}
+
+// The blob: weights at their planned offsets, then each input, output and tap name (and each
+// tap's node name) NUL-terminated.
 struct Blob {
   std::string bytes;
   std::vector<int64_t> input_name_offsets, output_name_offsets;
+  std::vector<int64_t> tap_name_offsets, tap_node_offsets;
 };
 
-Blob build_blob(const Graph& g, const MemoryPlan& memory) {
+Blob build_blob(const Graph& g, const MemoryPlan& memory, const std::vector<Tap>& taps) {
   Blob blob;
   blob.bytes.assign(static_cast<size_t>(memory.weights_bytes), '\0');
   for (size_t t = 0; t < g.tensors.size(); ++t) {
@@ -33,45 +56,124 @@ Blob build_blob(const Graph& g, const MemoryPlan& memory) {
     std::copy(tensor.constant->bytes.begin(), tensor.constant->bytes.end(),
               blob.bytes.begin() + s.offset);
   }
-  auto add_name = [&](TensorId t) {
+  auto add_string = [&](const std::string& text) {
     int64_t offset = static_cast<int64_t>(blob.bytes.size());
-    blob.bytes += g.tensor(t).name;
+    blob.bytes += text;
     blob.bytes += '\0';
     return offset;
   };
+  auto add_name = [&](TensorId t) { return add_string(g.tensor(t).name); };
   for (TensorId t : g.inputs) blob.input_name_offsets.push_back(add_name(t));
   for (TensorId t : g.outputs) blob.output_name_offsets.push_back(add_name(t));
+  for (const Tap& tap : taps) {
+    blob.tap_name_offsets.push_back(add_name(tap.tensor));
+    blob.tap_node_offsets.push_back(add_string(g.nodes[tap.node].name));
+  }
   return blob;
+}
+
+// One stitch_abi_tensor initializer; the name comes from the blob, never from the code.
+std::string tensor_row(const Graph& g, TensorId id, int64_t name_offset) {
+  const Tensor& t = g.tensor(id);
+  if (t.shape.size() > 8) user_fail({g.source_file, "", ""}, "tensor '{}' has rank {}; compiled "
+                                    "models support rank 8 at most", t.name, t.shape.size());
+  std::vector<int64_t> dims = t.shape;
+  dims.resize(8, 0);
+  return fmt::format("{{stitch_blob_string({}), {}, {}, {{{}}}, {}}}", name_offset,
+                     dtype_onnx_code(t.dtype), t.shape.size(), fmt::join(dims, ", "), t.bytes());
+}
+
+std::string initializer_list(const std::vector<std::string>& rows) {
+  if (rows.empty()) return "{}";
+  return fmt::format("{{\n      {}}}", fmt::join(rows, ",\n      "));
 }
 
 std::string tensor_table(const Graph& g, const std::vector<TensorId>& ids,
                          const std::vector<int64_t>& name_offsets) {
   std::vector<std::string> rows;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    const Tensor& t = g.tensor(ids[i]);
-    if (t.shape.size() > 8) user_fail({g.source_file, "", ""}, "tensor '{}' has rank {}; compiled "
-                                      "models support rank 8 at most", t.name, t.shape.size());
-    std::vector<int64_t> dims = t.shape;
-    dims.resize(8, 0);
-    rows.push_back(fmt::format("{{stitch_blob_string({}), {}, {}, {{{}}}, {}}}", name_offsets[i],
-                               dtype_onnx_code(t.dtype), t.shape.size(), fmt::join(dims, ", "),
-                               t.bytes()));
+  for (size_t i = 0; i < ids.size(); ++i)
+    rows.push_back(tensor_row(g, ids[i], name_offsets[i]));
+  return initializer_list(rows);
+}
+
+std::string tap_table(const Graph& g, const std::vector<Tap>& taps, const Blob& blob) {
+  std::vector<std::string> rows;
+  for (size_t i = 0; i < taps.size(); ++i)
+    rows.push_back(fmt::format("{{{}, {}, stitch_blob_string({})}}",
+                               tensor_row(g, taps[i].tensor, blob.tap_name_offsets[i]),
+                               taps[i].group, blob.tap_node_offsets[i]));
+  return initializer_list(rows);
+}
+
+// The address of tensor t in enqueue's buffers `b`, as a generated expression.
+std::string storage_address(const MemoryPlan& memory, TensorId t) {
+  const Storage& s = memory.storage[t];
+  switch (s.kind) {
+  case StorageKind::Input: return fmt::format("b->inputs[{}]", s.index);
+  case StorageKind::Output: return fmt::format("b->outputs[{}]", s.index);
+  case StorageKind::Weights: return fmt::format("b->weights + {}", s.offset);
+  case StorageKind::Arena: return fmt::format("b->arena + {}", s.offset);
+  case StorageKind::None: break;
   }
-  if (rows.empty()) return "{}";
-  return fmt::format("{{\n      {}}}", fmt::join(rows, ",\n      "));
+  internal_fail("tensor {} has no storage to copy from", t);
+}
+
+std::string planted_error_function(int group) {
+  return fmt::format("stitch_group_{}_planted_error", group);
+}
+
+// Test only (EmitOptions::plant_wrong_group): a kernel that changes one element of the group's
+// first float32 output, and the function the launcher calls after the group to launch it.
+void emit_planted_error(const GroupEmitContext& ctx, CodeWriter& w) {
+  const FusionGroup& group = ctx.group();
+  const Graph& g = ctx.graph();
+  TensorId target = kNoTensor;
+  for (TensorId t : group.outputs)
+    if (g.tensor(t).dtype == DType::Float32 && g.tensor(t).bytes() > 0) {
+      target = t;
+      break;
+    }
+  if (target == kNoTensor)
+    user_fail({g.source_file, "", ""}, "--test-plant-wrong-group {}: the group writes no "
+              "float32 tensor to plant an error in", group.id);
+  const int64_t element = g.tensor(target).elements() / 2;
+  const std::string kernel = fmt::format("stitch_group_{}_planted_error_kernel", group.id);
+  w.line();
+  w.comment(fmt::format("TEST ONLY (stitchc --test-plant-wrong-group {}): a deliberate error in "
+                        "element {} of this group's output '{}', so that tests can check that "
+                        "stitch-run --taps-onnx names this group.",
+                        group.id, element, g.tensor(target).name));
+  w.open(fmt::format("__global__ void {}(float* __restrict__ out)", kernel));
+  w.linef("const float v = out[{}];", element);
+  w.comment("Any finite value moves by at least 1; NaN and infinities become 0.5.");
+  w.linef("out[{}] = (v - v == 0.0f) ? v + 1.0f + fabsf(v) : 0.5f;", element);
+  w.close();
+  w.line();
+  w.open(fmt::format(fmt::runtime(kGroupSignature), planted_error_function(group.id)));
+  w.linef("const cudaError_t status = STITCH_LAUNCH({}, dim3(1), dim3(1), 0, b->stream, {});",
+          kernel, ctx.pointer(target, true));
+  w.linef("return stitch_launch_result(status, \"{}\", {}, error, error_size);", kernel, group.id);
+  w.close();
 }
 
 GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const MemoryPlan& memory,
                             const Blob& blob, const std::vector<int>& groups_with_code,
-                            const std::string& target) {
+                            const std::vector<Tap>& taps, const std::string& target,
+                            const EmitOptions& options) {
   CodeWriter w;
   w.line(file_banner(g, "launcher.cu: the model description and the order of its groups."));
+  if (!taps.empty())
+    w.comment("Built with --debug-taps: after each group, every tensor it writes to memory is "
+              "copied into its tap buffer (b->taps).");
   w.line("#include \"stitch_generated.h\"");
   w.line();
   w.line("extern \"C\" const unsigned char stitch_model_blob[];");
   w.line();
-  for (int id : groups_with_code)
+  for (int id : groups_with_code) {
     w.line(fmt::format(fmt::runtime(kGroupSignature), fmt::format("stitch_group_{}", id)) + ";");
+    if (id == options.plant_wrong_group)
+      w.line(fmt::format(fmt::runtime(kGroupSignature), planted_error_function(id)) + ";");
+  }
   w.line();
   w.open("static const char* stitch_blob_string(uint64_t offset)");
   w.line("return reinterpret_cast<const char*>(stitch_model_blob + offset);");
@@ -80,6 +182,7 @@ GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const Memory
   w.open("static int32_t stitch_enqueue(const stitch_abi_buffers* b, char* error, size_t error_size)");
   w.line("int32_t status = 0;");
   size_t next = 0;
+  size_t next_tap = 0;
   for (const FusionGroup& group : plan.groups) {
     const Node& first = g.nodes[group.nodes.front()];
     if (next < groups_with_code.size() && groups_with_code[next] == group.id) {
@@ -87,24 +190,27 @@ GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const Memory
                             group_kind_name(group.kind), group.nodes.size(),
                             group.nodes.size() == 1 ? "" : "s", first.name, op_name(first.op)));
       w.linef("if ((status = stitch_group_{}(b, error, error_size)) != 0) return status;", group.id);
+      if (group.id == options.plant_wrong_group)
+        w.linef("if ((status = {}(b, error, error_size)) != 0) return status; // TEST ONLY",
+                planted_error_function(group.id));
       ++next;
+    }
+    for (; next_tap < taps.size() && taps[next_tap].group == group.id; ++next_tap) {
+      const Tap& tap = taps[next_tap];
+      w.comment(fmt::format("tap {}: '{}'", next_tap, g.tensor(tap.tensor).name));
+      w.linef("if ((status = stitch_call_result(cudaMemcpyAsync(b->taps[{}], {}, {}, "
+              "cudaMemcpyDeviceToDevice, b->stream), \"cudaMemcpyAsync of debug tap {}\", error, "
+              "error_size)) != 0) return status;",
+              next_tap, storage_address(memory, tap.tensor), g.tensor(tap.tensor).bytes(),
+              next_tap);
     }
   }
   for (size_t i : memory.output_copies) {
     TensorId out = g.outputs[i];
-    const Storage& src = memory.storage[out];
-    std::string source;
-    switch (src.kind) {
-    case StorageKind::Input: source = fmt::format("b->inputs[{}]", src.index); break;
-    case StorageKind::Output: source = fmt::format("b->outputs[{}]", src.index); break;
-    case StorageKind::Weights: source = fmt::format("b->weights + {}", src.offset); break;
-    case StorageKind::Arena: source = fmt::format("b->arena + {}", src.offset); break;
-    case StorageKind::None: internal_fail("output copy without a source");
-    }
     w.comment(fmt::format("output {} ('{}') is a copy", i, g.tensor(out).name));
     w.linef("if ((status = stitch_call_result(cudaMemcpyAsync(b->outputs[{}], {}, {}, "
             "cudaMemcpyDeviceToDevice, b->stream), \"cudaMemcpyAsync\", error, error_size)) != 0) "
-            "return status;", i, source, g.tensor(out).bytes());
+            "return status;", i, storage_address(memory, out), g.tensor(out).bytes());
   }
   w.line("return status;");
   w.close();
@@ -114,6 +220,8 @@ GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const Memory
           tensor_table(g, g.inputs, blob.input_name_offsets));
   w.linef("static const stitch_abi_tensor outputs[] = {};",
           tensor_table(g, g.outputs, blob.output_name_offsets));
+  if (!taps.empty())
+    w.linef("static const stitch_abi_tap taps[] = {};", tap_table(g, taps, blob));
   w.open("static const stitch_abi_model model =");
   w.line("STITCH_ABI_VERSION,");
   w.linef("\"{}\",", target);
@@ -125,6 +233,7 @@ GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const Memory
   w.line("stitch_model_blob,");
   w.linef("{}ull, // weights bytes", memory.weights_bytes);
   w.line("stitch_enqueue,");
+  w.linef("{}, {}, // debug taps", taps.size(), taps.empty() ? "nullptr" : "taps");
   w.close(";");
   w.line("return &model;");
   w.close();
@@ -134,7 +243,15 @@ GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const Memory
 } // namespace
 
 GeneratedModel emit_model(const Graph& g, const FusionPlan& plan, const MemoryPlan& memory,
-                          const std::string& target) {
+                          const std::string& target, const EmitOptions& options) {
+  if (options.plant_wrong_group >= 0) {
+    const bool found = std::any_of(plan.groups.begin(), plan.groups.end(), [&](const FusionGroup& grp) {
+      return grp.id == options.plant_wrong_group && grp.kind != GroupKind::Alias;
+    });
+    if (!found)
+      user_fail({g.source_file, "", ""}, "--test-plant-wrong-group {}: the plan has no group {} "
+                "with work (see --report)", options.plant_wrong_group, options.plant_wrong_group);
+  }
   GeneratedModel model;
   std::vector<int> groups_with_code;
   for (const FusionGroup& group : plan.groups) {
@@ -148,11 +265,13 @@ GeneratedModel emit_model(const Graph& g, const FusionPlan& plan, const MemoryPl
     w.line("#include \"stitch_generated.h\"");
     w.line();
     emit_group(ctx, w);
+    if (group.id == options.plant_wrong_group) emit_planted_error(ctx, w);
     model.groups.push_back({fmt::format("group_{:03}.cu", group.id), w.str()});
     groups_with_code.push_back(group.id);
   }
-  Blob blob = build_blob(g, memory);
-  model.launcher = emit_launcher(g, plan, memory, blob, groups_with_code, target);
+  std::vector<Tap> taps = options.debug_taps ? list_taps(g, plan) : std::vector<Tap>{};
+  Blob blob = build_blob(g, memory, taps);
+  model.launcher = emit_launcher(g, plan, memory, blob, groups_with_code, taps, target, options);
   model.blob = std::move(blob.bytes);
   model.blob_stub = {"model_blob.S",
                      "/* model_blob.S: embeds model.bin (weights, then tensor names). Generated by "

@@ -26,7 +26,18 @@ struct GeneratedModel {
   std::string blob;                  // the bytes of model.bin
 };
 
+// Debugging aids; neither changes the plan nor any kernel of it.
+struct EmitOptions {
+  // --debug-taps: after each group, the launcher copies every tensor the group writes to
+  // memory into a buffer of its own (stitch_abi_tap), readable after the run.
+  bool debug_taps = false;
+  // Test only (--test-plant-wrong-group): group_<id>.cu also launches a kernel that changes
+  // one element of the group's first float32 output, so tests can check that a debugging
+  // tool finds the group. -1: none.
+  int plant_wrong_group = -1;
+};
+
 GeneratedModel emit_model(const Graph& graph, const FusionPlan& plan, const MemoryPlan& memory,
-                          const std::string& target);
+                          const std::string& target, const EmitOptions& options = {});
 
 } // namespace stitch

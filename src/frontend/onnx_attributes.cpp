@@ -23,14 +23,27 @@ AP::AttributeType effective_type(const AP& a) {
   return AP::UNDEFINED;
 }
 
+// The attribute's size as the limit counts it: list entries, plus the bytes of its strings.
+int64_t attribute_elements(const AP& a) {
+  int64_t count = a.ints_size() + a.floats_size() + a.strings_size();
+  count += static_cast<int64_t>(a.s().size());
+  for (const std::string& s : a.strings()) count += static_cast<int64_t>(s.size());
+  return count;
+}
+
 } // namespace
 
 Attribute attribute_from_onnx(AP& proto, Graph& graph, const std::string& model_dir,
-                              const ErrorSite& where) {
+                              const ErrorSite& where, ConstantBudget& budget) {
   if (proto.name().empty()) user_fail(where, "an attribute has an empty name");
   if (!proto.ref_attr_name().empty())
     user_fail(where, "attribute '{}' refers to a function attribute; model-local functions are "
               "not supported", proto.name());
+  const int64_t elements = attribute_elements(proto);
+  if (elements > budget.limits.max_attribute_elements)
+    user_fail(where, "attribute '{}' has {} entries (list elements and string bytes), more than "
+              "the limit of {} (--max-attribute-elements)", proto.name(), elements,
+              budget.limits.max_attribute_elements);
   Attribute attr;
   switch (effective_type(proto)) {
   case AP::INT: attr.value = static_cast<int64_t>(proto.i()); break;
@@ -48,7 +61,7 @@ Attribute attribute_from_onnx(AP& proto, Graph& graph, const std::string& model_
     if (proto.t().name().empty())
       proto.mutable_t()->set_name(fmt::format(
           "{}.{}", where.node.empty() ? std::string(where.op_type) : where.node, proto.name()));
-    Tensor t = tensor_from_onnx(*proto.mutable_t(), model_dir, where);
+    Tensor t = tensor_from_onnx(*proto.mutable_t(), model_dir, where, budget);
     attr.value = graph.add_tensor(std::move(t));
     break;
   }

@@ -129,6 +129,10 @@ public:
     onnx::GraphProto& g = *model_.mutable_graph();
     check_ops_supported(g, path_);
     graph_.opset = default_opset(model_, path_);
+    graph_.limits = options_.limits;
+    if (g.node_size() > options_.limits.max_nodes)
+      user_fail(site(), "the graph has {} nodes, more than the limit of {} (--max-nodes)",
+                g.node_size(), options_.limits.max_nodes);
     add_initializers(g);
     add_inputs(g);
     for (auto& node : *g.mutable_node()) add_node(node);
@@ -159,7 +163,7 @@ private:
       ErrorSite where{path_, "", ""};
       if (names_.count(init.name()))
         user_fail(where, "initializer '{}' is defined twice", init.name());
-      define(tensor_from_onnx(init, dir_, where), where);
+      define(tensor_from_onnx(init, dir_, where, budget_), where);
       initializer_names_.insert(init.name());
     }
   }
@@ -253,6 +257,10 @@ private:
         user_fail(site(), "graph input '{}' shape {} is too large: {}", in.name(),
                   shape_to_string(t.shape), e.reason());
       }
+      if (t.elements() > options_.limits.max_tensor_elements)
+        user_fail(site(), "graph input '{}' shape {} has {} elements, more than the limit of {} "
+                  "(--max-tensor-elements)", in.name(), shape_to_string(t.shape), t.elements(),
+                  options_.limits.max_tensor_elements);
     }
     if (!unbound.empty())
       user_fail(site(), "the model has symbolic dims to bind with --input-shape NAME=DxDx...: {}",
@@ -269,7 +277,7 @@ private:
     if (!proto.ParseFromIstream(&f))
       user_fail(where, "--freeze-input {}: the file is not an ONNX TensorProto", in.name());
     std::string dir = folder_of(file);
-    Tensor t = tensor_from_onnx(proto, dir, where);
+    Tensor t = tensor_from_onnx(proto, dir, where, budget_);
     t.name = in.name();
     const auto& tt = in.type().tensor_type();
     if (tt.elem_type() != dtype_onnx_code(t.dtype))
@@ -315,7 +323,7 @@ private:
       node.outputs.push_back(define(std::move(t), where));
     }
     for (auto& attr : *proto.mutable_attribute())
-      node.attrs[attr.name()] = attribute_from_onnx(attr, graph_, dir_, where);
+      node.attrs[attr.name()] = attribute_from_onnx(attr, graph_, dir_, where, budget_);
     graph_.nodes.push_back(std::move(node));
   }
 
@@ -369,6 +377,7 @@ private:
   Graph graph_;
   std::unordered_map<std::string, TensorId> names_;
   std::set<std::string> initializer_names_;
+  ConstantBudget budget_{options_.limits};
   std::vector<PendingInput> pending_inputs_;
 };
 

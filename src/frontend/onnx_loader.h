@@ -20,6 +20,8 @@ struct LoadOptions {
   // Graph inputs given a fixed value, as ONNX TensorProto files (`--freeze-input
   // NAME=FILE.pb`): they become constants, e.g. a shape operand fed as an input.
   std::map<std::string, std::string> frozen_inputs;
+  // The caps on the model's size (graph/limits.h), raised or lowered by stitchc's --max-* flags.
+  ModelLimits limits;
 };
 
 Graph load_onnx(const std::string& path, const LoadOptions& options = {});

@@ -142,7 +142,7 @@ std::string read_external(const std::string& location, const std::string& offset
 } // namespace
 
 Tensor tensor_from_onnx(onnx::TensorProto& proto, const std::string& model_dir,
-                        const ErrorSite& site) {
+                        const ErrorSite& site, ConstantBudget& budget) {
   Tensor t;
   t.name = proto.name();
   std::optional<DType> dtype = dtype_from_onnx(proto.data_type());
@@ -161,6 +161,15 @@ Tensor tensor_from_onnx(onnx::TensorProto& proto, const std::string& model_dir,
   } catch (const UserError& e) {
     tensor_fail(site, t.name, "shape {} is too large: {}", shape_to_string(t.shape), e.reason());
   }
+  if (count > budget.limits.max_tensor_elements)
+    tensor_fail(site, t.name, "shape {} has {} elements, more than the limit of {} "
+                "(--max-tensor-elements)", shape_to_string(t.shape), count,
+                budget.limits.max_tensor_elements);
+  budget.bytes = checked_add(budget.bytes, bytes, "the model's constant bytes");
+  if (budget.bytes > budget.limits.max_weight_bytes)
+    tensor_fail(site, t.name, "its {} bytes bring the model's constants to {} bytes, more than "
+                "the limit of {} (--max-weight-bytes)", bytes, budget.bytes,
+                budget.limits.max_weight_bytes);
   t.typed = true;
 
   auto data = std::make_shared<ConstantData>();

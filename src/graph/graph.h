@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "graph/dtype.h"
+#include "graph/limits.h"
 #include "graph/ops.h"
 
 namespace stitch {
@@ -79,6 +80,7 @@ public:
   std::vector<TensorId> outputs;
   int opset = 0; // the default domain's opset
   std::map<TensorId, DeclaredType> declared_outputs;
+  ModelLimits limits; // the caps the model was loaded under; shape inference checks them too
 
   TensorId add_tensor(Tensor t);
   const Tensor& tensor(TensorId id) const;

@@ -178,6 +178,9 @@ void InferContext::set_output(int i, DType dtype, Shape shape) {
   } catch (const UserError& e) {
     fail("output {} {} is too large: {}", i, shape_to_string(t.shape), e.reason());
   }
+  if (t.elements() > graph().limits.max_tensor_elements)
+    fail("output {} {} has {} elements, more than the limit of {} (--max-tensor-elements)", i,
+         shape_to_string(t.shape), t.elements(), graph().limits.max_tensor_elements);
   t.typed = true;
 }
 

@@ -543,7 +543,9 @@ int32_t NodeSet::first_common_outside(const NodeSet& a, const NodeSet& b) const 
   return -1;
 }
 
-FusionContext::FusionContext(const Graph& g, const DeviceParams& d) : graph(g), device(d) {
+FusionContext::FusionContext(const Graph& g, const DeviceParams& d,
+                             const std::vector<std::string>& no_fuse)
+    : graph(g), device(d) {
   const size_t n = g.nodes.size();
   producer = g.producers();
   consumers = g.consumers();
@@ -573,7 +575,11 @@ FusionContext::FusionContext(const Graph& g, const DeviceParams& d) : graph(g), 
       ancestors[v].merge(ancestors[p]);
     }
   node_class.resize(n);
-  for (size_t v = 0; v < n; ++v) node_class[v] = classify(g, g.nodes[v]);
+  kept_alone.assign(n, false);
+  for (size_t v = 0; v < n; ++v) {
+    kept_alone[v] = std::find(no_fuse.begin(), no_fuse.end(), g.nodes[v].name) != no_fuse.end();
+    node_class[v] = kept_alone[v] ? NodeClass::Alone : classify(g, g.nodes[v]);
+  }
 }
 
 std::string FusionContext::describe(int32_t node) const {
@@ -593,6 +599,10 @@ FusionDecision analyze_group(const FusionContext& ctx, const std::vector<int32_t
     a.iteration = ctx.graph.tensor(ctx.graph.nodes[nodes[0]].outputs[0]).shape;
     return FusionDecision::ok();
   }
+  for (int32_t n : nodes)
+    if (ctx.kept_alone[n])
+      return FusionDecision::no(fmt::format("{} is kept out of fusion by --no-fuse",
+                                            ctx.describe(n)));
   for (int32_t n : nodes)
     if (ctx.node_class[n] == NodeClass::Alone)
       return FusionDecision::no(fmt::format("{} is a {} op that {}", ctx.describe(n),

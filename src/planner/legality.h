@@ -56,7 +56,9 @@ private:
 
 // Everything the legality checks and the cost model read about the graph, computed once.
 struct FusionContext {
-  FusionContext(const Graph& graph, const DeviceParams& device);
+  // `no_fuse` names nodes kept out of every fusion (PlannerOptions::no_fuse).
+  FusionContext(const Graph& graph, const DeviceParams& device,
+                const std::vector<std::string>& no_fuse = {});
 
   const Graph& graph;
   DeviceParams device;
@@ -65,6 +67,7 @@ struct FusionContext {
   std::vector<std::vector<int32_t>> preds, succs; // per node: distinct neighbour nodes
   std::vector<NodeSet> descendants, ancestors;    // per node, itself excluded
   std::vector<NodeClass> node_class;
+  std::vector<bool> kept_alone; // per node: named by --no-fuse (its class is then Alone)
   std::vector<bool> graph_output; // per tensor
 
   size_t size() const { return graph.nodes.size(); }

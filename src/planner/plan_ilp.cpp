@@ -250,7 +250,7 @@ FusionPlan plan_ilp(const Graph& graph, const PlannerOptions& options) {
     return plan;
   }
   glp_term_out(GLP_OFF);
-  FusionContext ctx(graph, options.device);
+  FusionContext ctx(graph, options.device, options.no_fuse);
   CandidateSet candidates(ctx);
   for (size_t n = 0; n < ctx.size(); ++n) candidates.add({static_cast<int32_t>(n)});
   std::vector<int32_t> fusible;

@@ -51,6 +51,9 @@ struct PlannerOptions {
   int exhaustive_candidates_up_to = 12;
   int max_group_nodes = 16;      // grown candidates, at most this many nodes
   int max_candidates_per_seed = 256;
+  // --no-fuse: nodes (by ONNX name) every planner keeps in a group of their own, to bisect
+  // a wrong result to one fusion.
+  std::vector<std::string> no_fuse;
 };
 
 FusionPlan plan_fusion(const Graph& graph, const PlannerOptions& options);

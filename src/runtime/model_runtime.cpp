@@ -9,7 +9,8 @@
 // Device memory. stitch_model_create copies the embedded weights to the device once;
 // stitch_context_create allocates the context's arena (arena_bytes) and the workspace library
 // calls share (at least stitch_library_workspace_bytes(), at least the model's workspace_bytes),
-// creates the library handles and the launcher. Both use the device current at
+// creates the library handles and the launcher, and one buffer per debug tap (a library built
+// with --debug-taps; the generated code copies each tapped tensor there after its group). Both use the device current at
 // stitch_model_create; later calls switch to it for their duration when another is current.
 #include "model_runtime.h"
 
@@ -75,6 +76,19 @@ const stitch_abi_tensor& tensor_at(const stitch_abi_tensor* table, int32_t count
   return table[index];
 }
 
+const stitch_abi_tap& tap_at(const stitch_abi_model& abi, std::size_t index) {
+  const auto count = static_cast<std::size_t>(abi.num_taps);
+  if (count == 0)
+    fail(STITCH_ERROR_INVALID_ARGUMENT, "the model has no debug taps (build it with stitchc "
+                                        "--debug-taps)");
+  if (index >= count)
+    fail(STITCH_ERROR_INVALID_ARGUMENT, "tap index " + std::to_string(index) +
+                                            " is out of range: the model has " +
+                                            std::to_string(count) + " tap" +
+                                            (count == 1 ? "" : "s"));
+  return abi.taps[index];
+}
+
 std::unique_ptr<Model> create_model() {
   const stitch_abi_model* abi = stitch_generated_model();
   check_generated_model(abi);
@@ -105,6 +119,11 @@ std::unique_ptr<Context> create_context(const Model& model) {
                               "library workspace");
   char message[1024] = {};
   check_library(stitch_libraries_create(&context->libraries, message, sizeof(message)), message);
+  for (int32_t t = 0; t < abi.num_taps; ++t) {
+    context->tap_buffers.push_back(std::make_unique<DeviceBuffer>());
+    context->tap_buffers.back()->allocate(abi.taps[t].tensor.bytes, "debug tap");
+    context->taps.push_back(context->tap_buffers.back()->get());
+  }
   context->launcher = std::make_unique<Launcher>(model);
   return context;
 }
@@ -127,6 +146,8 @@ void destroy_context(Context& context) {
   context.libraries = nullptr;
   attempt([&] { context.workspace.release(); });
   attempt([&] { context.arena.release(); });
+  for (std::unique_ptr<DeviceBuffer>& tap : context.tap_buffers)
+    attempt([&] { tap->release(); });
   if (first) throw *first;
 }
 
@@ -201,6 +222,23 @@ stitch_status stitch_model_output(const stitch_model* model, size_t index,
   });
 }
 
+stitch_status stitch_model_num_taps(const stitch_model* model, size_t* out_count) {
+  return guarded("stitch_model_num_taps", [&] {
+    const Model& live = HandleRegistry::instance().model(model);
+    require_out(out_count, "out_count");
+    *out_count = static_cast<size_t>(live.abi->num_taps);
+  });
+}
+
+stitch_status stitch_model_tap(const stitch_model* model, size_t index, stitch_tap_info* out_info) {
+  return guarded("stitch_model_tap", [&] {
+    const Model& live = HandleRegistry::instance().model(model);
+    require_out(out_info, "out_info");
+    const stitch_abi_tap& tap = tap_at(*live.abi, index);
+    *out_info = stitch_tap_info{tensor_info(tap.tensor), tap.group, tap.node};
+  });
+}
+
 stitch_status stitch_context_create(stitch_model* model, stitch_context** out_context) {
   return guarded("stitch_context_create", [&] {
     require_out(out_context, "out_context");
@@ -238,8 +276,33 @@ stitch_status stitch_run(stitch_context* context, const stitch_tensor* inputs, s
     buffers.weights = static_cast<const unsigned char*>(model.weights.get());
     buffers.workspace = live.workspace.get();
     buffers.libraries = live.libraries;
+    buffers.taps = live.taps.empty() ? nullptr : live.taps.data();
     const DeviceScope scope(model.device);
     live.launcher->run(model, buffers, stream);
+    live.has_run = true;
+  });
+}
+
+stitch_status stitch_context_read_tap(stitch_context* context, size_t index, void* data,
+                                      uint64_t bytes) {
+  return guarded("stitch_context_read_tap", [&] {
+    Context& live = HandleRegistry::instance().context(context);
+    const stitch_abi_tap& tap = tap_at(*live.model->abi, index);
+    require_out(data, "data");
+    if (bytes < tap.tensor.bytes)
+      fail(STITCH_ERROR_SHAPE_MISMATCH,
+           "tap " + std::to_string(index) + " ('" + tap.tensor.name + "') is " +
+               std::to_string(tap.tensor.bytes) + " bytes but the buffer is " +
+               std::to_string(bytes));
+    if (!live.has_run)
+      fail(STITCH_ERROR_INVALID_ARGUMENT,
+           "the context has not run yet, so its taps hold no values");
+    const DeviceScope scope(live.model->device);
+    live.launcher->wait_idle();
+    if (tap.tensor.bytes > 0)
+      check_cuda(cudaMemcpy(data, live.taps[index], static_cast<std::size_t>(tap.tensor.bytes),
+                            cudaMemcpyDeviceToHost),
+                 "cudaMemcpy of tap " + std::to_string(index) + " to the host");
   });
 }
 

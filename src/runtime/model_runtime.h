@@ -148,6 +148,11 @@ struct Context {
   std::unique_ptr<Launcher> launcher;
   std::vector<void*> inputs;
   std::vector<void*> outputs;
+  // Debug taps (a library built with --debug-taps): one buffer per tap, and their pointers
+  // as enqueue receives them.
+  std::vector<std::unique_ptr<DeviceBuffer>> tap_buffers;
+  std::vector<void*> taps;
+  bool has_run = false; // a run was enqueued, so the taps hold values
 };
 
 // Runs the generated enqueue on `buffers` and turns a failure into ApiError with the generated

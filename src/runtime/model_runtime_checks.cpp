@@ -227,6 +227,14 @@ void check_generated_model(const stitch_abi_model* abi) {
     fail_generated("it has " + std::to_string(abi->weights_bytes) +
                    " bytes of weights but no data");
   if (abi->enqueue == nullptr) fail_generated("its enqueue function is null");
+  if (abi->num_taps < 0) fail_generated("it has " + std::to_string(abi->num_taps) + " taps");
+  if (abi->num_taps > 0 && abi->taps == nullptr)
+    fail_generated("its tap table is null but it has " + std::to_string(abi->num_taps) + " taps");
+  for (int32_t t = 0; t < abi->num_taps; ++t) {
+    check_generated_tensor("tap", static_cast<std::size_t>(t), abi->taps[t].tensor);
+    if (abi->taps[t].node == nullptr)
+      fail_generated("tap " + std::to_string(t) + " names no node");
+  }
 }
 
 void check_run_tensors(const stitch_abi_model& abi, const stitch_tensor* inputs,

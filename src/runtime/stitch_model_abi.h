@@ -16,7 +16,7 @@
 
 #include "stitch_cuda.h"
 
-#define STITCH_ABI_VERSION 1
+#define STITCH_ABI_VERSION 2
 #define STITCH_ABI_MAX_RANK 8
 
 extern "C" {
@@ -27,6 +27,15 @@ struct stitch_abi_tensor {
   int32_t rank;
   int64_t dims[STITCH_ABI_MAX_RANK];
   uint64_t bytes;
+};
+
+// A debug tap (stitchc --debug-taps): one tensor a fusion group writes to memory, copied after
+// the group into a buffer of its own, so that the value survives the arena's reuse and can be
+// compared with a reference after the run. Taps do not change the plan or the kernels.
+struct stitch_abi_tap {
+  stitch_abi_tensor tensor; // the tensor, as the compiled graph holds it
+  int32_t group;            // the fusion group that writes it (group_<id>.cu)
+  const char* node;         // the ONNX node that produces it
 };
 
 // Per-context library state the generated code passes to library calls (null on the host
@@ -42,6 +51,7 @@ struct stitch_abi_buffers {
   void* workspace;              // scratch for library calls, `workspace_bytes` long
   cudaStream_t stream;
   stitch_abi_libraries* libraries;
+  void* const* taps;            // one buffer per tap, `tensor.bytes` long (null without taps)
 };
 
 struct stitch_abi_model {
@@ -58,6 +68,9 @@ struct stitch_abi_model {
   // Enqueues the whole model on buffers->stream. Returns 0 (STITCH_OK) or a stitch_status,
   // with a message naming the kernel or library call that failed written to `error`.
   int32_t (*enqueue)(const stitch_abi_buffers* buffers, char* error, size_t error_size);
+  // Debug taps, in the order the groups run (0 and null unless built with --debug-taps).
+  int32_t num_taps;
+  const stitch_abi_tap* taps;
 };
 
 // Defined by the generated launcher of each model.

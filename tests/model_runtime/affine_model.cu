@@ -74,8 +74,18 @@ int32_t enqueue(const stitch_abi_buffers* b, char* error, size_t error_size) {
   cudaError_t result =
       STITCH_LAUNCH(affine_and_weigh, dim3(1), dim3(threads), 0, b->stream, x, w, y, weighted);
   if (result != cudaSuccess) return launch_failed(result, "affine_and_weigh", error, error_size);
+  // Debug taps, as --debug-taps generates them: the intermediate after the first kernel, z
+  // after the second.
+  if (b->taps != nullptr &&
+      cudaMemcpyAsync(b->taps[0], weighted, affine::kInputBytes, cudaMemcpyDeviceToDevice,
+                      b->stream) != cudaSuccess)
+    return fail_with(3, error, error_size, "cudaMemcpyAsync of tap 0 failed");
   result = STITCH_LAUNCH(row_sum, dim3(kRows), dim3(kCols), 0, b->stream, weighted, z);
   if (result != cudaSuccess) return launch_failed(result, "row_sum", error, error_size);
+  if (b->taps != nullptr &&
+      cudaMemcpyAsync(b->taps[1], z, affine::kSumBytes, cudaMemcpyDeviceToDevice, b->stream) !=
+          cudaSuccess)
+    return fail_with(3, error, error_size, "cudaMemcpyAsync of tap 1 failed");
   return 0;
 }
 
@@ -98,6 +108,10 @@ const stitch_abi_tensor kBadInputs[] = {{kInputName, 1, 9, {kRows, kCols}, affin
 const stitch_abi_tensor kOutputs[] = {{"y", 1, 2, {kRows, kCols}, affine::kInputBytes},
                                       {"z", 1, 1, {kRows}, affine::kSumBytes}};
 
+const stitch_abi_tap kTaps[] = {
+    {{"weighted", 1, 2, {kRows, kCols}, affine::kInputBytes}, 0, "weigh"},
+    {{"z", 1, 1, {kRows}, affine::kSumBytes}, 1, "row_sum"}};
+
 const stitch_abi_model kModel = {
     STITCH_ABI_VERSION,
     kTarget,
@@ -110,6 +124,8 @@ const stitch_abi_model kModel = {
     reinterpret_cast<const unsigned char*>(affine::kWeights),
     sizeof(affine::kWeights),
     enqueue,
+    2, // debug taps
+    kTaps,
 };
 
 stitch_abi_model with_fault(int fault) {

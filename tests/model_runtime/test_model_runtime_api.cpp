@@ -80,6 +80,39 @@ TEST_CASE("model runtime: a run computes y = 2x + 1 and z = rowsum(y * w)", "[mo
   }
 }
 
+// Proves: a library with debug taps describes them, and after a run each tap holds the value
+// its tensor had when its group finished: the arena intermediate and the output z.
+TEST_CASE("model runtime: debug taps hold each group's tensors after a run", "[model_runtime]") {
+  OwnedModel model;
+  size_t taps = 0;
+  require_ok(stitch_model_num_taps(model.get(), &taps));
+  REQUIRE(taps == 2);
+  stitch_tap_info info{};
+  require_ok(stitch_model_tap(model.get(), 0, &info));
+  REQUIRE(std::string(info.tensor.name) == "weighted");
+  REQUIRE(info.tensor.bytes == affine::kInputBytes);
+  REQUIRE(info.group == 0);
+  REQUIRE(std::string(info.node) == "weigh");
+  require_ok(stitch_model_tap(model.get(), 1, &info));
+  REQUIRE(std::string(info.tensor.name) == "z");
+  REQUIRE(info.group == 1);
+
+  OwnedContext context(model.get());
+  const std::vector<float> x = random_matrix(21);
+  AffineOutputs out;
+  require_ok(run_affine(context.get(), x, out));
+  const AffineOutputs expected = reference_outputs(x);
+  std::vector<float> weighted(affine::kRows * affine::kCols);
+  require_ok(stitch_context_read_tap(context.get(), 0, weighted.data(), affine::kInputBytes));
+  for (int r = 0; r < affine::kRows; ++r)
+    for (int c = 0; c < affine::kCols; ++c)
+      REQUIRE(weighted[r * affine::kCols + c] == expected.y[r * affine::kCols + c] * affine::kWeights[c]);
+  std::vector<float> z(affine::kRows);
+  require_ok(stitch_context_read_tap(context.get(), 1, z.data(), affine::kSumBytes));
+  for (int r = 0; r < affine::kRows; ++r)
+    REQUIRE(z[r] == expected.z[r]);
+}
+
 // Proves: a context runs again and again on new buffers and new values, each run right.
 TEST_CASE("model runtime: one context, many runs on fresh buffers", "[model_runtime]") {
   OwnedModel model;
@@ -150,7 +183,8 @@ TEST_CASE("model runtime: exports, and each library binds its own model", "[mode
   for (const char* name :
        {"stitch_target", "stitch_api_version", "stitch_model_create", "stitch_model_destroy",
         "stitch_model_num_inputs", "stitch_model_num_outputs", "stitch_model_input",
-        "stitch_model_output", "stitch_context_create", "stitch_context_destroy", "stitch_run",
+        "stitch_model_output", "stitch_model_num_taps", "stitch_model_tap",
+        "stitch_context_create", "stitch_context_destroy", "stitch_run", "stitch_context_read_tap",
         "stitch_status_name", "stitch_last_error"}) {
     INFO("symbol " << name);
     REQUIRE(twin.symbol(name) != nullptr);

@@ -236,6 +236,42 @@ TEST_CASE("model runtime misuse: use after destroy, double destroy", "[model_run
   require_context_works(fresh_context.get());
 }
 
+// Proves: the debug-tap calls refuse null pointers, indices out of range, short buffers, a
+// context that has not run, and destroyed handles, each with a status and a message.
+TEST_CASE("model runtime misuse: debug taps", "[model_runtime]") {
+  stitch_model* model = nullptr;
+  require_ok(stitch_model_create(&model));
+  stitch_tap_info info{};
+  require_failure(stitch_model_num_taps(model, nullptr), STITCH_ERROR_INVALID_ARGUMENT,
+                  "stitch_model_num_taps", "out_count is null");
+  require_failure(stitch_model_tap(model, 0, nullptr), STITCH_ERROR_INVALID_ARGUMENT,
+                  "stitch_model_tap", "out_info is null");
+  require_failure(stitch_model_tap(model, 2, &info), STITCH_ERROR_INVALID_ARGUMENT,
+                  "stitch_model_tap", "tap index 2 is out of range: the model has 2 taps");
+  stitch_context* context = nullptr;
+  require_ok(stitch_context_create(model, &context));
+  std::vector<float> z(affine::kRows);
+  require_failure(stitch_context_read_tap(context, 1, z.data(), affine::kSumBytes),
+                  STITCH_ERROR_INVALID_ARGUMENT, "stitch_context_read_tap",
+                  "the context has not run yet");
+  RunArguments args;
+  require_ok(args.run(context));
+  require_failure(stitch_context_read_tap(context, 1, nullptr, affine::kSumBytes),
+                  STITCH_ERROR_INVALID_ARGUMENT, "stitch_context_read_tap", "data is null");
+  require_failure(stitch_context_read_tap(context, 1, z.data(), affine::kSumBytes - 1),
+                  STITCH_ERROR_SHAPE_MISMATCH, "stitch_context_read_tap",
+                  "tap 1 ('z') is 16 bytes but the buffer is 15");
+  require_failure(stitch_context_read_tap(context, 7, z.data(), affine::kSumBytes),
+                  STITCH_ERROR_INVALID_ARGUMENT, "stitch_context_read_tap", "out of range");
+  require_ok(stitch_context_read_tap(context, 1, z.data(), affine::kSumBytes));
+  require_ok(stitch_context_destroy(context));
+  require_failure(stitch_context_read_tap(context, 1, z.data(), affine::kSumBytes),
+                  STITCH_ERROR_INVALID_ARGUMENT, "stitch_context_read_tap", "is not a live context");
+  require_ok(stitch_model_destroy(model));
+  require_failure(stitch_model_tap(model, 0, &info), STITCH_ERROR_INVALID_ARGUMENT,
+                  "stitch_model_tap", "is not a live model");
+}
+
 // Proves: made-up handles, and a handle of the wrong kind, are refused without being read.
 TEST_CASE("model runtime misuse: foreign handles", "[model_runtime]") {
   OwnedModel model;

@@ -138,6 +138,21 @@ STITCH_API stitch_status stitch_model_output(const stitch_model* model, size_t i
   return STITCH_OK;
 }
 
+// Built without debug taps.
+STITCH_API stitch_status stitch_model_num_taps(const stitch_model* model, size_t* out_count) {
+  if (model == nullptr || out_count == nullptr) return fail(STITCH_ERROR_INVALID_ARGUMENT, "null");
+  *out_count = 0;
+  return STITCH_OK;
+}
+
+STITCH_API stitch_status stitch_model_tap(const stitch_model*, size_t, stitch_tap_info*) {
+  return fail(STITCH_ERROR_INVALID_ARGUMENT, "the model has no debug taps");
+}
+
+STITCH_API stitch_status stitch_context_read_tap(stitch_context*, size_t, void*, uint64_t) {
+  return fail(STITCH_ERROR_INVALID_ARGUMENT, "the model has no debug taps");
+}
+
 STITCH_API stitch_status stitch_context_create(stitch_model* model, stitch_context** out_context) {
   if (model == nullptr || out_context == nullptr)
     return fail(STITCH_ERROR_INVALID_ARGUMENT, "null");

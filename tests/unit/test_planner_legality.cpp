@@ -312,3 +312,36 @@ TEST_CASE("planner legality: an input off the row space keeps a group from being
   if (d.legal) CHECK(a.scheme == StitchScheme::Independent);
   else CHECK(d.reason.find("does not broadcast to the row space [2,16,64]") != std::string::npos);
 }
+
+// --no-fuse: a named node is refused in any group of two or more with the flag as the reason,
+// and every planner then gives it a group of its own while still fusing its neighbours.
+TEST_CASE("planner legality: --no-fuse keeps a node alone in every planner", "[planner]") {
+  GraphBuilder b;
+  TensorId x = b.input({8, 16, 64});
+  b.output(layer_norm_chain(b, x, 64, "ln_"));
+  Graph g = b.finish();
+  const std::vector<std::string> kept = {"ln_sqrt"};
+  FusionContext ctx(g, DeviceParams{}, kept);
+  GroupAnalysis a;
+  FusionDecision d = analyze_group(ctx, nodes_named(g, {"ln_eps", "ln_sqrt"}), a);
+  REQUIRE_FALSE(d.legal);
+  CHECK(d.reason == "'ln_sqrt' (Sqrt) is kept out of fusion by --no-fuse");
+  CHECK(analyze_group(ctx, nodes_named(g, {"ln_sqrt"}), a).legal);
+
+  for (const char* planner : {"greedy", "ilp"}) {
+    INFO("planner " << planner);
+    PlannerOptions options;
+    options.planner = planner;
+    options.no_fuse = kept;
+    FusionPlan plan = plan_fusion(g, options);
+    const int32_t sqrt_node = node_named(g, "ln_sqrt");
+    size_t fused_groups = 0;
+    for (const FusionGroup& group : plan.groups) {
+      const bool holds_sqrt =
+          std::find(group.nodes.begin(), group.nodes.end(), sqrt_node) != group.nodes.end();
+      if (holds_sqrt) CHECK(group.nodes.size() == 1);
+      if (group.nodes.size() > 1) ++fused_groups;
+    }
+    CHECK(fused_groups >= 1); // the rest of the chain still fuses
+  }
+}

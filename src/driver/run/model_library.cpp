@@ -81,6 +81,9 @@ ModelLibrary::ModelLibrary(const std::string& path) : path_(path) {
     resolve(handle_, "stitch_context_create", path, &api_.context_create);
     resolve(handle_, "stitch_context_destroy", path, &api_.context_destroy);
     resolve(handle_, "stitch_run", path, &api_.run);
+    resolve(handle_, "stitch_model_num_taps", path, &api_.model_num_taps);
+    resolve(handle_, "stitch_model_tap", path, &api_.model_tap);
+    resolve(handle_, "stitch_context_read_tap", path, &api_.context_read_tap);
     resolve(handle_, "stitch_status_name", path, &api_.status_name);
     resolve(handle_, "stitch_last_error", path, &api_.last_error);
     const char* target = api_.target();
@@ -112,6 +115,18 @@ ModelInstance::ModelInstance(const ModelLibrary& library) : library_(library) {
   try {
     inputs_ = describe(true);
     outputs_ = describe(false);
+    size_t tap_count = 0;
+    library.check(api.model_num_taps(model_, &tap_count), "stitch_model_num_taps");
+    for (size_t i = 0; i < tap_count; ++i) {
+      stitch_tap_info info{};
+      library.check(api.model_tap(model_, i, &info), "stitch_model_tap");
+      check_info(info.tensor, "tap", i, library.path());
+      taps_.push_back({{info.tensor.name, info.tensor.dtype,
+                        std::vector<int64_t>(info.tensor.dims, info.tensor.dims + info.tensor.rank),
+                        info.tensor.bytes},
+                       info.group,
+                       info.node != nullptr ? info.node : ""});
+    }
     library.check(api.context_create(model_, &context_), "stitch_context_create");
   } catch (...) {
     api.model_destroy(model_);
@@ -149,6 +164,11 @@ void ModelInstance::run(const std::vector<stitch_tensor>& inputs,
   library_.check(library_.api().run(context_, inputs.data(), inputs.size(), outputs.data(),
                                     outputs.size(), stream),
                  "stitch_run");
+}
+
+void ModelInstance::read_tap(size_t index, void* data) {
+  library_.check(library_.api().context_read_tap(context_, index, data, taps_.at(index).tensor.bytes),
+                 "stitch_context_read_tap");
 }
 
 } // namespace stitch::run

@@ -30,6 +30,9 @@ struct StitchApi {
   stitch_status (*context_destroy)(stitch_context*) = nullptr;
   stitch_status (*run)(stitch_context*, const stitch_tensor*, size_t, const stitch_tensor*, size_t,
                        void*) = nullptr;
+  stitch_status (*model_num_taps)(const stitch_model*, size_t*) = nullptr;
+  stitch_status (*model_tap)(const stitch_model*, size_t, stitch_tap_info*) = nullptr;
+  stitch_status (*context_read_tap)(stitch_context*, size_t, void*, uint64_t) = nullptr;
   const char* (*status_name)(stitch_status) = nullptr;
   const char* (*last_error)(void) = nullptr;
 };
@@ -40,6 +43,13 @@ struct TensorInfo {
   stitch_dtype dtype = STITCH_FLOAT32;
   std::vector<int64_t> dims;
   uint64_t bytes = 0;
+};
+
+// A debug tap (a library built with stitchc --debug-taps): a tensor one fusion group writes.
+struct TapInfo {
+  TensorInfo tensor;
+  int32_t group = 0;
+  std::string node;
 };
 
 class ModelLibrary {
@@ -73,10 +83,13 @@ public:
 
   const std::vector<TensorInfo>& inputs() const { return inputs_; }
   const std::vector<TensorInfo>& outputs() const { return outputs_; }
+  const std::vector<TapInfo>& taps() const { return taps_; }
 
   // Enqueues one run on `stream` (ignored by the host target).
   void run(const std::vector<stitch_tensor>& inputs, const std::vector<stitch_tensor>& outputs,
            void* stream);
+  // Copies tap `index` of the last run into `data` (taps()[index].tensor.bytes long).
+  void read_tap(size_t index, void* data);
 
 private:
   std::vector<TensorInfo> describe(bool inputs) const;
@@ -86,6 +99,7 @@ private:
   stitch_context* context_ = nullptr;
   std::vector<TensorInfo> inputs_;
   std::vector<TensorInfo> outputs_;
+  std::vector<TapInfo> taps_;
 };
 
 } // namespace stitch::run

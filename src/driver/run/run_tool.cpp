@@ -169,9 +169,19 @@ int run_checked(const RunOptions& options, std::ostream& out) {
     write_outputs(options.output_dir, names, outputs, out);
   }
   print_verdict(verdict, options.tolerance, out);
+  bool taps_match = true;
+  if (options.taps.wanted()) {
+    if (model.taps().empty())
+      run_fail("{}: the library has no debug taps; build it with stitchc --debug-taps",
+               library.path());
+    std::vector<TapValue> taps = read_taps(model);
+    if (!options.taps.dir.empty()) write_taps(options.taps.dir, taps, out);
+    if (!options.taps.onnx_model.empty())
+      taps_match = compare_taps_with_onnx(options.taps, model, inputs, taps, options.tolerance, out);
+  }
   out.flush();
   if (options.iters > 0) time_runs(options, *target, model, bound, out);
-  return verdict.mismatched == 0 ? kExitAllMatch : kExitMismatch;
+  return verdict.mismatched == 0 && taps_match ? kExitAllMatch : kExitMismatch;
 }
 
 } // namespace

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "driver/run/compare.h"
+#include "driver/run/taps.h"
 #include "driver/run/tensor_sources.h"
 
 namespace stitch::run {
@@ -27,6 +28,7 @@ struct RunOptions {
   Tolerance tolerance;
   int warmup = 3; // runs before timing; used only when iters > 0
   int iters = 0;  // timed runs; 0 times nothing
+  TapOptions taps; // --taps-dir, --taps-onnx, --python (a library built with --debug-taps)
 };
 
 struct LatencyStats {

@@ -12,7 +12,10 @@ namespace {
 constexpr const char* kDescription =
     "stitch-run: runs a model library built by stitchc (CUDA or host target).\n"
     "Inputs without --input come from --test-data, else are random (seeded by --seed).\n"
-    "Exit status: 0 all compared outputs match, 1 a mismatch, 2 a usage, load or run error.";
+    "A library built with stitchc --debug-taps also keeps every tensor each fusion group wrote:\n"
+    "--taps-onnx MODEL compares them with ONNX Runtime and names the first group that differs.\n"
+    "Exit status: 0 all compared outputs (and taps) match, 1 a mismatch, 2 a usage, load or run "
+    "error.";
 
 // Fills `options` from the command line; returns an exit status when the tool should stop
 // (after --help or a usage error), or -1 to go on.
@@ -38,6 +41,15 @@ int parse_command_line(int argc, char** argv, stitch::run::RunOptions& options) 
   app.add_option("--rtol", options.tolerance.rtol, "relative tolerance (default 1e-3)");
   app.add_option("--atol", options.tolerance.atol, "absolute tolerance (default 1e-5)");
   app.add_option("--output-dir", options.output_dir, "write each output as DIR/NAME.npy");
+  app.add_option("--taps-dir", options.taps.dir,
+                 "write every debug tap as DIR/tap_NNN.npy, listed in DIR/taps.json (with "
+                 "--taps-onnx, the reference's files go there too)");
+  app.add_option("--taps-onnx", options.taps.onnx_model,
+                 "compare every debug tap with ONNX Runtime's value of the same tensor of this "
+                 "ONNX model on the same inputs, and name the first group that differs");
+  app.add_option("--python", options.taps.python,
+                 "the Python (with numpy, onnx, onnxruntime) that runs the --taps-onnx "
+                 "reference (default: $STITCH_PYTHON, else python3)");
   app.add_option("--warmup", options.warmup, "untimed runs before timing (default 3)");
   app.add_option("--iters", options.iters, "timed runs; prints median and p90 (default 0: none)");
   try {
