@@ -13,6 +13,7 @@
 #include "emitter/emit_model.h"
 #include "graph/error.h"
 #include "graph/graph_json.h"
+#include "planner/legality.h"
 #include "planner/plan_json.h"
 
 namespace stitch {
@@ -141,8 +142,9 @@ void run_driver(const DriverOptions& options, std::ostream& out) {
     run_pipeline(graph, pipeline);
   }
   for (const std::string& name : options.planner.no_fuse)
-    if (std::none_of(graph.nodes.begin(), graph.nodes.end(),
-                     [&](const Node& node) { return node.name == name; }))
+    if (std::none_of(graph.nodes.begin(), graph.nodes.end(), [&](const Node& node) {
+          return names_node_or_its_parts(name, node.name);
+        }))
       user_fail({options.model_path, "", ""}, "--no-fuse: the graph has no node named '{}' "
                 "after the passes (folded into a constant, removed, or misspelled; see --report)",
                 name);

@@ -543,6 +543,12 @@ int32_t NodeSet::first_common_outside(const NodeSet& a, const NodeSet& b) const 
   return -1;
 }
 
+bool names_node_or_its_parts(const std::string& name, const std::string& node_name) {
+  return node_name == name ||
+         (node_name.size() > name.size() + 1 && node_name.compare(0, name.size(), name) == 0 &&
+          node_name[name.size()] == '/');
+}
+
 FusionContext::FusionContext(const Graph& g, const DeviceParams& d,
                              const std::vector<std::string>& no_fuse)
     : graph(g), device(d) {
@@ -575,10 +581,11 @@ FusionContext::FusionContext(const Graph& g, const DeviceParams& d,
       ancestors[v].merge(ancestors[p]);
     }
   node_class.resize(n);
-  kept_alone.assign(n, false);
+  no_fuse_unit.assign(n, -1);
   for (size_t v = 0; v < n; ++v) {
-    kept_alone[v] = std::find(no_fuse.begin(), no_fuse.end(), g.nodes[v].name) != no_fuse.end();
-    node_class[v] = kept_alone[v] ? NodeClass::Alone : classify(g, g.nodes[v]);
+    node_class[v] = classify(g, g.nodes[v]);
+    for (size_t u = 0; u < no_fuse.size() && no_fuse_unit[v] < 0; ++u)
+      if (names_node_or_its_parts(no_fuse[u], g.nodes[v].name)) no_fuse_unit[v] = static_cast<int>(u);
   }
 }
 
@@ -600,9 +607,11 @@ FusionDecision analyze_group(const FusionContext& ctx, const std::vector<int32_t
     return FusionDecision::ok();
   }
   for (int32_t n : nodes)
-    if (ctx.kept_alone[n])
+    if (ctx.no_fuse_unit[n] != ctx.no_fuse_unit[nodes.front()]) {
+      const int32_t kept = ctx.no_fuse_unit[n] >= 0 ? n : nodes.front();
       return FusionDecision::no(fmt::format("{} is kept out of fusion by --no-fuse",
-                                            ctx.describe(n)));
+                                            ctx.describe(kept)));
+    }
   for (int32_t n : nodes)
     if (ctx.node_class[n] == NodeClass::Alone)
       return FusionDecision::no(fmt::format("{} is a {} op that {}", ctx.describe(n),

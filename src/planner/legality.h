@@ -56,7 +56,8 @@ private:
 
 // Everything the legality checks and the cost model read about the graph, computed once.
 struct FusionContext {
-  // `no_fuse` names nodes kept out of every fusion (PlannerOptions::no_fuse).
+  // `no_fuse` names nodes kept out of every fusion (PlannerOptions::no_fuse); a composite's
+  // name covers the nodes it was lowered into ("NAME/..."), which may fuse only with each other.
   FusionContext(const Graph& graph, const DeviceParams& device,
                 const std::vector<std::string>& no_fuse = {});
 
@@ -67,12 +68,16 @@ struct FusionContext {
   std::vector<std::vector<int32_t>> preds, succs; // per node: distinct neighbour nodes
   std::vector<NodeSet> descendants, ancestors;    // per node, itself excluded
   std::vector<NodeClass> node_class;
-  std::vector<bool> kept_alone; // per node: named by --no-fuse (its class is then Alone)
+  std::vector<int> no_fuse_unit; // per node: the --no-fuse entry that names it, or -1
   std::vector<bool> graph_output; // per tensor
 
   size_t size() const { return graph.nodes.size(); }
   std::string describe(int32_t node) const; // "'name' (Op)"
 };
+
+// True when a --no-fuse NAME covers the node: it is NAME, or one of the nodes lowering made
+// of the composite NAME ("NAME/ReduceMean", ...).
+bool names_node_or_its_parts(const std::string& name, const std::string& node_name);
 
 struct FusionDecision {
   bool legal = true;

@@ -345,3 +345,25 @@ TEST_CASE("planner legality: --no-fuse keeps a node alone in every planner", "[p
     CHECK(fused_groups >= 1); // the rest of the chain still fuses
   }
 }
+
+// --no-fuse NAME of a composite that lowering split into "NAME/..." nodes: the parts still
+// fuse with each other, never with anything else.
+TEST_CASE("planner legality: --no-fuse on a lowered composite keeps its parts together", "[planner]") {
+  GraphBuilder b;
+  TensorId x = b.input({8, 16, 64});
+  TensorId scaled = b.op(OpKind::Mul, {x, b.constant({}, 0.5f)}, "scale");
+  TensorId e = b.op(OpKind::Exp, {scaled}, "sm/Exp");
+  TensorId y = b.op(OpKind::Relu, {e}, "sm/Relu");
+  b.output(b.op(OpKind::Neg, {y}, "after"));
+  Graph g = b.finish();
+  CHECK(names_node_or_its_parts("sm", "sm/Exp"));
+  CHECK_FALSE(names_node_or_its_parts("sm", "smx/Exp"));
+  CHECK_FALSE(names_node_or_its_parts("sm", "sm/"));
+  FusionContext ctx(g, DeviceParams{}, {"sm"});
+  GroupAnalysis a;
+  CHECK(analyze_group(ctx, nodes_named(g, {"sm/Exp", "sm/Relu"}), a).legal);
+  FusionDecision before = analyze_group(ctx, nodes_named(g, {"scale", "sm/Exp"}), a);
+  CHECK(before.reason == "'sm/Exp' (Exp) is kept out of fusion by --no-fuse");
+  FusionDecision after = analyze_group(ctx, nodes_named(g, {"sm/Relu", "after"}), a);
+  CHECK(after.reason == "'sm/Relu' (Relu) is kept out of fusion by --no-fuse");
+}
