@@ -42,6 +42,16 @@ def make_inputs(spec, rng):
     return feed
 
 
+def input_shape_args(spec):
+    """stitchc's --input-shape arguments binding the fixture's symbolic dims, as a user would."""
+    args = []
+    for inp in spec["inputs"]:
+        if any(isinstance(d, str) for d in inp["shape"]):
+            shape = [spec["dims"][d] if isinstance(d, str) else d for d in inp["shape"]]
+            args += ["--input-shape", inp["name"] + "=" + "x".join(map(str, shape))]
+    return args
+
+
 def run(argv, what):
     print("+", " ".join(argv), flush=True)
     result = subprocess.run(argv)
@@ -74,10 +84,7 @@ def main():
                "-o", os.path.join(args.work, "libmodel.so")]
     if args.planner:
         stitchc += ["--planner", args.planner]
-    for inp in spec["inputs"]:
-        if any(isinstance(d, str) for d in inp["shape"]):
-            shape = [spec["dims"][d] if isinstance(d, str) else d for d in inp["shape"]]
-            stitchc += ["--input-shape", inp["name"] + "=" + "x".join(map(str, shape))]
+    stitchc += input_shape_args(spec)
     run(stitchc, "stitchc")
     if args.target == "cuda":
         return

@@ -17,21 +17,24 @@ std::string GroupEmitContext::group_function() const {
   return fmt::format("stitch_group_{}", group_.id);
 }
 
-std::string GroupEmitContext::pointer(TensorId t, bool writable) const {
-  const Storage& s = memory_.storage.at(t);
-  std::string base;
+std::string storage_bytes(const Graph& graph, const MemoryPlan& memory, TensorId t) {
+  const Storage& s = memory.storage.at(t);
   switch (s.kind) {
-  case StorageKind::Input: base = fmt::format("static_cast<unsigned char*>(b->inputs[{}])", s.index); break;
-  case StorageKind::Output: base = fmt::format("static_cast<unsigned char*>(b->outputs[{}])", s.index); break;
-  case StorageKind::Arena: base = fmt::format("(b->arena + {})", s.offset); break;
-  case StorageKind::Weights:
-    STITCH_INTERNAL_CHECK(!writable, "writing into weights tensor '{}'", tensor(t).name);
-    base = fmt::format("(b->weights + {})", s.offset);
-    break;
-  case StorageKind::None: internal_fail("tensor '{}' has no storage", tensor(t).name);
+  case StorageKind::Input: return fmt::format("static_cast<unsigned char*>(b->inputs[{}])", s.index);
+  case StorageKind::Output: return fmt::format("static_cast<unsigned char*>(b->outputs[{}])", s.index);
+  case StorageKind::Arena: return fmt::format("(b->arena + {})", s.offset);
+  case StorageKind::Weights: return fmt::format("(b->weights + {})", s.offset);
+  case StorageKind::None: break;
   }
+  internal_fail("tensor '{}' has no storage", graph.tensor(t).name);
+}
+
+std::string GroupEmitContext::pointer(TensorId t, bool writable) const {
+  STITCH_INTERNAL_CHECK(!writable || memory_.storage.at(t).kind != StorageKind::Weights,
+                        "writing into weights tensor '{}'", tensor(t).name);
   std::string type = ctype(tensor(t).dtype, *this);
-  return fmt::format("reinterpret_cast<{}{}*>({})", writable ? "" : "const ", type, base);
+  return fmt::format("reinterpret_cast<{}{}*>({})", writable ? "" : "const ", type,
+                     storage_bytes(graph_, memory_, t));
 }
 
 void emit_shared_memory_opt_in(CodeWriter& out, const std::string& kernel, int64_t bytes,

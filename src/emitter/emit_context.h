@@ -43,6 +43,11 @@ private:
   const MemoryPlan& memory_;
 };
 
+// The address of tensor t's first byte inside a group function or the launcher, where `b` is
+// the `const stitch_abi_buffers*`: e.g. (b->arena + 4096), an unsigned char pointer (const for
+// weights).
+std::string storage_bytes(const Graph& graph, const MemoryPlan& memory, TensorId t);
+
 // The C++ element type of a dtype in generated code ("float", "int64_t", "bool", ...);
 // a UserError for dtypes code generation does not support yet.
 std::string ctype(DType t, const GroupEmitContext& ctx);

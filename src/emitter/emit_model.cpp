@@ -105,19 +105,6 @@ std::string tap_table(const Graph& g, const std::vector<Tap>& taps, const Blob& 
   return initializer_list(rows);
 }
 
-// The address of tensor t in enqueue's buffers `b`, as a generated expression.
-std::string storage_address(const MemoryPlan& memory, TensorId t) {
-  const Storage& s = memory.storage[t];
-  switch (s.kind) {
-  case StorageKind::Input: return fmt::format("b->inputs[{}]", s.index);
-  case StorageKind::Output: return fmt::format("b->outputs[{}]", s.index);
-  case StorageKind::Weights: return fmt::format("b->weights + {}", s.offset);
-  case StorageKind::Arena: return fmt::format("b->arena + {}", s.offset);
-  case StorageKind::None: break;
-  }
-  internal_fail("tensor {} has no storage to copy from", t);
-}
-
 std::string planted_error_function(int group) {
   return fmt::format("stitch_group_{}_planted_error", group);
 }
@@ -201,7 +188,7 @@ GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const Memory
       w.linef("if ((status = stitch_call_result(cudaMemcpyAsync(b->taps[{}], {}, {}, "
               "cudaMemcpyDeviceToDevice, b->stream), \"cudaMemcpyAsync of debug tap {}\", error, "
               "error_size)) != 0) return status;",
-              next_tap, storage_address(memory, tap.tensor), g.tensor(tap.tensor).bytes(),
+              next_tap, storage_bytes(g, memory, tap.tensor), g.tensor(tap.tensor).bytes(),
               next_tap);
     }
   }
@@ -210,7 +197,7 @@ GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const Memory
     w.comment(fmt::format("output {} ('{}') is a copy", i, g.tensor(out).name));
     w.linef("if ((status = stitch_call_result(cudaMemcpyAsync(b->outputs[{}], {}, {}, "
             "cudaMemcpyDeviceToDevice, b->stream), \"cudaMemcpyAsync\", error, error_size)) != 0) "
-            "return status;", i, storage_address(memory, out), g.tensor(out).bytes());
+            "return status;", i, storage_bytes(g, memory, out), g.tensor(out).bytes());
   }
   w.line("return status;");
   w.close();

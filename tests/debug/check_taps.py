@@ -25,7 +25,7 @@ import onnx
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "scripts", "models"))
-from compare_with_ort import make_inputs  # noqa: E402  (the fixtures' input recipe)
+from compare_with_ort import input_shape_args, make_inputs  # noqa: E402  (the fixtures' recipe)
 
 
 class CheckFailed(Exception):
@@ -51,11 +51,7 @@ class Model:
             self.spec = json.load(f)
         onnx_model = onnx.load(self.path)
         self.onnx_tensors = {name for node in onnx_model.graph.node for name in node.output}
-        self.shape_args = []
-        for inp in self.spec["inputs"]:
-            if any(isinstance(d, str) for d in inp["shape"]):
-                dims = [self.spec["dims"][d] if isinstance(d, str) else d for d in inp["shape"]]
-                self.shape_args += ["--input-shape", inp["name"] + "=" + "x".join(map(str, dims))]
+        self.shape_args = input_shape_args(self.spec)
         feed = make_inputs(self.spec, np.random.default_rng(args.seed))
         self.input_args = []
         for name, value in feed.items():
@@ -147,7 +143,8 @@ def main():
         library, report = model.build("taps", [])
         check_all_taps_match(model.run_taps(library, 0))
 
-        for group in pick_groups(report, model.onnx_tensors):
+        picked = pick_groups(report, model.onnx_tensors)
+        for group in picked:
             gid = group["id"]
             planted, _ = model.build(f"planted_{gid}", ["--test-plant-wrong-group", str(gid)])
             output = model.run_taps(planted, 1)
@@ -158,8 +155,7 @@ def main():
             print(f"check: a wrong group {gid} ({group['kind']}, {len(group['nodes'])} nodes) "
                   f"is named by stitch-run", flush=True)
 
-        fused = pick_groups(report, model.onnx_tensors)[0]
-        node = fused["nodes"][0]["name"]
+        node = picked[0]["nodes"][0]["name"]  # picked[0] is the fused kernel group
         unfused, unfused_report = model.build("no_fuse", ["--no-fuse", node])
         holding = [g for g in unfused_report["plan"]["groups"]
                    if any(n["name"] == node for n in g["nodes"])]

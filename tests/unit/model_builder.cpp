@@ -124,4 +124,11 @@ void set_attr_float(onnx::NodeProto& node, const std::string& name, float v) {
   a->set_f(v);
 }
 
+void set_attr_string(onnx::NodeProto& node, const std::string& name, const std::string& v) {
+  auto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s(v);
+}
+
 } // namespace stitch::test

@@ -40,6 +40,7 @@ private:
 void set_attr_int(onnx::NodeProto& node, const std::string& name, int64_t v);
 void set_attr_ints(onnx::NodeProto& node, const std::string& name, const std::vector<int64_t>& v);
 void set_attr_float(onnx::NodeProto& node, const std::string& name, float v);
+void set_attr_string(onnx::NodeProto& node, const std::string& name, const std::string& v);
 
 // A fresh empty folder under the system temp dir, removed at process exit is not needed:
 // tests leave their files for inspection on failure.

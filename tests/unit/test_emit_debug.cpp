@@ -57,9 +57,9 @@ TEST_CASE("debug taps copy each group's outputs after the group", "[emitter]") {
 
   const std::string& launcher = tapped.launcher.text;
   const size_t group0 = launcher.find("stitch_group_0(b, error, error_size)");
-  const size_t tap0 = launcher.find("cudaMemcpyAsync(b->taps[0], b->arena + 0, 160,");
+  const size_t tap0 = launcher.find("cudaMemcpyAsync(b->taps[0], (b->arena + 0), 160,");
   const size_t group1 = launcher.find("stitch_group_1(b, error, error_size)");
-  const size_t tap1 = launcher.find("cudaMemcpyAsync(b->taps[1], b->outputs[0], 160,");
+  const size_t tap1 = launcher.find("cudaMemcpyAsync(b->taps[1], static_cast<unsigned char*>(b->outputs[0]), 160,");
   REQUIRE(group0 != std::string::npos);
   REQUIRE(tap0 != std::string::npos);
   REQUIRE(group1 != std::string::npos);

@@ -39,13 +39,6 @@ Compiled compile(const ModelBuilder& m) {
   return c;
 }
 
-void set_attr_string(onnx::NodeProto& node, const std::string& name, const std::string& value) {
-  onnx::AttributeProto* a = node.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::STRING);
-  a->set_s(value);
-}
-
 ModelBuilder transpose_model(const std::vector<int64_t>& dims, const std::vector<int64_t>& perm) {
   ModelBuilder m;
   m.input("x", kFloat, dims).output("y");
@@ -169,7 +162,7 @@ TEST_CASE("Pad maps output coordinates back by mode, after negative pads crop", 
   m.input("x", kFloat, {3, 5}).output("y");
   m.initializer_i64("pads", {4}, {0, -1, 0, 3});
   onnx::NodeProto& n = m.node("Pad", {"x", "pads"}, {"y"});
-  set_attr_string(n, "mode", "reflect");
+  test::set_attr_string(n, "mode", "reflect");
   std::string src = compile(m).source;
   // Axis 1 loses its first element, then the 4 left are reflected on the right.
   CHECK_THAT(src, Catch::Contains("const int64_t x1 = stitch::movement::reflect_index(c1, 4);"));
@@ -222,7 +215,7 @@ TEST_CASE("GatherND with batch_dims offsets each row by its batch", "[emitter]")
 TEST_CASE("ScatterND copies, then applies conflicting updates in row order", "[emitter]") {
   ModelBuilder m(18);
   m.input("x", kFloat, {4, 3}).input("idx", kInt64, {5, 1}).input("u", kFloat, {5, 3}).output("y");
-  set_attr_string(m.node("ScatterND", {"x", "idx", "u"}, {"y"}), "reduction", "add");
+  test::set_attr_string(m.node("ScatterND", {"x", "idx", "u"}, {"y"}), "reduction", "add");
   Compiled c = compile(m);
   const std::string& src = c.source;
   CHECK_THAT(src, Catch::Contains("stitch_g0_scatternd_copy"));
@@ -267,7 +260,7 @@ TEST_CASE("bilinear Resize loops over two taps per resized axis only", "[emitter
   ModelBuilder m(19);
   m.input("x", kFloat, {1, 2, 4, 4}).output("y");
   m.initializer_f32("roi", {0}, {}).initializer_f32("scales", {4}, {1, 1, 2, 2});
-  set_attr_string(m.node("Resize", {"x", "roi", "scales"}, {"y"}), "mode", "linear");
+  test::set_attr_string(m.node("Resize", {"x", "roi", "scales"}, {"y"}), "mode", "linear");
   std::string src = compile(m).source;
   CHECK_THAT(src, Catch::Contains(
                       "const double x2 = stitch::movement::resize_coordinate(c2, "
@@ -283,8 +276,8 @@ TEST_CASE("nearest Resize rounds by nearest_mode", "[emitter]") {
   m.input("x", kFloat, {1, 1, 2, 2}).output("y");
   m.initializer_f32("roi", {0}, {}).initializer_f32("scales", {4}, {1, 1, 3, 3});
   onnx::NodeProto& n = m.node("Resize", {"x", "roi", "scales"}, {"y"});
-  set_attr_string(n, "coordinate_transformation_mode", "asymmetric");
-  set_attr_string(n, "nearest_mode", "ceil");
+  test::set_attr_string(n, "coordinate_transformation_mode", "asymmetric");
+  test::set_attr_string(n, "nearest_mode", "ceil");
   std::string src = compile(m).source;
   CHECK_THAT(src, Catch::Contains("stitch::movement::ResizeNearest::Ceil, 2);"));
   CHECK_THAT(src, Catch::Contains("out[i] = in[k2 * 2 + k3];"));
@@ -295,7 +288,7 @@ TEST_CASE("antialiased Resize widens the filter on downsampled axes only", "[emi
   m.input("x", kFloat, {1, 1, 8, 4}).output("y");
   m.initializer_f32("roi", {0}, {}).initializer_f32("scales", {4}, {1, 1, 0.5f, 2});
   onnx::NodeProto& n = m.node("Resize", {"x", "roi", "scales"}, {"y"});
-  set_attr_string(n, "mode", "linear");
+  test::set_attr_string(n, "mode", "linear");
   test::set_attr_int(n, "antialias", 1);
   std::string src = compile(m).source;
   // Scale 1/2: the tent spans 4 inputs; the upsampled axis keeps its 2 taps.

@@ -20,13 +20,6 @@ namespace {
 
 constexpr int kFloat = onnx::TensorProto::FLOAT;
 
-void set_attr_string(onnx::NodeProto& node, const std::string& name, const std::string& value) {
-  auto* a = node.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::STRING);
-  a->set_s(value);
-}
-
 // The generated source of the model's only group with work.
 std::string group_source(const ModelBuilder& m) {
   Graph g = load_onnx(m.write());
@@ -124,7 +117,7 @@ TEST_CASE("AveragePool with SAME_LOWER puts the odd pad at the begin", "[emitter
   m.input("x", kFloat, {1, 1, 4, 4}).output("y");
   auto& n = m.node("AveragePool", {"x"}, {"y"});
   test::set_attr_ints(n, "kernel_shape", {2, 2});
-  set_attr_string(n, "auto_pad", "SAME_LOWER");
+  test::set_attr_string(n, "auto_pad", "SAME_LOWER");
   std::string src = group_source(m);
   CHECK(has(src, "const int64_t start0 = o0 - 1;"));
 }
@@ -281,7 +274,7 @@ TEST_CASE("ConvTranspose that needs a crop is refused with the scratch it needs"
   m.input("x", kFloat, {1, 1, 3, 3}).input("w", kFloat, {1, 2, 3, 3}).output("y");
   auto& n = m.node("ConvTranspose", {"x", "w"}, {"y"});
   test::set_attr_ints(n, "strides", {2, 2});
-  set_attr_string(n, "auto_pad", "SAME_UPPER");
+  test::set_attr_string(n, "auto_pad", "SAME_UPPER");
   std::string message = refusal(m);
   CHECK(has(message, "unsupported"));
   CHECK(has(message, "needs 392 bytes of per-group scratch"));

@@ -73,13 +73,6 @@ std::vector<std::string> structure(const Graph& g) {
   return lines;
 }
 
-void set_attr_string(onnx::NodeProto& node, const std::string& name, const std::string& v) {
-  auto* a = node.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::STRING);
-  a->set_s(v);
-}
-
 ModelBuilder with_scale_bias(int opset) {
   ModelBuilder m(opset);
   m.input("x", kFloat, {2, 5, 16}).output("y");
@@ -231,7 +224,7 @@ TEST_CASE("tanh GELU chains become Gelu with approximate=tanh", "[passes][lower]
   // Gelu, the op cuBLASLt applies as a GEMM epilogue.
   ModelBuilder op(20);
   op.input("x", kFloat, {4, 8}).output("y");
-  set_attr_string(op.node("Gelu", {"x"}, {"y"}), "approximate", "tanh");
+  test::set_attr_string(op.node("Gelu", {"x"}, {"y"}), "approximate", "tanh");
   ModelBuilder gpt2(20);
   gpt2.input("x", kFloat, {4, 8}).output("y");
   gpt2.initializer_f32("half", {}, {0.5f}).initializer_f32("three", {}, {3.0f}).initializer_f32("c", {}, {0.044715f});

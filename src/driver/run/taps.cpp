@@ -1,11 +1,6 @@
 // Debug taps: read, written, and compared with ONNX Runtime's values (see taps.h).
 #include "driver/run/taps.h"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -17,8 +12,7 @@
 #include "driver/run/npy.h"
 #include "driver/run/output_files.h"
 #include "driver/run/run_error.h"
-
-extern char** environ;
+#include "driver/subprocess.h"
 
 namespace stitch::run {
 
@@ -87,14 +81,8 @@ std::string python_interpreter(const TapOptions& options) {
   return "python3";
 }
 
-// The last lines of a log, for an error message.
-std::string log_tail(const fs::path& log, size_t max_lines = 12) {
-  std::string text;
-  try {
-    text = read_file(log);
-  } catch (const RunError&) {
-    return "(no log)";
-  }
+// The last lines of a program's output, for an error message.
+std::string output_tail(const std::string& text, size_t max_lines = 12) {
   std::vector<std::string> lines;
   size_t start = 0;
   while (start < text.size()) {
@@ -107,33 +95,22 @@ std::string log_tail(const fs::path& log, size_t max_lines = 12) {
   return fmt::format("{}", fmt::join(lines, "\n  "));
 }
 
-// Runs `python script request` with its output in `log`; an argv list, no shell.
-void run_reference(const std::string& python, const fs::path& script, const fs::path& request,
-                   const fs::path& log) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  std::string script_arg = script.string(), request_arg = request.string();
-  std::vector<char*> argv = {const_cast<char*>(python.c_str()), script_arg.data(),
-                             request_arg.data(), nullptr};
-  pid_t pid = 0;
-  int error = posix_spawnp(&pid, python.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (error != 0)
-    run_fail("--taps-onnx: cannot run '{}': {}; give a Python with numpy, onnx and onnxruntime "
-             "with --python or STITCH_PYTHON", python, std::strerror(error));
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) run_fail("--taps-onnx: waiting for '{}' failed: {}", python, std::strerror(errno));
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    run_fail("--taps-onnx: the ONNX Runtime reference failed ('{}' {}; needs numpy, onnx and "
-             "onnxruntime):\n  {}",
-             python, WIFEXITED(status) ? fmt::format("exited with {}", WEXITSTATUS(status))
-                                       : std::string("was killed by a signal"),
-             log_tail(log));
+// How long the reference may take: loading a large model and running it once in ONNX Runtime.
+constexpr int kReferenceTimeoutSeconds = 1800;
+
+// Runs `python script request` in `dir` (an argv list, no shell, a time limit).
+void run_reference(const std::string& python, const fs::path& dir) {
+  Command command{{python, (dir / "ort_reference.py").string(), (dir / "request.json").string()},
+                  "the ONNX Runtime reference"};
+  CommandResult result = run_commands({command}, dir.string(), 1, kReferenceTimeoutSeconds).at(0);
+  if (result.exit_code == 0) return;
+  const std::string how = result.timed_out
+                              ? fmt::format("took longer than {} s", kReferenceTimeoutSeconds)
+                          : result.exit_code < 0 ? std::string("did not start or was killed")
+                                                 : fmt::format("exited with {}", result.exit_code);
+  run_fail("--taps-onnx: the ONNX Runtime reference failed ('{}' {}; it needs numpy, onnx and "
+           "onnxruntime: give such a Python with --python or STITCH_PYTHON):\n  {}",
+           python, how, output_tail(result.output));
 }
 
 } // namespace
@@ -196,8 +173,7 @@ bool compare_taps_with_onnx(const TapOptions& options, const ModelInstance& mode
   request["result"] = (dir / "reference.json").string();
   write_file(dir / "request.json", dump_json(request));
   write_file(dir / "ort_reference.py", kOrtReferenceScript);
-  run_reference(python_interpreter(options), dir / "ort_reference.py", dir / "request.json",
-                dir / "reference.log");
+  run_reference(python_interpreter(options), dir);
 
   nlohmann::json result;
   try {
