@@ -9,6 +9,8 @@
 //                                 consumers, the row read once from memory
 //   kernel_fused_independent.cpp  Independent: unrelated parts, each on its own blocks
 //   kernel_fused_global.cpp       Global: a column reduction, a grid-wide barrier, consumers
+//   kernel_fused_window.cpp       Local around a window op: producers per tap, consumers per
+//                                 output element
 //
 // A body writer gets a `BlockRange` instead of using blockIdx.x and gridDim.x directly, so
 // that an Independent kernel can run several bodies side by side on disjoint ranges of blocks.
@@ -97,6 +99,8 @@ void emit_regional_body(const GroupEmitContext& ctx, const FusedSignature& sig,
 void emit_fused_regional(const GroupEmitContext& ctx, CodeWriter& out);
 void emit_fused_independent(const GroupEmitContext& ctx, CodeWriter& out);
 void emit_fused_global(const GroupEmitContext& ctx, CodeWriter& out);
+// Local around one window op (MaxPool, AveragePool, depthwise Conv): kernel_fused_window.cpp.
+void emit_fused_window(const GroupEmitContext& ctx, CodeWriter& out);
 
 // The name of the group's fused kernel: "stitch_g3_regional".
 std::string fused_kernel_name(const GroupEmitContext& ctx);

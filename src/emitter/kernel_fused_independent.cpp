@@ -11,8 +11,8 @@
 //
 // A part is Local (pointwise nodes), or one row op (a Reduce* or global pool over contiguous
 // trailing axes) written as a one-node Regional body with the group's mapping.
-// The plan gives the whole grid; the parts share it in proportion to their elements (at least
-// one block each), and every body grid-strides over its range, so any split is correct. All
+// The plan gives each part's blocks (FusionGroup::part_blocks, the grid its own kernel would
+// have) and every body grid-strides over its range. All
 // parts run with the group's block size; a branch is uniform across a block, so block-wide
 // reductions inside a part stay legal.
 #include "emitter/kernel_fused.h"
@@ -33,7 +33,6 @@ struct Part {
   std::vector<int32_t> nodes;
   bool local = true;
   int64_t rows = 0, row_length = 0; // a row-op part
-  int64_t work = 0;                 // elements, for the share of blocks
   int64_t blocks = 0, first_block = 0;
 };
 
@@ -47,10 +46,7 @@ Part describe_part(const GroupEmitContext& ctx, const std::vector<int32_t>& node
     part.local &= is_pointwise(g.nodes[n]);
   }
   if (nodes.empty()) refuse_fused(ctx, "an empty part");
-  if (part.local) {
-    for (int32_t n : nodes) part.work = std::max(part.work, g.tensor(g.nodes[n].outputs[0]).elements());
-    return part;
-  }
+  if (part.local) return part;
   const Node& node = g.nodes[nodes[0]];
   if (nodes.size() != 1 || op_category(node.op) != OpCategory::Reduction)
     refuse_fused(ctx, fmt::format("a part must be pointwise nodes or one row op; node '{}' ({}) "
@@ -61,7 +57,6 @@ Part describe_part(const GroupEmitContext& ctx, const std::vector<int32_t>& node
                                   "row ops run as parts", node.name, op_name(node.op)));
   part.rows = space.lines;
   part.row_length = space.length;
-  part.work = space.lines * space.length;
   return part;
 }
 
@@ -70,28 +65,22 @@ Part describe_part(const GroupEmitContext& ctx, const std::vector<int32_t>& node
 void emit_fused_independent(const GroupEmitContext& ctx, CodeWriter& out) {
   const FusionGroup& group = ctx.group();
   if (group.parts.empty()) refuse_fused(ctx, "an Independent group without parts");
+  if (group.part_blocks.size() != group.parts.size())
+    refuse_fused(ctx, fmt::format("the plan gives {} block counts for {} parts",
+                                  group.part_blocks.size(), group.parts.size()));
   std::vector<Part> parts;
-  int64_t total_work = 0;
-  for (const std::vector<int32_t>& nodes : group.parts) {
-    parts.push_back(describe_part(ctx, nodes));
-    total_work += std::max<int64_t>(parts.back().work, 1);
-  }
-  const int64_t grid = group.launch.grid[0];
-  if (grid < static_cast<int64_t>(parts.size()))
-    refuse_fused(ctx, fmt::format("{} blocks cannot hold {} parts", grid, parts.size()));
-  // Each part gets a share of the grid proportional to its work, at least one block; the last
-  // part takes what is left.
   int64_t given = 0;
-  for (size_t p = 0; p < parts.size(); ++p) {
-    int64_t left_for_others = static_cast<int64_t>(parts.size() - p - 1);
-    int64_t share = p + 1 == parts.size()
-                        ? grid - given
-                        : std::clamp<int64_t>(grid * std::max<int64_t>(parts[p].work, 1) / total_work, 1,
-                                              grid - given - left_for_others);
-    parts[p].first_block = given;
-    parts[p].blocks = share;
-    given += share;
+  for (size_t p = 0; p < group.parts.size(); ++p) {
+    parts.push_back(describe_part(ctx, group.parts[p]));
+    if (group.part_blocks[p] < 1)
+      refuse_fused(ctx, fmt::format("the plan gives part {} {} blocks", p, group.part_blocks[p]));
+    parts.back().first_block = given;
+    parts.back().blocks = group.part_blocks[p];
+    given += group.part_blocks[p];
   }
+  if (given != group.launch.grid[0] || group.launch.grid[1] != 1 || group.launch.grid[2] != 1)
+    refuse_fused(ctx, fmt::format("the parts' {} blocks are not the plan's grid of {}x{}x{}", given,
+                                  group.launch.grid[0], group.launch.grid[1], group.launch.grid[2]));
 
   FusedSignature sig = fused_signature(ctx, group.nodes);
   const std::string kernel = fused_kernel_name(ctx);

@@ -88,15 +88,16 @@ std::vector<TensorId> pointwise_operands(const Node& node) {
 }
 
 // The index into `in` (numpy-broadcast against `out`) of output element coordinates c0..cR-1.
-std::string broadcast_index(const Shape& in, const Shape& out) {
-  if (in == out) return "i";
+std::string broadcast_index(const Shape& in, const Shape& out, const std::string& linear,
+                            const std::string& coordinate) {
+  if (in == out) return linear;
   if (shape_elements(in) == 1) return "0";
   std::vector<std::string> terms;
   int64_t stride = 1;
   size_t offset = out.size() - in.size();
   for (size_t d = in.size(); d-- > 0;) {
-    if (in[d] != 1) terms.push_back(stride == 1 ? fmt::format("c{}", d + offset)
-                                                : fmt::format("c{} * {}", d + offset, stride));
+    if (in[d] != 1) terms.push_back(stride == 1 ? fmt::format("{}{}", coordinate, d + offset)
+                                                : fmt::format("{}{} * {}", coordinate, d + offset, stride));
     stride *= in[d];
   }
   return terms.empty() ? "0" : fmt::format("{}", fmt::join(terms, " + "));
@@ -112,11 +113,13 @@ bool needs_coordinates(const Shape& in, const Shape& out) {
   return in != out && shape_elements(in) != 1;
 }
 
-void emit_coordinates(CodeWriter& out, const Shape& shape) {
-  out.line("int64_t rest = i;");
+void emit_coordinates(CodeWriter& out, const Shape& shape, const std::string& linear,
+                      const std::string& coordinate) {
+  const std::string rest = linear == "i" ? "rest" : linear + "_rest";
+  out.linef("int64_t {} = {};", rest, linear);
   for (size_t d = shape.size(); d-- > 0;) {
-    if (d == 0) out.line("const int64_t c0 = rest;");
-    else out.linef("const int64_t c{} = rest % {}; rest /= {};", d, shape[d], shape[d]);
+    if (d == 0) out.linef("const int64_t {}0 = {};", coordinate, rest);
+    else out.linef("const int64_t {0}{1} = {2} % {3}; {2} /= {3};", coordinate, d, rest, shape[d]);
   }
 }
 

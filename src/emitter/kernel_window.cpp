@@ -13,52 +13,13 @@
 //                size + pad end), which with ceil_mode excludes the part of a last window past
 //                the end padding.
 #include "emitter/kernels.h"
+#include "emitter/window_geometry.h"
 
 #include "graph/infer_context.h"
 
 namespace stitch {
 
 namespace {
-
-// One pooling node's window, resolved: pads from auto_pad, one entry per spatial axis.
-struct PoolWindow {
-  Shape in, out; // spatial sizes of X and Y
-  std::vector<int64_t> kernel, strides, dilations, pad_begin, pad_end;
-};
-
-// Reads the attributes the way rule_pool does (shape_rules_compute.cpp), with the output sizes
-// it computed. SAME_UPPER / SAME_LOWER split the padding that the ceil(in / stride) windows
-// need, the odd one at the end / begin.
-PoolWindow read_pool_window(const GroupEmitContext& ctx) {
-  const Node& node = ctx.node();
-  NodeContext attrs(ctx.graph(), node);
-  const Shape& x = ctx.tensor(node.inputs[0]).shape;
-  const Shape& y = ctx.tensor(node.outputs[0]).shape;
-  const size_t n = x.size() - 2;
-  PoolWindow w;
-  w.in.assign(x.begin() + 2, x.end());
-  w.out.assign(y.begin() + 2, y.end());
-  w.kernel = attrs.req_ints("kernel_shape");
-  w.strides = attrs.attr_ints("strides", std::vector<int64_t>(n, 1));
-  w.dilations = attrs.attr_ints("dilations", std::vector<int64_t>(n, 1));
-  std::vector<int64_t> pads = attrs.attr_ints("pads", std::vector<int64_t>(2 * n, 0));
-  const std::string auto_pad = attrs.attr_string("auto_pad", "NOTSET");
-  for (size_t i = 0; i < n; ++i) {
-    int64_t begin = 0, end = 0;
-    if (auto_pad == "NOTSET") {
-      begin = pads[i];
-      end = pads[i + n];
-    } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      const int64_t extent = (w.kernel[i] - 1) * w.dilations[i] + 1;
-      const int64_t total = std::max<int64_t>(0, (w.out[i] - 1) * w.strides[i] + extent - w.in[i]);
-      begin = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      end = total - begin;
-    }
-    w.pad_begin.push_back(begin);
-    w.pad_end.push_back(end);
-  }
-  return w;
-}
 
 // Whether anything reads tensor t (a node of the graph, or the caller as a graph output).
 bool is_read(const Graph& g, TensorId t) {
@@ -72,7 +33,7 @@ bool is_read(const Graph& g, TensorId t) {
 // The coordinates of output element i: o<d> on each spatial axis and `plane` (image * channels
 // + channel); then `xp`, where that plane starts in X, and start<d>, where the window starts on
 // each spatial axis (negative inside the begin pad).
-void emit_output_coordinates(CodeWriter& out, const PoolWindow& w, const std::string& type) {
+void emit_output_coordinates(CodeWriter& out, const WindowGeometry& w, const std::string& type) {
   out.line("int64_t rest = i;");
   for (size_t d = w.out.size(); d-- > 0;)
     out.linef("const int64_t o{} = rest % {}; rest /= {};", d, w.out[d], w.out[d]);
@@ -86,36 +47,6 @@ void emit_output_coordinates(CodeWriter& out, const PoolWindow& w, const std::st
   }
 }
 
-// The tap loops over the taps inside the input, one per spatial axis, innermost last; each
-// defines x<d>, the input position on axis d. Returns the row-major offset in the plane.
-std::string open_tap_loops(CodeWriter& out, const PoolWindow& w) {
-  for (size_t d = 0; d < w.in.size(); ++d) {
-    out.linef("const int64_t k{0}_first = stitch::window::first_tap(start{0}, {1});", d,
-              w.dilations[d]);
-    out.linef("const int64_t k{0}_end = stitch::window::end_tap(start{0}, {1}, {2}, {3});", d,
-              w.dilations[d], w.kernel[d], w.in[d]);
-  }
-  for (size_t d = 0; d < w.in.size(); ++d) {
-    out.open(fmt::format("for (int64_t k{0} = k{0}_first; k{0} < k{0}_end; ++k{0})", d));
-    out.linef("const int64_t x{0} = start{0} + {1};", d,
-              w.dilations[d] == 1 ? fmt::format("k{}", d)
-                                  : fmt::format("k{} * {}", d, w.dilations[d]));
-  }
-  std::vector<std::string> terms;
-  int64_t stride = 1;
-  for (size_t d = w.in.size(); d-- > 0;) {
-    terms.insert(terms.begin(),
-                 stride == 1 ? fmt::format("x{}", d) : fmt::format("x{} * {}", d, stride));
-    stride *= w.in[d];
-  }
-  return fmt::format("{}", fmt::join(terms, " + "));
-}
-
-void close_tap_loops(CodeWriter& out, const PoolWindow& w) {
-  for (size_t d = 0; d < w.in.size(); ++d)
-    out.close();
-}
-
 void emit_kernel_head(const GroupEmitContext& ctx, CodeWriter& out, const std::string& kernel,
                       const std::vector<std::string>& params, int64_t n) {
   out.comment(describe_node(ctx.graph(), ctx.node()));
@@ -127,7 +58,7 @@ void emit_kernel_head(const GroupEmitContext& ctx, CodeWriter& out, const std::s
   out.open("for (int64_t i = first; i < n; i += stride)");
 }
 
-void emit_max_pool(const GroupEmitContext& ctx, CodeWriter& out, const PoolWindow& w) {
+void emit_max_pool(const GroupEmitContext& ctx, CodeWriter& out, const WindowGeometry& w) {
   const Node& node = ctx.node();
   NodeContext attrs(ctx.graph(), node);
   const Tensor& x = ctx.tensor(node.inputs[0]);
@@ -145,7 +76,7 @@ void emit_max_pool(const GroupEmitContext& ctx, CodeWriter& out, const PoolWindo
   emit_output_coordinates(out, w, type);
   out.linef("{} best = stitch::window::lowest<{}>();", type, type);
   out.line("int64_t best_at = -1; // offset of `best` in the plane, -1 before the first tap");
-  std::string at = open_tap_loops(out, w);
+  std::string at = open_tap_loops(out, w, "x");
   out.linef("const {} v = xp[{}];", type, at);
   out.open("if (best_at < 0 || v > best)");
   out.line("best = v;");
@@ -176,7 +107,7 @@ void emit_max_pool(const GroupEmitContext& ctx, CodeWriter& out, const PoolWindo
   emit_launch(ctx, out, kernel, args);
 }
 
-void emit_average_pool(const GroupEmitContext& ctx, CodeWriter& out, const PoolWindow& w) {
+void emit_average_pool(const GroupEmitContext& ctx, CodeWriter& out, const WindowGeometry& w) {
   const Node& node = ctx.node();
   NodeContext attrs(ctx.graph(), node);
   const Tensor& x = ctx.tensor(node.inputs[0]);
@@ -192,22 +123,9 @@ void emit_average_pool(const GroupEmitContext& ctx, CodeWriter& out, const PoolW
       {fmt::format("const {}* __restrict__ x", type), fmt::format("{}* __restrict__ y", type)},
       y.elements());
   emit_output_coordinates(out, w, type);
-  // The divisor: the taps inside the input, or inside the padded input.
-  std::vector<std::string> factors;
-  for (size_t d = 0; d < w.in.size(); ++d) {
-    if (include_pad)
-      factors.push_back(fmt::format("stitch::window::taps_inside(start{} + {}, {}, {}, {})", d,
-                                    w.pad_begin[d], w.dilations[d], w.kernel[d],
-                                    w.in[d] + w.pad_begin[d] + w.pad_end[d]));
-    else
-      factors.push_back(fmt::format("stitch::window::taps_inside(start{}, {}, {}, {})", d,
-                                    w.dilations[d], w.kernel[d], w.in[d]));
-  }
-  out.linef("const int64_t count = {};{}", fmt::join(factors, " * "),
-            include_pad ? " // taps inside the padded input (count_include_pad)"
-                        : " // taps inside the input");
+  emit_average_pool_count(out, w, include_pad);
   out.linef("{} sum = 0;", type);
-  std::string at = open_tap_loops(out, w);
+  std::string at = open_tap_loops(out, w, "x");
   out.linef("sum += xp[{}];", at);
   close_tap_loops(out, w);
   out.linef("y[i] = sum / static_cast<{}>(count);", type);
@@ -224,7 +142,7 @@ bool emit_window(const GroupEmitContext& ctx, CodeWriter& out) {
   if (ctx.group().kind != GroupKind::Kernel) return false;
   const Node& node = ctx.node();
   if (node.op != OpKind::MaxPool && node.op != OpKind::AveragePool) return false;
-  PoolWindow w = read_pool_window(ctx);
+  WindowGeometry w = read_window_geometry(ctx.graph(), node);
   if (node.op == OpKind::MaxPool)
     emit_max_pool(ctx, out, w);
   else

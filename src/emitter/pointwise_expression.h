@@ -27,12 +27,16 @@ std::string pointwise_expression(const GroupEmitContext& ctx, const Node& node,
 
 // The index into a tensor of shape `in`, numpy-broadcast against `out`, of the element of `out`
 // at linear index `i` with coordinates c0..cR-1: "i" for the same shape, "0" for one element,
-// else a sum of coordinates times strides ("c0 * 4 + c2").
-std::string broadcast_index(const Shape& in, const Shape& out);
+// else a sum of coordinates times strides ("c0 * 4 + c2"). `linear` and `coordinate` rename
+// the index and the coordinates' prefix (a window's tap: "at", "a0 * 4 + a2").
+std::string broadcast_index(const Shape& in, const Shape& out, const std::string& linear = "i",
+                            const std::string& coordinate = "c");
 // Whether broadcast_index(in, out) reads the coordinates.
 bool needs_coordinates(const Shape& in, const Shape& out);
-// `int64_t rest = i;` and `const int64_t cD = ...;` decomposing `i` over `shape`.
-void emit_coordinates(CodeWriter& out, const Shape& shape);
+// `int64_t rest = i;` and `const int64_t cD = ...;` decomposing `i` over `shape` (with another
+// `linear` index, its remainder is `<linear>_rest`).
+void emit_coordinates(CodeWriter& out, const Shape& shape, const std::string& linear = "i",
+                      const std::string& coordinate = "c");
 
 // The 16-byte vector type of 4-byte elements of dtype t: float4, int4 or uint4.
 std::string vector4_type(DType t, const GroupEmitContext& ctx);

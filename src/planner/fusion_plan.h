@@ -15,6 +15,11 @@
 //               function, Where, Cast, ...). One iteration space, the shape of every output;
 //               each element evaluates the chain in registers, reading inputs through their
 //               broadcast indices (a smaller intermediate is recomputed per element). Flat.
+//               Or, around one window op (a float32 MaxPool, AveragePool or depthwise Conv):
+//               the iteration space is the window's output; its pointwise producers are
+//               evaluated again at every tap, reading their inputs at the tap's element, and
+//               nothing outside the group reads them; its pointwise consumers run per output
+//               element; every output has the window's output shape.
 //   Regional    a row space: `rows` x `row_length`, the row being the trailing contiguous
 //               axes. The nodes are row ops over that row (reductions over the trailing axes;
 //               softmax and the normalizations come lowered to these) and pointwise ops on
@@ -25,7 +30,8 @@
 //               result broadcast back: one cooperative launch, partial results through
 //               `scratch_bytes` of global scratch and a grid-wide barrier between phases.
 //   Independent `parts`: unrelated node sets (each Local, or one node a single-op kernel
-//               could run), launched together, each on its own range of blocks.
+//               could run), launched together, each on its own range of blocks:
+//               `part_blocks[p]` blocks for part p, in order, together the whole grid.
 // A GemmLibrary group may hold epilogue nodes after its MatMul/Gemm (nodes[0]): a bias add,
 // an activation (Relu, Gelu) and a residual add, as cuBLASLt epilogues (beta * C for the
 // residual) where they fit.
@@ -84,6 +90,7 @@ struct FusionGroup {
   int64_t rows = 0, row_length = 0; // Regional, Global: the row space
   int64_t scratch_bytes = 0;        // Global: global-memory scratch, planned in the arena
   std::vector<std::vector<int32_t>> parts; // Independent: each part's nodes
+  std::vector<int64_t> part_blocks;        // Independent: each part's blocks (sum: the grid)
 };
 
 // A fusion a planner considered and did not make, with the legality check's sentence (or

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "graph/infer_context.h"
 #include "planner/planner.h"
 #include "planner/reduction_mapping.h"
 
@@ -90,7 +91,38 @@ bool is_scalar_float_literal(const Tensor& t) {
          (t.dtype == DType::Float32 || t.dtype == DType::Float64) && t.view_of == kNoTensor;
 }
 
+// A window op the fused Local kernel implements (kernel_fused_window.cpp): a float32 MaxPool
+// without its Indices output, a float32 AveragePool, and a float32 depthwise Conv (as many
+// groups as channels, one filter per channel: W is [C, 1, k...]). A depthwise convolution reads
+// each input element once per tap and does little arithmetic: a memory-bound stencil, worth
+// generating with the ops around it. Alone, it stays a cuDNN call; other convolutions always do.
+bool fusible_window(const Graph& g, const Node& node) {
+  if (node.inputs.empty() || node.inputs[0] == kNoTensor || node.outputs.empty()) return false;
+  const Tensor& x = g.tensor(node.inputs[0]);
+  if (x.dtype != DType::Float32 || x.shape.size() < 3 || x.elements() == 0 ||
+      g.tensor(node.outputs[0]).elements() == 0)
+    return false;
+  switch (node.op) {
+  case OpKind::MaxPool: return node.outputs.size() < 2 || node.outputs[1] == kNoTensor;
+  case OpKind::AveragePool: return true;
+  case OpKind::Conv: {
+    if (node.inputs.size() < 2 || node.inputs[1] == kNoTensor) return false;
+    const Tensor& w = g.tensor(node.inputs[1]);
+    const int64_t channels = x.shape[1];
+    if (w.dtype != DType::Float32 || w.shape.size() != x.shape.size() || w.shape[0] != channels ||
+        w.shape[1] != 1)
+      return false;
+    if (node.inputs.size() > 2 && node.inputs[2] != kNoTensor &&
+        g.tensor(node.inputs[2]).dtype != DType::Float32)
+      return false;
+    return NodeContext(g, node).attr_int("group", 1) == channels;
+  }
+  default: return false;
+  }
+}
+
 NodeClass classify(const Graph& g, const Node& node) {
+  if (fusible_window(g, node)) return NodeClass::Window;
   if (group_kind_of(node) == GroupKind::GemmLibrary) return NodeClass::Gemm;
   if (group_kind_of(node) != GroupKind::Kernel) return NodeClass::Alone;
   for (TensorId t : node.outputs)
@@ -115,6 +147,7 @@ std::string_view class_sentence(NodeClass c) {
   case NodeClass::Pointwise: return "is pointwise";
   case NodeClass::RowOp: return "is a row op";
   case NodeClass::ColumnReduction: return "is a column reduction";
+  case NodeClass::Window: return "is a window op";
   case NodeClass::Gemm: return "is a matrix product";
   }
   return "?";
@@ -149,6 +182,14 @@ void boundary(const FusionContext& ctx, const std::vector<int32_t>& nodes, Group
     }
 }
 
+// The group's estimated registers per thread (GroupAnalysis::registers) fit the device's.
+FusionDecision fits_registers(const FusionContext& ctx, const GroupAnalysis& a) {
+  if (a.registers <= ctx.device.max_registers_per_thread) return FusionDecision::ok();
+  return FusionDecision::no(fmt::format("an estimated {} registers per thread exceed the {} a "
+                                        "thread may use",
+                                        a.registers, ctx.device.max_registers_per_thread));
+}
+
 // Local: pointwise nodes over one iteration shape, the shape of every output.
 FusionDecision analyze_local(const FusionContext& ctx, GroupAnalysis& a) {
   const Graph& g = ctx.graph;
@@ -174,10 +215,7 @@ FusionDecision analyze_local(const FusionContext& ctx, GroupAnalysis& a) {
     a.recomputed += elements - r.elements(); // a smaller intermediate, evaluated per element
   }
   a.registers = kBaseRegisters + kRegistersPerNode * static_cast<int64_t>(a.nodes.size());
-  if (a.registers > ctx.device.max_registers_per_thread)
-    return FusionDecision::no(fmt::format("an estimated {} registers per thread exceed the {} "
-                                          "a thread may use",
-                                          a.registers, ctx.device.max_registers_per_thread));
+  if (FusionDecision d = fits_registers(ctx, a); !d) return d;
   a.kind = GroupKind::Kernel;
   a.scheme = StitchScheme::Local;
   a.group.mapping = ThreadMapping::Flat;
@@ -343,10 +381,7 @@ FusionDecision analyze_regional(const FusionContext& ctx, GroupAnalysis& a) {
           a.cached_rows, a.row_length, a.shared_bytes / 1024, ctx.device.max_shared_per_block / 1024));
   }
   a.registers = kBaseRegisters + kRegistersPerNode * static_cast<int64_t>(a.nodes.size()) + cached_registers;
-  if (a.registers > ctx.device.max_registers_per_thread)
-    return FusionDecision::no(fmt::format("an estimated {} registers per thread exceed the {} "
-                                          "a thread may use",
-                                          a.registers, ctx.device.max_registers_per_thread));
+  if (FusionDecision d = fits_registers(ctx, a); !d) return d;
   a.group.launch.dynamic_shared_bytes = a.shared_bytes;
   a.kind = GroupKind::Kernel;
   a.scheme = StitchScheme::Regional;
@@ -411,6 +446,90 @@ FusionDecision analyze_global(const FusionContext& ctx, GroupAnalysis& a) {
   a.kind = GroupKind::Kernel;
   a.scheme = StitchScheme::Global;
   a.group.mapping = ThreadMapping::Flat;
+  return FusionDecision::ok();
+}
+
+// Local around one window op: pointwise producers of its data, evaluated again at every tap
+// (their values never leave the kernel), the window op, and pointwise consumers of its result
+// evaluated per output element. The iteration space is the window op's output.
+FusionDecision analyze_window(const FusionContext& ctx, GroupAnalysis& a) {
+  const Graph& g = ctx.graph;
+  int32_t window = -1;
+  for (int32_t n : a.nodes) {
+    NodeClass c = ctx.node_class[n];
+    if (c == NodeClass::Pointwise) continue;
+    if (c != NodeClass::Window)
+      return FusionDecision::no(fmt::format("{} {}; a window op's group holds only pointwise "
+                                            "ops besides it",
+                                            ctx.describe(n), class_sentence(c)));
+    if (window >= 0)
+      return FusionDecision::no(fmt::format("{} and {} are two window ops in one group",
+                                            ctx.describe(window), ctx.describe(n)));
+    window = n;
+  }
+  const Node& w = g.nodes[window];
+  const Shape& in = g.tensor(w.inputs[0]).shape;
+  a.iteration = g.tensor(w.outputs[0]).shape;
+  const int64_t elements = shape_elements(a.iteration);
+  // Taps per window: the filter's spatial size for a Conv, kernel_shape for a pool.
+  int64_t taps = 1;
+  if (w.op == OpKind::Conv) {
+    const Shape& filter = g.tensor(w.inputs[1]).shape;
+    for (size_t d = 2; d < filter.size(); ++d) taps *= filter[d];
+  } else {
+    for (int64_t k : NodeContext(g, w).attr_ints("kernel_shape", {})) taps *= k;
+  }
+  for (size_t i = 1; i < w.inputs.size(); ++i)
+    if (w.inputs[i] != kNoTensor && contains(a.nodes, ctx.producer[w.inputs[i]]))
+      return FusionDecision::no(fmt::format("{} reads its input {} from inside the group; only its "
+                                            "data may come from there",
+                                            ctx.describe(window), i));
+  for (int32_t n : a.nodes) {
+    if (n == window) continue;
+    const Tensor& r = g.tensor(g.nodes[n].outputs[0]);
+    if (ctx.ancestors[window].test(n)) {
+      // A producer: recomputed at each tap, so nothing after the window may read it.
+      for (TensorId t : g.nodes[n].outputs) {
+        if (t == kNoTensor) continue;
+        bool inside = !ctx.graph_output[t];
+        for (int32_t c : ctx.consumers[t])
+          inside = inside && contains(a.nodes, c) && (c == window ? g.nodes[c].inputs[0] == t
+                                                                  : ctx.ancestors[window].test(c));
+        if (!inside)
+          return FusionDecision::no(fmt::format(
+              "{}'s result '{}' is read besides the window's data; the group recomputes it at "
+              "every tap and never writes it",
+              ctx.describe(n), g.tensor(t).name));
+      }
+      if (!broadcasts_to(r.shape, in))
+        return FusionDecision::no(fmt::format("{}'s result {} does not broadcast to the window's "
+                                              "input {}",
+                                              ctx.describe(n), shape_str(r.shape), shape_str(in)));
+      a.recomputed += std::max<int64_t>(0, elements * taps - r.elements());
+    } else if (ctx.descendants[window].test(n)) {
+      if (!broadcasts_to(r.shape, a.iteration))
+        return FusionDecision::no(fmt::format("{}'s result {} does not broadcast to the window's "
+                                              "output {}",
+                                              ctx.describe(n), shape_str(r.shape),
+                                              shape_str(a.iteration)));
+      a.recomputed += elements - r.elements();
+    } else {
+      return FusionDecision::no(fmt::format("{} is neither a producer nor a consumer of {}",
+                                            ctx.describe(n), ctx.describe(window)));
+    }
+  }
+  for (TensorId t : a.outputs)
+    if (g.tensor(t).shape != a.iteration)
+      return FusionDecision::no(fmt::format("the group writes '{}' {}, not of the window's output "
+                                            "shape {}",
+                                            g.tensor(t).name, shape_str(g.tensor(t).shape),
+                                            shape_str(a.iteration)));
+  a.registers = kBaseRegisters + kRegistersPerNode * static_cast<int64_t>(a.nodes.size());
+  if (FusionDecision d = fits_registers(ctx, a); !d) return d;
+  a.kind = GroupKind::Kernel;
+  a.scheme = StitchScheme::Local;
+  a.group.mapping = ThreadMapping::Flat;
+  a.group.launch = flat_launch(elements, 1, ctx.device);
   return FusionDecision::ok();
 }
 
@@ -505,6 +624,9 @@ FusionDecision analyze_independent(const FusionContext& ctx, GroupAnalysis& a,
     p.nodes = part;
     boundary(ctx, part, p);
     if (part.size() == 1) {
+      if (ctx.node_class[part[0]] == NodeClass::Window)
+        return FusionDecision::no(fmt::format("{} is a window op; it cannot be an independent part",
+                                              ctx.describe(part[0])));
       p.group = single_node_group(ctx.graph, part[0], ctx.device);
       if (p.group.kind != GroupKind::Kernel || p.group.launch.block[0] != kBlock ||
           p.group.launch.block[1] != 1 || p.group.launch.cooperative)
@@ -514,7 +636,11 @@ FusionDecision analyze_independent(const FusionContext& ctx, GroupAnalysis& a,
     } else if (FusionDecision d = analyze_local(ctx, p); !d) {
       return FusionDecision::no("as independent parts: " + d.reason);
     }
-    grid += p.group.launch.grid[0] * p.group.launch.grid[1] * p.group.launch.grid[2];
+    // The part keeps the blocks its own kernel would have.
+    const int64_t blocks =
+        std::max<int64_t>(p.group.launch.grid[0] * p.group.launch.grid[1] * p.group.launch.grid[2], 1);
+    a.group.part_blocks.push_back(blocks);
+    grid += blocks;
     a.recomputed += p.recomputed;
     a.registers = std::max(a.registers, p.registers);
   }
@@ -523,7 +649,7 @@ FusionDecision analyze_independent(const FusionContext& ctx, GroupAnalysis& a,
   a.scheme = StitchScheme::Independent;
   a.group.mapping = ThreadMapping::Flat;
   a.group.launch.block = {kBlock, 1, 1};
-  a.group.launch.grid = {std::max<int64_t>(grid, 1), 1, 1};
+  a.group.launch.grid = {grid, 1, 1};
   return FusionDecision::ok();
 }
 
@@ -627,9 +753,10 @@ FusionDecision analyze_group(const FusionContext& ctx, const std::vector<int32_t
     return FusionDecision::no(fmt::format("the group is not convex: a path leaves it and comes back "
                                           "through {}",
                                           ctx.describe(x)));
-  bool gemm = false, column = false, row = false;
+  bool gemm = false, column = false, row = false, window = false;
   for (int32_t n : nodes) {
     gemm = gemm || ctx.node_class[n] == NodeClass::Gemm;
+    window = window || ctx.node_class[n] == NodeClass::Window;
     column = column || ctx.node_class[n] == NodeClass::ColumnReduction;
     row = row || ctx.node_class[n] == NodeClass::RowOp;
   }
@@ -640,7 +767,10 @@ FusionDecision analyze_group(const FusionContext& ctx, const std::vector<int32_t
                                               ctx.describe(nodes[0]), ctx.describe(nodes[i])));
     return analyze_gemm(ctx, a);
   }
-  FusionDecision d = column ? analyze_global(ctx, a) : row ? analyze_regional(ctx, a) : analyze_local(ctx, a);
+  FusionDecision d = window   ? analyze_window(ctx, a)
+                     : column ? analyze_global(ctx, a)
+                     : row    ? analyze_regional(ctx, a)
+                              : analyze_local(ctx, a);
   if (d) return d;
   std::vector<std::vector<int32_t>> parts = components(ctx, nodes);
   if (parts.size() < 2) return d;

@@ -8,7 +8,8 @@
 //   - the group is convex: no path leaves it and comes back (else no order of groups runs it);
 //   - a MatMul/Gemm leads a chain of epilogue nodes cuBLASLt applies (bias, residual,
 //     activation), and nothing else;
-//   - the shapes share one thread mapping: Local (pointwise, one iteration shape), Regional
+//   - the shapes share one thread mapping: Local (pointwise, one iteration shape, or one
+//     window op with pointwise producers recomputed per tap and pointwise consumers), Regional
 //     (row ops over one row space plus pointwise producers and consumers), Global (a column
 //     reduction and its pointwise consumers), Independent (unrelated parts);
 //   - the group fits the block's resources (shared memory, registers, global scratch).
@@ -32,6 +33,9 @@ enum class NodeClass {
   Pointwise,       // elementwise or broadcast op with a device expression
   RowOp,           // reduces or normalizes the trailing contiguous axes (Regional)
   ColumnReduction, // reduces the leading axes, keeping the trailing ones (Global)
+  Window,          // a float32 MaxPool, AveragePool or depthwise Conv: a window per output
+                   // element, evaluated in registers with its pointwise producers (per tap)
+                   // and consumers (Local)
   Gemm,            // MatMul/Gemm: a cuBLASLt call that may take epilogue nodes
 };
 

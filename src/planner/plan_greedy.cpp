@@ -6,7 +6,8 @@
 //      group when every consumer of it is in that group (no duplication), the merged group is
 //      legal, and it costs less than the two apart.
 // Reductions take producers but never join their consumers (in XLA a reduction is a fusion
-// root), so an expanded LayerNorm splits at each of its reductions. Every merge keeps the
+// root), so an expanded LayerNorm splits at each of its reductions. Window ops (pools, a
+// depthwise Conv) are roots the same way: they take their producers, not their consumers. Every merge keeps the
 // group graph acyclic: the producer's only successors are in the group it joins.
 #include <algorithm>
 

@@ -60,6 +60,7 @@ nlohmann::json plan_to_json(const Graph& g, const FusionPlan& plan, const Memory
         nlohmann::json parts = nlohmann::json::array();
         for (const std::vector<int32_t>& part : group.parts) parts.push_back(node_names(g, part));
         gj["parts"] = parts;
+        gj["part_blocks"] = group.part_blocks;
       }
     }
     if (group.kind != GroupKind::Alias) ++launches;

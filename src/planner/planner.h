@@ -1,8 +1,9 @@
 // The planners: Graph -> FusionPlan. `plan_fusion` picks one by name:
 //   none    one group per node (every op its own kernel or library call)
 //   greedy  XLA-style producer-consumer fusion: a pointwise producer joins its consumer's
-//           group when all its consumers are there; reductions only take producers (never
-//           join their consumers); MatMul/Gemm take their epilogue chain first
+//           group when all its consumers are there; reductions and window ops (pools, a
+//           depthwise Conv) only take producers (never join their consumers); MatMul/Gemm
+//           take their epilogue chain first
 //   ilp     FusionStitching's global search: candidate groups, then a GLPK integer program
 //           picking the set partition of the nodes of least modeled cost (plan_ilp.cpp)
 // Every planner uses the same legality checks (legality.h) and the same cost model.

@@ -185,16 +185,12 @@ TEST_CASE("fused Regional LayerNormalization op with consumers and per-row outpu
 TEST_CASE("fused Independent parts on the host equal per-op", "[emitter][fused][host]") {
   // Proves: a pointwise part and a row-reduction part launched together on disjoint blocks both
   // produce the per-op results.
-  ModelBuilder m(11);
-  m.input("a", kFloat, {10, 10}).input("x", kFloat, {7, 45}).output("y").output("s");
-  m.node("Neg", {"a"}, {"na"});
-  m.node("Exp", {"na"}, {"y"});
-  test::set_attr_ints(m.node("ReduceSum", {"x"}, {"s"}), "axes", {1});
-  Graph g = load_graph(m);
+  Graph g = independent_parts_graph();
   LaunchConfig launch = row_launch(7, 45, ThreadMapping::WarpPerRow, DeviceParams{});
   launch.grid = {3, 1, 1};
   FusionGroup group = fused_group(g, all_nodes(g), StitchScheme::Independent, ThreadMapping::WarpPerRow, launch);
   group.parts = {nodes_writing(g, {"na", "y"}), nodes_writing(g, {"s"})};
+  group.part_blocks = {1, 2};
   check_fused_equals_unfused(g, group, "independent", kRtol, kAtol);
 }
 
@@ -282,4 +278,104 @@ TEST_CASE("planned Global column mean with consumers on the host", "[emitter][fu
   CHECK(group.launch.cooperative);
   CHECK(group.scratch_bytes == (group.launch.grid[0] + 1) * 48 * 4);
   check_fused_equals_unfused(g, group, "planned-global", kRtol, kAtol, true);
+}
+
+// ---- Local around a window op (kernel_fused_window.cpp) ----
+
+TEST_CASE("planned window group: depthwise Conv with producers and consumers on the host", "[emitter][fused][host]") {
+  // Proves: a depthwise Conv (group = channels, W [6,1,3,3]) with stride 2, dilation 2 on the
+  // last axis and asymmetric pads, its two pointwise producers (one reading a per-channel
+  // scale, so each tap computes its input coordinates) recomputed at every tap, and two
+  // consumers (one reading a per-channel shift), is one planned Local group whose results
+  // equal the per-op plan's (cuDNN's convolution on the host target) within fp32 tolerance.
+  ModelBuilder m(13);
+  m.input("x", kFloat, {2, 6, 9, 11}).input("scale", kFloat, {1, 6, 1, 1});
+  m.input("w", kFloat, {6, 1, 3, 3}).input("bias", kFloat, {6}).input("shift", kFloat, {6, 1, 1});
+  m.output("y");
+  m.node("Mul", {"x", "scale"}, {"xs"});
+  m.node("Relu", {"xs"}, {"r"});
+  auto& conv = m.node("Conv", {"r", "w", "bias"}, {"c"});
+  test::set_attr_int(conv, "group", 6);
+  test::set_attr_ints(conv, "strides", {2, 2});
+  test::set_attr_ints(conv, "dilations", {1, 2});
+  test::set_attr_ints(conv, "pads", {1, 0, 2, 1});
+  m.node("Add", {"c", "shift"}, {"cs"});
+  m.node("Tanh", {"cs"}, {"y"});
+  Graph g = load_graph(m);
+  FusionGroup group = planned_group(g, all_nodes(g));
+  CHECK(group.kind == GroupKind::Kernel);
+  CHECK(group.scheme == StitchScheme::Local);
+  CHECK(group.outputs.size() == 1);
+  check_fused_equals_unfused(g, group, "window-dwconv", kRtol, kAtol);
+}
+
+TEST_CASE("planned window group: 1-D depthwise Conv, SAME_UPPER, no bias, two outputs, on the host", "[emitter][fused][host]") {
+  // Proves: one spatial axis, auto_pad SAME_UPPER with a stride, no bias input, and the
+  // window's own result written besides its consumer's. (Pads of one each side: the per-op
+  // reference, cuDNN's convolution, takes symmetric pads only.)
+  ModelBuilder m(13);
+  m.input("x", kFloat, {3, 4, 17}).input("w", kFloat, {4, 1, 3});
+  m.output("c").output("y");
+  m.node("Sigmoid", {"x"}, {"s"});
+  auto& conv = m.node("Conv", {"s", "w"}, {"c"});
+  test::set_attr_int(conv, "group", 4);
+  test::set_attr_string(conv, "auto_pad", "SAME_UPPER");
+  test::set_attr_ints(conv, "strides", {2});
+  m.node("Neg", {"c"}, {"y"});
+  Graph g = load_graph(m);
+  FusionGroup group = planned_group(g, all_nodes(g));
+  CHECK(group.scheme == StitchScheme::Local);
+  CHECK(group.outputs.size() == 2);
+  check_fused_equals_unfused(g, group, "window-dwconv-1d", kRtol, kAtol);
+}
+
+TEST_CASE("planned window group: MaxPool with ceil_mode, a broadcast producer and a consumer, bitwise", "[emitter][fused][host]") {
+  // Proves: a MaxPool (3x3, stride 2, pads, ceil_mode: the last window hangs past the end)
+  // over a producer that subtracts a row [11] (each tap computes its coordinates) and before a
+  // per-channel scale gives the per-op results bit for bit: the same values, compared in the
+  // same order.
+  ModelBuilder m(13);
+  m.input("x", kFloat, {2, 3, 8, 11}).input("row", kFloat, {11}).input("k", kFloat, {1, 3, 1, 1});
+  m.output("y");
+  m.node("Sub", {"x", "row"}, {"d"});
+  auto& pool = m.node("MaxPool", {"d"}, {"p"});
+  test::set_attr_ints(pool, "kernel_shape", {3, 3});
+  test::set_attr_ints(pool, "strides", {2, 2});
+  test::set_attr_ints(pool, "pads", {1, 1, 0, 0});
+  test::set_attr_int(pool, "ceil_mode", 1);
+  m.node("Mul", {"p", "k"}, {"y"});
+  Graph g = load_graph(m);
+  FusionGroup group = planned_group(g, all_nodes(g));
+  CHECK(group.scheme == StitchScheme::Local);
+  check_fused_equals_unfused(g, group, "window-maxpool", 0, 0);
+}
+
+TEST_CASE("planned window group: AveragePool counting the pad, bitwise", "[emitter][fused][host]") {
+  // Proves: AveragePool with count_include_pad and strides sums its producer's values in the
+  // single-op kernel's order and divides by the same count: bit for bit.
+  ModelBuilder m(13);
+  m.input("x", kFloat, {1, 5, 10, 7}).output("y");
+  m.node("Exp", {"x"}, {"e"});
+  auto& pool = m.node("AveragePool", {"e"}, {"a"});
+  test::set_attr_ints(pool, "kernel_shape", {2, 3});
+  test::set_attr_ints(pool, "strides", {2, 1});
+  test::set_attr_ints(pool, "pads", {1, 1, 1, 1});
+  test::set_attr_int(pool, "count_include_pad", 1);
+  m.node("Sqrt", {"a"}, {"y"});
+  Graph g = load_graph(m);
+  FusionGroup group = planned_group(g, all_nodes(g));
+  CHECK(group.scheme == StitchScheme::Local);
+  check_fused_equals_unfused(g, group, "window-avgpool", 0, 0);
+}
+
+TEST_CASE("planned Independent parts keep the blocks the plan gives them, on the host", "[emitter][fused][host]") {
+  // Proves: the planner's Independent group (a pointwise part and a row-reduction part) gives
+  // each part the blocks its own kernel would have, and the emitter lays them out in that
+  // order without choosing a split of its own; the results equal the per-op kernels'.
+  Graph g = independent_parts_graph();
+  FusionGroup group = planned_group(g, all_nodes(g));
+  REQUIRE(group.scheme == StitchScheme::Independent);
+  REQUIRE(group.part_blocks.size() == 2);
+  CHECK(group.part_blocks[0] + group.part_blocks[1] == group.launch.grid[0]);
+  check_fused_equals_unfused(g, group, "planned-independent", kRtol, kAtol);
 }

@@ -79,6 +79,18 @@ inline FusionGroup fused_group(const Graph& g, std::vector<int32_t> nodes, Stitc
 
 // The one-kernel-per-op plan with the nodes of `fused` replaced by that group, groups in an
 // order that respects the dependences.
+// Two unrelated parts for the Independent scheme: y = exp(-a) over a[10,10], and the row sums
+// s of x[7,45] (ReduceSum over axis 1).
+inline Graph independent_parts_graph() {
+  ModelBuilder m(11);
+  m.input("a", onnx::TensorProto::FLOAT, {10, 10}).input("x", onnx::TensorProto::FLOAT, {7, 45});
+  m.output("y").output("s");
+  m.node("Neg", {"a"}, {"na"});
+  m.node("Exp", {"na"}, {"y"});
+  test::set_attr_ints(m.node("ReduceSum", {"x"}, {"s"}), "axes", {1});
+  return load_graph(m);
+}
+
 inline FusionPlan plan_with(const Graph& g, FusionGroup fused) {
   FusionPlan per_op = plan_one_kernel_per_op(g, DeviceParams{});
   std::set<int32_t> inside(fused.nodes.begin(), fused.nodes.end());

@@ -367,3 +367,87 @@ TEST_CASE("planner legality: --no-fuse on a lowered composite keeps its parts to
   FusionDecision after = analyze_group(ctx, nodes_named(g, {"sm/Relu", "after"}), a);
   CHECK(after.reason == "'sm/Relu' (Relu) is kept out of fusion by --no-fuse");
 }
+
+namespace {
+
+// Relu6 -> depthwise 3x3 Conv -> Relu6, MobileNet's middle, on [1,16,12,12]; `w` a constant.
+Graph depthwise_block(GraphBuilder& b, bool also_read_producer = false) {
+  TensorId x = b.input({1, 16, 12, 12});
+  TensorId lo = b.constant({}, 0.0f), hi = b.constant({}, 6.0f);
+  TensorId r = b.op(OpKind::Clip, {x, lo, hi}, "relu6_in");
+  TensorId w = b.constant({16, 1, 3, 3}, 0.1f);
+  TensorId bias = b.constant({16}, 0.5f);
+  TensorId c = b.op(OpKind::Conv, {r, w, bias}, "dwconv",
+                    {{"group", int64_t{16}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  b.output(b.op(OpKind::Clip, {c, lo, hi}, "relu6_out"));
+  if (also_read_producer) b.output(b.op(OpKind::Neg, {r}, "neg"));
+  return b.finish();
+}
+
+} // namespace
+
+// A depthwise Conv is a window op: with its producer (recomputed per tap) and consumer it is
+// one Local group; greedy, where a window op takes producers but never joins its consumers,
+// needs two launches, the ILP one.
+TEST_CASE("planner legality: a depthwise Conv fuses with its producer and consumer", "[planner]") {
+  GraphBuilder b;
+  Graph g = depthwise_block(b);
+  FusionContext ctx(g, DeviceParams{});
+  CHECK(ctx.node_class[node_named(g, "dwconv")] == NodeClass::Window);
+  GroupAnalysis a;
+  FusionDecision d = decide(g, {"relu6_in", "dwconv", "relu6_out"}, a);
+  INFO(d.reason);
+  REQUIRE(d.legal);
+  CHECK(a.scheme == StitchScheme::Local);
+  CHECK(a.iteration == Shape{1, 16, 12, 12});
+  CHECK(a.recomputed == 16 * 12 * 12 * 9 - 16 * 12 * 12); // the producer, 9 taps per output
+  REQUIRE(a.inputs.size() == 5); // x, the two clip bounds, the filter, the bias
+  REQUIRE(a.outputs.size() == 1);
+  // Alone, the depthwise Conv stays a cuDNN call.
+  CHECK(single_node_group(g, node_named(g, "dwconv"), DeviceParams{}).kind == GroupKind::ConvLibrary);
+  PlannerOptions options;
+  options.planner = "greedy";
+  CHECK(plan_fusion(g, options).groups.size() == 2);
+  options.planner = "ilp";
+  CHECK(plan_fusion(g, options).groups.size() == 1);
+}
+
+TEST_CASE("planner legality: a window group's producers must not be read elsewhere", "[planner]") {
+  GraphBuilder b;
+  Graph g = depthwise_block(b, true);
+  GroupAnalysis a;
+  FusionDecision d = decide(g, {"relu6_in", "dwconv"}, a);
+  CHECK_FALSE(d.legal);
+  CHECK_THAT(d.reason, Catch::Contains("recomputes it at every tap"));
+}
+
+TEST_CASE("planner legality: a full convolution and two windows are refused", "[planner]") {
+  GraphBuilder b;
+  TensorId x = b.input({1, 4, 8, 8});
+  TensorId full = b.op(OpKind::Conv, {x, b.constant({4, 4, 3, 3}, 0.1f)}, "conv");
+  TensorId p1 = b.op(OpKind::MaxPool, {full}, "pool1", {{"kernel_shape", std::vector<int64_t>{2, 2}}});
+  b.output(b.op(OpKind::AveragePool, {p1}, "pool2", {{"kernel_shape", std::vector<int64_t>{2, 2}}}));
+  Graph g = b.finish();
+  FusionContext ctx(g, DeviceParams{});
+  CHECK(ctx.node_class[node_named(g, "conv")] == NodeClass::Alone);
+  CHECK(ctx.node_class[node_named(g, "pool1")] == NodeClass::Window);
+  GroupAnalysis a;
+  FusionDecision d = decide(g, {"pool1", "pool2"}, a);
+  CHECK_FALSE(d.legal);
+  CHECK_THAT(d.reason, Catch::Contains("two window ops"));
+}
+
+// A window op next to an unrelated op is no Independent pair: the Independent kernel's parts
+// are pointwise sets or one row op.
+TEST_CASE("planner legality: a window op is no independent part", "[planner]") {
+  GraphBuilder b;
+  TensorId x = b.input({1, 4, 8, 8});
+  TensorId y = b.input({3, 5});
+  b.output(b.op(OpKind::MaxPool, {x}, "pool", {{"kernel_shape", std::vector<int64_t>{2, 2}}}));
+  b.output(b.op(OpKind::Exp, {y}, "exp"));
+  Graph g = b.finish();
+  GroupAnalysis a;
+  FusionDecision d = decide(g, {"pool", "exp"}, a);
+  CHECK_FALSE(d.legal);
+  CHECK_THAT(d.reason, Catch::Contains("cannot be an independent part"));
+}

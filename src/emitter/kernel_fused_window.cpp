@@ -1,0 +1,203 @@
+// Fused Local groups around one window op (MaxPool, AveragePool, depthwise Conv): one thread
+// per element of the window's output, grid-stride, on the plan's flat launch. Its pointwise
+// producers are evaluated again at every tap of the window, in registers, reading their inputs
+// at the tap's element; the window folds the taps; its pointwise consumers take the result
+// per output element. No intermediate leaves the kernel:
+//
+//   for (int64_t i = first; i < n; i += stride) {
+//     ... o0, o1: the output position; plane = image * channels + channel; start0, start1 ...
+//     float acc = 0.0f;
+//     for (k0 ...) for (k1 ...) {                       // the taps inside the input
+//       const int64_t at = plane * 3136 + p0 * 56 + p1; // the tap's input element
+//       const float x0 = in0[at];
+//       const float t0 = stitch::ops::clip<float>(x0, 0.0f, 6.0f);   // the producers
+//       acc += t0 * in1[channel * 9 + k0 * 3 + k1];                  // the window
+//     }
+//     const float window = acc + in2[channel];
+//     out0[i] = stitch::ops::clip<float>(window, 0.0f, 6.0f);      // the consumers
+//   }
+//
+// The window ops fold as their single-op forms do: MaxPool keeps the first largest value (a
+// window with no tap inside gives the lowest value), AveragePool sums in tap order in fp32
+// and divides by the taps inside the input (or the padded input with count_include_pad), and
+// the depthwise Conv sums tap products in fp32 in tap order and adds the bias last.
+#include <algorithm>
+
+#include "emitter/kernel_fused.h"
+#include "emitter/kernels.h"
+#include "emitter/pointwise_expression.h"
+#include "emitter/row_kernel.h"
+#include "emitter/window_geometry.h"
+#include "graph/infer_context.h"
+
+namespace stitch {
+
+namespace {
+
+bool is_window_op(const Node& node) {
+  return node.op == OpKind::MaxPool || node.op == OpKind::AveragePool || node.op == OpKind::Conv;
+}
+
+// The window's fold: the accumulator before the taps, its update with the tap's value `v`, and
+// the result after them.
+struct Fold {
+  bool average = false, count_include_pad = false; // AveragePool: its divisor goes first
+  std::vector<std::string> before;
+  std::vector<std::string> per_tap;
+  std::string result;
+};
+
+Fold window_fold(const GroupEmitContext& ctx, const FusedSignature& sig, const Node& node,
+                 const WindowGeometry& w, const std::string& v) {
+  Fold fold;
+  if (node.op == OpKind::MaxPool) {
+    fold.before = {"float best = stitch::window::lowest<float>();",
+                   "bool taken = false; // no tap folded yet"};
+    fold.per_tap = {fmt::format("if (!taken || {0} > best) {{ best = {0}; taken = true; }}", v)};
+    fold.result = "best";
+    return fold;
+  }
+  if (node.op == OpKind::AveragePool) {
+    fold.average = true;
+    fold.count_include_pad = NodeContext(ctx.graph(), node).attr_flag("count_include_pad", false);
+    fold.before = {"float sum = 0.0f;"};
+    fold.per_tap = {fmt::format("sum += {};", v)};
+    fold.result = "sum / static_cast<float>(count)";
+    return fold;
+  }
+  // Depthwise Conv: the filter of this channel, [C, 1, k...] row-major.
+  std::vector<std::string> terms;
+  int64_t stride = 1;
+  for (size_t d = w.kernel.size(); d-- > 0;) {
+    terms.insert(terms.begin(), stride == 1 ? fmt::format("k{}", d) : fmt::format("k{} * {}", d, stride));
+    stride *= w.kernel[d];
+  }
+  const std::string& filter = sig.inputs.at(node.inputs[1]);
+  fold.before = {"float acc = 0.0f;"};
+  fold.per_tap = {fmt::format("acc += {} * {}[channel * {} + {}];", v, filter, w.taps(),
+                              fmt::join(terms, " + "))};
+  fold.result = "acc";
+  if (node.inputs.size() > 2 && node.inputs[2] != kNoTensor) {
+    TensorId bias = node.inputs[2];
+    auto literal = sig.literals.find(bias);
+    fold.result = literal != sig.literals.end()
+                      ? fmt::format("acc + {}", literal->second)
+                      : fmt::format("acc + {}[channel]", sig.inputs.at(bias));
+  }
+  return fold;
+}
+
+} // namespace
+
+void emit_fused_window(const GroupEmitContext& ctx, CodeWriter& out) {
+  const Graph& g = ctx.graph();
+  const FusionGroup& group = ctx.group();
+  if (group.mapping != ThreadMapping::Flat)
+    refuse_fused(ctx, fmt::format("a window group runs with the flat mapping, not {}",
+                                  mapping_name(group.mapping)));
+  // The window op; before it in the group's topological order its producers, after it its
+  // consumers (the planner's contract: every other node is pointwise and one or the other).
+  size_t at_window = group.nodes.size();
+  for (size_t k = 0; k < group.nodes.size(); ++k) {
+    const Node& node = g.nodes[group.nodes[k]];
+    if (is_pointwise(node)) continue;
+    if (!is_window_op(node) || at_window < group.nodes.size())
+      refuse_fused(ctx, fmt::format("node '{}' ({}) is neither pointwise nor the group's one "
+                                    "window op",
+                                    node.name, op_name(node.op)));
+    at_window = k;
+  }
+  if (at_window == group.nodes.size()) refuse_fused(ctx, "no window op in a window group");
+  const Node& wn = g.nodes[group.nodes[at_window]];
+  const std::vector<int32_t> producers(group.nodes.begin(), group.nodes.begin() + at_window);
+  const std::vector<int32_t> consumers(group.nodes.begin() + at_window + 1, group.nodes.end());
+  const TensorId data = wn.inputs[0], result = wn.outputs[0];
+  const Shape& in = g.tensor(data).shape;
+  const Shape& shape = g.tensor(result).shape;
+  if (g.tensor(result).dtype != DType::Float32)
+    refuse_fused(ctx, fmt::format("a window op on {}", dtype_name(g.tensor(result).dtype)));
+  const WindowGeometry w = read_window_geometry(g, wn);
+  const FusedSignature sig = fused_signature(ctx, group.nodes);
+  for (const auto& [t, name] : sig.outputs)
+    if (g.tensor(t).shape != shape)
+      refuse_fused(ctx, fmt::format("output '{}' {} is not of the window's output shape {}",
+                                    g.tensor(t).name, shape_to_string(g.tensor(t).shape),
+                                    shape_to_string(shape)));
+  // Inputs read at each tap (the producers' and the window's data) and per output element.
+  const std::vector<bool> made_before = produced_by(g, producers);
+  const std::vector<bool> made_after = produced_by(g, consumers);
+  bool tap_coordinates = false, output_coordinates = false;
+  std::vector<TensorId> tap_reads = {data};
+  for (int32_t n : producers)
+    for (TensorId t : fused_value_inputs(g.nodes[n])) tap_reads.push_back(t);
+  for (TensorId t : tap_reads)
+    tap_coordinates |= !made_before[t] && !sig.literals.count(t) && needs_coordinates(g.tensor(t).shape, in);
+  for (int32_t n : consumers)
+    for (TensorId t : fused_value_inputs(g.nodes[n]))
+      output_coordinates |= t != result && !made_after[t] && !sig.literals.count(t) &&
+                            needs_coordinates(g.tensor(t).shape, shape);
+
+  const std::string kernel = fused_kernel_name(ctx);
+  fused_kernel_banner(ctx, sig, group.nodes,
+                      fmt::format("Fused group {} (Local around a window): {} producer(s) "
+                                  "evaluated at each of the {} taps of '{}' ({}), then {} "
+                                  "consumer(s) per output element, in registers.",
+                                  group.id, producers.size(), w.taps(), wn.name, op_name(wn.op),
+                                  consumers.size()),
+                      out);
+  out.open(kernel_head(ctx, kernel, sig.params));
+  out.linef("const int64_t n = {};  // elements of {}", shape_elements(shape), shape_to_string(shape));
+  out.line("const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;");
+  out.line("const int64_t stride = int64_t(gridDim.x) * blockDim.x;");
+  out.open("for (int64_t i = first; i < n; i += stride)");
+  // The output position o<d> on each spatial axis, the plane, where each window starts.
+  out.line("int64_t left = i;");
+  for (size_t d = w.out.size(); d-- > 0;)
+    out.linef("const int64_t o{} = left % {}; left /= {};", d, w.out[d], w.out[d]);
+  out.line("const int64_t plane = left; // image * channels + channel");
+  if (wn.op == OpKind::Conv) out.linef("const int64_t channel = plane % {};", in[1]);
+  for (size_t d = 0; d < w.out.size(); ++d) {
+    std::string start =
+        w.strides[d] == 1 ? fmt::format("o{}", d) : fmt::format("o{} * {}", d, w.strides[d]);
+    if (w.pad_begin[d] != 0) start += fmt::format(" - {}", w.pad_begin[d]);
+    out.linef("const int64_t start{} = {}; // window start on spatial axis {}", d, start, d);
+  }
+  auto literal_or_load = [&](TensorId t, const Shape& against, const std::string& linear,
+                             const std::string& coordinate) {
+    if (auto literal = sig.literals.find(t); literal != sig.literals.end()) return literal->second;
+    const std::string& param = sig.inputs.at(t);
+    std::string name = "x" + param.substr(2);
+    out.linef("const {} {} = {}[{}];", ctype(g.tensor(t).dtype, ctx), name, param,
+              broadcast_index(g.tensor(t).shape, against, linear, coordinate));
+    return name;
+  };
+
+  // The taps: the producers' chain at the tap's input element, folded by the window. (The
+  // fold's lines before and after the taps do not depend on the tap's value.)
+  const Fold fold = window_fold(ctx, sig, wn, w, "v");
+  if (fold.average) emit_average_pool_count(out, w, fold.count_include_pad);
+  for (const std::string& line : fold.before) out.line(line);
+  {
+    std::string offset = open_tap_loops(out, w, "p");
+    out.linef("const int64_t at = plane * {} + {}; // the tap's element of the window's input",
+              shape_elements(w.in), offset);
+    if (tap_coordinates) emit_coordinates(out, in, "at", "a");
+    ValueScope taps(ctx, producers, out,
+                    [&](TensorId t) { return literal_or_load(t, in, "at", "a"); });
+    for (const std::string& line : window_fold(ctx, sig, wn, w, taps.value(data)).per_tap)
+      out.line(line);
+    close_tap_loops(out, w);
+  }
+  out.linef("const float window = {};", fold.result);
+  if (output_coordinates) emit_coordinates(out, shape);
+  ValueScope after(ctx, consumers, out, [&](TensorId t) {
+    return t == result ? std::string("window") : literal_or_load(t, shape, "i", "c");
+  });
+  for (const auto& [t, name] : sig.outputs) out.linef("{}[i] = {};", name, after.value(t));
+  out.close();
+  out.close();
+  out.line();
+  emit_launch(ctx, out, kernel, sig.args);
+}
+
+} // namespace stitch
