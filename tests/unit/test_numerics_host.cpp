@@ -85,7 +85,7 @@ TEST_CASE("numerics: LayerNorm of [40000, 40001, 40002, 40003] is accurate", "[n
 }
 
 // Proves: a long row reduction (a row per block, partials combined in a fixed order) and a
-// column reduction with a broadcast consumer (the Global scheme when the planner fuses them:
+// column reduction with a broadcast consumer (the planner fuses them in the Global scheme:
 // partials through global scratch and a grid barrier) give bitwise the same results on every
 // run, and the sums are right.
 TEST_CASE("numerics: reductions are bitwise deterministic across runs", "[numerics][host]") {
@@ -105,6 +105,17 @@ TEST_CASE("numerics: reductions are bitwise deterministic across runs", "[numeri
     const std::vector<float> x = random_values(size_t(c.dims[0] * c.dims[1]), 43);
     const std::string tag = std::string("determinism-") + c.tag;
     const FusionPlan plan = default_plan(g);
+    // The schemes under test: the row sum and its consumer in one block-per-row Regional
+    // group, the column sum and its consumer in one Global group.
+    const FusionGroup& fused = group_holding(plan, node_writing(g, "sum"));
+    CHECK(fused.nodes.size() == 2);
+    if (c.axis == 1) {
+      CHECK(fused.scheme == StitchScheme::Regional);
+      CHECK(fused.mapping == ThreadMapping::BlockPerRow);
+    } else {
+      CHECK(fused.scheme == StitchScheme::Global);
+      CHECK(fused.launch.cooperative);
+    }
     const std::vector<std::vector<float>> first = run_on_host(g, plan, {x}, tag);
     REQUIRE(first.size() == 2);
     for (int run = 1; run < 3; ++run) {
