@@ -81,13 +81,7 @@ public:
     return constant(base_ + "/" + role, dtype, {}, {value});
   }
   TensorId constant(const std::string& name, DType dtype, Shape shape, const std::vector<double>& values) {
-    Tensor t;
-    t.name = fresh_name(name);
-    t.dtype = dtype;
-    t.shape = std::move(shape);
-    t.typed = true;
-    t.constant = make_constant_from_double(dtype, values);
-    return graph_.add_tensor(std::move(t));
+    return constant_tensor(name, dtype, std::move(shape), make_constant_from_double(dtype, values));
   }
 
   // Makes `value` the composite's output tensor `original` (which keeps its name): the node
@@ -136,12 +130,19 @@ private:
   }
 
   TensorId int64_constant(const std::string& role, Shape shape, const std::vector<int64_t>& values) {
+    return constant_tensor(base_ + "/" + role, DType::Int64, std::move(shape),
+                           make_constant_from_int64(DType::Int64, values));
+  }
+
+  // A new constant tensor named after `name` (made unique) holding `value`.
+  TensorId constant_tensor(const std::string& name, DType dtype, Shape shape,
+                           std::shared_ptr<const ConstantData> value) {
     Tensor t;
-    t.name = fresh_name(base_ + "/" + role);
-    t.dtype = DType::Int64;
+    t.name = fresh_name(name);
+    t.dtype = dtype;
     t.shape = std::move(shape);
     t.typed = true;
-    t.constant = make_constant_from_int64(DType::Int64, values);
+    t.constant = std::move(value);
     return graph_.add_tensor(std::move(t));
   }
 
