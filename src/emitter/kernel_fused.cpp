@@ -324,17 +324,15 @@ bool emit_fused(const GroupEmitContext& ctx, CodeWriter& out) {
   if (group.nodes.size() <= 1 && group.parts.empty()) return false;
   switch (group.scheme) {
   case StitchScheme::Local:
-    if (std::any_of(group.nodes.begin(), group.nodes.end(), [&](int32_t n) {
-          const Node& node = ctx.graph().nodes[n];
-          return node.op == OpKind::MaxPool || node.op == OpKind::AveragePool || node.op == OpKind::Conv;
-        }))
-      emit_fused_window(ctx, out);
-    else
-      emit_fused_local(ctx, out);
+    if (has_window_op(ctx.graph(), group.nodes)) emit_fused_window(ctx, out);
+    else emit_fused_local(ctx, out);
     break;
   case StitchScheme::Regional: emit_fused_regional(ctx, out); break;
   case StitchScheme::Independent: emit_fused_independent(ctx, out); break;
-  case StitchScheme::Global: emit_fused_global(ctx, out); break;
+  case StitchScheme::Global:
+    if (has_matrix_product(ctx.graph(), group.nodes)) emit_fused_row_gemv(ctx, out);
+    else emit_fused_global(ctx, out);
+    break;
   }
   return true;
 }

@@ -9,6 +9,8 @@
 //                                 consumers, the row read once from memory
 //   kernel_fused_independent.cpp  Independent: unrelated parts, each on its own blocks
 //   kernel_fused_global.cpp       Global: a column reduction, a grid-wide barrier, consumers
+//   kernel_fused_gemv.cpp         Global: row ops, a grid-wide barrier, the one-row matrix
+//                                 product their per-row values feed, its consumers
 //   kernel_fused_window.cpp       Local around a window op: producers per tap, consumers per
 //                                 output element
 //
@@ -101,6 +103,10 @@ void emit_fused_independent(const GroupEmitContext& ctx, CodeWriter& out);
 void emit_fused_global(const GroupEmitContext& ctx, CodeWriter& out);
 // Local around one window op (MaxPool, AveragePool, depthwise Conv): kernel_fused_window.cpp.
 void emit_fused_window(const GroupEmitContext& ctx, CodeWriter& out);
+bool has_window_op(const Graph& graph, const std::vector<int32_t>& nodes);
+// Global around a one-row MatMul/Gemm after row ops: kernel_fused_gemv.cpp.
+void emit_fused_row_gemv(const GroupEmitContext& ctx, CodeWriter& out);
+bool has_matrix_product(const Graph& graph, const std::vector<int32_t>& nodes);
 
 // The name of the group's fused kernel: "stitch_g3_regional".
 std::string fused_kernel_name(const GroupEmitContext& ctx);

@@ -22,6 +22,7 @@
 // and divides by the taps inside the input (or the padded input with count_include_pad), and
 // the depthwise Conv sums tap products in fp32 in tap order and adds the bias last.
 #include <algorithm>
+#include <functional>
 
 #include "emitter/kernel_fused.h"
 #include "emitter/kernels.h"
@@ -38,22 +39,24 @@ bool is_window_op(const Node& node) {
   return node.op == OpKind::MaxPool || node.op == OpKind::AveragePool || node.op == OpKind::Conv;
 }
 
-// The window's fold: the accumulator before the taps, its update with the tap's value `v`, and
-// the result after them.
+// The window's fold: the accumulator before the taps, its update with a tap's value, and the
+// result after them.
 struct Fold {
   bool average = false, count_include_pad = false; // AveragePool: its divisor goes first
   std::vector<std::string> before;
-  std::vector<std::string> per_tap;
+  std::function<std::string(const std::string& value)> per_tap;
   std::string result;
 };
 
 Fold window_fold(const GroupEmitContext& ctx, const FusedSignature& sig, const Node& node,
-                 const WindowGeometry& w, const std::string& v) {
+                 const WindowGeometry& w) {
   Fold fold;
   if (node.op == OpKind::MaxPool) {
     fold.before = {"float best = stitch::window::lowest<float>();",
                    "bool taken = false; // no tap folded yet"};
-    fold.per_tap = {fmt::format("if (!taken || {0} > best) {{ best = {0}; taken = true; }}", v)};
+    fold.per_tap = [](const std::string& v) {
+      return fmt::format("if (!taken || {0} > best) {{ best = {0}; taken = true; }}", v);
+    };
     fold.result = "best";
     return fold;
   }
@@ -61,7 +64,7 @@ Fold window_fold(const GroupEmitContext& ctx, const FusedSignature& sig, const N
     fold.average = true;
     fold.count_include_pad = NodeContext(ctx.graph(), node).attr_flag("count_include_pad", false);
     fold.before = {"float sum = 0.0f;"};
-    fold.per_tap = {fmt::format("sum += {};", v)};
+    fold.per_tap = [](const std::string& v) { return fmt::format("sum += {};", v); };
     fold.result = "sum / static_cast<float>(count)";
     return fold;
   }
@@ -72,10 +75,11 @@ Fold window_fold(const GroupEmitContext& ctx, const FusedSignature& sig, const N
     terms.insert(terms.begin(), stride == 1 ? fmt::format("k{}", d) : fmt::format("k{} * {}", d, stride));
     stride *= w.kernel[d];
   }
-  const std::string& filter = sig.inputs.at(node.inputs[1]);
   fold.before = {"float acc = 0.0f;"};
-  fold.per_tap = {fmt::format("acc += {} * {}[channel * {} + {}];", v, filter, w.taps(),
-                              fmt::join(terms, " + "))};
+  fold.per_tap = [filter = sig.inputs.at(node.inputs[1]), taps = w.taps(),
+                  offset = fmt::format("{}", fmt::join(terms, " + "))](const std::string& v) {
+    return fmt::format("acc += {} * {}[channel * {} + {}];", v, filter, taps, offset);
+  };
   fold.result = "acc";
   if (node.inputs.size() > 2 && node.inputs[2] != kNoTensor) {
     TensorId bias = node.inputs[2];
@@ -88,6 +92,12 @@ Fold window_fold(const GroupEmitContext& ctx, const FusedSignature& sig, const N
 }
 
 } // namespace
+
+bool has_window_op(const Graph& g, const std::vector<int32_t>& nodes) {
+  for (int32_t n : nodes)
+    if (is_window_op(g.nodes[n])) return true;
+  return false;
+}
 
 void emit_fused_window(const GroupEmitContext& ctx, CodeWriter& out) {
   const Graph& g = ctx.graph();
@@ -172,9 +182,8 @@ void emit_fused_window(const GroupEmitContext& ctx, CodeWriter& out) {
     return name;
   };
 
-  // The taps: the producers' chain at the tap's input element, folded by the window. (The
-  // fold's lines before and after the taps do not depend on the tap's value.)
-  const Fold fold = window_fold(ctx, sig, wn, w, "v");
+  // The taps: the producers' chain at the tap's input element, folded by the window.
+  const Fold fold = window_fold(ctx, sig, wn, w);
   if (fold.average) emit_average_pool_count(out, w, fold.count_include_pad);
   for (const std::string& line : fold.before) out.line(line);
   {
@@ -184,8 +193,7 @@ void emit_fused_window(const GroupEmitContext& ctx, CodeWriter& out) {
     if (tap_coordinates) emit_coordinates(out, in, "at", "a");
     ValueScope taps(ctx, producers, out,
                     [&](TensorId t) { return literal_or_load(t, in, "at", "a"); });
-    for (const std::string& line : window_fold(ctx, sig, wn, w, taps.value(data)).per_tap)
-      out.line(line);
+    out.line(fold.per_tap(taps.value(data)));
     close_tap_loops(out, w);
   }
   out.linef("const float window = {};", fold.result);

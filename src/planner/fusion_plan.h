@@ -29,6 +29,12 @@
 //   Global      a reduction over the leading axes (a column reduction) and consumers of its
 //               result broadcast back: one cooperative launch, partial results through
 //               `scratch_bytes` of global scratch and a grid-wide barrier between phases.
+//               Or row ops (a Regional head with the group's rows, mapping and block) whose
+//               per-row values are, through views, the vector x of a one-row float32
+//               MatMul/Gemm, then that product's pointwise consumers: x goes through scratch
+//               (K fp32 values) and a grid-wide barrier to the product, a warp per output when
+//               B is [N,K] (16-byte vectors of B with vector_width 4), else a thread per
+//               output; every output the product's consumers write has its shape.
 //   Independent `parts`: unrelated node sets (each Local, or one node a single-op kernel
 //               could run), launched together, each on its own range of blocks:
 //               `part_blocks[p]` blocks for part p, in order, together the whole grid.

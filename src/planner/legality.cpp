@@ -123,6 +123,7 @@ bool fusible_window(const Graph& g, const Node& node) {
 
 NodeClass classify(const Graph& g, const Node& node) {
   if (fusible_window(g, node)) return NodeClass::Window;
+  if (node.op == OpKind::View) return NodeClass::View;
   if (group_kind_of(node) == GroupKind::GemmLibrary) return NodeClass::Gemm;
   if (group_kind_of(node) != GroupKind::Kernel) return NodeClass::Alone;
   for (TensorId t : node.outputs)
@@ -149,6 +150,7 @@ std::string_view class_sentence(NodeClass c) {
   case NodeClass::ColumnReduction: return "is a column reduction";
   case NodeClass::Window: return "is a window op";
   case NodeClass::Gemm: return "is a matrix product";
+  case NodeClass::View: return "is a view";
   }
   return "?";
 }
@@ -588,6 +590,133 @@ FusionDecision analyze_gemm(const FusionContext& ctx, GroupAnalysis& a) {
   return FusionDecision::ok();
 }
 
+// Global around a matrix-vector product: a Regional head (row ops and their pointwise
+// producers) whose per-row values are, through views, the vector x of a one-row float32
+// MatMul/Gemm (K = the head's rows), then pointwise consumers of its result y. One cooperative
+// launch: the head with its row mapping, x into global scratch, a grid-wide barrier, then the
+// product (a warp per output when B's rows are the outputs, else a thread per output) and the
+// consumers per output element. A product this small (one row) is memory-bound: it streams B
+// once, and fused it saves the launch and the round trip of x (e.g. ResNet's classifier after
+// its global average pool).
+FusionDecision analyze_row_gemv(const FusionContext& ctx, GroupAnalysis& a) {
+  const Graph& g = ctx.graph;
+  int32_t gemm = -1;
+  for (int32_t n : a.nodes)
+    if (ctx.node_class[n] == NodeClass::Gemm) gemm = n;
+  MatrixVector mv;
+  if (FusionDecision d = matrix_vector(g, g.nodes[gemm], mv); !d)
+    return FusionDecision::no(fmt::format("{} follows row ops but {}", ctx.describe(gemm), d.reason));
+  std::vector<int32_t> head, views, tail;
+  for (int32_t n : a.nodes) {
+    if (n == gemm) continue;
+    if (ctx.ancestors[gemm].test(n)) {
+      (ctx.node_class[n] == NodeClass::View ? views : head).push_back(n);
+    } else if (ctx.descendants[gemm].test(n)) {
+      if (ctx.node_class[n] != NodeClass::Pointwise)
+        return FusionDecision::no(fmt::format("{} {} after the matrix-vector product {}; only "
+                                              "pointwise consumers may follow it",
+                                              ctx.describe(n), class_sentence(ctx.node_class[n]),
+                                              ctx.describe(gemm)));
+      tail.push_back(n);
+    } else {
+      return FusionDecision::no(fmt::format("{} is neither before nor after the matrix-vector "
+                                            "product {}",
+                                            ctx.describe(n), ctx.describe(gemm)));
+    }
+  }
+  // The vector: back from the product through the views, each read only by the next.
+  TensorId x = mv.x;
+  size_t views_on_path = 0;
+  for (int32_t p = ctx.producer[x]; p >= 0 && ctx.node_class[p] == NodeClass::View &&
+                                    contains(a.nodes, p);
+       p = ctx.producer[x]) {
+    if (ctx.graph_output[x] || ctx.consumers[x].size() != 1)
+      return FusionDecision::no(fmt::format("the view {}'s result '{}' is read besides the "
+                                            "product; the group never writes it",
+                                            ctx.describe(p), g.tensor(x).name));
+    x = g.nodes[p].inputs[0];
+    ++views_on_path;
+  }
+  if (views_on_path != views.size())
+    return FusionDecision::no(fmt::format("a view in the group is not on the path of {}'s vector",
+                                          ctx.describe(gemm)));
+  if (ctx.producer[x] < 0 || !contains(head, ctx.producer[x]))
+    return FusionDecision::no(fmt::format("{}'s vector '{}' is not computed by the group's row ops",
+                                          ctx.describe(gemm), g.tensor(x).name));
+  for (TensorId t : {mv.b, mv.c})
+    if (t != kNoTensor && contains(a.nodes, ctx.producer[t]))
+      return FusionDecision::no(fmt::format("{} reads '{}' from inside the group; only its vector "
+                                            "may come from there",
+                                            ctx.describe(gemm), g.tensor(t).name));
+  // Phase 1: the head is a Regional group of its own whose per-row values are x.
+  GroupAnalysis h;
+  h.nodes = head;
+  boundary(ctx, head, h);
+  bool row_op = false;
+  for (int32_t n : head) row_op = row_op || ctx.node_class[n] == NodeClass::RowOp;
+  if (!row_op)
+    return FusionDecision::no(fmt::format("no row op computes {}'s vector", ctx.describe(gemm)));
+  if (FusionDecision d = analyze_regional(ctx, h); !d)
+    return FusionDecision::no("the row ops before the matrix-vector product: " + d.reason);
+  if (g.tensor(x).dtype != DType::Float32 || g.tensor(x).elements() != h.rows || h.rows != mv.k)
+    return FusionDecision::no(fmt::format("the vector '{}' {} of {} is not the {} per-row values "
+                                          "of the row ops",
+                                          g.tensor(x).name, shape_str(g.tensor(x).shape),
+                                          ctx.describe(gemm), h.rows));
+  // Phase 2: the consumers, per element of y.
+  const Shape& y = g.tensor(g.nodes[gemm].outputs[0]).shape;
+  for (int32_t n : tail) {
+    const Tensor& r = g.tensor(g.nodes[n].outputs[0]);
+    if (!broadcasts_to(r.shape, y))
+      return FusionDecision::no(fmt::format("{}'s result {} does not broadcast to the product's {}",
+                                            ctx.describe(n), shape_str(r.shape), shape_str(y)));
+    for (TensorId t : value_operands(g.nodes[n]))
+      if (contains(head, ctx.producer[t]) || contains(views, ctx.producer[t]))
+        return FusionDecision::no(fmt::format("{} reads '{}' of the row ops' phase; the consumers "
+                                              "see only the product's phase",
+                                              ctx.describe(n), g.tensor(t).name));
+    a.recomputed += shape_elements(y) - r.elements();
+  }
+  for (TensorId t : a.outputs) {
+    const int32_t p = ctx.producer[t];
+    if ((p == gemm || contains(tail, p)) && g.tensor(t).shape != y)
+      return FusionDecision::no(fmt::format("the group writes '{}' {}, not of the product's shape {}",
+                                            g.tensor(t).name, shape_str(g.tensor(t).shape),
+                                            shape_str(y)));
+  }
+  a.rows = h.rows;
+  a.row_length = h.row_length;
+  a.cached_rows = h.cached_rows;
+  a.shared_bytes = h.shared_bytes;
+  a.iteration = h.iteration;
+  a.recomputed += h.recomputed;
+  a.registers = h.registers + kRegistersPerNode * static_cast<int64_t>(tail.size() + 2);
+  if (FusionDecision d = fits_registers(ctx, a); !d) return d;
+  a.group.mapping = h.group.mapping;
+  LaunchConfig& launch = a.group.launch;
+  launch = h.group.launch;
+  // Every block resident: the SMs' thread slots, and their shared memory when the head keeps
+  // rows there.
+  const int64_t block = launch.block[0];
+  const int cooperative_sms =
+      ctx.device.cooperative_sm_count > 0 ? ctx.device.cooperative_sm_count : ctx.device.sm_count;
+  int64_t per_sm = std::max<int64_t>(1, ctx.device.max_threads_per_sm / block);
+  if (launch.dynamic_shared_bytes > 0)
+    per_sm = std::min(per_sm, std::max<int64_t>(1, ctx.device.max_shared_per_block / launch.dynamic_shared_bytes));
+  const int64_t resident = int64_t{cooperative_sms} * per_sm;
+  const int64_t outputs_per_block = mv.b_rows_are_outputs ? block / 32 : block;
+  const int64_t product_blocks = (mv.n + outputs_per_block - 1) / outputs_per_block;
+  launch.grid = {std::clamp<int64_t>(std::max(launch.grid[0], product_blocks), 1, resident), 1, 1};
+  launch.cooperative = true;
+  // B's rows stream as 16-byte vectors when they are the outputs' and K is a multiple of 4 (a
+  // constant B sits 16-byte aligned in the weights).
+  launch.vector_width = mv.b_rows_are_outputs && mv.k % 4 == 0 && g.tensor(mv.b).is_constant() ? 4 : 1;
+  a.scratch_bytes = mv.k * 4; // x, as fp32
+  a.kind = GroupKind::Kernel;
+  a.scheme = StitchScheme::Global;
+  return FusionDecision::ok();
+}
+
 // The weakly connected components of `nodes` through edges inside the set, each sorted.
 std::vector<std::vector<int32_t>> components(const FusionContext& ctx, const std::vector<int32_t>& nodes) {
   std::vector<int> comp(nodes.size(), -1);
@@ -720,6 +849,51 @@ std::string FusionContext::describe(int32_t node) const {
   return fmt::format("'{}' ({})", n.name.empty() ? fmt::format("#{}", node) : n.name, op_name(n.op));
 }
 
+FusionDecision matrix_vector(const Graph& g, const Node& node, MatrixVector& mv) {
+  if (node.op != OpKind::MatMul && node.op != OpKind::Gemm)
+    return FusionDecision::no("it is not a MatMul or Gemm");
+  if (node.inputs.size() < 2 || node.inputs[0] == kNoTensor || node.inputs[1] == kNoTensor)
+    return FusionDecision::no("it lacks an operand");
+  mv = MatrixVector{};
+  mv.x = node.inputs[0];
+  mv.b = node.inputs[1];
+  const Tensor& a = g.tensor(mv.x);
+  const Tensor& b = g.tensor(mv.b);
+  const Tensor& y = g.tensor(node.outputs[0]);
+  for (const Tensor* t : {&a, &b, &y})
+    if (t->dtype != DType::Float32)
+      return FusionDecision::no(fmt::format("'{}' is {}, not float32", t->name, dtype_name(t->dtype)));
+  if (b.shape.size() != 2)
+    return FusionDecision::no(fmt::format("its B {} is not a matrix", shape_str(b.shape)));
+  NodeContext attrs(g, node);
+  bool transposed = false;
+  if (node.op == OpKind::Gemm) {
+    transposed = attrs.attr_int("transB", 0) != 0;
+    mv.alpha = attrs.attr_float("alpha", 1.0);
+    mv.beta = attrs.attr_float("beta", 1.0);
+    if (node.inputs.size() > 2 && node.inputs[2] != kNoTensor) mv.c = node.inputs[2];
+  }
+  mv.k = transposed ? b.shape[1] : b.shape[0];
+  mv.n = transposed ? b.shape[0] : b.shape[1];
+  mv.b_rows_are_outputs = transposed;
+  // One row: Gemm's A is [1,K] (or [K,1] transposed); MatMul's is [K] or [1,K].
+  const bool one_row = node.op == OpKind::Gemm
+                           ? a.shape.size() == 2 && a.elements() == mv.k
+                           : (a.shape.size() == 1 || (a.shape.size() == 2 && a.shape[0] == 1));
+  if (!one_row || a.elements() != mv.k)
+    return FusionDecision::no(fmt::format("its A {} is not one row of K = {}", shape_str(a.shape), mv.k));
+  if (mv.k == 0 || mv.n == 0 || y.elements() != mv.n)
+    return FusionDecision::no(fmt::format("it has an empty side (K = {}, N = {})", mv.k, mv.n));
+  if (mv.c != kNoTensor) {
+    const Tensor& c = g.tensor(mv.c);
+    if (c.dtype != DType::Float32 || (c.elements() != 1 && c.elements() != mv.n) ||
+        !broadcasts_to(c.shape, y.shape))
+      return FusionDecision::no(fmt::format("its C '{}' {} is not float32 of 1 or N = {} values",
+                                            c.name, shape_str(c.shape), mv.n));
+  }
+  return FusionDecision::ok();
+}
+
 FusionDecision analyze_group(const FusionContext& ctx, const std::vector<int32_t>& nodes,
                              GroupAnalysis& a) {
   a = GroupAnalysis{};
@@ -761,12 +935,21 @@ FusionDecision analyze_group(const FusionContext& ctx, const std::vector<int32_t
     row = row || ctx.node_class[n] == NodeClass::RowOp;
   }
   if (gemm) {
-    for (size_t i = 1; i < nodes.size(); ++i)
-      if (ctx.node_class[nodes[i]] == NodeClass::Gemm)
+    int32_t first = -1;
+    for (int32_t n : nodes) {
+      if (ctx.node_class[n] != NodeClass::Gemm) continue;
+      if (first >= 0)
         return FusionDecision::no(fmt::format("{} and {} are two matrix products in one group",
-                                              ctx.describe(nodes[0]), ctx.describe(nodes[i])));
-    return analyze_gemm(ctx, a);
+                                              ctx.describe(first), ctx.describe(n)));
+      first = n;
+    }
+    return row ? analyze_row_gemv(ctx, a) : analyze_gemm(ctx, a);
   }
+  for (int32_t n : nodes)
+    if (ctx.node_class[n] == NodeClass::View)
+      return FusionDecision::no(fmt::format("{} is a view; views fuse only between row ops' per-row "
+                                            "values and the matrix-vector product reading them",
+                                            ctx.describe(n)));
   FusionDecision d = window   ? analyze_window(ctx, a)
                      : column ? analyze_global(ctx, a)
                      : row    ? analyze_regional(ctx, a)

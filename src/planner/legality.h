@@ -11,7 +11,9 @@
 //   - the shapes share one thread mapping: Local (pointwise, one iteration shape, or one
 //     window op with pointwise producers recomputed per tap and pointwise consumers), Regional
 //     (row ops over one row space plus pointwise producers and consumers), Global (a column
-//     reduction and its pointwise consumers), Independent (unrelated parts);
+//     reduction and its pointwise consumers; or a Regional head whose per-row values, through
+//     views, are the vector of a one-row float32 MatMul/Gemm, and that product's pointwise
+//     consumers), Independent (unrelated parts);
 //   - the group fits the block's resources (shared memory, registers, global scratch).
 // Acyclicity of the whole plan (a cycle through several groups) is the planners' job: the ILP
 // cuts such cycles, greedy checks before each merge.
@@ -36,7 +38,10 @@ enum class NodeClass {
   Window,          // a float32 MaxPool, AveragePool or depthwise Conv: a window per output
                    // element, evaluated in registers with its pointwise producers (per tap)
                    // and consumers (Local)
-  Gemm,            // MatMul/Gemm: a cuBLASLt call that may take epilogue nodes
+  Gemm,            // MatMul/Gemm: a cuBLASLt call that may take epilogue nodes, or the
+                   // matrix-vector product of a Global group after row ops
+  View,            // a view (reshape): alone an alias; in a group only on the path from row
+                   // ops' per-row values to the matrix-vector product reading them
 };
 
 // An elementwise or broadcast op the pointwise emitter evaluates per element.
@@ -109,6 +114,18 @@ struct GroupAnalysis {
   int epilogue_nodes = 0;      // GemmLibrary: nodes after the MatMul/Gemm
   FusionGroup group;           // the planned group (mapping, launch), id unset
 };
+
+// A one-row float32 MatMul/Gemm as a matrix-vector product: y[N] = alpha * x[K] B + beta * C,
+// B read as [K,N] (row k holds the K-th weights of every output) or, transposed, as [N,K] (row
+// j holds output j's weights: Gemm's transB, a Linear layer's layout).
+struct MatrixVector {
+  TensorId x = kNoTensor, b = kNoTensor, c = kNoTensor; // c: kNoTensor, or N or 1 values
+  int64_t k = 0, n = 0;
+  bool b_rows_are_outputs = false; // B is [N,K]
+  double alpha = 1.0, beta = 1.0;
+};
+// The product `node` computes, or a refusal saying why it is not a matrix-vector product.
+FusionDecision matrix_vector(const Graph& graph, const Node& node, MatrixVector& out);
 
 // Decides whether `nodes` (sorted ascending) can be one group; fills `out` when they can.
 FusionDecision analyze_group(const FusionContext& ctx, const std::vector<int32_t>& nodes,

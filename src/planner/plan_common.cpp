@@ -113,10 +113,13 @@ void explain_rejections(const FusionContext& ctx, FusionPlan& plan) {
     for (int32_t n : plan.groups[gi].nodes) group_of[n] = static_cast<int32_t>(gi);
   std::set<std::pair<int32_t, int32_t>> seen;
   for (size_t v = 0; v < ctx.size() && plan.rejected.size() < kMaxRejectedFusions; ++v) {
-    if (ctx.node_class[v] == NodeClass::Alone) continue;
+    // Views are left out: alone they are aliases, and a view's merges say nothing new.
+    if (ctx.node_class[v] == NodeClass::Alone || ctx.node_class[v] == NodeClass::View) continue;
     for (int32_t s : ctx.succs[v]) {
       int32_t a = group_of[v], b = group_of[s];
-      if (a == b || ctx.node_class[s] == NodeClass::Alone || !seen.insert({a, b}).second) continue;
+      if (a == b || ctx.node_class[s] == NodeClass::Alone || ctx.node_class[s] == NodeClass::View ||
+          !seen.insert({a, b}).second)
+        continue;
       std::vector<int32_t> merged = plan.groups[a].nodes;
       merged.insert(merged.end(), plan.groups[b].nodes.begin(), plan.groups[b].nodes.end());
       std::sort(merged.begin(), merged.end());

@@ -84,7 +84,9 @@ private:
     const Graph& g = ctx_.graph;
     for (size_t v = ctx_.size(); v-- > 0;) {
       int32_t group = group_of_[v];
-      if (ctx_.node_class[v] == NodeClass::Alone || ctx_.node_class[v] == NodeClass::Gemm) continue;
+      if (ctx_.node_class[v] == NodeClass::Alone || ctx_.node_class[v] == NodeClass::Gemm ||
+          ctx_.node_class[v] == NodeClass::View)
+        continue;
       bool changed = true;
       while (changed) {
         changed = false;

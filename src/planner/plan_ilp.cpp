@@ -75,11 +75,12 @@ void add_all_subsets(const FusionContext& ctx, const std::vector<int32_t>& fusib
 }
 
 // Sets grown from each seed to later neighbours, breadth first (each set once per seed: its
-// smallest node is the seed). A MatMul/Gemm only seeds, since it leads its group.
+// smallest node is the seed). A view never seeds, and joins with the chain of views after it
+// and the node they feed in one step (alone with the nodes before it, a view is never legal).
 void add_grown_sets(const FusionContext& ctx, const PlannerOptions& options, CandidateSet& set) {
   for (size_t s = 0; s < ctx.size(); ++s) {
     NodeClass seed_class = ctx.node_class[s];
-    if (seed_class == NodeClass::Alone) continue;
+    if (seed_class == NodeClass::Alone || seed_class == NodeClass::View) continue;
     std::deque<std::vector<int32_t>> queue = {{static_cast<int32_t>(s)}};
     std::set<std::vector<int32_t>> visited;
     int legal = 0;
@@ -94,9 +95,14 @@ void add_grown_sets(const FusionContext& ctx, const PlannerOptions& options, Can
       }
       for (int32_t m : neighbours) {
         if (m <= static_cast<int32_t>(s) || std::binary_search(current.begin(), current.end(), m)) continue;
-        if (ctx.node_class[m] == NodeClass::Alone || ctx.node_class[m] == NodeClass::Gemm) continue;
+        if (ctx.node_class[m] == NodeClass::Alone) continue;
         std::vector<int32_t> grown = current;
-        grown.insert(std::upper_bound(grown.begin(), grown.end(), m), m);
+        for (int32_t k = m; k >= 0;) {
+          if (!std::binary_search(grown.begin(), grown.end(), k))
+            grown.insert(std::upper_bound(grown.begin(), grown.end(), k), k);
+          // A view brings its single consumer along.
+          k = ctx.node_class[k] == NodeClass::View && ctx.succs[k].size() == 1 ? ctx.succs[k][0] : -1;
+        }
         if (!visited.insert(grown).second) continue;
         if (!set.add(grown)) continue;
         queue.push_back(std::move(grown));

@@ -3,7 +3,8 @@
 //   greedy  XLA-style producer-consumer fusion: a pointwise producer joins its consumer's
 //           group when all its consumers are there; reductions and window ops (pools, a
 //           depthwise Conv) only take producers (never join their consumers); MatMul/Gemm
-//           take their epilogue chain first
+//           take their epilogue chain first (so a row reduction and the one-row product
+//           reading it stay two launches: the ILP's Global group makes them one)
 //   ilp     FusionStitching's global search: candidate groups, then a GLPK integer program
 //           picking the set partition of the nodes of least modeled cost (plan_ilp.cpp)
 // Every planner uses the same legality checks (legality.h) and the same cost model.

@@ -49,6 +49,14 @@ FusionGroup regional(const Graph& g, std::vector<int32_t> nodes, int64_t rows, i
   return group;
 }
 
+// The device stitchc plans for with --target host: a cooperative grid fits the CUDA emulation's
+// resident blocks (kHostTargetMultiprocessors), not an H100's.
+DeviceParams host_device() {
+  DeviceParams device;
+  device.cooperative_sm_count = kHostTargetMultiprocessors;
+  return device;
+}
+
 // The group the planner's legality makes of `nodes` (it must accept them) for `device`.
 FusionGroup planned_group(const Graph& g, const std::vector<int32_t>& nodes,
                           const DeviceParams& device = DeviceParams{}) {
@@ -271,13 +279,65 @@ TEST_CASE("planned Global column mean with consumers on the host", "[emitter][fu
   test::set_attr_ints(m.node("ReduceMean", {"x"}, {"mean"}), "axes", {0});
   m.node("Div", {"x", "mean"}, {"y"});
   Graph g = load_graph(m);
-  DeviceParams host;
-  host.sm_count = 4;
-  FusionGroup group = planned_group(g, all_nodes(g), host);
+  FusionGroup group = planned_group(g, all_nodes(g), host_device());
   CHECK(group.scheme == StitchScheme::Global);
   CHECK(group.launch.cooperative);
   CHECK(group.scratch_bytes == (group.launch.grid[0] + 1) * 48 * 4);
   check_fused_equals_unfused(g, group, "planned-global", kRtol, kAtol, true);
+}
+
+// ---- Global around a matrix-vector product (kernel_fused_gemv.cpp) ----
+
+TEST_CASE("planned Global group: pooled rows into a Linear layer and its consumer on the host", "[emitter][fused][host]") {
+  // Proves: a Relu, a GlobalAveragePool (rows of 5x5), a Flatten view and a one-row Gemm
+  // (W [12,16] constant with transB, alpha 0.5, beta 2 times a bias) and a Tanh after it are one
+  // cooperative Global group: the pooled vector through scratch and a grid barrier, then a
+  // warp per output reading W in 16-byte vectors. The pooled values are also a graph output
+  // (written from scratch). Equal to the per-op plan (cuBLASLt's GEMM on the host target)
+  // within fp32 tolerance; planned for the host target's emulated device.
+  ModelBuilder m(13);
+  m.input("x", kFloat, {1, 16, 5, 5}).output("y").output("pooled");
+  m.initializer_f32("w", {12, 16}, random_values(12 * 16, 5, 0.25f, 2.0f, true));
+  m.initializer_f32("bias", {12}, random_values(12, 6, 0.25f, 2.0f, true));
+  m.node("Relu", {"x"}, {"r"});
+  m.node("GlobalAveragePool", {"r"}, {"pooled"});
+  m.node("Flatten", {"pooled"}, {"flat"});
+  auto& gemm = m.node("Gemm", {"flat", "w", "bias"}, {"fc"});
+  test::set_attr_int(gemm, "transB", 1);
+  test::set_attr_float(gemm, "alpha", 0.5f);
+  test::set_attr_float(gemm, "beta", 2.0f);
+  m.node("Tanh", {"fc"}, {"y"});
+  Graph g = load_graph(m);
+  FusionGroup group = planned_group(g, all_nodes(g), host_device());
+  CHECK(group.scheme == StitchScheme::Global);
+  CHECK(group.launch.cooperative);
+  CHECK(group.launch.vector_width == 4);
+  CHECK(group.scratch_bytes == 16 * 4);
+  CHECK(group.outputs.size() == 2);
+  check_fused_equals_unfused(g, group, "row-gemv-linear", kRtol, kAtol);
+}
+
+TEST_CASE("planned Global group: row maxima into a MatMul, a thread per output, on the host", "[emitter][fused][host]") {
+  // Proves: a Mul by a per-row scale and a ReduceMax over the last axis (24 rows of 40) feed a
+  // MatMul with B [24,10] as a graph input ([K,N]: a thread per output, scalar loads) and an
+  // Add of a bias row and a Sigmoid after it, in one Global group equal to the per-op plan.
+  ModelBuilder m(13);
+  m.input("x", kFloat, {1, 24, 40}).input("scale", kFloat, {1, 24, 1});
+  m.input("b", kFloat, {24, 10}).input("shift", kFloat, {10}).output("y");
+  m.node("Mul", {"x", "scale"}, {"xs"});
+  auto& max = m.node("ReduceMax", {"xs"}, {"maxima"});
+  test::set_attr_ints(max, "axes", {-1});
+  test::set_attr_int(max, "keepdims", 0);
+  m.node("MatMul", {"maxima", "b"}, {"product"});
+  m.node("Add", {"product", "shift"}, {"shifted"});
+  m.node("Sigmoid", {"shifted"}, {"y"});
+  Graph g = load_graph(m);
+  FusionGroup group = planned_group(g, all_nodes(g), host_device());
+  CHECK(group.scheme == StitchScheme::Global);
+  CHECK(group.rows == 24);
+  CHECK(group.row_length == 40);
+  CHECK(group.launch.vector_width == 1);
+  check_fused_equals_unfused(g, group, "row-gemv-matmul", kRtol, kAtol);
 }
 
 // ---- Local around a window op (kernel_fused_window.cpp) ----

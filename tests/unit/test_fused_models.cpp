@@ -103,8 +103,9 @@ std::set<StitchScheme> fused_schemes(const FusionPlan& plan) {
 }
 
 // Runs the fixture unfused, then with each planner; every fused plan must contain `schemes`
-// and match the unfused outputs.
-void check_fixture(const std::string& name, const std::set<StitchScheme>& schemes) {
+// (and the ILP's `ilp_schemes` too) and match the unfused outputs.
+void check_fixture(const std::string& name, const std::set<StitchScheme>& schemes,
+                   const std::set<StitchScheme>& ilp_schemes = {}) {
   INFO(name);
   Fixture fixture = load_fixture(name, 29);
   const Graph& g = fixture.graph;
@@ -114,9 +115,13 @@ void check_fixture(const std::string& name, const std::set<StitchScheme>& scheme
     INFO("planner " << planner);
     PlannerOptions options;
     options.planner = planner;
+    // As stitchc plans for --target host: a cooperative grid fits the emulated device.
+    options.device.cooperative_sm_count = kHostTargetMultiprocessors;
     const FusionPlan plan = plan_fusion(g, options);
     const std::set<StitchScheme> made = fused_schemes(plan);
-    for (StitchScheme scheme : schemes) {
+    std::set<StitchScheme> wanted = schemes;
+    if (std::string(planner) == "ilp") wanted.insert(ilp_schemes.begin(), ilp_schemes.end());
+    for (StitchScheme scheme : wanted) {
       INFO("a fused " << scheme_name(scheme) << " group");
       CHECK(made.count(scheme) == 1);
     }
@@ -144,13 +149,15 @@ TEST_CASE("fused models: ViT fused equals unfused on the host", "[fused][models]
 }
 
 TEST_CASE("fused models: ResNet-18 fused equals unfused on the host", "[fused][models][host]") {
-  // Proves: a CNN's fused groups (the residual add and Relu, GlobalAveragePool as a row
-  // reduction) compute what one kernel per op does.
-  check_fixture("resnet18_ts13", {StitchScheme::Local, StitchScheme::Regional});
+  // Proves: a CNN's fused groups (the residual add and Relu; GlobalAveragePool as a row
+  // reduction, in greedy's Regional group, and in the ILP's Global group with the classifier's
+  // matrix-vector product after a grid barrier) compute what one kernel per op does.
+  check_fixture("resnet18_ts13", {StitchScheme::Local}, {StitchScheme::Global});
 }
 
 TEST_CASE("fused models: EfficientNet-B0 fused equals unfused on the host", "[fused][models][host]") {
   // Proves: the same for EfficientNet's SiLU and squeeze-excitation (GlobalAveragePool, a
   // per-channel sigmoid scale broadcast back over the feature map).
-  check_fixture("efficientnet_b0_ts15", {StitchScheme::Local, StitchScheme::Regional});
+  check_fixture("efficientnet_b0_ts15", {StitchScheme::Local, StitchScheme::Regional},
+                {StitchScheme::Global});
 }

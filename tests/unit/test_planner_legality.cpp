@@ -2,6 +2,7 @@
 // and the memory plan of fused groups.
 #include "test_planner_graphs.h"
 
+#include "graph/make_views.h"
 #include "planner/memory_plan.h"
 #include "planner/plan_common.h"
 
@@ -450,4 +451,95 @@ TEST_CASE("planner legality: a window op is no independent part", "[planner]") {
   FusionDecision d = decide(g, {"pool", "exp"}, a);
   CHECK_FALSE(d.legal);
   CHECK_THAT(d.reason, Catch::Contains("cannot be an independent part"));
+}
+
+namespace {
+
+// Relu -> GlobalAveragePool -> Flatten (a view) -> Gemm (a Linear layer: W [10,64] with transB,
+// a bias) -> Relu: a CNN's classifier on [batch,64,7,7].
+Graph classifier(GraphBuilder& b, int64_t batch = 1, bool also_read_view = false) {
+  TensorId x = b.input({batch, 64, 7, 7});
+  TensorId r = b.op(OpKind::Relu, {x}, "relu");
+  TensorId pooled = b.op(OpKind::GlobalAveragePool, {r}, "gap");
+  TensorId flat = b.op(OpKind::Flatten, {pooled}, "flatten");
+  TensorId fc = b.op(OpKind::Gemm, {flat, b.constant({10, 64}, 0.1f), b.constant({10}, 0.5f)}, "fc",
+                     {{"transB", int64_t{1}}});
+  b.output(b.op(OpKind::Relu, {fc}, "relu_out"));
+  if (also_read_view) b.output(flat);
+  Graph g = b.finish();
+  make_views(g);
+  return g;
+}
+
+} // namespace
+
+// Row ops whose per-row values are the vector of a one-row Gemm stitch to it through a grid
+// barrier: one Global group where greedy (a reduction never joins its consumers) needs the
+// reduction's kernel and the cuBLASLt call.
+TEST_CASE("planner legality: row ops stitch to the one-row matrix product they feed", "[planner]") {
+  GraphBuilder b;
+  Graph g = classifier(b);
+  FusionContext ctx(g, DeviceParams{});
+  CHECK(ctx.node_class[node_named(g, "flatten")] == NodeClass::View);
+  CHECK(ctx.node_class[node_named(g, "fc")] == NodeClass::Gemm);
+  GroupAnalysis a;
+  FusionDecision d = decide(g, {"relu", "gap", "flatten", "fc", "relu_out"}, a);
+  INFO(d.reason);
+  REQUIRE(d.legal);
+  CHECK(a.kind == GroupKind::Kernel);
+  CHECK(a.scheme == StitchScheme::Global);
+  CHECK(a.group.mapping == ThreadMapping::WarpPerRow);
+  CHECK(a.rows == 64);
+  CHECK(a.row_length == 49);
+  CHECK(a.group.launch.cooperative);
+  CHECK(a.group.launch.vector_width == 4); // B constant, K = 64
+  CHECK(a.scratch_bytes == 64 * 4);        // the vector
+  REQUIRE(a.outputs.size() == 1);
+  // Alone, the product stays a cuBLASLt call, and a view an alias.
+  CHECK(single_node_group(g, node_named(g, "fc"), DeviceParams{}).kind == GroupKind::GemmLibrary);
+  CHECK(single_node_group(g, node_named(g, "flatten"), DeviceParams{}).kind == GroupKind::Alias);
+  PlannerOptions options;
+  options.planner = "greedy";
+  FusionPlan greedy = plan_fusion(g, options);
+  CHECK(plan_totals(greedy).launches == 2); // {relu, gap}, {fc, relu_out} (the view is free)
+  options.planner = "ilp";
+  FusionPlan ilp = plan_fusion(g, options);
+  REQUIRE(ilp.groups.size() == 1);
+  CHECK(ilp.groups[0].scheme == StitchScheme::Global);
+  CHECK(plan_totals(ilp).bytes < plan_totals(greedy).bytes);
+}
+
+TEST_CASE("planner legality: the matrix-vector stitch refuses what it cannot run", "[planner]") {
+  SECTION("two rows are a matrix product, not a matrix-vector one") {
+    GraphBuilder b;
+    Graph g = classifier(b, 2);
+    GroupAnalysis a;
+    FusionDecision d = decide(g, {"relu", "gap", "flatten", "fc"}, a);
+    CHECK_FALSE(d.legal);
+    CHECK_THAT(d.reason, Catch::Contains("is not one row"));
+  }
+  SECTION("a view read besides the product") {
+    GraphBuilder b;
+    Graph g = classifier(b, 1, true);
+    GroupAnalysis a;
+    FusionDecision d = decide(g, {"relu", "gap", "flatten", "fc"}, a);
+    CHECK_FALSE(d.legal);
+    CHECK_THAT(d.reason, Catch::Contains("is read besides the product"));
+  }
+  SECTION("a view without the product") {
+    GraphBuilder b;
+    Graph g = classifier(b);
+    GroupAnalysis a;
+    FusionDecision d = decide(g, {"gap", "flatten"}, a);
+    CHECK_FALSE(d.legal);
+    CHECK_THAT(d.reason, Catch::Contains("views fuse only between"));
+  }
+  SECTION("the product without the row ops, but with its epilogue, stays cuBLASLt's") {
+    GraphBuilder b;
+    Graph g = classifier(b);
+    GroupAnalysis a;
+    FusionDecision d = decide(g, {"fc", "relu_out"}, a);
+    REQUIRE(d.legal);
+    CHECK(a.kind == GroupKind::GemmLibrary);
+  }
 }

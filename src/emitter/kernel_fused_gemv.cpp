@@ -1,0 +1,200 @@
+// The Global scheme around a matrix-vector product: row ops whose per-row values are, through
+// views, the vector x of a one-row float32 MatMul/Gemm, and that product's pointwise
+// consumers, in one cooperative launch whose blocks are all resident:
+//
+//   phase 1  the row ops with the group's row mapping (the Regional body), each row's value
+//            x[row] into global scratch (and to memory when it is an output)
+//   barrier  stitch_grid_sync()
+//   phase 2  y[j] = alpha * sum_k x[k] * B(k, j) + beta * C[j], then the consumers of y, per
+//            output j: a warp per output when B's rows are the outputs ([N,K], a Linear
+//            layer's weights; its lanes stride along the row, in 16-byte vectors where the plan
+//            says, and a warp allreduce combines them), else a thread per output ([K,N]: the
+//            threads of a warp read consecutive columns)
+//
+//   for (int64_t j = first_output; j < 1000; j += output_stride) {
+//     const float* const weights = in2 + j * 512;  // row j of B
+//     float acc = 0.0f;
+//     for (int64_t k = lane * 4; k < 512; k += 128) { ... acc += row_values[k] * w.x; ... }
+//     acc = stitch::rows::warp_allreduce(acc, stitch::rows::Sum{});
+//     if (lane == 0) { const float y = acc + in3[j]; out0[j] = y; }
+//   }
+//
+// The sums run in fp32 in a fixed order (each lane's stride, then the shuffle tree): the result
+// does not depend on timing. B and C are read from memory; only x comes from the group.
+#include "emitter/kernel_fused.h"
+
+#include <map>
+#include <set>
+
+#include "emitter/kernels.h"
+#include "emitter/pointwise_expression.h"
+#include "emitter/row_kernel.h"
+#include "planner/legality.h"
+
+namespace stitch {
+
+bool has_matrix_product(const Graph& g, const std::vector<int32_t>& nodes) {
+  for (int32_t n : nodes)
+    if (g.nodes[n].op == OpKind::MatMul || g.nodes[n].op == OpKind::Gemm) return true;
+  return false;
+}
+
+void emit_fused_row_gemv(const GroupEmitContext& ctx, CodeWriter& out) {
+  const FusionGroup& group = ctx.group();
+  const Graph& g = ctx.graph();
+  if (!group.launch.cooperative)
+    refuse_fused(ctx, "a Global group needs a cooperative launch (launch.cooperative)");
+  // The product; before it (topological order) the row ops and the views, after it its
+  // consumers.
+  size_t at = group.nodes.size();
+  std::map<TensorId, int32_t> producer;
+  for (size_t i = 0; i < group.nodes.size(); ++i) {
+    const Node& node = g.nodes[group.nodes[i]];
+    for (TensorId t : node.outputs) producer[t] = group.nodes[i];
+    if (node.op != OpKind::MatMul && node.op != OpKind::Gemm) continue;
+    if (at < group.nodes.size()) refuse_fused(ctx, "two matrix products in one group");
+    at = i;
+  }
+  const Node& product = g.nodes[group.nodes[at]];
+  MatrixVector mv;
+  if (FusionDecision d = matrix_vector(g, product, mv); !d)
+    refuse_fused(ctx, fmt::format("node '{}' ({}) is not a matrix-vector product: {}", product.name,
+                                  op_name(product.op), d.reason));
+  // The vector, back through the views.
+  TensorId x = mv.x;
+  std::set<int32_t> views;
+  for (auto p = producer.find(x); p != producer.end() && g.nodes[p->second].op == OpKind::View;
+       p = producer.find(x)) {
+    views.insert(p->second);
+    x = g.nodes[p->second].inputs[0];
+  }
+  if (!producer.count(x))
+    refuse_fused(ctx, fmt::format("the vector of '{}' is not computed in the group", product.name));
+  std::vector<int32_t> head;
+  for (size_t i = 0; i < at; ++i)
+    if (!views.count(group.nodes[i])) head.push_back(group.nodes[i]);
+  const std::vector<int32_t> tail(group.nodes.begin() + at + 1, group.nodes.end());
+  for (int32_t n : tail)
+    if (!is_pointwise(g.nodes[n]))
+      refuse_fused(ctx, fmt::format("node '{}' ({}) after the product is not pointwise",
+                                    g.nodes[n].name, op_name(g.nodes[n].op)));
+  if (g.tensor(x).elements() != mv.k || group.rows != mv.k)
+    refuse_fused(ctx, fmt::format("the vector '{}' holds {} values; the product's K is {} and the "
+                                  "group has {} rows",
+                                  g.tensor(x).name, g.tensor(x).elements(), mv.k, group.rows));
+  if (group.scratch_bytes < mv.k * 4)
+    refuse_fused(ctx, fmt::format("scratch_bytes {} < the {} bytes of the vector", group.scratch_bytes,
+                                  mv.k * 4));
+  const bool vectors = group.launch.vector_width == 4;
+  if (vectors && (!mv.b_rows_are_outputs || mv.k % 4 != 0))
+    refuse_fused(ctx, "16-byte vectors need B's rows to be the outputs and K a multiple of 4");
+
+  const FusedSignature sig = fused_signature(ctx, group.nodes);
+  const TensorId y = product.outputs[0];
+  const Shape& shape = g.tensor(y).shape;
+  const int64_t blocks = group.launch.grid[0];
+  const std::string kernel = fused_kernel_name(ctx);
+  fused_kernel_banner(
+      ctx, sig, group.nodes,
+      fmt::format("Fused group {} (Global): row ops over {} rows of {}, whose per-row values are the "
+                  "vector of '{}' ({}), a grid-wide barrier, then the product ({} outputs, {} per "
+                  "output) and {} consumer(s); {} blocks.",
+                  group.id, group.rows, group.row_length, product.name, op_name(product.op), mv.n,
+                  mv.b_rows_are_outputs ? "a warp" : "a thread", tail.size(), blocks),
+      out);
+  std::vector<std::string> params = sig.params;
+  params.push_back("float* __restrict__ scratch");
+  out.open(kernel_head(ctx, kernel, params));
+  out.linef("float* const row_values = scratch;  // the vector: '{}', {} values", g.tensor(x).name, mv.k);
+
+  out.comment("Phase 1: the row ops, each row's value into row_values.");
+  FusedSignature head_sig = sig;
+  head_sig.outputs[x] = "row_values";
+  out.open("");
+  emit_regional_body(ctx, head_sig, head, group.rows, group.row_length, BlockRange{}, out);
+  out.close();
+  out.line("stitch_grid_sync();");
+
+  out.comment(fmt::format("Phase 2: y = {} (K = {}, N = {}), then the consumers, per output j.",
+                          product.op == OpKind::Gemm ? "alpha * x B + beta * C" : "x B", mv.k, mv.n));
+  if (auto written = sig.outputs.find(x); written != sig.outputs.end()) {
+    out.open(fmt::format("for (int64_t k = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; k < {}; "
+                         "k += int64_t(gridDim.x) * blockDim.x)",
+                         mv.k));
+    out.linef("{}[k] = row_values[k];  // the vector is an output too", written->second);
+    out.close();
+  }
+  const std::string& b = sig.inputs.at(mv.b);
+  if (mv.b_rows_are_outputs) {
+    out.line("const int lane = threadIdx.x % 32;");
+    out.line("const int64_t first_output = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;");
+    out.line("const int64_t output_stride = int64_t(gridDim.x) * (blockDim.x / 32);");
+    out.open(fmt::format("for (int64_t j = first_output; j < {}; j += output_stride)", mv.n));
+    out.linef("const float* const weights = {} + j * {};  // row j of B", b, mv.k);
+    out.line("float acc = 0.0f;");
+    if (vectors) {
+      out.open(fmt::format("for (int64_t k = lane * 4; k < {}; k += 128)", mv.k));
+      out.line("const float4 w = *reinterpret_cast<const float4*>(weights + k);");
+      out.line("acc += row_values[k] * w.x;");
+      out.line("acc += row_values[k + 1] * w.y;");
+      out.line("acc += row_values[k + 2] * w.z;");
+      out.line("acc += row_values[k + 3] * w.w;");
+      out.close();
+    } else {
+      out.linef("for (int64_t k = lane; k < {}; k += 32) acc += row_values[k] * weights[k];", mv.k);
+    }
+    out.line("acc = stitch::rows::warp_allreduce(acc, stitch::rows::Sum{});");
+    out.open("if (lane == 0)");
+  } else {
+    out.line("const int64_t first_output = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;");
+    out.line("const int64_t output_stride = int64_t(gridDim.x) * blockDim.x;");
+    out.open(fmt::format("for (int64_t j = first_output; j < {}; j += output_stride)", mv.n));
+    out.line("float acc = 0.0f;");
+    out.linef("for (int64_t k = 0; k < {}; ++k) acc += row_values[k] * {}[k * {} + j];", mv.k, b, mv.n);
+    out.open("");
+  }
+  std::string value = mv.alpha == 1.0 ? "acc" : fmt::format("{} * acc", float_literal(mv.alpha, DType::Float32));
+  if (mv.c != kNoTensor && mv.beta != 0.0) {
+    std::string c;
+    if (auto literal = sig.literals.find(mv.c); literal != sig.literals.end())
+      c = literal->second;
+    else
+      c = fmt::format("{}[{}]", sig.inputs.at(mv.c), g.tensor(mv.c).elements() == 1 ? "0" : "j");
+    value += mv.beta == 1.0 ? fmt::format(" + {}", c)
+                            : fmt::format(" + {} * {}", float_literal(mv.beta, DType::Float32), c);
+  }
+  out.linef("const float y = {};", value);
+  bool coordinates = false;
+  const std::vector<bool> made = produced_by(g, tail);
+  for (int32_t n : tail)
+    for (TensorId t : fused_value_inputs(g.nodes[n]))
+      coordinates |= t != y && !made[t] && !sig.literals.count(t) &&
+                     needs_coordinates(g.tensor(t).shape, shape);
+  if (coordinates) emit_coordinates(out, shape, "j", "c");
+  ValueScope consumers(ctx, tail, out, [&](TensorId t) -> std::string {
+    if (t == y) return "y";
+    if (auto literal = sig.literals.find(t); literal != sig.literals.end()) return literal->second;
+    const std::string& param = sig.inputs.at(t);
+    std::string name = "x" + param.substr(2);
+    out.linef("const {} {} = {}[{}];", ctype(g.tensor(t).dtype, ctx), name, param,
+              broadcast_index(g.tensor(t).shape, shape, "j", "c"));
+    return name;
+  });
+  for (const auto& [t, name] : sig.outputs)
+    if (t == y || made[t]) {
+      if (g.tensor(t).shape != shape)
+        refuse_fused(ctx, fmt::format("output '{}' {} is not of the product's shape {}",
+                                      g.tensor(t).name, shape_to_string(g.tensor(t).shape),
+                                      shape_to_string(shape)));
+      out.linef("{}[j] = {};", name, consumers.value(t));
+    }
+  out.close();
+  out.close();
+  out.close();
+  out.line();
+  std::vector<std::string> args = sig.args;
+  args.push_back(ctx.scratch_pointer("float"));
+  emit_launch(ctx, out, kernel, args);
+}
+
+} // namespace stitch
