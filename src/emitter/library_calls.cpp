@@ -22,6 +22,9 @@
 //   Conv           groups, strides, dilations, bias, pads from auto_pad. The library takes
 //                  symmetric pads only; asymmetric ones are used when the symmetric begin pad
 //                  gives the same windows (the same output size), and refused otherwise.
+//                  The group's nodes after a biased Conv, a residual add of its output's
+//                  shape and then Relu, are its epilogue: stitch_library_conv_epilogue
+//                  (cudnnConvolutionBiasActivationForward, one pass).
 //   ConvTranspose  output_padding, output_shape, auto_pad, groups, bias. The library computes
 //                  with the begin pad on both sides and an output padding in [0, stride); an
 //                  output that would need cropping beyond that is refused.
@@ -633,13 +636,35 @@ void emit_conv(const GroupEmitContext& ctx, CodeWriter& out) {
   const int64_t groups = attrs.attr_int("group", 1);
   ConvGeometry g = transpose ? conv_transpose_geometry(ctx) : conv_geometry(ctx);
   const TensorId bias = node.inputs.size() > 2 ? node.inputs[2] : kNoTensor;
+  // The epilogue (legality.cpp's analyze_conv): a residual add, then a Relu, chained on the
+  // convolution's result; the group writes the last node's result.
+  TensorId residual = kNoTensor, result = node.outputs[0];
+  bool relu = false;
+  const std::vector<int32_t>& nodes = ctx.group().nodes;
+  for (size_t i = 1; i < nodes.size(); ++i) {
+    const Node& e = ctx.node(i);
+    const bool chained = std::find(e.inputs.begin(), e.inputs.end(), result) != e.inputs.end();
+    if (transpose || bias == kNoTensor || !chained || relu ||
+        (e.op != OpKind::Relu && (e.op != OpKind::Add || residual != kNoTensor)))
+      ctx.unsupported(fmt::format("node '{}' ({}) as an epilogue of '{}': cuDNN's fused "
+                                  "convolution takes a biased Conv's residual add, then Relu",
+                                  e.name, op_name(e.op), node.name));
+    if (e.op == OpKind::Relu) relu = true;
+    else residual = e.inputs[0] == result ? e.inputs[1] : e.inputs[0];
+    result = e.outputs[0];
+  }
+  if (residual != kNoTensor && ctx.tensor(residual).shape != y)
+    ctx.unsupported(fmt::format("the residual '{}' {} is not of the convolution's shape {}",
+                                ctx.tensor(residual).name,
+                                shape_to_string(ctx.tensor(residual).shape), shape_to_string(y)));
 
   out.comment(describe_node(ctx.graph(), node));
   open_group_function(ctx, out);
   bind(ctx, out, "x", node.inputs[0], false);
   bind(ctx, out, "w", node.inputs[1], false);
   if (bias != kNoTensor) bind(ctx, out, "bias", bias, false);
-  bind(ctx, out, "y", node.outputs[0], true);
+  if (residual != kNoTensor) bind(ctx, out, "z", residual, false);
+  bind(ctx, out, "y", result, true);
   out.line("stitch_conv_desc desc = {};");
   out.linef("desc.spatial_rank = {};", n);
   out.line("desc.allow_tf32 = 0;");
@@ -660,8 +685,14 @@ void emit_conv(const GroupEmitContext& ctx, CodeWriter& out) {
   array("dilations", g.dilations);
   array("pads_begin", g.pads);
   array("pads_end", g.pads);
-  out.linef("return stitch_library_conv{}(b, &desc, x, w, {}, y, error, error_size);",
-            transpose ? "_transpose" : "", bias != kNoTensor ? "bias" : "nullptr");
+  if (nodes.size() > 1)
+    out.linef("return stitch_library_conv_epilogue(b, &desc, x, w, bias, {}, {}, y, error, "
+              "error_size);  // y = {}(conv + bias{})",
+              residual != kNoTensor ? "z" : "nullptr", relu ? 1 : 0, relu ? "relu" : "",
+              residual != kNoTensor ? " + z" : "");
+  else
+    out.linef("return stitch_library_conv{}(b, &desc, x, w, {}, y, error, error_size);",
+              transpose ? "_transpose" : "", bias != kNoTensor ? "bias" : "nullptr");
   out.close();
 }
 
@@ -671,9 +702,6 @@ bool emit_library_call(const GroupEmitContext& ctx, CodeWriter& out) {
   const GroupKind kind = ctx.group().kind;
   if (kind != GroupKind::GemmLibrary && kind != GroupKind::ConvLibrary) return false;
   const OpKind op = ctx.node().op;
-  STITCH_INTERNAL_CHECK(kind == GroupKind::GemmLibrary || ctx.group().nodes.size() == 1,
-                        "convolution group {} holds {} nodes", ctx.group().id,
-                        ctx.group().nodes.size());
   out.line("#include \"library/stitch_library.h\"");
   out.line();
   if (op == OpKind::MatMul)

@@ -40,7 +40,9 @@
 //               `part_blocks[p]` blocks for part p, in order, together the whole grid.
 // A GemmLibrary group may hold epilogue nodes after its MatMul/Gemm (nodes[0]): a bias add,
 // an activation (Relu, Gelu) and a residual add, as cuBLASLt epilogues (beta * C for the
-// residual) where they fit.
+// residual) where they fit. A ConvLibrary group may hold, after its float32 Conv with a bias
+// (nodes[0]), an add of a residual of the output's shape and then a Relu: cuDNN's fused
+// convolution, act(conv + bias + z).
 #pragma once
 
 #include <array>

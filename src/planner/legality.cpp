@@ -121,8 +121,18 @@ bool fusible_window(const Graph& g, const Node& node) {
   }
 }
 
+// A forward convolution cuDNN's fused call (cudnnConvolutionBiasActivationForward) can run
+// with an epilogue: float32 throughout, with a bias (the call requires one).
+bool conv_with_epilogue(const Graph& g, const Node& node) {
+  if (node.op != OpKind::Conv || node.inputs.size() < 3 || node.inputs[2] == kNoTensor) return false;
+  for (TensorId t : {node.inputs[0], node.inputs[1], node.inputs[2], node.outputs[0]})
+    if (g.tensor(t).dtype != DType::Float32) return false;
+  return g.tensor(node.outputs[0]).elements() > 0;
+}
+
 NodeClass classify(const Graph& g, const Node& node) {
   if (fusible_window(g, node)) return NodeClass::Window;
+  if (conv_with_epilogue(g, node)) return NodeClass::Conv;
   if (node.op == OpKind::View) return NodeClass::View;
   if (group_kind_of(node) == GroupKind::GemmLibrary) return NodeClass::Gemm;
   if (group_kind_of(node) != GroupKind::Kernel) return NodeClass::Alone;
@@ -150,6 +160,7 @@ std::string_view class_sentence(NodeClass c) {
   case NodeClass::ColumnReduction: return "is a column reduction";
   case NodeClass::Window: return "is a window op";
   case NodeClass::Gemm: return "is a matrix product";
+  case NodeClass::Conv: return "is a convolution";
   case NodeClass::View: return "is a view";
   }
   return "?";
@@ -535,6 +546,17 @@ FusionDecision analyze_window(const FusionContext& ctx, GroupAnalysis& a) {
   return FusionDecision::ok();
 }
 
+// An epilogue is a chain: `prev`'s result is read by `next` alone (and is no graph output),
+// so the library call never has to write it.
+FusionDecision epilogue_link(const FusionContext& ctx, int32_t prev, int32_t next) {
+  const TensorId chained = ctx.graph.nodes[prev].outputs[0];
+  if (ctx.consumers[chained].size() == 1 && !ctx.graph_output[chained] && ctx.consumers[chained][0] == next)
+    return FusionDecision::ok();
+  return FusionDecision::no(fmt::format("the epilogue must be a chain: {}'s result is read "
+                                        "elsewhere than by {}",
+                                        ctx.describe(prev), ctx.describe(next)));
+}
+
 // GemmLibrary: the MatMul/Gemm and a chain of epilogue nodes cuBLASLt applies.
 FusionDecision analyze_gemm(const FusionContext& ctx, GroupAnalysis& a) {
   const Graph& g = ctx.graph;
@@ -549,11 +571,7 @@ FusionDecision analyze_gemm(const FusionContext& ctx, GroupAnalysis& a) {
     int32_t n = a.nodes[i], prev = a.nodes[i - 1];
     const Node& node = g.nodes[n];
     TensorId chained = g.nodes[prev].outputs[0];
-    if (ctx.consumers[chained].size() != 1 || ctx.graph_output[chained] ||
-        ctx.consumers[chained][0] != n)
-      return FusionDecision::no(fmt::format("the epilogue must be a chain: {}'s result is read "
-                                            "elsewhere than by {}",
-                                            ctx.describe(prev), ctx.describe(n)));
+    if (FusionDecision d = epilogue_link(ctx, prev, n); !d) return d;
     if (activation)
       return FusionDecision::no(fmt::format("{} follows the epilogue's activation; cuBLASLt applies "
                                             "the activation last",
@@ -587,6 +605,51 @@ FusionDecision analyze_gemm(const FusionContext& ctx, GroupAnalysis& a) {
   a.kind = GroupKind::GemmLibrary;
   a.epilogue_nodes = static_cast<int>(a.nodes.size()) - 1;
   a.group = single_node_group(g, gemm, ctx.device);
+  return FusionDecision::ok();
+}
+
+// ConvLibrary: a Conv and the epilogue cuDNN's fused convolution applies after its bias: an
+// add of a residual of the output's shape, then a Relu (either may be missing).
+FusionDecision analyze_conv(const FusionContext& ctx, GroupAnalysis& a) {
+  const Graph& g = ctx.graph;
+  const int32_t conv = a.nodes.front();
+  if (ctx.node_class[conv] != NodeClass::Conv)
+    return FusionDecision::no(fmt::format("{} comes before the convolution in the group; only its "
+                                          "consumers can be epilogue nodes",
+                                          ctx.describe(conv)));
+  const Shape& y = g.tensor(g.nodes[conv].outputs[0]).shape;
+  bool residual = false, relu = false;
+  for (size_t i = 1; i < a.nodes.size(); ++i) {
+    const int32_t n = a.nodes[i], prev = a.nodes[i - 1];
+    const Node& node = g.nodes[n];
+    const TensorId chained = g.nodes[prev].outputs[0];
+    if (FusionDecision d = epilogue_link(ctx, prev, n); !d) return d;
+    if (relu)
+      return FusionDecision::no(fmt::format("{} follows the epilogue's Relu; cuDNN applies the "
+                                            "activation last",
+                                            ctx.describe(n)));
+    if (node.op == OpKind::Relu) {
+      relu = true;
+      continue;
+    }
+    TensorId other = kNoTensor;
+    if (node.op == OpKind::Add && node.inputs.size() == 2)
+      other = node.inputs[0] == chained ? node.inputs[1] : node.inputs[0];
+    if (other == kNoTensor || other == chained || residual)
+      return FusionDecision::no(fmt::format("{} is not a cuDNN convolution epilogue (one residual "
+                                            "add, then Relu)",
+                                            ctx.describe(n)));
+    const Tensor& z = g.tensor(other);
+    if (z.shape != y || z.dtype != DType::Float32)
+      return FusionDecision::no(fmt::format("{} adds '{}' {} {}, not a float32 residual of the "
+                                            "convolution's shape {}",
+                                            ctx.describe(n), z.name, dtype_name(z.dtype),
+                                            shape_str(z.shape), shape_str(y)));
+    residual = true;
+  }
+  a.kind = GroupKind::ConvLibrary;
+  a.epilogue_nodes = static_cast<int>(a.nodes.size()) - 1;
+  a.group = single_node_group(g, conv, ctx.device);
   return FusionDecision::ok();
 }
 
@@ -649,6 +712,11 @@ FusionDecision analyze_row_gemv(const FusionContext& ctx, GroupAnalysis& a) {
                                             "may come from there",
                                             ctx.describe(gemm), g.tensor(t).name));
   // Phase 1: the head is a Regional group of its own whose per-row values are x.
+  for (int32_t n : head)
+    if (ctx.node_class[n] != NodeClass::Pointwise && ctx.node_class[n] != NodeClass::RowOp)
+      return FusionDecision::no(fmt::format("{} {}; only row ops and pointwise ops may come before "
+                                            "the matrix-vector product",
+                                            ctx.describe(n), class_sentence(ctx.node_class[n])));
   GroupAnalysis h;
   h.nodes = head;
   boundary(ctx, head, h);
@@ -927,8 +995,9 @@ FusionDecision analyze_group(const FusionContext& ctx, const std::vector<int32_t
     return FusionDecision::no(fmt::format("the group is not convex: a path leaves it and comes back "
                                           "through {}",
                                           ctx.describe(x)));
-  bool gemm = false, column = false, row = false, window = false;
+  bool gemm = false, column = false, row = false, window = false, conv = false;
   for (int32_t n : nodes) {
+    conv = conv || ctx.node_class[n] == NodeClass::Conv;
     gemm = gemm || ctx.node_class[n] == NodeClass::Gemm;
     window = window || ctx.node_class[n] == NodeClass::Window;
     column = column || ctx.node_class[n] == NodeClass::ColumnReduction;
@@ -944,6 +1013,13 @@ FusionDecision analyze_group(const FusionContext& ctx, const std::vector<int32_t
       first = n;
     }
     return row ? analyze_row_gemv(ctx, a) : analyze_gemm(ctx, a);
+  }
+  if (conv) {
+    for (int32_t n : nodes)
+      if (n != nodes.front() && ctx.node_class[n] == NodeClass::Conv)
+        return FusionDecision::no(fmt::format("{} and {} are two convolutions in one group",
+                                              ctx.describe(nodes.front()), ctx.describe(n)));
+    return analyze_conv(ctx, a);
   }
   for (int32_t n : nodes)
     if (ctx.node_class[n] == NodeClass::View)

@@ -7,7 +7,8 @@
 //   - every node can be fused at all (movement, convolution and opaque ops run alone);
 //   - the group is convex: no path leaves it and comes back (else no order of groups runs it);
 //   - a MatMul/Gemm leads a chain of epilogue nodes cuBLASLt applies (bias, residual,
-//     activation), and nothing else;
+//     activation), and nothing else; a Conv likewise leads the epilogue cuDNN's fused
+//     convolution applies (a residual add, then Relu);
 //   - the shapes share one thread mapping: Local (pointwise, one iteration shape, or one
 //     window op with pointwise producers recomputed per tap and pointwise consumers), Regional
 //     (row ops over one row space plus pointwise producers and consumers), Global (a column
@@ -40,6 +41,8 @@ enum class NodeClass {
                    // and consumers (Local)
   Gemm,            // MatMul/Gemm: a cuBLASLt call that may take epilogue nodes, or the
                    // matrix-vector product of a Global group after row ops
+  Conv,            // a float32 Conv other than a window op: a cuDNN call that may take a
+                   // residual add and a Relu as its epilogue
   View,            // a view (reshape): alone an alias; in a group only on the path from row
                    // ops' per-row values to the matrix-vector product reading them
 };

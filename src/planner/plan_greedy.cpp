@@ -1,14 +1,16 @@
 // plan_greedy: XLA-style producer-consumer fusion, the baseline the ILP is measured against.
 //
 // Two passes, like XLA's GEMM rewriter followed by its instruction fusion:
-//   1. each MatMul/Gemm takes its chain of epilogue consumers while cuBLASLt can apply them;
+//   1. each MatMul/Gemm takes its chain of epilogue consumers while cuBLASLt can apply them,
+//      and each Conv the residual add and Relu cuDNN's fused convolution applies;
 //   2. visiting consumers from the last node back, a pointwise producer joins its consumer's
 //      group when every consumer of it is in that group (no duplication), the merged group is
 //      legal, and it costs less than the two apart.
 // Reductions take producers but never join their consumers (in XLA a reduction is a fusion
 // root), so an expanded LayerNorm splits at each of its reductions. Window ops (pools, a
-// depthwise Conv) are roots the same way: they take their producers, not their consumers. Every merge keeps the
-// group graph acyclic: the producer's only successors are in the group it joins.
+// depthwise Conv) are roots the same way: they take their producers, not their consumers.
+// Every merge keeps the group graph acyclic: the producer's only successors are in the group
+// it joins.
 #include <algorithm>
 
 #include "planner/plan_common.h"
@@ -67,7 +69,7 @@ private:
   void absorb_epilogues() {
     const Graph& g = ctx_.graph;
     for (size_t n = 0; n < ctx_.size(); ++n) {
-      if (ctx_.node_class[n] != NodeClass::Gemm) continue;
+      if (ctx_.node_class[n] != NodeClass::Gemm && ctx_.node_class[n] != NodeClass::Conv) continue;
       int32_t group = static_cast<int32_t>(n);
       for (;;) {
         TensorId last = g.nodes[members_[group].back()].outputs[0];
@@ -85,7 +87,7 @@ private:
     for (size_t v = ctx_.size(); v-- > 0;) {
       int32_t group = group_of_[v];
       if (ctx_.node_class[v] == NodeClass::Alone || ctx_.node_class[v] == NodeClass::Gemm ||
-          ctx_.node_class[v] == NodeClass::View)
+          ctx_.node_class[v] == NodeClass::Conv || ctx_.node_class[v] == NodeClass::View)
         continue;
       bool changed = true;
       while (changed) {

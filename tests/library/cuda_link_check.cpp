@@ -28,6 +28,10 @@ int main() {
   if (status == 0)
     status = stitch_library_conv_transpose_on(&call, &conv, &one, &one, nullptr, &out, error,
                                               sizeof(error));
+  const float residual = 1.0f;
+  if (status == 0)
+    status = stitch_library_conv_epilogue_on(&call, &conv, &one, &one, &one, &residual, 1, &out,
+                                             error, sizeof(error));
   stitch_libraries_destroy(libraries);
   if (status != 0) std::fprintf(stderr, "%s\n", error);
   return status;

@@ -13,5 +13,8 @@ int32_t stitch_library_nvcc_check(const stitch_abi_buffers* buffers, float* y) {
     return status;
   if (int32_t status = stitch_library_conv(buffers, &conv, y, y, nullptr, y, error, sizeof(error)))
     return status;
+  if (int32_t status = stitch_library_conv_epilogue(buffers, &conv, y, y, y, nullptr, 1, y, error,
+                                                    sizeof(error)))
+    return status;
   return stitch_library_conv_transpose(buffers, &conv, y, y, nullptr, y, error, sizeof(error));
 }

@@ -340,6 +340,32 @@ TEST_CASE("planned Global group: row maxima into a MatMul, a thread per output, 
   check_fused_equals_unfused(g, group, "row-gemv-matmul", kRtol, kAtol);
 }
 
+// ---- cuDNN convolution epilogues (library_calls.cpp) ----
+
+TEST_CASE("planned convolution epilogues: residual add and Relu, bitwise as the separate ops", "[emitter][fused][host]") {
+  // Proves: a strided Conv with a bias, the residual add of a graph input and a Relu are one
+  // library call (stitch_library_conv_epilogue) whose result equals the per-op plan bitwise;
+  // and so is a Conv with only its residual add (the identity activation).
+  for (bool relu : {true, false}) {
+    INFO("relu " << relu);
+    ModelBuilder m(13);
+    m.input("x", kFloat, {2, 6, 9, 9}).input("skip", kFloat, {2, 4, 5, 5});
+    m.initializer_f32("w", {4, 6, 3, 3}, random_values(4 * 6 * 9, 8, 0.25f, 2.0f, true));
+    m.initializer_f32("bias", {4}, random_values(4, 9, 0.25f, 2.0f, true));
+    m.output("y");
+    auto& conv = m.node("Conv", {"x", "w", "bias"}, {"c"});
+    test::set_attr_ints(conv, "strides", {2, 2});
+    test::set_attr_ints(conv, "pads", {1, 1, 1, 1});
+    m.node("Add", {"skip", "c"}, {relu ? "s" : "y"});
+    if (relu) m.node("Relu", {"s"}, {"y"});
+    Graph g = load_graph(m);
+    FusionGroup group = planned_group(g, all_nodes(g));
+    CHECK(group.kind == GroupKind::ConvLibrary);
+    CHECK(group.nodes.size() == (relu ? 3u : 2u));
+    check_fused_equals_unfused(g, group, relu ? "conv-add-relu" : "conv-add", 0, 0);
+  }
+}
+
 // ---- Local around a window op (kernel_fused_window.cpp) ----
 
 TEST_CASE("planned window group: depthwise Conv with producers and consumers on the host", "[emitter][fused][host]") {

@@ -12,6 +12,7 @@
 // per exporter of the same models, run against ONNX Runtime in scripts/models/compare_with_ort.py.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -105,7 +106,7 @@ std::set<StitchScheme> fused_schemes(const FusionPlan& plan) {
 // Runs the fixture unfused, then with each planner; every fused plan must contain `schemes`
 // (and the ILP's `ilp_schemes` too) and match the unfused outputs.
 void check_fixture(const std::string& name, const std::set<StitchScheme>& schemes,
-                   const std::set<StitchScheme>& ilp_schemes = {}) {
+                   const std::set<StitchScheme>& ilp_schemes = {}, bool conv_epilogues = false) {
   INFO(name);
   Fixture fixture = load_fixture(name, 29);
   const Graph& g = fixture.graph;
@@ -124,6 +125,12 @@ void check_fixture(const std::string& name, const std::set<StitchScheme>& scheme
     for (StitchScheme scheme : wanted) {
       INFO("a fused " << scheme_name(scheme) << " group");
       CHECK(made.count(scheme) == 1);
+    }
+    if (conv_epilogues) {
+      INFO("a cuDNN call with epilogue nodes");
+      CHECK(std::any_of(plan.groups.begin(), plan.groups.end(), [](const FusionGroup& group) {
+        return group.kind == GroupKind::ConvLibrary && group.nodes.size() > 1;
+      }));
     }
     const auto fused = as_floats(g, run_bytes_on_host(g, plan, fixture.inputs, name + "-" + planner));
     require_close(unfused, fused, kRtol, kAtol);
@@ -149,10 +156,11 @@ TEST_CASE("fused models: ViT fused equals unfused on the host", "[fused][models]
 }
 
 TEST_CASE("fused models: ResNet-18 fused equals unfused on the host", "[fused][models][host]") {
-  // Proves: a CNN's fused groups (the residual add and Relu; GlobalAveragePool as a row
-  // reduction, in greedy's Regional group, and in the ILP's Global group with the classifier's
-  // matrix-vector product after a grid barrier) compute what one kernel per op does.
-  check_fixture("resnet18_ts13", {StitchScheme::Local}, {StitchScheme::Global});
+  // Proves: a CNN's fused groups (each Conv's residual add and Relu as its cuDNN epilogue;
+  // GlobalAveragePool as a row reduction, in greedy's Regional group, and in the ILP's Global
+  // group with the classifier's matrix-vector product after a grid barrier) compute what one
+  // kernel per op does.
+  check_fixture("resnet18_ts13", {}, {StitchScheme::Global}, true);
 }
 
 TEST_CASE("fused models: EfficientNet-B0 fused equals unfused on the host", "[fused][models][host]") {

@@ -543,3 +543,79 @@ TEST_CASE("planner legality: the matrix-vector stitch refuses what it cannot run
     CHECK(a.kind == GroupKind::GemmLibrary);
   }
 }
+
+namespace {
+
+// ResNet's basic block tail: Conv (with bias) -> Add(residual) -> Relu on [1,8,6,6].
+Graph conv_block(GraphBuilder& b, bool bias = true, bool relu_first = false) {
+  TensorId x = b.input({1, 8, 6, 6});
+  TensorId skip = b.input({1, 8, 6, 6});
+  std::vector<TensorId> inputs = {x, b.constant({8, 8, 3, 3}, 0.1f)};
+  if (bias) inputs.push_back(b.constant({8}, 0.5f));
+  TensorId c = b.op(OpKind::Conv, inputs, "conv", {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  if (relu_first) {
+    TensorId r = b.op(OpKind::Relu, {c}, "relu");
+    b.output(b.op(OpKind::Add, {r, skip}, "add"));
+  } else {
+    TensorId s = b.op(OpKind::Add, {c, skip}, "add");
+    b.output(b.op(OpKind::Relu, {s}, "relu"));
+  }
+  return b.finish();
+}
+
+} // namespace
+
+// A biased Conv takes a residual add and then a Relu as its cuDNN epilogue, in every planner.
+TEST_CASE("planner legality: a convolution takes a residual add and Relu as its epilogue", "[planner]") {
+  GraphBuilder b;
+  Graph g = conv_block(b);
+  FusionContext ctx(g, DeviceParams{});
+  CHECK(ctx.node_class[node_named(g, "conv")] == NodeClass::Conv);
+  GroupAnalysis a;
+  FusionDecision d = decide(g, {"conv", "add", "relu"}, a);
+  INFO(d.reason);
+  REQUIRE(d.legal);
+  CHECK(a.kind == GroupKind::ConvLibrary);
+  CHECK(a.epilogue_nodes == 2);
+  REQUIRE(a.inputs.size() == 4); // x, W, bias, the residual
+  REQUIRE(a.outputs.size() == 1);
+  for (const char* planner : {"greedy", "ilp"}) {
+    INFO(planner);
+    PlannerOptions options;
+    options.planner = planner;
+    FusionPlan plan = plan_fusion(g, options);
+    REQUIRE(plan.groups.size() == 1);
+    CHECK(plan.groups[0].kind == GroupKind::ConvLibrary);
+  }
+}
+
+TEST_CASE("planner legality: a convolution's epilogue is what cuDNN fuses", "[planner]") {
+  SECTION("Relu before the residual add") {
+    GraphBuilder b;
+    Graph g = conv_block(b, true, true);
+    GroupAnalysis a;
+    CHECK(decide(g, {"conv", "relu"}, a).legal);
+    FusionDecision d = decide(g, {"conv", "relu", "add"}, a);
+    CHECK_FALSE(d.legal);
+    CHECK_THAT(d.reason, Catch::Contains("follows the epilogue's Relu"));
+  }
+  SECTION("a Conv without a bias runs alone") {
+    GraphBuilder b;
+    Graph g = conv_block(b, false);
+    FusionContext ctx(g, DeviceParams{});
+    CHECK(ctx.node_class[node_named(g, "conv")] == NodeClass::Alone);
+    GroupAnalysis a;
+    CHECK_FALSE(decide(g, {"conv", "add"}, a).legal);
+  }
+  SECTION("a broadcast addend is no residual") {
+    GraphBuilder b;
+    TensorId x = b.input({1, 4, 5, 5});
+    TensorId c = b.op(OpKind::Conv, {x, b.constant({4, 4, 1, 1}, 0.1f), b.constant({4}, 0.5f)}, "conv");
+    b.output(b.op(OpKind::Add, {c, b.input({1, 4, 1, 1})}, "add"));
+    Graph g = b.finish();
+    GroupAnalysis a;
+    FusionDecision d = decide(g, {"conv", "add"}, a);
+    CHECK_FALSE(d.legal);
+    CHECK_THAT(d.reason, Catch::Contains("not a float32 residual"));
+  }
+}

@@ -7,6 +7,10 @@
 //               layout is exactly that forward filter), dx = Y. The output padding is in Y's
 //               shape; cuDNN accepts it because forward-convolving Y gives back X's shape.
 //   bias        cudnnAddTensor of a [1, C, 1, 1(, 1)] tensor after the convolution.
+//   epilogue    (stitch_library_conv_epilogue_on) one cudnnConvolutionBiasActivationForward:
+//               act(conv + Z + bias) with Z's scale 1 (0 without a residual), act Relu or the
+//               identity; with the identity cuDNN fuses only the implicit-precomputed-GEMM
+//               algorithm, so the plan takes that one (if its workspace fits).
 //
 // cuDNN needs 4-D or 5-D tensors: a 1-D conv runs as 2-D with a unit height (kernel 1, stride
 // 1, dilation 1, pad 0 there). Precision: CUDNN_FMA_MATH (no TF32) unless allow_tf32, then
@@ -28,7 +32,11 @@
 namespace stitch::library::cuda {
 namespace {
 
-using ConvKey = std::array<int64_t, 26>;
+using ConvKey = std::array<int64_t, 27>;
+
+// Which call a plan is for: the plain convolution, or the fused epilogue with Relu or the
+// identity (the identity restricts the algorithm).
+enum class EpilogueMode { None = 0, Relu = 1, Identity = 2 };
 
 struct ConvPlan {
   cudnnTensorDescriptor_t x = nullptr; // the op's input (dy when transposed)
@@ -36,6 +44,7 @@ struct ConvPlan {
   cudnnTensorDescriptor_t bias = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
+  cudnnActivationDescriptor_t activation = nullptr; // the epilogue's
   cudnnConvolutionFwdAlgo_t forward_algo = {};
   cudnnConvolutionBwdDataAlgo_t backward_data_algo = {};
 
@@ -47,6 +56,7 @@ struct ConvPlan {
       if (tensor != nullptr) cudnnDestroyTensorDescriptor(tensor);
     if (w != nullptr) cudnnDestroyFilterDescriptor(w);
     if (conv != nullptr) cudnnDestroyConvolutionDescriptor(conv);
+    if (activation != nullptr) cudnnDestroyActivationDescriptor(activation);
   }
 };
 
@@ -65,8 +75,8 @@ void destroy_conv_plans(stitch_library_conv_plans* plans) {
 
 namespace {
 
-ConvKey key_of(ConvDirection direction, const stitch_conv_desc& desc, const ConvGeometry& g,
-               uint64_t workspace_bytes) {
+ConvKey key_of(ConvDirection direction, EpilogueMode mode, const stitch_conv_desc& desc,
+               const ConvGeometry& g, uint64_t workspace_bytes) {
   ConvKey key = {direction == ConvDirection::Forward ? 0 : 1,
                  desc.spatial_rank,
                  desc.allow_tf32,
@@ -79,6 +89,7 @@ ConvKey key_of(ConvDirection direction, const stitch_conv_desc& desc, const Conv
   for (const int64_t* field : {g.in, g.out, g.kernel, g.stride, g.dilation, g.pad})
     for (int i = 0; i < kSpatial; ++i)
       key[next++] = field[i];
+  key[next] = static_cast<int64_t>(mode);
   return key;
 }
 
@@ -161,9 +172,22 @@ bool acceptable(const Perf& perf, uint64_t workspace_bytes, bool allow_tf32) {
 }
 
 int32_t choose_algorithm(const ErrorSink& sink, cudnnHandle_t handle, ConvDirection direction,
-                         const stitch_conv_desc& desc, uint64_t workspace_bytes, ConvPlan& plan) {
+                         EpilogueMode mode, const stitch_conv_desc& desc, uint64_t workspace_bytes,
+                         ConvPlan& plan) {
   const bool allow_tf32 = desc.allow_tf32 != 0;
   int returned = 0;
+  if (mode == EpilogueMode::Identity) {
+    // The one algorithm cuDNN fuses an identity activation with (deterministic, FMA math).
+    size_t needed = 0;
+    plan.forward_algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+    STITCH_CHECK_CUDNN(sink, cudnnGetConvolutionForwardWorkspaceSize, handle, plan.x, plan.w,
+                       plan.conv, plan.y, plan.forward_algo, &needed);
+    if (needed <= workspace_bytes) return STITCH_OK;
+    return sink.fail(STITCH_ERROR_CUDNN,
+                     "the implicit-precomputed-GEMM algorithm a fused identity epilogue needs "
+                     "takes " + std::to_string(needed) + " workspace bytes, more than " +
+                         std::to_string(workspace_bytes) + ", for " + describe_conv(direction, desc));
+  }
   if (direction == ConvDirection::Forward) {
     cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT] = {};
     STITCH_CHECK_CUDNN(sink, cudnnGetConvolutionForwardAlgorithm_v7, handle, plan.x, plan.w,
@@ -194,8 +218,8 @@ int32_t choose_algorithm(const ErrorSink& sink, cudnnHandle_t handle, ConvDirect
 }
 
 int32_t build_plan(const ErrorSink& sink, cudnnHandle_t handle, ConvDirection direction,
-                   const stitch_conv_desc& desc, const ConvGeometry& g, uint64_t workspace_bytes,
-                   ConvPlan& plan) {
+                   EpilogueMode mode, const stitch_conv_desc& desc, const ConvGeometry& g,
+                   uint64_t workspace_bytes, ConvPlan& plan) {
   CudnnShape shape;
   if (!cudnn_shape(direction, desc, g, &shape))
     return sink.fail(STITCH_ERROR_CUDNN,
@@ -224,12 +248,25 @@ int32_t build_plan(const ErrorSink& sink, cudnnHandle_t handle, ConvDirection di
   if (derived != (forward ? shape.y : shape.x))
     return sink.fail(STITCH_ERROR_INTERNAL,
                      "cuDNN derives different output dims for " + describe_conv(direction, desc));
-  return choose_algorithm(sink, handle, direction, desc, workspace_bytes, plan);
+  if (mode != EpilogueMode::None) {
+    STITCH_CHECK_CUDNN(sink, cudnnCreateActivationDescriptor, &plan.activation);
+    STITCH_CHECK_CUDNN(sink, cudnnSetActivationDescriptor, plan.activation,
+                       mode == EpilogueMode::Relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
+                       CUDNN_PROPAGATE_NAN, 0.0);
+  }
+  return choose_algorithm(sink, handle, direction, mode, desc, workspace_bytes, plan);
 }
+
+// The fused epilogue of stitch_library_conv_epilogue_on; `active` false for the plain calls.
+struct Epilogue {
+  bool active = false;
+  const float* z = nullptr;
+  bool relu = false;
+};
 
 int32_t run_conv(const ErrorSink& sink, ConvDirection direction, const stitch_library_call& where,
                  const stitch_conv_desc& desc, const float* x, const float* w, const float* bias,
-                 float* y) {
+                 const Epilogue& epilogue, float* y) {
   stitch_abi_libraries* libraries = where.libraries;
   if (libraries == nullptr || libraries->cudnn == nullptr)
     return sink.fail(STITCH_ERROR_INTERNAL,
@@ -239,12 +276,15 @@ int32_t run_conv(const ErrorSink& sink, ConvDirection direction, const stitch_li
 
   if (libraries->conv_plans == nullptr) libraries->conv_plans = new stitch_library_conv_plans;
   auto& plans = libraries->conv_plans->plans;
-  const ConvKey key = key_of(direction, desc, g, workspace_bytes);
+  const EpilogueMode mode = !epilogue.active ? EpilogueMode::None
+                            : epilogue.relu   ? EpilogueMode::Relu
+                                              : EpilogueMode::Identity;
+  const ConvKey key = key_of(direction, mode, desc, g, workspace_bytes);
   auto found = plans.find(key);
   if (found == plans.end()) {
     auto built = std::make_unique<ConvPlan>();
     if (int32_t status =
-            build_plan(sink, libraries->cudnn, direction, desc, g, workspace_bytes, *built);
+            build_plan(sink, libraries->cudnn, direction, mode, desc, g, workspace_bytes, *built);
         status != STITCH_OK)
       return status;
     found = plans.emplace(key, std::move(built)).first;
@@ -254,6 +294,15 @@ int32_t run_conv(const ErrorSink& sink, ConvDirection direction, const stitch_li
   const float one = 1.0f, zero = 0.0f;
   cudnnHandle_t handle = libraries->cudnn;
   STITCH_CHECK_CUDNN(sink, cudnnSetStream, handle, where.stream);
+  if (mode != EpilogueMode::None) {
+    // Without a residual Z's scale is 0 and Y stands in for it (not read).
+    STITCH_CHECK_CUDNN(sink, cudnnConvolutionBiasActivationForward, handle, &one, plan.x, x, plan.w,
+                       w, plan.conv, plan.forward_algo, where.workspace, workspace_bytes,
+                       epilogue.z != nullptr ? &one : &zero, plan.y,
+                       epilogue.z != nullptr ? epilogue.z : y, plan.bias, bias, plan.activation,
+                       plan.y, y);
+    return STITCH_OK;
+  }
   if (direction == ConvDirection::Forward) {
     STITCH_CHECK_CUDNN(sink, cudnnConvolutionForward, handle, &one, plan.x, x, plan.w, w, plan.conv,
                        plan.forward_algo, where.workspace, workspace_bytes, &zero, plan.y, y);
@@ -269,14 +318,17 @@ int32_t run_conv(const ErrorSink& sink, ConvDirection direction, const stitch_li
 
 int32_t conv_entry(const char* routine, ConvDirection direction, const stitch_library_call* call,
                    const stitch_conv_desc* desc, const float* x, const float* w, const float* bias,
-                   float* y, char* error, size_t error_size) {
+                   const Epilogue& epilogue, float* y, char* error, size_t error_size) {
   const ErrorSink sink(routine, error, error_size);
   return run_guarded(sink, [&]() -> int32_t {
     if (call == nullptr) return sink.fail(STITCH_ERROR_INTERNAL, "null call");
     if (const std::string problem = check_conv(direction, desc, x, w, y); !problem.empty())
       return sink.fail(STITCH_ERROR_INTERNAL, problem);
+    if (epilogue.active)
+      if (const std::string problem = check_conv_epilogue(*desc, bias, epilogue.z, y); !problem.empty())
+        return sink.fail(STITCH_ERROR_INTERNAL, problem);
     if (desc->batch == 0) return STITCH_OK;
-    return run_conv(sink, direction, *call, *desc, x, w, bias, y);
+    return run_conv(sink, direction, *call, *desc, x, w, bias, epilogue, y);
   });
 }
 
@@ -289,7 +341,17 @@ extern "C" int32_t stitch_library_conv_on(const stitch_library_call* call,
                                           size_t error_size) {
   return stitch::library::cuda::conv_entry("stitch_library_conv",
                                            stitch::library::ConvDirection::Forward, call, desc, x,
-                                           w, bias, y, error, error_size);
+                                           w, bias, {}, y, error, error_size);
+}
+
+extern "C" int32_t stitch_library_conv_epilogue_on(const stitch_library_call* call,
+                                                   const stitch_conv_desc* desc, const float* x,
+                                                   const float* w, const float* bias,
+                                                   const float* z, int32_t relu, float* y,
+                                                   char* error, size_t error_size) {
+  return stitch::library::cuda::conv_entry("stitch_library_conv_epilogue",
+                                           stitch::library::ConvDirection::Forward, call, desc, x,
+                                           w, bias, {true, z, relu != 0}, y, error, error_size);
 }
 
 extern "C" int32_t stitch_library_conv_transpose_on(const stitch_library_call* call,
@@ -298,5 +360,5 @@ extern "C" int32_t stitch_library_conv_transpose_on(const stitch_library_call* c
                                                     char* error, size_t error_size) {
   return stitch::library::cuda::conv_entry("stitch_library_conv_transpose",
                                            stitch::library::ConvDirection::Transposed, call, desc,
-                                           x, w, bias, y, error, error_size);
+                                           x, w, bias, {}, y, error, error_size);
 }

@@ -9,8 +9,9 @@
 //               Y[oc][i * stride - pad + tap * dilation] (col2im), Y having been zeroed.
 //
 // Bias is added last to each output, one rounding, as cuDNN's cudnnAddTensor does after the
-// convolution. Sums keep host_matmul.h's fixed order and the scatter visits tiles in a fixed
-// order, so both are bitwise repeatable.
+// convolution; a forward convolution's epilogue then adds the residual Z and applies Relu, each
+// rounded as the separate ops round it. Sums keep host_matmul.h's fixed order and the scatter
+// visits tiles in a fixed order, so both are bitwise repeatable.
 #include "descriptor_checks.h"
 #include "host_matmul.h"
 
@@ -76,8 +77,15 @@ bool is_pointwise(const ConvGeometry& g) {
   return true;
 }
 
+// The forward convolution's epilogue after the bias: + Z, then Relu (as stitch_ops.cuh's relu).
+struct Epilogue {
+  bool active = false; // stitch_library_conv_epilogue_on
+  const float* z = nullptr;
+  bool relu = false;
+};
+
 void conv_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias,
-                  float* y) {
+                  const Epilogue& epilogue, float* y) {
   const int64_t group_in = g.in_channels / g.groups, group_out = g.out_channels / g.groups;
   const int64_t inner = group_in * g.kernel_positions();
   const int64_t in_positions = g.in_positions(), out_positions = g.out_positions();
@@ -85,16 +93,25 @@ void conv_forward(const ConvGeometry& g, const float* x, const float* w, const f
     for (int64_t group = 0; group < g.groups; ++group) {
       const float* x_group = x + (image * g.in_channels + group * group_in) * in_positions;
       const MatrixView w_group{w + group * group_out * inner, inner, false};
-      float* y_group = y + (image * g.out_channels + group * group_out) * out_positions;
+      const int64_t group_offset = (image * g.out_channels + group * group_out) * out_positions;
+      float* y_group = y + group_offset;
+      const float* z_group = epilogue.z != nullptr ? epilogue.z + group_offset : nullptr;
       const float* bias_group = bias != nullptr ? bias + group * group_out : nullptr;
       auto store = [&](int64_t row, int64_t col0, const float* sums, int64_t cols) {
         float* destination = y_group + row * out_positions + col0;
-        if (bias_group == nullptr) {
+        if (bias_group == nullptr)
           std::copy(sums, sums + cols, destination);
-          return;
+        else
+          for (int64_t j = 0; j < cols; ++j)
+            destination[j] = sums[j] + bias_group[row];
+        if (z_group != nullptr) {
+          const float* residual = z_group + row * out_positions + col0;
+          for (int64_t j = 0; j < cols; ++j)
+            destination[j] += residual[j];
         }
-        for (int64_t j = 0; j < cols; ++j)
-          destination[j] = sums[j] + bias_group[row];
+        if (epilogue.relu)
+          for (int64_t j = 0; j < cols; ++j)
+            destination[j] = destination[j] < 0.0f ? 0.0f : destination[j];
       };
       if (is_pointwise(g)) {
         multiply(group_out, out_positions, inner, w_group, MatrixView{x_group, in_positions, false},
@@ -160,16 +177,19 @@ void conv_transpose(const ConvGeometry& g, const float* x, const float* w, const
 
 int32_t run_conv(const char* routine, ConvDirection direction, const stitch_library_call* call,
                  const stitch_conv_desc* desc, const float* x, const float* w, const float* bias,
-                 float* y, char* error, size_t error_size) {
+                 const Epilogue& epilogue, float* y, char* error, size_t error_size) {
   const ErrorSink sink(routine, error, error_size);
   return run_guarded(sink, [&]() -> int32_t {
     if (call == nullptr) return sink.fail(STITCH_ERROR_INTERNAL, "null call");
     if (const std::string problem = check_conv(direction, desc, x, w, y); !problem.empty())
       return sink.fail(STITCH_ERROR_INTERNAL, problem);
+    if (epilogue.active)
+      if (const std::string problem = check_conv_epilogue(*desc, bias, epilogue.z, y); !problem.empty())
+        return sink.fail(STITCH_ERROR_INTERNAL, problem);
     const ConvGeometry geometry = conv_geometry(*desc);
     if (geometry.batch == 0) return STITCH_OK;
     if (direction == ConvDirection::Forward)
-      conv_forward(geometry, x, w, bias, y);
+      conv_forward(geometry, x, w, bias, epilogue, y);
     else
       conv_transpose(geometry, x, w, bias, y);
     return STITCH_OK;
@@ -185,7 +205,17 @@ extern "C" int32_t stitch_library_conv_on(const stitch_library_call* call,
                                           size_t error_size) {
   return stitch::library::host::run_conv("stitch_library_conv",
                                          stitch::library::ConvDirection::Forward, call, desc, x, w,
-                                         bias, y, error, error_size);
+                                         bias, {}, y, error, error_size);
+}
+
+extern "C" int32_t stitch_library_conv_epilogue_on(const stitch_library_call* call,
+                                                   const stitch_conv_desc* desc, const float* x,
+                                                   const float* w, const float* bias,
+                                                   const float* z, int32_t relu, float* y,
+                                                   char* error, size_t error_size) {
+  return stitch::library::host::run_conv("stitch_library_conv_epilogue",
+                                         stitch::library::ConvDirection::Forward, call, desc, x, w,
+                                         bias, {true, z, relu != 0}, y, error, error_size);
 }
 
 extern "C" int32_t stitch_library_conv_transpose_on(const stitch_library_call* call,
@@ -194,5 +224,5 @@ extern "C" int32_t stitch_library_conv_transpose_on(const stitch_library_call* c
                                                     char* error, size_t error_size) {
   return stitch::library::host::run_conv("stitch_library_conv_transpose",
                                          stitch::library::ConvDirection::Transposed, call, desc, x,
-                                         w, bias, y, error, error_size);
+                                         w, bias, {}, y, error, error_size);
 }

@@ -213,4 +213,19 @@ std::string check_conv(ConvDirection direction, const stitch_conv_desc* desc, co
   return {};
 }
 
+std::string check_conv_epilogue(const stitch_conv_desc& desc, const float* bias, const float* z,
+                                const float* y) {
+  if (desc.batch == 0) return {};
+  if (bias == nullptr)
+    return "a convolution with an epilogue needs its bias in " + describe_conv(ConvDirection::Forward, desc);
+  if (z == nullptr) return {};
+  const ConvGeometry g = conv_geometry(desc);
+  const int64_t elements = g.batch * g.out_channels * g.out_positions();
+  const auto begin = [](const float* p) { return reinterpret_cast<uintptr_t>(p); };
+  const uintptr_t bytes = static_cast<uintptr_t>(elements) * sizeof(float);
+  if (begin(z) < begin(y) + bytes && begin(y) < begin(z) + bytes)
+    return "the residual Z overlaps Y in " + describe_conv(ConvDirection::Forward, desc);
+  return {};
+}
+
 } // namespace stitch::library

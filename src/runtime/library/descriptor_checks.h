@@ -86,6 +86,10 @@ struct ConvGeometry {
 
 std::string check_conv(ConvDirection direction, const stitch_conv_desc* desc, const float* x,
                        const float* w, const float* y);
+// A forward convolution's epilogue (stitch_library_conv_epilogue_on): a bias, and a residual Z
+// that is null or Y's shape not overlapping Y. Call after check_conv accepted `desc`.
+std::string check_conv_epilogue(const stitch_conv_desc& desc, const float* bias, const float* z,
+                                const float* y);
 ConvGeometry conv_geometry(const stitch_conv_desc& desc);
 // "conv 2-D x [1, 3, 8, 8] ..." for messages.
 std::string describe_conv(ConvDirection direction, const stitch_conv_desc& desc);

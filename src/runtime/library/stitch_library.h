@@ -197,6 +197,17 @@ int32_t stitch_library_conv_transpose_on(const stitch_library_call* call,
                                          const float* w, const float* bias, float* y, char* error,
                                          size_t error_size);
 
+// Forward with an epilogue: Y = act(conv(X, W) + bias + Z). The bias is required; Z (optional)
+// is a residual of Y's shape that must not overlap Y; act is max(0, .) (NaN passing through)
+// when `relu` is nonzero, else the identity. The CUDA target runs one
+// cudnnConvolutionBiasActivationForward (with the identity, on the implicit-precomputed-GEMM
+// algorithm, the only one cuDNN fuses it with). The host target adds the bias, then Z, then
+// applies act, rounding after each as the separate ops do.
+int32_t stitch_library_conv_epilogue_on(const stitch_library_call* call,
+                                        const stitch_conv_desc* desc, const float* x,
+                                        const float* w, const float* bias, const float* z,
+                                        int32_t relu, float* y, char* error, size_t error_size);
+
 // ---- The entry points of generated code -----------------------------------------------------
 
 #if STITCH_LIBRARY_HAS_ABI_BUFFERS
@@ -224,6 +235,15 @@ static inline int32_t stitch_library_conv(const struct stitch_abi_buffers* buffe
                                           size_t error_size) {
   const stitch_library_call call = stitch_library_call_of(buffers);
   return stitch_library_conv_on(&call, desc, x, w, bias, y, error, error_size);
+}
+
+static inline int32_t stitch_library_conv_epilogue(const struct stitch_abi_buffers* buffers,
+                                                   const stitch_conv_desc* desc, const float* x,
+                                                   const float* w, const float* bias,
+                                                   const float* z, int32_t relu, float* y,
+                                                   char* error, size_t error_size) {
+  const stitch_library_call call = stitch_library_call_of(buffers);
+  return stitch_library_conv_epilogue_on(&call, desc, x, w, bias, z, relu, y, error, error_size);
 }
 
 static inline int32_t stitch_library_conv_transpose(const struct stitch_abi_buffers* buffers,
