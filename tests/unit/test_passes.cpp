@@ -161,3 +161,51 @@ TEST_CASE("the verifier reports a node reading a value before it is produced", "
   std::swap(g.nodes[0], g.nodes[1]);
   CHECK_THROWS_AS(verify_graph(g, "a broken pass"), InternalError);
 }
+
+namespace {
+
+// GPT-2's tied embedding: W [50,16] read by a Gather (the token embedding) and, transposed,
+// by the LM head's MatMul of [1,5,16] hidden states.
+ModelBuilder tied_embedding_model(bool shared) {
+  ModelBuilder m(17);
+  m.input("ids", onnx::TensorProto::INT64, {1, 5}).input("h", kFloat, {1, 5, 16}).output("logits");
+  std::vector<float> w(50 * 16);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * static_cast<float>(i % 97) - 0.4f;
+  m.initializer_f32("wte", {50, 16}, w);
+  m.node("Transpose", {"wte"}, {"wte_t"});
+  if (shared) {
+    m.output("embedded");
+    m.node("Gather", {"wte", "ids"}, {"embedded"});
+  }
+  m.node("MatMul", {"h", "wte_t"}, {"logits"});
+  return m;
+}
+
+} // namespace
+
+TEST_CASE("a shared weight read transposed by a MatMul is not stored twice", "[passes]") {
+  // Proves: folding Transpose(W) for the LM head would copy the tied embedding; instead the
+  // MatMul becomes a Gemm reading W with transB between views, and W is the one [50,16]
+  // constant left. An unshared W folds as before (its transposed copy is the only one).
+  Graph g = compile(tied_embedding_model(true));
+  CHECK(count_op(g, OpKind::Transpose) == 0);
+  CHECK(count_op(g, OpKind::MatMul) == 0);
+  REQUIRE(count_op(g, OpKind::Gemm) == 1);
+  CHECK(count_op(g, OpKind::View) == 2); // A flattened to [5,16], the product back to [1,5,50]
+  for (const Node& node : g.nodes) {
+    if (node.op != OpKind::Gemm) continue;
+    CHECK(std::get<int64_t>(node.attrs.at("transB").value) == 1);
+    CHECK(g.tensor(node.inputs[0]).shape == Shape{5, 16});
+    CHECK(g.tensor(node.inputs[1]).name == "wte");
+    CHECK(g.tensor(node.outputs[0]).shape == Shape{5, 50});
+  }
+  int64_t transposed_constants = 0;
+  for (const Node& node : g.nodes)
+    for (TensorId t : node.inputs)
+      transposed_constants += t != kNoTensor && g.tensor(t).is_constant() && g.tensor(t).shape == Shape{16, 50};
+  CHECK(transposed_constants == 0);
+
+  Graph unshared = compile(tied_embedding_model(false));
+  CHECK(count_op(unshared, OpKind::MatMul) == 1);
+  CHECK(count_op(unshared, OpKind::Gemm) == 0);
+}
