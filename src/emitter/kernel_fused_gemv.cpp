@@ -105,7 +105,8 @@ void emit_fused_row_gemv(const GroupEmitContext& ctx, CodeWriter& out) {
   std::vector<std::string> params = sig.params;
   params.push_back("float* __restrict__ scratch");
   out.open(kernel_head(ctx, kernel, params));
-  out.linef("float* const row_values = scratch;  // the vector: '{}', {} values", g.tensor(x).name, mv.k);
+  out.comment(fmt::format("The vector: '{}', {} values, in scratch.", g.tensor(x).name, mv.k));
+  out.line("float* const row_values = scratch;");
 
   out.comment("Phase 1: the row ops, each row's value into row_values.");
   FusedSignature head_sig = sig;

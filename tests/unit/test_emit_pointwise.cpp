@@ -61,16 +61,11 @@ TEST_CASE("attributes become literal arguments with ONNX defaults", "[emitter]")
   CHECK_THAT(src, Catch::Contains("stitch::ops::leaky_relu(v0, 0.01f)"));
 }
 
-TEST_CASE("model strings reach generated code only as escaped comments", "[emitter]") {
-  // A node and tensors named to break out of a comment or a string literal.
-  const std::string evil = "*/ system(\"x\"); /*\n#include </etc/passwd>\\";
-  ModelBuilder m;
-  m.input(evil + "in", kFloat, {4}).output(evil + "out");
-  m.node("Neg", {evil + "in"}, {evil + "out"}, evil);
-  GeneratedModel gm = generate(m);
-  std::string src = all_sources(gm);
-  // Every line holding model text is a // comment, and none ends in a backslash (which
-  // would splice the next line into the comment).
+namespace {
+
+// Every line holding model text is a // comment, and none ends in a backslash (which would
+// splice the next line into the comment).
+void check_model_text_in_comments_only(const std::string& src) {
   int lines_with_model_text = 0;
   size_t start = 0;
   while (start < src.size()) {
@@ -84,6 +79,55 @@ TEST_CASE("model strings reach generated code only as escaped comments", "[emitt
     start = end + 1;
   }
   CHECK(lines_with_model_text > 0);
+}
+
+// A node and tensors named to break out of a comment or a string literal.
+const std::string kEvil = "*/ system(\"x\"); /*\n#include </etc/passwd>\\";
+
+} // namespace
+
+TEST_CASE("model strings reach generated code only as escaped comments", "[emitter]") {
+  const std::string& evil = kEvil;
+  ModelBuilder m;
+  m.input(evil + "in", kFloat, {4}).output(evil + "out");
+  m.node("Neg", {evil + "in"}, {evil + "out"}, evil);
+  GeneratedModel gm = generate(m);
+  check_model_text_in_comments_only(all_sources(gm));
   // The names travel in the embedded blob instead.
   CHECK(gm.blob.find(evil + "in") != std::string::npos);
+}
+
+TEST_CASE("model strings stay in comments through fused groups and library epilogues", "[emitter]") {
+  // The same names through the ILP's groups: a Conv with its Relu (a cuDNN epilogue), and a
+  // residual add, Relu and global pool stitched to a Linear layer (a Global group).
+  const std::string& evil = kEvil;
+  ModelBuilder m(13);
+  m.input(evil + "x", kFloat, {1, 4, 6, 6}).output(evil + "y");
+  m.initializer_f32(evil + "w", {4, 4, 3, 3}, std::vector<float>(144, 0.1f));
+  m.initializer_f32(evil + "b", {4}, {0.1f, 0.2f, 0.3f, 0.4f});
+  m.initializer_f32(evil + "fc", {3, 4}, std::vector<float>(12, 0.5f));
+  auto& conv1 = m.node("Conv", {evil + "x", evil + "w", evil + "b"}, {evil + "c1"}, evil + "conv1");
+  test::set_attr_ints(conv1, "pads", {1, 1, 1, 1});
+  m.node("Relu", {evil + "c1"}, {evil + "r1"}, evil + "relu1");
+  auto& conv2 = m.node("Conv", {evil + "r1", evil + "w", evil + "b"}, {evil + "c"}, evil + "conv2");
+  test::set_attr_ints(conv2, "pads", {1, 1, 1, 1});
+  m.node("Add", {evil + "c", evil + "x"}, {evil + "s"}, evil + "add");
+  m.node("Relu", {evil + "s"}, {evil + "r"}, evil + "relu");
+  m.node("GlobalAveragePool", {evil + "r"}, {evil + "p"}, evil + "pool");
+  m.node("Flatten", {evil + "p"}, {evil + "f"}, evil + "flatten");
+  test::set_attr_int(m.node("Gemm", {evil + "f", evil + "fc"}, {evil + "y"}, evil + "gemm"), "transB", 1);
+  Graph g = load_onnx(m.write());
+  run_pipeline(g, {});
+  PlannerOptions options;
+  options.device.cooperative_sm_count = kHostTargetMultiprocessors;
+  FusionPlan plan = plan_fusion(g, options);
+  bool conv_epilogue = false, global = false;
+  for (const FusionGroup& group : plan.groups) {
+    conv_epilogue = conv_epilogue || (group.kind == GroupKind::ConvLibrary && group.nodes.size() > 1);
+    global = global || group.scheme == StitchScheme::Global;
+  }
+  CHECK(conv_epilogue);
+  CHECK(global);
+  GeneratedModel gm = emit_model(g, plan, plan_memory(g, plan), "host");
+  check_model_text_in_comments_only(all_sources(gm));
 }
