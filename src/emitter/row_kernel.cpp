@@ -185,8 +185,13 @@ std::string float_literal(double value, DType t) {
 
 std::string kernel_head(const GroupEmitContext& ctx, const std::string& kernel,
                         const std::vector<std::string>& params) {
-  return fmt::format("__global__ void __launch_bounds__({}) {}({})", ctx.group().launch.block[0],
-                     kernel, fmt::join(params, ", "));
+  const LaunchConfig& launch = ctx.group().launch;
+  // A cooperative kernel also promises the blocks per SM its grid needs resident.
+  const std::string bounds = launch.cooperative && launch.min_blocks_per_sm > 1
+                                 ? fmt::format("{}, {}", launch.block[0], launch.min_blocks_per_sm)
+                                 : fmt::format("{}", launch.block[0]);
+  return fmt::format("__global__ void __launch_bounds__({}) {}({})", bounds, kernel,
+                     fmt::join(params, ", "));
 }
 
 std::string accumulator_type(DType t) {

@@ -81,6 +81,9 @@ struct LaunchConfig {
   std::array<int64_t, 3> block = {1, 1, 1};
   int64_t dynamic_shared_bytes = 0;
   bool cooperative = false; // all blocks resident (for a grid-wide barrier)
+  // Cooperative: the blocks each SM must hold at once (grid / SMs, rounded up), which the
+  // kernel's __launch_bounds__ promises so that nvcc keeps its registers within that share.
+  int64_t min_blocks_per_sm = 0;
   int vector_width = 1;     // elements per vectorized access
 };
 

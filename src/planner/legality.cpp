@@ -24,6 +24,15 @@ constexpr int64_t kWarpsPerSmWanted = 8;
 // operands and result, and the cached row elements each thread holds.
 constexpr int64_t kBaseRegisters = 24;
 constexpr int64_t kRegistersPerNode = 3;
+// A cooperative (grid-barrier) kernel is planned for this many registers per thread: its grid
+// is what fits resident at that budget, and its __launch_bounds__ holds nvcc to it.
+constexpr int64_t kCooperativeRegisters = 64;
+
+// The blocks of `block` threads one SM keeps resident for a cooperative kernel.
+int64_t cooperative_blocks_per_sm(const DeviceParams& device, int64_t block) {
+  return std::max<int64_t>(1, std::min<int64_t>(device.max_threads_per_sm / block,
+                                                device.registers_per_sm / (block * kCooperativeRegisters)));
+}
 
 bool contains(const std::vector<int32_t>& sorted, int32_t n) {
   return std::binary_search(sorted.begin(), sorted.end(), n);
@@ -442,10 +451,11 @@ FusionDecision analyze_global(const FusionContext& ctx, GroupAnalysis& a) {
   LaunchConfig& launch = a.group.launch;
   const int cooperative_sms =
       ctx.device.cooperative_sm_count > 0 ? ctx.device.cooperative_sm_count : ctx.device.sm_count;
-  int64_t resident = int64_t{cooperative_sms} * (ctx.device.max_threads_per_sm / kBlock);
+  int64_t resident = int64_t{cooperative_sms} * cooperative_blocks_per_sm(ctx.device, kBlock);
   launch.block = {kBlock, 1, 1};
   launch.grid = {std::clamp<int64_t>((elements + kBlock - 1) / kBlock, 1, resident), 1, 1};
   launch.cooperative = true;
+  launch.min_blocks_per_sm = (launch.grid[0] + cooperative_sms - 1) / cooperative_sms;
   // Each block's partial per column, then the finished column values: (blocks + 1) rows of
   // accumulators (fp32 for float32 inputs; 8 bytes covers the double and 64-bit integer ones).
   const int64_t accumulator_bytes =
@@ -763,12 +773,12 @@ FusionDecision analyze_row_gemv(const FusionContext& ctx, GroupAnalysis& a) {
   a.group.mapping = h.group.mapping;
   LaunchConfig& launch = a.group.launch;
   launch = h.group.launch;
-  // Every block resident: the SMs' thread slots, and their shared memory when the head keeps
-  // rows there.
+  // Every block resident: the SMs' thread slots and registers (cooperative_blocks_per_sm), and
+  // their shared memory when the head keeps rows there.
   const int64_t block = launch.block[0];
   const int cooperative_sms =
       ctx.device.cooperative_sm_count > 0 ? ctx.device.cooperative_sm_count : ctx.device.sm_count;
-  int64_t per_sm = std::max<int64_t>(1, ctx.device.max_threads_per_sm / block);
+  int64_t per_sm = cooperative_blocks_per_sm(ctx.device, block);
   if (launch.dynamic_shared_bytes > 0)
     per_sm = std::min(per_sm, std::max<int64_t>(1, ctx.device.max_shared_per_block / launch.dynamic_shared_bytes));
   const int64_t resident = int64_t{cooperative_sms} * per_sm;
@@ -776,6 +786,7 @@ FusionDecision analyze_row_gemv(const FusionContext& ctx, GroupAnalysis& a) {
   const int64_t product_blocks = (mv.n + outputs_per_block - 1) / outputs_per_block;
   launch.grid = {std::clamp<int64_t>(std::max(launch.grid[0], product_blocks), 1, resident), 1, 1};
   launch.cooperative = true;
+  launch.min_blocks_per_sm = (launch.grid[0] + cooperative_sms - 1) / cooperative_sms;
   // B's rows stream as 16-byte vectors when they are the outputs' and K is a multiple of 4 (a
   // constant B sits 16-byte aligned in the weights).
   launch.vector_width = mv.b_rows_are_outputs && mv.k % 4 == 0 && g.tensor(mv.b).is_constant() ? 4 : 1;
@@ -952,6 +963,8 @@ FusionDecision matrix_vector(const Graph& g, const Node& node, MatrixVector& mv)
     return FusionDecision::no(fmt::format("its A {} is not one row of K = {}", shape_str(a.shape), mv.k));
   if (mv.k == 0 || mv.n == 0 || y.elements() != mv.n)
     return FusionDecision::no(fmt::format("it has an empty side (K = {}, N = {})", mv.k, mv.n));
+  if (b.elements() == 1) // a scalar B: a multiply, and a constant one becomes a literal
+    return FusionDecision::no("its B is a single value");
   if (mv.c != kNoTensor) {
     const Tensor& c = g.tensor(mv.c);
     if (c.dtype != DType::Float32 || (c.elements() != 1 && c.elements() != mv.n) ||

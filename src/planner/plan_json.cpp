@@ -48,6 +48,7 @@ nlohmann::json plan_to_json(const Graph& g, const FusionPlan& plan, const Memory
       gj["dynamic_shared_bytes"] = group.launch.dynamic_shared_bytes;
       gj["vector_width"] = group.launch.vector_width;
       gj["cooperative"] = group.launch.cooperative;
+      if (group.launch.cooperative) gj["min_blocks_per_sm"] = group.launch.min_blocks_per_sm;
       if (group.rows > 0) {
         gj["rows"] = group.rows;
         gj["row_length"] = group.row_length;

@@ -494,6 +494,10 @@ TEST_CASE("planner legality: row ops stitch to the one-row matrix product they f
   CHECK(a.group.launch.cooperative);
   CHECK(a.group.launch.vector_width == 4); // B constant, K = 64
   CHECK(a.scratch_bytes == 64 * 4);        // the vector
+  // Resident at the cooperative register budget, which the kernel's launch bounds promise.
+  const DeviceParams device;
+  CHECK(a.group.launch.min_blocks_per_sm * device.sm_count >= a.group.launch.grid[0]);
+  CHECK(a.group.launch.min_blocks_per_sm * a.group.launch.block[0] * 64 <= device.registers_per_sm);
   REQUIRE(a.outputs.size() == 1);
   // Alone, the product stays a cuBLASLt call, and a view an alias.
   CHECK(single_node_group(g, node_named(g, "fc"), DeviceParams{}).kind == GroupKind::GemmLibrary);
@@ -517,6 +521,19 @@ TEST_CASE("planner legality: the matrix-vector stitch refuses what it cannot run
     FusionDecision d = decide(g, {"relu", "gap", "flatten", "fc"}, a);
     CHECK_FALSE(d.legal);
     CHECK_THAT(d.reason, Catch::Contains("is not one row"));
+  }
+  SECTION("a single-value B is no matrix-vector product") {
+    GraphBuilder b;
+    TensorId x = b.input({1, 1, 4, 4});
+    TensorId pooled = b.op(OpKind::GlobalAveragePool, {x}, "gap");
+    TensorId flat = b.op(OpKind::Flatten, {pooled}, "flatten");
+    b.output(b.op(OpKind::Gemm, {flat, b.constant({1, 1}, 2.0f)}, "fc"));
+    Graph g = b.finish();
+    make_views(g);
+    GroupAnalysis a;
+    FusionDecision d = decide(g, {"gap", "flatten", "fc"}, a);
+    CHECK_FALSE(d.legal);
+    CHECK_THAT(d.reason, Catch::Contains("single value"));
   }
   SECTION("a view read besides the product") {
     GraphBuilder b;

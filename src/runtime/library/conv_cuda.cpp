@@ -10,7 +10,10 @@
 //   epilogue    (stitch_library_conv_epilogue_on) one cudnnConvolutionBiasActivationForward:
 //               act(conv + Z + bias) with Z's scale 1 (0 without a residual), act Relu or the
 //               identity; with the identity cuDNN fuses only the implicit-precomputed-GEMM
-//               algorithm, so the plan takes that one (if its workspace fits).
+//               algorithm, so the plan takes that one. Where the fused call is unavailable
+//               (that algorithm's workspace does not fit, or cuDNN refuses the call for this
+//               geometry, remembered per plan), the same result comes from separate calls:
+//               the convolution, cudnnAddTensor of the bias and of Z, cudnnActivationForward.
 //
 // cuDNN needs 4-D or 5-D tensors: a 1-D conv runs as 2-D with a unit height (kernel 1, stride
 // 1, dilation 1, pad 0 there). Precision: CUDNN_FMA_MATH (no TF32) unless allow_tf32, then
@@ -47,6 +50,7 @@ struct ConvPlan {
   cudnnActivationDescriptor_t activation = nullptr; // the epilogue's
   cudnnConvolutionFwdAlgo_t forward_algo = {};
   cudnnConvolutionBwdDataAlgo_t backward_data_algo = {};
+  bool fused_epilogue = false; // try cudnnConvolutionBiasActivationForward
 
   ConvPlan() = default;
   ConvPlan(const ConvPlan&) = delete;
@@ -176,17 +180,19 @@ int32_t choose_algorithm(const ErrorSink& sink, cudnnHandle_t handle, ConvDirect
                          ConvPlan& plan) {
   const bool allow_tf32 = desc.allow_tf32 != 0;
   int returned = 0;
+  plan.fused_epilogue = mode != EpilogueMode::None;
   if (mode == EpilogueMode::Identity) {
-    // The one algorithm cuDNN fuses an identity activation with (deterministic, FMA math).
+    // The one algorithm cuDNN fuses an identity activation with (deterministic, FMA math);
+    // if its workspace does not fit, the epilogue runs as separate calls after any algorithm.
     size_t needed = 0;
-    plan.forward_algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
-    STITCH_CHECK_CUDNN(sink, cudnnGetConvolutionForwardWorkspaceSize, handle, plan.x, plan.w,
-                       plan.conv, plan.y, plan.forward_algo, &needed);
-    if (needed <= workspace_bytes) return STITCH_OK;
-    return sink.fail(STITCH_ERROR_CUDNN,
-                     "the implicit-precomputed-GEMM algorithm a fused identity epilogue needs "
-                     "takes " + std::to_string(needed) + " workspace bytes, more than " +
-                         std::to_string(workspace_bytes) + ", for " + describe_conv(direction, desc));
+    const cudnnStatus_t status = cudnnGetConvolutionForwardWorkspaceSize(
+        handle, plan.x, plan.w, plan.conv, plan.y, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
+        &needed);
+    if (status == CUDNN_STATUS_SUCCESS && needed <= workspace_bytes) {
+      plan.forward_algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+      return STITCH_OK;
+    }
+    plan.fused_epilogue = false;
   }
   if (direction == ConvDirection::Forward) {
     cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT] = {};
@@ -289,19 +295,22 @@ int32_t run_conv(const ErrorSink& sink, ConvDirection direction, const stitch_li
       return status;
     found = plans.emplace(key, std::move(built)).first;
   }
-  const ConvPlan& plan = *found->second;
+  ConvPlan& plan = *found->second;
 
   const float one = 1.0f, zero = 0.0f;
   cudnnHandle_t handle = libraries->cudnn;
   STITCH_CHECK_CUDNN(sink, cudnnSetStream, handle, where.stream);
-  if (mode != EpilogueMode::None) {
+  if (plan.fused_epilogue) {
     // Without a residual Z's scale is 0 and Y stands in for it (not read).
-    STITCH_CHECK_CUDNN(sink, cudnnConvolutionBiasActivationForward, handle, &one, plan.x, x, plan.w,
-                       w, plan.conv, plan.forward_algo, where.workspace, workspace_bytes,
-                       epilogue.z != nullptr ? &one : &zero, plan.y,
-                       epilogue.z != nullptr ? epilogue.z : y, plan.bias, bias, plan.activation,
-                       plan.y, y);
-    return STITCH_OK;
+    const cudnnStatus_t status = cudnnConvolutionBiasActivationForward(
+        handle, &one, plan.x, x, plan.w, w, plan.conv, plan.forward_algo, where.workspace,
+        workspace_bytes, epilogue.z != nullptr ? &one : &zero, plan.y,
+        epilogue.z != nullptr ? epilogue.z : y, plan.bias, bias, plan.activation, plan.y, y);
+    if (status == CUDNN_STATUS_SUCCESS) return STITCH_OK;
+    if (status != CUDNN_STATUS_NOT_SUPPORTED && status != CUDNN_STATUS_BAD_PARAM)
+      return sink.fail(STITCH_ERROR_CUDNN,
+                       cudnn_failure("cudnnConvolutionBiasActivationForward", status));
+    plan.fused_epilogue = false; // refused for this geometry: separate calls from now on
   }
   if (direction == ConvDirection::Forward) {
     STITCH_CHECK_CUDNN(sink, cudnnConvolutionForward, handle, &one, plan.x, x, plan.w, w, plan.conv,
@@ -313,6 +322,12 @@ int32_t run_conv(const ErrorSink& sink, ConvDirection direction, const stitch_li
   }
   if (bias != nullptr)
     STITCH_CHECK_CUDNN(sink, cudnnAddTensor, handle, &one, plan.bias, bias, &one, plan.y, y);
+  // The epilogue as separate calls (the fused one unavailable), in the fused call's order.
+  if (epilogue.z != nullptr)
+    STITCH_CHECK_CUDNN(sink, cudnnAddTensor, handle, &one, plan.y, epilogue.z, &one, plan.y, y);
+  if (mode == EpilogueMode::Relu)
+    STITCH_CHECK_CUDNN(sink, cudnnActivationForward, handle, plan.activation, &one, plan.y, y, &zero,
+                       plan.y, y);
   return STITCH_OK;
 }
 

@@ -201,8 +201,9 @@ int32_t stitch_library_conv_transpose_on(const stitch_library_call* call,
 // is a residual of Y's shape that must not overlap Y; act is max(0, .) (NaN passing through)
 // when `relu` is nonzero, else the identity. The CUDA target runs one
 // cudnnConvolutionBiasActivationForward (with the identity, on the implicit-precomputed-GEMM
-// algorithm, the only one cuDNN fuses it with). The host target adds the bias, then Z, then
-// applies act, rounding after each as the separate ops do.
+// algorithm, the only one cuDNN fuses it with), or, where cuDNN cannot fuse this geometry,
+// the convolution, the two adds and the activation as separate calls, in that order. The host
+// target adds the bias, then Z, then applies act, rounding after each as the separate ops do.
 int32_t stitch_library_conv_epilogue_on(const stitch_library_call* call,
                                         const stitch_conv_desc* desc, const float* x,
                                         const float* w, const float* bias, const float* z,
