@@ -556,6 +556,13 @@ FusionDecision analyze_window(const FusionContext& ctx, GroupAnalysis& a) {
   return FusionDecision::ok();
 }
 
+// The other operand of a two-operand Add of `chained` and something else, or kNoTensor.
+TensorId addend_besides(const Node& node, TensorId chained) {
+  if (node.op != OpKind::Add || node.inputs.size() != 2) return kNoTensor;
+  const TensorId other = node.inputs[0] == chained ? node.inputs[1] : node.inputs[0];
+  return other == chained ? kNoTensor : other;
+}
+
 // An epilogue is a chain: `prev`'s result is read by `next` alone (and is no graph output),
 // so the library call never has to write it.
 FusionDecision epilogue_link(const FusionContext& ctx, int32_t prev, int32_t next) {
@@ -593,10 +600,8 @@ FusionDecision analyze_gemm(const FusionContext& ctx, GroupAnalysis& a) {
       continue;
     }
     // A two-operand add of the chained value and a bias row or a residual of the full shape.
-    TensorId other = kNoTensor;
-    if (node.op == OpKind::Add && node.inputs.size() == 2)
-      other = node.inputs[0] == chained ? node.inputs[1] : node.inputs[0];
-    if (other == kNoTensor || other == chained)
+    const TensorId other = addend_besides(node, chained);
+    if (other == kNoTensor)
       return FusionDecision::no(fmt::format("{} is not a cuBLASLt epilogue (bias add, residual add, "
                                             "Relu, Gelu)",
                                             ctx.describe(n)));
@@ -642,10 +647,8 @@ FusionDecision analyze_conv(const FusionContext& ctx, GroupAnalysis& a) {
       relu = true;
       continue;
     }
-    TensorId other = kNoTensor;
-    if (node.op == OpKind::Add && node.inputs.size() == 2)
-      other = node.inputs[0] == chained ? node.inputs[1] : node.inputs[0];
-    if (other == kNoTensor || other == chained || residual)
+    const TensorId other = addend_besides(node, chained);
+    if (other == kNoTensor || residual)
       return FusionDecision::no(fmt::format("{} is not a cuDNN convolution epilogue (one residual "
                                             "add, then Relu)",
                                             ctx.describe(n)));
