@@ -22,10 +22,21 @@ namespace {
 
 size_t element_size(stitch_dtype t) {
   switch (t) {
-  case STITCH_FLOAT64: case STITCH_INT64: case STITCH_UINT64: return 8;
-  case STITCH_FLOAT32: case STITCH_INT32: case STITCH_UINT32: return 4;
-  case STITCH_FLOAT16: case STITCH_BFLOAT16: case STITCH_INT16: case STITCH_UINT16: return 2;
-  default: return 1;
+  case STITCH_FLOAT64:
+  case STITCH_INT64:
+  case STITCH_UINT64:
+    return 8;
+  case STITCH_FLOAT32:
+  case STITCH_INT32:
+  case STITCH_UINT32:
+    return 4;
+  case STITCH_FLOAT16:
+  case STITCH_BFLOAT16:
+  case STITCH_INT16:
+  case STITCH_UINT16:
+    return 2;
+  default:
+    return 1;
   }
 }
 
@@ -43,12 +54,16 @@ struct Buffer {
   }
   ~Buffer() { on_device ? (void)cudaFree(data) : std::free(data); }
   void upload(const void* host) {
-    if (on_device) cudaMemcpy(data, host, bytes, cudaMemcpyHostToDevice);
-    else std::memcpy(data, host, bytes);
+    if (on_device)
+      cudaMemcpy(data, host, bytes, cudaMemcpyHostToDevice);
+    else
+      std::memcpy(data, host, bytes);
   }
   void download(void* host) const {
-    if (on_device) cudaMemcpy(host, data, bytes, cudaMemcpyDeviceToHost);
-    else std::memcpy(host, data, bytes);
+    if (on_device)
+      cudaMemcpy(host, data, bytes, cudaMemcpyDeviceToHost);
+    else
+      std::memcpy(host, data, bytes);
   }
 };
 
@@ -81,14 +96,18 @@ int main() {
           std::memcpy(host.data() + 4 * i, &v, 4);
         }
       } else {
-        for (unsigned char& b : host) b = static_cast<unsigned char>(rng() % 4);
+        for (unsigned char& b : host)
+          b = static_cast<unsigned char>(rng() % 4);
       }
       in_buffers.emplace_back(on_device, info.bytes);
       in_buffers.back().upload(host.data());
     }
-    for (const stitch::TensorInfo& info : outputs) out_buffers.emplace_back(on_device, info.bytes);
-    for (size_t i = 0; i < inputs.size(); ++i) in_views.push_back(view(inputs[i], in_buffers[i]));
-    for (size_t i = 0; i < outputs.size(); ++i) out_views.push_back(view(outputs[i], out_buffers[i]));
+    for (const stitch::TensorInfo& info : outputs)
+      out_buffers.emplace_back(on_device, info.bytes);
+    for (size_t i = 0; i < inputs.size(); ++i)
+      in_views.push_back(view(inputs[i], in_buffers[i]));
+    for (size_t i = 0; i < outputs.size(); ++i)
+      out_views.push_back(view(outputs[i], out_buffers[i]));
 
     cudaStream_t stream = nullptr;
     if (on_device) cudaStreamCreate(&stream);
@@ -99,7 +118,8 @@ int main() {
       const stitch::TensorInfo& info = outputs[i];
       std::vector<unsigned char> host(info.bytes);
       out_buffers[i].download(host.data());
-      std::printf("output %s: %zu elements", info.name.c_str(), info.bytes / element_size(info.dtype));
+      std::printf("output %s: %zu elements", info.name.c_str(),
+                  info.bytes / element_size(info.dtype));
       if (info.dtype == STITCH_FLOAT32) {
         double sum = 0, sum_abs = 0;
         for (size_t k = 0; k < info.bytes / 4; ++k) {

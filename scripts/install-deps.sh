@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 packages=(build-essential cmake pkg-config python3 python3-venv
           libonnx-dev libprotobuf-dev protobuf-compiler libglpk-dev libcli11-dev libfmt-dev
           nlohmann-json3-dev catch2 libboost-context-dev libgraphviz-dev graphviz chromium
-          clang-14 libclang-rt-14-dev) # clang and libFuzzer: scripts/fuzz.sh
+          clang-14 libclang-rt-14-dev # clang and libFuzzer: scripts/fuzz.sh
+          clang-format)                # scripts/format.sh and its ctest
 
 missing=()
 for p in "${packages[@]}"; do

@@ -49,7 +49,7 @@ typedef enum stitch_status {
   STITCH_ERROR_CUBLAS = 4,           /* a cuBLASLt call failed */
   STITCH_ERROR_CUDNN = 5,            /* a cuDNN call failed */
   STITCH_ERROR_OUT_OF_MEMORY = 6,
-  STITCH_ERROR_INTERNAL = 7          /* a bug in stitchc or the library */
+  STITCH_ERROR_INTERNAL = 7 /* a bug in stitchc or the library */
 } stitch_status;
 
 /* Element types, numbered as ONNX's TensorProto.DataType. */
@@ -78,7 +78,7 @@ typedef struct stitch_tensor_info {
   stitch_dtype dtype;
   int32_t rank;
   int64_t dims[STITCH_MAX_RANK];
-  uint64_t bytes;   /* element count times element size */
+  uint64_t bytes; /* element count times element size */
 } stitch_tensor_info;
 
 /* A caller's tensor: where it is and what the caller believes it holds. The library checks

@@ -45,7 +45,9 @@ class Context;
 class Model {
 public:
   Model() { check(stitch_model_create(&model_)); }
-  ~Model() { if (model_) stitch_model_destroy(model_); }
+  ~Model() {
+    if (model_) stitch_model_destroy(model_);
+  }
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
 
@@ -86,15 +88,17 @@ private:
 class Context {
 public:
   explicit Context(Model& model) { check(stitch_context_create(model.get(), &context_)); }
-  ~Context() { if (context_) stitch_context_destroy(context_); }
+  ~Context() {
+    if (context_) stitch_context_destroy(context_);
+  }
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
   // Enqueues one run on `stream` (a cudaStream_t, or nullptr).
   void run(const std::vector<stitch_tensor>& inputs, const std::vector<stitch_tensor>& outputs,
            void* stream = nullptr) {
-    check(stitch_run(context_, inputs.data(), inputs.size(), outputs.data(), outputs.size(),
-                     stream));
+    check(
+        stitch_run(context_, inputs.data(), inputs.size(), outputs.data(), outputs.size(), stream));
   }
 
   // Copies tap `index` of the last run to host memory (waits for the run).

@@ -135,15 +135,24 @@ Npy read_npy(const std::string& path) {
 
 const char* descr_of(stitch_dtype t) {
   switch (t) {
-  case STITCH_FLOAT32: return "<f4";
-  case STITCH_FLOAT64: return "<f8";
-  case STITCH_INT64: return "<i8";
-  case STITCH_INT32: return "<i4";
-  case STITCH_BOOL: return "|b1";
-  case STITCH_UINT8: return "|u1";
-  case STITCH_INT8: return "|i1";
-  case STITCH_FLOAT16: return "<f2";
-  default: return "?";
+  case STITCH_FLOAT32:
+    return "<f4";
+  case STITCH_FLOAT64:
+    return "<f8";
+  case STITCH_INT64:
+    return "<i8";
+  case STITCH_INT32:
+    return "<i4";
+  case STITCH_BOOL:
+    return "|b1";
+  case STITCH_UINT8:
+    return "|u1";
+  case STITCH_INT8:
+    return "|i1";
+  case STITCH_FLOAT16:
+    return "<f2";
+  default:
+    return "?";
   }
 }
 
@@ -170,14 +179,22 @@ int main(int argc, char** argv) {
         if (i + 1 >= argc) fail(a + " needs a value");
         return argv[++i];
       };
-      if (a == "--inputs") inputs_dir = next();
-      else if (a == "--warmup") warmup = std::stoi(next());
-      else if (a == "--iters") iters = std::stoi(next());
-      else if (a == "--rotate") rotate = std::stoi(next());
-      else if (a == "--copy-mib") copy_mib = std::stol(next());
-      else if (a == "--json") json_path = next();
-      else if (!a.empty() && a[0] == '-') fail("unknown option " + a);
-      else lib = a;
+      if (a == "--inputs")
+        inputs_dir = next();
+      else if (a == "--warmup")
+        warmup = std::stoi(next());
+      else if (a == "--iters")
+        iters = std::stoi(next());
+      else if (a == "--rotate")
+        rotate = std::stoi(next());
+      else if (a == "--copy-mib")
+        copy_mib = std::stol(next());
+      else if (a == "--json")
+        json_path = next();
+      else if (!a.empty() && a[0] == '-')
+        fail("unknown option " + a);
+      else
+        lib = a;
     }
     if (lib.empty() || iters < 1) {
       std::fprintf(stderr, "usage: bench_model LIB.so [--inputs DIR] [--warmup N] [--iters N] "
@@ -210,9 +227,9 @@ int main(int argc, char** argv) {
       if (!inputs_dir.empty() && file_exists(p)) {
         Npy n = read_npy(p);
         if (n.descr != descr_of(in_info[k].dtype) || n.data.size() != in_info[k].bytes)
-          fail(p + ": " + n.descr + " with " + std::to_string(n.data.size()) + " bytes, the model's input '" +
-               in_info[k].name + "' wants " + descr_of(in_info[k].dtype) + " with " +
-               std::to_string(in_info[k].bytes));
+          fail(p + ": " + n.descr + " with " + std::to_string(n.data.size()) +
+               " bytes, the model's input '" + in_info[k].name + "' wants " +
+               descr_of(in_info[k].dtype) + " with " + std::to_string(in_info[k].bytes));
         host_in[k] = std::move(n.data);
       } else {
         host_in[k].resize(in_info[k].bytes);
@@ -228,7 +245,8 @@ int main(int argc, char** argv) {
             std::memcpy(host_in[k].data() + 8 * i, &v, 8);
           }
         } else {
-          for (char& c : host_in[k]) c = static_cast<char>(rng() % 2);
+          for (char& c : host_in[k])
+            c = static_cast<char>(rng() % 2);
         }
       }
     }
@@ -236,9 +254,11 @@ int main(int argc, char** argv) {
     int l2_bytes = 0;
     if (cuda) cuda_check(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, 0), "L2 size");
     int sets = 1;
-    if (rotate > 0) sets = rotate;
+    if (rotate > 0)
+      sets = rotate;
     else if (cuda && set_bytes < 2ull * uint64_t(l2_bytes))
-      sets = static_cast<int>(std::min<uint64_t>(16, (2ull * uint64_t(l2_bytes)) / std::max<uint64_t>(set_bytes, 1) + 1));
+      sets = static_cast<int>(std::min<uint64_t>(
+          16, (2ull * uint64_t(l2_bytes)) / std::max<uint64_t>(set_bytes, 1) + 1));
 
     // Buffers and a context per set.
     struct Set {
@@ -249,22 +269,28 @@ int main(int argc, char** argv) {
     std::vector<Set> all(sets);
     auto alloc = [&](size_t bytes) -> void* {
       void* p = nullptr;
-      if (cuda) cuda_check(cudaMalloc(&p, std::max<size_t>(bytes, 1)), "cudaMalloc");
-      else p = std::aligned_alloc(256, (std::max<size_t>(bytes, 1) + 255) / 256 * 256);
+      if (cuda)
+        cuda_check(cudaMalloc(&p, std::max<size_t>(bytes, 1)), "cudaMalloc");
+      else
+        p = std::aligned_alloc(256, (std::max<size_t>(bytes, 1) + 255) / 256 * 256);
       return p;
     };
     for (Set& s : all) {
       for (size_t k = 0; k < n_in; ++k) {
         void* p = alloc(in_info[k].bytes);
-        if (cuda) cuda_check(cudaMemcpy(p, host_in[k].data(), in_info[k].bytes, cudaMemcpyHostToDevice), "upload");
-        else std::memcpy(p, host_in[k].data(), in_info[k].bytes);
+        if (cuda)
+          cuda_check(cudaMemcpy(p, host_in[k].data(), in_info[k].bytes, cudaMemcpyHostToDevice),
+                     "upload");
+        else
+          std::memcpy(p, host_in[k].data(), in_info[k].bytes);
         s.in.push_back(p);
         s.in_t.push_back({p, in_info[k].dtype, in_info[k].rank, in_info[k].dims, in_info[k].bytes});
       }
       for (size_t k = 0; k < n_out; ++k) {
         void* p = alloc(out_info[k].bytes);
         s.out.push_back(p);
-        s.out_t.push_back({p, out_info[k].dtype, out_info[k].rank, out_info[k].dims, out_info[k].bytes});
+        s.out_t.push_back(
+            {p, out_info[k].dtype, out_info[k].rank, out_info[k].dims, out_info[k].bytes});
       }
       api.check(api.context_create(model, &s.ctx), "stitch_context_create");
     }
@@ -282,7 +308,8 @@ int main(int argc, char** argv) {
       api.check(api.run(s.ctx, s.in_t.data(), n_in, s.out_t.data(), n_out, stream), "stitch_run");
     };
     // Warm-up: every set's first run captures its graph.
-    for (int i = 0; i < std::max(warmup, sets); ++i) run_once(i);
+    for (int i = 0; i < std::max(warmup, sets); ++i)
+      run_once(i);
     if (cuda) cuda_check(cudaStreamSynchronize(stream), "warm-up");
 
     std::vector<double> ms;
@@ -299,7 +326,9 @@ int main(int argc, char** argv) {
       } else {
         auto t0 = std::chrono::steady_clock::now();
         run_once(i);
-        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        ms.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count());
       }
     }
     if (cuda) cuda_check(cudaGetLastError(), "after the runs");
@@ -328,7 +357,8 @@ int main(int argc, char** argv) {
     }
 
     double mean = 0;
-    for (double x : ms) mean += x;
+    for (double x : ms)
+      mean += x;
     mean /= ms.size();
     char buf[1024];
     std::snprintf(buf, sizeof(buf),
@@ -347,8 +377,10 @@ int main(int argc, char** argv) {
     }
     for (Set& s : all) {
       api.context_destroy(s.ctx);
-      for (void* p : s.in) cuda ? (void)cudaFree(p) : std::free(p);
-      for (void* p : s.out) cuda ? (void)cudaFree(p) : std::free(p);
+      for (void* p : s.in)
+        cuda ? (void)cudaFree(p) : std::free(p);
+      for (void* p : s.out)
+        cuda ? (void)cudaFree(p) : std::free(p);
     }
     api.model_destroy(model);
     return 0;

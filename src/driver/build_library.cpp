@@ -43,7 +43,8 @@ public:
       return;
     }
     std::string tmpl = (fs::temp_directory_path() / "stitchc-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) user_fail({}, "cannot create a temporary folder: {}", std::strerror(errno));
+    if (!mkdtemp(tmpl.data()))
+      user_fail({}, "cannot create a temporary folder: {}", std::strerror(errno));
     path_ = tmpl;
     remove_ = true;
   }
@@ -66,24 +67,29 @@ int jobs_for(const BuildOptions& o) {
 void run_or_fail(const std::vector<Command>& commands, const fs::path& dir, const BuildOptions& o,
                  const std::string& phase) {
   if (o.verbose)
-    for (const Command& c : commands) fmt::print(stderr, "stitchc: {}\n", command_line(c));
+    for (const Command& c : commands)
+      fmt::print(stderr, "stitchc: {}\n", command_line(c));
   std::vector<CommandResult> results;
   {
     PhaseTimer timer(phase);
     std::atomic<size_t> done = 0;
-    ProgressLine progress([&] { return fmt::format("{}: {}/{} done", phase, done.load(), commands.size()); });
+    ProgressLine progress(
+        [&] { return fmt::format("{}: {}/{} done", phase, done.load(), commands.size()); });
     results = run_commands(commands, dir.string(), jobs_for(o), o.timeout_seconds,
                            [&](size_t finished, size_t) { done = finished; });
     if (commands.size() > 1)
-      for (size_t i = 0; i < results.size(); ++i) report_time("  " + commands[i].what, results[i].seconds);
+      for (size_t i = 0; i < results.size(); ++i)
+        report_time("  " + commands[i].what, results[i].seconds);
   }
   for (size_t i = 0; i < results.size(); ++i) {
     const CommandResult& r = results[i];
     if (r.exit_code == 0) continue;
-    std::string why = r.timed_out ? fmt::format("timed out after {} s", o.timeout_seconds)
-                                  : r.exit_code < 0 ? "did not run" : fmt::format("exit code {}", r.exit_code);
+    std::string why = r.timed_out       ? fmt::format("timed out after {} s", o.timeout_seconds)
+                      : r.exit_code < 0 ? "did not run"
+                                        : fmt::format("exit code {}", r.exit_code);
     std::string output = r.output.size() > 4000 ? r.output.substr(0, 4000) + "\n[...]" : r.output;
-    user_fail({}, "{} failed ({}): {}\n{}", commands[i].what, why, command_line(commands[i]), output);
+    user_fail({}, "{} failed ({}): {}\n{}", commands[i].what, why, command_line(commands[i]),
+              output);
   }
 }
 
@@ -96,7 +102,8 @@ std::string require_program(const std::vector<std::string>& names, const char* w
 std::string runtime_archive(const std::string& name) {
   fs::path p = fs::path(runtime_library_dir()) / name;
   if (!fs::exists(p))
-    user_fail({}, "the stitchc runtime archive '{}' is missing (set STITCH_RUNTIME_DIR)", p.string());
+    user_fail({}, "the stitchc runtime archive '{}' is missing (set STITCH_RUNTIME_DIR)",
+              p.string());
   return p.string();
 }
 
@@ -143,7 +150,8 @@ void build_library(const GeneratedModel& model, const BuildOptions& o) {
   for (const EmbeddedFile& f : embedded_runtime_files())
     write_file(dir / "runtime" / f.path, reinterpret_cast<const char*>(f.data), f.size);
   std::vector<std::string> objects;
-  for (const GeneratedFile& f : model.groups) write_file(dir / f.name, f.text);
+  for (const GeneratedFile& f : model.groups)
+    write_file(dir / f.name, f.text);
   write_file(dir / model.launcher.name, model.launcher.text);
   write_file(dir / "model.bin", model.blob);
   write_file(dir / model.blob_stub.name, model.blob_stub.text);
@@ -151,7 +159,8 @@ void build_library(const GeneratedModel& model, const BuildOptions& o) {
   std::string cxx = require_program({std::getenv("CXX") ? std::getenv("CXX") : "g++", "g++", "c++"},
                                     "the host C++ compiler");
   std::vector<Command> compiles;
-  compiles.push_back({{cxx, "-c", model.blob_stub.name, "-o", "model_blob.o"}, "assembling the model blob"});
+  compiles.push_back(
+      {{cxx, "-c", model.blob_stub.name, "-o", "model_blob.o"}, "assembling the model blob"});
   objects.push_back("model_blob.o");
   // Only the C API (stitch_*) is exported; everything else stays local, so that two
   // compiled models can live in one process.
@@ -161,7 +170,8 @@ void build_library(const GeneratedModel& model, const BuildOptions& o) {
   if (o.target == "host") {
     // One translation unit: the host target compiles the very same sources as nvcc would.
     std::string unity = "// unity_host.cpp: every generated source, for the host target.\n";
-    for (const GeneratedFile& f : model.groups) unity += "#include \"" + f.name + "\"\n";
+    for (const GeneratedFile& f : model.groups)
+      unity += "#include \"" + f.name + "\"\n";
     unity += "#include \"" + model.launcher.name + "\"\n";
     write_file(dir / "unity_host.cpp", unity);
     // The kernels link to the launch machinery compiled once in libstitch_runtime_host.a
@@ -169,33 +179,40 @@ void build_library(const GeneratedModel& model, const BuildOptions& o) {
     // compiler built it: its folder comes first on the include path, so every generated file
     // includes that same copy of the (identical) runtime headers.
     std::vector<std::string> argv = {cxx};
-    for (std::string& flag : host_cxx_flags()) argv.push_back(std::move(flag));
+    for (std::string& flag : host_cxx_flags())
+      argv.push_back(std::move(flag));
     if (std::string pch = host_pch_dir(cxx); !pch.empty()) {
-      if (o.verbose) fmt::print(stderr, "stitchc: using the precompiled runtime header in {}\n", pch);
+      if (o.verbose)
+        fmt::print(stderr, "stitchc: using the precompiled runtime header in {}\n", pch);
       argv.insert(argv.end(), {"-I" + pch, "-include", "stitch_generated.h"});
     }
     argv.insert(argv.end(), {"-Iruntime", "-c", "unity_host.cpp", "-o", "unity_host.o"});
     compiles.push_back({argv, "compiling the generated kernels for the host target"});
     objects.push_back("unity_host.o");
     run_or_fail(compiles, dir, o, "compile");
-    for (const std::string& obj : objects) link.push_back(obj);
+    for (const std::string& obj : objects)
+      link.push_back(obj);
     for (const std::string& a : std::vector<std::string>{
              "-Wl,--whole-archive", runtime_archive("libstitch_runtime_host.a"),
              "-Wl,--no-whole-archive", runtime_archive("libstitch_library_host.a"),
              "-lboost_context", "-lpthread"})
       link.push_back(a);
   } else {
-    std::string nvcc = require_program({"nvcc", "/usr/local/cuda/bin/nvcc"}, "nvcc (the CUDA compiler)");
+    std::string nvcc =
+        require_program({"nvcc", "/usr/local/cuda/bin/nvcc"}, "nvcc (the CUDA compiler)");
     std::vector<std::string> arch_flags;
     for (const std::string& a : o.archs) {
-      if (a.rfind("sm_", 0) != 0 || a.size() > 8 || a.find_first_not_of("0123456789a", 3) != std::string::npos)
+      if (a.rfind("sm_", 0) != 0 || a.size() > 8 ||
+          a.find_first_not_of("0123456789a", 3) != std::string::npos)
         user_fail({}, "--arch '{}' is not a GPU architecture like sm_90", a);
       arch_flags.push_back("-gencode=arch=compute_" + a.substr(3) + ",code=" + a);
     }
     auto nvcc_compile = [&](const std::string& src) {
       std::string obj = fs::path(src).replace_extension(".o").string();
-      std::vector<std::string> argv = {nvcc, "-std=c++20", "-O3", "--expt-relaxed-constexpr",
-                                       "-Xcompiler", "-fPIC,-fvisibility=hidden", "-Iruntime"};
+      std::vector<std::string> argv = {nvcc,         "-std=c++20",
+                                       "-O3",        "--expt-relaxed-constexpr",
+                                       "-Xcompiler", "-fPIC,-fvisibility=hidden",
+                                       "-Iruntime"};
       argv.insert(argv.end(), arch_flags.begin(), arch_flags.end());
       argv.insert(argv.end(), {"-c", src, "-o", obj});
       compiles.push_back({argv, "compiling " + src});
@@ -215,7 +232,8 @@ void build_library(const GeneratedModel& model, const BuildOptions& o) {
     }
     if (chunks == 0) nvcc_compile(model.launcher.name);
     run_or_fail(compiles, dir, o, "compile");
-    for (const std::string& obj : objects) link.push_back(obj);
+    for (const std::string& obj : objects)
+      link.push_back(obj);
     for (const std::string& a : std::vector<std::string>{
              "-Wl,--whole-archive", runtime_archive("libstitch_runtime_cuda.a"),
              "-Wl,--no-whole-archive", runtime_archive("libstitch_library_cuda.a"),

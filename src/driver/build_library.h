@@ -12,13 +12,13 @@
 namespace stitch {
 
 struct BuildOptions {
-  std::string target = "cuda";             // "cuda" or "host"
+  std::string target = "cuda"; // "cuda" or "host"
   std::vector<std::string> archs = {"sm_90"};
-  std::string output;                      // the .so to write
-  std::string emit_dir;                    // keep the sources here ("" = a private temp dir)
-  int jobs = 0;                            // parallel compiles (0 = the number of cores)
-  int timeout_seconds = 900;               // per compiler run
-  bool verbose = false;                    // print each command
+  std::string output;        // the .so to write
+  std::string emit_dir;      // keep the sources here ("" = a private temp dir)
+  int jobs = 0;              // parallel compiles (0 = the number of cores)
+  int timeout_seconds = 900; // per compiler run
+  bool verbose = false;      // print each command
 };
 
 void build_library(const GeneratedModel& model, const BuildOptions& options);

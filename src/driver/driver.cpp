@@ -1,8 +1,8 @@
 // The stitchc command line and its job: ONNX -> graph -> passes -> report.
 #include "driver/driver.h"
 
-#include <algorithm>
 #include <CLI/CLI.hpp>
+#include <algorithm>
 
 #include <cstring>
 #include <fstream>
@@ -53,7 +53,8 @@ int parse_command_line(int argc, char** argv, DriverOptions& options) {
   app.add_option("-o,--output", options.build.output, "the shared library to write (libmodel.so)");
   app.add_option("--target", options.build.target, "cuda (default) or host (runs on the CPU)")
       ->check(CLI::IsMember({"cuda", "host"}));
-  app.add_option("--arch", options.build.archs, "GPU architectures for the CUDA target (default sm_90)")
+  app.add_option("--arch", options.build.archs,
+                 "GPU architectures for the CUDA target (default sm_90)")
       ->delimiter(',');
   app.add_option("--emit-dir", options.build.emit_dir, "keep the generated sources in DIR");
   app.add_option("--planner", options.planner.planner,
@@ -74,8 +75,7 @@ int parse_command_line(int argc, char** argv, DriverOptions& options) {
                "print the wall time of each phase (load, passes, planning, emit, compile, link)");
   app.add_flag("-q,--quiet", options.quiet, "show no progress, even on a terminal");
   ModelLimits& limits = options.load.limits;
-  app.add_option("--max-nodes", limits.max_nodes,
-                 "refuse models with more nodes (default 1048576)")
+  app.add_option("--max-nodes", limits.max_nodes, "refuse models with more nodes (default 1048576)")
       ->check(CLI::PositiveNumber);
   app.add_option("--max-weight-bytes", limits.max_weight_bytes,
                  "refuse models whose constants together are larger (default 64 GiB)")
@@ -142,10 +142,10 @@ void run_driver(const DriverOptions& options, std::ostream& out) {
     run_pipeline(graph, pipeline);
   }
   for (const std::string& name : options.planner.no_fuse)
-    if (std::none_of(graph.nodes.begin(), graph.nodes.end(), [&](const Node& node) {
-          return names_node_or_its_parts(name, node.name);
-        }))
-      user_fail({options.model_path, "", ""}, "--no-fuse: the graph has no node named '{}' "
+    if (std::none_of(graph.nodes.begin(), graph.nodes.end(),
+                     [&](const Node& node) { return names_node_or_its_parts(name, node.name); }))
+      user_fail({options.model_path, "", ""},
+                "--no-fuse: the graph has no node named '{}' "
                 "after the passes (folded into a constant, removed, or misspelled; see --report)",
                 name);
   nlohmann::json report = graph_to_json(graph);
@@ -161,7 +161,8 @@ void run_driver(const DriverOptions& options, std::ostream& out) {
   };
   // With a report alone the model is planned but not compiled; the reports are written before
   // code generation, so that they are there to inspect when generation or compilation fails.
-  if (options.build.output.empty() && options.report_path.empty() && options.report_html_path.empty())
+  if (options.build.output.empty() && options.report_path.empty() &&
+      options.report_html_path.empty())
     return;
   try {
     FusionPlan plan = [&] {

@@ -15,15 +15,15 @@ namespace stitch {
 
 struct DriverOptions {
   std::string model_path;
-  std::string report_path; // --report: the graph and the fusion plan as JSON
+  std::string report_path;      // --report: the graph and the fusion plan as JSON
   std::string report_html_path; // --report-html: the fusion plan drawn, one HTML page
   bool time_passes = false;     // --time-passes: each phase's wall time on stderr
   bool quiet = false;           // --quiet: no progress line even on a terminal
   LoadOptions load;
   PipelineOptions pipeline;
   PlannerOptions planner;
-  BuildOptions build;      // build.output empty: stop after the passes
-  EmitOptions emit;        // --debug-taps, --test-plant-wrong-group
+  BuildOptions build; // build.output empty: stop after the passes
+  EmitOptions emit;   // --debug-taps, --test-plant-wrong-group
 };
 
 // Parses argv; returns the process exit code to use now when parsing ends the run (help,

@@ -43,7 +43,8 @@ ProgressLine::ProgressLine(std::function<std::string()> describe)
   draw(); // at once, so that even a short phase shows what it was
   thread_ = std::thread([this] {
     std::unique_lock lock(mutex_);
-    while (!wake_.wait_for(lock, std::chrono::milliseconds(250), [this] { return stop_; })) draw();
+    while (!wake_.wait_for(lock, std::chrono::milliseconds(250), [this] { return stop_; }))
+      draw();
   });
 }
 

@@ -22,15 +22,15 @@ namespace {
 // ---- colors: one per scheme of a generated kernel, one per other kind of group ----
 
 struct GroupStyle {
-  const char* key;   // "regional", "cublaslt", ...
-  const char* fill;  // the cluster's fill
-  const char* edge;  // its border
+  const char* key;  // "regional", "cublaslt", ...
+  const char* fill; // the cluster's fill
+  const char* edge; // its border
 };
 
 constexpr GroupStyle kStyles[] = {
-    {"local", "#dcf2dc", "#5a9e5a"},     {"regional", "#d8e7fb", "#4a78b5"},
-    {"global", "#fde3c9", "#c07a2c"},    {"independent", "#fff3b0", "#a89330"},
-    {"cublaslt", "#e8dbf8", "#7a55b0"},  {"cudnn", "#f9d8e9", "#b0557f"},
+    {"local", "#dcf2dc", "#5a9e5a"},    {"regional", "#d8e7fb", "#4a78b5"},
+    {"global", "#fde3c9", "#c07a2c"},   {"independent", "#fff3b0", "#a89330"},
+    {"cublaslt", "#e8dbf8", "#7a55b0"}, {"cudnn", "#f9d8e9", "#b0557f"},
     {"alias", "#eeeeee", "#9a9a9a"},
 };
 
@@ -67,7 +67,9 @@ std::string shapes_of(const Graph& g, const std::vector<TensorId>& tensors) {
 // gvRenderData's length parameter is unsigned int in older Graphviz, size_t in newer.
 template <typename F> struct RenderLength;
 template <typename R, typename A, typename B, typename C, typename D, typename L>
-struct RenderLength<R (*)(A, B, C, D, L*)> { using type = L; };
+struct RenderLength<R (*)(A, B, C, D, L*)> {
+  using type = L;
+};
 
 std::string graphviz_errors;
 int collect_graphviz_error(char* message) {
@@ -101,7 +103,8 @@ public:
     agseterrf(collect_graphviz_error);
     if (gvLayout(gvc_, graph_, "dot") != 0)
       internal_fail("Graphviz could not lay out the plan (is the graphviz package with its dot "
-                    "plugin installed?): {}", graphviz_errors);
+                    "plugin installed?): {}",
+                    graphviz_errors);
     laid_out_ = true;
     char* data = nullptr;
     typename RenderLength<decltype(&gvRenderData)>::type length = 0;
@@ -143,7 +146,8 @@ std::string layout_svg(const Graph& g, const FusionPlan& plan) {
   std::vector<Agnode_t*> nodes(g.nodes.size(), nullptr);
   for (const FusionGroup& group : plan.groups) {
     const GroupStyle& style = style_of(group);
-    Agraph_t* cluster = agsubg(root, const_cast<char*>(fmt::format("cluster_{}", group.id).c_str()), 1);
+    Agraph_t* cluster =
+        agsubg(root, const_cast<char*>(fmt::format("cluster_{}", group.id).c_str()), 1);
     Layout::set(cluster, "id", fmt::format("group_{}", group.id));
     Layout::set(cluster, "label", fmt::format("#{} {}", group.id, style.key));
     Layout::set(cluster, "style", "filled,rounded");
@@ -223,8 +227,10 @@ nlohmann::json details_json(const Graph& g, const FusionPlan& plan) {
     for (int32_t n : group.nodes) {
       const Node& node = g.nodes[n];
       nlohmann::json inputs = nlohmann::json::array(), outputs = nlohmann::json::array();
-      for (TensorId t : node.inputs) inputs.push_back(tensor_json(g, t));
-      for (TensorId t : node.outputs) outputs.push_back(tensor_json(g, t));
+      for (TensorId t : node.inputs)
+        inputs.push_back(tensor_json(g, t));
+      for (TensorId t : node.outputs)
+        outputs.push_back(tensor_json(g, t));
       details[fmt::format("node_{}", n)] = {{"title", node.name.empty() ? "(unnamed)" : node.name},
                                             {"op", op_name(node.op)},
                                             {"group", where},
@@ -275,7 +281,8 @@ std::string group_table(const Graph& g, const FusionPlan& plan) {
   }
   return "<table id=\"groups\"><thead><tr><th>id</th><th>kind</th><th>scheme</th><th>mapping</th>"
          "<th>grid</th><th>block</th><th>est. bytes</th><th>file</th><th>ONNX nodes</th></tr>"
-         "</thead><tbody>\n" + rows + "</tbody></table>\n";
+         "</thead><tbody>\n" +
+         rows + "</tbody></table>\n";
 }
 
 std::string rejected_table(const Graph& g, const FusionPlan& plan) {
@@ -301,10 +308,11 @@ std::string summary(const Graph& g, const FusionPlan& plan, const MemoryPlan& me
       html_escape(plan.planner), g.nodes.size(), plan.groups.size(), launches, bytes,
       memory.arena_bytes, memory.intermediate_bytes);
   if (plan.ilp.ran)
-    text += fmt::format("<p>ILP: {}, {} candidates, {} cycle cuts, objective {:.0f}, bound {:.0f} "
-                        "(gap {:.2f}%), solved in {:.2f} s.</p>\n",
-                        html_escape(plan.ilp.status), plan.ilp.candidates, plan.ilp.cycle_cuts,
-                        plan.ilp.objective, plan.ilp.bound, 100 * plan.ilp.gap, plan.ilp.solve_seconds);
+    text +=
+        fmt::format("<p>ILP: {}, {} candidates, {} cycle cuts, objective {:.0f}, bound {:.0f} "
+                    "(gap {:.2f}%), solved in {:.2f} s.</p>\n",
+                    html_escape(plan.ilp.status), plan.ilp.candidates, plan.ilp.cycle_cuts,
+                    plan.ilp.objective, plan.ilp.bound, 100 * plan.ilp.gap, plan.ilp.solve_seconds);
   std::string compare;
   for (const PlanTotals& t : plan.totals)
     compare += fmt::format("<li>{}: {} launches, {} bytes, cost {}</li>", html_escape(t.planner),
@@ -423,12 +431,23 @@ std::string html_escape(std::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-    case '&': out += "&amp;"; break;
-    case '<': out += "&lt;"; break;
-    case '>': out += "&gt;"; break;
-    case '"': out += "&quot;"; break;
-    case '\'': out += "&#39;"; break;
-    default: out += c;
+    case '&':
+      out += "&amp;";
+      break;
+    case '<':
+      out += "&lt;";
+      break;
+    case '>':
+      out += "&gt;";
+      break;
+    case '"':
+      out += "&quot;";
+      break;
+    case '\'':
+      out += "&#39;";
+      break;
+    default:
+      out += c;
     }
   }
   return out;
@@ -441,10 +460,17 @@ std::string script_safe_json(const nlohmann::json& value) {
   for (char c : text) {
     // Outside strings JSON has none of these characters, so escaping them is always valid.
     switch (c) {
-    case '<': out += "\\u003c"; break;
-    case '>': out += "\\u003e"; break;
-    case '&': out += "\\u0026"; break;
-    default: out += c;
+    case '<':
+      out += "\\u003c";
+      break;
+    case '>':
+      out += "\\u003e";
+      break;
+    case '&':
+      out += "\\u0026";
+      break;
+    default:
+      out += c;
     }
   }
   return out;
@@ -457,12 +483,14 @@ std::string plan_report_html(const Graph& graph, const FusionPlan& plan, const M
          fmt::format("<body data-groups=\"{}\">\n", plan.groups.size()) + "<header><h1>" +
          html_escape(title) + "</h1>\n" + summary(graph, plan, memory) + legend() +
          "<button id=\"fit\">fit to width</button> Hover a node for its details; click to pin it."
-         "</header>\n<div id=\"view\"><div id=\"graph\">" + layout_svg(graph, plan) +
+         "</header>\n<div id=\"view\"><div id=\"graph\">" +
+         layout_svg(graph, plan) +
          "</div><div id=\"details\">Hover a node.</div></div>\n<section><h2>Groups</h2>\n" +
          group_table(graph, plan) + "</section>\n<section><h2>Rejected fusions</h2>\n" +
          rejected_table(graph, plan) + "</section>\n" +
-         "<script type=\"application/json\" id=\"plan-data\">" + script_safe_json(details_json(graph, plan)) +
-         "</script>\n<script>" + kScript + "</script>\n</body></html>\n";
+         "<script type=\"application/json\" id=\"plan-data\">" +
+         script_safe_json(details_json(graph, plan)) + "</script>\n<script>" + kScript +
+         "</script>\n</body></html>\n";
 }
 
 } // namespace stitch

@@ -48,7 +48,8 @@ pid_t spawn(const Command& c, const std::string& dir, const std::string& log, st
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
   posix_spawnattr_setpgroup(&attr, 0);
   std::vector<char*> argv;
-  for (const std::string& a : c.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  for (const std::string& a : c.argv)
+    argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   pid_t pid = -1;
   int rc = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), environ);
@@ -80,8 +81,9 @@ std::string find_program(const std::vector<std::string>& names) {
       size_t end = dirs.find(':', start);
       if (end == std::string::npos) end = dirs.size();
       std::string candidate = dirs.substr(start, end - start) + "/" + name;
-      struct stat st{};
-      if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(candidate.c_str(), X_OK) == 0)
+      struct stat st {};
+      if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+          access(candidate.c_str(), X_OK) == 0)
         return candidate;
       start = end + 1;
     }
@@ -89,8 +91,8 @@ std::string find_program(const std::vector<std::string>& names) {
   return "";
 }
 
-std::vector<CommandResult> run_commands(const std::vector<Command>& commands, const std::string& dir,
-                                        int jobs, int timeout_seconds,
+std::vector<CommandResult> run_commands(const std::vector<Command>& commands,
+                                        const std::string& dir, int jobs, int timeout_seconds,
                                         const std::function<void(size_t, size_t)>& on_done) {
   std::vector<CommandResult> results(commands.size());
   std::vector<Running> running;
@@ -103,8 +105,8 @@ std::vector<CommandResult> run_commands(const std::vector<Command>& commands, co
       if (pid < 0) {
         results[next].output = error;
         if (on_done) on_done(++finished, commands.size());
-      }
-      else running.push_back({next, pid, std::chrono::steady_clock::now(), log});
+      } else
+        running.push_back({next, pid, std::chrono::steady_clock::now(), log});
       ++next;
     }
     bool any_done = false;
@@ -112,19 +114,24 @@ std::vector<CommandResult> run_commands(const std::vector<Command>& commands, co
       Running& r = running[k];
       int status = 0;
       pid_t done = waitpid(r.pid, &status, WNOHANG);
-      bool expired = std::chrono::steady_clock::now() - r.start > std::chrono::seconds(timeout_seconds);
+      bool expired =
+          std::chrono::steady_clock::now() - r.start > std::chrono::seconds(timeout_seconds);
       if (done == 0 && expired) {
         kill(-r.pid, SIGKILL);
         waitpid(r.pid, &status, 0);
         results[r.index].timed_out = true;
         done = r.pid;
       }
-      if (done == 0) { ++k; continue; }
+      if (done == 0) {
+        ++k;
+        continue;
+      }
       CommandResult& res = results[r.index];
       res.output = read_file(r.log);
       unlink(r.log.c_str());
       if (!res.timed_out && WIFEXITED(status)) res.exit_code = WEXITSTATUS(status);
-      res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - r.start).count();
+      res.seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - r.start).count();
       if (on_done) on_done(++finished, commands.size());
       running.erase(running.begin() + static_cast<long>(k));
       any_done = true;

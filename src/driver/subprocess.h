@@ -18,7 +18,7 @@ struct CommandResult {
   int exit_code = -1; // -1 when it did not start or was killed
   bool timed_out = false;
   std::string output; // stdout and stderr together
-  double seconds = 0;  // wall time from start to exit
+  double seconds = 0; // wall time from start to exit
 };
 
 // Runs the commands in `dir`, at most `jobs` at a time, each limited to `timeout_seconds`.

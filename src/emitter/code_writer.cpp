@@ -8,8 +8,10 @@ namespace stitch {
 std::string comment_safe(std::string_view text) {
   std::string out;
   for (unsigned char c : text) {
-    if (c >= 0x20 && c < 0x7f && c != '\\') out += static_cast<char>(c);
-    else out += fmt::format("\\x{:02x}", c);
+    if (c >= 0x20 && c < 0x7f && c != '\\')
+      out += static_cast<char>(c);
+    else
+      out += fmt::format("\\x{:02x}", c);
   }
   return out;
 }

@@ -9,7 +9,8 @@ namespace stitch {
 
 std::string GroupEmitContext::kernel_name(std::string_view suffix) const {
   std::string op(op_name(node().op));
-  for (char& c : op) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char& c : op)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return fmt::format("stitch_g{}_{}{}", group_.id, op, suffix);
 }
 
@@ -20,11 +21,16 @@ std::string GroupEmitContext::group_function() const {
 std::string storage_bytes(const Graph& graph, const MemoryPlan& memory, TensorId t) {
   const Storage& s = memory.storage.at(t);
   switch (s.kind) {
-  case StorageKind::Input: return fmt::format("static_cast<unsigned char*>(b->inputs[{}])", s.index);
-  case StorageKind::Output: return fmt::format("static_cast<unsigned char*>(b->outputs[{}])", s.index);
-  case StorageKind::Arena: return fmt::format("(b->arena + {})", s.offset);
-  case StorageKind::Weights: return fmt::format("(b->weights + {})", s.offset);
-  case StorageKind::None: break;
+  case StorageKind::Input:
+    return fmt::format("static_cast<unsigned char*>(b->inputs[{}])", s.index);
+  case StorageKind::Output:
+    return fmt::format("static_cast<unsigned char*>(b->outputs[{}])", s.index);
+  case StorageKind::Arena:
+    return fmt::format("(b->arena + {})", s.offset);
+  case StorageKind::Weights:
+    return fmt::format("(b->weights + {})", s.offset);
+  case StorageKind::None:
+    break;
   }
   internal_fail("tensor '{}' has no storage", graph.tensor(t).name);
 }
@@ -42,7 +48,8 @@ void emit_shared_memory_opt_in(CodeWriter& out, const std::string& kernel, int64
   constexpr int64_t kWithoutOptIn = 48 * 1024;
   if (bytes <= kWithoutOptIn) return;
   out.comment(fmt::format("{} bytes of dynamic shared memory: more than the 48 KiB a kernel gets "
-                          "without opting in.", bytes));
+                          "without opting in.",
+                          bytes));
   out.linef("if (const cudaError_t opt_in = cudaFuncSetAttribute({}, "
             "cudaFuncAttributeMaxDynamicSharedMemorySize, {}); opt_in != cudaSuccess)",
             kernel, bytes);
@@ -55,7 +62,8 @@ std::string GroupEmitContext::scratch_pointer(const std::string& type) const {
   STITCH_INTERNAL_CHECK(group_.scratch_bytes > 0 && position < memory_.scratch_offset.size() &&
                             memory_.scratch_offset[position] >= 0,
                         "group {} uses scratch the memory plan did not place", group_.id);
-  return fmt::format("reinterpret_cast<{}*>(b->arena + {})", type, memory_.scratch_offset[position]);
+  return fmt::format("reinterpret_cast<{}*>(b->arena + {})", type,
+                     memory_.scratch_offset[position]);
 }
 
 void GroupEmitContext::unsupported(const std::string& what) const {
@@ -66,19 +74,31 @@ void GroupEmitContext::unsupported(const std::string& what) const {
 
 std::string ctype(DType t, const GroupEmitContext& ctx) {
   switch (t) {
-  case DType::Float32: return "float";
-  case DType::Float64: return "double";
-  case DType::Int64: return "int64_t";
-  case DType::Int32: return "int32_t";
-  case DType::Int16: return "int16_t";
-  case DType::Int8: return "int8_t";
-  case DType::UInt64: return "uint64_t";
-  case DType::UInt32: return "uint32_t";
-  case DType::UInt16: return "uint16_t";
-  case DType::UInt8: return "uint8_t";
-  case DType::Bool: return "bool";
+  case DType::Float32:
+    return "float";
+  case DType::Float64:
+    return "double";
+  case DType::Int64:
+    return "int64_t";
+  case DType::Int32:
+    return "int32_t";
+  case DType::Int16:
+    return "int16_t";
+  case DType::Int8:
+    return "int8_t";
+  case DType::UInt64:
+    return "uint64_t";
+  case DType::UInt32:
+    return "uint32_t";
+  case DType::UInt16:
+    return "uint16_t";
+  case DType::UInt8:
+    return "uint8_t";
+  case DType::Bool:
+    return "bool";
   case DType::Float16:
-  case DType::BFloat16: break;
+  case DType::BFloat16:
+    break;
   }
   ctx.unsupported(fmt::format("dtype {}", dtype_name(t)));
 }
@@ -90,8 +110,10 @@ std::string describe_node(const Graph& g, const Node& n) {
     return fmt::format("{}{}", dtype_name(x.dtype), shape_to_string(x.shape));
   };
   std::vector<std::string> ins, outs;
-  for (TensorId t : n.inputs) ins.push_back(typed(t));
-  for (TensorId t : n.outputs) outs.push_back(typed(t));
+  for (TensorId t : n.inputs)
+    ins.push_back(typed(t));
+  for (TensorId t : n.outputs)
+    outs.push_back(typed(t));
   return fmt::format("node '{}' ({}): {} <- {}", n.name, op_name(n.op), fmt::join(outs, ", "),
                      fmt::join(ins, ", "));
 }

@@ -63,8 +63,10 @@ Blob build_blob(const Graph& g, const MemoryPlan& memory, const std::vector<Tap>
     return offset;
   };
   auto add_name = [&](TensorId t) { return add_string(g.tensor(t).name); };
-  for (TensorId t : g.inputs) blob.input_name_offsets.push_back(add_name(t));
-  for (TensorId t : g.outputs) blob.output_name_offsets.push_back(add_name(t));
+  for (TensorId t : g.inputs)
+    blob.input_name_offsets.push_back(add_name(t));
+  for (TensorId t : g.outputs)
+    blob.output_name_offsets.push_back(add_name(t));
   for (const Tap& tap : taps) {
     blob.tap_name_offsets.push_back(add_name(tap.tensor));
     blob.tap_node_offsets.push_back(add_string(g.nodes[tap.node].name));
@@ -75,8 +77,11 @@ Blob build_blob(const Graph& g, const MemoryPlan& memory, const std::vector<Tap>
 // One stitch_abi_tensor initializer; the name comes from the blob, never from the code.
 std::string tensor_row(const Graph& g, TensorId id, int64_t name_offset) {
   const Tensor& t = g.tensor(id);
-  if (t.shape.size() > 8) user_fail({g.source_file, "", ""}, "tensor '{}' has rank {}; compiled "
-                                    "models support rank 8 at most", t.name, t.shape.size());
+  if (t.shape.size() > 8)
+    user_fail({g.source_file, "", ""},
+              "tensor '{}' has rank {}; compiled "
+              "models support rank 8 at most",
+              t.name, t.shape.size());
   std::vector<int64_t> dims = t.shape;
   dims.resize(8, 0);
   return fmt::format("{{stitch_blob_string({}), {}, {}, {{{}}}, {}}}", name_offset,
@@ -121,8 +126,10 @@ void emit_planted_error(const GroupEmitContext& ctx, CodeWriter& w) {
       break;
     }
   if (target == kNoTensor)
-    user_fail({g.source_file, "", ""}, "--test-plant-wrong-group {}: the group writes no "
-              "float32 tensor to plant an error in", group.id);
+    user_fail({g.source_file, "", ""},
+              "--test-plant-wrong-group {}: the group writes no "
+              "float32 tensor to plant an error in",
+              group.id);
   const int64_t element = g.tensor(target).elements() / 2;
   const std::string kernel = fmt::format("stitch_group_{}_planted_error_kernel", group.id);
   w.line();
@@ -166,7 +173,8 @@ GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const Memory
   w.line("return reinterpret_cast<const char*>(stitch_model_blob + offset);");
   w.close();
   w.line();
-  w.open("static int32_t stitch_enqueue(const stitch_abi_buffers* b, char* error, size_t error_size)");
+  w.open(
+      "static int32_t stitch_enqueue(const stitch_abi_buffers* b, char* error, size_t error_size)");
   w.line("int32_t status = 0;");
   size_t next = 0;
   size_t next_tap = 0;
@@ -176,7 +184,8 @@ GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const Memory
       w.comment(fmt::format("group {}: {} ({} node{}, first '{}' {})", group.id,
                             group_kind_name(group.kind), group.nodes.size(),
                             group.nodes.size() == 1 ? "" : "s", first.name, op_name(first.op)));
-      w.linef("if ((status = stitch_group_{}(b, error, error_size)) != 0) return status;", group.id);
+      w.linef("if ((status = stitch_group_{}(b, error, error_size)) != 0) return status;",
+              group.id);
       if (group.id == options.plant_wrong_group)
         w.linef("if ((status = {}(b, error, error_size)) != 0) return status; // TEST ONLY",
                 planted_error_function(group.id));
@@ -197,7 +206,8 @@ GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const Memory
     w.comment(fmt::format("output {} ('{}') is a copy", i, g.tensor(out).name));
     w.linef("if ((status = stitch_call_result(cudaMemcpyAsync(b->outputs[{}], {}, {}, "
             "cudaMemcpyDeviceToDevice, b->stream), \"cudaMemcpyAsync\", error, error_size)) != 0) "
-            "return status;", i, storage_bytes(g, memory, out), g.tensor(out).bytes());
+            "return status;",
+            i, storage_bytes(g, memory, out), g.tensor(out).bytes());
   }
   w.line("return status;");
   w.close();
@@ -207,15 +217,15 @@ GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const Memory
           tensor_table(g, g.inputs, blob.input_name_offsets));
   w.linef("static const stitch_abi_tensor outputs[] = {};",
           tensor_table(g, g.outputs, blob.output_name_offsets));
-  if (!taps.empty())
-    w.linef("static const stitch_abi_tap taps[] = {};", tap_table(g, taps, blob));
+  if (!taps.empty()) w.linef("static const stitch_abi_tap taps[] = {};", tap_table(g, taps, blob));
   w.open("static const stitch_abi_model model =");
   w.line("STITCH_ABI_VERSION,");
   w.linef("\"{}\",", target);
   w.linef("{}, {},", g.inputs.size(), g.outputs.size());
-  w.linef("{}, {},", g.inputs.empty() ? "nullptr" : "inputs", g.outputs.empty() ? "nullptr" : "outputs");
-  w.linef("{}ull, // arena bytes: the peak; all intermediates together are {} bytes", memory.arena_bytes,
-          memory.intermediate_bytes);
+  w.linef("{}, {},", g.inputs.empty() ? "nullptr" : "inputs",
+          g.outputs.empty() ? "nullptr" : "outputs");
+  w.linef("{}ull, // arena bytes: the peak; all intermediates together are {} bytes",
+          memory.arena_bytes, memory.intermediate_bytes);
   w.line("0ull, // workspace bytes the generated code needs (library calls bring their own)");
   w.line("stitch_model_blob,");
   w.linef("{}ull, // weights bytes", memory.weights_bytes);
@@ -232,12 +242,15 @@ GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const Memory
 GeneratedModel emit_model(const Graph& g, const FusionPlan& plan, const MemoryPlan& memory,
                           const std::string& target, const EmitOptions& options) {
   if (options.plant_wrong_group >= 0) {
-    const bool found = std::any_of(plan.groups.begin(), plan.groups.end(), [&](const FusionGroup& grp) {
-      return grp.id == options.plant_wrong_group && grp.kind != GroupKind::Alias;
-    });
+    const bool found =
+        std::any_of(plan.groups.begin(), plan.groups.end(), [&](const FusionGroup& grp) {
+          return grp.id == options.plant_wrong_group && grp.kind != GroupKind::Alias;
+        });
     if (!found)
-      user_fail({g.source_file, "", ""}, "--test-plant-wrong-group {}: the plan has no group {} "
-                "with work (see --report)", options.plant_wrong_group, options.plant_wrong_group);
+      user_fail({g.source_file, "", ""},
+                "--test-plant-wrong-group {}: the plan has no group {} "
+                "with work (see --report)",
+                options.plant_wrong_group, options.plant_wrong_group);
   }
   GeneratedModel model;
   std::vector<int> groups_with_code;
@@ -245,10 +258,11 @@ GeneratedModel emit_model(const Graph& g, const FusionPlan& plan, const MemoryPl
     if (group.kind == GroupKind::Alias) continue;
     GroupEmitContext ctx(g, group, memory);
     CodeWriter w;
-    w.line(file_banner(g, fmt::format("group_{:03}.cu: group {} of the fusion plan ({}, {} mapping).",
-                                      group.id, group.id, group_kind_name(group.kind),
-                                      mapping_name(group.mapping))));
-    for (int32_t n : group.nodes) w.comment("  " + describe_node(g, g.nodes[n]));
+    w.line(file_banner(
+        g, fmt::format("group_{:03}.cu: group {} of the fusion plan ({}, {} mapping).", group.id,
+                       group.id, group_kind_name(group.kind), mapping_name(group.mapping))));
+    for (int32_t n : group.nodes)
+      w.comment("  " + describe_node(g, g.nodes[n]));
     w.line("#include \"stitch_generated.h\"");
     w.line();
     emit_group(ctx, w);

@@ -35,7 +35,8 @@ void refuse_fused(const GroupEmitContext& ctx, const std::string& reason) {
 
 std::string fused_kernel_name(const GroupEmitContext& ctx) {
   std::string scheme(scheme_name(ctx.group().scheme));
-  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char& c : scheme)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return fmt::format("stitch_g{}_{}", ctx.group().id, scheme);
 }
 
@@ -90,9 +91,9 @@ FusedSignature fused_signature(const GroupEmitContext& ctx, const std::vector<in
   auto add_input = [&](TensorId t) {
     if (sig.inputs.count(t) || sig.literals.count(t)) return;
     if (produced[t]) {
-      STITCH_INTERNAL_CHECK(std::find(group.inputs.begin(), group.inputs.end(), t) == group.inputs.end(),
-                            "group {}: tensor '{}' is both an input and produced inside", group.id,
-                            g.tensor(t).name);
+      STITCH_INTERNAL_CHECK(
+          std::find(group.inputs.begin(), group.inputs.end(), t) == group.inputs.end(),
+          "group {}: tensor '{}' is both an input and produced inside", group.id, g.tensor(t).name);
       return;
     }
     if (is_scalar_float_constant(g.tensor(t))) {
@@ -101,7 +102,8 @@ FusedSignature fused_signature(const GroupEmitContext& ctx, const std::vector<in
     }
     std::string name = fmt::format("in{}", sig.inputs.size());
     sig.inputs[t] = name;
-    sig.params.push_back(fmt::format("const {}* __restrict__ {}", ctype(g.tensor(t).dtype, ctx), name));
+    sig.params.push_back(
+        fmt::format("const {}* __restrict__ {}", ctype(g.tensor(t).dtype, ctx), name));
     sig.args.push_back(ctx.pointer(t, false));
     sig.legend.push_back(fmt::format("{}: {}", name, describe_tensor(g, t)));
   };
@@ -109,11 +111,13 @@ FusedSignature fused_signature(const GroupEmitContext& ctx, const std::vector<in
   // (Reduce* axes, Expand's shape) are not read by the kernel.
   std::set<TensorId> values;
   for (int32_t n : nodes)
-    for (TensorId t : fused_value_inputs(g.nodes[n])) values.insert(t);
+    for (TensorId t : fused_value_inputs(g.nodes[n]))
+      values.insert(t);
   for (TensorId t : group.inputs)
     if (values.count(t)) add_input(t);
   for (int32_t n : nodes)
-    for (TensorId t : fused_value_inputs(g.nodes[n])) add_input(t);
+    for (TensorId t : fused_value_inputs(g.nodes[n]))
+      add_input(t);
   for (TensorId t : group.outputs) {
     if (!produced[t]) continue; // another part's output (Independent)
     std::string name = fmt::format("out{}", sig.outputs.size());
@@ -129,8 +133,10 @@ void fused_kernel_banner(const GroupEmitContext& ctx, const FusedSignature& sig,
                          const std::vector<int32_t>& nodes, const std::string& summary,
                          CodeWriter& out) {
   out.comment(summary);
-  for (int32_t n : nodes) out.comment("  " + describe_node(ctx.graph(), ctx.graph().nodes[n]));
-  for (const std::string& line : sig.legend) out.comment("  " + line);
+  for (int32_t n : nodes)
+    out.comment("  " + describe_node(ctx.graph(), ctx.graph().nodes[n]));
+  for (const std::string& line : sig.legend)
+    out.comment("  " + line);
 }
 
 ValueScope::ValueScope(const GroupEmitContext& ctx, const std::vector<int32_t>& nodes,
@@ -191,7 +197,8 @@ Shape local_shape(const GroupEmitContext& ctx, const FusedSignature& sig,
     const Node& node = g.nodes[n];
     if (!is_pointwise(node))
       refuse_fused(ctx, fmt::format("node '{}' ({}) is not pointwise; a Local group holds only "
-                                    "pointwise nodes", node.name, op_name(node.op)));
+                                    "pointwise nodes",
+                                    node.name, op_name(node.op)));
     for (TensorId t : fused_value_inputs(node))
       if (!broadcasts(g.tensor(t).shape))
         refuse_fused(ctx, fmt::format("'{}' {} does not broadcast to the iteration shape {}",
@@ -235,12 +242,14 @@ void emit_local_body(const GroupEmitContext& ctx, const FusedSignature& sig,
       const Tensor& x = g.tensor(t);
       STITCH_INTERNAL_CHECK(dtype_size(x.dtype) == 4 && (x.shape == shape || x.elements() == 1),
                             "group {}: vector width 4 with input '{}' {} (iteration shape {})",
-                            ctx.group().id, x.name, shape_to_string(x.shape), shape_to_string(shape));
+                            ctx.group().id, x.name, shape_to_string(x.shape),
+                            shape_to_string(shape));
     }
     for (const auto& [t, name] : writes)
-      STITCH_INTERNAL_CHECK(dtype_size(g.tensor(t).dtype) == 4, "group {}: vector width 4 with "
-                            "output '{}' of {}-byte elements", ctx.group().id, g.tensor(t).name,
-                            dtype_size(g.tensor(t).dtype));
+      STITCH_INTERNAL_CHECK(dtype_size(g.tensor(t).dtype) == 4,
+                            "group {}: vector width 4 with "
+                            "output '{}' of {}-byte elements",
+                            ctx.group().id, g.tensor(t).name, dtype_size(g.tensor(t).dtype));
     out.comment("16-byte vectors; the loop after this one does the last n % 4 elements.");
     out.open("for (int64_t v = first; v < n / 4; v += stride)");
     std::map<TensorId, std::string> loaded;
@@ -251,8 +260,8 @@ void emit_local_body(const GroupEmitContext& ctx, const FusedSignature& sig,
       if (x.elements() == 1) {
         out.linef("const {} {} = {}[0];", ctype(x.dtype, ctx), name, param);
       } else {
-        out.linef("const {0} {1} = reinterpret_cast<const {0}*>({2})[v];", vector4_type(x.dtype, ctx),
-                  name, param);
+        out.linef("const {0} {1} = reinterpret_cast<const {0}*>({2})[v];",
+                  vector4_type(x.dtype, ctx), name, param);
         name += ".{lane}";
       }
       loaded[t] = name;
@@ -262,9 +271,8 @@ void emit_local_body(const GroupEmitContext& ctx, const FusedSignature& sig,
     for (const char* lane : {"x", "y", "z", "w"}) {
       out.open("");
       ValueScope scope(ctx, nodes, out, [&](TensorId t) {
-        return literal_or(t, [&] {
-          return fmt::format(fmt::runtime(loaded.at(t)), fmt::arg("lane", lane));
-        });
+        return literal_or(
+            t, [&] { return fmt::format(fmt::runtime(loaded.at(t)), fmt::arg("lane", lane)); });
       });
       for (const auto& [t, name] : writes) {
         std::string v = scope.value(t);
@@ -281,7 +289,8 @@ void emit_local_body(const GroupEmitContext& ctx, const FusedSignature& sig,
   out.open(fmt::format("for (int64_t i = {}{}; i < n; i += stride)",
                        tail_start == "0" ? "" : tail_start + " + ", "first"));
   bool coordinates = false;
-  for (TensorId t : reads) coordinates |= needs_coordinates(g.tensor(t).shape, shape);
+  for (TensorId t : reads)
+    coordinates |= needs_coordinates(g.tensor(t).shape, shape);
   if (coordinates) emit_coordinates(out, shape);
   ValueScope scope(ctx, nodes, out, [&](TensorId t) {
     return literal_or(t, [&] {
@@ -292,7 +301,8 @@ void emit_local_body(const GroupEmitContext& ctx, const FusedSignature& sig,
       return name;
     });
   });
-  for (const auto& [t, name] : writes) out.linef("{}[i] = {};", name, scope.value(t));
+  for (const auto& [t, name] : writes)
+    out.linef("{}[i] = {};", name, scope.value(t));
   out.close();
 }
 
@@ -305,10 +315,12 @@ void emit_fused_local(const GroupEmitContext& ctx, CodeWriter& out) {
                                   mapping_name(group.mapping)));
   FusedSignature sig = fused_signature(ctx, group.nodes);
   const std::string kernel = fused_kernel_name(ctx);
-  fused_kernel_banner(ctx, sig, group.nodes,
-                      fmt::format("Fused group {} (Local): {} pointwise nodes evaluated per element "
-                                  "in registers.", group.id, group.nodes.size()),
-                      out);
+  fused_kernel_banner(
+      ctx, sig, group.nodes,
+      fmt::format("Fused group {} (Local): {} pointwise nodes evaluated per element "
+                  "in registers.",
+                  group.id, group.nodes.size()),
+      out);
   out.open(kernel_head(ctx, kernel, sig.params));
   emit_local_body(ctx, sig, group.nodes, BlockRange{}, out);
   out.close();
@@ -324,14 +336,22 @@ bool emit_fused(const GroupEmitContext& ctx, CodeWriter& out) {
   if (group.nodes.size() <= 1 && group.parts.empty()) return false;
   switch (group.scheme) {
   case StitchScheme::Local:
-    if (has_window_op(ctx.graph(), group.nodes)) emit_fused_window(ctx, out);
-    else emit_fused_local(ctx, out);
+    if (has_window_op(ctx.graph(), group.nodes))
+      emit_fused_window(ctx, out);
+    else
+      emit_fused_local(ctx, out);
     break;
-  case StitchScheme::Regional: emit_fused_regional(ctx, out); break;
-  case StitchScheme::Independent: emit_fused_independent(ctx, out); break;
+  case StitchScheme::Regional:
+    emit_fused_regional(ctx, out);
+    break;
+  case StitchScheme::Independent:
+    emit_fused_independent(ctx, out);
+    break;
   case StitchScheme::Global:
-    if (has_matrix_product(ctx.graph(), group.nodes)) emit_fused_row_gemv(ctx, out);
-    else emit_fused_global(ctx, out);
+    if (has_matrix_product(ctx.graph(), group.nodes))
+      emit_fused_row_gemv(ctx, out);
+    else
+      emit_fused_global(ctx, out);
     break;
   }
   return true;

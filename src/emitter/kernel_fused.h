@@ -41,8 +41,8 @@ bool emit_fused(const GroupEmitContext& ctx, CodeWriter& out);
 // node reads that no node of the group produces count as read from memory even when the plan
 // did not list them (constants); scalar float constants become literals instead.
 struct FusedSignature {
-  std::map<TensorId, std::string> inputs;  // tensor -> parameter name
-  std::map<TensorId, std::string> outputs; // tensor -> parameter name
+  std::map<TensorId, std::string> inputs;   // tensor -> parameter name
+  std::map<TensorId, std::string> outputs;  // tensor -> parameter name
   std::map<TensorId, std::string> literals; // scalar float constants -> literal
   std::vector<std::string> params;          // "const float* __restrict__ in0"
   std::vector<std::string> args;            // the pointer expressions the launch passes

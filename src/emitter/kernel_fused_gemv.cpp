@@ -50,7 +50,8 @@ void emit_fused_row_gemv(const GroupEmitContext& ctx, CodeWriter& out) {
   std::map<TensorId, int32_t> producer;
   for (size_t i = 0; i < group.nodes.size(); ++i) {
     const Node& node = g.nodes[group.nodes[i]];
-    for (TensorId t : node.outputs) producer[t] = group.nodes[i];
+    for (TensorId t : node.outputs)
+      producer[t] = group.nodes[i];
     if (node.op != OpKind::MatMul && node.op != OpKind::Gemm) continue;
     if (at < group.nodes.size()) refuse_fused(ctx, "two matrix products in one group");
     at = i;
@@ -83,8 +84,8 @@ void emit_fused_row_gemv(const GroupEmitContext& ctx, CodeWriter& out) {
                                   "group has {} rows",
                                   g.tensor(x).name, g.tensor(x).elements(), mv.k, group.rows));
   if (group.scratch_bytes < mv.k * 4)
-    refuse_fused(ctx, fmt::format("scratch_bytes {} < the {} bytes of the vector", group.scratch_bytes,
-                                  mv.k * 4));
+    refuse_fused(ctx, fmt::format("scratch_bytes {} < the {} bytes of the vector",
+                                  group.scratch_bytes, mv.k * 4));
   const bool vectors = group.launch.vector_width == 4;
   if (vectors && (!mv.b_rows_are_outputs || mv.k % 4 != 0))
     refuse_fused(ctx, "16-byte vectors need B's rows to be the outputs and K a multiple of 4");
@@ -96,11 +97,12 @@ void emit_fused_row_gemv(const GroupEmitContext& ctx, CodeWriter& out) {
   const std::string kernel = fused_kernel_name(ctx);
   fused_kernel_banner(
       ctx, sig, group.nodes,
-      fmt::format("Fused group {} (Global): row ops over {} rows of {}, whose per-row values are the "
-                  "vector of '{}' ({}), a grid-wide barrier, then the product ({} outputs, {} per "
-                  "output) and {} consumer(s); {} blocks.",
-                  group.id, group.rows, group.row_length, product.name, op_name(product.op), mv.n,
-                  mv.b_rows_are_outputs ? "a warp" : "a thread", tail.size(), blocks),
+      fmt::format(
+          "Fused group {} (Global): row ops over {} rows of {}, whose per-row values are the "
+          "vector of '{}' ({}), a grid-wide barrier, then the product ({} outputs, {} per "
+          "output) and {} consumer(s); {} blocks.",
+          group.id, group.rows, group.row_length, product.name, op_name(product.op), mv.n,
+          mv.b_rows_are_outputs ? "a warp" : "a thread", tail.size(), blocks),
       out);
   std::vector<std::string> params = sig.params;
   params.push_back("float* __restrict__ scratch");
@@ -117,7 +119,8 @@ void emit_fused_row_gemv(const GroupEmitContext& ctx, CodeWriter& out) {
   out.line("stitch_grid_sync();");
 
   out.comment(fmt::format("Phase 2: y = {} (K = {}, N = {}), then the consumers, per output j.",
-                          product.op == OpKind::Gemm ? "alpha * x B + beta * C" : "x B", mv.k, mv.n));
+                          product.op == OpKind::Gemm ? "alpha * x B + beta * C" : "x B", mv.k,
+                          mv.n));
   if (auto written = sig.outputs.find(x); written != sig.outputs.end()) {
     out.open(fmt::format("for (int64_t k = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; k < {}; "
                          "k += int64_t(gridDim.x) * blockDim.x)",
@@ -151,10 +154,12 @@ void emit_fused_row_gemv(const GroupEmitContext& ctx, CodeWriter& out) {
     out.line("const int64_t output_stride = int64_t(gridDim.x) * blockDim.x;");
     out.open(fmt::format("for (int64_t j = first_output; j < {}; j += output_stride)", mv.n));
     out.line("float acc = 0.0f;");
-    out.linef("for (int64_t k = 0; k < {}; ++k) acc += row_values[k] * {}[k * {} + j];", mv.k, b, mv.n);
+    out.linef("for (int64_t k = 0; k < {}; ++k) acc += row_values[k] * {}[k * {} + j];", mv.k, b,
+              mv.n);
     out.open("");
   }
-  std::string value = mv.alpha == 1.0 ? "acc" : fmt::format("{} * acc", float_literal(mv.alpha, DType::Float32));
+  std::string value =
+      mv.alpha == 1.0 ? "acc" : fmt::format("{} * acc", float_literal(mv.alpha, DType::Float32));
   if (mv.c != kNoTensor && mv.beta != 0.0) {
     std::string c;
     if (auto literal = sig.literals.find(mv.c); literal != sig.literals.end())

@@ -30,10 +30,18 @@ namespace {
 
 bool is_column_reduction(const Graph& g, const Node& node, int64_t rows, int64_t columns) {
   switch (node.op) {
-  case OpKind::ReduceSum: case OpKind::ReduceMean: case OpKind::ReduceMax: case OpKind::ReduceMin:
-  case OpKind::ReduceProd: case OpKind::ReduceL1: case OpKind::ReduceL2:
-  case OpKind::ReduceSumSquare: case OpKind::ReduceLogSum: break;
-  default: return false;
+  case OpKind::ReduceSum:
+  case OpKind::ReduceMean:
+  case OpKind::ReduceMax:
+  case OpKind::ReduceMin:
+  case OpKind::ReduceProd:
+  case OpKind::ReduceL1:
+  case OpKind::ReduceL2:
+  case OpKind::ReduceSumSquare:
+  case OpKind::ReduceLogSum:
+    break;
+  default:
+    return false;
   }
   ReductionSpace space = reduction_space(g, node);
   // [rows, columns] reducing the leading dim: one reduced dim followed by kept ones.
@@ -58,9 +66,10 @@ void emit_fused_global(const GroupEmitContext& ctx, CodeWriter& out) {
     const Node& node = g.nodes[group.nodes[i]];
     if (is_pointwise(node)) continue;
     if (reduction >= 0 || !is_column_reduction(g, node, rows, columns))
-      refuse_fused(ctx, fmt::format("node '{}' ({}) is not pointwise and not the one reduction over "
-                                    "the leading {} rows of {} columns a Global group holds",
-                                    node.name, op_name(node.op), rows, columns));
+      refuse_fused(ctx,
+                   fmt::format("node '{}' ({}) is not pointwise and not the one reduction over "
+                               "the leading {} rows of {} columns a Global group holds",
+                               node.name, op_name(node.op), rows, columns));
     reduction = static_cast<int>(i);
   }
   if (reduction < 0) refuse_fused(ctx, "a Global group without a column reduction");
@@ -77,16 +86,21 @@ void emit_fused_global(const GroupEmitContext& ctx, CodeWriter& out) {
   const std::string x_type = ctype(x_dtype, ctx);
   const std::string reduced_type = ctype(g.tensor(reduced).dtype, ctx);
   const int64_t blocks = group.launch.grid[0];
-  const int64_t scratch_needed = (blocks + 1) * columns * (acc == "double" || acc == "int64_t" || acc == "uint64_t" ? 8 : 4);
+  const int64_t scratch_needed =
+      (blocks + 1) * columns * (acc == "double" || acc == "int64_t" || acc == "uint64_t" ? 8 : 4);
   if (group.scratch_bytes < scratch_needed)
     refuse_fused(ctx, fmt::format("scratch_bytes {} < the {} bytes ({} blocks + 1) x {} columns of "
-                                  "{} need", group.scratch_bytes, scratch_needed, blocks, columns, acc));
+                                  "{} need",
+                                  group.scratch_bytes, scratch_needed, blocks, columns, acc));
   for (int32_t n : producers)
     for (TensorId t : pointwise_operands(g.nodes[n]))
-      if (t != kNoTensor && sig.inputs.count(t) && g.tensor(t).shape != full && g.tensor(t).elements() != 1)
-        refuse_fused(ctx, fmt::format("the reduction's producer reads '{}' {} broadcast; only inputs "
-                                      "of the full shape {} are supported there", g.tensor(t).name,
-                                      shape_to_string(g.tensor(t).shape), shape_to_string(full)));
+      if (t != kNoTensor && sig.inputs.count(t) && g.tensor(t).shape != full &&
+          g.tensor(t).elements() != 1)
+        refuse_fused(ctx,
+                     fmt::format("the reduction's producer reads '{}' {} broadcast; only inputs "
+                                 "of the full shape {} are supported there",
+                                 g.tensor(t).name, shape_to_string(g.tensor(t).shape),
+                                 shape_to_string(full)));
 
   const std::string kernel = fused_kernel_name(ctx);
   fused_kernel_banner(ctx, sig, group.nodes,
@@ -128,12 +142,14 @@ void emit_fused_global(const GroupEmitContext& ctx, CodeWriter& out) {
   out.line("stitch_grid_sync();");
 
   // Phase 2.
-  out.comment("Phase 2: each column's partials in block order, finished, into scratch[blocks][column].");
+  out.comment(
+      "Phase 2: each column's partials in block order, finished, into scratch[blocks][column].");
   out.linef("{0}* const column_values = scratch + blocks * columns;", acc);
   out.open("for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < columns; "
            "c += int64_t(gridDim.x) * blockDim.x)");
   out.linef("{} acc = {};", acc, form.identity);
-  out.linef("for (int64_t b = 0; b < blocks; ++b) acc = {}(acc, scratch[b * columns + c]);", form.functor);
+  out.linef("for (int64_t b = 0; b < blocks; ++b) acc = {}(acc, scratch[b * columns + c]);",
+            form.functor);
   out.linef("column_values[c] = {};", form.finish);
   if (sig.outputs.count(reduced))
     out.linef("{}[c] = {};", sig.outputs.at(reduced), convert(form.finish, acc, reduced_type));
@@ -143,7 +159,8 @@ void emit_fused_global(const GroupEmitContext& ctx, CodeWriter& out) {
   // Phase 3.
   if (!consumers.empty()) {
     out.comment(fmt::format("Phase 3: the consumers per element; the reduction's result {} is read "
-                            "from column_values.", shape_to_string(g.tensor(reduced).shape)));
+                            "from column_values.",
+                            shape_to_string(g.tensor(reduced).shape)));
     FusedSignature phase3 = sig;
     phase3.outputs.erase(reduced);
     std::string name = fmt::format("in{}", sig.inputs.size());
@@ -151,8 +168,8 @@ void emit_fused_global(const GroupEmitContext& ctx, CodeWriter& out) {
     if (reduced_type == acc) {
       out.linef("const {}* const {} = column_values;", acc, name);
     } else {
-      out.linef("{}* const {} = reinterpret_cast<{}*>(scratch);  // the results as {}", reduced_type,
-                name, reduced_type, reduced_type);
+      out.linef("{}* const {} = reinterpret_cast<{}*>(scratch);  // the results as {}",
+                reduced_type, name, reduced_type, reduced_type);
       out.open("for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < columns; "
                "c += int64_t(gridDim.x) * blockDim.x)");
       out.linef("{}[c] = {};", name, convert("column_values[c]", acc, reduced_type));

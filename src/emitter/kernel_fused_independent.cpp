@@ -50,11 +50,13 @@ Part describe_part(const GroupEmitContext& ctx, const std::vector<int32_t>& node
   const Node& node = g.nodes[nodes[0]];
   if (nodes.size() != 1 || op_category(node.op) != OpCategory::Reduction)
     refuse_fused(ctx, fmt::format("a part must be pointwise nodes or one row op; node '{}' ({}) "
-                                  "with {} node(s) is neither", node.name, op_name(node.op), nodes.size()));
+                                  "with {} node(s) is neither",
+                                  node.name, op_name(node.op), nodes.size()));
   ReductionSpace space = reduction_space(g, node);
   if (!space.rows())
     refuse_fused(ctx, fmt::format("node '{}' ({}) does not reduce contiguous trailing axes; only "
-                                  "row ops run as parts", node.name, op_name(node.op)));
+                                  "row ops run as parts",
+                                  node.name, op_name(node.op)));
   part.rows = space.lines;
   part.row_length = space.length;
   return part;
@@ -79,30 +81,39 @@ void emit_fused_independent(const GroupEmitContext& ctx, CodeWriter& out) {
     given += group.part_blocks[p];
   }
   if (given != group.launch.grid[0] || group.launch.grid[1] != 1 || group.launch.grid[2] != 1)
-    refuse_fused(ctx, fmt::format("the parts' {} blocks are not the plan's grid of {}x{}x{}", given,
-                                  group.launch.grid[0], group.launch.grid[1], group.launch.grid[2]));
+    refuse_fused(ctx,
+                 fmt::format("the parts' {} blocks are not the plan's grid of {}x{}x{}", given,
+                             group.launch.grid[0], group.launch.grid[1], group.launch.grid[2]));
 
   FusedSignature sig = fused_signature(ctx, group.nodes);
   const std::string kernel = fused_kernel_name(ctx);
-  fused_kernel_banner(ctx, sig, group.nodes,
-                      fmt::format("Fused group {} (Independent): {} unrelated parts, each on its own "
-                                  "blocks of one launch.", group.id, parts.size()),
-                      out);
+  fused_kernel_banner(
+      ctx, sig, group.nodes,
+      fmt::format("Fused group {} (Independent): {} unrelated parts, each on its own "
+                  "blocks of one launch.",
+                  group.id, parts.size()),
+      out);
   out.open(kernel_head(ctx, kernel, sig.params));
   for (size_t p = 0; p < parts.size(); ++p) {
     const Part& part = parts[p];
     const int64_t end = part.first_block + part.blocks;
-    if (p == 0) out.open(fmt::format("if (blockIdx.x < {})", end));
-    else if (p + 1 < parts.size()) out.open(fmt::format("else if (blockIdx.x < {})", end));
-    else out.open("else");
+    if (p == 0)
+      out.open(fmt::format("if (blockIdx.x < {})", end));
+    else if (p + 1 < parts.size())
+      out.open(fmt::format("else if (blockIdx.x < {})", end));
+    else
+      out.open("else");
     out.comment(fmt::format("Part {}: blocks [{}, {}), {}.", p, part.first_block, end,
                             part.local ? "pointwise nodes" : "one row op"));
-    for (int32_t n : part.nodes) out.comment("  " + describe_node(ctx.graph(), ctx.graph().nodes[n]));
+    for (int32_t n : part.nodes)
+      out.comment("  " + describe_node(ctx.graph(), ctx.graph().nodes[n]));
     out.linef("const unsigned part_block = blockIdx.x{};",
               part.first_block == 0 ? "" : fmt::format(" - {}", part.first_block));
     BlockRange blocks{"part_block", std::to_string(part.blocks)};
-    if (part.local) emit_local_body(ctx, sig, part.nodes, blocks, out);
-    else emit_regional_body(ctx, sig, part.nodes, part.rows, part.row_length, blocks, out);
+    if (part.local)
+      emit_local_body(ctx, sig, part.nodes, blocks, out);
+    else
+      emit_regional_body(ctx, sig, part.nodes, part.rows, part.row_length, blocks, out);
     // Close without a newline before `else`: CodeWriter puts "}" on its own line, which is fine.
     out.close();
   }

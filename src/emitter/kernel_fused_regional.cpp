@@ -126,12 +126,12 @@ private:
   Shape full_;
   size_t split_ = 0; // full_[split_:] is the row
 
-  std::map<TensorId, int> stage_;              // the pass from which a value can be computed
-  std::map<TensorId, std::string> row_value_;  // row values: tensor -> name in the row scope
+  std::map<TensorId, int> stage_;               // the pass from which a value can be computed
+  std::map<TensorId, std::string> row_value_;   // row values: tensor -> name in the row scope
   std::map<TensorId, std::string> row_literal_; // literals, usable in both scopes
-  std::vector<int32_t> row_pointwise_;         // pointwise nodes computing row values
-  std::vector<int32_t> element_pointwise_;     // pointwise nodes computing element values
-  std::vector<TensorId> row_inputs_;           // row-invariant inputs loaded once per row
+  std::vector<int32_t> row_pointwise_;          // pointwise nodes computing row values
+  std::vector<int32_t> element_pointwise_;      // pointwise nodes computing element values
+  std::vector<TensorId> row_inputs_;            // row-invariant inputs loaded once per row
   // Inputs of per-row nodes, loaded once per row at their broadcast index into the node's
   // per-row result: {tensor, index, name}; and (node, operand) -> that name.
   struct PerRowLoad {
@@ -146,7 +146,7 @@ private:
   int next_row_ = 0;
 
   RowCache cache_ = RowCache::None;
-  std::map<TensorId, int> cached_;     // cached input -> the pass that loads it
+  std::map<TensorId, int> cached_; // cached input -> the pass that loads it
   std::map<TensorId, std::string> cache_name_;
   std::map<TensorId, int64_t> cache_offset_; // byte offset in dynamic shared memory
 };
@@ -181,9 +181,11 @@ std::string RegionalWriter::row_index(const Shape& s) const {
 std::string RegionalWriter::element_index(const Shape& s) const {
   Shape p = padded(s);
   bool across_rows = false;
-  for (size_t d = 0; d < split_; ++d) across_rows |= p[d] != 1;
+  for (size_t d = 0; d < split_; ++d)
+    across_rows |= p[d] != 1;
   if (!across_rows)
-    return broadcast_offset(Shape(p.begin() + split_, p.end()), Shape(full_.begin() + split_, full_.end()), "k");
+    return broadcast_offset(Shape(p.begin() + split_, p.end()),
+                            Shape(full_.begin() + split_, full_.end()), "k");
   return broadcast_offset(p, full_, "base + k");
 }
 
@@ -198,8 +200,9 @@ void RegionalWriter::check_row_op_space(const Node& node) {
   if (!space.rows() || space.lines != rows_ || space.length != length_ ||
       x.elements() != rows_ * length_)
     refuse_fused(ctx_, fmt::format("node '{}' ({}) works on {} lines of {} elements, not the "
-                                   "group's {} rows of {} contiguous elements", node.name,
-                                   op_name(node.op), space.lines, space.length, rows_, length_));
+                                   "group's {} rows of {} contiguous elements",
+                                   node.name, op_name(node.op), space.lines, space.length, rows_,
+                                   length_));
   if (is_row_value(node.inputs[0]) || !varies_along_row(x.shape))
     refuse_fused(ctx_, fmt::format("node '{}' ({}) reduces a value that is constant along the row",
                                    node.name, op_name(node.op)));
@@ -223,8 +226,9 @@ void RegionalWriter::add_row_op(const Node& node) {
     row_value_[t] = name;
     stage_[t] = stage;
   };
-  auto stat = [&](int p, const std::string& name, const std::string& type, const std::string& identity,
-                  const std::string& functor, const std::string& what) {
+  auto stat = [&](int p, const std::string& name, const std::string& type,
+                  const std::string& identity, const std::string& functor,
+                  const std::string& what) {
     RowStat s;
     s.pass = p;
     s.name = name;
@@ -236,10 +240,17 @@ void RegionalWriter::add_row_op(const Node& node) {
   };
 
   switch (node.op) {
-  case OpKind::ReduceSum: case OpKind::ReduceMean: case OpKind::ReduceMax: case OpKind::ReduceMin:
-  case OpKind::ReduceProd: case OpKind::ReduceL1: case OpKind::ReduceL2:
-  case OpKind::ReduceSumSquare: case OpKind::ReduceLogSum:
-  case OpKind::GlobalAveragePool: case OpKind::GlobalMaxPool: {
+  case OpKind::ReduceSum:
+  case OpKind::ReduceMean:
+  case OpKind::ReduceMax:
+  case OpKind::ReduceMin:
+  case OpKind::ReduceProd:
+  case OpKind::ReduceL1:
+  case OpKind::ReduceL2:
+  case OpKind::ReduceSumSquare:
+  case OpKind::ReduceLogSum:
+  case OpKind::GlobalAveragePool:
+  case OpKind::GlobalMaxPool: {
     const DType t = g_.tensor(x).dtype;
     ReduceForm form = reduce_form(ctx_, node.op, t, length_);
     const std::string acc_type = accumulator_type(t);
@@ -248,11 +259,13 @@ void RegionalWriter::add_row_op(const Node& node) {
     s.accumulate = [form, acc, acc_type, element](ValueScope& scope) {
       std::string v = element(scope, acc_type);
       std::string contribution = replace_identifier(form.contribution, "v", v);
-      scope.writer().line(replace_identifier(fmt::format(fmt::runtime(form.step), contribution), "acc", acc));
+      scope.writer().line(
+          replace_identifier(fmt::format(fmt::runtime(form.step), contribution), "acc", acc));
     };
     std::string r = new_row_name();
-    s.after.push_back(fmt::format("const {} {} = {};", y_type, r,
-                                  convert(replace_identifier(form.finish, "acc", acc), acc_type, y_type)));
+    s.after.push_back(
+        fmt::format("const {} {} = {};", y_type, r,
+                    convert(replace_identifier(form.finish, "acc", acc), acc_type, y_type)));
     stats_.push_back(std::move(s));
     row_out(y, pass + 1, r);
     return;
@@ -267,15 +280,17 @@ void RegionalWriter::add_row_op(const Node& node) {
     m.accumulate = [max, acc_type, element](ValueScope& scope) {
       scope.writer().linef("{0} = stitch::rows::Max{{}}({0}, {1});", max, element(scope, acc_type));
     };
-    m.after.push_back(fmt::format("const {} {} = stitch::rows::finite_or_zero({});", acc_type, shift, max));
+    m.after.push_back(
+        fmt::format("const {} {} = stitch::rows::finite_or_zero({});", acc_type, shift, max));
     RowStat s = stat(pass + 1, sum, acc_type, dtype_is_float(t) ? float_literal(0, t) : "0",
                      "stitch::rows::Sum{}", "the sum of exp(x - max)");
     s.accumulate = [sum, shift, acc_type, element](ValueScope& scope) {
-      scope.writer().linef("{} += stitch::rows::exp_of({} - {});", sum, element(scope, acc_type), shift);
+      scope.writer().linef("{} += stitch::rows::exp_of({} - {});", sum, element(scope, acc_type),
+                           shift);
     };
-    s.after.push_back(fmt::format("const {} {} = {};", y_type, r,
-                                  convert(fmt::format("{} + stitch::rows::log_of({})", shift, sum),
-                                          acc_type, y_type)));
+    s.after.push_back(fmt::format(
+        "const {} {} = {};", y_type, r,
+        convert(fmt::format("{} + stitch::rows::log_of({})", shift, sum), acc_type, y_type)));
     stats_.push_back(std::move(m));
     stats_.push_back(std::move(s));
     row_out(y, pass + 2, r);
@@ -316,8 +331,9 @@ void RegionalWriter::add_per_row_node(int32_t n, const std::vector<bool>& produc
     if (produced[t]) {
       if (!is_row_value(t) || (!per_row_layout(x.shape) && x.elements() != 1))
         refuse_fused(ctx_, fmt::format("node '{}' ({}) computes a per-row value {} from '{}' {}, "
-                                       "which is not one value per row", node.name, op_name(node.op),
-                                       shape_to_string(result), x.name, shape_to_string(x.shape)));
+                                       "which is not one value per row",
+                                       node.name, op_name(node.op), shape_to_string(result), x.name,
+                                       shape_to_string(x.shape)));
       stage = std::max(stage, stage_of(t));
       continue;
     }
@@ -328,8 +344,9 @@ void RegionalWriter::add_per_row_node(int32_t n, const std::vector<bool>& produc
     const std::optional<Shape> broadcast = broadcast_shapes(x.shape, result);
     if (!broadcast || *broadcast != result)
       refuse_fused(ctx_, fmt::format("input '{}' {} of node '{}' ({}) does not broadcast to its "
-                                     "per-row result {}", x.name, shape_to_string(x.shape), node.name,
-                                     op_name(node.op), shape_to_string(result)));
+                                     "per-row result {}",
+                                     x.name, shape_to_string(x.shape), node.name, op_name(node.op),
+                                     shape_to_string(result)));
     const std::string index = broadcast_offset(x.shape, result, "line");
     std::string name;
     for (const PerRowLoad& load : per_row_loads_)
@@ -357,8 +374,9 @@ void RegionalWriter::analyze() {
   const int64_t elements = rows_ * length_;
   full_ = regional_space_shape(g_, nodes_, rows_, length_);
   if (full_.empty() && elements != 1)
-    refuse_fused(ctx_, fmt::format("no tensor of the group has rows x row_length = {} x {} elements",
-                                   rows_, length_));
+    refuse_fused(ctx_,
+                 fmt::format("no tensor of the group has rows x row_length = {} x {} elements",
+                             rows_, length_));
   // The row: the most trailing axes whose product is row_length.
   split_ = full_.size();
   int64_t product = 1;
@@ -397,7 +415,8 @@ void RegionalWriter::analyze() {
       add_per_row_node(n, produced);
       continue;
     }
-    const std::vector<TensorId> operands = is_pointwise(node) ? pointwise_operands(node) : fused_value_inputs(node);
+    const std::vector<TensorId> operands =
+        is_pointwise(node) ? pointwise_operands(node) : fused_value_inputs(node);
     for (TensorId t : operands)
       if (t != kNoTensor) classify_input(t);
     if (is_pointwise(node)) {
@@ -410,8 +429,9 @@ void RegionalWriter::analyze() {
         if (!is_row_value(t) && !row_literal_.count(t)) row = false;
         if (is_row_value(t) && !broadcasts_to_full(g_.tensor(t).shape))
           refuse_fused(ctx_, fmt::format("the per-row value '{}' {} does not broadcast along the "
-                                         "rows of {}", g_.tensor(t).name,
-                                         shape_to_string(g_.tensor(t).shape), shape_to_string(full_)));
+                                         "rows of {}",
+                                         g_.tensor(t).name, shape_to_string(g_.tensor(t).shape),
+                                         shape_to_string(full_)));
         if (is_row_value(t) && !row && varies_along_row(g_.tensor(t).shape))
           refuse_fused(ctx_, fmt::format("the per-row value '{}' {} would broadcast along the row",
                                          g_.tensor(t).name, shape_to_string(g_.tensor(t).shape)));
@@ -451,13 +471,15 @@ void RegionalWriter::analyze() {
     }
   }
   passes_ = output_pass_ + 1;
-  for (const RowStat& s : stats_) passes_ = std::max(passes_, s.pass + 1);
+  for (const RowStat& s : stats_)
+    passes_ = std::max(passes_, s.pass + 1);
   if (!element_outputs_.empty()) output_pass_ = passes_ - 1;
 
   // The row cache: full-row inputs read by more than one pass.
   CodeWriter scratch;
   std::map<TensorId, std::set<int>> reads;
-  for (int p = 0; p < passes_; ++p) write_pass(p, scratch, &reads);
+  for (int p = 0; p < passes_; ++p)
+    write_pass(p, scratch, &reads);
   int64_t bytes_per_element = 0, shared_bytes = 0;
   for (const auto& [t, passes] : reads) {
     if (passes.size() < 2) continue;
@@ -472,8 +494,8 @@ void RegionalWriter::analyze() {
     cache_offset_[t] = shared_bytes;
     shared_bytes += (length_ * dtype_size(g_.tensor(t).dtype) + 15) / 16 * 16;
   }
-  if (cache_ == RowCache::Shared &&
-      (group.mapping != ThreadMapping::BlockPerRow || group.launch.dynamic_shared_bytes < shared_bytes))
+  if (cache_ == RowCache::Shared && (group.mapping != ThreadMapping::BlockPerRow ||
+                                     group.launch.dynamic_shared_bytes < shared_bytes))
     cache_ = RowCache::None;
   if (cache_ == RowCache::None) {
     cached_.clear();
@@ -485,19 +507,23 @@ std::string RegionalWriter::summary() const {
   const char* who = ctx_.group().mapping == ThreadMapping::Flat         ? "a thread"
                     : ctx_.group().mapping == ThreadMapping::WarpPerRow ? "a warp"
                                                                         : "a block";
-  std::string cache = cache_ == RowCache::Registers ? "the row inputs are kept in registers between passes"
-                      : cache_ == RowCache::Shared  ? "the row inputs are kept in shared memory between passes"
-                      : passes_ > 1                 ? "each pass reads its inputs from global memory"
-                                                    : "one pass over the row";
+  std::string cache =
+      cache_ == RowCache::Registers ? "the row inputs are kept in registers between passes"
+      : cache_ == RowCache::Shared  ? "the row inputs are kept in shared memory between passes"
+      : passes_ > 1                 ? "each pass reads its inputs from global memory"
+                                    : "one pass over the row";
   return fmt::format("{} rows of {} elements, {} per row, {} pass{}; {}.", rows_, length_, who,
                      passes_, passes_ == 1 ? "" : "es", cache);
 }
 
 int64_t RegionalWriter::threads_per_row() const {
   switch (ctx_.group().mapping) {
-  case ThreadMapping::Flat: return 1;
-  case ThreadMapping::WarpPerRow: return 32;
-  case ThreadMapping::BlockPerRow: return ctx_.group().launch.block[0];
+  case ThreadMapping::Flat:
+    return 1;
+  case ThreadMapping::WarpPerRow:
+    return 32;
+  case ThreadMapping::BlockPerRow:
+    return ctx_.group().launch.block[0];
   }
   return 1;
 }
@@ -516,7 +542,8 @@ void RegionalWriter::open_lines(const BlockRange& blocks, CodeWriter& out) const
     break;
   case ThreadMapping::WarpPerRow:
     out.line("const int lane = threadIdx.x % 32;");
-    out.linef("const int64_t first_line = (int64_t({}) * blockDim.x + threadIdx.x) / 32;", blocks.index);
+    out.linef("const int64_t first_line = (int64_t({}) * blockDim.x + threadIdx.x) / 32;",
+              blocks.index);
     out.linef("const int64_t line_stride = int64_t({}) * (blockDim.x / 32);", blocks.count);
     break;
   case ThreadMapping::BlockPerRow:
@@ -537,12 +564,15 @@ void RegionalWriter::open_lines(const BlockRange& blocks, CodeWriter& out) const
 
 void RegionalWriter::open_pass(CodeWriter& out) const {
   const ThreadMapping m = ctx_.group().mapping;
-  const std::string start = m == ThreadMapping::Flat ? "0" : m == ThreadMapping::WarpPerRow ? "lane" : "thread";
+  const std::string start = m == ThreadMapping::Flat         ? "0"
+                            : m == ThreadMapping::WarpPerRow ? "lane"
+                                                             : "thread";
   const int64_t step = threads_per_row();
   if (cache_ == RowCache::Registers) {
     out.line("STITCH_UNROLL");
     out.open(fmt::format("for (int j = 0; j < {}; ++j)", registers_per_thread()));
-    out.linef("const int64_t k = {};", m == ThreadMapping::Flat ? "j" : fmt::format("{} + j * {}", start, step));
+    out.linef("const int64_t k = {};",
+              m == ThreadMapping::Flat ? "j" : fmt::format("{} + j * {}", start, step));
     out.line("if (k >= length) break;");
     return;
   }
@@ -552,38 +582,49 @@ void RegionalWriter::open_pass(CodeWriter& out) const {
 
 std::string RegionalWriter::combine(const std::string& value, const std::string& functor) const {
   switch (ctx_.group().mapping) {
-  case ThreadMapping::Flat: return value;
-  case ThreadMapping::WarpPerRow: return fmt::format("stitch::rows::warp_allreduce({}, {})", value, functor);
-  case ThreadMapping::BlockPerRow: return fmt::format("stitch::rows::block_allreduce({}, {})", value, functor);
+  case ThreadMapping::Flat:
+    return value;
+  case ThreadMapping::WarpPerRow:
+    return fmt::format("stitch::rows::warp_allreduce({}, {})", value, functor);
+  case ThreadMapping::BlockPerRow:
+    return fmt::format("stitch::rows::block_allreduce({}, {})", value, functor);
   }
   return value;
 }
 
 std::string RegionalWriter::leader() const {
   switch (ctx_.group().mapping) {
-  case ThreadMapping::Flat: return "";
-  case ThreadMapping::WarpPerRow: return "if (lane == 0) ";
-  case ThreadMapping::BlockPerRow: return "if (thread == 0) ";
+  case ThreadMapping::Flat:
+    return "";
+  case ThreadMapping::WarpPerRow:
+    return "if (lane == 0) ";
+  case ThreadMapping::BlockPerRow:
+    return "if (thread == 0) ";
   }
   return "";
 }
 
-void RegionalWriter::write_pass(int pass, CodeWriter& out, std::map<TensorId, std::set<int>>* reads) {
+void RegionalWriter::write_pass(int pass, CodeWriter& out,
+                                std::map<TensorId, std::set<int>>* reads) {
   std::vector<const RowStat*> stats;
   for (const RowStat& s : stats_)
     if (s.pass == pass) stats.push_back(&s);
   const bool writes = pass == output_pass_;
   std::vector<std::string> what;
-  for (const RowStat* s : stats) what.push_back(s->what);
+  for (const RowStat* s : stats)
+    what.push_back(s->what);
   if (writes) what.push_back("the full-row outputs");
   out.comment(fmt::format("Pass {}: {}.", pass, fmt::join(what, "; ")));
-  for (const RowStat* s : stats) out.linef("{} {} = {};", s->type, s->name, s->identity);
+  for (const RowStat* s : stats)
+    out.linef("{} {} = {};", s->type, s->name, s->identity);
   open_pass(out);
   ValueScope scope(ctx_, element_pointwise_, out, [&](TensorId t) -> std::string {
     if (auto lit = row_literal_.find(t); lit != row_literal_.end()) return lit->second;
     if (auto row = row_value_.find(t); row != row_value_.end()) {
-      STITCH_INTERNAL_CHECK(stage_of(t) <= pass, "group {}: row value '{}' used in pass {} before "
-                            "it exists", ctx_.group().id, g_.tensor(t).name, pass);
+      STITCH_INTERNAL_CHECK(stage_of(t) <= pass,
+                            "group {}: row value '{}' used in pass {} before "
+                            "it exists",
+                            ctx_.group().id, g_.tensor(t).name, pass);
       return row->second;
     }
     // An input that varies along the row: from global memory, or from the row cache after
@@ -605,9 +646,11 @@ void RegionalWriter::write_pass(int pass, CodeWriter& out, std::map<TensorId, st
     if (cached != cached_.end()) out.linef("{} = {};", cache_element, name);
     return name;
   });
-  for (const RowStat* s : stats) s->accumulate(scope);
+  for (const RowStat* s : stats)
+    s->accumulate(scope);
   if (writes)
-    for (TensorId t : element_outputs_) out.linef("{}[base + k] = {};", sig_.outputs.at(t), scope.value(t));
+    for (TensorId t : element_outputs_)
+      out.linef("{}[base + k] = {};", sig_.outputs.at(t), scope.value(t));
   out.close();
 }
 
@@ -618,12 +661,17 @@ void RegionalWriter::write_row_values(int stage, CodeWriter& out) {
     if (stage_of(y) != stage) continue;
     std::vector<std::string> values;
     for (TensorId t : pointwise_operands(node)) {
-      if (t == kNoTensor) values.emplace_back();
-      else if (auto lit = row_literal_.find(t); lit != row_literal_.end()) values.push_back(lit->second);
-      else if (auto load = per_row_operand_.find({n, t}); load != per_row_operand_.end()) values.push_back(load->second);
-      else values.push_back(row_value_.at(t));
+      if (t == kNoTensor)
+        values.emplace_back();
+      else if (auto lit = row_literal_.find(t); lit != row_literal_.end())
+        values.push_back(lit->second);
+      else if (auto load = per_row_operand_.find({n, t}); load != per_row_operand_.end())
+        values.push_back(load->second);
+      else
+        values.push_back(row_value_.at(t));
     }
-    out.comment(fmt::format("{} = '{}' ({}), one per row", row_value_.at(y), node.name, op_name(node.op)));
+    out.comment(
+        fmt::format("{} = '{}' ({}), one per row", row_value_.at(y), node.name, op_name(node.op)));
     out.linef("const {} {} = {};", ctype(g_.tensor(y).dtype, ctx_), row_value_.at(y),
               pointwise_expression(ctx_, node, values));
   }
@@ -633,21 +681,23 @@ void RegionalWriter::write(const BlockRange& blocks, CodeWriter& out) {
   open_lines(blocks, out);
   if (cache_ == RowCache::Registers)
     for (const auto& [t, name] : cache_name_)
-      out.linef("{} {}[{}];  // this thread's elements of {}'s row", ctype(g_.tensor(t).dtype, ctx_), name,
-                registers_per_thread(), sig_.inputs.at(t));
+      out.linef("{} {}[{}];  // this thread's elements of {}'s row",
+                ctype(g_.tensor(t).dtype, ctx_), name, registers_per_thread(), sig_.inputs.at(t));
   for (TensorId t : row_inputs_)
-    out.linef("const {} {} = {}[{}];  // one per row", ctype(g_.tensor(t).dtype, ctx_), row_value_.at(t),
-              sig_.inputs.at(t), row_index(g_.tensor(t).shape));
+    out.linef("const {} {} = {}[{}];  // one per row", ctype(g_.tensor(t).dtype, ctx_),
+              row_value_.at(t), sig_.inputs.at(t), row_index(g_.tensor(t).shape));
   for (const PerRowLoad& load : per_row_loads_)
-    out.linef("const {} {} = {}[{}];  // one per row", ctype(g_.tensor(load.tensor).dtype, ctx_), load.name,
-              sig_.inputs.at(load.tensor), load.index);
+    out.linef("const {} {} = {}[{}];  // one per row", ctype(g_.tensor(load.tensor).dtype, ctx_),
+              load.name, sig_.inputs.at(load.tensor), load.index);
   write_row_values(0, out);
   for (int p = 0; p < passes_; ++p) {
     write_pass(p, out, nullptr);
     for (const RowStat& s : stats_) {
       if (s.pass != p) continue;
-      if (ctx_.group().mapping != ThreadMapping::Flat) out.linef("{} = {};", s.name, combine(s.name, s.functor));
-      for (const std::string& line : s.after) out.line(line);
+      if (ctx_.group().mapping != ThreadMapping::Flat)
+        out.linef("{} = {};", s.name, combine(s.name, s.functor));
+      for (const std::string& line : s.after)
+        out.line(line);
     }
     write_row_values(p + 1, out);
   }
@@ -674,7 +724,8 @@ void emit_fused_regional(const GroupEmitContext& ctx, CodeWriter& out) {
   writer.analyze();
   const std::string kernel = fused_kernel_name(ctx);
   fused_kernel_banner(ctx, sig, group.nodes,
-                      fmt::format("Fused group {} (Regional): {}", group.id, writer.summary()), out);
+                      fmt::format("Fused group {} (Regional): {}", group.id, writer.summary()),
+                      out);
   out.open(kernel_head(ctx, kernel, sig.params));
   writer.write(BlockRange{}, out);
   out.close();

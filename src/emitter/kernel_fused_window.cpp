@@ -72,7 +72,8 @@ Fold window_fold(const GroupEmitContext& ctx, const FusedSignature& sig, const N
   std::vector<std::string> terms;
   int64_t stride = 1;
   for (size_t d = w.kernel.size(); d-- > 0;) {
-    terms.insert(terms.begin(), stride == 1 ? fmt::format("k{}", d) : fmt::format("k{} * {}", d, stride));
+    terms.insert(terms.begin(),
+                 stride == 1 ? fmt::format("k{}", d) : fmt::format("k{} * {}", d, stride));
     stride *= w.kernel[d];
   }
   fold.before = {"float acc = 0.0f;"};
@@ -139,9 +140,11 @@ void emit_fused_window(const GroupEmitContext& ctx, CodeWriter& out) {
   bool tap_coordinates = false, output_coordinates = false;
   std::vector<TensorId> tap_reads = {data};
   for (int32_t n : producers)
-    for (TensorId t : fused_value_inputs(g.nodes[n])) tap_reads.push_back(t);
+    for (TensorId t : fused_value_inputs(g.nodes[n]))
+      tap_reads.push_back(t);
   for (TensorId t : tap_reads)
-    tap_coordinates |= !made_before[t] && !sig.literals.count(t) && needs_coordinates(g.tensor(t).shape, in);
+    tap_coordinates |=
+        !made_before[t] && !sig.literals.count(t) && needs_coordinates(g.tensor(t).shape, in);
   for (int32_t n : consumers)
     for (TensorId t : fused_value_inputs(g.nodes[n]))
       output_coordinates |= t != result && !made_after[t] && !sig.literals.count(t) &&
@@ -156,7 +159,8 @@ void emit_fused_window(const GroupEmitContext& ctx, CodeWriter& out) {
                                   consumers.size()),
                       out);
   out.open(kernel_head(ctx, kernel, sig.params));
-  out.linef("const int64_t n = {};  // elements of {}", shape_elements(shape), shape_to_string(shape));
+  out.linef("const int64_t n = {};  // elements of {}", shape_elements(shape),
+            shape_to_string(shape));
   out.line("const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;");
   out.line("const int64_t stride = int64_t(gridDim.x) * blockDim.x;");
   out.open("for (int64_t i = first; i < n; i += stride)");
@@ -185,7 +189,8 @@ void emit_fused_window(const GroupEmitContext& ctx, CodeWriter& out) {
   // The taps: the producers' chain at the tap's input element, folded by the window.
   const Fold fold = window_fold(ctx, sig, wn, w);
   if (fold.average) emit_average_pool_count(out, w, fold.count_include_pad);
-  for (const std::string& line : fold.before) out.line(line);
+  for (const std::string& line : fold.before)
+    out.line(line);
   {
     std::string offset = open_tap_loops(out, w, "p");
     out.linef("const int64_t at = plane * {} + {}; // the tap's element of the window's input",
@@ -201,7 +206,8 @@ void emit_fused_window(const GroupEmitContext& ctx, CodeWriter& out) {
   ValueScope after(ctx, consumers, out, [&](TensorId t) {
     return t == result ? std::string("window") : literal_or_load(t, shape, "i", "c");
   });
-  for (const auto& [t, name] : sig.outputs) out.linef("{}[i] = {};", name, after.value(t));
+  for (const auto& [t, name] : sig.outputs)
+    out.linef("{}[i] = {};", name, after.value(t));
   out.close();
   out.close();
   out.line();

@@ -42,15 +42,20 @@ std::vector<std::string> param_arguments(const Node& node, const DeviceCall& cal
   for (const auto& [name, dflt] : call.params) {
     auto it = node.attrs.find(name);
     if (it == node.attrs.end()) {
-      bool is_number = !dflt.empty() && (std::isdigit(static_cast<unsigned char>(dflt[0])) || dflt[0] == '-');
+      bool is_number =
+          !dflt.empty() && (std::isdigit(static_cast<unsigned char>(dflt[0])) || dflt[0] == '-');
       args.push_back(is_number ? (dflt.find('.') != std::string::npos ? dflt + "f" : dflt) : "0");
       continue;
     }
     const Attribute::Value& v = it->second.value;
-    if (auto* i = std::get_if<int64_t>(&v)) args.push_back(fmt::format("{}", *i));
-    else if (auto* f = std::get_if<double>(&v)) args.push_back(float_literal(*f, DType::Float32));
-    else if (auto* s = std::get_if<std::string>(&v)) args.push_back(*s == dflt ? "0" : "1");
-    else internal_fail("attribute '{}' of a pointwise op has an unexpected kind", name);
+    if (auto* i = std::get_if<int64_t>(&v))
+      args.push_back(fmt::format("{}", *i));
+    else if (auto* f = std::get_if<double>(&v))
+      args.push_back(float_literal(*f, DType::Float32));
+    else if (auto* s = std::get_if<std::string>(&v))
+      args.push_back(*s == dflt ? "0" : "1");
+    else
+      internal_fail("attribute '{}' of a pointwise op has an unexpected kind", name);
   }
   return args;
 }
@@ -58,15 +63,24 @@ std::vector<std::string> param_arguments(const Node& node, const DeviceCall& cal
 std::string literal_limit(DType t, bool lowest) {
   if (dtype_is_float(t)) return lowest ? "-INFINITY" : "INFINITY";
   switch (t) {
-  case DType::Int64: return lowest ? "(-9223372036854775807LL - 1)" : "9223372036854775807LL";
-  case DType::Int32: return lowest ? "(-2147483647 - 1)" : "2147483647";
-  case DType::Int16: return lowest ? "-32768" : "32767";
-  case DType::Int8: return lowest ? "-128" : "127";
-  case DType::UInt64: return lowest ? "0ull" : "18446744073709551615ull";
-  case DType::UInt32: return lowest ? "0u" : "4294967295u";
-  case DType::UInt16: return lowest ? "0" : "65535";
-  case DType::UInt8: return lowest ? "0" : "255";
-  default: return "0";
+  case DType::Int64:
+    return lowest ? "(-9223372036854775807LL - 1)" : "9223372036854775807LL";
+  case DType::Int32:
+    return lowest ? "(-2147483647 - 1)" : "2147483647";
+  case DType::Int16:
+    return lowest ? "-32768" : "32767";
+  case DType::Int8:
+    return lowest ? "-128" : "127";
+  case DType::UInt64:
+    return lowest ? "0ull" : "18446744073709551615ull";
+  case DType::UInt32:
+    return lowest ? "0u" : "4294967295u";
+  case DType::UInt16:
+    return lowest ? "0" : "65535";
+  case DType::UInt8:
+    return lowest ? "0" : "255";
+  default:
+    return "0";
   }
 }
 
@@ -96,8 +110,9 @@ std::string broadcast_index(const Shape& in, const Shape& out, const std::string
   int64_t stride = 1;
   size_t offset = out.size() - in.size();
   for (size_t d = in.size(); d-- > 0;) {
-    if (in[d] != 1) terms.push_back(stride == 1 ? fmt::format("{}{}", coordinate, d + offset)
-                                                : fmt::format("{}{} * {}", coordinate, d + offset, stride));
+    if (in[d] != 1)
+      terms.push_back(stride == 1 ? fmt::format("{}{}", coordinate, d + offset)
+                                  : fmt::format("{}{} * {}", coordinate, d + offset, stride));
     stride *= in[d];
   }
   return terms.empty() ? "0" : fmt::format("{}", fmt::join(terms, " + "));
@@ -118,16 +133,19 @@ void emit_coordinates(CodeWriter& out, const Shape& shape, const std::string& li
   const std::string rest = linear == "i" ? "rest" : linear + "_rest";
   out.linef("int64_t {} = {};", rest, linear);
   for (size_t d = shape.size(); d-- > 0;) {
-    if (d == 0) out.linef("const int64_t {}0 = {};", coordinate, rest);
-    else out.linef("const int64_t {0}{1} = {2} % {3}; {2} /= {3};", coordinate, d, rest, shape[d]);
+    if (d == 0)
+      out.linef("const int64_t {}0 = {};", coordinate, rest);
+    else
+      out.linef("const int64_t {0}{1} = {2} % {3}; {2} /= {3};", coordinate, d, rest, shape[d]);
   }
 }
 
 std::string pointwise_expression(const GroupEmitContext& ctx, const Node& node,
                                  const std::vector<std::string>& values) {
   const std::vector<TensorId> operands = pointwise_operands(node);
-  STITCH_INTERNAL_CHECK(values.size() == operands.size(), "node '{}': {} operand values for {} operands",
-                        node.name, values.size(), operands.size());
+  STITCH_INTERNAL_CHECK(values.size() == operands.size(),
+                        "node '{}': {} operand values for {} operands", node.name, values.size(),
+                        operands.size());
   const Tensor& out = ctx.tensor(node.outputs[0]);
   std::string out_type = ctype(out.dtype, ctx);
   if (node.op == OpKind::Cast || node.op == OpKind::CastLike)
@@ -137,7 +155,8 @@ std::string pointwise_expression(const GroupEmitContext& ctx, const Node& node,
   std::vector<std::string> extra = param_arguments(node, call);
   std::string fn = "stitch::ops::" + call.function;
   auto apply = [&](std::vector<std::string> args) {
-    for (const std::string& e : extra) args.push_back(e);
+    for (const std::string& e : extra)
+      args.push_back(e);
     return fmt::format("{}({})", fn, fmt::join(args, ", "));
   };
   std::string in_type = ctype(ctx.tensor(operands[0]).dtype, ctx);
@@ -158,13 +177,18 @@ std::string pointwise_expression(const GroupEmitContext& ctx, const Node& node,
   }
   case OpKind::Pow: // the exponent may have another type than the base
     return fmt::format("stitch::ops::pow_({}, ({}){})", values[0], in_type, values[1]);
-  case OpKind::Sum: case OpKind::Max: case OpKind::Min: case OpKind::Mean: {
+  case OpKind::Sum:
+  case OpKind::Max:
+  case OpKind::Min:
+  case OpKind::Mean: {
     std::string acc = values[0];
-    for (size_t k = 1; k < operands.size(); ++k) acc = apply({acc, values[k]});
+    for (size_t k = 1; k < operands.size(); ++k)
+      acc = apply({acc, values[k]});
     if (node.op == OpKind::Mean) acc = fmt::format("({}) / ({}){}", acc, in_type, operands.size());
     return acc;
   }
-  default: return apply(values);
+  default:
+    return apply(values);
   }
 }
 
@@ -182,7 +206,8 @@ bool emit_pointwise(const GroupEmitContext& ctx, CodeWriter& out) {
   std::vector<std::string> params;
   for (size_t k = 0; k < operands.size(); ++k)
     if (operands[k] != kNoTensor)
-      params.push_back(fmt::format("const {}* __restrict__ in{}", ctype(g.tensor(operands[k]).dtype, ctx), k));
+      params.push_back(
+          fmt::format("const {}* __restrict__ in{}", ctype(g.tensor(operands[k]).dtype, ctx), k));
   params.push_back(fmt::format("{}* __restrict__ out", ctype(result.dtype, ctx)));
   out.comment(describe_node(g, node));
   out.open(fmt::format("__global__ void __launch_bounds__({}) {}({})", ctx.group().launch.block[0],
@@ -191,7 +216,8 @@ bool emit_pointwise(const GroupEmitContext& ctx, CodeWriter& out) {
   out.line("const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;");
   out.line("const int64_t stride = int64_t(gridDim.x) * blockDim.x;");
   std::vector<std::string> values;
-  for (size_t k = 0; k < operands.size(); ++k) values.push_back(fmt::format("v{}", k));
+  for (size_t k = 0; k < operands.size(); ++k)
+    values.push_back(fmt::format("v{}", k));
   std::string expr = pointwise_expression(ctx, node, values);
   std::string tail_start = "0";
   if (vec == 4) {
@@ -201,8 +227,10 @@ bool emit_pointwise(const GroupEmitContext& ctx, CodeWriter& out) {
     for (size_t k = 0; k < operands.size(); ++k) {
       if (operands[k] == kNoTensor) continue;
       const Tensor& t = g.tensor(operands[k]);
-      if (t.elements() == 1) out.linef("const {0} s{1} = in{1}[0];", ctype(t.dtype, ctx), k);
-      else out.linef("const {0} x{1} = reinterpret_cast<const {0}*>(in{1})[v];", vtype(t.dtype), k);
+      if (t.elements() == 1)
+        out.linef("const {0} s{1} = in{1}[0];", ctype(t.dtype, ctx), k);
+      else
+        out.linef("const {0} x{1} = reinterpret_cast<const {0}*>(in{1})[v];", vtype(t.dtype), k);
     }
     out.linef("{} r;", vtype(result.dtype));
     for (const char* lane : {"x", "y", "z", "w"}) {
@@ -228,7 +256,8 @@ bool emit_pointwise(const GroupEmitContext& ctx, CodeWriter& out) {
   for (size_t k = 0; k < operands.size(); ++k) {
     if (operands[k] == kNoTensor) continue;
     const Tensor& t = g.tensor(operands[k]);
-    out.linef("const {} v{} = in{}[{}];", ctype(t.dtype, ctx), k, k, broadcast_index(t.shape, result.shape));
+    out.linef("const {} v{} = in{}[{}];", ctype(t.dtype, ctx), k, k,
+              broadcast_index(t.shape, result.shape));
   }
   out.linef("out[i] = {};", expr);
   out.close();

@@ -53,8 +53,10 @@ void emit_reduce_kernel(const GroupEmitContext& ctx, CodeWriter& out, const Line
   out.linef("const {} v = {};", io.acc_type, load_element(loop, io));
   out.line(fmt::format(fmt::runtime(form.step), form.contribution));
   out.close();
-  if (loop.mapping() != ThreadMapping::Flat) out.linef("acc = {};", loop.combine("acc", form.functor));
-  loop.leader_writes(out, fmt::format("y[line] = {};", convert(form.finish, io.acc_type, io.out_type)));
+  if (loop.mapping() != ThreadMapping::Flat)
+    out.linef("acc = {};", loop.combine("acc", form.functor));
+  loop.leader_writes(out,
+                     fmt::format("y[line] = {};", convert(form.finish, io.acc_type, io.out_type)));
   out.close();
   out.close();
 }
@@ -77,9 +79,10 @@ void emit_log_sum_exp_kernel(const GroupEmitContext& ctx, CodeWriter& out, const
   loop.open_elements(out);
   out.linef("sum += stitch::rows::exp_of({} - shift);", load_element(loop, io));
   out.close();
-  if (loop.mapping() != ThreadMapping::Flat) out.linef("sum = {};", loop.combine("sum", "stitch::rows::Sum{}"));
+  if (loop.mapping() != ThreadMapping::Flat)
+    out.linef("sum = {};", loop.combine("sum", "stitch::rows::Sum{}"));
   loop.leader_writes(out, fmt::format("y[line] = {};", convert("shift + stitch::rows::log_of(sum)",
-                                                                io.acc_type, io.out_type)));
+                                                               io.acc_type, io.out_type)));
   out.close();
   out.close();
 }
@@ -91,9 +94,9 @@ void emit_arg_kernel(const GroupEmitContext& ctx, CodeWriter& out, const LineLoo
   const Node& node = ctx.node();
   NodeContext params(ctx.graph(), node);
   const bool last = params.attr_flag("select_last_index", false);
-  const std::string functor = fmt::format("stitch::rows::ArgBest<{}, {}>{{}}",
-                                          node.op == OpKind::ArgMax ? "true" : "false",
-                                          last ? "true" : "false");
+  const std::string functor =
+      fmt::format("stitch::rows::ArgBest<{}, {}>{{}}", node.op == OpKind::ArgMax ? "true" : "false",
+                  last ? "true" : "false");
   KernelIo io = open_kernel(ctx, out, loop, kernel);
   const std::string pair = fmt::format("stitch::rows::ArgPair<{}>", io.acc_type);
   loop.open_lines(out);
@@ -118,9 +121,9 @@ void emit_cumsum_kernel(const GroupEmitContext& ctx, CodeWriter& out, const Line
   const DType t = ctx.tensor(node.inputs[0]).dtype;
   const std::string zero = dtype_is_float(t) ? float_literal(0, t) : "0";
   std::string note = exclusive && reverse ? " Exclusive sums, from the end."
-                     : exclusive            ? " Exclusive sums."
-                     : reverse              ? " Sums from the end."
-                                            : "";
+                     : exclusive          ? " Exclusive sums."
+                     : reverse            ? " Sums from the end."
+                                          : "";
   KernelIo io = open_kernel(ctx, out, loop, kernel, note);
   loop.open_lines(out);
   if (loop.mapping() == ThreadMapping::WarpPerRow) {
@@ -131,12 +134,13 @@ void emit_cumsum_kernel(const GroupEmitContext& ctx, CodeWriter& out, const Line
               load_element(loop, io), zero);
     out.linef("const {} s = stitch::rows::warp_scan_chunk(v, carry, {});", io.acc_type,
               exclusive ? "true" : "false");
-    out.linef("if ({}) y[base + {}] = {};", reverse ? "k >= 0" : "k < length", loop.element_offset(),
-              convert("s", io.acc_type, io.out_type));
+    out.linef("if ({}) y[base + {}] = {};", reverse ? "k >= 0" : "k < length",
+              loop.element_offset(), convert("s", io.acc_type, io.out_type));
     out.close();
   } else {
     out.linef("{} sum = {};", io.acc_type, zero);
-    out.open(reverse ? "for (int64_t k = length - 1; k >= 0; --k)" : "for (int64_t k = 0; k < length; ++k)");
+    out.open(reverse ? "for (int64_t k = length - 1; k >= 0; --k)"
+                     : "for (int64_t k = 0; k < length; ++k)");
     std::string offset = loop.element_offset();
     out.linef("const int64_t i = {};", offset == "0" ? "base" : "base + " + offset);
     out.linef("const {} v = {};", io.acc_type,
@@ -169,17 +173,24 @@ bool emit_reduction(const GroupEmitContext& ctx, CodeWriter& out) {
   case OpKind::GlobalMaxPool:
   case OpKind::ArgMax:
   case OpKind::ArgMin:
-  case OpKind::CumSum: break;
-  default: return false;
+  case OpKind::CumSum:
+    break;
+  default:
+    return false;
   }
   LineLoop loop(ctx, reduction_space(ctx.graph(), node));
   const std::string kernel = ctx.kernel_name();
-  if (node.op == OpKind::ReduceLogSumExp) emit_log_sum_exp_kernel(ctx, out, loop, kernel);
-  else if (node.op == OpKind::ArgMax || node.op == OpKind::ArgMin) emit_arg_kernel(ctx, out, loop, kernel);
-  else if (node.op == OpKind::CumSum) emit_cumsum_kernel(ctx, out, loop, kernel);
-  else emit_reduce_kernel(ctx, out, loop, kernel);
+  if (node.op == OpKind::ReduceLogSumExp)
+    emit_log_sum_exp_kernel(ctx, out, loop, kernel);
+  else if (node.op == OpKind::ArgMax || node.op == OpKind::ArgMin)
+    emit_arg_kernel(ctx, out, loop, kernel);
+  else if (node.op == OpKind::CumSum)
+    emit_cumsum_kernel(ctx, out, loop, kernel);
+  else
+    emit_reduce_kernel(ctx, out, loop, kernel);
   out.line();
-  emit_launch(ctx, out, kernel, {ctx.pointer(node.inputs[0], false), ctx.pointer(node.outputs[0], true)});
+  emit_launch(ctx, out, kernel,
+              {ctx.pointer(node.inputs[0], false), ctx.pointer(node.outputs[0], true)});
   return true;
 }
 

@@ -11,11 +11,11 @@
 
 namespace stitch {
 
-bool emit_pointwise(const GroupEmitContext& ctx, CodeWriter& out);     // kernel_pointwise.cpp
-bool emit_reduction(const GroupEmitContext& ctx, CodeWriter& out);     // kernel_reduction.cpp
-bool emit_movement(const GroupEmitContext& ctx, CodeWriter& out);      // kernel_movement.cpp
-bool emit_window(const GroupEmitContext& ctx, CodeWriter& out);        // kernel_window.cpp
-bool emit_library_call(const GroupEmitContext& ctx, CodeWriter& out);  // library_calls.cpp
+bool emit_pointwise(const GroupEmitContext& ctx, CodeWriter& out);    // kernel_pointwise.cpp
+bool emit_reduction(const GroupEmitContext& ctx, CodeWriter& out);    // kernel_reduction.cpp
+bool emit_movement(const GroupEmitContext& ctx, CodeWriter& out);     // kernel_movement.cpp
+bool emit_window(const GroupEmitContext& ctx, CodeWriter& out);       // kernel_window.cpp
+bool emit_library_call(const GroupEmitContext& ctx, CodeWriter& out); // library_calls.cpp
 
 // Writes the whole source of one group: the kernels and `int32_t stitch_group_N(...)`.
 // An op no emitter handles is a user error ("unsupported in code generation").

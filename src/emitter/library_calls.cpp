@@ -284,9 +284,10 @@ std::string emit_fill_kernel(const GroupEmitContext& ctx, CodeWriter& out, const
     const Shape& s = ctx.tensor(addend.tensor).shape;
     parameters.push_back(fmt::format("const float* __restrict__ {}", addend.parameter));
     const std::string element = fmt::format("{}[{}]", addend.parameter, broadcast_index(s, shape));
-    terms.push_back(addend.scale == 1.0
-                        ? element
-                        : fmt::format("{} * {}", float_literal(addend.scale, DType::Float32), element));
+    terms.push_back(
+        addend.scale == 1.0
+            ? element
+            : fmt::format("{} * {}", float_literal(addend.scale, DType::Float32), element));
     described.push_back(
         addend.scale == 1.0
             ? fmt::format("{} {}", addend.parameter, shape_to_string(s))
@@ -649,8 +650,10 @@ void emit_conv(const GroupEmitContext& ctx, CodeWriter& out) {
       ctx.unsupported(fmt::format("node '{}' ({}) as an epilogue of '{}': cuDNN's fused "
                                   "convolution takes a biased Conv's residual add, then Relu",
                                   e.name, op_name(e.op), node.name));
-    if (e.op == OpKind::Relu) relu = true;
-    else residual = e.inputs[0] == result ? e.inputs[1] : e.inputs[0];
+    if (e.op == OpKind::Relu)
+      relu = true;
+    else
+      residual = e.inputs[0] == result ? e.inputs[1] : e.inputs[0];
     result = e.outputs[0];
   }
   if (residual != kNoTensor && ctx.tensor(residual).shape != y)

@@ -11,7 +11,8 @@ namespace {
 
 int64_t product(const Shape& s, size_t from, size_t to) {
   int64_t p = 1;
-  for (size_t d = from; d < to; ++d) p *= s[d];
+  for (size_t d = from; d < to; ++d)
+    p *= s[d];
   return p;
 }
 
@@ -20,7 +21,8 @@ int64_t product(const Shape& s, size_t from, size_t to) {
 LineLoop::LineLoop(const GroupEmitContext& ctx, ReductionSpace space)
     : ctx_(ctx), space_(std::move(space)), mapping_(ctx.group().mapping) {
   strides_.assign(space_.dims.size(), 1);
-  for (size_t d = space_.dims.size(); d-- > 1;) strides_[d - 1] = strides_[d] * space_.dims[d];
+  for (size_t d = space_.dims.size(); d-- > 1;)
+    strides_[d - 1] = strides_[d] * space_.dims[d];
   STITCH_INTERNAL_CHECK(mapping_ == ThreadMapping::Flat || space_.rows(),
                         "group {}: a row mapping for lines that are not rows", ctx.group().id);
   STITCH_INTERNAL_CHECK(mapping_ == ThreadMapping::Flat || ctx.group().launch.block[0] % 32 == 0,
@@ -29,19 +31,26 @@ LineLoop::LineLoop(const GroupEmitContext& ctx, ReductionSpace space)
 
 int64_t LineLoop::threads_per_line() const {
   switch (mapping_) {
-  case ThreadMapping::Flat: return 1;
-  case ThreadMapping::WarpPerRow: return 32;
-  case ThreadMapping::BlockPerRow: return ctx_.group().launch.block[0];
+  case ThreadMapping::Flat:
+    return 1;
+  case ThreadMapping::WarpPerRow:
+    return 32;
+  case ThreadMapping::BlockPerRow:
+    return ctx_.group().launch.block[0];
   }
   return 1;
 }
 
 std::string LineLoop::describe() const {
   std::string elements;
-  if (space_.length == 1) elements = "element";
-  else if (space_.rows()) elements = "contiguous elements";
-  else if (space_.single_block()) elements = fmt::format("elements {} apart", space_.inner);
-  else elements = "elements over several axes";
+  if (space_.length == 1)
+    elements = "element";
+  else if (space_.rows())
+    elements = "contiguous elements";
+  else if (space_.single_block())
+    elements = fmt::format("elements {} apart", space_.inner);
+  else
+    elements = "elements over several axes";
   const char* who = mapping_ == ThreadMapping::Flat         ? "one thread"
                     : mapping_ == ThreadMapping::WarpPerRow ? "a warp"
                                                             : "a block";
@@ -51,9 +60,12 @@ std::string LineLoop::describe() const {
 
 std::string LineLoop::element_start() const {
   switch (mapping_) {
-  case ThreadMapping::Flat: return "0";
-  case ThreadMapping::WarpPerRow: return "lane";
-  case ThreadMapping::BlockPerRow: return "thread";
+  case ThreadMapping::Flat:
+    return "0";
+  case ThreadMapping::WarpPerRow:
+    return "lane";
+  case ThreadMapping::BlockPerRow:
+    return "thread";
   }
   return "0";
 }
@@ -105,32 +117,41 @@ std::string LineLoop::element_offset(const std::string& k) const {
 
 std::string LineLoop::combine(const std::string& value, const std::string& op) const {
   switch (mapping_) {
-  case ThreadMapping::Flat: return value;
-  case ThreadMapping::WarpPerRow: return fmt::format("stitch::rows::warp_allreduce({}, {})", value, op);
-  case ThreadMapping::BlockPerRow: return fmt::format("stitch::rows::block_allreduce({}, {})", value, op);
+  case ThreadMapping::Flat:
+    return value;
+  case ThreadMapping::WarpPerRow:
+    return fmt::format("stitch::rows::warp_allreduce({}, {})", value, op);
+  case ThreadMapping::BlockPerRow:
+    return fmt::format("stitch::rows::block_allreduce({}, {})", value, op);
   }
   return value;
 }
 
 std::string LineLoop::leader() const {
   switch (mapping_) {
-  case ThreadMapping::Flat: return "";
-  case ThreadMapping::WarpPerRow: return "lane == 0";
-  case ThreadMapping::BlockPerRow: return "thread == 0";
+  case ThreadMapping::Flat:
+    return "";
+  case ThreadMapping::WarpPerRow:
+    return "lane == 0";
+  case ThreadMapping::BlockPerRow:
+    return "thread == 0";
   }
   return "";
 }
 
 void LineLoop::leader_writes(CodeWriter& out, const std::string& statement) const {
   std::string guard = leader();
-  if (guard.empty()) out.line(statement);
-  else out.linef("if ({}) {}", guard, statement);
+  if (guard.empty())
+    out.line(statement);
+  else
+    out.linef("if ({}) {}", guard, statement);
 }
 
 std::string offset_expression(const std::string& var,
                               const std::vector<std::pair<int64_t, int64_t>>& dims) {
   int64_t total = 1;
-  for (const auto& [size, stride] : dims) total *= size;
+  for (const auto& [size, stride] : dims)
+    total *= size;
   if (total == 0) return "0"; // an empty space: the expression is never evaluated
   std::vector<std::string> terms;
   int64_t divisor = total;
@@ -142,9 +163,12 @@ std::string offset_expression(const std::string& var,
     if (divisor > 1) coord = fmt::format("{} / {}", coord, divisor);
     if (i > 0) coord = fmt::format("{} % {}", coord, size);
     bool compound = coord != var;
-    if (stride == 1) terms.push_back(coord);
-    else if (compound) terms.push_back(fmt::format("({}) * {}", coord, stride));
-    else terms.push_back(fmt::format("{} * {}", coord, stride));
+    if (stride == 1)
+      terms.push_back(coord);
+    else if (compound)
+      terms.push_back(fmt::format("({}) * {}", coord, stride));
+    else
+      terms.push_back(fmt::format("{} * {}", coord, stride));
   }
   if (terms.empty()) return "0";
   return fmt::format("{}", fmt::join(terms, " + "));
@@ -155,7 +179,8 @@ std::string broadcast_offset(const Shape& operand, const Shape& full, const std:
   if (elements == 1) return "0";
   std::string index = linear.find(' ') == std::string::npos ? linear : "(" + linear + ")";
   size_t lead = 0;
-  while (lead < operand.size() && operand[lead] == 1) ++lead;
+  while (lead < operand.size() && operand[lead] == 1)
+    ++lead;
   Shape core(operand.begin() + lead, operand.end());
   if (core.size() <= full.size() &&
       std::equal(core.begin(), core.end(), full.end() - static_cast<long>(core.size()))) {
@@ -178,7 +203,8 @@ std::string broadcast_offset(const Shape& operand, const Shape& full, const std:
 std::string float_literal(double value, DType t) {
   if (std::isnan(value)) return "NAN";
   if (std::isinf(value)) return value < 0 ? "-INFINITY" : "INFINITY";
-  std::string s = t == DType::Float64 ? fmt::format("{:.17g}", value) : fmt::format("{:.9g}", value);
+  std::string s =
+      t == DType::Float64 ? fmt::format("{:.17g}", value) : fmt::format("{:.9g}", value);
   if (s.find_first_of(".e") == std::string::npos) s += ".0";
   return t == DType::Float64 ? s : s + "f";
 }
@@ -196,13 +222,17 @@ std::string kernel_head(const GroupEmitContext& ctx, const std::string& kernel,
 
 std::string accumulator_type(DType t) {
   switch (t) {
-  case DType::Float32: return "float";
-  case DType::Float64: return "double";
+  case DType::Float32:
+    return "float";
+  case DType::Float64:
+    return "double";
   case DType::UInt8:
   case DType::UInt16:
   case DType::UInt32:
-  case DType::UInt64: return "uint64_t";
-  default: return "int64_t";
+  case DType::UInt64:
+    return "uint64_t";
+  default:
+    return "int64_t";
   }
 }
 
@@ -220,14 +250,18 @@ ReduceForm reduce_form(const GroupEmitContext& ctx, OpKind op, DType t, int64_t 
   };
   auto mean = [&] {
     ReduceForm f = sum();
-    if (is_float) f.finish = fmt::format("acc / {}", float_literal(static_cast<double>(length), t));
-    else f.finish = length > 0 ? fmt::format("acc / {}", length) : "0";
+    if (is_float)
+      f.finish = fmt::format("acc / {}", float_literal(static_cast<double>(length), t));
+    else
+      f.finish = length > 0 ? fmt::format("acc / {}", length) : "0";
     return f;
   };
   switch (op) {
-  case OpKind::ReduceSum: return sum();
+  case OpKind::ReduceSum:
+    return sum();
   case OpKind::ReduceMean:
-  case OpKind::GlobalAveragePool: return mean();
+  case OpKind::GlobalAveragePool:
+    return mean();
   case OpKind::ReduceMax:
   case OpKind::GlobalMaxPool:
     return {"stitch::rows::Max{}", "acc = stitch::rows::Max{{}}(acc, {});",
@@ -258,7 +292,8 @@ ReduceForm reduce_form(const GroupEmitContext& ctx, OpKind op, DType t, int64_t 
     f.finish = "stitch::rows::log_of(acc)";
     return f;
   }
-  default: internal_fail("reduce_form: {} is not a plain reduction", op_name(op));
+  default:
+    internal_fail("reduce_form: {} is not a plain reduction", op_name(op));
   }
 }
 

@@ -88,9 +88,9 @@ std::string convert(const std::string& value, const std::string& from, const std
 // contributes, how contributions combine (functor and in-thread statement), the empty-set
 // identity, and the final expression of the combined accumulator `acc`.
 struct ReduceForm {
-  std::string functor;   // "stitch::rows::Sum{}"
-  std::string step;      // in-thread accumulation of `contribution` into acc ("acc += {};")
-  std::string identity;  // initial value
+  std::string functor;  // "stitch::rows::Sum{}"
+  std::string step;     // in-thread accumulation of `contribution` into acc ("acc += {};")
+  std::string identity; // initial value
   std::string contribution = "v";
   std::string finish = "acc";
 };

@@ -11,7 +11,8 @@ namespace stitch {
 
 int64_t WindowGeometry::taps() const {
   int64_t taps = 1;
-  for (int64_t k : kernel) taps *= k;
+  for (int64_t k : kernel)
+    taps *= k;
   return taps;
 }
 
@@ -74,7 +75,8 @@ std::string open_tap_loops(CodeWriter& out, const WindowGeometry& w, const std::
 }
 
 void close_tap_loops(CodeWriter& out, const WindowGeometry& w) {
-  for (size_t d = 0; d < w.in.size(); ++d) out.close();
+  for (size_t d = 0; d < w.in.size(); ++d)
+    out.close();
 }
 
 void emit_average_pool_count(CodeWriter& out, const WindowGeometry& w, bool include_pad) {

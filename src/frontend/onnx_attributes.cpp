@@ -27,7 +27,8 @@ AP::AttributeType effective_type(const AP& a) {
 int64_t attribute_elements(const AP& a) {
   int64_t count = a.ints_size() + a.floats_size() + a.strings_size();
   count += static_cast<int64_t>(a.s().size());
-  for (const std::string& s : a.strings()) count += static_cast<int64_t>(s.size());
+  for (const std::string& s : a.strings())
+    count += static_cast<int64_t>(s.size());
   return count;
 }
 
@@ -37,19 +38,30 @@ Attribute attribute_from_onnx(AP& proto, Graph& graph, const std::string& model_
                               const ErrorSite& where, ConstantBudget& budget) {
   if (proto.name().empty()) user_fail(where, "an attribute has an empty name");
   if (!proto.ref_attr_name().empty())
-    user_fail(where, "attribute '{}' refers to a function attribute; model-local functions are "
-              "not supported", proto.name());
+    user_fail(where,
+              "attribute '{}' refers to a function attribute; model-local functions are "
+              "not supported",
+              proto.name());
   const int64_t elements = attribute_elements(proto);
   if (elements > budget.limits.max_attribute_elements)
-    user_fail(where, "attribute '{}' has {} entries (list elements and string bytes), more than "
-              "the limit of {} (--max-attribute-elements)", proto.name(), elements,
-              budget.limits.max_attribute_elements);
+    user_fail(where,
+              "attribute '{}' has {} entries (list elements and string bytes), more than "
+              "the limit of {} (--max-attribute-elements)",
+              proto.name(), elements, budget.limits.max_attribute_elements);
   Attribute attr;
   switch (effective_type(proto)) {
-  case AP::INT: attr.value = static_cast<int64_t>(proto.i()); break;
-  case AP::FLOAT: attr.value = static_cast<double>(proto.f()); break;
-  case AP::STRING: attr.value = proto.s(); break;
-  case AP::INTS: attr.value = std::vector<int64_t>(proto.ints().begin(), proto.ints().end()); break;
+  case AP::INT:
+    attr.value = static_cast<int64_t>(proto.i());
+    break;
+  case AP::FLOAT:
+    attr.value = static_cast<double>(proto.f());
+    break;
+  case AP::STRING:
+    attr.value = proto.s();
+    break;
+  case AP::INTS:
+    attr.value = std::vector<int64_t>(proto.ints().begin(), proto.ints().end());
+    break;
   case AP::FLOATS:
     attr.value = std::vector<double>(proto.floats().begin(), proto.floats().end());
     break;
@@ -68,8 +80,10 @@ Attribute attribute_from_onnx(AP& proto, Graph& graph, const std::string& model_
   case AP::UNDEFINED:
     user_fail(where, "attribute '{}' has no value", proto.name());
   default:
-    user_fail(where, "attribute '{}' has an unsupported kind ({}): graphs, sparse tensors and "
-              "type protos are not supported", proto.name(), AP::AttributeType_Name(effective_type(proto)));
+    user_fail(where,
+              "attribute '{}' has an unsupported kind ({}): graphs, sparse tensors and "
+              "type protos are not supported",
+              proto.name(), AP::AttributeType_Name(effective_type(proto)));
   }
   return attr;
 }

@@ -35,13 +35,15 @@ std::string folder_of(const std::string& path) {
 
 onnx::ModelProto read_model(const std::string& path) {
   ErrorSite site{path, "", ""};
-  struct stat st{};
+  struct stat st {};
   if (stat(path.c_str(), &st) != 0)
     user_fail(site, "cannot open the model: {}", std::strerror(errno));
   if (!S_ISREG(st.st_mode)) user_fail(site, "the model is not a regular file");
   if (st.st_size > kProtobufLimit)
-    user_fail(site, "the model is {} bytes, over protobuf's 2 GiB limit; store the weights as "
-              "external data", static_cast<long long>(st.st_size));
+    user_fail(site,
+              "the model is {} bytes, over protobuf's 2 GiB limit; store the weights as "
+              "external data",
+              static_cast<long long>(st.st_size));
   std::ifstream in(path, std::ios::binary);
   if (!in) user_fail(site, "cannot open the model: {}", std::strerror(errno));
   std::string bytes(static_cast<size_t>(st.st_size), '\0');
@@ -54,7 +56,7 @@ onnx::ModelProto read_model(const std::string& path) {
   coded.SetRecursionLimit(100);
   if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
     user_fail(site, "not a valid ONNX model: the file does not parse as an ONNX protobuf "
-              "(truncated or not ONNX)");
+                    "(truncated or not ONNX)");
   if (!model.has_graph())
     user_fail(site, "not a valid ONNX model: it has no graph (an empty or non-ONNX file?)");
   return model;
@@ -112,10 +114,11 @@ void check_ops_supported(const onnx::GraphProto& g, const std::string& path) {
     return fmt::format("{}", fmt::join(parts, "; "));
   };
   if (!foreign.empty())
-    user_fail({path, "", ""}, "unsupported op domain: {}; stitchc supports the default ONNX "
-              "domain only", describe(foreign));
-  if (!unsupported.empty())
-    user_fail({path, "", ""}, "unsupported ops: {}", describe(unsupported));
+    user_fail({path, "", ""},
+              "unsupported op domain: {}; stitchc supports the default ONNX "
+              "domain only",
+              describe(foreign));
+  if (!unsupported.empty()) user_fail({path, "", ""}, "unsupported ops: {}", describe(unsupported));
 }
 
 class GraphBuilder {
@@ -135,7 +138,8 @@ public:
                 g.node_size(), options_.limits.max_nodes);
     add_initializers(g);
     add_inputs(g);
-    for (auto& node : *g.mutable_node()) add_node(node);
+    for (auto& node : *g.mutable_node())
+      add_node(node);
     add_outputs(g);
     topo_sort(graph_);
     return std::move(graph_);
@@ -147,8 +151,10 @@ private:
   TensorId define(Tensor t, const ErrorSite& where) {
     if (t.name.empty()) user_fail(where, "a value has an empty name");
     if (names_.count(t.name))
-      user_fail(where, "value '{}' is defined twice (two producers, or an initializer and a "
-                "producer)", t.name);
+      user_fail(where,
+                "value '{}' is defined twice (two producers, or an initializer and a "
+                "producer)",
+                t.name);
     std::string name = t.name;
     TensorId id = graph_.add_tensor(std::move(t));
     names_[name] = id;
@@ -175,8 +181,10 @@ private:
         if (in.name() == name) return;
       user_fail(site(), "{} names '{}', which is not a graph input", flag, name);
     };
-    for (const auto& [name, shape] : options_.input_shapes) check_names_input(name, "--input-shape");
-    for (const auto& [name, file] : options_.frozen_inputs) check_names_input(name, "--freeze-input");
+    for (const auto& [name, shape] : options_.input_shapes)
+      check_names_input(name, "--input-shape");
+    for (const auto& [name, file] : options_.frozen_inputs)
+      check_names_input(name, "--freeze-input");
     std::vector<std::string> unbound;
     // Two rounds: bindings given for one input name its dim_params, which bind other inputs.
     std::vector<std::pair<const onnx::ValueInfoProto*, Shape>> pending;
@@ -187,8 +195,10 @@ private:
         continue;
       }
       if (!in.type().has_tensor_type())
-        user_fail(site(), "graph input '{}' has an unsupported type: only tensors are supported "
-                  "(not sequences, maps or optionals)", in.name());
+        user_fail(site(),
+                  "graph input '{}' has an unsupported type: only tensors are supported "
+                  "(not sequences, maps or optionals)",
+                  in.name());
       const auto& tt = in.type().tensor_type();
       std::optional<DType> dtype = dtype_from_onnx(tt.elem_type());
       if (!dtype)
@@ -201,8 +211,8 @@ private:
       auto given = options_.input_shapes.find(in.name());
       if (given != options_.input_shapes.end() && tt.has_shape() &&
           static_cast<int>(given->second.size()) != tt.shape().dim_size())
-        user_fail(site(), "--input-shape {} has rank {}, but the model declares rank {}",
-                  in.name(), given->second.size(), tt.shape().dim_size());
+        user_fail(site(), "--input-shape {} has rank {}, but the model declares rank {}", in.name(),
+                  given->second.size(), tt.shape().dim_size());
       if (given != options_.input_shapes.end() && tt.has_shape())
         for (int i = 0; i < tt.shape().dim_size(); ++i) {
           const auto& dim = tt.shape().dim(i);
@@ -258,8 +268,10 @@ private:
                   shape_to_string(t.shape), e.reason());
       }
       if (t.elements() > options_.limits.max_tensor_elements)
-        user_fail(site(), "graph input '{}' shape {} has {} elements, more than the limit of {} "
-                  "(--max-tensor-elements)", in.name(), shape_to_string(t.shape), t.elements(),
+        user_fail(site(),
+                  "graph input '{}' shape {} has {} elements, more than the limit of {} "
+                  "(--max-tensor-elements)",
+                  in.name(), shape_to_string(t.shape), t.elements(),
                   options_.limits.max_tensor_elements);
     }
     if (!unbound.empty())
@@ -356,8 +368,10 @@ private:
         for (const auto& dim : tt.shape().dim())
           decl.dims.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
       } else if (out.has_type()) {
-        user_fail(site(), "graph output '{}' has an unsupported type: only tensors are supported "
-                  "(not sequences, maps or optionals)", out.name());
+        user_fail(site(),
+                  "graph output '{}' has an unsupported type: only tensors are supported "
+                  "(not sequences, maps or optionals)",
+                  out.name());
       }
       graph_.declared_outputs[it->second] = decl;
     }

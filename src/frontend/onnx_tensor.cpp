@@ -21,8 +21,8 @@ namespace {
 template <typename... Args>
 [[noreturn]] void tensor_fail(const ErrorSite& site, const std::string& name,
                               fmt::format_string<Args...> f, Args&&... args) {
-  throw UserError(site, fmt::format("tensor '{}': {}", name,
-                                    fmt::format(f, std::forward<Args>(args)...)));
+  throw UserError(
+      site, fmt::format("tensor '{}': {}", name, fmt::format(f, std::forward<Args>(args)...)));
 }
 
 // Store typed-field values into little-endian bytes of `dtype`.
@@ -37,18 +37,54 @@ std::string bytes_from_field(const Field& field, DType dtype, int64_t count, con
   for (int64_t i = 0; i < count; ++i) {
     auto v = field.Get(static_cast<int>(i));
     switch (dtype) {
-    case DType::Float32: { float f = static_cast<float>(v); std::memcpy(out + 4 * i, &f, 4); break; }
-    case DType::Float64: { double d = static_cast<double>(v); std::memcpy(out + 8 * i, &d, 8); break; }
-    case DType::Int64: { int64_t x = static_cast<int64_t>(v); std::memcpy(out + 8 * i, &x, 8); break; }
-    case DType::UInt64: { uint64_t x = static_cast<uint64_t>(v); std::memcpy(out + 8 * i, &x, 8); break; }
-    case DType::Int32: { int32_t x = static_cast<int32_t>(v); std::memcpy(out + 4 * i, &x, 4); break; }
-    case DType::UInt32: { uint32_t x = static_cast<uint32_t>(v); std::memcpy(out + 4 * i, &x, 4); break; }
-    // int32_data carries 16-bit types as their bit patterns and small ints widened.
-    case DType::Int16: case DType::UInt16: case DType::Float16: case DType::BFloat16: {
-      uint16_t x = static_cast<uint16_t>(v); std::memcpy(out + 2 * i, &x, 2); break;
+    case DType::Float32: {
+      float f = static_cast<float>(v);
+      std::memcpy(out + 4 * i, &f, 4);
+      break;
     }
-    case DType::Int8: case DType::UInt8: { uint8_t x = static_cast<uint8_t>(v); out[i] = static_cast<char>(x); break; }
-    case DType::Bool: out[i] = v != 0 ? 1 : 0; break;
+    case DType::Float64: {
+      double d = static_cast<double>(v);
+      std::memcpy(out + 8 * i, &d, 8);
+      break;
+    }
+    case DType::Int64: {
+      int64_t x = static_cast<int64_t>(v);
+      std::memcpy(out + 8 * i, &x, 8);
+      break;
+    }
+    case DType::UInt64: {
+      uint64_t x = static_cast<uint64_t>(v);
+      std::memcpy(out + 8 * i, &x, 8);
+      break;
+    }
+    case DType::Int32: {
+      int32_t x = static_cast<int32_t>(v);
+      std::memcpy(out + 4 * i, &x, 4);
+      break;
+    }
+    case DType::UInt32: {
+      uint32_t x = static_cast<uint32_t>(v);
+      std::memcpy(out + 4 * i, &x, 4);
+      break;
+    }
+    // int32_data carries 16-bit types as their bit patterns and small ints widened.
+    case DType::Int16:
+    case DType::UInt16:
+    case DType::Float16:
+    case DType::BFloat16: {
+      uint16_t x = static_cast<uint16_t>(v);
+      std::memcpy(out + 2 * i, &x, 2);
+      break;
+    }
+    case DType::Int8:
+    case DType::UInt8: {
+      uint8_t x = static_cast<uint8_t>(v);
+      out[i] = static_cast<char>(x);
+      break;
+    }
+    case DType::Bool:
+      out[i] = v != 0 ? 1 : 0;
+      break;
     }
   }
   return bytes;
@@ -71,8 +107,10 @@ std::string read_external(const std::string& location, const std::string& offset
   if (location.find('\0') != std::string::npos)
     tensor_fail(site, name, "external data location contains a NUL byte");
   if (location.front() == '/')
-    tensor_fail(site, name, "external data location '{}' is absolute; it must be relative to "
-                "the model's folder", location);
+    tensor_fail(site, name,
+                "external data location '{}' is absolute; it must be relative to "
+                "the model's folder",
+                location);
   for (size_t start = 0; start <= location.size();) {
     size_t end = location.find('/', start);
     if (end == std::string::npos) end = location.size();
@@ -94,21 +132,27 @@ std::string read_external(const std::string& location, const std::string& offset
     tensor_fail(site, name, "external data '{}' is not a regular file", location);
   std::string root = std::string(dir_real) == "/" ? "/" : std::string(dir_real) + "/";
   if (std::string(file_real).rfind(root, 0) != 0)
-    tensor_fail(site, name, "external data location '{}' resolves to '{}', outside the model's "
-                "folder (through a symlink)", location, file_real);
+    tensor_fail(site, name,
+                "external data location '{}' resolves to '{}', outside the model's "
+                "folder (through a symlink)",
+                location, file_real);
 
   int fd = open(file_real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0)
     tensor_fail(site, name, "external data file '{}' cannot be opened: {}", location,
                 std::strerror(errno));
-  struct FdCloser { int fd; ~FdCloser() { close(fd); } } closer{fd};
-  struct stat st{};
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { close(fd); }
+  } closer{fd};
+  struct stat st {};
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
     tensor_fail(site, name, "external data '{}' is not a regular file", location);
   if (st.st_nlink > 1)
-    tensor_fail(site, name, "external data file '{}' has {} hard links; stitchc refuses "
-                "hard-linked data, which may lead outside the model's folder", location,
-                static_cast<long long>(st.st_nlink));
+    tensor_fail(site, name,
+                "external data file '{}' has {} hard links; stitchc refuses "
+                "hard-linked data, which may lead outside the model's folder",
+                location, static_cast<long long>(st.st_nlink));
 
   if (!offset_str.empty() && !is_decimal(offset_str))
     tensor_fail(site, name, "external data offset '{}' is not a decimal number", offset_str);
@@ -121,11 +165,13 @@ std::string read_external(const std::string& location, const std::string& offset
                 location, file_size);
   int64_t length = length_str.empty() ? file_size - offset : std::stoll(length_str);
   if (checked_add(offset, length, "external data offset + length") > file_size)
-    tensor_fail(site, name, "external data offset {} + length {} runs past the end of '{}' ({} "
-                "bytes)", offset, length, location, file_size);
+    tensor_fail(site, name,
+                "external data offset {} + length {} runs past the end of '{}' ({} "
+                "bytes)",
+                offset, length, location, file_size);
   if (length != expected_bytes)
-    tensor_fail(site, name, "external data length {} does not match the tensor's {} bytes",
-                length, expected_bytes);
+    tensor_fail(site, name, "external data length {} does not match the tensor's {} bytes", length,
+                expected_bytes);
 
   std::string bytes(static_cast<size_t>(length), '\0');
   int64_t done = 0;
@@ -162,23 +208,28 @@ Tensor tensor_from_onnx(onnx::TensorProto& proto, const std::string& model_dir,
     tensor_fail(site, t.name, "shape {} is too large: {}", shape_to_string(t.shape), e.reason());
   }
   if (count > budget.limits.max_tensor_elements)
-    tensor_fail(site, t.name, "shape {} has {} elements, more than the limit of {} "
-                "(--max-tensor-elements)", shape_to_string(t.shape), count,
-                budget.limits.max_tensor_elements);
+    tensor_fail(site, t.name,
+                "shape {} has {} elements, more than the limit of {} "
+                "(--max-tensor-elements)",
+                shape_to_string(t.shape), count, budget.limits.max_tensor_elements);
   budget.bytes = checked_add(budget.bytes, bytes, "the model's constant bytes");
   if (budget.bytes > budget.limits.max_weight_bytes)
-    tensor_fail(site, t.name, "its {} bytes bring the model's constants to {} bytes, more than "
-                "the limit of {} (--max-weight-bytes)", bytes, budget.bytes,
-                budget.limits.max_weight_bytes);
+    tensor_fail(site, t.name,
+                "its {} bytes bring the model's constants to {} bytes, more than "
+                "the limit of {} (--max-weight-bytes)",
+                bytes, budget.bytes, budget.limits.max_weight_bytes);
   t.typed = true;
 
   auto data = std::make_shared<ConstantData>();
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
     std::string location, offset, length;
     for (const auto& kv : proto.external_data()) {
-      if (kv.key() == "location") location = kv.value();
-      else if (kv.key() == "offset") offset = kv.value();
-      else if (kv.key() == "length") length = kv.value();
+      if (kv.key() == "location")
+        location = kv.value();
+      else if (kv.key() == "offset")
+        offset = kv.value();
+      else if (kv.key() == "length")
+        length = kv.value();
     }
     data->bytes = read_external(location, offset, length, bytes, model_dir, site, t.name);
   } else if (proto.has_raw_data()) {
@@ -189,20 +240,25 @@ Tensor tensor_from_onnx(onnx::TensorProto& proto, const std::string& model_dir,
   } else {
     switch (t.dtype) {
     case DType::Float32:
-      data->bytes = bytes_from_field(proto.float_data(), t.dtype, count, site, t.name, "float_data");
+      data->bytes =
+          bytes_from_field(proto.float_data(), t.dtype, count, site, t.name, "float_data");
       break;
     case DType::Float64:
-      data->bytes = bytes_from_field(proto.double_data(), t.dtype, count, site, t.name, "double_data");
+      data->bytes =
+          bytes_from_field(proto.double_data(), t.dtype, count, site, t.name, "double_data");
       break;
     case DType::Int64:
-      data->bytes = bytes_from_field(proto.int64_data(), t.dtype, count, site, t.name, "int64_data");
+      data->bytes =
+          bytes_from_field(proto.int64_data(), t.dtype, count, site, t.name, "int64_data");
       break;
     case DType::UInt64:
     case DType::UInt32:
-      data->bytes = bytes_from_field(proto.uint64_data(), t.dtype, count, site, t.name, "uint64_data");
+      data->bytes =
+          bytes_from_field(proto.uint64_data(), t.dtype, count, site, t.name, "uint64_data");
       break;
     default:
-      data->bytes = bytes_from_field(proto.int32_data(), t.dtype, count, site, t.name, "int32_data");
+      data->bytes =
+          bytes_from_field(proto.int32_data(), t.dtype, count, site, t.name, "int32_data");
       break;
     }
   }

@@ -65,8 +65,9 @@ public:
     TensorId q = other(m1, p);
     if (q == kNoTensor) return nullptr;
     auto halves = [&](Node* n, TensorId v) {
-      return n != nullptr && ((n->op == OpKind::Mul && is_value(other(n, v), 0.5)) ||
-                              (n->op == OpKind::Div && n->inputs[0] == v && is_value(n->inputs[1], 2.0)));
+      return n != nullptr &&
+             ((n->op == OpKind::Mul && is_value(other(n, v), 0.5)) ||
+              (n->op == OpKind::Div && n->inputs[0] == v && is_value(n->inputs[1], 2.0)));
     };
     if (q == x) { // (x * p) * 0.5
       Node* m2 = consumer(m1->outputs[0], OpKind::Mul, OpKind::Div);
@@ -107,14 +108,16 @@ public:
   // x^3 computing `cube` from x: Pow(x, 3), or x * x * x in either association.
   bool is_cube(TensorId cube, TensorId x, std::vector<Node*>& chain) {
     if (!single_use(cube)) return false;
-    if (Node* pow = producer(cube, OpKind::Pow); pow && pow->inputs[0] == x && is_value(pow->inputs[1], 3.0)) {
+    if (Node* pow = producer(cube, OpKind::Pow);
+        pow && pow->inputs[0] == x && is_value(pow->inputs[1], 3.0)) {
       chain.push_back(pow);
       return true;
     }
     Node* outer = producer(cube, OpKind::Mul);
     TensorId square = other(outer, x);
     Node* inner = single_use(square) ? producer(square, OpKind::Mul) : nullptr;
-    if (inner == nullptr || inner->inputs.size() != 2 || inner->inputs[0] != x || inner->inputs[1] != x)
+    if (inner == nullptr || inner->inputs.size() != 2 || inner->inputs[0] != x ||
+        inner->inputs[1] != x)
       return false;
     chain.push_back(outer);
     chain.push_back(inner);
@@ -139,7 +142,8 @@ public:
       if (times == nullptr || times->inputs.size() != 2) continue;
       for (int j = 0; j < 2; ++j) {
         std::vector<Node*> found = {scale, sum, times};
-        if (!is_value(times->inputs[1 - j], kTanhGeluCubic) || !is_cube(times->inputs[j], x, found)) continue;
+        if (!is_value(times->inputs[1 - j], kTanhGeluCubic) || !is_cube(times->inputs[j], x, found))
+          continue;
         chain.insert(chain.end(), found.begin(), found.end());
         return x;
       }
@@ -159,7 +163,8 @@ public:
     if (result == nullptr) return false;
     const Tensor& y = graph_.tensor(result->outputs[0]);
     if (y.shape != graph_.tensor(x).shape || y.dtype != graph_.tensor(x).dtype) return false;
-    for (Node* n : chain) n->removed = true;
+    for (Node* n : chain)
+      n->removed = true;
     result->op = OpKind::Gelu;
     result->inputs = {x};
     result->attrs.clear();
@@ -204,7 +209,8 @@ bool canonicalize(Graph& graph) {
   bool changed = false;
   {
     Chains chains(graph);
-    for (Node& node : graph.nodes) changed = respell(graph, chains, node) || changed;
+    for (Node& node : graph.nodes)
+      changed = respell(graph, chains, node) || changed;
   }
   Chains chains(graph); // the respelled graph's producers and consumers
   for (Node& node : graph.nodes)

@@ -13,9 +13,12 @@ namespace stitch {
 float half_to_float(uint16_t h) {
   uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
   float v;
-  if (exp == 0) v = std::ldexp(static_cast<float>(mant), -24);
-  else if (exp == 31) v = mant ? NAN : INFINITY;
-  else v = std::ldexp(static_cast<float>(mant | 0x400), static_cast<int>(exp) - 25);
+  if (exp == 0)
+    v = std::ldexp(static_cast<float>(mant), -24);
+  else if (exp == 31)
+    v = mant ? NAN : INFINITY;
+  else
+    v = std::ldexp(static_cast<float>(mant | 0x400), static_cast<int>(exp) - 25);
   return sign ? -v : v;
 }
 
@@ -31,9 +34,12 @@ uint16_t float_to_half(float f) {
     return sign | static_cast<uint16_t>(q);
   }
   int e;
-  float m = std::frexp(a, &e); // a = m * 2^e, m in [0.5,1)
+  float m = std::frexp(a, &e);                // a = m * 2^e, m in [0.5,1)
   float scaled = std::nearbyint(m * 2048.0f); // 11 significant bits
-  if (scaled >= 2048.0f) { scaled /= 2; ++e; }
+  if (scaled >= 2048.0f) {
+    scaled /= 2;
+    ++e;
+  }
   uint16_t exp = static_cast<uint16_t>(e - 1 + 15);
   return sign | static_cast<uint16_t>(exp << 10) | (static_cast<uint16_t>(scaled) & 0x3ff);
 }
@@ -72,19 +78,45 @@ template <typename Out> std::vector<Out> convert_all(const Tensor& t) {
   const char* p = t.constant->bytes.data();
   for (int64_t i = 0; i < n; ++i, p += size) {
     switch (t.dtype) {
-    case DType::Float32: out[i] = static_cast<Out>(load<float>(p)); break;
-    case DType::Float64: out[i] = static_cast<Out>(load<double>(p)); break;
-    case DType::Float16: out[i] = static_cast<Out>(half_to_float(load<uint16_t>(p))); break;
-    case DType::BFloat16: out[i] = static_cast<Out>(bfloat16_to_float(load<uint16_t>(p))); break;
-    case DType::Int64: out[i] = static_cast<Out>(load<int64_t>(p)); break;
-    case DType::Int32: out[i] = static_cast<Out>(load<int32_t>(p)); break;
-    case DType::Int16: out[i] = static_cast<Out>(load<int16_t>(p)); break;
-    case DType::Int8: out[i] = static_cast<Out>(load<int8_t>(p)); break;
-    case DType::UInt64: out[i] = static_cast<Out>(load<uint64_t>(p)); break;
-    case DType::UInt32: out[i] = static_cast<Out>(load<uint32_t>(p)); break;
-    case DType::UInt16: out[i] = static_cast<Out>(load<uint16_t>(p)); break;
-    case DType::UInt8: out[i] = static_cast<Out>(load<uint8_t>(p)); break;
-    case DType::Bool: out[i] = static_cast<Out>(load<uint8_t>(p) != 0); break;
+    case DType::Float32:
+      out[i] = static_cast<Out>(load<float>(p));
+      break;
+    case DType::Float64:
+      out[i] = static_cast<Out>(load<double>(p));
+      break;
+    case DType::Float16:
+      out[i] = static_cast<Out>(half_to_float(load<uint16_t>(p)));
+      break;
+    case DType::BFloat16:
+      out[i] = static_cast<Out>(bfloat16_to_float(load<uint16_t>(p)));
+      break;
+    case DType::Int64:
+      out[i] = static_cast<Out>(load<int64_t>(p));
+      break;
+    case DType::Int32:
+      out[i] = static_cast<Out>(load<int32_t>(p));
+      break;
+    case DType::Int16:
+      out[i] = static_cast<Out>(load<int16_t>(p));
+      break;
+    case DType::Int8:
+      out[i] = static_cast<Out>(load<int8_t>(p));
+      break;
+    case DType::UInt64:
+      out[i] = static_cast<Out>(load<uint64_t>(p));
+      break;
+    case DType::UInt32:
+      out[i] = static_cast<Out>(load<uint32_t>(p));
+      break;
+    case DType::UInt16:
+      out[i] = static_cast<Out>(load<uint16_t>(p));
+      break;
+    case DType::UInt8:
+      out[i] = static_cast<Out>(load<uint8_t>(p));
+      break;
+    case DType::Bool:
+      out[i] = static_cast<Out>(load<uint8_t>(p) != 0);
+      break;
     }
   }
   return out;
@@ -98,7 +130,8 @@ template <typename T> T cast_double(double v) {
     if (std::isnan(v)) return T(0);
     if (v <= static_cast<double>(std::numeric_limits<T>::lowest()))
       return std::numeric_limits<T>::lowest();
-    if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+    if (v >= static_cast<double>(std::numeric_limits<T>::max()))
+      return std::numeric_limits<T>::max();
     return static_cast<T>(v);
   }
 }
@@ -109,8 +142,10 @@ template <typename T> void store(std::string& out, size_t i, T v) {
 
 // Integer sources wrap like a C cast; floating sources saturate.
 template <typename T, typename In> T convert_to(In v) {
-  if constexpr (std::is_integral_v<In>) return static_cast<T>(v);
-  else return cast_double<T>(static_cast<double>(v));
+  if constexpr (std::is_integral_v<In>)
+    return static_cast<T>(v);
+  else
+    return cast_double<T>(static_cast<double>(v));
 }
 
 template <typename In>
@@ -121,19 +156,45 @@ std::shared_ptr<const ConstantData> build(DType dtype, const std::vector<In>& va
   for (size_t i = 0; i < values.size(); ++i) {
     In v = values[i];
     switch (dtype) {
-    case DType::Float32: store(b, i, static_cast<float>(v)); break;
-    case DType::Float64: store(b, i, static_cast<double>(v)); break;
-    case DType::Float16: store(b, i, float_to_half(static_cast<float>(v))); break;
-    case DType::BFloat16: store(b, i, float_to_bfloat16(static_cast<float>(v))); break;
-    case DType::Int64: store(b, i, convert_to<int64_t>(v)); break;
-    case DType::Int32: store(b, i, convert_to<int32_t>(v)); break;
-    case DType::Int16: store(b, i, convert_to<int16_t>(v)); break;
-    case DType::Int8: store(b, i, convert_to<int8_t>(v)); break;
-    case DType::UInt64: store(b, i, convert_to<uint64_t>(v)); break;
-    case DType::UInt32: store(b, i, convert_to<uint32_t>(v)); break;
-    case DType::UInt16: store(b, i, convert_to<uint16_t>(v)); break;
-    case DType::UInt8: store(b, i, convert_to<uint8_t>(v)); break;
-    case DType::Bool: store(b, i, static_cast<uint8_t>(v != In(0))); break;
+    case DType::Float32:
+      store(b, i, static_cast<float>(v));
+      break;
+    case DType::Float64:
+      store(b, i, static_cast<double>(v));
+      break;
+    case DType::Float16:
+      store(b, i, float_to_half(static_cast<float>(v)));
+      break;
+    case DType::BFloat16:
+      store(b, i, float_to_bfloat16(static_cast<float>(v)));
+      break;
+    case DType::Int64:
+      store(b, i, convert_to<int64_t>(v));
+      break;
+    case DType::Int32:
+      store(b, i, convert_to<int32_t>(v));
+      break;
+    case DType::Int16:
+      store(b, i, convert_to<int16_t>(v));
+      break;
+    case DType::Int8:
+      store(b, i, convert_to<int8_t>(v));
+      break;
+    case DType::UInt64:
+      store(b, i, convert_to<uint64_t>(v));
+      break;
+    case DType::UInt32:
+      store(b, i, convert_to<uint32_t>(v));
+      break;
+    case DType::UInt16:
+      store(b, i, convert_to<uint16_t>(v));
+      break;
+    case DType::UInt8:
+      store(b, i, convert_to<uint8_t>(v));
+      break;
+    case DType::Bool:
+      store(b, i, static_cast<uint8_t>(v != In(0)));
+      break;
     }
   }
   return data;
@@ -145,7 +206,8 @@ std::vector<int64_t> constant_as_int64(const Tensor& t) {
   if (dtype_is_float(t.dtype)) {
     std::vector<double> d = convert_all<double>(t);
     std::vector<int64_t> out(d.size());
-    for (size_t i = 0; i < d.size(); ++i) out[i] = cast_double<int64_t>(d[i]);
+    for (size_t i = 0; i < d.size(); ++i)
+      out[i] = cast_double<int64_t>(d[i]);
     return out;
   }
   return convert_all<int64_t>(t);

@@ -29,8 +29,8 @@ int dtype_onnx_code(DType t) { return info(t).onnx_code; }
 bool dtype_is_float(DType t) { return info(t).is_float; }
 bool dtype_is_signed_int(DType t) { return info(t).is_signed_int; }
 bool dtype_is_integer(DType t) {
-  return info(t).is_signed_int || t == DType::UInt8 || t == DType::UInt16 ||
-         t == DType::UInt32 || t == DType::UInt64;
+  return info(t).is_signed_int || t == DType::UInt8 || t == DType::UInt16 || t == DType::UInt32 ||
+         t == DType::UInt64;
 }
 
 std::optional<DType> dtype_from_onnx(int code) {
@@ -47,12 +47,12 @@ std::optional<DType> dtype_from_name(std::string_view name) {
 
 std::string onnx_dtype_code_name(int code) {
   static constexpr std::string_view kNames[] = {
-      "UNDEFINED", "FLOAT",        "UINT8",          "INT8",       "UINT16",
-      "INT16",     "INT32",        "INT64",          "STRING",     "BOOL",
-      "FLOAT16",   "DOUBLE",       "UINT32",         "UINT64",     "COMPLEX64",
-      "COMPLEX128", "BFLOAT16",    "FLOAT8E4M3FN",   "FLOAT8E4M3FNUZ", "FLOAT8E5M2",
-      "FLOAT8E5M2FNUZ", "UINT4",   "INT4",           "FLOAT4E2M1", "FLOAT8E8M0",
-      "UINT2",     "INT2"};
+      "UNDEFINED",      "FLOAT",    "UINT8",        "INT8",           "UINT16",
+      "INT16",          "INT32",    "INT64",        "STRING",         "BOOL",
+      "FLOAT16",        "DOUBLE",   "UINT32",       "UINT64",         "COMPLEX64",
+      "COMPLEX128",     "BFLOAT16", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2",
+      "FLOAT8E5M2FNUZ", "UINT4",    "INT4",         "FLOAT4E2M1",     "FLOAT8E8M0",
+      "UINT2",          "INT2"};
   if (code >= 0 && code < static_cast<int>(std::size(kNames))) return std::string(kNames[code]);
   return fmt::format("data type {}", code);
 }

@@ -15,9 +15,9 @@ namespace stitch {
 
 // Where a user error happened: any field may be empty.
 struct ErrorSite {
-  std::string file;     // the model file
-  std::string node;     // ONNX node name
-  std::string op_type;  // ONNX op type of that node
+  std::string file;    // the model file
+  std::string node;    // ONNX node name
+  std::string op_type; // ONNX op type of that node
   // The node's first output. Exporters often leave node names empty; such a node is named
   // by the value it writes instead.
   std::string output = {};
@@ -62,6 +62,6 @@ template <typename... Args>
 #define STITCH_INTERNAL_CHECK(cond, ...)                                                           \
   do {                                                                                             \
     if (!(cond))                                                                                   \
-      ::stitch::internal_fail("{}:{}: check '{}' failed: {}", __FILE__, __LINE__, #cond,          \
+      ::stitch::internal_fail("{}:{}: check '{}' failed: {}", __FILE__, __LINE__, #cond,           \
                               ::fmt::format(__VA_ARGS__));                                         \
   } while (0)

@@ -42,13 +42,9 @@ FoldFn fold_function(OpKind op) {
   return kFolds[index];
 }
 
-bool folds_from_types_only(OpKind op) {
-  return fold_function(op) == &fold_shape;
-}
+bool folds_from_types_only(OpKind op) { return fold_function(op) == &fold_shape; }
 
-FoldResult no_fold(const Graph&, const Node&) {
-  return {};
-}
+FoldResult no_fold(const Graph&, const Node&) { return {}; }
 
 // Identity, Dropout (inference), Reshape, Flatten, Squeeze, Unsqueeze, View: the output
 // holds the input's bytes; Dropout's optional mask is all true.

@@ -16,7 +16,8 @@ using FoldFn = FoldResult (*)(const Graph& graph, const Node& node);
 
 FoldResult no_fold(const Graph& graph, const Node& node);
 
-#define STITCH_OP(name, category, rule, fold, device) FoldResult fold(const Graph& graph, const Node& node);
+#define STITCH_OP(name, category, rule, fold, device)                                              \
+  FoldResult fold(const Graph& graph, const Node& node);
 #include "graph/ops.def"
 #undef STITCH_OP
 

@@ -14,9 +14,11 @@ namespace {
 // The MatMuls reading `transpose`'s result as B, when it is a Transpose (perm [1, 0]) of a
 // 2-D float32 weight W that other nodes read too, and every reader of the result is such a
 // MatMul with a float32 A of two or more axes; else nothing.
-std::vector<int32_t> transposed_weight_readers(const Graph& g, const std::vector<std::vector<int32_t>>& readers,
+std::vector<int32_t> transposed_weight_readers(const Graph& g,
+                                               const std::vector<std::vector<int32_t>>& readers,
                                                const Node& transpose) {
-  if (transpose.op != OpKind::Transpose || transpose.inputs.size() != 1 || transpose.opset < 5) return {};
+  if (transpose.op != OpKind::Transpose || transpose.inputs.size() != 1 || transpose.opset < 5)
+    return {};
   const TensorId w = transpose.inputs[0], t = transpose.outputs[0];
   const Tensor& weight = g.tensor(w);
   if (!weight.is_constant() || weight.view_of != kNoTensor || weight.shape.size() != 2 ||
@@ -32,7 +34,8 @@ std::vector<int32_t> transposed_weight_readers(const Graph& g, const std::vector
         matmul.inputs[0] == t)
       return {};
     const Tensor& a = g.tensor(matmul.inputs[0]);
-    if (a.dtype != DType::Float32 || a.shape.size() < 2 || g.tensor(matmul.outputs[0]).is_constant())
+    if (a.dtype != DType::Float32 || a.shape.size() < 2 ||
+        g.tensor(matmul.outputs[0]).is_constant())
       return {};
   }
   return readers[t];
@@ -41,7 +44,8 @@ std::vector<int32_t> transposed_weight_readers(const Graph& g, const std::vector
 class Rewriter {
 public:
   explicit Rewriter(Graph& g) : g_(g) {
-    for (const Tensor& t : g.tensors) names_.insert(t.name);
+    for (const Tensor& t : g.tensors)
+      names_.insert(t.name);
   }
 
   // MatMul(A, Transpose(W)) as Gemm(A, W, transB = 1), appended to `out`: A flattened to
@@ -69,7 +73,8 @@ public:
     gemm.inputs = {flat, w};
     gemm.outputs = {product};
     out.push_back(std::move(gemm));
-    const TensorId dims = tensor(base + "/Shape", DType::Int64, {static_cast<int64_t>(y_shape.size())});
+    const TensorId dims =
+        tensor(base + "/Shape", DType::Int64, {static_cast<int64_t>(y_shape.size())});
     g_.tensor(dims).constant = make_constant_from_int64(DType::Int64, y_shape);
     out.push_back(node(OpKind::Reshape, base + "/Reshape", {product, dims}, {y}, matmul.opset));
   }
@@ -77,7 +82,8 @@ public:
 private:
   TensorId tensor(const std::string& name, DType dtype, Shape shape) {
     std::string unique = name;
-    for (int i = 1; !names_.insert(unique).second; ++i) unique = name + "_" + std::to_string(i);
+    for (int i = 1; !names_.insert(unique).second; ++i)
+      unique = name + "_" + std::to_string(i);
     Tensor t;
     t.name = unique;
     t.dtype = dtype;
@@ -109,7 +115,8 @@ bool fold_constants(Graph& graph) {
   std::vector<std::vector<int32_t>> readers = graph.consumers();
   std::vector<TensorId> transposed_weight(graph.nodes.size(), kNoTensor);
   for (const Node& node : graph.nodes)
-    for (int32_t r : transposed_weight_readers(graph, readers, node)) transposed_weight[r] = node.inputs[0];
+    for (int32_t r : transposed_weight_readers(graph, readers, node))
+      transposed_weight[r] = node.inputs[0];
   std::vector<Node> nodes;
   Rewriter rewriter(graph);
   for (size_t i = 0; i < graph.nodes.size(); ++i) {

@@ -144,9 +144,7 @@ Params read_params(const NodeContext& ctx) {
   return p;
 }
 
-double softplus(double x) {
-  return x > 30 ? x : std::log1p(std::exp(x));
-}
+double softplus(double x) { return x > 30 ? x : std::log1p(std::exp(x)); }
 
 // One output element in the double domain; `a` holds the operands (Clip: x, min, max with
 // NaN standing for an omitted bound).

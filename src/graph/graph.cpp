@@ -6,13 +6,12 @@
 
 namespace stitch {
 
-std::string shape_to_string(const Shape& s) {
-  return fmt::format("[{}]", fmt::join(s, ","));
-}
+std::string shape_to_string(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ",")); }
 
 int64_t shape_elements(const Shape& s) {
   int64_t n = 1;
-  for (int64_t d : s) n = checked_mul(n, d, "tensor element count");
+  for (int64_t d : s)
+    n = checked_mul(n, d, "tensor element count");
   return n;
 }
 
@@ -73,8 +72,10 @@ bool Graph::compact() {
   // Keep tensors that something still names: graph inputs/outputs, node operands, and the
   // storage of kept views.
   std::vector<char> used(tensors.size(), 0);
-  for (TensorId t : inputs) used[t] = 1;
-  for (TensorId t : outputs) used[t] = 1;
+  for (TensorId t : inputs)
+    used[t] = 1;
+  for (TensorId t : outputs)
+    used[t] = 1;
   for (const Node& n : nodes) {
     for (TensorId t : n.inputs)
       if (t != kNoTensor) used[t] = 1;
@@ -99,12 +100,17 @@ bool Graph::compact() {
   auto fix = [&](TensorId& t) {
     if (t != kNoTensor) t = remap[t];
   };
-  for (Tensor& t : tensors) fix(t.view_of);
-  for (TensorId& t : inputs) fix(t);
-  for (TensorId& t : outputs) fix(t);
+  for (Tensor& t : tensors)
+    fix(t.view_of);
+  for (TensorId& t : inputs)
+    fix(t);
+  for (TensorId& t : outputs)
+    fix(t);
   for (Node& n : nodes) {
-    for (TensorId& t : n.inputs) fix(t);
-    for (TensorId& t : n.outputs) fix(t);
+    for (TensorId& t : n.inputs)
+      fix(t);
+    for (TensorId& t : n.outputs)
+      fix(t);
     for (auto& [key, attr] : n.attrs)
       if (auto* t = std::get_if<TensorId>(&attr.value)) fix(*t);
   }

@@ -56,7 +56,7 @@ struct Attribute {
 
 struct Node {
   OpKind op = OpKind::Identity;
-  std::string name;           // the ONNX node name (may be empty in the model)
+  std::string name;              // the ONNX node name (may be empty in the model)
   std::vector<TensorId> inputs;  // kNoTensor for an omitted optional input
   std::vector<TensorId> outputs; // kNoTensor for an omitted optional output
   std::map<std::string, Attribute> attrs;
@@ -66,9 +66,9 @@ struct Node {
 
 // The type a model declares for one of its outputs; checked against the inferred one.
 struct DeclaredType {
-  int onnx_elem_type = 0;     // 0 when the model leaves it out
+  int onnx_elem_type = 0; // 0 when the model leaves it out
   bool has_shape = false;
-  std::vector<int64_t> dims;  // -1 where the model gives a symbolic or unknown dim
+  std::vector<int64_t> dims; // -1 where the model gives a symbolic or unknown dim
 };
 
 class Graph {

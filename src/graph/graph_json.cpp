@@ -17,8 +17,10 @@ nlohmann::json attribute_json(const Graph& g, const Attribute& a) {
   return std::visit(
       [&](const auto& v) -> nlohmann::json {
         using T = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<T, TensorId>) return tensor_json(g, v);
-        else return v;
+        if constexpr (std::is_same_v<T, TensorId>)
+          return tensor_json(g, v);
+        else
+          return v;
       },
       a.value);
 }
@@ -30,16 +32,17 @@ nlohmann::json graph_to_json(const Graph& g) {
   j["source"] = g.source_file;
   j["opset"] = g.opset;
   j["inputs"] = nlohmann::json::array();
-  for (TensorId t : g.inputs) j["inputs"].push_back(tensor_json(g, t));
+  for (TensorId t : g.inputs)
+    j["inputs"].push_back(tensor_json(g, t));
   j["outputs"] = nlohmann::json::array();
-  for (TensorId t : g.outputs) j["outputs"].push_back(tensor_json(g, t));
+  for (TensorId t : g.outputs)
+    j["outputs"].push_back(tensor_json(g, t));
   j["nodes"] = nlohmann::json::array();
   int64_t constant_bytes = 0;
   std::vector<char> counted(g.tensors.size(), 0);
   for (const Node& n : g.nodes) {
-    nlohmann::json node = {{"name", n.name},
-                           {"op", op_name(n.op)},
-                           {"category", category_name(op_category(n.op))}};
+    nlohmann::json node = {
+        {"name", n.name}, {"op", op_name(n.op)}, {"category", category_name(op_category(n.op))}};
     node["inputs"] = nlohmann::json::array();
     for (TensorId t : n.inputs) {
       node["inputs"].push_back(t == kNoTensor ? nlohmann::json() : tensor_json(g, t));
@@ -52,12 +55,14 @@ nlohmann::json graph_to_json(const Graph& g) {
     for (TensorId t : n.outputs)
       node["outputs"].push_back(t == kNoTensor ? nlohmann::json() : tensor_json(g, t));
     nlohmann::json attrs = nlohmann::json::object();
-    for (const auto& [key, a] : n.attrs) attrs[key] = attribute_json(g, a);
+    for (const auto& [key, a] : n.attrs)
+      attrs[key] = attribute_json(g, a);
     node["attributes"] = attrs;
     j["nodes"].push_back(node);
   }
   std::map<std::string, int> per_category;
-  for (const Node& n : g.nodes) ++per_category[std::string(category_name(op_category(n.op)))];
+  for (const Node& n : g.nodes)
+    ++per_category[std::string(category_name(op_category(n.op)))];
   j["totals"] = {{"nodes", g.nodes.size()},
                  {"nodes_per_category", per_category},
                  {"constant_bytes", constant_bytes}};

@@ -33,7 +33,8 @@ const Tensor& NodeContext::input(int i, const char* what) const {
 std::vector<int64_t> NodeContext::const_ints(int i, const char* what) const {
   const Tensor& t = input(i, what);
   if (!t.is_constant()) fail_not_constant(t, what);
-  if (!dtype_is_integer(t.dtype)) fail("{} must be an integer tensor, got {}", what, dtype_name(t.dtype));
+  if (!dtype_is_integer(t.dtype))
+    fail("{} must be an integer tensor, got {}", what, dtype_name(t.dtype));
   return constant_as_int64(t);
 }
 
@@ -65,7 +66,8 @@ void NodeContext::fail_not_constant(const Tensor& t, const char* what) const {
       inputs.push_back(cur.name);
       continue;
     }
-    for (TensorId in : graph_.nodes[producer[id]].inputs) stack.push_back(in);
+    for (TensorId in : graph_.nodes[producer[id]].inputs)
+      stack.push_back(in);
   }
   std::sort(inputs.begin(), inputs.end());
   std::string hint = inputs.empty()
@@ -142,7 +144,8 @@ TensorId NodeContext::attr_tensor(const std::string& name) const {
 void NodeContext::expect_inputs(int min, int max) const {
   int n = num_inputs();
   // Trailing omitted optional inputs do not count.
-  while (n > 0 && node_.inputs[n - 1] == kNoTensor) --n;
+  while (n > 0 && node_.inputs[n - 1] == kNoTensor)
+    --n;
   if (n < min || n > max) {
     if (min == max) fail("expects {} inputs, got {}", min, n);
     fail("expects {} to {} inputs, got {}", min, max, n);
@@ -228,9 +231,12 @@ std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
   for (size_t i = 0; i < r; ++i) {
     int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
     int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
-    if (da == db || db == 1) out[i] = da;
-    else if (da == 1) out[i] = db;
-    else return std::nullopt;
+    if (da == db || db == 1)
+      out[i] = da;
+    else if (da == 1)
+      out[i] = db;
+    else
+      return std::nullopt;
   }
   return out;
 }

@@ -21,8 +21,9 @@ bool can_evaluate(const Graph& graph, const Node& node) {
 void evaluate(Graph& graph, const Node& node) {
   FoldResult values = fold_function(node.op)(graph, node);
   if (values.empty()) return;
-  STITCH_INTERNAL_CHECK(values.size() == node.outputs.size(), "{} fold gave {} values for {} outputs",
-                        op_name(node.op), values.size(), node.outputs.size());
+  STITCH_INTERNAL_CHECK(values.size() == node.outputs.size(),
+                        "{} fold gave {} values for {} outputs", op_name(node.op), values.size(),
+                        node.outputs.size());
   for (size_t i = 0; i < values.size(); ++i) {
     if (node.outputs[i] == kNoTensor) continue;
     Tensor& out = graph.tensor(node.outputs[i]);
@@ -45,7 +46,8 @@ void check_declared_outputs(const Graph& graph) {
       same_rank = decl.dims[i] < 0 || decl.dims[i] == t.shape[i];
     if (!same_rank) {
       std::vector<std::string> dims;
-      for (int64_t d : decl.dims) dims.push_back(d < 0 ? "?" : std::to_string(d));
+      for (int64_t d : decl.dims)
+        dims.push_back(d < 0 ? "?" : std::to_string(d));
       user_fail(site, "graph output '{}' is declared with shape [{}] but computes {}", t.name,
                 fmt::join(dims, ","), shape_to_string(t.shape));
     }

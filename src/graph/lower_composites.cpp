@@ -17,7 +17,8 @@ namespace {
 // Emits the primitive nodes that replace one composite node, in order, into `out`.
 class Lowering {
 public:
-  Lowering(Graph& graph, const Node& composite, std::set<std::string>& names, std::vector<Node>& out)
+  Lowering(Graph& graph, const Node& composite, std::set<std::string>& names,
+           std::vector<Node>& out)
       : graph_(graph), composite_(composite), names_(names), out_(out), first_(out.size()),
         base_(composite.name.empty() ? graph.tensor(composite.outputs[0]).name : composite.name) {}
 
@@ -40,13 +41,16 @@ public:
   }
 
   // A Reduce* over `axes` keeping them (size 1), with the axes where the node's opset has them.
-  TensorId reduce(OpKind kind, TensorId x, const std::vector<int64_t>& axes, const std::string& role) {
+  TensorId reduce(OpKind kind, TensorId x, const std::vector<int64_t>& axes,
+                  const std::string& role) {
     std::map<std::string, Attribute> attrs = {{"keepdims", Attribute{int64_t{1}}}};
     std::vector<TensorId> inputs = {x};
-    if (axes.empty()) attrs["noop_with_empty_axes"] = Attribute{int64_t{1}}; // rows of one element
+    if (axes.empty())
+      attrs["noop_with_empty_axes"] = Attribute{int64_t{1}}; // rows of one element
     else if (composite_.opset >= reduce_axes_input_opset(kind))
       inputs.push_back(int64_constant(role + "Axes", {static_cast<int64_t>(axes.size())}, axes));
-    else attrs["axes"] = Attribute{axes};
+    else
+      attrs["axes"] = Attribute{axes};
     return op(kind, std::move(inputs), role, std::move(attrs));
   }
 
@@ -55,7 +59,8 @@ public:
     if (x == kNoTensor || dtype(x) == to) return x;
     const Tensor& t = graph_.tensor(x);
     if (t.is_constant() && t.view_of == kNoTensor)
-      return constant(t.name + "/" + std::string(dtype_name(to)), to, t.shape, constant_as_double(t));
+      return constant(t.name + "/" + std::string(dtype_name(to)), to, t.shape,
+                      constant_as_double(t));
     return op(OpKind::Cast, {x}, t.name.substr(t.name.rfind('/') + 1) + "Cast",
               {{"to", Attribute{int64_t{dtype_onnx_code(to)}}}});
   }
@@ -80,7 +85,8 @@ public:
   TensorId scalar(const std::string& role, DType dtype, double value) {
     return constant(base_ + "/" + role, dtype, {}, {value});
   }
-  TensorId constant(const std::string& name, DType dtype, Shape shape, const std::vector<double>& values) {
+  TensorId constant(const std::string& name, DType dtype, Shape shape,
+                    const std::vector<double>& values) {
     return constant_tensor(name, dtype, std::move(shape), make_constant_from_double(dtype, values));
   }
 
@@ -89,7 +95,8 @@ public:
   void bind(TensorId value, TensorId original) {
     if (original == kNoTensor) return;
     if (dtype(value) != dtype(original)) {
-      emit(OpKind::Cast, {value}, original, {{"to", Attribute{int64_t{dtype_onnx_code(dtype(original))}}}});
+      emit(OpKind::Cast, {value}, original,
+           {{"to", Attribute{int64_t{dtype_onnx_code(dtype(original))}}}});
       return;
     }
     bool produced = false;
@@ -102,7 +109,8 @@ public:
           produced = true;
         }
     }
-    STITCH_INTERNAL_CHECK(produced, "lower-composites: '{}' is not computed by the lowering of '{}'",
+    STITCH_INTERNAL_CHECK(produced,
+                          "lower-composites: '{}' is not computed by the lowering of '{}'",
                           graph_.tensor(value).name, base_);
   }
 
@@ -129,7 +137,8 @@ private:
     return graph_.add_tensor(std::move(t));
   }
 
-  TensorId int64_constant(const std::string& role, Shape shape, const std::vector<int64_t>& values) {
+  TensorId int64_constant(const std::string& role, Shape shape,
+                          const std::vector<int64_t>& values) {
     return constant_tensor(base_ + "/" + role, DType::Int64, std::move(shape),
                            make_constant_from_int64(DType::Int64, values));
   }
@@ -148,7 +157,8 @@ private:
 
   std::string fresh_name(const std::string& want) {
     std::string name = want;
-    for (int i = 1; names_.count(name); ++i) name = fmt::format("{}_{}", want, i);
+    for (int i = 1; names_.count(name); ++i)
+      name = fmt::format("{}_{}", want, i);
     names_.insert(name);
     return name;
   }
@@ -166,13 +176,15 @@ private:
 DType statistics_type(const Lowering& l, bool has_stash) {
   NodeContext ctx = l.context();
   if (l.dtype(l.input(0)) == DType::Float64) return DType::Float64;
-  if (has_stash && ctx.attr_int("stash_type", 1) == dtype_onnx_code(DType::Float64)) return DType::Float64;
+  if (has_stash && ctx.attr_int("stash_type", 1) == dtype_onnx_code(DType::Float64))
+    return DType::Float64;
   return DType::Float32;
 }
 
 std::vector<int64_t> axes_from(int64_t first, int64_t rank) {
   std::vector<int64_t> axes;
-  for (int64_t a = first; a < rank; ++a) axes.push_back(a);
+  for (int64_t a = first; a < rank; ++a)
+    axes.push_back(a);
   return axes;
 }
 
@@ -194,7 +206,8 @@ Normalized normalize(Lowering& l, TensorId x, const std::vector<int64_t>& axes, 
   r.deviation = l.op(OpKind::Sub, {x, r.mean}, "Deviation");
   TensorId square = l.op(OpKind::Mul, {r.deviation, r.deviation}, "Square");
   TensorId variance = l.reduce(OpKind::ReduceMean, square, axes, "Variance");
-  TensorId shifted = l.op(OpKind::Add, {variance, l.scalar("Epsilon", l.dtype(x), epsilon)}, "VarianceEpsilon");
+  TensorId shifted =
+      l.op(OpKind::Add, {variance, l.scalar("Epsilon", l.dtype(x), epsilon)}, "VarianceEpsilon");
   r.std_dev = l.op(OpKind::Sqrt, {shifted}, "StdDev");
   r.normalized = l.op(OpKind::Div, {r.deviation, r.std_dev}, "Normalized");
   return r;
@@ -225,26 +238,30 @@ void lower_softmax(Lowering& l, bool log) {
 void lower_layer_norm(Lowering& l) {
   NodeContext ctx = l.context();
   const int64_t rank = ctx.rank(0);
-  const std::vector<int64_t> axes = axes_from(ctx.normalize_axis(ctx.attr_int("axis", -1), rank), rank);
+  const std::vector<int64_t> axes =
+      axes_from(ctx.normalize_axis(ctx.attr_int("axis", -1), rank), rank);
   const DType t = statistics_type(l, true);
   Normalized n = normalize(l, l.cast(l.input(0), t), axes, ctx.attr_float("epsilon", 1e-5));
   TensorId y = l.op(OpKind::Mul, {n.normalized, l.cast(l.input(1), t)}, "Scaled");
   if (l.input(2) != kNoTensor) y = l.op(OpKind::Add, {y, l.cast(l.input(2), t)}, "Biased");
   l.bind(y, l.output(0));
   l.bind(n.mean, l.output(1));
-  if (l.output(2) != kNoTensor) l.bind(l.op(OpKind::Reciprocal, {n.std_dev}, "InvStdDev"), l.output(2));
+  if (l.output(2) != kNoTensor)
+    l.bind(l.op(OpKind::Reciprocal, {n.std_dev}, "InvStdDev"), l.output(2));
 }
 
 void lower_rms_norm(Lowering& l) {
   NodeContext ctx = l.context();
   const int64_t rank = ctx.rank(0);
-  const std::vector<int64_t> axes = axes_from(ctx.normalize_axis(ctx.attr_int("axis", -1), rank), rank);
+  const std::vector<int64_t> axes =
+      axes_from(ctx.normalize_axis(ctx.attr_int("axis", -1), rank), rank);
   const DType t = statistics_type(l, true);
   TensorId x = l.cast(l.input(0), t);
   TensorId square = l.op(OpKind::Mul, {x, x}, "Square");
   TensorId mean = l.reduce(OpKind::ReduceMean, square, axes, "MeanSquare");
-  TensorId shifted = l.op(OpKind::Add, {mean, l.scalar("Epsilon", t, ctx.attr_float("epsilon", 1e-5))},
-                          "MeanSquareEpsilon");
+  TensorId shifted =
+      l.op(OpKind::Add, {mean, l.scalar("Epsilon", t, ctx.attr_float("epsilon", 1e-5))},
+           "MeanSquareEpsilon");
   TensorId rms = l.op(OpKind::Sqrt, {shifted}, "RMS");
   TensorId normalized = l.op(OpKind::Div, {x, rms}, "Normalized");
   l.bind(l.op(OpKind::Mul, {normalized, l.cast(l.input(1), t)}, "Scaled"), l.output(0));
@@ -254,7 +271,8 @@ void lower_instance_norm(Lowering& l) {
   NodeContext ctx = l.context();
   const Shape x_shape = ctx.shape(0);
   const DType t = statistics_type(l, false);
-  Normalized n = normalize(l, l.cast(l.input(0), t), axes_from(2, ctx.rank(0)), ctx.attr_float("epsilon", 1e-5));
+  Normalized n = normalize(l, l.cast(l.input(0), t), axes_from(2, ctx.rank(0)),
+                           ctx.attr_float("epsilon", 1e-5));
   const Shape per_channel = channel_shape(x_shape[1], x_shape.size());
   TensorId scale = l.reshape(l.cast(l.input(1), t), per_channel, "ScalePerChannel");
   TensorId bias = l.reshape(l.cast(l.input(2), t), per_channel, "BiasPerChannel");
@@ -268,7 +286,8 @@ void lower_group_norm(Lowering& l) {
   const Shape x_shape = ctx.shape(0);
   const int64_t groups = ctx.req_int("num_groups");
   const DType t = statistics_type(l, true);
-  const Shape grouped = {x_shape[0], groups, shape_elements(x_shape) / std::max<int64_t>(x_shape[0] * groups, 1)};
+  const Shape grouped = {x_shape[0], groups,
+                         shape_elements(x_shape) / std::max<int64_t>(x_shape[0] * groups, 1)};
   TensorId x = l.cast(l.reshape(l.input(0), grouped, "Grouped"), t);
   Normalized n = normalize(l, x, {2}, ctx.attr_float("epsilon", 1e-5));
   TensorId normalized = n.normalized;
@@ -293,11 +312,14 @@ void lower_batch_norm(Lowering& l) {
   const double epsilon = ctx.attr_float("epsilon", 1e-5);
   const Shape per_channel = channel_shape(x_shape[1], x_shape.size());
   bool constants = true;
-  for (int i = 1; i < 5; ++i) constants = constants && ctx.input(i).is_constant();
+  for (int i = 1; i < 5; ++i)
+    constants = constants && ctx.input(i).is_constant();
   TensorId s, b;
   if (constants) {
-    std::vector<double> scale = constant_as_double(ctx.input(1)), bias = constant_as_double(ctx.input(2));
-    std::vector<double> mean = constant_as_double(ctx.input(3)), var = constant_as_double(ctx.input(4));
+    std::vector<double> scale = constant_as_double(ctx.input(1)),
+                        bias = constant_as_double(ctx.input(2));
+    std::vector<double> mean = constant_as_double(ctx.input(3)),
+                        var = constant_as_double(ctx.input(4));
     for (size_t c = 0; c < scale.size(); ++c) {
       scale[c] /= std::sqrt(var[c] + epsilon);
       bias[c] -= mean[c] * scale[c];
@@ -305,7 +327,8 @@ void lower_batch_norm(Lowering& l) {
     s = l.constant(ctx.input(1).name + "/Folded", t, per_channel, scale);
     b = l.constant(ctx.input(2).name + "/Folded", t, per_channel, bias);
   } else {
-    TensorId shifted = l.op(OpKind::Add, {l.cast(l.input(4), t), l.scalar("Epsilon", t, epsilon)}, "VarianceEpsilon");
+    TensorId shifted = l.op(OpKind::Add, {l.cast(l.input(4), t), l.scalar("Epsilon", t, epsilon)},
+                            "VarianceEpsilon");
     TensorId std_dev = l.op(OpKind::Sqrt, {shifted}, "StdDev");
     s = l.op(OpKind::Div, {l.cast(l.input(1), t), std_dev}, "Factor");
     TensorId moved = l.op(OpKind::Mul, {l.cast(l.input(3), t), s}, "MeanScaled");
@@ -318,17 +341,33 @@ void lower_batch_norm(Lowering& l) {
 }
 
 // Lowers `node` into `out`; false when it is not a composite.
-bool lower_node(Graph& graph, const Node& node, std::set<std::string>& names, std::vector<Node>& out) {
+bool lower_node(Graph& graph, const Node& node, std::set<std::string>& names,
+                std::vector<Node>& out) {
   Lowering l(graph, node, names, out);
   switch (node.op) {
-  case OpKind::Softmax: lower_softmax(l, false); return true;
-  case OpKind::LogSoftmax: lower_softmax(l, true); return true;
-  case OpKind::LayerNormalization: lower_layer_norm(l); return true;
-  case OpKind::RMSNormalization: lower_rms_norm(l); return true;
-  case OpKind::InstanceNormalization: lower_instance_norm(l); return true;
-  case OpKind::GroupNormalization: lower_group_norm(l); return true;
-  case OpKind::BatchNormalization: lower_batch_norm(l); return true;
-  default: return false;
+  case OpKind::Softmax:
+    lower_softmax(l, false);
+    return true;
+  case OpKind::LogSoftmax:
+    lower_softmax(l, true);
+    return true;
+  case OpKind::LayerNormalization:
+    lower_layer_norm(l);
+    return true;
+  case OpKind::RMSNormalization:
+    lower_rms_norm(l);
+    return true;
+  case OpKind::InstanceNormalization:
+    lower_instance_norm(l);
+    return true;
+  case OpKind::GroupNormalization:
+    lower_group_norm(l);
+    return true;
+  case OpKind::BatchNormalization:
+    lower_batch_norm(l);
+    return true;
+  default:
+    return false;
   }
 }
 
@@ -336,7 +375,8 @@ bool lower_node(Graph& graph, const Node& node, std::set<std::string>& names, st
 
 bool lower_composites(Graph& graph) {
   std::set<std::string> names;
-  for (const Tensor& t : graph.tensors) names.insert(t.name);
+  for (const Tensor& t : graph.tensors)
+    names.insert(t.name);
   std::vector<Node> lowered;
   lowered.reserve(graph.nodes.size());
   bool changed = false;

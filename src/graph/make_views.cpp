@@ -13,7 +13,7 @@ bool make_views(Graph& graph) {
     bool other_outputs_live = false; // e.g. a Dropout mask still computed at run time
     for (size_t i = 1; i < node.outputs.size(); ++i)
       other_outputs_live = other_outputs_live || (node.outputs[i] != kNoTensor &&
-                                                   !graph.tensor(node.outputs[i]).is_constant());
+                                                  !graph.tensor(node.outputs[i]).is_constant());
     if (other_outputs_live) continue;
     node.op = OpKind::View;
     node.inputs = {in};

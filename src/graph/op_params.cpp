@@ -39,9 +39,7 @@ int64_t slice_length(int64_t start, int64_t end, int64_t step) {
 
 // ---- Reductions ----
 
-int reduce_axes_input_opset(OpKind op) {
-  return op == OpKind::ReduceSum ? 13 : 18;
-}
+int reduce_axes_input_opset(OpKind op) { return op == OpKind::ReduceSum ? 13 : 18; }
 
 ReduceParams read_reduce_params(const NodeContext& ctx) {
   int axes_input_opset = reduce_axes_input_opset(ctx.op());

@@ -25,13 +25,20 @@ std::string_view op_device_function(OpKind op) { return kOps[static_cast<int>(op
 
 std::string_view category_name(OpCategory c) {
   switch (c) {
-  case OpCategory::Elementwise: return "elementwise";
-  case OpCategory::Broadcast: return "broadcast";
-  case OpCategory::Reduction: return "reduction";
-  case OpCategory::Movement: return "movement";
-  case OpCategory::Gemm: return "gemm";
-  case OpCategory::Conv: return "conv";
-  case OpCategory::Opaque: return "opaque";
+  case OpCategory::Elementwise:
+    return "elementwise";
+  case OpCategory::Broadcast:
+    return "broadcast";
+  case OpCategory::Reduction:
+    return "reduction";
+  case OpCategory::Movement:
+    return "movement";
+  case OpCategory::Gemm:
+    return "gemm";
+  case OpCategory::Conv:
+    return "conv";
+  case OpCategory::Opaque:
+    return "opaque";
   }
   return "?";
 }
@@ -46,8 +53,10 @@ bool op_reinterprets_storage(OpKind op) {
   case OpKind::Flatten:
   case OpKind::Squeeze:
   case OpKind::Unsqueeze:
-  case OpKind::View: return true;
-  default: return false;
+  case OpKind::View:
+    return true;
+  default:
+    return false;
   }
 }
 

@@ -45,7 +45,8 @@ constexpr Pass kPasses[] = {
 const std::vector<std::string>& pass_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> n;
-    for (const Pass& p : kPasses) n.push_back(p.name);
+    for (const Pass& p : kPasses)
+      n.push_back(p.name);
     return n;
   }();
   return names;
@@ -85,9 +86,11 @@ void run_pipeline(Graph& graph, const PipelineOptions& options) {
     }
     verify_graph(graph, pass.name);
     if (options.on_pass_done)
-      options.on_pass_done(pass.name, std::chrono::duration<double>(
-                                          std::chrono::steady_clock::now() - start).count());
-    if (options.print_to && (options.print_after.count(pass.name) || options.print_after.count("all")))
+      options.on_pass_done(
+          pass.name,
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (options.print_to &&
+        (options.print_after.count(pass.name) || options.print_after.count("all")))
       *options.print_to << "// ---- after " << pass.name << " ----\n" << print_graph(graph);
   }
 }

@@ -12,8 +12,7 @@ void make_mask_constant(Graph& graph, const Node& node) {
   if (node.outputs.size() < 2 || node.outputs[1] == kNoTensor) return;
   Tensor& mask = graph.tensor(node.outputs[1]);
   if (mask.is_constant()) return;
-  mask.constant = make_constant_from_int64(mask.dtype,
-                                           std::vector<int64_t>(mask.elements(), 1));
+  mask.constant = make_constant_from_int64(mask.dtype, std::vector<int64_t>(mask.elements(), 1));
 }
 
 } // namespace

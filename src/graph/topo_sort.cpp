@@ -46,7 +46,10 @@ void topo_sort(Graph& graph) {
     std::vector<char> seen(n, 0);
     int32_t at = -1;
     for (size_t i = 0; i < n; ++i)
-      if (indegree[i] > 0) { at = static_cast<int32_t>(i); break; }
+      if (indegree[i] > 0) {
+        at = static_cast<int32_t>(i);
+        break;
+      }
     while (!seen[at]) {
       seen[at] = 1;
       for (TensorId t : graph.nodes[at].inputs)
@@ -62,7 +65,8 @@ void topo_sort(Graph& graph) {
   }
   std::vector<Node> sorted;
   sorted.reserve(n);
-  for (int32_t i : order) sorted.push_back(std::move(graph.nodes[i]));
+  for (int32_t i : order)
+    sorted.push_back(std::move(graph.nodes[i]));
   graph.nodes = std::move(sorted);
 }
 

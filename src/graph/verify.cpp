@@ -37,8 +37,10 @@ void verify_graph(const Graph& graph, const std::string& pass, bool require_type
     for (TensorId t : node.inputs) {
       if (t == kNoTensor) continue;
       check_tensor(graph, t, pass, require_types);
-      STITCH_INTERNAL_CHECK(available[t], "after {}: node '{}' ({}) reads '{}' before it is "
-                            "produced", pass, node.name, op_name(node.op), graph.tensors[t].name);
+      STITCH_INTERNAL_CHECK(available[t],
+                            "after {}: node '{}' ({}) reads '{}' before it is "
+                            "produced",
+                            pass, node.name, op_name(node.op), graph.tensors[t].name);
     }
     for (TensorId t : node.outputs) {
       if (t == kNoTensor) continue;

@@ -19,8 +19,10 @@ GroupCost group_cost(const FusionContext& ctx, const GroupAnalysis& group) {
   GroupCost c;
   if (group.kind == GroupKind::Alias) return c; // a view: no work, no traffic
   const Graph& g = ctx.graph;
-  for (TensorId t : group.inputs) c.bytes += g.tensor(t).bytes();
-  for (TensorId t : group.outputs) c.bytes += g.tensor(t).bytes();
+  for (TensorId t : group.inputs)
+    c.bytes += g.tensor(t).bytes();
+  for (TensorId t : group.outputs)
+    c.bytes += g.tensor(t).bytes();
   c.launches = 1;
   c.launch = ctx.device.launch_cost_bytes();
   c.recompute = static_cast<int64_t>(
@@ -31,19 +33,24 @@ GroupCost group_cost(const FusionContext& ctx, const GroupAnalysis& group) {
     // Loads in flight, not threads, saturate HBM: a thread with 16-byte vectors counts as four.
     double threads = static_cast<double>(
         std::max<int64_t>(threads_of(group.group.launch) * group.group.launch.vector_width, 1));
-    double utilization = std::min(1.0, threads / static_cast<double>(ctx.device.saturating_threads()));
+    double utilization =
+        std::min(1.0, threads / static_cast<double>(ctx.device.saturating_threads()));
     double slowdown = std::min(1.0 / utilization, kMaxSlowdown);
     // The slowdown applies to the streamed bytes: the outputs and the inputs of the group's
     // largest size. A smaller input is a broadcast operand (a bias row, a per-row scale) that
     // every thread re-reads from cache, whatever the parallelism; charging it would make
     // fusing a bias into its consumer look worse than leaving it in a GEMM epilogue.
     int64_t largest = 0, streamed = 0;
-    for (TensorId t : group.inputs) largest = std::max(largest, g.tensor(t).elements());
-    for (TensorId t : group.outputs) largest = std::max(largest, g.tensor(t).elements());
+    for (TensorId t : group.inputs)
+      largest = std::max(largest, g.tensor(t).elements());
+    for (TensorId t : group.outputs)
+      largest = std::max(largest, g.tensor(t).elements());
     for (TensorId t : group.inputs)
       if (g.tensor(t).elements() == largest) streamed += g.tensor(t).bytes();
-    for (TensorId t : group.outputs) streamed += g.tensor(t).bytes();
-    c.parallelism = static_cast<int64_t>(std::llround(static_cast<double>(streamed) * (slowdown - 1.0)));
+    for (TensorId t : group.outputs)
+      streamed += g.tensor(t).bytes();
+    c.parallelism =
+        static_cast<int64_t>(std::llround(static_cast<double>(streamed) * (slowdown - 1.0)));
   }
   return c;
 }

@@ -84,7 +84,7 @@ struct LaunchConfig {
   // Cooperative: the blocks each SM must hold at once (grid / SMs, rounded up), which the
   // kernel's __launch_bounds__ promises so that nvcc keeps its registers within that share.
   int64_t min_blocks_per_sm = 0;
-  int vector_width = 1;     // elements per vectorized access
+  int vector_width = 1; // elements per vectorized access
 };
 
 struct FusionGroup {
@@ -94,12 +94,12 @@ struct FusionGroup {
   StitchScheme scheme = StitchScheme::Local;
   ThreadMapping mapping = ThreadMapping::Flat;
   LaunchConfig launch;
-  int64_t estimated_bytes = 0; // HBM bytes read plus written, by the cost model
-  int64_t estimated_cost = 0;  // the cost model's total, in bytes (planner.h)
-  std::vector<TensorId> inputs;  // read from memory (see the contract above)
-  std::vector<TensorId> outputs; // written to memory
-  int64_t rows = 0, row_length = 0; // Regional, Global: the row space
-  int64_t scratch_bytes = 0;        // Global: global-memory scratch, planned in the arena
+  int64_t estimated_bytes = 0;             // HBM bytes read plus written, by the cost model
+  int64_t estimated_cost = 0;              // the cost model's total, in bytes (planner.h)
+  std::vector<TensorId> inputs;            // read from memory (see the contract above)
+  std::vector<TensorId> outputs;           // written to memory
+  int64_t rows = 0, row_length = 0;        // Regional, Global: the row space
+  int64_t scratch_bytes = 0;               // Global: global-memory scratch, planned in the arena
   std::vector<std::vector<int32_t>> parts; // Independent: each part's nodes
   std::vector<int64_t> part_blocks;        // Independent: each part's blocks (sum: the grid)
 };
@@ -122,10 +122,10 @@ struct PlanTotals {
 // What the ILP solver reported (planner "ilp").
 struct IlpStats {
   bool ran = false;
-  std::string status;      // "optimal", "time limit", ...
-  double objective = 0;    // the chosen plan's modeled cost
-  double bound = 0;        // a lower bound on any plan's cost over the candidates
-  double gap = 0;          // (objective - bound) / objective
+  std::string status;   // "optimal", "time limit", ...
+  double objective = 0; // the chosen plan's modeled cost
+  double bound = 0;     // a lower bound on any plan's cost over the candidates
+  double gap = 0;       // (objective - bound) / objective
   double solve_seconds = 0;
   int64_t candidates = 0;  // candidate groups, singletons included
   int cycle_cuts = 0;      // constraints added to break cycles between groups
@@ -134,7 +134,7 @@ struct IlpStats {
 
 struct FusionPlan {
   std::vector<FusionGroup> groups;
-  std::string planner; // which planner made it ("none", "greedy", "ilp")
+  std::string planner;                  // which planner made it ("none", "greedy", "ilp")
   std::vector<RejectedFusion> rejected; // bounded (kMaxRejectedFusions)
   std::vector<PlanTotals> totals;       // this plan first, then the other planners'
   IlpStats ilp;

@@ -17,9 +17,11 @@ LaunchConfig flat_launch(int64_t elements, int vector_width, const DeviceParams&
   LaunchConfig c;
   c.vector_width = vector_width;
   int64_t threads = ceil_div(std::max<int64_t>(elements, 1), vector_width);
-  int64_t max_blocks = int64_t{device.sm_count} * (device.max_threads_per_sm / kFlatBlock) * device.waves;
+  int64_t max_blocks =
+      int64_t{device.sm_count} * (device.max_threads_per_sm / kFlatBlock) * device.waves;
   c.block = {kFlatBlock, 1, 1};
-  c.grid = {std::clamp<int64_t>(ceil_div(threads, kFlatBlock), 1, std::min(max_blocks, kMaxGridX)), 1, 1};
+  c.grid = {std::clamp<int64_t>(ceil_div(threads, kFlatBlock), 1, std::min(max_blocks, kMaxGridX)),
+            1, 1};
   return c;
 }
 

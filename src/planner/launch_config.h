@@ -9,11 +9,11 @@
 namespace stitch {
 
 struct DeviceParams {
-  int sm_count = 132;               // H100 SXM
+  int sm_count = 132; // H100 SXM
   int max_threads_per_sm = 2048;
   int max_threads_per_block = 1024;
   int64_t max_shared_per_block = 227 * 1024;
-  int waves = 4;                    // blocks per SM a flat grid aims for before grid-striding
+  int waves = 4; // blocks per SM a flat grid aims for before grid-striding
   // SMs whose resident blocks a cooperative (grid-barrier) launch may fill: 0 means sm_count.
   // The host target sets kHostTargetMultiprocessors, what its CUDA emulation keeps resident.
   int cooperative_sm_count = 0;

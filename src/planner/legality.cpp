@@ -30,8 +30,9 @@ constexpr int64_t kCooperativeRegisters = 64;
 
 // The blocks of `block` threads one SM keeps resident for a cooperative kernel.
 int64_t cooperative_blocks_per_sm(const DeviceParams& device, int64_t block) {
-  return std::max<int64_t>(1, std::min<int64_t>(device.max_threads_per_sm / block,
-                                                device.registers_per_sm / (block * kCooperativeRegisters)));
+  return std::max<int64_t>(
+      1, std::min<int64_t>(device.max_threads_per_sm / block,
+                           device.registers_per_sm / (block * kCooperativeRegisters)));
 }
 
 bool contains(const std::vector<int32_t>& sorted, int32_t n) {
@@ -87,9 +88,12 @@ std::string shape_str(const Shape& s) { return shape_to_string(s); }
 // pointwise node's operands (not CastLike's target), a row op's data (not its axes).
 std::vector<TensorId> value_operands(const Node& node) {
   size_t values = node.inputs.size();
-  if (node.op == OpKind::CastLike) values = 1;
-  else if (op_category(node.op) == OpCategory::Reduction) values = 1;
-  std::vector<TensorId> operands(node.inputs.begin(), node.inputs.begin() + std::min(values, node.inputs.size()));
+  if (node.op == OpKind::CastLike)
+    values = 1;
+  else if (op_category(node.op) == OpCategory::Reduction)
+    values = 1;
+  std::vector<TensorId> operands(node.inputs.begin(),
+                                 node.inputs.begin() + std::min(values, node.inputs.size()));
   std::erase(operands, kNoTensor);
   return operands;
 }
@@ -112,8 +116,10 @@ bool fusible_window(const Graph& g, const Node& node) {
       g.tensor(node.outputs[0]).elements() == 0)
     return false;
   switch (node.op) {
-  case OpKind::MaxPool: return node.outputs.size() < 2 || node.outputs[1] == kNoTensor;
-  case OpKind::AveragePool: return true;
+  case OpKind::MaxPool:
+    return node.outputs.size() < 2 || node.outputs[1] == kNoTensor;
+  case OpKind::AveragePool:
+    return true;
   case OpKind::Conv: {
     if (node.inputs.size() < 2 || node.inputs[1] == kNoTensor) return false;
     const Tensor& w = g.tensor(node.inputs[1]);
@@ -126,14 +132,16 @@ bool fusible_window(const Graph& g, const Node& node) {
       return false;
     return NodeContext(g, node).attr_int("group", 1) == channels;
   }
-  default: return false;
+  default:
+    return false;
   }
 }
 
 // A forward convolution cuDNN's fused call (cudnnConvolutionBiasActivationForward) can run
 // with an epilogue: float32 throughout, with a bias (the call requires one).
 bool conv_with_epilogue(const Graph& g, const Node& node) {
-  if (node.op != OpKind::Conv || node.inputs.size() < 3 || node.inputs[2] == kNoTensor) return false;
+  if (node.op != OpKind::Conv || node.inputs.size() < 3 || node.inputs[2] == kNoTensor)
+    return false;
   for (TensorId t : {node.inputs[0], node.inputs[1], node.inputs[2], node.outputs[0]})
     if (g.tensor(t).dtype != DType::Float32) return false;
   return g.tensor(node.outputs[0]).elements() > 0;
@@ -163,14 +171,22 @@ NodeClass classify(const Graph& g, const Node& node) {
 
 std::string_view class_sentence(NodeClass c) {
   switch (c) {
-  case NodeClass::Alone: return "runs as its own kernel";
-  case NodeClass::Pointwise: return "is pointwise";
-  case NodeClass::RowOp: return "is a row op";
-  case NodeClass::ColumnReduction: return "is a column reduction";
-  case NodeClass::Window: return "is a window op";
-  case NodeClass::Gemm: return "is a matrix product";
-  case NodeClass::Conv: return "is a convolution";
-  case NodeClass::View: return "is a view";
+  case NodeClass::Alone:
+    return "runs as its own kernel";
+  case NodeClass::Pointwise:
+    return "is pointwise";
+  case NodeClass::RowOp:
+    return "is a row op";
+  case NodeClass::ColumnReduction:
+    return "is a column reduction";
+  case NodeClass::Window:
+    return "is a window op";
+  case NodeClass::Gemm:
+    return "is a matrix product";
+  case NodeClass::Conv:
+    return "is a convolution";
+  case NodeClass::View:
+    return "is a view";
   }
   return "?";
 }
@@ -193,13 +209,15 @@ void boundary(const FusionContext& ctx, const std::vector<int32_t>& nodes, Group
   for (int32_t n : nodes)
     for (TensorId t : g.nodes[n].inputs) {
       if (t == kNoTensor || contains(nodes, ctx.producer[t])) continue;
-      if (std::find(out.inputs.begin(), out.inputs.end(), t) == out.inputs.end()) out.inputs.push_back(t);
+      if (std::find(out.inputs.begin(), out.inputs.end(), t) == out.inputs.end())
+        out.inputs.push_back(t);
     }
   for (int32_t n : nodes)
     for (TensorId t : g.nodes[n].outputs) {
       if (t == kNoTensor) continue;
       bool leaves = nodes.size() == 1 || ctx.graph_output[t];
-      for (int32_t c : ctx.consumers[t]) leaves = leaves || !contains(nodes, c);
+      for (int32_t c : ctx.consumers[t])
+        leaves = leaves || !contains(nodes, c);
       if (leaves) out.outputs.push_back(t);
     }
 }
@@ -233,7 +251,8 @@ FusionDecision analyze_local(const FusionContext& ctx, GroupAnalysis& a) {
     if (!broadcasts_to(r.shape, a.iteration))
       return FusionDecision::no(fmt::format("{}'s result {} does not broadcast to the iteration "
                                             "shape {}",
-                                            ctx.describe(n), shape_str(r.shape), shape_str(a.iteration)));
+                                            ctx.describe(n), shape_str(r.shape),
+                                            shape_str(a.iteration)));
     a.recomputed += elements - r.elements(); // a smaller intermediate, evaluated per element
   }
   a.registers = kBaseRegisters + kRegistersPerNode * static_cast<int64_t>(a.nodes.size());
@@ -241,7 +260,8 @@ FusionDecision analyze_local(const FusionContext& ctx, GroupAnalysis& a) {
   a.kind = GroupKind::Kernel;
   a.scheme = StitchScheme::Local;
   a.group.mapping = ThreadMapping::Flat;
-  a.group.launch = flat_launch(elements, vector_width_for(g, a.inputs, a.outputs, a.iteration), ctx.device);
+  a.group.launch =
+      flat_launch(elements, vector_width_for(g, a.inputs, a.outputs, a.iteration), ctx.device);
   return FusionDecision::ok();
 }
 
@@ -266,15 +286,16 @@ FusionDecision analyze_regional(const FusionContext& ctx, GroupAnalysis& a) {
       continue;
     }
     if (!same_layout(in, full) || space.lines != a.rows || space.length != a.row_length)
-      return FusionDecision::no(fmt::format(
-          "{} and {} reduce different rows ({} rows of {} in {}, {} rows of {} in {})",
-          ctx.describe(first_row_op), ctx.describe(n), a.rows, a.row_length, shape_str(full),
-          space.lines, space.length, shape_str(in)));
+      return FusionDecision::no(
+          fmt::format("{} and {} reduce different rows ({} rows of {} in {}, {} rows of {} in {})",
+                      ctx.describe(first_row_op), ctx.describe(n), a.rows, a.row_length,
+                      shape_str(full), space.lines, space.length, shape_str(in)));
   }
   int row_axes_of_full = trailing_axes_for(full, a.row_length);
   if (row_axes_of_full < 0)
     return FusionDecision::no(fmt::format("{}'s rows of {} are not trailing axes of {}",
-                                          ctx.describe(first_row_op), a.row_length, shape_str(full)));
+                                          ctx.describe(first_row_op), a.row_length,
+                                          shape_str(full)));
   int lead_axes = static_cast<int>(full.size()) - row_axes_of_full;
   Shape leading(full.begin(), full.begin() + lead_axes);
 
@@ -284,8 +305,10 @@ FusionDecision analyze_regional(const FusionContext& ctx, GroupAnalysis& a) {
     for (TensorId t : g.nodes[n].outputs) {
       if (t == kNoTensor) continue;
       const Shape& s = g.tensor(t).shape;
-      if (same_layout(s, full)) kind[t] = 1;
-      else if (same_layout(s, leading)) kind[t] = 2;
+      if (same_layout(s, full))
+        kind[t] = 1;
+      else if (same_layout(s, leading))
+        kind[t] = 2;
       else
         return FusionDecision::no(fmt::format(
             "{}'s result {} is neither a full row ({}) nor a per-row value ({}) of the group's "
@@ -340,7 +363,8 @@ FusionDecision analyze_regional(const FusionContext& ctx, GroupAnalysis& a) {
       if (!broadcasts_to(x.shape, space))
         return FusionDecision::no(fmt::format("{} reads '{}' {}, which does not broadcast to the "
                                               "row space {}",
-                                              ctx.describe(n), x.name, shape_str(x.shape), shape_str(space)));
+                                              ctx.describe(n), x.name, shape_str(x.shape),
+                                              shape_str(space)));
       if (!internal) continue;
       // A per-row value read by a full-row node: constant along the row.
       Shape padded(space.size() - x.shape.size(), 1);
@@ -348,10 +372,10 @@ FusionDecision analyze_regional(const FusionContext& ctx, GroupAnalysis& a) {
       int row_axes = trailing_axes_for(space, a.row_length);
       for (size_t d = space.size() - std::max(row_axes, 0); d < space.size(); ++d)
         if (padded[d] != 1)
-          return FusionDecision::no(fmt::format("{} broadcasts the per-row value '{}' {} across rows "
-                                                "of {}, not along them",
-                                                ctx.describe(n), x.name, shape_str(x.shape),
-                                                shape_str(space)));
+          return FusionDecision::no(
+              fmt::format("{} broadcasts the per-row value '{}' {} across rows "
+                          "of {}, not along them",
+                          ctx.describe(n), x.name, shape_str(x.shape), shape_str(space)));
     }
     if (per_row || ctx.node_class[n] != NodeClass::Pointwise) continue;
     const Shape& o = g.tensor(node.outputs[0]).shape;
@@ -390,7 +414,8 @@ FusionDecision analyze_regional(const FusionContext& ctx, GroupAnalysis& a) {
   a.group.launch = row_launch(a.rows, a.row_length, mapping, ctx.device);
   int64_t threads_per_row = mapping == ThreadMapping::WarpPerRow ? 32 : a.group.launch.block[0];
   int64_t per_thread = (a.row_length + threads_per_row - 1) / threads_per_row;
-  int64_t register_limit = mapping == ThreadMapping::WarpPerRow ? kMaxRowRegistersWarp : kMaxRowRegistersBlock;
+  int64_t register_limit =
+      mapping == ThreadMapping::WarpPerRow ? kMaxRowRegistersWarp : kMaxRowRegistersBlock;
   int64_t cached_registers = 0;
   if (a.cached_rows > 0 && per_thread * a.cached_rows <= register_limit * 2) {
     cached_registers = per_thread * a.cached_rows;
@@ -400,9 +425,11 @@ FusionDecision analyze_regional(const FusionContext& ctx, GroupAnalysis& a) {
       return FusionDecision::no(fmt::format(
           "keeping {} full rows of {} elements between the row ops takes {} KiB of shared "
           "memory; a block has {} KiB",
-          a.cached_rows, a.row_length, a.shared_bytes / 1024, ctx.device.max_shared_per_block / 1024));
+          a.cached_rows, a.row_length, a.shared_bytes / 1024,
+          ctx.device.max_shared_per_block / 1024));
   }
-  a.registers = kBaseRegisters + kRegistersPerNode * static_cast<int64_t>(a.nodes.size()) + cached_registers;
+  a.registers =
+      kBaseRegisters + kRegistersPerNode * static_cast<int64_t>(a.nodes.size()) + cached_registers;
   if (FusionDecision d = fits_registers(ctx, a); !d) return d;
   a.group.launch.dynamic_shared_bytes = a.shared_bytes;
   a.kind = GroupKind::Kernel;
@@ -442,10 +469,10 @@ FusionDecision analyze_global(const FusionContext& ctx, GroupAnalysis& a) {
     const Tensor& r = g.tensor(g.nodes[n].outputs[0]);
     if (same_layout(r.shape, a.iteration)) continue;
     if (!same_layout(r.shape, reduced))
-      return FusionDecision::no(fmt::format("{}'s result {} is neither the reduced input {} nor the "
-                                            "reduction's result {}",
-                                            ctx.describe(n), shape_str(r.shape),
-                                            shape_str(a.iteration), shape_str(reduced)));
+      return FusionDecision::no(fmt::format(
+          "{}'s result {} is neither the reduced input {} nor the "
+          "reduction's result {}",
+          ctx.describe(n), shape_str(r.shape), shape_str(a.iteration), shape_str(reduced)));
     a.recomputed += elements - r.elements();
   }
   LaunchConfig& launch = a.group.launch;
@@ -464,7 +491,8 @@ FusionDecision analyze_global(const FusionContext& ctx, GroupAnalysis& a) {
   if (a.scratch_bytes > ctx.device.max_global_scratch)
     return FusionDecision::no(fmt::format("the column reduction's partial results take {} MiB of "
                                           "scratch, more than the {} MiB allowed",
-                                          a.scratch_bytes >> 20, ctx.device.max_global_scratch >> 20));
+                                          a.scratch_bytes >> 20,
+                                          ctx.device.max_global_scratch >> 20));
   a.registers = kBaseRegisters + kRegistersPerNode * static_cast<int64_t>(a.nodes.size());
   a.kind = GroupKind::Kernel;
   a.scheme = StitchScheme::Global;
@@ -498,9 +526,11 @@ FusionDecision analyze_window(const FusionContext& ctx, GroupAnalysis& a) {
   int64_t taps = 1;
   if (w.op == OpKind::Conv) {
     const Shape& filter = g.tensor(w.inputs[1]).shape;
-    for (size_t d = 2; d < filter.size(); ++d) taps *= filter[d];
+    for (size_t d = 2; d < filter.size(); ++d)
+      taps *= filter[d];
   } else {
-    for (int64_t k : NodeContext(g, w).attr_ints("kernel_shape", {})) taps *= k;
+    for (int64_t k : NodeContext(g, w).attr_ints("kernel_shape", {}))
+      taps *= k;
   }
   for (size_t i = 1; i < w.inputs.size(); ++i)
     if (w.inputs[i] != kNoTensor && contains(a.nodes, ctx.producer[w.inputs[i]]))
@@ -516,8 +546,8 @@ FusionDecision analyze_window(const FusionContext& ctx, GroupAnalysis& a) {
         if (t == kNoTensor) continue;
         bool inside = !ctx.graph_output[t];
         for (int32_t c : ctx.consumers[t])
-          inside = inside && contains(a.nodes, c) && (c == window ? g.nodes[c].inputs[0] == t
-                                                                  : ctx.ancestors[window].test(c));
+          inside = inside && contains(a.nodes, c) &&
+                   (c == window ? g.nodes[c].inputs[0] == t : ctx.ancestors[window].test(c));
         if (!inside)
           return FusionDecision::no(fmt::format(
               "{}'s result '{}' is read besides the window's data; the group recomputes it at "
@@ -567,7 +597,8 @@ TensorId addend_besides(const Node& node, TensorId chained) {
 // so the library call never has to write it.
 FusionDecision epilogue_link(const FusionContext& ctx, int32_t prev, int32_t next) {
   const TensorId chained = ctx.graph.nodes[prev].outputs[0];
-  if (ctx.consumers[chained].size() == 1 && !ctx.graph_output[chained] && ctx.consumers[chained][0] == next)
+  if (ctx.consumers[chained].size() == 1 && !ctx.graph_output[chained] &&
+      ctx.consumers[chained][0] == next)
     return FusionDecision::ok();
   return FusionDecision::no(fmt::format("the epilogue must be a chain: {}'s result is read "
                                         "elsewhere than by {}",
@@ -590,11 +621,13 @@ FusionDecision analyze_gemm(const FusionContext& ctx, GroupAnalysis& a) {
     TensorId chained = g.nodes[prev].outputs[0];
     if (FusionDecision d = epilogue_link(ctx, prev, n); !d) return d;
     if (activation)
-      return FusionDecision::no(fmt::format("{} follows the epilogue's activation; cuBLASLt applies "
-                                            "the activation last",
-                                            ctx.describe(n)));
+      return FusionDecision::no(
+          fmt::format("{} follows the epilogue's activation; cuBLASLt applies "
+                      "the activation last",
+                      ctx.describe(n)));
     if (g.tensor(node.outputs[0]).shape != d)
-      return FusionDecision::no(fmt::format("{} changes the product's shape {}", ctx.describe(n), shape_str(d)));
+      return FusionDecision::no(
+          fmt::format("{} changes the product's shape {}", ctx.describe(n), shape_str(d)));
     if (cublaslt_activation(node)) {
       activation = true;
       continue;
@@ -602,19 +635,20 @@ FusionDecision analyze_gemm(const FusionContext& ctx, GroupAnalysis& a) {
     // A two-operand add of the chained value and a bias row or a residual of the full shape.
     const TensorId other = addend_besides(node, chained);
     if (other == kNoTensor)
-      return FusionDecision::no(fmt::format("{} is not a cuBLASLt epilogue (bias add, residual add, "
-                                            "Relu, Gelu)",
-                                            ctx.describe(n)));
+      return FusionDecision::no(
+          fmt::format("{} is not a cuBLASLt epilogue (bias add, residual add, "
+                      "Relu, Gelu)",
+                      ctx.describe(n)));
     const Shape& s = g.tensor(other).shape;
     if (s == d && !residual) {
       residual = true;
     } else if (!bias && !d.empty() && squeezed(s) == Shape{d.back()} && broadcasts_to(s, d)) {
       bias = true;
     } else {
-      return FusionDecision::no(fmt::format("{} adds '{}' {}, neither a bias row of {} nor a second "
-                                            "residual of {}",
-                                            ctx.describe(n), g.tensor(other).name, shape_str(s),
-                                            d.back(), shape_str(d)));
+      return FusionDecision::no(
+          fmt::format("{} adds '{}' {}, neither a bias row of {} nor a second "
+                      "residual of {}",
+                      ctx.describe(n), g.tensor(other).name, shape_str(s), d.back(), shape_str(d)));
     }
   }
   a.kind = GroupKind::GemmLibrary;
@@ -681,7 +715,8 @@ FusionDecision analyze_row_gemv(const FusionContext& ctx, GroupAnalysis& a) {
     if (ctx.node_class[n] == NodeClass::Gemm) gemm = n;
   MatrixVector mv;
   if (FusionDecision d = matrix_vector(g, g.nodes[gemm], mv); !d)
-    return FusionDecision::no(fmt::format("{} follows row ops but {}", ctx.describe(gemm), d.reason));
+    return FusionDecision::no(
+        fmt::format("{} follows row ops but {}", ctx.describe(gemm), d.reason));
   std::vector<int32_t> head, views, tail;
   for (int32_t n : a.nodes) {
     if (n == gemm) continue;
@@ -703,8 +738,8 @@ FusionDecision analyze_row_gemv(const FusionContext& ctx, GroupAnalysis& a) {
   // The vector: back from the product through the views, each read only by the next.
   TensorId x = mv.x;
   size_t views_on_path = 0;
-  for (int32_t p = ctx.producer[x]; p >= 0 && ctx.node_class[p] == NodeClass::View &&
-                                    contains(a.nodes, p);
+  for (int32_t p = ctx.producer[x];
+       p >= 0 && ctx.node_class[p] == NodeClass::View && contains(a.nodes, p);
        p = ctx.producer[x]) {
     if (ctx.graph_output[x] || ctx.consumers[x].size() != 1)
       return FusionDecision::no(fmt::format("the view {}'s result '{}' is read besides the "
@@ -714,8 +749,8 @@ FusionDecision analyze_row_gemv(const FusionContext& ctx, GroupAnalysis& a) {
     ++views_on_path;
   }
   if (views_on_path != views.size())
-    return FusionDecision::no(fmt::format("a view in the group is not on the path of {}'s vector",
-                                          ctx.describe(gemm)));
+    return FusionDecision::no(
+        fmt::format("a view in the group is not on the path of {}'s vector", ctx.describe(gemm)));
   if (ctx.producer[x] < 0 || !contains(head, ctx.producer[x]))
     return FusionDecision::no(fmt::format("{}'s vector '{}' is not computed by the group's row ops",
                                           ctx.describe(gemm), g.tensor(x).name));
@@ -734,7 +769,8 @@ FusionDecision analyze_row_gemv(const FusionContext& ctx, GroupAnalysis& a) {
   h.nodes = head;
   boundary(ctx, head, h);
   bool row_op = false;
-  for (int32_t n : head) row_op = row_op || ctx.node_class[n] == NodeClass::RowOp;
+  for (int32_t n : head)
+    row_op = row_op || ctx.node_class[n] == NodeClass::RowOp;
   if (!row_op)
     return FusionDecision::no(fmt::format("no row op computes {}'s vector", ctx.describe(gemm)));
   if (FusionDecision d = analyze_regional(ctx, h); !d)
@@ -761,9 +797,9 @@ FusionDecision analyze_row_gemv(const FusionContext& ctx, GroupAnalysis& a) {
   for (TensorId t : a.outputs) {
     const int32_t p = ctx.producer[t];
     if ((p == gemm || contains(tail, p)) && g.tensor(t).shape != y)
-      return FusionDecision::no(fmt::format("the group writes '{}' {}, not of the product's shape {}",
-                                            g.tensor(t).name, shape_str(g.tensor(t).shape),
-                                            shape_str(y)));
+      return FusionDecision::no(
+          fmt::format("the group writes '{}' {}, not of the product's shape {}", g.tensor(t).name,
+                      shape_str(g.tensor(t).shape), shape_str(y)));
   }
   a.rows = h.rows;
   a.row_length = h.row_length;
@@ -783,7 +819,8 @@ FusionDecision analyze_row_gemv(const FusionContext& ctx, GroupAnalysis& a) {
       ctx.device.cooperative_sm_count > 0 ? ctx.device.cooperative_sm_count : ctx.device.sm_count;
   int64_t per_sm = cooperative_blocks_per_sm(ctx.device, block);
   if (launch.dynamic_shared_bytes > 0)
-    per_sm = std::min(per_sm, std::max<int64_t>(1, ctx.device.max_shared_per_block / launch.dynamic_shared_bytes));
+    per_sm = std::min(per_sm, std::max<int64_t>(1, ctx.device.max_shared_per_block /
+                                                       launch.dynamic_shared_bytes));
   const int64_t resident = int64_t{cooperative_sms} * per_sm;
   const int64_t outputs_per_block = mv.b_rows_are_outputs ? block / 32 : block;
   const int64_t product_blocks = (mv.n + outputs_per_block - 1) / outputs_per_block;
@@ -792,7 +829,8 @@ FusionDecision analyze_row_gemv(const FusionContext& ctx, GroupAnalysis& a) {
   launch.min_blocks_per_sm = (launch.grid[0] + cooperative_sms - 1) / cooperative_sms;
   // B's rows stream as 16-byte vectors when they are the outputs' and K is a multiple of 4 (a
   // constant B sits 16-byte aligned in the weights).
-  launch.vector_width = mv.b_rows_are_outputs && mv.k % 4 == 0 && g.tensor(mv.b).is_constant() ? 4 : 1;
+  launch.vector_width =
+      mv.b_rows_are_outputs && mv.k % 4 == 0 && g.tensor(mv.b).is_constant() ? 4 : 1;
   a.scratch_bytes = mv.k * 4; // x, as fp32
   a.kind = GroupKind::Kernel;
   a.scheme = StitchScheme::Global;
@@ -800,7 +838,8 @@ FusionDecision analyze_row_gemv(const FusionContext& ctx, GroupAnalysis& a) {
 }
 
 // The weakly connected components of `nodes` through edges inside the set, each sorted.
-std::vector<std::vector<int32_t>> components(const FusionContext& ctx, const std::vector<int32_t>& nodes) {
+std::vector<std::vector<int32_t>> components(const FusionContext& ctx,
+                                             const std::vector<int32_t>& nodes) {
   std::vector<int> comp(nodes.size(), -1);
   int count = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -816,13 +855,16 @@ std::vector<std::vector<int32_t>> components(const FusionContext& ctx, const std
         comp[it - nodes.begin()] = count;
         stack.push_back(it - nodes.begin());
       };
-      for (int32_t m : ctx.preds[n]) visit(m);
-      for (int32_t m : ctx.succs[n]) visit(m);
+      for (int32_t m : ctx.preds[n])
+        visit(m);
+      for (int32_t m : ctx.succs[n])
+        visit(m);
     }
     ++count;
   }
   std::vector<std::vector<int32_t>> parts(count);
-  for (size_t i = 0; i < nodes.size(); ++i) parts[comp[i]].push_back(nodes[i]);
+  for (size_t i = 0; i < nodes.size(); ++i)
+    parts[comp[i]].push_back(nodes[i]);
   return parts;
 }
 
@@ -848,8 +890,8 @@ FusionDecision analyze_independent(const FusionContext& ctx, GroupAnalysis& a,
       return FusionDecision::no("as independent parts: " + d.reason);
     }
     // The part keeps the blocks its own kernel would have.
-    const int64_t blocks =
-        std::max<int64_t>(p.group.launch.grid[0] * p.group.launch.grid[1] * p.group.launch.grid[2], 1);
+    const int64_t blocks = std::max<int64_t>(
+        p.group.launch.grid[0] * p.group.launch.grid[1] * p.group.launch.grid[2], 1);
     a.group.part_blocks.push_back(blocks);
     grid += blocks;
     a.recomputed += p.recomputed;
@@ -893,7 +935,8 @@ FusionContext::FusionContext(const Graph& g, const DeviceParams& d,
   producer = g.producers();
   consumers = g.consumers();
   graph_output.assign(g.tensors.size(), false);
-  for (TensorId t : g.outputs) graph_output[t] = true;
+  for (TensorId t : g.outputs)
+    graph_output[t] = true;
   preds.resize(n);
   succs.resize(n);
   for (size_t v = 0; v < n; ++v)
@@ -922,13 +965,15 @@ FusionContext::FusionContext(const Graph& g, const DeviceParams& d,
   for (size_t v = 0; v < n; ++v) {
     node_class[v] = classify(g, g.nodes[v]);
     for (size_t u = 0; u < no_fuse.size() && no_fuse_unit[v] < 0; ++u)
-      if (names_node_or_its_parts(no_fuse[u], g.nodes[v].name)) no_fuse_unit[v] = static_cast<int>(u);
+      if (names_node_or_its_parts(no_fuse[u], g.nodes[v].name))
+        no_fuse_unit[v] = static_cast<int>(u);
   }
 }
 
 std::string FusionContext::describe(int32_t node) const {
   const Node& n = graph.nodes[node];
-  return fmt::format("'{}' ({})", n.name.empty() ? fmt::format("#{}", node) : n.name, op_name(n.op));
+  return fmt::format("'{}' ({})", n.name.empty() ? fmt::format("#{}", node) : n.name,
+                     op_name(n.op));
 }
 
 FusionDecision matrix_vector(const Graph& g, const Node& node, MatrixVector& mv) {
@@ -944,7 +989,8 @@ FusionDecision matrix_vector(const Graph& g, const Node& node, MatrixVector& mv)
   const Tensor& y = g.tensor(node.outputs[0]);
   for (const Tensor* t : {&a, &b, &y})
     if (t->dtype != DType::Float32)
-      return FusionDecision::no(fmt::format("'{}' is {}, not float32", t->name, dtype_name(t->dtype)));
+      return FusionDecision::no(
+          fmt::format("'{}' is {}, not float32", t->name, dtype_name(t->dtype)));
   if (b.shape.size() != 2)
     return FusionDecision::no(fmt::format("its B {} is not a matrix", shape_str(b.shape)));
   NodeContext attrs(g, node);
@@ -963,7 +1009,8 @@ FusionDecision matrix_vector(const Graph& g, const Node& node, MatrixVector& mv)
                            ? a.shape.size() == 2 && a.elements() == mv.k
                            : (a.shape.size() == 1 || (a.shape.size() == 2 && a.shape[0] == 1));
   if (!one_row || a.elements() != mv.k)
-    return FusionDecision::no(fmt::format("its A {} is not one row of K = {}", shape_str(a.shape), mv.k));
+    return FusionDecision::no(
+        fmt::format("its A {} is not one row of K = {}", shape_str(a.shape), mv.k));
   if (mv.k == 0 || mv.n == 0 || y.elements() != mv.n)
     return FusionDecision::no(fmt::format("it has an empty side (K = {}, N = {})", mv.k, mv.n));
   if (b.elements() == 1) // a scalar B: a multiply, and a constant one becomes a literal
@@ -993,8 +1040,8 @@ FusionDecision analyze_group(const FusionContext& ctx, const std::vector<int32_t
   for (int32_t n : nodes)
     if (ctx.no_fuse_unit[n] != ctx.no_fuse_unit[nodes.front()]) {
       const int32_t kept = ctx.no_fuse_unit[n] >= 0 ? n : nodes.front();
-      return FusionDecision::no(fmt::format("{} is kept out of fusion by --no-fuse",
-                                            ctx.describe(kept)));
+      return FusionDecision::no(
+          fmt::format("{} is kept out of fusion by --no-fuse", ctx.describe(kept)));
     }
   for (int32_t n : nodes)
     if (ctx.node_class[n] == NodeClass::Alone)
@@ -1008,9 +1055,10 @@ FusionDecision analyze_group(const FusionContext& ctx, const std::vector<int32_t
     above.merge(ctx.ancestors[n]);
   }
   if (int32_t x = below.first_common_outside(above, members); x >= 0)
-    return FusionDecision::no(fmt::format("the group is not convex: a path leaves it and comes back "
-                                          "through {}",
-                                          ctx.describe(x)));
+    return FusionDecision::no(
+        fmt::format("the group is not convex: a path leaves it and comes back "
+                    "through {}",
+                    ctx.describe(x)));
   bool gemm = false, column = false, row = false, window = false, conv = false;
   for (int32_t n : nodes) {
     conv = conv || ctx.node_class[n] == NodeClass::Conv;
@@ -1039,9 +1087,10 @@ FusionDecision analyze_group(const FusionContext& ctx, const std::vector<int32_t
   }
   for (int32_t n : nodes)
     if (ctx.node_class[n] == NodeClass::View)
-      return FusionDecision::no(fmt::format("{} is a view; views fuse only between row ops' per-row "
-                                            "values and the matrix-vector product reading them",
-                                            ctx.describe(n)));
+      return FusionDecision::no(
+          fmt::format("{} is a view; views fuse only between row ops' per-row "
+                      "values and the matrix-vector product reading them",
+                      ctx.describe(n)));
   FusionDecision d = window   ? analyze_window(ctx, a)
                      : column ? analyze_global(ctx, a)
                      : row    ? analyze_regional(ctx, a)

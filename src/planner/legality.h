@@ -57,7 +57,8 @@ public:
   void set(int32_t i) { words_[i >> 6] |= uint64_t{1} << (i & 63); }
   bool test(int32_t i) const { return (words_[i >> 6] >> (i & 63)) & 1; }
   void merge(const NodeSet& o) {
-    for (size_t w = 0; w < words_.size(); ++w) words_[w] |= o.words_[w];
+    for (size_t w = 0; w < words_.size(); ++w)
+      words_[w] |= o.words_[w];
   }
   // The first index in (*this & a & ~b), or -1.
   int32_t first_common_outside(const NodeSet& a, const NodeSet& b) const;
@@ -75,12 +76,12 @@ struct FusionContext {
 
   const Graph& graph;
   DeviceParams device;
-  std::vector<int32_t> producer;               // per tensor: the node writing it, or -1
-  std::vector<std::vector<int32_t>> consumers; // per tensor: the nodes reading it
+  std::vector<int32_t> producer;                  // per tensor: the node writing it, or -1
+  std::vector<std::vector<int32_t>> consumers;    // per tensor: the nodes reading it
   std::vector<std::vector<int32_t>> preds, succs; // per node: distinct neighbour nodes
   std::vector<NodeSet> descendants, ancestors;    // per node, itself excluded
   std::vector<NodeClass> node_class;
-  std::vector<int> no_fuse_unit; // per node: the --no-fuse entry that names it, or -1
+  std::vector<int> no_fuse_unit;  // per node: the --no-fuse entry that names it, or -1
   std::vector<bool> graph_output; // per tensor
 
   size_t size() const { return graph.nodes.size(); }
@@ -104,18 +105,18 @@ struct FusionDecision {
 struct GroupAnalysis {
   GroupKind kind = GroupKind::Kernel;
   StitchScheme scheme = StitchScheme::Local;
-  std::vector<int32_t> nodes;  // topological order
+  std::vector<int32_t> nodes; // topological order
   std::vector<TensorId> inputs, outputs;
-  Shape iteration;             // Local and Global: the shape the threads cover
+  Shape iteration; // Local and Global: the shape the threads cover
   int64_t rows = 0, row_length = 0;
   std::vector<std::vector<int32_t>> parts; // Independent
-  int64_t cached_rows = 0;     // Regional: full rows kept between row-op phases
-  int64_t shared_bytes = 0;    // Regional: dynamic shared memory for the cached rows
-  int64_t registers = 0;       // per thread, estimated
-  int64_t scratch_bytes = 0;   // Global
-  int64_t recomputed = 0;      // element evaluations of smaller intermediates, repeated
-  int epilogue_nodes = 0;      // GemmLibrary: nodes after the MatMul/Gemm
-  FusionGroup group;           // the planned group (mapping, launch), id unset
+  int64_t cached_rows = 0;                 // Regional: full rows kept between row-op phases
+  int64_t shared_bytes = 0;                // Regional: dynamic shared memory for the cached rows
+  int64_t registers = 0;                   // per thread, estimated
+  int64_t scratch_bytes = 0;               // Global
+  int64_t recomputed = 0;                  // element evaluations of smaller intermediates, repeated
+  int epilogue_nodes = 0;                  // GemmLibrary: nodes after the MatMul/Gemm
+  FusionGroup group;                       // the planned group (mapping, launch), id unset
 };
 
 // A one-row float32 MatMul/Gemm as a matrix-vector product: y[N] = alpha * x[K] B + beta * C,

@@ -14,7 +14,8 @@ namespace {
 int64_t align_up(int64_t n, int64_t a) { return checked_add(n, a - 1, "arena size") / a * a; }
 
 TensorId root_of(const Graph& g, TensorId t) {
-  while (g.tensor(t).view_of != kNoTensor) t = g.tensor(t).view_of;
+  while (g.tensor(t).view_of != kNoTensor)
+    t = g.tensor(t).view_of;
   return t;
 }
 
@@ -28,7 +29,8 @@ public:
       if (it->second >= bytes && (best == free_.end() || it->second < best->second)) best = it;
     if (best == free_.end()) { // grow at the end (absorbing a free range that ends there)
       int64_t start = end_;
-      if (!free_.empty() && std::prev(free_.end())->first + std::prev(free_.end())->second == end_) {
+      if (!free_.empty() &&
+          std::prev(free_.end())->first + std::prev(free_.end())->second == end_) {
         start = std::prev(free_.end())->first;
         free_.erase(std::prev(free_.end()));
       }
@@ -91,18 +93,21 @@ MemoryPlan plan_memory(const Graph& g, const FusionPlan& plan) {
     Storage& s = mp.storage[t];
     if (s.kind != StorageKind::None || !g.tensor(t).is_constant()) return;
     s = {StorageKind::Weights, 0, mp.weights_bytes};
-    mp.weights_bytes = align_up(checked_add(mp.weights_bytes, g.tensor(t).bytes(), "weights"),
-                                kArenaAlignment);
+    mp.weights_bytes =
+        align_up(checked_add(mp.weights_bytes, g.tensor(t).bytes(), "weights"), kArenaAlignment);
   };
   for (const FusionGroup& group : plan.groups)
-    for (TensorId t : group.inputs) place_weight(root_of(g, t));
-  for (size_t i : mp.output_copies) place_weight(root_of(g, g.outputs[i]));
+    for (TensorId t : group.inputs)
+      place_weight(root_of(g, t));
+  for (size_t i : mp.output_copies)
+    place_weight(root_of(g, g.outputs[i]));
 
   // Intermediates a group writes (its `outputs`): live from that group to the last group that
   // reads them. Tensors internal to a group are never read from memory.
   std::vector<int> last_use(g.tensors.size(), -1);
   for (size_t gi = 0; gi < plan.groups.size(); ++gi)
-    for (TensorId t : plan.groups[gi].inputs) last_use[root_of(g, t)] = static_cast<int>(gi);
+    for (TensorId t : plan.groups[gi].inputs)
+      last_use[root_of(g, t)] = static_cast<int>(gi);
   for (size_t i : mp.output_copies)
     last_use[root_of(g, g.outputs[i])] = static_cast<int>(plan.groups.size());
 
@@ -126,7 +131,8 @@ MemoryPlan plan_memory(const Graph& g, const FusionPlan& plan) {
       mp.scratch_offset[gi] = arena.allocate(group.scratch_bytes);
       arena.release(mp.scratch_offset[gi], group.scratch_bytes);
     }
-    for (TensorId t : frees[gi]) arena.release(mp.storage[t].offset, g.tensor(t).bytes());
+    for (TensorId t : frees[gi])
+      arena.release(mp.storage[t].offset, g.tensor(t).bytes());
   }
   mp.arena_bytes = arena.peak();
 

@@ -25,13 +25,13 @@ struct Storage {
 constexpr int64_t kArenaAlignment = 256;
 
 struct MemoryPlan {
-  std::vector<Storage> storage;       // per TensorId
-  int64_t arena_bytes = 0;            // peak arena size
-  int64_t intermediate_bytes = 0;     // sum of all intermediates, for comparison
+  std::vector<Storage> storage;   // per TensorId
+  int64_t arena_bytes = 0;        // peak arena size
+  int64_t intermediate_bytes = 0; // sum of all intermediates, for comparison
   int64_t weights_bytes = 0;
   // Graph outputs whose values must be copied into the caller's buffer at the end (an
   // output that is a graph input, a constant, or shares storage with another output).
-  std::vector<size_t> output_copies; // positions in Graph::outputs
+  std::vector<size_t> output_copies;   // positions in Graph::outputs
   std::vector<int64_t> scratch_offset; // per group (by position in the plan): arena offset, or -1
 };
 

@@ -22,9 +22,7 @@ constexpr int64_t kTileSpan = 32;          // elements a tile spans on each cont
 constexpr int64_t kMinTiledExtent = 16;    // below this on either side, a gather does as well
 constexpr int64_t kMaxSortCapacity = 2048; // TopK's shared buffer, in elements
 
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 int64_t max_resident_blocks(const DeviceParams& device) {
   return int64_t{device.sm_count} * (device.max_threads_per_sm / kBlock) * device.waves;

@@ -53,7 +53,8 @@ std::vector<int32_t> find_group_cycle(const FusionContext& ctx, const GroupOf& g
       int32_t h = *it++;
       if (color[h] == 1) { // g -> h closes the cycle h -> ... -> g -> h
         std::vector<int32_t> cycle;
-        for (int32_t x = g; x != h; x = parent[x]) cycle.push_back(x);
+        for (int32_t x = g; x != h; x = parent[x])
+          cycle.push_back(x);
         cycle.push_back(h);
         std::reverse(cycle.begin(), cycle.end());
         return cycle;
@@ -78,7 +79,8 @@ FusionPlan assemble_plan(const FusionContext& ctx, const std::vector<GroupAnalys
       group_of[n] = gi;
     }
   for (size_t n = 0; n < ctx.size(); ++n)
-    if (group_of[n] < 0) internal_fail("node {} is in no group", ctx.describe(static_cast<int32_t>(n)));
+    if (group_of[n] < 0)
+      internal_fail("node {} is in no group", ctx.describe(static_cast<int32_t>(n)));
   std::vector<std::set<int32_t>> next(count);
   std::vector<int> indegree(count, 0);
   for (size_t v = 0; v < ctx.size(); ++v)
@@ -110,7 +112,8 @@ FusionPlan assemble_plan(const FusionContext& ctx, const std::vector<GroupAnalys
 void explain_rejections(const FusionContext& ctx, FusionPlan& plan) {
   GroupOf group_of(ctx.size(), -1);
   for (size_t gi = 0; gi < plan.groups.size(); ++gi)
-    for (int32_t n : plan.groups[gi].nodes) group_of[n] = static_cast<int32_t>(gi);
+    for (int32_t n : plan.groups[gi].nodes)
+      group_of[n] = static_cast<int32_t>(gi);
   std::set<std::pair<int32_t, int32_t>> seen;
   for (size_t v = 0; v < ctx.size() && plan.rejected.size() < kMaxRejectedFusions; ++v) {
     // Views are left out: alone they are aliases, and a view's merges say nothing new.
@@ -166,7 +169,8 @@ void cost_per_op_groups(const FusionContext& ctx, FusionPlan& plan) {
 
 } // namespace
 
-void compare_with_other_planners(const Graph& graph, const PlannerOptions& options, FusionPlan& plan) {
+void compare_with_other_planners(const Graph& graph, const PlannerOptions& options,
+                                 FusionPlan& plan) {
   FusionContext ctx(graph, options.device, options.no_fuse);
   if (plan.planner == "none") cost_per_op_groups(ctx, plan);
   plan.totals = {plan_totals(plan)};

@@ -34,6 +34,7 @@ PlanTotals plan_totals(const FusionPlan& plan);
 
 // Fills plan.totals: this plan's, then none's and greedy's (and the groups' estimated_cost
 // of a none plan, which the per-op planner leaves unset).
-void compare_with_other_planners(const Graph& graph, const PlannerOptions& options, FusionPlan& plan);
+void compare_with_other_planners(const Graph& graph, const PlannerOptions& options,
+                                 FusionPlan& plan);
 
 } // namespace stitch

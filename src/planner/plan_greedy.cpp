@@ -22,7 +22,8 @@ namespace {
 class GreedyFusion {
 public:
   GreedyFusion(const Graph& graph, const PlannerOptions& options)
-      : ctx_(graph, options.device, options.no_fuse), group_of_(ctx_.size()), members_(ctx_.size()) {
+      : ctx_(graph, options.device, options.no_fuse), group_of_(ctx_.size()),
+        members_(ctx_.size()) {
     for (size_t n = 0; n < ctx_.size(); ++n) {
       group_of_[n] = static_cast<int32_t>(n);
       members_[n] = {static_cast<int32_t>(n)};
@@ -58,7 +59,8 @@ private:
       if (rejected_.size() < kMaxRejectedFusions) rejected_.push_back({merged, d.reason});
       return false;
     }
-    for (int32_t n : members_[from]) group_of_[n] = into;
+    for (int32_t n : members_[from])
+      group_of_[n] = into;
     members_[into] = std::move(merged);
     members_[from].clear();
     analyses_[into] = std::move(analysis);
@@ -75,8 +77,8 @@ private:
         TensorId last = g.nodes[members_[group].back()].outputs[0];
         if (ctx_.consumers[last].size() != 1 || ctx_.graph_output[last]) break;
         int32_t next = ctx_.consumers[last][0];
-        if (ctx_.node_class[next] != NodeClass::Pointwise || members_[group_of_[next]].size() != 1 ||
-            !try_merge(group, group_of_[next]))
+        if (ctx_.node_class[next] != NodeClass::Pointwise ||
+            members_[group_of_[next]].size() != 1 || !try_merge(group, group_of_[next]))
           break;
       }
     }
@@ -100,7 +102,8 @@ private:
             if (ctx_.node_class[u] != NodeClass::Pointwise) continue;
             bool all_inside = true;
             for (TensorId out : g.nodes[u].outputs)
-              for (int32_t c : ctx_.consumers[out]) all_inside = all_inside && group_of_[c] == group;
+              for (int32_t c : ctx_.consumers[out])
+                all_inside = all_inside && group_of_[c] == group;
             if (!all_inside) continue;
             if (try_merge(group, group_of_[u])) {
               changed = true;

@@ -62,7 +62,8 @@ private:
 };
 
 // Every subset of the fusible nodes with at least two members.
-void add_all_subsets(const FusionContext& ctx, const std::vector<int32_t>& fusible, CandidateSet& set) {
+void add_all_subsets(const FusionContext& ctx, const std::vector<int32_t>& fusible,
+                     CandidateSet& set) {
   const uint64_t count = uint64_t{1} << fusible.size();
   for (uint64_t mask = 1; mask < count; ++mask) {
     if ((mask & (mask - 1)) == 0) continue; // singletons are already in
@@ -90,18 +91,22 @@ void add_grown_sets(const FusionContext& ctx, const PlannerOptions& options, Can
       if (static_cast<int>(current.size()) >= options.max_group_nodes) continue;
       std::set<int32_t> neighbours;
       for (int32_t n : current) {
-        for (int32_t m : ctx.preds[n]) neighbours.insert(m);
-        for (int32_t m : ctx.succs[n]) neighbours.insert(m);
+        for (int32_t m : ctx.preds[n])
+          neighbours.insert(m);
+        for (int32_t m : ctx.succs[n])
+          neighbours.insert(m);
       }
       for (int32_t m : neighbours) {
-        if (m <= static_cast<int32_t>(s) || std::binary_search(current.begin(), current.end(), m)) continue;
+        if (m <= static_cast<int32_t>(s) || std::binary_search(current.begin(), current.end(), m))
+          continue;
         if (ctx.node_class[m] == NodeClass::Alone) continue;
         std::vector<int32_t> grown = current;
         for (int32_t k = m; k >= 0;) {
           if (!std::binary_search(grown.begin(), grown.end(), k))
             grown.insert(std::upper_bound(grown.begin(), grown.end(), k), k);
           // A view brings its single consumer along.
-          k = ctx.node_class[k] == NodeClass::View && ctx.succs[k].size() == 1 ? ctx.succs[k][0] : -1;
+          k = ctx.node_class[k] == NodeClass::View && ctx.succs[k].size() == 1 ? ctx.succs[k][0]
+                                                                               : -1;
         }
         if (!visited.insert(grown).second) continue;
         if (!set.add(grown)) continue;
@@ -136,7 +141,8 @@ void on_branch_and_bound(glp_tree* tree, void* info) {
       solve.have_bound = true;
     }
     break;
-  default: break;
+  default:
+    break;
   }
 }
 
@@ -146,7 +152,8 @@ public:
     lp_ = glp_create_prob();
     glp_set_obj_dir(lp_, GLP_MIN);
     glp_add_rows(lp_, static_cast<int>(nodes));
-    for (size_t v = 0; v < nodes; ++v) glp_set_row_bnds(lp_, static_cast<int>(v + 1), GLP_FX, 1.0, 1.0);
+    for (size_t v = 0; v < nodes; ++v)
+      glp_set_row_bnds(lp_, static_cast<int>(v + 1), GLP_FX, 1.0, 1.0);
     glp_add_cols(lp_, static_cast<int>(candidates.size()));
     std::vector<int> rows = {0}, cols = {0};
     std::vector<double> values = {0};
@@ -160,7 +167,8 @@ public:
         values.push_back(1.0);
       }
     }
-    glp_load_matrix(lp_, static_cast<int>(rows.size() - 1), rows.data(), cols.data(), values.data());
+    glp_load_matrix(lp_, static_cast<int>(rows.size() - 1), rows.data(), cols.data(),
+                    values.data());
   }
   ~Program() { glp_delete_prob(lp_); }
   Program(const Program&) = delete;
@@ -241,7 +249,8 @@ bool add_independent_pairs(const FusionContext& ctx, const std::vector<Candidate
       unions.push_back(std::move(merged));
     }
   }
-  for (const std::vector<int32_t>& nodes : unions) candidates.add(nodes);
+  for (const std::vector<int32_t>& nodes : unions)
+    candidates.add(nodes);
   (void)ctx;
   return list.size() > before;
 }
@@ -258,23 +267,29 @@ FusionPlan plan_ilp(const Graph& graph, const PlannerOptions& options) {
   glp_term_out(GLP_OFF);
   FusionContext ctx(graph, options.device, options.no_fuse);
   CandidateSet candidates(ctx);
-  for (size_t n = 0; n < ctx.size(); ++n) candidates.add({static_cast<int32_t>(n)});
+  for (size_t n = 0; n < ctx.size(); ++n)
+    candidates.add({static_cast<int32_t>(n)});
   std::vector<int32_t> fusible;
   for (size_t n = 0; n < ctx.size(); ++n)
     if (ctx.node_class[n] != NodeClass::Alone) fusible.push_back(static_cast<int32_t>(n));
   const bool exhaustive = static_cast<int>(fusible.size()) <= options.exhaustive_candidates_up_to;
-  if (exhaustive) add_all_subsets(ctx, fusible, candidates);
-  else add_grown_sets(ctx, options, candidates);
+  if (exhaustive)
+    add_all_subsets(ctx, fusible, candidates);
+  else
+    add_grown_sets(ctx, options, candidates);
   FusionPlan greedy = plan_greedy(graph, options);
-  for (const FusionGroup& group : greedy.groups) candidates.add(group.nodes);
+  for (const FusionGroup& group : greedy.groups)
+    candidates.add(group.nodes);
   std::vector<Candidate>& list = candidates.list();
 
   // Column lookup for the greedy plan, the warm start and the fallback.
   std::map<std::vector<int32_t>, size_t> column_of;
-  for (size_t c = 0; c < list.size(); ++c) column_of[list[c].analysis.nodes] = c;
+  for (size_t c = 0; c < list.size(); ++c)
+    column_of[list[c].analysis.nodes] = c;
   Solve state;
   state.warm_start.assign(list.size() + 1, 0.0);
-  for (const FusionGroup& group : greedy.groups) state.warm_start[column_of.at(group.nodes) + 1] = 1.0;
+  for (const FusionGroup& group : greedy.groups)
+    state.warm_start[column_of.at(group.nodes) + 1] = 1.0;
 
   auto program = std::make_unique<Program>(list, ctx.size());
   int packing_rounds = 0;
@@ -296,10 +311,12 @@ FusionPlan plan_ilp(const Graph& graph, const PlannerOptions& options) {
     GroupOf group_of(ctx.size(), -1);
     for (size_t c = 0; c < list.size(); ++c)
       if (program->chosen(c)) {
-        for (int32_t v : list[c].analysis.nodes) group_of[v] = static_cast<int32_t>(picked.size());
+        for (int32_t v : list[c].analysis.nodes)
+          group_of[v] = static_cast<int32_t>(picked.size());
         picked.push_back(c);
       }
-    std::vector<int32_t> cycle = find_group_cycle(ctx, group_of, static_cast<int32_t>(picked.size()));
+    std::vector<int32_t> cycle =
+        find_group_cycle(ctx, group_of, static_cast<int32_t>(picked.size()));
     if (cycle.empty()) {
       // Grown candidates are connected; unrelated groups of this plan that could share a
       // launch (Independent) become candidates and the program is solved again.
@@ -308,7 +325,8 @@ FusionPlan plan_ilp(const Graph& graph, const PlannerOptions& options) {
         ++packing_rounds;
         program = std::make_unique<Program>(list, ctx.size());
         state.warm_start.assign(list.size() + 1, 0.0);
-        for (size_t c : picked) state.warm_start[c + 1] = 1.0;
+        for (size_t c : picked)
+          state.warm_start[c + 1] = 1.0;
         continue;
       }
       acyclic = true;
@@ -316,7 +334,8 @@ FusionPlan plan_ilp(const Graph& graph, const PlannerOptions& options) {
     }
     std::vector<int> columns;
     for (int32_t gi : cycle)
-      if (list[picked[gi]].analysis.nodes.size() > 1) columns.push_back(static_cast<int>(picked[gi]));
+      if (list[picked[gi]].analysis.nodes.size() > 1)
+        columns.push_back(static_cast<int>(picked[gi]));
     if (columns.empty()) internal_fail("a cycle between single-node groups in a DAG");
     program->forbid_together(columns);
     ++stats.cycle_cuts;
@@ -333,7 +352,8 @@ FusionPlan plan_ilp(const Graph& graph, const PlannerOptions& options) {
   }
   int64_t greedy_cost = plan_totals(greedy).cost;
   if (!acyclic || greedy_cost < objective) {
-    stats.status += acyclic ? "; greedy's plan is cheaper" : "; no acyclic plan in time, greedy's plan";
+    stats.status +=
+        acyclic ? "; greedy's plan is cheaper" : "; no acyclic plan in time, greedy's plan";
     groups.clear();
     objective = 0;
     for (const FusionGroup& group : greedy.groups) {

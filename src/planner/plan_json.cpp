@@ -10,13 +10,15 @@ namespace {
 
 nlohmann::json tensor_names(const Graph& g, const std::vector<TensorId>& tensors) {
   nlohmann::json names = nlohmann::json::array();
-  for (TensorId t : tensors) names.push_back(g.tensor(t).name);
+  for (TensorId t : tensors)
+    names.push_back(g.tensor(t).name);
   return names;
 }
 
 nlohmann::json node_names(const Graph& g, const std::vector<int32_t>& nodes) {
   nlohmann::json names = nlohmann::json::array();
-  for (int32_t n : nodes) names.push_back(g.nodes[n].name);
+  for (int32_t n : nodes)
+    names.push_back(g.nodes[n].name);
   return names;
 }
 
@@ -59,7 +61,8 @@ nlohmann::json plan_to_json(const Graph& g, const FusionPlan& plan, const Memory
       }
       if (!group.parts.empty()) {
         nlohmann::json parts = nlohmann::json::array();
-        for (const std::vector<int32_t>& part : group.parts) parts.push_back(node_names(g, part));
+        for (const std::vector<int32_t>& part : group.parts)
+          parts.push_back(node_names(g, part));
         gj["parts"] = parts;
         gj["part_blocks"] = group.part_blocks;
       }

@@ -55,7 +55,8 @@ FusionGroup single_node_group(const Graph& g, int32_t n, const DeviceParams& dev
       plan_movement_launch(g, node, device, group);
   }
   for (TensorId t : node.inputs)
-    if (t != kNoTensor && std::find(group.inputs.begin(), group.inputs.end(), t) == group.inputs.end())
+    if (t != kNoTensor &&
+        std::find(group.inputs.begin(), group.inputs.end(), t) == group.inputs.end())
       group.inputs.push_back(t);
   for (TensorId t : node.outputs)
     if (t != kNoTensor) group.outputs.push_back(t);

@@ -51,7 +51,7 @@ struct PlannerOptions {
   // Graphs with at most this many fusible nodes get every subset as a candidate (exact);
   // larger ones get sets grown along edges, capped below.
   int exhaustive_candidates_up_to = 12;
-  int max_group_nodes = 16;      // grown candidates, at most this many nodes
+  int max_group_nodes = 16; // grown candidates, at most this many nodes
   int max_candidates_per_seed = 256;
   // --no-fuse: nodes (by ONNX name) every planner keeps in a group of their own, to bisect
   // a wrong result to one fusion.

@@ -12,16 +12,17 @@ namespace stitch {
 
 namespace {
 
-constexpr int64_t kShortRow = 16;        // rows this short: one thread per row
-constexpr int64_t kLongRow = 1024;       // rows longer than this: a block per row
+constexpr int64_t kShortRow = 16;         // rows this short: one thread per row
+constexpr int64_t kLongRow = 1024;        // rows longer than this: a block per row
 constexpr int64_t kBlockRowMinimum = 256; // a row this long can keep a block busy
-constexpr int64_t kWarpsPerSmWanted = 8; // fewer rows than this per SM: a block per row
-constexpr int64_t kScanChunk = 32;       // CumSum rows at least this long: a warp per row
+constexpr int64_t kWarpsPerSmWanted = 8;  // fewer rows than this per SM: a block per row
+constexpr int64_t kScanChunk = 32;        // CumSum rows at least this long: a warp per row
 
 // Axes [from, rank) reduced.
 std::vector<bool> trailing_axes(int64_t rank, int64_t from) {
   std::vector<bool> reduced(static_cast<size_t>(rank), false);
-  for (int64_t d = from; d < rank; ++d) reduced[d] = true;
+  for (int64_t d = from; d < rank; ++d)
+    reduced[d] = true;
   return reduced;
 }
 
@@ -57,7 +58,8 @@ ReductionSpace make_space(const Shape& shape, const std::vector<bool>& reduced) 
     s.inner = 0;
   } else if (reduced_dims == 1) {
     size_t r = std::find(s.reduced.begin(), s.reduced.end(), true) - s.reduced.begin();
-    for (size_t d = r + 1; d < s.dims.size(); ++d) s.inner *= s.dims[d];
+    for (size_t d = r + 1; d < s.dims.size(); ++d)
+      s.inner *= s.dims[d];
   }
   return s;
 }
@@ -80,23 +82,32 @@ ReductionSpace reduction_space(const Graph& graph, const Node& node) {
   case OpKind::ReduceL2:
   case OpKind::ReduceSumSquare:
   case OpKind::ReduceLogSum:
-  case OpKind::ReduceLogSumExp: return make_space(x, read_reduce_params(ctx).reduced);
+  case OpKind::ReduceLogSumExp:
+    return make_space(x, read_reduce_params(ctx).reduced);
   case OpKind::ArgMax:
   case OpKind::ArgMin:
     return make_space(x, one_axis(rank, ctx.normalize_axis(ctx.attr_int("axis", 0), rank)));
   case OpKind::CumSum:
     return make_space(x, one_axis(rank, ctx.normalize_axis(ctx.const_ints(1, "axis")[0], rank)));
   case OpKind::GlobalAveragePool:
-  case OpKind::GlobalMaxPool: return make_space(x, trailing_axes(rank, 2));
-  default: internal_fail("reduction_space: {} is not a reduction", op_name(node.op));
+  case OpKind::GlobalMaxPool:
+    return make_space(x, trailing_axes(rank, 2));
+  default:
+    internal_fail("reduction_space: {} is not a reduction", op_name(node.op));
   }
 }
 
 RowCache row_cache(const FusionGroup& group, int64_t length, int64_t element_bytes) {
   int64_t threads = 0, register_limit = 0;
   switch (group.mapping) {
-  case ThreadMapping::Flat: threads = 1; register_limit = kMaxRowRegistersThread; break;
-  case ThreadMapping::WarpPerRow: threads = 32; register_limit = kMaxRowRegistersWarp; break;
+  case ThreadMapping::Flat:
+    threads = 1;
+    register_limit = kMaxRowRegistersThread;
+    break;
+  case ThreadMapping::WarpPerRow:
+    threads = 32;
+    register_limit = kMaxRowRegistersWarp;
+    break;
   case ThreadMapping::BlockPerRow:
     threads = group.launch.block[0];
     register_limit = kMaxRowRegistersBlock;

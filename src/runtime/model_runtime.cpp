@@ -10,8 +10,9 @@
 // stitch_context_create allocates the context's arena (arena_bytes) and the workspace library
 // calls share (at least stitch_library_workspace_bytes(), at least the model's workspace_bytes),
 // creates the library handles and the launcher, and one buffer per debug tap (a library built
-// with --debug-taps; the generated code copies each tapped tensor there after its group). Both use the device current at
-// stitch_model_create; later calls switch to it for their duration when another is current.
+// with --debug-taps; the generated code copies each tapped tensor there after its group). Both use
+// the device current at stitch_model_create; later calls switch to it for their duration when
+// another is current.
 #include "model_runtime.h"
 
 #include "model_runtime_checks.h"
@@ -82,10 +83,9 @@ const stitch_abi_tap& tap_at(const stitch_abi_model& abi, std::size_t index) {
     fail(STITCH_ERROR_INVALID_ARGUMENT, "the model has no debug taps (build it with stitchc "
                                         "--debug-taps)");
   if (index >= count)
-    fail(STITCH_ERROR_INVALID_ARGUMENT, "tap index " + std::to_string(index) +
-                                            " is out of range: the model has " +
-                                            std::to_string(count) + " tap" +
-                                            (count == 1 ? "" : "s"));
+    fail(STITCH_ERROR_INVALID_ARGUMENT,
+         "tap index " + std::to_string(index) + " is out of range: the model has " +
+             std::to_string(count) + " tap" + (count == 1 ? "" : "s"));
   return abi.taps[index];
 }
 
@@ -153,9 +153,7 @@ void destroy_context(Context& context) {
 
 } // namespace
 
-Context::~Context() {
-  stitch_libraries_destroy(libraries);
-}
+Context::~Context() { stitch_libraries_destroy(libraries); }
 
 } // namespace stitch::runtime
 
@@ -168,9 +166,7 @@ const char* stitch_target(void) {
   return abi != nullptr && abi->target != nullptr ? abi->target : kRuntimeTarget;
 }
 
-int stitch_api_version(void) {
-  return STITCH_API_VERSION;
-}
+int stitch_api_version(void) { return STITCH_API_VERSION; }
 
 stitch_status stitch_model_create(stitch_model** out_model) {
   return guarded("stitch_model_create", [&] {
@@ -290,10 +286,9 @@ stitch_status stitch_context_read_tap(stitch_context* context, size_t index, voi
     const stitch_abi_tap& tap = tap_at(*live.model->abi, index);
     require_out(data, "data");
     if (bytes < tap.tensor.bytes)
-      fail(STITCH_ERROR_SHAPE_MISMATCH,
-           "tap " + std::to_string(index) + " ('" + tap.tensor.name + "') is " +
-               std::to_string(tap.tensor.bytes) + " bytes but the buffer is " +
-               std::to_string(bytes));
+      fail(STITCH_ERROR_SHAPE_MISMATCH, "tap " + std::to_string(index) + " ('" + tap.tensor.name +
+                                            "') is " + std::to_string(tap.tensor.bytes) +
+                                            " bytes but the buffer is " + std::to_string(bytes));
     if (!live.has_run)
       fail(STITCH_ERROR_INVALID_ARGUMENT,
            "the context has not run yet, so its taps hold no values");
@@ -328,8 +323,6 @@ const char* stitch_status_name(stitch_status status) {
   return "STITCH_ERROR_UNKNOWN_STATUS";
 }
 
-const char* stitch_last_error(void) {
-  return t_last_error;
-}
+const char* stitch_last_error(void) { return t_last_error; }
 
 } // extern "C"

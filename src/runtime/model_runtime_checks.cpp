@@ -232,8 +232,7 @@ void check_generated_model(const stitch_abi_model* abi) {
     fail_generated("its tap table is null but it has " + std::to_string(abi->num_taps) + " taps");
   for (int32_t t = 0; t < abi->num_taps; ++t) {
     check_generated_tensor("tap", static_cast<std::size_t>(t), abi->taps[t].tensor);
-    if (abi->taps[t].node == nullptr)
-      fail_generated("tap " + std::to_string(t) + " names no node");
+    if (abi->taps[t].node == nullptr) fail_generated("tap " + std::to_string(t) + " names no node");
   }
 }
 

@@ -7,9 +7,7 @@
 
 namespace stitch::runtime {
 
-void fail(stitch_status status, std::string message) {
-  throw ApiError(status, std::move(message));
-}
+void fail(stitch_status status, std::string message) { throw ApiError(status, std::move(message)); }
 
 std::string describe_cuda_failure(cudaError_t result, const std::string& what) {
   const char* name = cudaGetErrorName(result);

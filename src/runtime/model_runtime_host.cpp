@@ -12,9 +12,7 @@ namespace stitch::runtime {
 
 const char* const kRuntimeTarget = "host";
 
-int current_device() {
-  return 0;
-}
+int current_device() { return 0; }
 
 DeviceScope::DeviceScope(int /*device*/) {}
 DeviceScope::~DeviceScope() = default;

@@ -65,9 +65,7 @@
   type* const name = reinterpret_cast<type*>(stitch_dynamic_shared_bytes)
 
 // Grid-wide barrier of a cooperative launch.
-__device__ __forceinline__ void stitch_grid_sync() {
-  cooperative_groups::this_grid().sync();
-}
+__device__ __forceinline__ void stitch_grid_sync() { cooperative_groups::this_grid().sync(); }
 
 namespace stitch {
 

@@ -51,7 +51,7 @@ struct stitch_abi_buffers {
   void* workspace;              // scratch for library calls, `workspace_bytes` long
   cudaStream_t stream;
   stitch_abi_libraries* libraries;
-  void* const* taps;            // one buffer per tap, `tensor.bytes` long (null without taps)
+  void* const* taps; // one buffer per tap, `tensor.bytes` long (null without taps)
 };
 
 struct stitch_abi_model {

@@ -89,7 +89,9 @@ int main(int argc, char** argv) {
         frozen_tests += !frozen.empty();
         if (verbose)
           std::cout << "PASS    " << name
-                    << (frozen.empty() ? "" : fmt::format(" (frozen inputs: {})", fmt::join(frozen, ", ")))
+                    << (frozen.empty()
+                            ? ""
+                            : fmt::format(" (frozen inputs: {})", fmt::join(frozen, ", ")))
                     << "\n";
         continue;
       }
@@ -108,10 +110,11 @@ int main(int argc, char** argv) {
     std::cout << "FAIL    " << name << ": " << problem << "\n";
   }
   std::cout << "\nrefusals by reason:\n";
-  for (const auto& [reason, n] : refusal_reasons) std::cout << "  " << n << "  " << reason << "\n";
+  for (const auto& [reason, n] : refusal_reasons)
+    std::cout << "  " << n << "  " << reason << "\n";
   std::cout << "\nONNX backend node suite: " << tests.size() << " models; " << passed
             << " loaded with matching output shapes (" << frozen_tests
-            << " with shape inputs frozen), " << refused << " refused as unsupported, "
-            << failed << " failed\n";
+            << " with shape inputs frozen), " << refused << " refused as unsupported, " << failed
+            << " failed\n";
   return failed == 0 && passed > 0 ? 0 : 1;
 }

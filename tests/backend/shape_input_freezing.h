@@ -28,7 +28,8 @@ inline std::vector<std::string> model_input_names(const std::filesystem::path& m
   onnx::ModelProto model;
   std::vector<std::string> names;
   if (!model.ParseFromIstream(&f)) return names;
-  for (const onnx::ValueInfoProto& input : model.graph().input()) names.push_back(input.name());
+  for (const onnx::ValueInfoProto& input : model.graph().input())
+    names.push_back(input.name());
   return names;
 }
 
@@ -38,7 +39,8 @@ inline std::string test_input_file(const std::filesystem::path& test_dir, const 
   std::vector<std::string> names = model_input_names(test_dir / "model.onnx");
   for (size_t i = 0; i < names.size(); ++i) {
     if (names[i] != name) continue;
-    std::filesystem::path pb = test_dir / "test_data_set_0" / ("input_" + std::to_string(i) + ".pb");
+    std::filesystem::path pb =
+        test_dir / "test_data_set_0" / ("input_" + std::to_string(i) + ".pb");
     return std::filesystem::exists(pb) ? pb.string() : "";
   }
   return "";

@@ -91,9 +91,11 @@ std::vector<TestResult> run_all(const std::vector<NodeTest>& tests,
     }
   };
   std::vector<std::thread> threads;
-  for (int j = 1; j < o.jobs; ++j) threads.emplace_back(worker);
+  for (int j = 1; j < o.jobs; ++j)
+    threads.emplace_back(worker);
   worker();
-  for (std::thread& t : threads) t.join();
+  for (std::thread& t : threads)
+    t.join();
   return results;
 }
 
@@ -103,7 +105,8 @@ std::vector<NodeTest> select_shard(const std::vector<NodeTest>& tests, const std
   if (std::sscanf(shard.c_str(), "%u/%u", &index, &count) != 2 || count == 0 || index >= count)
     throw std::runtime_error("--shard '" + shard + "' is not I/N with 0 <= I < N");
   std::vector<NodeTest> picked;
-  for (size_t i = index; i < tests.size(); i += count) picked.push_back(tests[i]);
+  for (size_t i = index; i < tests.size(); i += count)
+    picked.push_back(tests[i]);
   return picked;
 }
 
@@ -116,26 +119,31 @@ void write_file(const std::string& path, const std::string& text) {
 fs::path make_work_dir(const fs::path& parent) {
   fs::create_directories(parent);
   std::string pattern = (parent / "stitch-conformance-XXXXXX").string();
-  if (!mkdtemp(pattern.data())) throw std::runtime_error("cannot create a folder in " + parent.string());
+  if (!mkdtemp(pattern.data()))
+    throw std::runtime_error("cannot create a folder in " + parent.string());
   return pattern;
 }
 
 int run(const Options& o) {
   std::vector<NodeTest> suite = discover_node_tests(o.suite);
   std::map<std::string, const NodeTest*> by_name;
-  for (const NodeTest& t : suite) by_name[t.name] = &t;
+  for (const NodeTest& t : suite)
+    by_name[t.name] = &t;
   std::vector<AllowlistEntry> allowlist;
   std::vector<ExclusionEntry> exclusions;
   std::string list_path = !o.list.empty() ? o.list : o.allowlist;
   // A survey may start without lists; every other mode reads the lists it is given.
-  if (!list_path.empty() && (!o.survey || fs::exists(list_path))) allowlist = read_allowlist(list_path);
+  if (!list_path.empty() && (!o.survey || fs::exists(list_path)))
+    allowlist = read_allowlist(list_path);
   if (!o.exclusions.empty() && (!o.survey || fs::exists(o.exclusions)))
     exclusions = read_exclusions(o.exclusions);
   std::map<std::string, stitch::run::Tolerance> tolerance;
-  for (const AllowlistEntry& e : allowlist) tolerance[e.test] = tolerance_of(e);
+  for (const AllowlistEntry& e : allowlist)
+    tolerance[e.test] = tolerance_of(e);
 
   std::vector<std::string> names;
-  for (const NodeTest& t : suite) names.push_back(t.name);
+  for (const NodeTest& t : suite)
+    names.push_back(t.name);
   if (o.check_lists) {
     std::string problems = check_lists_cover_suite(names, allowlist, exclusions);
     std::cout << (problems.empty() ? fmt::format("the lists cover the {} tests of the suite, each "
@@ -151,7 +159,8 @@ int run(const Options& o) {
   } else {
     std::vector<std::string> wanted = o.tests;
     if (!o.list.empty())
-      for (const AllowlistEntry& e : allowlist) wanted.push_back(e.test);
+      for (const AllowlistEntry& e : allowlist)
+        wanted.push_back(e.test);
     for (const std::string& name : wanted) {
       auto found = by_name.find(name);
       if (found == by_name.end()) throw std::runtime_error(name + " is not a test of the suite");
@@ -168,7 +177,8 @@ int run(const Options& o) {
   std::chrono::duration<double> wall = std::chrono::steady_clock::now() - start;
 
   std::map<Verdict, std::vector<std::string>> by_verdict;
-  for (size_t i = 0; i < selected.size(); ++i) by_verdict[results[i].verdict].push_back(selected[i].name);
+  for (size_t i = 0; i < selected.size(); ++i)
+    by_verdict[results[i].verdict].push_back(selected[i].name);
   std::cout << fmt::format("\n{} tests: {} passed, {} failed, {} refused as unsupported; "
                            "{:.0f} s wall, {:.0f} s CPU in stitchc, compilers and stitch-run\n",
                            selected.size(), by_verdict[Verdict::Pass].size(),
@@ -180,7 +190,7 @@ int run(const Options& o) {
     write_allowlist(o.allowlist, lists.allowlist);
     write_exclusions(o.exclusions, lists.exclusions);
     write_file(o.doc, conformance_markdown(selected, results, lists, suite_version(o.suite),
-                                          o.models.empty() ? "" : models_markdown(o.models)));
+                                           o.models.empty() ? "" : models_markdown(o.models)));
     if (!o.results.empty()) write_file(o.results, results_tsv(selected, results));
     std::cout << fmt::format("wrote {} ({} tests), {} ({} tests) and {}\n", o.allowlist,
                              lists.allowlist.size(), o.exclusions, lists.exclusions.size(), o.doc);
@@ -190,9 +200,11 @@ int run(const Options& o) {
     return 0;
   }
   std::vector<std::string> not_passing = by_verdict[Verdict::Fail];
-  for (const std::string& n : by_verdict[Verdict::Refused]) not_passing.push_back(n);
+  for (const std::string& n : by_verdict[Verdict::Refused])
+    not_passing.push_back(n);
   if (!not_passing.empty())
-    std::cout << fmt::format("NOT PASSING ({}): {}\n", not_passing.size(), fmt::join(not_passing, " "));
+    std::cout << fmt::format("NOT PASSING ({}): {}\n", not_passing.size(),
+                             fmt::join(not_passing, " "));
   return not_passing.empty() ? 0 : 1;
 }
 
@@ -202,7 +214,8 @@ int main(int argc, char** argv) {
   Options o;
   std::string work_parent = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
   CLI::App app{"stitch_conformance: the ONNX backend node suite end to end"};
-  app.add_option("--suite", o.suite, "the onnx package's backend/test/data/node folder")->required();
+  app.add_option("--suite", o.suite, "the onnx package's backend/test/data/node folder")
+      ->required();
   app.add_option("--stitchc", o.tools.stitchc, "the stitchc executable")->required();
   app.add_option("--stitch-run", o.tools.stitch_run, "the stitch-run executable")->required();
   app.add_option("--target", o.tools.target, "host (default) or cuda (compile only)")
@@ -215,7 +228,8 @@ int main(int argc, char** argv) {
   app.add_option("--allowlist", o.allowlist, "allowlist.txt");
   app.add_option("--exclusions", o.exclusions, "exclusions.txt");
   app.add_option("--doc", o.doc, "docs/conformance.md, written by --survey");
-  app.add_option("--models", o.models, "tests/models: its fixtures go into the doc's Real models section");
+  app.add_option("--models", o.models,
+                 "tests/models: its fixtures go into the doc's Real models section");
   app.add_option("--results", o.results, "a TSV of every result, written by --survey");
   app.add_option("-j,--jobs", o.jobs, "tests run at once (default 1)");
   app.add_option("--work-dir", work_parent, "where the private work folder goes (default $TMPDIR)");
@@ -229,7 +243,8 @@ int main(int argc, char** argv) {
     if (o.check_lists && (o.allowlist.empty() || o.exclusions.empty()))
       throw std::runtime_error("--check-lists needs --allowlist and --exclusions");
     if (!o.survey && !o.check_lists && o.list.empty() && o.tests.empty())
-      throw std::runtime_error("nothing to run: give --list, --survey, --check-lists or test names");
+      throw std::runtime_error(
+          "nothing to run: give --list, --survey, --check-lists or test names");
     o.jobs = std::max(1, o.jobs);
     // The tools run inside each test's folder.
     o.suite = fs::absolute(o.suite).string();
@@ -238,8 +253,10 @@ int main(int argc, char** argv) {
     o.tools.work_dir = make_work_dir(work_parent);
     int status = run(o);
     std::error_code ignored;
-    if (status == 0 && !o.tools.keep_files) fs::remove_all(o.tools.work_dir, ignored);
-    else std::cout << "work folder kept: " << o.tools.work_dir.string() << "\n";
+    if (status == 0 && !o.tools.keep_files)
+      fs::remove_all(o.tools.work_dir, ignored);
+    else
+      std::cout << "work folder kept: " << o.tools.work_dir.string() << "\n";
     return status;
   } catch (const std::exception& e) {
     std::cerr << "stitch_conformance: " << e.what() << "\n";

@@ -57,13 +57,20 @@ std::string report_category(const std::string& op) {
   if (ends_with(op, "Normalization")) return "normalization";
   if (ends_with(op, "Pool")) return "pooling";
   switch (op_category(*kind)) {
-  case OpCategory::Elementwise: return "elementwise";
-  case OpCategory::Broadcast: return "broadcast";
-  case OpCategory::Reduction: return "reduction";
-  case OpCategory::Movement: return "movement";
-  case OpCategory::Gemm: return "matmul/gemm";
-  case OpCategory::Conv: return "conv";
-  case OpCategory::Opaque: return "opaque";
+  case OpCategory::Elementwise:
+    return "elementwise";
+  case OpCategory::Broadcast:
+    return "broadcast";
+  case OpCategory::Reduction:
+    return "reduction";
+  case OpCategory::Movement:
+    return "movement";
+  case OpCategory::Gemm:
+    return "matmul/gemm";
+  case OpCategory::Conv:
+    return "conv";
+  case OpCategory::Opaque:
+    return "opaque";
   }
   return kNotInOpTable;
 }
@@ -81,7 +88,8 @@ std::vector<NodeTest> discover_node_tests(const fs::path& root) {
 
   std::map<std::string, std::string> op_of_plain_test;
   for (const NodeTest& t : tests)
-    if (base_test_name(t.name) == t.name) op_of_plain_test[t.name] = single_node_op(t.dir / "model.onnx");
+    if (base_test_name(t.name) == t.name)
+      op_of_plain_test[t.name] = single_node_op(t.dir / "model.onnx");
   for (NodeTest& t : tests) {
     std::string base = base_test_name(t.name);
     t.expanded = base != t.name;

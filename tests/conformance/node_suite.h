@@ -15,11 +15,11 @@
 namespace stitch::conformance {
 
 struct NodeTest {
-  std::string name;           // "test_add"
-  std::filesystem::path dir;  // the folder holding model.onnx
-  std::string op;             // "Add"; "DOMAIN.Op" for an op outside the default domain
-  bool expanded = false;      // the function-body variant of another test
-  std::string category;       // one of report_categories()
+  std::string name;          // "test_add"
+  std::filesystem::path dir; // the folder holding model.onnx
+  std::string op;            // "Add"; "DOMAIN.Op" for an op outside the default domain
+  bool expanded = false;     // the function-body variant of another test
+  std::string category;      // one of report_categories()
 };
 
 // Every test under `root` (the onnx package's backend/test/data/node), sorted by name.

@@ -69,13 +69,14 @@ Prepared prepare(const NodeTest& test) {
     }
     for (size_t i = 0; i < g.outputs.size(); ++i) {
       fs::path pb = data / fmt::format("output_{}.pb", i);
-      if (fs::exists(pb)) p.bindings.expected.push_back(g.tensor(g.outputs[i]).name + "=" + pb.string());
+      if (fs::exists(pb))
+        p.bindings.expected.push_back(g.tensor(g.outputs[i]).name + "=" + pb.string());
     }
     if (p.bindings.expected.empty())
       p.problem = verdict(Verdict::Fail, "the test has no output_N.pb to compare with");
   } catch (const UserError& e) {
-    std::string message = format_user_error({"", e.site().node, e.site().op_type, e.site().output},
-                                            e.reason());
+    std::string message =
+        format_user_error({"", e.site().node, e.site().op_type, e.site().output}, e.reason());
     p.problem = verdict(is_unsupported(e.reason()) ? Verdict::Refused : Verdict::Fail,
                         is_unsupported(e.reason()) ? e.reason() : "frontend: " + message);
   } catch (const std::exception& e) {
@@ -115,7 +116,8 @@ std::string condense_compiler_failure(const std::string& message) {
   if (head_end == std::string::npos || head_end > error) return message;
   size_t location = message.rfind(' ', error - 1); // "group_000.cu:17:34:" before " error: "
   std::string cause = message.substr(location + 1, kKeep);
-  return message.substr(0, head_end + 3) + cause + (message.size() > location + 1 + kKeep ? " ..." : "");
+  return message.substr(0, head_end + 3) + cause +
+         (message.size() > location + 1 + kKeep ? " ..." : "");
 }
 
 // stitchc's one-line error without "stitchc: error: MODEL_PATH: ".
@@ -156,9 +158,12 @@ std::string stitch_run_problem(const std::string& output) {
 
 const char* verdict_name(Verdict v) {
   switch (v) {
-  case Verdict::Pass: return "PASS";
-  case Verdict::Fail: return "FAIL";
-  case Verdict::Refused: return "REFUSED";
+  case Verdict::Pass:
+    return "PASS";
+  case Verdict::Fail:
+    return "FAIL";
+  case Verdict::Refused:
+    return "REFUSED";
   }
   return "?";
 }
@@ -189,19 +194,20 @@ std::optional<TestResult> compile_model(const fs::path& model, const fs::path& l
   if (r.exit_code == 0) return std::nullopt;
   std::string message = r.exit_code < 0 ? abnormal_end("stitchc", r, tools.compile_timeout_seconds)
                                         : stitchc_message(r.output, model);
-  if (r.exit_code == 1 && is_unsupported(message)) return verdict(Verdict::Refused, message, r.output);
+  if (r.exit_code == 1 && is_unsupported(message))
+    return verdict(Verdict::Refused, message, r.output);
   bool names_tool = message.rfind("stitchc", 0) == 0 || message.rfind("cannot run", 0) == 0;
   return verdict(Verdict::Fail, names_tool ? message : "stitchc: " + message, r.output);
 }
 
 // stitch-run LIBRARY --input ... --expected ... --rtol R --atol A.
 TestResult run_library(const fs::path& library, const Prepared& prepared,
-                       const run::Tolerance& tolerance, const RunnerTools& tools,
-                       double& seconds) {
+                       const run::Tolerance& tolerance, const RunnerTools& tools, double& seconds) {
   std::vector<std::string> argv = {tools.stitch_run, library.string(),
-                                   "--rtol", fmt::format("{:g}", tolerance.rtol),
-                                   "--atol", fmt::format("{:g}", tolerance.atol)};
-  for (const std::string& input : prepared.bindings.inputs) argv.insert(argv.end(), {"--input", input});
+                                   "--rtol",         fmt::format("{:g}", tolerance.rtol),
+                                   "--atol",         fmt::format("{:g}", tolerance.atol)};
+  for (const std::string& input : prepared.bindings.inputs)
+    argv.insert(argv.end(), {"--input", input});
   for (const std::string& expected : prepared.bindings.expected)
     argv.insert(argv.end(), {"--expected", expected});
   ToolRun ran = run_tool(argv, library.parent_path(), tools.run_timeout_seconds);
@@ -230,10 +236,10 @@ TestResult run_node_test(const NodeTest& test, const run::Tolerance& tolerance,
   double compile_seconds = 0, run_seconds = 0;
   std::optional<TestResult> not_built =
       compile_model(test.dir / "model.onnx", library, prepared, tools, compile_seconds);
-  TestResult result = not_built                ? *not_built
-                      : tools.target == "cuda" ? verdict(Verdict::Pass, "") // nothing to run on
-                                               : run_library(library, prepared, tolerance, tools,
-                                                             run_seconds);
+  TestResult result = not_built ? *not_built
+                      : tools.target == "cuda"
+                          ? verdict(Verdict::Pass, "") // nothing to run on
+                          : run_library(library, prepared, tolerance, tools, run_seconds);
   result.compile_seconds = compile_seconds;
   result.run_seconds = run_seconds;
   result.frozen_inputs = prepared.frozen_order;

@@ -36,8 +36,8 @@ struct TestResult {
 struct RunnerTools {
   std::string stitchc;
   std::string stitch_run;
-  std::string target = "host"; // "cuda": compile with nvcc only (no GPU to run on)
-  std::string planner;          // stitchc's --planner; empty: stitchc's default
+  std::string target = "host";    // "cuda": compile with nvcc only (no GPU to run on)
+  std::string planner;            // stitchc's --planner; empty: stitchc's default
   std::filesystem::path work_dir; // each test builds in work_dir/TEST_NAME
   bool keep_files = false;        // keep a test's folder even when it passes
   int compile_timeout_seconds = 600;

@@ -57,15 +57,18 @@ SurveyLists survey_lists(const std::vector<NodeTest>& tests, const std::vector<T
                          const std::vector<ExclusionEntry>& old_exclusions) {
   std::map<std::string, AllowlistEntry> allowed;
   std::map<std::string, std::string> old_reason;
-  for (const AllowlistEntry& e : old_allowlist) allowed[e.test] = e;
-  for (const ExclusionEntry& e : old_exclusions) old_reason[e.test] = e.reason;
+  for (const AllowlistEntry& e : old_allowlist)
+    allowed[e.test] = e;
+  for (const ExclusionEntry& e : old_exclusions)
+    old_reason[e.test] = e.reason;
   SurveyLists lists;
   for (size_t i = 0; i < tests.size(); ++i) {
     const std::string& name = tests[i].name;
     auto was_allowed = allowed.find(name);
     if (results[i].verdict == Verdict::Pass) {
-      lists.allowlist.push_back(was_allowed != allowed.end() ? was_allowed->second
-                                                             : AllowlistEntry{name, std::nullopt, ""});
+      lists.allowlist.push_back(was_allowed != allowed.end()
+                                    ? was_allowed->second
+                                    : AllowlistEntry{name, std::nullopt, ""});
       continue;
     }
     if (was_allowed != allowed.end()) lists.regressions.push_back(name);
@@ -95,7 +98,8 @@ std::string conformance_markdown(const std::vector<NodeTest>& tests,
   md += fmt::format(
       "Every test of the ONNX backend node suite (onnx {}, {} tests) was run end to end on the "
       "host target: `stitchc MODEL --target host` with its default fusion planner (shape "
-      "operands fed as graph inputs frozen with `--freeze-input` to the test's own value), then `stitch-run` on the library with "
+      "operands fed as graph inputs frozen with `--freeze-input` to the test's own value), then "
+      "`stitch-run` on the library with "
       "the test's inputs, comparing every output with `output_N.pb` at rtol 1e-3 / atol 1e-5 "
       "unless `tests/conformance/allowlist.txt` gives another tolerance with its reason.\n\n",
       suite_version, tests.size());
@@ -115,7 +119,8 @@ std::string conformance_markdown(const std::vector<NodeTest>& tests,
         "stitch-run --keep test_add`. Regenerate the lists and this page with "
         "`scripts/conformance/survey.sh`.\n\n";
 
-  md += "## Summary by category\n\n| category | tests | pass | fail | refused |\n|---|---|---|---|---|\n";
+  md += "## Summary by category\n\n| category | tests | pass | fail | refused "
+        "|\n|---|---|---|---|---|\n";
   for (const std::string& c : report_categories())
     if (by_category.count(c)) md += counts_row(c, by_category[c]);
   md += counts_row("**all**", all);
@@ -132,8 +137,10 @@ std::string conformance_markdown(const std::vector<NodeTest>& tests,
   std::map<std::string, std::vector<std::string>> by_reason;
   std::vector<const ExclusionEntry*> failing;
   for (const ExclusionEntry& e : lists.exclusions) {
-    if (starts_with(e.reason, kFailsPrefix)) failing.push_back(&e);
-    else by_reason[e.reason].push_back(e.test);
+    if (starts_with(e.reason, kFailsPrefix))
+      failing.push_back(&e);
+    else
+      by_reason[e.reason].push_back(e.test);
   }
   md += fmt::format("\n## Excluded tests by reason\n\n{} tests are excluded: {} refused or "
                     "excluded by hand, in groups by reason, and {} that compile but fail.\n",
@@ -142,12 +149,14 @@ std::string conformance_markdown(const std::vector<NodeTest>& tests,
   if (!failing.empty()) {
     md += "\n### Compile, but fail\n\n";
     for (const ExclusionEntry* e : failing)
-      md += fmt::format("- `{}`: {}\n", e->test, e->reason.substr(std::string(kFailsPrefix).size()));
+      md +=
+          fmt::format("- `{}`: {}\n", e->test, e->reason.substr(std::string(kFailsPrefix).size()));
   }
   for (const auto& [reason, names] : by_reason) {
     md += fmt::format("\n### {} ({})\n\n", reason, names.size());
     std::vector<std::string> quoted;
-    for (const std::string& n : names) quoted.push_back("`" + n + "`");
+    for (const std::string& n : names)
+      quoted.push_back("`" + n + "`");
     md += fmt::format("{}\n", fmt::join(quoted, ", "));
   }
   if (!models.empty()) md += "\n" + models;
@@ -188,8 +197,8 @@ std::string models_markdown(const std::string& models_dir) {
       const nlohmann::json shape = input.value("shape", nlohmann::json::array());
       for (const nlohmann::json& d : shape)
         dims.push_back(d.is_string() ? d.get<std::string>() : d.dump());
-      inputs.push_back(fmt::format("{} {}[{}]", input.value("name", "?"),
-                                   input.value("dtype", "?"), fmt::join(dims, "x")));
+      inputs.push_back(fmt::format("{} {}[{}]", input.value("name", "?"), input.value("dtype", "?"),
+                                   fmt::join(dims, "x")));
     }
     for (const auto& [op, count] : op_counts.items())
       ops.push_back(fmt::format("{} ({})", op, count.dump()));
@@ -199,13 +208,14 @@ std::string models_markdown(const std::string& models_dir) {
   return md;
 }
 
-std::string results_tsv(const std::vector<NodeTest>& tests, const std::vector<TestResult>& results) {
+std::string results_tsv(const std::vector<NodeTest>& tests,
+                        const std::vector<TestResult>& results) {
   std::string tsv = "test\top\tcategory\tverdict\tcompile_s\trun_s\tdetail\n";
   for (size_t i = 0; i < tests.size(); ++i)
-    tsv += fmt::format("{}\t{}\t{}\t{}\t{:.2f}\t{:.2f}\t{}\n", tests[i].name, tests[i].op,
-                       tests[i].category, verdict_name(results[i].verdict),
-                       results[i].compile_seconds, results[i].run_seconds,
-                       one_line(results[i].detail));
+    tsv +=
+        fmt::format("{}\t{}\t{}\t{}\t{:.2f}\t{:.2f}\t{}\n", tests[i].name, tests[i].op,
+                    tests[i].category, verdict_name(results[i].verdict), results[i].compile_seconds,
+                    results[i].run_seconds, one_line(results[i].detail));
   return tsv;
 }
 

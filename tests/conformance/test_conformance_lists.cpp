@@ -29,8 +29,9 @@ TestResult result(Verdict v, std::string detail = "") {
 } // namespace
 
 TEST_CASE("an allowlist line may override the tolerance, with its reason") {
-  auto entries = read_allowlist(write_temp("allow1", "# comment\n\ntest_a\n"
-                                                     "test_b  rtol=1e-2  # accumulates 10^4 terms\n"));
+  auto entries =
+      read_allowlist(write_temp("allow1", "# comment\n\ntest_a\n"
+                                          "test_b  rtol=1e-2  # accumulates 10^4 terms\n"));
   REQUIRE(entries.size() == 2);
   CHECK(!entries[0].tolerance);
   CHECK(tolerance_of(entries[0]).rtol == 1e-3);
@@ -55,7 +56,8 @@ TEST_CASE("an exclusion needs its reason") {
 }
 
 TEST_CASE("the lists must cover the suite, each test once") {
-  std::vector<AllowlistEntry> allowed = {{"test_a", std::nullopt, ""}, {"test_gone", std::nullopt, ""}};
+  std::vector<AllowlistEntry> allowed = {{"test_a", std::nullopt, ""},
+                                         {"test_gone", std::nullopt, ""}};
   std::vector<ExclusionEntry> excluded = {{"test_a", "why"}};
   std::string problems = check_lists_cover_suite({"test_a", "test_b"}, allowed, excluded);
   CHECK(problems.find("test_a: in both") != std::string::npos);
@@ -68,8 +70,9 @@ TEST_CASE("refusal summaries drop node names and counts, so one cause is one gro
         "unsupported ops: If");
   CHECK(refusal_summary("node 'n' (Cast): unsupported in code generation: dtype bfloat16") ==
         "unsupported in code generation: dtype bfloat16");
-  CHECK(refusal_summary("node (Cast) writing 'y': unsupported in code generation: dtype bfloat16") ==
-        "unsupported in code generation: dtype bfloat16");
+  CHECK(
+      refusal_summary("node (Cast) writing 'y': unsupported in code generation: dtype bfloat16") ==
+      "unsupported in code generation: dtype bfloat16");
   CHECK(refusal_summary("graph input 'like' has unsupported data type INT4") ==
         "graph input has unsupported data type INT4");
 }
@@ -79,13 +82,13 @@ TEST_CASE("the survey keeps overrides and hand-written reasons, and reports regr
                                  {"test_b", {}, "If", false, "not in the op table"},
                                  {"test_c", {}, "Relu", false, "elementwise"},
                                  {"test_d", {}, "Relu", false, "elementwise"}};
-  std::vector<TestResult> results = {result(Verdict::Pass),
-                                     result(Verdict::Refused, "unsupported ops: If x1 (first: 'n')"),
-                                     result(Verdict::Fail, "output 'y': MISMATCH"),
-                                     result(Verdict::Fail, "output 'y': MISMATCH")};
+  std::vector<TestResult> results = {
+      result(Verdict::Pass), result(Verdict::Refused, "unsupported ops: If x1 (first: 'n')"),
+      result(Verdict::Fail, "output 'y': MISMATCH"), result(Verdict::Fail, "output 'y': MISMATCH")};
   stitch::run::Tolerance loose{1e-2, 1e-5};
-  SurveyLists lists = survey_lists(tests, results, {{"test_a", loose, "why"}, {"test_c", std::nullopt, ""}},
-                                   {{"test_d", "known bug #12"}});
+  SurveyLists lists =
+      survey_lists(tests, results, {{"test_a", loose, "why"}, {"test_c", std::nullopt, ""}},
+                   {{"test_d", "known bug #12"}});
   REQUIRE(lists.allowlist.size() == 1);
   CHECK(lists.allowlist[0].tolerance->rtol == 1e-2);
   REQUIRE(lists.exclusions.size() == 3);
@@ -98,8 +101,9 @@ TEST_CASE("the survey keeps overrides and hand-written reasons, and reports regr
 TEST_CASE("the doc's Real models section lists every fixture with its exporter, opset and ops") {
   const std::string md = models_markdown(STITCH_SOURCE_DIR "/tests/models");
   REQUIRE(md.rfind("## Real models", 0) == 0);
-  CHECK(md.find("| `bert_ts16` | torchscript | 16 | input_ids int64[batchx16]") != std::string::npos);
+  CHECK(md.find("| `bert_ts16` | torchscript | 16 | input_ids int64[batchx16]") !=
+        std::string::npos);
   CHECK(md.find("| `resnet18_dynamo18` | dynamo | 18 |") != std::string::npos);
-  CHECK(md.find("Softmax (2)") != std::string::npos); // bert_ts16's op counts
+  CHECK(md.find("Softmax (2)") != std::string::npos);                     // bert_ts16's op counts
   CHECK(models_markdown(STITCH_SOURCE_DIR "/tests/conformance").empty()); // no fixtures there
 }

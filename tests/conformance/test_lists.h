@@ -36,7 +36,8 @@ std::vector<AllowlistEntry> read_allowlist(const std::filesystem::path& path);
 std::vector<ExclusionEntry> read_exclusions(const std::filesystem::path& path);
 
 void write_allowlist(const std::filesystem::path& path, const std::vector<AllowlistEntry>& entries);
-void write_exclusions(const std::filesystem::path& path, const std::vector<ExclusionEntry>& entries);
+void write_exclusions(const std::filesystem::path& path,
+                      const std::vector<ExclusionEntry>& entries);
 
 // The tolerance a test runs at: its override, else the default.
 run::Tolerance tolerance_of(const AllowlistEntry& entry);

@@ -83,7 +83,8 @@ stitch::LoadOptions bind_symbolic_dims(const uint8_t* data, size_t size) {
   std::abort();
 }
 
-void plan_and_emit(const stitch::Graph& graph, const std::string& planner, const std::string& target) {
+void plan_and_emit(const stitch::Graph& graph, const std::string& planner,
+                   const std::string& target) {
   stitch::PlannerOptions options;
   options.planner = planner;
   options.ilp_time_limit_s = 0.5; // the best plan found by then; the fuzzer wants many runs
@@ -91,8 +92,8 @@ void plan_and_emit(const stitch::Graph& graph, const std::string& planner, const
   stitch::FusionPlan plan = stitch::plan_fusion(graph, options);
   stitch::MemoryPlan memory = stitch::plan_memory(graph, plan);
   // As the driver writes --report: names that are not UTF-8 are replaced, not refused.
-  (void)stitch::plan_to_json(graph, plan, memory).dump(-1, ' ', false,
-                                                       nlohmann::json::error_handler_t::replace);
+  (void)stitch::plan_to_json(graph, plan, memory)
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   (void)stitch::emit_model(graph, plan, memory, target);
 }
 
@@ -101,8 +102,7 @@ void compile_without_compiler(const uint8_t* data, size_t size) {
   write_model(data, size);
   stitch::Graph graph = stitch::load_onnx(model_path(), load);
   stitch::run_pipeline(graph, stitch::PipelineOptions{});
-  (void)stitch::graph_to_json(graph).dump(-1, ' ', false,
-                                          nlohmann::json::error_handler_t::replace);
+  (void)stitch::graph_to_json(graph).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   // The driver's pairings: the ILP planner (its default) for the CUDA target, greedy for the
   // host target with its resident-block limit.
   plan_and_emit(graph, "ilp", "cuda");

@@ -168,7 +168,8 @@ TEST_CASE("conv epilogue: bias, residual and Relu as the separate ops compute th
   // Proves: stitch_library_conv_epilogue's Y = relu(conv + bias + Z) is, bitwise, the plain
   // convolution (with bias) followed by the residual add and Relu, each rounded once (the
   // unfused plan's order); without Relu it is the identity; the residual is optional.
-  const stitch_conv_desc desc = describe({2, 6, 8, 2, {9, 7}, {3, 3}, {1, 2}, {1, 1}, {1, 1}}, false);
+  const stitch_conv_desc desc =
+      describe({2, 6, 8, 2, {9, 7}, {3, 3}, {1, 2}, {1, 1}, {1, 1}}, false);
   const ConvRun plain = run_conv(desc, false, true, 41);
   const std::vector<float> z = random_values(plain.y.size(), 44);
   for (bool residual : {false, true}) {
@@ -195,14 +196,15 @@ TEST_CASE("conv epilogue: bias, residual and Relu as the separate ops compute th
 }
 
 TEST_CASE("conv epilogue refuses a missing bias and a residual overlapping Y", "[library]") {
-  const stitch_conv_desc desc = describe({1, 2, 2, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1}}, false);
+  const stitch_conv_desc desc =
+      describe({1, 2, 2, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1}}, false);
   std::vector<float> x(32, 1.0f), w(36, 1.0f), bias(2, 1.0f), y(32, 0.0f);
   stitch_abi_buffers buffers = {};
   char error[512] = {};
   CHECK(stitch_library_conv_epilogue(&buffers, &desc, x.data(), w.data(), nullptr, nullptr, 1,
                                      y.data(), error, sizeof(error)) != 0);
   CHECK(std::string(error).find("needs its bias") != std::string::npos);
-  CHECK(stitch_library_conv_epilogue(&buffers, &desc, x.data(), w.data(), bias.data(),
-                                     y.data() + 1, 0, y.data(), error, sizeof(error)) != 0);
+  CHECK(stitch_library_conv_epilogue(&buffers, &desc, x.data(), w.data(), bias.data(), y.data() + 1,
+                                     0, y.data(), error, sizeof(error)) != 0);
   CHECK(std::string(error).find("overlaps Y") != std::string::npos);
 }

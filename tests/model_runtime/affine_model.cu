@@ -76,15 +76,13 @@ int32_t enqueue(const stitch_abi_buffers* b, char* error, size_t error_size) {
   if (result != cudaSuccess) return launch_failed(result, "affine_and_weigh", error, error_size);
   // Debug taps, as --debug-taps generates them: the intermediate after the first kernel, z
   // after the second.
-  if (b->taps != nullptr &&
-      cudaMemcpyAsync(b->taps[0], weighted, affine::kInputBytes, cudaMemcpyDeviceToDevice,
-                      b->stream) != cudaSuccess)
+  if (b->taps != nullptr && cudaMemcpyAsync(b->taps[0], weighted, affine::kInputBytes,
+                                            cudaMemcpyDeviceToDevice, b->stream) != cudaSuccess)
     return fail_with(3, error, error_size, "cudaMemcpyAsync of tap 0 failed");
   result = STITCH_LAUNCH(row_sum, dim3(kRows), dim3(kCols), 0, b->stream, weighted, z);
   if (result != cudaSuccess) return launch_failed(result, "row_sum", error, error_size);
-  if (b->taps != nullptr &&
-      cudaMemcpyAsync(b->taps[1], z, affine::kSumBytes, cudaMemcpyDeviceToDevice, b->stream) !=
-          cudaSuccess)
+  if (b->taps != nullptr && cudaMemcpyAsync(b->taps[1], z, affine::kSumBytes,
+                                            cudaMemcpyDeviceToDevice, b->stream) != cudaSuccess)
     return fail_with(3, error, error_size, "cudaMemcpyAsync of tap 1 failed");
   return 0;
 }

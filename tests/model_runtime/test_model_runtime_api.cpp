@@ -106,7 +106,8 @@ TEST_CASE("model runtime: debug taps hold each group's tensors after a run", "[m
   require_ok(stitch_context_read_tap(context.get(), 0, weighted.data(), affine::kInputBytes));
   for (int r = 0; r < affine::kRows; ++r)
     for (int c = 0; c < affine::kCols; ++c)
-      REQUIRE(weighted[r * affine::kCols + c] == expected.y[r * affine::kCols + c] * affine::kWeights[c]);
+      REQUIRE(weighted[r * affine::kCols + c] ==
+              expected.y[r * affine::kCols + c] * affine::kWeights[c]);
   std::vector<float> z(affine::kRows);
   require_ok(stitch_context_read_tap(context.get(), 1, z.data(), affine::kSumBytes));
   for (int r = 0; r < affine::kRows; ++r)
@@ -183,9 +184,9 @@ TEST_CASE("model runtime: exports, and each library binds its own model", "[mode
   for (const char* name :
        {"stitch_target", "stitch_api_version", "stitch_model_create", "stitch_model_destroy",
         "stitch_model_num_inputs", "stitch_model_num_outputs", "stitch_model_input",
-        "stitch_model_output", "stitch_model_num_taps", "stitch_model_tap",
-        "stitch_context_create", "stitch_context_destroy", "stitch_run", "stitch_context_read_tap",
-        "stitch_status_name", "stitch_last_error"}) {
+        "stitch_model_output", "stitch_model_num_taps", "stitch_model_tap", "stitch_context_create",
+        "stitch_context_destroy", "stitch_run", "stitch_context_read_tap", "stitch_status_name",
+        "stitch_last_error"}) {
     INFO("symbol " << name);
     REQUIRE(twin.symbol(name) != nullptr);
   }

@@ -266,7 +266,8 @@ TEST_CASE("model runtime misuse: debug taps", "[model_runtime]") {
   require_ok(stitch_context_read_tap(context, 1, z.data(), affine::kSumBytes));
   require_ok(stitch_context_destroy(context));
   require_failure(stitch_context_read_tap(context, 1, z.data(), affine::kSumBytes),
-                  STITCH_ERROR_INVALID_ARGUMENT, "stitch_context_read_tap", "is not a live context");
+                  STITCH_ERROR_INVALID_ARGUMENT, "stitch_context_read_tap",
+                  "is not a live context");
   require_ok(stitch_model_destroy(model));
   require_failure(stitch_model_tap(model, 0, &info), STITCH_ERROR_INVALID_ARGUMENT,
                   "stitch_model_tap", "is not a live model");

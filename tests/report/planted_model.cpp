@@ -12,7 +12,8 @@ namespace stitch::test {
 
 std::string write_planted_model(const std::string& dir) {
   ModelBuilder m(17);
-  const std::string x = "x\"><img src=x onerror=\"document.body.setAttribute('data-pwned','input')\">";
+  const std::string x =
+      "x\"><img src=x onerror=\"document.body.setAttribute('data-pwned','input')\">";
   const std::string y = "<img src=x onerror=document.body.setAttribute('data-pwned','output')>";
   m.input(x, onnx::TensorProto::FLOAT, {4, 32});
   m.node("Relu", {x}, {"r</script>"}, kPlantedNodeNames[0]);

@@ -20,7 +20,8 @@ namespace {
 
 size_t count(const std::string& text, const std::string& what) {
   size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+    ++n;
   return n;
 }
 
@@ -37,7 +38,8 @@ TEST_CASE("html_escape turns markup into text") {
 // script_safe_json never lets a string close the script block it sits in, and stays valid JSON
 // with the same value.
 TEST_CASE("script_safe_json cannot close its script block") {
-  nlohmann::json value = {{"name", "</script><script>alert(1)</script>"}, {"amp", "a&b"},
+  nlohmann::json value = {{"name", "</script><script>alert(1)</script>"},
+                          {"amp", "a&b"},
                           {"bad utf-8", std::string("\xff\xfe")}};
   std::string text = script_safe_json(value);
   CHECK(text.find('<') == std::string::npos);
@@ -73,11 +75,12 @@ TEST_CASE("every group of a fixture's plan is drawn and listed") {
   CHECK(count(html, "<tr id=\"row-group-") == m.plan.groups.size());
   for (const FusionGroup& g : m.plan.groups) {
     INFO("group " << g.id);
-    CHECK(html.find("<g id=\"group_" + std::to_string(g.id) + "\" class=\"cluster\"") != std::string::npos);
+    CHECK(html.find("<g id=\"group_" + std::to_string(g.id) + "\" class=\"cluster\"") !=
+          std::string::npos);
   }
   // Library calls are marked: ResNet's convolutions are cuDNN calls.
   CHECK(html.find("Conv [cuDNN]") != std::string::npos);
   // One SVG node per ONNX node, plus the graph's inputs and outputs.
-  CHECK(count(html, "class=\"node op") ==  m.graph.nodes.size());
+  CHECK(count(html, "class=\"node op") == m.graph.nodes.size());
   CHECK(count(html, "class=\"node terminal\"") == m.graph.inputs.size() + m.graph.outputs.size());
 }

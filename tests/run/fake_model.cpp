@@ -84,12 +84,8 @@ void compute(const float* x, float* y, int64_t* idx, uint8_t* mask) {
 
 extern "C" {
 
-STITCH_API const char* stitch_target(void) {
-  return "host";
-}
-STITCH_API int stitch_api_version(void) {
-  return FAKE_MODEL_API_VERSION;
-}
+STITCH_API const char* stitch_target(void) { return "host"; }
+STITCH_API int stitch_api_version(void) { return FAKE_MODEL_API_VERSION; }
 
 STITCH_API stitch_status stitch_model_create(stitch_model** out_model) {
   if (out_model == nullptr) return fail(STITCH_ERROR_INVALID_ARGUMENT, "out_model is null");
@@ -208,8 +204,6 @@ STITCH_API const char* stitch_status_name(stitch_status status) {
   return "STITCH_ERROR_UNKNOWN";
 }
 
-STITCH_API const char* stitch_last_error(void) {
-  return last_error.c_str();
-}
+STITCH_API const char* stitch_last_error(void) { return last_error.c_str(); }
 
 } // extern "C"

@@ -312,9 +312,10 @@ TEST_CASE("stitch-run refuses files that are not stitchc libraries of its API ve
   CHECK_THAT(garbage.output, Catch::Contains("cannot load the library"));
   ToolResult version = run_stitch_run({STITCH_FAKE_MODEL_OTHER_VERSION});
   CHECK(version.status == 2);
-  CHECK_THAT(version.output, Catch::Contains(fmt::format("the library has stitch API version 99, but this "
-                                                         "stitch-run speaks version {}",
-                                                         STITCH_API_VERSION)));
+  CHECK_THAT(version.output,
+             Catch::Contains(fmt::format("the library has stitch API version 99, but this "
+                                         "stitch-run speaks version {}",
+                                         STITCH_API_VERSION)));
 }
 
 TEST_CASE("stitch-run reports a failing run with the library's message", "[run][tool]") {

@@ -81,8 +81,6 @@ inline std::vector<float> random_integer_floats(std::size_t count, int low, int 
   return values;
 }
 
-inline std::string last_error_text(cudaError_t error) {
-  return cudaGetErrorString(error);
-}
+inline std::string last_error_text(cudaError_t error) { return cudaGetErrorString(error); }
 
 } // namespace stitch::test

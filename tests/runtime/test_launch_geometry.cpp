@@ -51,9 +51,7 @@ __global__ void touch_dynamic_shared(float* out) {
   out[threadIdx.x] = bytes[threadIdx.x];
 }
 
-__global__ void write_one(float* out) {
-  out[threadIdx.x] = 1.0f;
-}
+__global__ void write_one(float* out) { out[threadIdx.x] = 1.0f; }
 
 template <int kScale> __global__ void scale_by(const float* in, float* out, long long count) {
   const long long i = threadIdx.x;

@@ -67,9 +67,7 @@ __global__ void shuffle_from_exited_lanes(const float* in, float* out) {
   out[16 + lane] = __shfl_down_sync(0x0000ffffu, in[lane], 8);
 }
 
-__global__ void mask_without_caller(float* out) {
-  out[threadIdx.x] = __shfl_sync(0x1u, 1.0f, 0);
-}
+__global__ void mask_without_caller(float* out) { out[threadIdx.x] = __shfl_sync(0x1u, 1.0f, 0); }
 
 __global__ void ballot_and_any_together(unsigned* out) {
   if (threadIdx.x < 16)

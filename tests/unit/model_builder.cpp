@@ -28,8 +28,10 @@ ModelBuilder& ModelBuilder::input(const std::string& name, int elem_type,
   size_t p = 0;
   for (int64_t d : dims) {
     auto* dim = shape->add_dim();
-    if (d >= 0) dim->set_dim_value(d);
-    else if (p < dim_params.size()) dim->set_dim_param(dim_params[p++]);
+    if (d >= 0)
+      dim->set_dim_value(d);
+    else if (p < dim_params.size())
+      dim->set_dim_param(dim_params[p++]);
   }
   return *this;
 }
@@ -43,7 +45,8 @@ ModelBuilder& ModelBuilder::output(const std::string& name, int elem_type,
   tt->set_elem_type(elem_type);
   if (!with_shape) return *this;
   auto* shape = tt->mutable_shape();
-  for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
+  for (int64_t d : dims)
+    shape->add_dim()->set_dim_value(d);
   return *this;
 }
 
@@ -53,9 +56,13 @@ ModelBuilder& ModelBuilder::initializer_f32(const std::string& name,
   auto* t = model_.mutable_graph()->add_initializer();
   t->set_name(name);
   t->set_data_type(onnx::TensorProto::FLOAT);
-  for (int64_t d : dims) t->add_dims(d);
-  if (as_raw) t->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * 4));
-  else for (float v : values) t->add_float_data(v);
+  for (int64_t d : dims)
+    t->add_dims(d);
+  if (as_raw)
+    t->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * 4));
+  else
+    for (float v : values)
+      t->add_float_data(v);
   return *this;
 }
 
@@ -65,9 +72,13 @@ ModelBuilder& ModelBuilder::initializer_i64(const std::string& name,
   auto* t = model_.mutable_graph()->add_initializer();
   t->set_name(name);
   t->set_data_type(onnx::TensorProto::INT64);
-  for (int64_t d : dims) t->add_dims(d);
-  if (as_raw) t->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * 8));
-  else for (int64_t v : values) t->add_int64_data(v);
+  for (int64_t d : dims)
+    t->add_dims(d);
+  if (as_raw)
+    t->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * 8));
+  else
+    for (int64_t v : values)
+      t->add_int64_data(v);
   return *this;
 }
 
@@ -77,15 +88,17 @@ onnx::NodeProto& ModelBuilder::node(const std::string& op, const std::vector<std
   auto* n = model_.mutable_graph()->add_node();
   n->set_op_type(op);
   n->set_name(name.empty() ? op + "_" + std::to_string(model_.graph().node_size()) : name);
-  for (const auto& i : inputs) n->add_input(i);
-  for (const auto& o : outputs) n->add_output(o);
+  for (const auto& i : inputs)
+    n->add_input(i);
+  for (const auto& o : outputs)
+    n->add_output(o);
   return *n;
 }
 
 std::filesystem::path fresh_temp_dir(const std::string& tag) {
   static std::atomic<int> counter{0};
-  auto dir = std::filesystem::temp_directory_path() /
-             ("stitch-test-" + std::to_string(getpid()) + "-" + tag + "-" + std::to_string(counter++));
+  auto dir = std::filesystem::temp_directory_path() / ("stitch-test-" + std::to_string(getpid()) +
+                                                       "-" + tag + "-" + std::to_string(counter++));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
@@ -114,7 +127,8 @@ void set_attr_ints(onnx::NodeProto& node, const std::string& name, const std::ve
   auto* a = node.add_attribute();
   a->set_name(name);
   a->set_type(onnx::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
+  for (int64_t x : v)
+    a->add_ints(x);
 }
 
 void set_attr_float(onnx::NodeProto& node, const std::string& name, float v) {

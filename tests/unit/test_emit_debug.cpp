@@ -6,8 +6,8 @@
 #include "frontend/onnx_loader.h"
 #include "graph/error.h"
 #include "graph/pipeline.h"
-#include "planner/planner.h"
 #include "model_builder.h"
+#include "planner/planner.h"
 
 using namespace stitch;
 using stitch::test::ModelBuilder;
@@ -59,7 +59,8 @@ TEST_CASE("debug taps copy each group's outputs after the group", "[emitter]") {
   const size_t group0 = launcher.find("stitch_group_0(b, error, error_size)");
   const size_t tap0 = launcher.find("cudaMemcpyAsync(b->taps[0], (b->arena + 0), 160,");
   const size_t group1 = launcher.find("stitch_group_1(b, error, error_size)");
-  const size_t tap1 = launcher.find("cudaMemcpyAsync(b->taps[1], static_cast<unsigned char*>(b->outputs[0]), 160,");
+  const size_t tap1 =
+      launcher.find("cudaMemcpyAsync(b->taps[1], static_cast<unsigned char*>(b->outputs[0]), 160,");
   REQUIRE(group0 != std::string::npos);
   REQUIRE(tap0 != std::string::npos);
   REQUIRE(group1 != std::string::npos);
@@ -80,7 +81,8 @@ TEST_CASE("a planted wrong group is marked test-only and runs after its group", 
   EmitOptions options;
   options.plant_wrong_group = 1;
   GeneratedModel model = generate(p, options);
-  CHECK_THAT(model.groups.at(1).text, Catch::Contains("TEST ONLY (stitchc --test-plant-wrong-group 1)"));
+  CHECK_THAT(model.groups.at(1).text,
+             Catch::Contains("TEST ONLY (stitchc --test-plant-wrong-group 1)"));
   CHECK_THAT(model.groups.at(1).text,
              Catch::Contains("out[20] = (v - v == 0.0f) ? v + 1.0f + fabsf(v) : 0.5f;"));
   CHECK_THAT(model.groups.at(0).text, !Catch::Contains("planted"));
@@ -89,6 +91,7 @@ TEST_CASE("a planted wrong group is marked test-only and runs after its group", 
         launcher.find("stitch_group_1_planted_error(b, error, error_size)"));
 
   options.plant_wrong_group = 7;
-  CHECK_THROWS_WITH(generate(p, options), Catch::Contains("--test-plant-wrong-group 7: the plan has "
-                                                       "no group 7 with work"));
+  CHECK_THROWS_WITH(generate(p, options),
+                    Catch::Contains("--test-plant-wrong-group 7: the plan has "
+                                    "no group 7 with work"));
 }

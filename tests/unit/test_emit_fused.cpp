@@ -44,13 +44,15 @@ ModelBuilder expanded_layer_norm(int64_t rows, int64_t length) {
 
 std::vector<int32_t> all_nodes(const Graph& g) {
   std::vector<int32_t> nodes;
-  for (size_t n = 0; n < g.nodes.size(); ++n) nodes.push_back(static_cast<int32_t>(n));
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    nodes.push_back(static_cast<int32_t>(n));
   return nodes;
 }
 
 } // namespace
 
-TEST_CASE("fused Local chain: one loop, registers between nodes, literal scalar", "[emitter][fused]") {
+TEST_CASE("fused Local chain: one loop, registers between nodes, literal scalar",
+          "[emitter][fused]") {
   // Proves: three pointwise nodes become one grid-stride loop that loads x and the broadcast
   // bias once per element, passes values in registers, inlines the scalar constant, and stores
   // only the group output.
@@ -66,7 +68,8 @@ TEST_CASE("fused Local chain: one loop, registers between nodes, literal scalar"
   CHECK_THAT(src, Catch::Contains("STITCH_LAUNCH(stitch_g0_local"));
 }
 
-TEST_CASE("fused Local with vector width 4 evaluates each lane and keeps a scalar tail", "[emitter][fused]") {
+TEST_CASE("fused Local with vector width 4 evaluates each lane and keeps a scalar tail",
+          "[emitter][fused]") {
   // Proves: same-shape inputs get float4 loads, the chain is evaluated once per lane, and the
   // last n % 4 elements go through the scalar loop.
   ModelBuilder m;
@@ -83,20 +86,23 @@ TEST_CASE("fused Local with vector width 4 evaluates each lane and keeps a scala
   CHECK_THAT(src, Catch::Contains("for (int64_t i = n / 4 * 4 + first; i < n; i += stride)"));
 }
 
-TEST_CASE("fused Regional LayerNorm: row in registers, three passes, per-row math between", "[emitter][fused]") {
+TEST_CASE("fused Regional LayerNorm: row in registers, three passes, per-row math between",
+          "[emitter][fused]") {
   // Proves: the expanded LayerNorm is one warp-per-row kernel that reads x once into registers,
   // reduces the mean, then the squared deviations (Pow 2 respelled d * d by canonicalize),
   // computes var + eps and sqrt once per row, and writes y in the last pass.
   Graph g = load_graph(expanded_layer_norm(64, 100));
-  FusionGroup group = fused_group(g, all_nodes(g), StitchScheme::Regional, ThreadMapping::WarpPerRow,
-                                  row_launch(64, 100, ThreadMapping::WarpPerRow, DeviceParams{}));
+  FusionGroup group =
+      fused_group(g, all_nodes(g), StitchScheme::Regional, ThreadMapping::WarpPerRow,
+                  row_launch(64, 100, ThreadMapping::WarpPerRow, DeviceParams{}));
   group.rows = 64;
   group.row_length = 100;
   std::string src = emit_sources(g, plan_with(g, group));
   CHECK_THAT(src, Catch::Contains("stitch_g0_regional("));
   CHECK_THAT(src, Catch::Contains("float row0[4];"));
   CHECK_THAT(src, Catch::Contains("row0[j] = x0;"));
-  CHECK_THAT(src, Catch::Contains("acc0 = stitch::rows::warp_allreduce(acc0, stitch::rows::Sum{});"));
+  CHECK_THAT(src,
+             Catch::Contains("acc0 = stitch::rows::warp_allreduce(acc0, stitch::rows::Sum{});"));
   CHECK_THAT(src, Catch::Contains("const float r0 = acc0 / 100.0f;"));
   CHECK_THAT(src, Catch::Contains("const float x0 = row0[j];"));
   CHECK_THAT(src, Catch::Contains("const float t1 = stitch::ops::mul(t0, t0);"));
@@ -115,7 +121,8 @@ TEST_CASE("fused Regional long row in shared memory with a block per row", "[emi
   LaunchConfig launch = row_launch(2, 10000, ThreadMapping::BlockPerRow, DeviceParams{});
   REQUIRE(launch.block[0] == 1024);
   launch.dynamic_shared_bytes = 10000 * 4;
-  FusionGroup group = fused_group(g, all_nodes(g), StitchScheme::Regional, ThreadMapping::BlockPerRow, launch);
+  FusionGroup group =
+      fused_group(g, all_nodes(g), StitchScheme::Regional, ThreadMapping::BlockPerRow, launch);
   group.rows = 2;
   group.row_length = 10000;
   std::string src = emit_sources(g, plan_with(g, group));
@@ -136,15 +143,20 @@ TEST_CASE("fused Independent parts branch on the block index", "[emitter][fused]
   Graph g = independent_parts_graph();
   LaunchConfig launch = row_launch(7, 45, ThreadMapping::WarpPerRow, DeviceParams{});
   launch.grid = {5, 1, 1};
-  FusionGroup group = fused_group(g, all_nodes(g), StitchScheme::Independent, ThreadMapping::WarpPerRow, launch);
+  FusionGroup group =
+      fused_group(g, all_nodes(g), StitchScheme::Independent, ThreadMapping::WarpPerRow, launch);
   group.parts = {nodes_writing(g, {"na", "y"}), nodes_writing(g, {"s"})};
   group.part_blocks = {2, 3};
   std::string src = emit_sources(g, plan_with(g, group));
   CHECK_THAT(src, Catch::Contains("if (blockIdx.x < 2)"));
   CHECK_THAT(src, Catch::Contains("else {"));
   CHECK_THAT(src, Catch::Contains("const unsigned part_block = blockIdx.x - 2;"));
-  CHECK_THAT(src, Catch::Contains("const int64_t first = int64_t(part_block) * blockDim.x + threadIdx.x;"));
-  CHECK_THAT(src, Catch::Contains("const int64_t first_line = (int64_t(part_block) * blockDim.x + threadIdx.x) / 32;"));
+  CHECK_THAT(src, Catch::Contains(
+                      "const int64_t first = int64_t(part_block) * blockDim.x + threadIdx.x;"));
+  CHECK_THAT(
+      src,
+      Catch::Contains(
+          "const int64_t first_line = (int64_t(part_block) * blockDim.x + threadIdx.x) / 32;"));
 }
 
 TEST_CASE("fused Global: partials, grid barriers, fixed-order finish", "[emitter][fused]") {
@@ -159,14 +171,16 @@ TEST_CASE("fused Global: partials, grid barriers, fixed-order finish", "[emitter
   launch.grid = {4, 1, 1};
   launch.block = {64, 1, 1};
   launch.cooperative = true;
-  FusionGroup group = fused_group(g, all_nodes(g), StitchScheme::Global, ThreadMapping::Flat, launch);
+  FusionGroup group =
+      fused_group(g, all_nodes(g), StitchScheme::Global, ThreadMapping::Flat, launch);
   group.rows = 300;
   group.row_length = 24;
   group.scratch_bytes = 5 * 24 * 4;
   std::string src = emit_sources(g, plan_with(g, group));
   CHECK_THAT(src, Catch::Contains("STITCH_LAUNCH_COOPERATIVE(stitch_g0_global"));
   CHECK_THAT(src, Catch::Contains("scratch[blockIdx.x * columns + c] = acc;"));
-  CHECK_THAT(src, Catch::Contains("for (int64_t b = 0; b < blocks; ++b) acc = stitch::rows::Sum{}(acc, scratch[b * columns + c]);"));
+  CHECK_THAT(src, Catch::Contains("for (int64_t b = 0; b < blocks; ++b) acc = "
+                                  "stitch::rows::Sum{}(acc, scratch[b * columns + c]);"));
   CHECK_THAT(src, Catch::Contains("stitch_grid_sync();"));
   CHECK_THAT(src, !Catch::Contains("atomic"));
 }
@@ -178,9 +192,11 @@ TEST_CASE("fused groups refuse what their scheme cannot do, with the reason", "[
   FusionGroup local = fused_group(g, all_nodes(g), StitchScheme::Local, ThreadMapping::Flat,
                                   flat_launch(256, 1, DeviceParams{}));
   CHECK_THROWS_WITH(emit_sources(g, plan_with(g, local)),
-                    Catch::Contains("fused group 0 (local)") && Catch::Contains("is not pointwise"));
-  FusionGroup regional = fused_group(g, all_nodes(g), StitchScheme::Regional, ThreadMapping::WarpPerRow,
-                                     row_launch(8, 32, ThreadMapping::WarpPerRow, DeviceParams{}));
+                    Catch::Contains("fused group 0 (local)") &&
+                        Catch::Contains("is not pointwise"));
+  FusionGroup regional =
+      fused_group(g, all_nodes(g), StitchScheme::Regional, ThreadMapping::WarpPerRow,
+                  row_launch(8, 32, ThreadMapping::WarpPerRow, DeviceParams{}));
   regional.rows = 16; // not the rows the reductions work on
   regional.row_length = 16;
   CHECK_THROWS_WITH(emit_sources(g, plan_with(g, regional)),
@@ -188,5 +204,6 @@ TEST_CASE("fused groups refuse what their scheme cannot do, with the reason", "[
                         Catch::Contains("no trailing axes of [8,32] hold rows of 16 elements"));
   FusionGroup global = fused_group(g, all_nodes(g), StitchScheme::Global, ThreadMapping::Flat,
                                    flat_launch(256, 1, DeviceParams{}));
-  CHECK_THROWS_WITH(emit_sources(g, plan_with(g, global)), Catch::Contains("needs a cooperative launch"));
+  CHECK_THROWS_WITH(emit_sources(g, plan_with(g, global)),
+                    Catch::Contains("needs a cooperative launch"));
 }

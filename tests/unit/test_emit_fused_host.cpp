@@ -18,14 +18,17 @@ constexpr double kRtol = 1e-5, kAtol = 1e-6;
 
 std::vector<int32_t> all_nodes(const Graph& g) {
   std::vector<int32_t> nodes;
-  for (size_t n = 0; n < g.nodes.size(); ++n) nodes.push_back(static_cast<int32_t>(n));
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    nodes.push_back(static_cast<int32_t>(n));
   return nodes;
 }
 
-std::vector<std::vector<float>> random_inputs(const Graph& g, unsigned seed, bool positive = false) {
+std::vector<std::vector<float>> random_inputs(const Graph& g, unsigned seed,
+                                              bool positive = false) {
   std::vector<std::vector<float>> inputs;
   for (TensorId t : g.inputs)
-    inputs.push_back(random_values(static_cast<size_t>(g.tensor(t).elements()), seed++, 0.25f, 2.0f, !positive));
+    inputs.push_back(
+        random_values(static_cast<size_t>(g.tensor(t).elements()), seed++, 0.25f, 2.0f, !positive));
   return inputs;
 }
 
@@ -33,7 +36,8 @@ std::vector<std::vector<float>> random_inputs(const Graph& g, unsigned seed, boo
 void check_fused_equals_unfused(const Graph& g, const FusionGroup& fused, const std::string& tag,
                                 double rtol, double atol, bool positive = false) {
   const auto inputs = random_inputs(g, 17, positive);
-  const auto unfused = run_on_host(g, plan_one_kernel_per_op(g, DeviceParams{}), inputs, tag + "-unfused");
+  const auto unfused =
+      run_on_host(g, plan_one_kernel_per_op(g, DeviceParams{}), inputs, tag + "-unfused");
   const FusionPlan plan = plan_with(g, fused);
   const auto fused_out = run_on_host(g, plan, inputs, tag + "-fused");
   require_close(unfused, fused_out, rtol, atol);
@@ -88,7 +92,8 @@ ModelBuilder expanded_layer_norm(int64_t rows, int64_t length) {
 
 } // namespace
 
-TEST_CASE("fused Local on the host equals per-op, bitwise, with broadcasts and two outputs", "[emitter][fused][host]") {
+TEST_CASE("fused Local on the host equals per-op, bitwise, with broadcasts and two outputs",
+          "[emitter][fused][host]") {
   // Proves: a pointwise DAG with a broadcast bias [37] and a column scale [4,1], whose
   // intermediate is also a graph output, gives the per-op results bit for bit.
   ModelBuilder m;
@@ -106,7 +111,8 @@ TEST_CASE("fused Local on the host equals per-op, bitwise, with broadcasts and t
   check_fused_equals_unfused(g, group, "local", 0, 0);
 }
 
-TEST_CASE("fused Local with 16-byte vectors and a tail on the host equals per-op, bitwise", "[emitter][fused][host]") {
+TEST_CASE("fused Local with 16-byte vectors and a tail on the host equals per-op, bitwise",
+          "[emitter][fused][host]") {
   // Proves: the vector body and the scalar tail (135 = 33 * 4 + 3 elements) together cover
   // every element once, with a scalar operand broadcast into every lane.
   ModelBuilder m;
@@ -120,7 +126,8 @@ TEST_CASE("fused Local with 16-byte vectors and a tail on the host equals per-op
   check_fused_equals_unfused(g, group, "local-vec", 0, 0);
 }
 
-TEST_CASE("fused Regional expanded LayerNorm on the host, warp per row with a tail", "[emitter][fused][host]") {
+TEST_CASE("fused Regional expanded LayerNorm on the host, warp per row with a tail",
+          "[emitter][fused][host]") {
   // Proves: the nine-node LayerNorm over rows of 100 (not a multiple of 32) as one warp-per-row
   // kernel with the row in registers equals the per-op kernels.
   Graph g = load_graph(expanded_layer_norm(24, 100));
@@ -128,7 +135,8 @@ TEST_CASE("fused Regional expanded LayerNorm on the host, warp per row with a ta
                              "layernorm-warp", kRtol, kAtol);
 }
 
-TEST_CASE("fused Regional expanded LayerNorm on the host, block per long row", "[emitter][fused][host]") {
+TEST_CASE("fused Regional expanded LayerNorm on the host, block per long row",
+          "[emitter][fused][host]") {
   // Proves: a block per row of 3000 elements (4 per thread of 768, in registers), and of 10003
   // elements (10 per thread of 1024, a ragged tail) with the row in shared memory and with no
   // cache at all (every pass reads global memory), equal the per-op kernels.
@@ -136,12 +144,13 @@ TEST_CASE("fused Regional expanded LayerNorm on the host, block per long row", "
   check_fused_equals_unfused(g, regional(g, all_nodes(g), 3, 3000, ThreadMapping::BlockPerRow),
                              "layernorm-block-registers", kRtol, kAtol);
   Graph long_rows = load_graph(expanded_layer_norm(3, 10003));
-  check_fused_equals_unfused(long_rows, regional(long_rows, all_nodes(long_rows), 3, 10003,
-                                                 ThreadMapping::BlockPerRow, 10003 * 4),
-                             "layernorm-block-shared", kRtol, kAtol);
-  check_fused_equals_unfused(long_rows, regional(long_rows, all_nodes(long_rows), 3, 10003,
-                                                 ThreadMapping::BlockPerRow, 0),
-                             "layernorm-block-none", kRtol, kAtol);
+  check_fused_equals_unfused(
+      long_rows,
+      regional(long_rows, all_nodes(long_rows), 3, 10003, ThreadMapping::BlockPerRow, 10003 * 4),
+      "layernorm-block-shared", kRtol, kAtol);
+  check_fused_equals_unfused(
+      long_rows, regional(long_rows, all_nodes(long_rows), 3, 10003, ThreadMapping::BlockPerRow, 0),
+      "layernorm-block-none", kRtol, kAtol);
 }
 
 TEST_CASE("fused Regional softmax with scale and mask on the host", "[emitter][fused][host]") {
@@ -176,11 +185,15 @@ TEST_CASE("fused Regional expanded softmax on the host", "[emitter][fused][host]
                              "softmax-expanded", kRtol, kAtol);
 }
 
-TEST_CASE("fused Regional LayerNormalization op with consumers and per-row outputs on the host", "[emitter][fused][host]") {
+TEST_CASE("fused Regional LayerNormalization op with consumers and per-row outputs on the host",
+          "[emitter][fused][host]") {
   // Proves: a LayerNormalization node (lowered) followed by Relu and a residual Add, also
   // writing its Mean output per row, is one kernel equal to the per-op kernels.
   ModelBuilder m(17);
-  m.input("x", kFloat, {8, 96}).input("w", kFloat, {96}).input("bias", kFloat, {96}).input("res", kFloat, {8, 96});
+  m.input("x", kFloat, {8, 96})
+      .input("w", kFloat, {96})
+      .input("bias", kFloat, {96})
+      .input("res", kFloat, {8, 96});
   m.output("y").output("mean");
   m.node("LayerNormalization", {"x", "w", "bias"}, {"ln", "mean"});
   m.node("Relu", {"ln"}, {"r"});
@@ -196,7 +209,8 @@ TEST_CASE("fused Independent parts on the host equal per-op", "[emitter][fused][
   Graph g = independent_parts_graph();
   LaunchConfig launch = row_launch(7, 45, ThreadMapping::WarpPerRow, DeviceParams{});
   launch.grid = {3, 1, 1};
-  FusionGroup group = fused_group(g, all_nodes(g), StitchScheme::Independent, ThreadMapping::WarpPerRow, launch);
+  FusionGroup group =
+      fused_group(g, all_nodes(g), StitchScheme::Independent, ThreadMapping::WarpPerRow, launch);
   group.parts = {nodes_writing(g, {"na", "y"}), nodes_writing(g, {"s"})};
   group.part_blocks = {1, 2};
   check_fused_equals_unfused(g, group, "independent", kRtol, kAtol);
@@ -216,14 +230,16 @@ TEST_CASE("fused Global column mean and broadcast consumer on the host", "[emitt
   launch.grid = {4, 1, 1};
   launch.block = {64, 1, 1};
   launch.cooperative = true;
-  FusionGroup group = fused_group(g, all_nodes(g), StitchScheme::Global, ThreadMapping::Flat, launch);
+  FusionGroup group =
+      fused_group(g, all_nodes(g), StitchScheme::Global, ThreadMapping::Flat, launch);
   group.rows = 300;
   group.row_length = 24;
   group.scratch_bytes = 5 * 24 * 4;
   check_fused_equals_unfused(g, group, "global", kRtol, kAtol, true);
 }
 
-TEST_CASE("planned Regional group with per-row mask arithmetic on the host", "[emitter][fused][host]") {
+TEST_CASE("planned Regional group with per-row mask arithmetic on the host",
+          "[emitter][fused][host]") {
   // Proves: pointwise nodes whose results are per-row ([2,16] and [2,16,1] in the row space
   // [2,16,64]) are evaluated once per row, reading per-row inputs (a [2,16] mask, a [16,1] bias
   // broadcast into the result) and per-row values (a keepdims=0 max), as the planner groups
@@ -250,7 +266,8 @@ TEST_CASE("planned Regional group with per-row mask arithmetic on the host", "[e
   check_fused_equals_unfused(g, group, "per-row-mask", 0, 0);
 }
 
-TEST_CASE("planned Regional global pools with their producer and consumers on the host", "[emitter][fused][host]") {
+TEST_CASE("planned Regional global pools with their producer and consumers on the host",
+          "[emitter][fused][host]") {
   // Proves: GlobalAveragePool and GlobalMaxPool over NCHW are row reductions over H*W (rows =
   // N*C = 16, row_length = 25) in one Regional group with the Relu before them and a per-row
   // scale after, equal to the per-op kernels.
@@ -288,7 +305,8 @@ TEST_CASE("planned Global column mean with consumers on the host", "[emitter][fu
 
 // ---- Global around a matrix-vector product (kernel_fused_gemv.cpp) ----
 
-TEST_CASE("planned Global group: pooled rows into a Linear layer and its consumer on the host", "[emitter][fused][host]") {
+TEST_CASE("planned Global group: pooled rows into a Linear layer and its consumer on the host",
+          "[emitter][fused][host]") {
   // Proves: a Relu, a GlobalAveragePool (rows of 5x5), a Flatten view and a one-row Gemm
   // (W [12,16] constant with transB, alpha 0.5, beta 2 times a bias) and a Tanh after it are one
   // cooperative Global group: the pooled vector through scratch and a grid barrier, then a
@@ -317,7 +335,8 @@ TEST_CASE("planned Global group: pooled rows into a Linear layer and its consume
   check_fused_equals_unfused(g, group, "row-gemv-linear", kRtol, kAtol);
 }
 
-TEST_CASE("planned Global group: row maxima into a MatMul, a thread per output, on the host", "[emitter][fused][host]") {
+TEST_CASE("planned Global group: row maxima into a MatMul, a thread per output, on the host",
+          "[emitter][fused][host]") {
   // Proves: a Mul by a per-row scale and a ReduceMax over the last axis (24 rows of 40) feed a
   // MatMul with B [24,10] as a graph input ([K,N]: a thread per output, scalar loads) and an
   // Add of a bias row and a Sigmoid after it, in one Global group equal to the per-op plan.
@@ -342,7 +361,8 @@ TEST_CASE("planned Global group: row maxima into a MatMul, a thread per output, 
 
 // ---- cuDNN convolution epilogues (library_calls.cpp) ----
 
-TEST_CASE("planned convolution epilogues: residual add and Relu, bitwise as the separate ops", "[emitter][fused][host]") {
+TEST_CASE("planned convolution epilogues: residual add and Relu, bitwise as the separate ops",
+          "[emitter][fused][host]") {
   // Proves: a strided Conv with a bias, the residual add of a graph input and a Relu are one
   // library call (stitch_library_conv_epilogue) whose result equals the per-op plan bitwise;
   // and so is a Conv with only its residual add (the identity activation).
@@ -368,7 +388,8 @@ TEST_CASE("planned convolution epilogues: residual add and Relu, bitwise as the 
 
 // ---- Local around a window op (kernel_fused_window.cpp) ----
 
-TEST_CASE("planned window group: depthwise Conv with producers and consumers on the host", "[emitter][fused][host]") {
+TEST_CASE("planned window group: depthwise Conv with producers and consumers on the host",
+          "[emitter][fused][host]") {
   // Proves: a depthwise Conv (group = channels, W [6,1,3,3]) with stride 2, dilation 2 on the
   // last axis and asymmetric pads, its two pointwise producers (one reading a per-channel
   // scale, so each tap computes its input coordinates) recomputed at every tap, and two
@@ -395,7 +416,8 @@ TEST_CASE("planned window group: depthwise Conv with producers and consumers on 
   check_fused_equals_unfused(g, group, "window-dwconv", kRtol, kAtol);
 }
 
-TEST_CASE("planned window group: 1-D depthwise Conv, SAME_UPPER, no bias, two outputs, on the host", "[emitter][fused][host]") {
+TEST_CASE("planned window group: 1-D depthwise Conv, SAME_UPPER, no bias, two outputs, on the host",
+          "[emitter][fused][host]") {
   // Proves: one spatial axis, auto_pad SAME_UPPER with a stride, no bias input, and the
   // window's own result written besides its consumer's. (Pads of one each side: the per-op
   // reference, cuDNN's convolution, takes symmetric pads only.)
@@ -415,7 +437,9 @@ TEST_CASE("planned window group: 1-D depthwise Conv, SAME_UPPER, no bias, two ou
   check_fused_equals_unfused(g, group, "window-dwconv-1d", kRtol, kAtol);
 }
 
-TEST_CASE("planned window group: MaxPool with ceil_mode, a broadcast producer and a consumer, bitwise", "[emitter][fused][host]") {
+TEST_CASE(
+    "planned window group: MaxPool with ceil_mode, a broadcast producer and a consumer, bitwise",
+    "[emitter][fused][host]") {
   // Proves: a MaxPool (3x3, stride 2, pads, ceil_mode: the last window hangs past the end)
   // over a producer that subtracts a row [11] (each tap computes its coordinates) and before a
   // per-channel scale gives the per-op results bit for bit: the same values, compared in the
@@ -454,7 +478,8 @@ TEST_CASE("planned window group: AveragePool counting the pad, bitwise", "[emitt
   check_fused_equals_unfused(g, group, "window-avgpool", 0, 0);
 }
 
-TEST_CASE("planned Independent parts keep the blocks the plan gives them, on the host", "[emitter][fused][host]") {
+TEST_CASE("planned Independent parts keep the blocks the plan gives them, on the host",
+          "[emitter][fused][host]") {
   // Proves: the planner's Independent group (a pointwise part and a row-reduction part) gives
   // each part the blocks its own kernel would have, and the emitter lays them out in that
   // order without choosing a split of its own; the results equal the per-op kernels'.

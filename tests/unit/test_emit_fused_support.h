@@ -42,7 +42,8 @@ inline int32_t node_writing(const Graph& g, const std::string& name) {
 
 inline std::vector<int32_t> nodes_writing(const Graph& g, const std::vector<std::string>& names) {
   std::vector<int32_t> nodes;
-  for (const std::string& name : names) nodes.push_back(node_writing(g, name));
+  for (const std::string& name : names)
+    nodes.push_back(node_writing(g, name));
   std::sort(nodes.begin(), nodes.end());
   return nodes;
 }
@@ -60,7 +61,8 @@ inline FusionGroup fused_group(const Graph& g, std::vector<int32_t> nodes, Stitc
   group.launch = launch;
   std::set<TensorId> produced;
   for (int32_t n : nodes)
-    for (TensorId t : g.nodes[n].outputs) produced.insert(t);
+    for (TensorId t : g.nodes[n].outputs)
+      produced.insert(t);
   std::set<int32_t> inside(nodes.begin(), nodes.end());
   for (int32_t n : nodes)
     for (TensorId t : g.nodes[n].inputs)
@@ -71,7 +73,8 @@ inline FusionGroup fused_group(const Graph& g, std::vector<int32_t> nodes, Stitc
   for (int32_t n : nodes)
     for (TensorId t : g.nodes[n].outputs) {
       bool read_outside = g.is_graph_output(t);
-      for (int32_t c : consumers[t]) read_outside |= !inside.count(c);
+      for (int32_t c : consumers[t])
+        read_outside |= !inside.count(c);
       if (read_outside) group.outputs.push_back(t);
     }
   return group;
@@ -107,7 +110,8 @@ inline FusionPlan plan_with(const Graph& g, FusionGroup fused) {
       std::set<int32_t> own(group.nodes.begin(), group.nodes.end());
       for (int32_t n : group.nodes)
         for (TensorId t : g.nodes[n].inputs)
-          if (t != kNoTensor && producers[t] >= 0 && !own.count(producers[t]) && !done.count(producers[t]))
+          if (t != kNoTensor && producers[t] >= 0 && !own.count(producers[t]) &&
+              !done.count(producers[t]))
             return false;
       return true;
     });
@@ -131,7 +135,8 @@ inline std::string emit_sources(const Graph& g, const FusionPlan& plan) {
   MemoryPlan memory = plan_memory(g, plan);
   GeneratedModel model = emit_model(g, plan, memory, "host");
   std::string all;
-  for (const GeneratedFile& f : model.groups) all += f.text;
+  for (const GeneratedFile& f : model.groups)
+    all += f.text;
   return all;
 }
 
@@ -142,7 +147,8 @@ inline std::vector<float> random_values(size_t count, unsigned seed, float low =
   std::uniform_real_distribution<float> magnitude(low, high);
   std::bernoulli_distribution negative(0.5);
   std::vector<float> v(count);
-  for (float& x : v) x = signs && negative(rng) ? -magnitude(rng) : magnitude(rng);
+  for (float& x : v)
+    x = signs && negative(rng) ? -magnitude(rng) : magnitude(rng);
   return v;
 }
 
@@ -177,10 +183,14 @@ inline std::vector<HostBytes> run_bytes_on_host(const Graph& g, const FusionPlan
     REQUIRE(s != nullptr);
     return s;
   };
-  auto model_create = reinterpret_cast<decltype(&stitch_model_create)>(symbol("stitch_model_create"));
-  auto model_destroy = reinterpret_cast<decltype(&stitch_model_destroy)>(symbol("stitch_model_destroy"));
-  auto context_create = reinterpret_cast<decltype(&stitch_context_create)>(symbol("stitch_context_create"));
-  auto context_destroy = reinterpret_cast<decltype(&stitch_context_destroy)>(symbol("stitch_context_destroy"));
+  auto model_create =
+      reinterpret_cast<decltype(&stitch_model_create)>(symbol("stitch_model_create"));
+  auto model_destroy =
+      reinterpret_cast<decltype(&stitch_model_destroy)>(symbol("stitch_model_destroy"));
+  auto context_create =
+      reinterpret_cast<decltype(&stitch_context_create)>(symbol("stitch_context_create"));
+  auto context_destroy =
+      reinterpret_cast<decltype(&stitch_context_destroy)>(symbol("stitch_context_destroy"));
   auto run = reinterpret_cast<decltype(&stitch_run)>(symbol("stitch_run"));
   auto last_error = reinterpret_cast<decltype(&stitch_last_error)>(symbol("stitch_last_error"));
 
@@ -203,7 +213,8 @@ inline std::vector<HostBytes> run_bytes_on_host(const Graph& g, const FusionPlan
   }
   // Outputs start as 0xFF bytes (NaN for floats), so that an element nobody wrote never
   // compares equal.
-  for (TensorId id : g.outputs) outputs.push_back({std::vector<unsigned char>(g.tensor(id).bytes(), 0xFF)});
+  for (TensorId id : g.outputs)
+    outputs.push_back({std::vector<unsigned char>(g.tensor(id).bytes(), 0xFF)});
   for (size_t i = 0; i < g.outputs.size(); ++i)
     out_tensors.push_back(described(g.tensor(g.outputs[i]), outputs[i].bytes.data()));
   stitch_status status = run(context, in_tensors.data(), in_tensors.size(), out_tensors.data(),
@@ -227,8 +238,10 @@ inline std::vector<std::vector<float>> run_on_host(const Graph& g, const FusionP
     std::memcpy(b.bytes.data(), v.data(), b.bytes.size());
     in_bytes.push_back(std::move(b));
   }
-  for (TensorId t : g.inputs) REQUIRE(g.tensor(t).dtype == DType::Float32);
-  for (TensorId t : g.outputs) REQUIRE(g.tensor(t).dtype == DType::Float32);
+  for (TensorId t : g.inputs)
+    REQUIRE(g.tensor(t).dtype == DType::Float32);
+  for (TensorId t : g.outputs)
+    REQUIRE(g.tensor(t).dtype == DType::Float32);
   std::vector<std::vector<float>> outputs;
   for (const HostBytes& b : run_bytes_on_host(g, plan, in_bytes, tag)) {
     outputs.emplace_back(b.bytes.size() / sizeof(float));
@@ -246,13 +259,14 @@ inline void require_close(const std::vector<std::vector<float>>& expected,
     size_t bad = 0, first_bad = 0;
     for (size_t i = 0; i < expected[o].size(); ++i) {
       double e = expected[o][i], a = actual[o][i];
-      bool ok = rtol == 0 && atol == 0 ? std::memcmp(&expected[o][i], &actual[o][i], sizeof(float)) == 0
-                                       : std::abs(a - e) <= atol + rtol * std::abs(e);
+      bool ok = rtol == 0 && atol == 0
+                    ? std::memcmp(&expected[o][i], &actual[o][i], sizeof(float)) == 0
+                    : std::abs(a - e) <= atol + rtol * std::abs(e);
       if (!ok && bad++ == 0) first_bad = i;
     }
-    INFO("output " << o << ": " << bad << " of " << expected[o].size() << " elements differ; first at "
-                   << first_bad << ": expected " << expected[o][first_bad] << ", got "
-                   << actual[o][first_bad]);
+    INFO("output " << o << ": " << bad << " of " << expected[o].size()
+                   << " elements differ; first at " << first_bad << ": expected "
+                   << expected[o][first_bad] << ", got " << actual[o][first_bad]);
     CHECK(bad == 0);
   }
 }

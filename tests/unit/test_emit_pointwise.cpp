@@ -5,8 +5,8 @@
 #include "emitter/emit_model.h"
 #include "frontend/onnx_loader.h"
 #include "graph/pipeline.h"
-#include "planner/planner.h"
 #include "model_builder.h"
+#include "planner/planner.h"
 
 using namespace stitch;
 using stitch::test::ModelBuilder;
@@ -25,7 +25,8 @@ GeneratedModel generate(const ModelBuilder& m) {
 
 std::string all_sources(const GeneratedModel& gm) {
   std::string s;
-  for (const GeneratedFile& f : gm.groups) s += f.text;
+  for (const GeneratedFile& f : gm.groups)
+    s += f.text;
   return s + gm.launcher.text;
 }
 
@@ -71,7 +72,8 @@ void check_model_text_in_comments_only(const std::string& src) {
   while (start < src.size()) {
     size_t end = src.find('\n', start);
     std::string line = src.substr(start, end - start);
-    if (line.find("system(") != std::string::npos || line.find("/etc/passwd") != std::string::npos) {
+    if (line.find("system(") != std::string::npos ||
+        line.find("/etc/passwd") != std::string::npos) {
       ++lines_with_model_text;
       CHECK(line.substr(line.find_first_not_of(' '), 2) == "//");
     }
@@ -97,7 +99,8 @@ TEST_CASE("model strings reach generated code only as escaped comments", "[emitt
   CHECK(gm.blob.find(evil + "in") != std::string::npos);
 }
 
-TEST_CASE("model strings stay in comments through fused groups and library epilogues", "[emitter]") {
+TEST_CASE("model strings stay in comments through fused groups and library epilogues",
+          "[emitter]") {
   // The same names through the ILP's groups: a Conv with its Relu (a cuDNN epilogue), and a
   // residual add, Relu and global pool stitched to a Linear layer (a Global group).
   const std::string& evil = kEvil;
@@ -115,7 +118,8 @@ TEST_CASE("model strings stay in comments through fused groups and library epilo
   m.node("Relu", {evil + "s"}, {evil + "r"}, evil + "relu");
   m.node("GlobalAveragePool", {evil + "r"}, {evil + "p"}, evil + "pool");
   m.node("Flatten", {evil + "p"}, {evil + "f"}, evil + "flatten");
-  test::set_attr_int(m.node("Gemm", {evil + "f", evil + "fc"}, {evil + "y"}, evil + "gemm"), "transB", 1);
+  test::set_attr_int(m.node("Gemm", {evil + "f", evil + "fc"}, {evil + "y"}, evil + "gemm"),
+                     "transB", 1);
   Graph g = load_onnx(m.write());
   run_pipeline(g, {});
   PlannerOptions options;
@@ -123,7 +127,8 @@ TEST_CASE("model strings stay in comments through fused groups and library epilo
   FusionPlan plan = plan_fusion(g, options);
   bool conv_epilogue = false, global = false;
   for (const FusionGroup& group : plan.groups) {
-    conv_epilogue = conv_epilogue || (group.kind == GroupKind::ConvLibrary && group.nodes.size() > 1);
+    conv_epilogue =
+        conv_epilogue || (group.kind == GroupKind::ConvLibrary && group.nodes.size() > 1);
     global = global || group.scheme == StitchScheme::Global;
   }
   CHECK(conv_epilogue);

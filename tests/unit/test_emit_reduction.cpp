@@ -35,7 +35,8 @@ Compiled compile(const ModelBuilder& m) {
   c.plan = plan_one_kernel_per_op(c.graph, DeviceParams{});
   MemoryPlan memory = plan_memory(c.graph, c.plan);
   GeneratedModel model = emit_model(c.graph, c.plan, memory, "cuda");
-  for (const GeneratedFile& f : model.groups) c.source += f.text;
+  for (const GeneratedFile& f : model.groups)
+    c.source += f.text;
   return c;
 }
 
@@ -49,7 +50,8 @@ Compiled compile_fused(const ModelBuilder& m) {
   c.plan = plan_fusion(c.graph, options);
   MemoryPlan memory = plan_memory(c.graph, c.plan);
   GeneratedModel model = emit_model(c.graph, c.plan, memory, "cuda");
-  for (const GeneratedFile& f : model.groups) c.source += f.text;
+  for (const GeneratedFile& f : model.groups)
+    c.source += f.text;
   return c;
 }
 
@@ -74,14 +76,16 @@ const FusionGroup& only_kernel(const Compiled& c) {
 
 } // namespace
 
-TEST_CASE("A row reduction of short rows gets a warp per row and a shuffle reduction", "[emitter]") {
+TEST_CASE("A row reduction of short rows gets a warp per row and a shuffle reduction",
+          "[emitter]") {
   // Proves: contiguous trailing rows of 512 use WarpPerRow, accumulate in fp32 with a fixed
   // stride, combine by warp butterfly, and one lane writes the row's result.
   Compiled c = compile(reduce_model("ReduceSum", {2048, 512}, {1}, 13, 0));
   CHECK(only_kernel(c).mapping == ThreadMapping::WarpPerRow);
   CHECK_THAT(c.source, Catch::Contains("for (int64_t k = lane; k < length; k += 32) {"));
   CHECK_THAT(c.source, Catch::Contains("acc += v;"));
-  CHECK_THAT(c.source, Catch::Contains("acc = stitch::rows::warp_allreduce(acc, stitch::rows::Sum{});"));
+  CHECK_THAT(c.source,
+             Catch::Contains("acc = stitch::rows::warp_allreduce(acc, stitch::rows::Sum{});"));
   CHECK_THAT(c.source, Catch::Contains("if (lane == 0) y[line] = acc;"));
   CHECK_THAT(c.source, !Catch::Contains("atomic"));
 }
@@ -96,11 +100,13 @@ TEST_CASE("A long row gets a block per row and a block reduction", "[emitter]") 
   CHECK(g.launch.grid[0] == 16);
   CHECK_THAT(c.source, Catch::Contains("float acc = stitch::rows::lowest<float>();"));
   CHECK_THAT(c.source, Catch::Contains("for (int64_t k = thread; k < length; k += 1024) {"));
-  CHECK_THAT(c.source, Catch::Contains("acc = stitch::rows::block_allreduce(acc, stitch::rows::Max{});"));
+  CHECK_THAT(c.source,
+             Catch::Contains("acc = stitch::rows::block_allreduce(acc, stitch::rows::Max{});"));
   CHECK_THAT(c.source, Catch::Contains("if (thread == 0) y[line] = acc;"));
 }
 
-TEST_CASE("Non-contiguous reduced axes get one thread per output with a permuted index", "[emitter]") {
+TEST_CASE("Non-contiguous reduced axes get one thread per output with a permuted index",
+          "[emitter]") {
   // Proves: reducing axes {0, 2} of [4,5,6] is a flat mapping over the 5 outputs whose inner
   // loop decomposes k over the reduced axes (strides 30 and 1).
   Compiled c = compile(reduce_model("ReduceMean", {4, 5, 6}, {0, 2}));
@@ -126,7 +132,8 @@ TEST_CASE("Reducing over an empty axis writes the identity", "[emitter]") {
   CHECK_THAT(prod.source, Catch::Contains("const int64_t length = 0;"));
   CHECK_THAT(prod.source, Catch::Contains("float acc = 1.0f;"));
   Compiled lse = compile(reduce_model("ReduceLogSumExp", {2, 0, 4}, {1}));
-  CHECK_THAT(lse.source, Catch::Contains("const float shift = stitch::rows::finite_or_zero(line_max);"));
+  CHECK_THAT(lse.source,
+             Catch::Contains("const float shift = stitch::rows::finite_or_zero(line_max);"));
   CHECK_THAT(lse.source, Catch::Contains("y[line] = shift + stitch::rows::log_of(sum);"));
 }
 
@@ -158,7 +165,8 @@ TEST_CASE("lowered Softmax keeps a short row in registers and subtracts the maxi
   CHECK(only_kernel(c).scheme == StitchScheme::Regional);
   CHECK(only_kernel(c).mapping == ThreadMapping::WarpPerRow);
   CHECK_THAT(c.source, Catch::Contains("float row0[32];"));
-  CHECK_THAT(c.source, Catch::Contains("acc0 = stitch::rows::warp_allreduce(acc0, stitch::rows::Max{});"));
+  CHECK_THAT(c.source,
+             Catch::Contains("acc0 = stitch::rows::warp_allreduce(acc0, stitch::rows::Max{});"));
   CHECK_THAT(c.source, Catch::Contains("const float t0 = stitch::ops::sub(x0, r0);"));
   CHECK_THAT(c.source, Catch::Contains("const float t1 = stitch::ops::exp_(t0);"));
   CHECK_THAT(c.source, Catch::Contains("const float t2 = stitch::ops::div(t1, r1);"));
@@ -171,9 +179,14 @@ TEST_CASE("lowered LogSoftmax over a middle axis strides through the axis", "[em
   m.input("x", kFloat, {3, 4, 5}).output("y");
   test::set_attr_int(m.node("LogSoftmax", {"x"}, {"y"}), "axis", 1);
   Compiled c = compile_fused(m);
-  CHECK_THAT(c.source, Catch::Contains("node 'LogSoftmax_1/ReduceMax' (ReduceMax): float32[3,1,5] <- float32[3,4,5]"));
+  CHECK_THAT(c.source,
+             Catch::Contains(
+                 "node 'LogSoftmax_1/ReduceMax' (ReduceMax): float32[3,1,5] <- float32[3,4,5]"));
   CHECK_THAT(c.source, Catch::Contains("const int64_t base = (line / 5) * 20 + line % 5;"));
-  CHECK_THAT(c.source, Catch::Contains("node 'LogSoftmax_1/Sub_1' (Sub): float32[3,4,5] <- float32[3,4,5], float32[3,1,5]"));
+  CHECK_THAT(
+      c.source,
+      Catch::Contains(
+          "node 'LogSoftmax_1/Sub_1' (Sub): float32[3,4,5] <- float32[3,4,5], float32[3,1,5]"));
 }
 
 TEST_CASE("lowered Softmax before opset 13 normalizes the trailing axes from axis", "[emitter]") {
@@ -212,7 +225,11 @@ TEST_CASE("lowered LayerNormalization writes Mean and InvStdDev once per row", "
   // Proves: the optional statistics outputs are per-row values of the one Regional kernel,
   // written by the row's first thread.
   ModelBuilder m(17);
-  m.input("x", kFloat, {64, 256}).input("w", kFloat, {256}).output("y").output("mean").output("inv");
+  m.input("x", kFloat, {64, 256})
+      .input("w", kFloat, {256})
+      .output("y")
+      .output("mean")
+      .output("inv");
   m.node("LayerNormalization", {"x", "w"}, {"y", "mean", "inv"});
   Compiled c = compile_fused(m);
   CHECK(only_kernel(c).scheme == StitchScheme::Regional);
@@ -228,7 +245,8 @@ TEST_CASE("lowered GroupNormalization normalizes [N, G, C/G * D] rows", "[emitte
   test::set_attr_int(m.node("GroupNormalization", {"x", "s", "b"}, {"y"}), "num_groups", 4);
   Compiled c = compile_fused(m);
   CHECK_THAT(c.source, Catch::Contains("// Fused group 1 (Regional): 8 rows of 32 elements"));
-  CHECK_THAT(c.source, Catch::Contains("node 'GroupNormalization_1/Mul_1' (Mul): float32[2,8,4,4] <- float32[2,8,4,4], float32[8,1,1]"));
+  CHECK_THAT(c.source, Catch::Contains("node 'GroupNormalization_1/Mul_1' (Mul): float32[2,8,4,4] "
+                                       "<- float32[2,8,4,4], float32[8,1,1]"));
 }
 
 TEST_CASE("ArgMax with select_last_index breaks ties toward the last index", "[emitter]") {
@@ -239,7 +257,8 @@ TEST_CASE("ArgMax with select_last_index breaks ties toward the last index", "[e
   test::set_attr_int(n, "axis", 1);
   test::set_attr_int(n, "select_last_index", 1);
   Compiled c = compile(m);
-  CHECK_THAT(c.source, Catch::Contains("best = stitch::rows::ArgBest<true, true>{}(best, stitch::rows::ArgPair<float>{x[base + k], k});"));
+  CHECK_THAT(c.source, Catch::Contains("best = stitch::rows::ArgBest<true, true>{}(best, "
+                                       "stitch::rows::ArgPair<float>{x[base + k], k});"));
   CHECK_THAT(c.source, Catch::Contains("y[line] = best.index;"));
 }
 
@@ -264,10 +283,13 @@ TEST_CASE("lowered BatchNormalization is one Mul and one Add per channel", "[emi
   // factor and shift in one small kernel and applies them as x * s + b' broadcast from [3,1,1].
   ModelBuilder m(15);
   m.input("x", kFloat, {2, 3, 4, 5});
-  for (const char* name : {"s", "b", "mean", "var"}) m.input(name, kFloat, {3});
+  for (const char* name : {"s", "b", "mean", "var"})
+    m.input(name, kFloat, {3});
   m.output("y");
   m.node("BatchNormalization", {"x", "s", "b", "mean", "var"}, {"y"});
   Compiled c = compile_fused(m);
-  CHECK_THAT(c.source, Catch::Contains("node 'BatchNormalization_1/Mul_1' (Mul): float32[2,3,4,5] <- float32[2,3,4,5], float32[3,1,1]"));
-  CHECK_THAT(c.source, Catch::Contains("node 'BatchNormalization_1/Add_1' (Add): float32[2,3,4,5] <- float32[2,3,4,5], float32[3,1,1]"));
+  CHECK_THAT(c.source, Catch::Contains("node 'BatchNormalization_1/Mul_1' (Mul): float32[2,3,4,5] "
+                                       "<- float32[2,3,4,5], float32[3,1,1]"));
+  CHECK_THAT(c.source, Catch::Contains("node 'BatchNormalization_1/Add_1' (Add): float32[2,3,4,5] "
+                                       "<- float32[2,3,4,5], float32[3,1,1]"));
 }

@@ -6,8 +6,8 @@
 #include <fstream>
 
 #include "frontend/onnx_loader.h"
-#include "graph/error.h"
 #include "graph/constant.h"
+#include "graph/error.h"
 #include "model_builder.h"
 
 using namespace stitch;
@@ -180,7 +180,8 @@ TEST_CASE("structural errors name the node", "[frontend]") {
     m.input("x", kFloat, {2}).output("y");
     m.node("Relu", {"x"}, {"y"}, "one");
     m.node("Neg", {"x"}, {"y"}, "two");
-    CHECK_THAT(load_error(m.write()), Catch::Contains("node 'two' (Neg): value 'y' is defined twice"));
+    CHECK_THAT(load_error(m.write()),
+               Catch::Contains("node 'two' (Neg): value 'y' is defined twice"));
   }
 }
 
@@ -207,7 +208,8 @@ TEST_CASE("every unsupported op is listed at once with counts", "[frontend]") {
   m.node("Foo", {"a"}, {"b"}, "f2");
   m.node("Bar", {"b"}, {"y"}, "b1");
   std::string err = load_error(m.write());
-  CHECK_THAT(err, Catch::Contains("unsupported ops: Bar x1 (first: 'b1'); Foo x2 (first: 'f1', 'f2')"));
+  CHECK_THAT(err,
+             Catch::Contains("unsupported ops: Bar x1 (first: 'b1'); Foo x2 (first: 'f1', 'f2')"));
 }
 
 TEST_CASE("an op of an unknown domain is refused by domain name", "[frontend]") {

@@ -34,8 +34,7 @@ struct Fixture {
   std::vector<HostBytes> inputs;
 };
 
-template <typename T>
-HostBytes as_bytes(const std::vector<T>& values) {
+template <typename T> HostBytes as_bytes(const std::vector<T>& values) {
   HostBytes b;
   b.bytes.resize(values.size() * sizeof(T));
   std::memcpy(b.bytes.data(), values.data(), b.bytes.size());
@@ -62,7 +61,8 @@ Fixture load_fixture(const std::string& name, unsigned seed) {
       REQUIRE(fill == "normal");
       std::normal_distribution<float> normal(0.0f, 1.0f);
       std::vector<float> v(n);
-      for (float& x : v) x = normal(rng);
+      for (float& x : v)
+        x = normal(rng);
       fixture.inputs.push_back(as_bytes(v));
       continue;
     }
@@ -71,14 +71,16 @@ Fixture load_fixture(const std::string& name, unsigned seed) {
     if (fill == "randint") {
       std::uniform_int_distribution<int64_t> ids((*recipe)["low"].get<int64_t>(),
                                                  (*recipe)["high"].get<int64_t>() - 1);
-      for (int64_t& x : v) x = ids(rng);
+      for (int64_t& x : v)
+        x = ids(rng);
     } else {
       // A 0/1 mask: ones, then a random padded tail on each row (at least one position kept).
       REQUIRE(fill == "ones");
       const int64_t row = t.shape.back();
       std::uniform_int_distribution<int64_t> kept(1, row);
       for (size_t r = 0; r < n / static_cast<size_t>(row); ++r)
-        for (int64_t k = kept(rng); k < row; ++k) v[r * row + k] = 0;
+        for (int64_t k = kept(rng); k < row; ++k)
+          v[r * row + k] = 0;
     }
     fixture.inputs.push_back(as_bytes(v));
   }
@@ -110,8 +112,8 @@ void check_fixture(const std::string& name, const std::set<StitchScheme>& scheme
   INFO(name);
   Fixture fixture = load_fixture(name, 29);
   const Graph& g = fixture.graph;
-  const auto unfused =
-      as_floats(g, run_bytes_on_host(g, plan_one_kernel_per_op(g, DeviceParams{}), fixture.inputs, name + "-none"));
+  const auto unfused = as_floats(g, run_bytes_on_host(g, plan_one_kernel_per_op(g, DeviceParams{}),
+                                                      fixture.inputs, name + "-none"));
   for (const char* planner : {"greedy", "ilp"}) {
     INFO("planner " << planner);
     PlannerOptions options;
@@ -132,7 +134,8 @@ void check_fixture(const std::string& name, const std::set<StitchScheme>& scheme
         return group.kind == GroupKind::ConvLibrary && group.nodes.size() > 1;
       }));
     }
-    const auto fused = as_floats(g, run_bytes_on_host(g, plan, fixture.inputs, name + "-" + planner));
+    const auto fused =
+        as_floats(g, run_bytes_on_host(g, plan, fixture.inputs, name + "-" + planner));
     require_close(unfused, fused, kRtol, kAtol);
   }
 }
@@ -163,7 +166,8 @@ TEST_CASE("fused models: ResNet-18 fused equals unfused on the host", "[fused][m
   check_fixture("resnet18_ts13", {}, {StitchScheme::Global}, true);
 }
 
-TEST_CASE("fused models: EfficientNet-B0 fused equals unfused on the host", "[fused][models][host]") {
+TEST_CASE("fused models: EfficientNet-B0 fused equals unfused on the host",
+          "[fused][models][host]") {
   // Proves: the same for EfficientNet's SiLU and squeeze-excitation (GlobalAveragePool, a
   // per-channel sigmoid scale broadcast back over the feature map).
   check_fixture("efficientnet_b0_ts15", {StitchScheme::Local, StitchScheme::Regional},

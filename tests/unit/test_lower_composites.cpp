@@ -29,7 +29,8 @@ Graph compile(const ModelBuilder& m) {
 
 std::vector<OpKind> ops(const Graph& g) {
   std::vector<OpKind> r;
-  for (const Node& n : g.nodes) r.push_back(n.op);
+  for (const Node& n : g.nodes)
+    r.push_back(n.op);
   return r;
 }
 
@@ -54,8 +55,9 @@ std::vector<std::string> structure(const Graph& g) {
       const Tensor& x = g.tensor(t);
       int32_t p = producers[t];
       if (p >= 0) {
-        line += fmt::format(" n{}.{}", p, std::find(g.nodes[p].outputs.begin(), g.nodes[p].outputs.end(), t) -
-                                              g.nodes[p].outputs.begin());
+        line += fmt::format(" n{}.{}", p,
+                            std::find(g.nodes[p].outputs.begin(), g.nodes[p].outputs.end(), t) -
+                                g.nodes[p].outputs.begin());
       } else if (auto in = std::find(g.inputs.begin(), g.inputs.end(), t); in != g.inputs.end()) {
         line += fmt::format(" in{}", in - g.inputs.begin());
       } else {
@@ -67,7 +69,8 @@ std::vector<std::string> structure(const Graph& g) {
       ReduceParams r = read_reduce_params(NodeContext(g, node));
       line += fmt::format(" reduce[{}] keepdims={}", fmt::join(r.reduced, ","), r.keepdims);
     }
-    if (node.op == OpKind::Gelu) line += " " + NodeContext(g, node).attr_string("approximate", "none");
+    if (node.op == OpKind::Gelu)
+      line += " " + NodeContext(g, node).attr_string("approximate", "none");
     lines.push_back(line);
   }
   return lines;
@@ -103,13 +106,16 @@ ModelBuilder torch_layer_norm() {
 
 } // namespace
 
-TEST_CASE("LayerNormalization and torch's expanded LayerNorm are the same graph", "[passes][lower]") {
+TEST_CASE("LayerNormalization and torch's expanded LayerNorm are the same graph",
+          "[passes][lower]") {
   // Proves: the lowered op and the exporter's chain (Pow 2 respelled x*x) meet in one form.
   ModelBuilder op = with_scale_bias(17);
-  test::set_attr_float(op.node("LayerNormalization", {"x", "w", "b"}, {"y"}, "ln"), "epsilon", 1e-5f);
+  test::set_attr_float(op.node("LayerNormalization", {"x", "w", "b"}, {"y"}, "ln"), "epsilon",
+                       1e-5f);
   Graph lowered = compile(op), expanded = compile(torch_layer_norm());
-  CHECK(ops(lowered) == std::vector<OpKind>{OpKind::ReduceMean, OpKind::Sub, OpKind::Mul, OpKind::ReduceMean,
-                                            OpKind::Add, OpKind::Sqrt, OpKind::Div, OpKind::Mul, OpKind::Add});
+  CHECK(ops(lowered) == std::vector<OpKind>{OpKind::ReduceMean, OpKind::Sub, OpKind::Mul,
+                                            OpKind::ReduceMean, OpKind::Add, OpKind::Sqrt,
+                                            OpKind::Div, OpKind::Mul, OpKind::Add});
   CHECK(structure(lowered) == structure(expanded));
 }
 
@@ -139,7 +145,8 @@ TEST_CASE("Softmax and its expanded chain are the same graph", "[passes][lower]"
   chain.node("ReduceSum", {"e", "axes"}, {"sum"});
   chain.node("Div", {"e", "sum"}, {"y"});
   Graph lowered = compile(op);
-  CHECK(ops(lowered) == std::vector<OpKind>{OpKind::ReduceMax, OpKind::Sub, OpKind::Exp, OpKind::ReduceSum, OpKind::Div});
+  CHECK(ops(lowered) == std::vector<OpKind>{OpKind::ReduceMax, OpKind::Sub, OpKind::Exp,
+                                            OpKind::ReduceSum, OpKind::Div});
   CHECK(structure(lowered) == structure(compile(chain)));
   // The composite's output keeps its tensor name; the new nodes are named after it.
   CHECK(lowered.tensor(lowered.outputs[0]).name == "y");
@@ -153,7 +160,8 @@ TEST_CASE("Softmax before opset 13 normalizes the trailing axes from axis", "[pa
   op.node("LogSoftmax", {"x"}, {"y"});
   Graph g = compile(op);
   REQUIRE(g.nodes[0].op == OpKind::ReduceMax);
-  CHECK(read_reduce_params(NodeContext(g, g.nodes[0])).reduced == std::vector<bool>{false, true, true});
+  CHECK(read_reduce_params(NodeContext(g, g.nodes[0])).reduced ==
+        std::vector<bool>{false, true, true});
   CHECK(g.nodes.back().op == OpKind::Sub);
 }
 
@@ -180,7 +188,9 @@ TEST_CASE("RMSNormalization and the expanded rsqrt chain are the same graph", "[
   ModelBuilder op = with_scale_bias(23);
   op.node("RMSNormalization", {"x", "w"}, {"y"}, "rms");
   ModelBuilder chain = with_scale_bias(23);
-  chain.initializer_f32("two", {}, {2.0f}).initializer_f32("eps", {}, {1e-5f}).initializer_i64("axes", {1}, {-1});
+  chain.initializer_f32("two", {}, {2.0f})
+      .initializer_f32("eps", {}, {1e-5f})
+      .initializer_i64("axes", {1}, {-1});
   chain.node("Pow", {"x", "two"}, {"sq"});
   chain.node("ReduceMean", {"sq", "axes"}, {"ms"});
   chain.node("Add", {"ms", "eps"}, {"mse"});
@@ -199,7 +209,9 @@ TEST_CASE("erf GELU chains become Gelu", "[passes][lower]") {
   op.node("Gelu", {"x"}, {"y"});
   ModelBuilder torch(20);
   torch.input("x", kFloat, {4, 8}).output("y");
-  torch.initializer_f32("sqrt2", {}, {1.4142135f}).initializer_f32("one", {}, {1.0f}).initializer_f32("half", {}, {0.5f});
+  torch.initializer_f32("sqrt2", {}, {1.4142135f})
+      .initializer_f32("one", {}, {1.0f})
+      .initializer_f32("half", {}, {0.5f});
   torch.node("Div", {"x", "sqrt2"}, {"u"});
   torch.node("Erf", {"u"}, {"e"});
   torch.node("Add", {"e", "one"}, {"p"});
@@ -207,7 +219,9 @@ TEST_CASE("erf GELU chains become Gelu", "[passes][lower]") {
   torch.node("Mul", {"xp", "half"}, {"y"});
   ModelBuilder hf(20);
   hf.input("x", kFloat, {4, 8}).output("y");
-  hf.initializer_f32("r", {}, {0.70710677f}).initializer_f32("one", {}, {1.0f}).initializer_f32("half", {}, {0.5f});
+  hf.initializer_f32("r", {}, {0.70710677f})
+      .initializer_f32("one", {}, {1.0f})
+      .initializer_f32("half", {}, {0.5f});
   hf.node("Mul", {"x", "half"}, {"h"});
   hf.node("Mul", {"x", "r"}, {"u"});
   hf.node("Erf", {"u"}, {"e"});
@@ -227,7 +241,9 @@ TEST_CASE("tanh GELU chains become Gelu with approximate=tanh", "[passes][lower]
   test::set_attr_string(op.node("Gelu", {"x"}, {"y"}), "approximate", "tanh");
   ModelBuilder gpt2(20);
   gpt2.input("x", kFloat, {4, 8}).output("y");
-  gpt2.initializer_f32("half", {}, {0.5f}).initializer_f32("three", {}, {3.0f}).initializer_f32("c", {}, {0.044715f});
+  gpt2.initializer_f32("half", {}, {0.5f})
+      .initializer_f32("three", {}, {3.0f})
+      .initializer_f32("c", {}, {0.044715f});
   gpt2.initializer_f32("k", {}, {0.7978845608f}).initializer_f32("one", {}, {1.0f});
   gpt2.node("Mul", {"x", "half"}, {"h"});
   gpt2.node("Pow", {"x", "three"}, {"cube"});
@@ -260,7 +276,9 @@ TEST_CASE("a GELU-like chain whose intermediate is read elsewhere stays", "[pass
   // Proves: values read outside the chain are not folded into a Gelu.
   ModelBuilder m(20);
   m.input("x", kFloat, {4, 8}).output("y").output("e");
-  m.initializer_f32("sqrt2", {}, {1.4142135f}).initializer_f32("one", {}, {1.0f}).initializer_f32("half", {}, {0.5f});
+  m.initializer_f32("sqrt2", {}, {1.4142135f})
+      .initializer_f32("one", {}, {1.0f})
+      .initializer_f32("half", {}, {0.5f});
   m.node("Div", {"x", "sqrt2"}, {"u"});
   m.node("Erf", {"u"}, {"e"});
   m.node("Add", {"e", "one"}, {"p"});
@@ -278,17 +296,19 @@ TEST_CASE("BatchNormalization with constant statistics is one Mul and one Add", 
   m.input("x", kFloat, {1, 2, 3, 3}).output("y");
   m.initializer_f32("s", {2}, {2.0f, 0.5f}).initializer_f32("b", {2}, {1.0f, -1.0f});
   m.initializer_f32("mean", {2}, {0.5f, 2.0f}).initializer_f32("var", {2}, {4.0f, 0.25f});
-  test::set_attr_float(m.node("BatchNormalization", {"x", "s", "b", "mean", "var"}, {"y"}, "bn"), "epsilon", 0.0f);
+  test::set_attr_float(m.node("BatchNormalization", {"x", "s", "b", "mean", "var"}, {"y"}, "bn"),
+                       "epsilon", 0.0f);
   Graph g = compile(m);
   REQUIRE(ops(g) == std::vector<OpKind>{OpKind::Mul, OpKind::Add});
   const Tensor& factor = g.tensor(g.nodes[0].inputs[1]);
   const Tensor& shift = g.tensor(g.nodes[1].inputs[1]);
   CHECK(factor.shape == Shape{2, 1, 1});
-  CHECK(constant_as_double(factor) == std::vector<double>{1.0, 1.0});    // 2/2, 0.5/0.5
-  CHECK(constant_as_double(shift) == std::vector<double>{0.5, -3.0});    // 1 - 0.5, -1 - 2
+  CHECK(constant_as_double(factor) == std::vector<double>{1.0, 1.0}); // 2/2, 0.5/0.5
+  CHECK(constant_as_double(shift) == std::vector<double>{0.5, -3.0}); // 1 - 0.5, -1 - 2
 }
 
-TEST_CASE("InstanceNormalization and GroupNormalization lower to two-pass statistics", "[passes][lower]") {
+TEST_CASE("InstanceNormalization and GroupNormalization lower to two-pass statistics",
+          "[passes][lower]") {
   // Proves: the variance is the mean of squared deviations (never E[x^2] - E[x]^2), over the
   // spatial axes for instances and over [N, G, C/G * D] for groups.
   ModelBuilder in(17);
@@ -296,9 +316,11 @@ TEST_CASE("InstanceNormalization and GroupNormalization lower to two-pass statis
   in.initializer_f32("s", {4}, {1, 2, 3, 4}).initializer_f32("b", {4}, {0, 1, 0, 1});
   in.node("InstanceNormalization", {"x", "s", "b"}, {"y"});
   Graph g = compile(in);
-  CHECK(ops(g) == std::vector<OpKind>{OpKind::ReduceMean, OpKind::Sub, OpKind::Mul, OpKind::ReduceMean,
-                                      OpKind::Add, OpKind::Sqrt, OpKind::Div, OpKind::Mul, OpKind::Add});
-  CHECK(read_reduce_params(NodeContext(g, g.nodes[0])).reduced == std::vector<bool>{false, false, true, true});
+  CHECK(ops(g) == std::vector<OpKind>{OpKind::ReduceMean, OpKind::Sub, OpKind::Mul,
+                                      OpKind::ReduceMean, OpKind::Add, OpKind::Sqrt, OpKind::Div,
+                                      OpKind::Mul, OpKind::Add});
+  CHECK(read_reduce_params(NodeContext(g, g.nodes[0])).reduced ==
+        std::vector<bool>{false, false, true, true});
   CHECK(g.tensor(g.nodes[7].inputs[1]).shape == Shape{4, 1, 1});
 
   for (int opset : {18, 21}) {

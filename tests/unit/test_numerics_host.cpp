@@ -41,12 +41,15 @@ TEST_CASE("numerics: softmax of logits near 8000 is finite and exact", "[numeric
   test::set_attr_int(m.node("Softmax", {"x"}, {"y"}), "axis", -1);
   Graph g = load_graph(m);
   std::vector<float> x = random_values(kRows * kCols, 41, 0.0f, 6.0f);
-  for (float& v : x) v += 8000.0f;
+  for (float& v : x)
+    v += 8000.0f;
   std::vector<float> y = run_default(g, x, "softmax-8000");
   for (int64_t r = 0; r < kRows; ++r) {
     double max = -INFINITY, sum = 0, total = 0;
-    for (int64_t c = 0; c < kCols; ++c) max = std::max(max, double(x[r * kCols + c]));
-    for (int64_t c = 0; c < kCols; ++c) sum += std::exp(double(x[r * kCols + c]) - max);
+    for (int64_t c = 0; c < kCols; ++c)
+      max = std::max(max, double(x[r * kCols + c]));
+    for (int64_t c = 0; c < kCols; ++c)
+      sum += std::exp(double(x[r * kCols + c]) - max);
     for (int64_t c = 0; c < kCols; ++c) {
       const float got = y[r * kCols + c];
       const double want = std::exp(double(x[r * kCols + c]) - max) / sum;
@@ -72,7 +75,8 @@ TEST_CASE("numerics: LayerNorm of [40000, 40001, 40002, 40003] is accurate", "[n
   Graph g = load_graph(m);
   std::vector<float> x(kRows * kCols);
   for (int64_t r = 0; r < kRows; ++r)
-    for (int64_t c = 0; c < kCols; ++c) x[r * kCols + c] = 40000.0f + 1000.0f * float(r) + float(c);
+    for (int64_t c = 0; c < kCols; ++c)
+      x[r * kCols + c] = 40000.0f + 1000.0f * float(r) + float(c);
   std::vector<float> y = run_default(g, x, "layernorm-40000");
   const double var = 1.25, eps = 1e-5; // of [0, 1, 2, 3]
   for (int64_t r = 0; r < kRows; ++r)

@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "frontend/onnx_loader.h"
-#include "graph/error.h"
 #include "graph/constant.h"
+#include "graph/error.h"
 #include "graph/pipeline.h"
 #include "graph/verify.h"
 #include "model_builder.h"
@@ -20,7 +20,8 @@ constexpr int kFloat = onnx::TensorProto::FLOAT;
 
 int count_op(const Graph& g, OpKind op) {
   int n = 0;
-  for (const Node& node : g.nodes) n += node.op == op;
+  for (const Node& node : g.nodes)
+    n += node.op == op;
   return n;
 }
 
@@ -170,7 +171,8 @@ ModelBuilder tied_embedding_model(bool shared) {
   ModelBuilder m(17);
   m.input("ids", onnx::TensorProto::INT64, {1, 5}).input("h", kFloat, {1, 5, 16}).output("logits");
   std::vector<float> w(50 * 16);
-  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * static_cast<float>(i % 97) - 0.4f;
+  for (size_t i = 0; i < w.size(); ++i)
+    w[i] = 0.01f * static_cast<float>(i % 97) - 0.4f;
   m.initializer_f32("wte", {50, 16}, w);
   m.node("Transpose", {"wte"}, {"wte_t"});
   if (shared) {
@@ -202,7 +204,8 @@ TEST_CASE("a shared weight read transposed by a MatMul is not stored twice", "[p
   int64_t transposed_constants = 0;
   for (const Node& node : g.nodes)
     for (TensorId t : node.inputs)
-      transposed_constants += t != kNoTensor && g.tensor(t).is_constant() && g.tensor(t).shape == Shape{16, 50};
+      transposed_constants +=
+          t != kNoTensor && g.tensor(t).is_constant() && g.tensor(t).shape == Shape{16, 50};
   CHECK(transposed_constants == 0);
 
   Graph unshared = compile(tied_embedding_model(false));

@@ -181,9 +181,15 @@ void check_seeds(uint32_t first, uint32_t last) {
 
 } // namespace
 
-TEST_CASE("planner exhaustive: ilp is optimal, seeds 0-99", "[planner][exhaustive]") { check_seeds(0, 100); }
-TEST_CASE("planner exhaustive: ilp is optimal, seeds 100-199", "[planner][exhaustive]") { check_seeds(100, 200); }
-TEST_CASE("planner exhaustive: ilp is optimal, seeds 200-299", "[planner][exhaustive]") { check_seeds(200, 300); }
+TEST_CASE("planner exhaustive: ilp is optimal, seeds 0-99", "[planner][exhaustive]") {
+  check_seeds(0, 100);
+}
+TEST_CASE("planner exhaustive: ilp is optimal, seeds 100-199", "[planner][exhaustive]") {
+  check_seeds(100, 200);
+}
+TEST_CASE("planner exhaustive: ilp is optimal, seeds 200-299", "[planner][exhaustive]") {
+  check_seeds(200, 300);
+}
 
 // The same graph gives the same plan, group for group.
 TEST_CASE("planner: ilp is deterministic", "[planner]") {

@@ -26,8 +26,8 @@ public:
   }
   TensorId constant(Shape shape, float value) {
     TensorId t = tensor(DType::Float32, shape);
-    g_.tensor(t).constant =
-        make_constant_from_double(DType::Float32, std::vector<double>(shape_elements(shape), value));
+    g_.tensor(t).constant = make_constant_from_double(
+        DType::Float32, std::vector<double>(shape_elements(shape), value));
     return t;
   }
   TensorId constant_ints(const std::vector<int64_t>& values) {
@@ -43,7 +43,8 @@ public:
     n.name = name;
     n.opset = g_.opset;
     n.inputs = std::move(inputs);
-    for (auto& [key, value] : attrs) n.attrs[key] = Attribute{value};
+    for (auto& [key, value] : attrs)
+      n.attrs[key] = Attribute{value};
     Tensor out;
     out.name = name + "_out";
     n.outputs.push_back(g_.add_tensor(std::move(out)));
@@ -102,7 +103,8 @@ inline std::vector<std::string> softmax_nodes(const std::string& p) {
 // The modeled cost of a plan (the sum of its groups').
 inline int64_t plan_cost(const FusionPlan& plan) {
   int64_t cost = 0;
-  for (const FusionGroup& group : plan.groups) cost += group.estimated_cost;
+  for (const FusionGroup& group : plan.groups)
+    cost += group.estimated_cost;
   return cost;
 }
 
@@ -110,7 +112,8 @@ inline int64_t plan_cost(const FusionPlan& plan) {
 inline std::vector<int> group_of_nodes(const Graph& g, const FusionPlan& plan) {
   std::vector<int> group_of(g.nodes.size(), -1);
   for (size_t gi = 0; gi < plan.groups.size(); ++gi)
-    for (int32_t n : plan.groups[gi].nodes) group_of[n] = static_cast<int>(gi);
+    for (int32_t n : plan.groups[gi].nodes)
+      group_of[n] = static_cast<int>(gi);
   return group_of;
 }
 

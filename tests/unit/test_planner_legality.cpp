@@ -13,7 +13,8 @@ namespace {
 
 std::vector<int32_t> nodes_named(const Graph& g, const std::vector<std::string>& names) {
   std::vector<int32_t> nodes;
-  for (const std::string& name : names) nodes.push_back(node_named(g, name));
+  for (const std::string& name : names)
+    nodes.push_back(node_named(g, name));
   std::sort(nodes.begin(), nodes.end());
   return nodes;
 }
@@ -33,8 +34,10 @@ TEST_CASE("planner legality: expanded LayerNorm is one regional group", "[planne
   b.output(layer_norm_chain(b, x, 64, "ln_"));
   Graph g = b.finish();
   GroupAnalysis a;
-  FusionDecision d = decide(g, {"ln_mean", "ln_sub", "ln_pow", "ln_var", "ln_eps", "ln_sqrt", "ln_div",
-                                "ln_gamma", "ln_beta"}, a);
+  FusionDecision d = decide(g,
+                            {"ln_mean", "ln_sub", "ln_pow", "ln_var", "ln_eps", "ln_sqrt", "ln_div",
+                             "ln_gamma", "ln_beta"},
+                            a);
   INFO(d.reason);
   REQUIRE(d.legal);
   CHECK(a.scheme == StitchScheme::Regional);
@@ -55,7 +58,8 @@ TEST_CASE("planner legality: scaled, masked softmax is regional", "[planner]") {
   Graph g = b.finish();
   GroupAnalysis a;
   std::vector<std::string> nodes = {"scale", "mask"};
-  for (const std::string& n : softmax_nodes("softmax")) nodes.push_back(n);
+  for (const std::string& n : softmax_nodes("softmax"))
+    nodes.push_back(n);
   FusionDecision d = decide(g, nodes, a);
   INFO(d.reason);
   REQUIRE(d.legal);
@@ -95,7 +99,8 @@ TEST_CASE("planner legality: the group must be convex", "[planner]") {
   GraphBuilder b;
   TensorId x = b.input({4, 8, 8});
   TensorId a1 = b.op(OpKind::Relu, {x}, "first");
-  TensorId t = b.op(OpKind::Transpose, {a1}, "transpose", {{"perm", std::vector<int64_t>{0, 2, 1}}});
+  TensorId t =
+      b.op(OpKind::Transpose, {a1}, "transpose", {{"perm", std::vector<int64_t>{0, 2, 1}}});
   b.output(b.op(OpKind::Add, {a1, t}, "last"));
   Graph g = b.finish();
   GroupAnalysis a;
@@ -114,8 +119,10 @@ TEST_CASE("planner legality: regional group must fit shared memory", "[planner]"
   b.output(layer_norm_chain(b, x, 100000, "ln_"));
   Graph g = b.finish();
   GroupAnalysis a;
-  FusionDecision d = decide(g, {"ln_mean", "ln_sub", "ln_pow", "ln_var", "ln_eps", "ln_sqrt", "ln_div",
-                                "ln_gamma", "ln_beta"}, a);
+  FusionDecision d = decide(g,
+                            {"ln_mean", "ln_sub", "ln_pow", "ln_var", "ln_eps", "ln_sqrt", "ln_div",
+                             "ln_gamma", "ln_beta"},
+                            a);
   REQUIRE_FALSE(d.legal);
   CHECK_THAT(d.reason, Catch::Contains("shared memory"));
 }
@@ -226,7 +233,8 @@ TEST_CASE("planner cost: parallelism penalty for few rows", "[planner]") {
   REQUIRE(analyze_group(ctx, {0, 1, 2, 3, 4}, a));
   GroupCost c = group_cost(ctx, a);
   const int64_t streamed = 2 * 4 * 4096 * 4;
-  CHECK(c.parallelism == static_cast<int64_t>((kMaxSlowdown - 1.0) * static_cast<double>(streamed)));
+  CHECK(c.parallelism ==
+        static_cast<int64_t>((kMaxSlowdown - 1.0) * static_cast<double>(streamed)));
 }
 
 // Tensors inside a fused group get no storage; the group's outputs are in the arena or the
@@ -297,7 +305,8 @@ TEST_CASE("planner legality: per-row mask arithmetic joins a regional group", "[
 
 // A full-row node reading an input that does not broadcast to the row space [2,16,64] (a
 // [32,1] column against [32,64]) is not Regional: the emitter indexes full rows by that space.
-TEST_CASE("planner legality: an input off the row space keeps a group from being regional", "[planner]") {
+TEST_CASE("planner legality: an input off the row space keeps a group from being regional",
+          "[planner]") {
   GraphBuilder b;
   TensorId x = b.input({2, 16, 64});
   TensorId y = b.input({32, 64});
@@ -310,8 +319,10 @@ TEST_CASE("planner legality: an input off the row space keeps a group from being
   FusionDecision d = analyze_group(ctx, nodes_named(g, {"mean", "shift"}), a);
   INFO(d.reason);
   // Unrelated parts may still run side by side (Independent), never as one row space.
-  if (d.legal) CHECK(a.scheme == StitchScheme::Independent);
-  else CHECK(d.reason.find("does not broadcast to the row space [2,16,64]") != std::string::npos);
+  if (d.legal)
+    CHECK(a.scheme == StitchScheme::Independent);
+  else
+    CHECK(d.reason.find("does not broadcast to the row space [2,16,64]") != std::string::npos);
 }
 
 // --no-fuse: a named node is refused in any group of two or more with the flag as the reason,
@@ -349,7 +360,8 @@ TEST_CASE("planner legality: --no-fuse keeps a node alone in every planner", "[p
 
 // --no-fuse NAME of a composite that lowering split into "NAME/..." nodes: the parts still
 // fuse with each other, never with anything else.
-TEST_CASE("planner legality: --no-fuse on a lowered composite keeps its parts together", "[planner]") {
+TEST_CASE("planner legality: --no-fuse on a lowered composite keeps its parts together",
+          "[planner]") {
   GraphBuilder b;
   TensorId x = b.input({8, 16, 64});
   TensorId scaled = b.op(OpKind::Mul, {x, b.constant({}, 0.5f)}, "scale");
@@ -405,7 +417,8 @@ TEST_CASE("planner legality: a depthwise Conv fuses with its producer and consum
   REQUIRE(a.inputs.size() == 5); // x, the two clip bounds, the filter, the bias
   REQUIRE(a.outputs.size() == 1);
   // Alone, the depthwise Conv stays a cuDNN call.
-  CHECK(single_node_group(g, node_named(g, "dwconv"), DeviceParams{}).kind == GroupKind::ConvLibrary);
+  CHECK(single_node_group(g, node_named(g, "dwconv"), DeviceParams{}).kind ==
+        GroupKind::ConvLibrary);
   PlannerOptions options;
   options.planner = "greedy";
   CHECK(plan_fusion(g, options).groups.size() == 2);
@@ -426,8 +439,10 @@ TEST_CASE("planner legality: a full convolution and two windows are refused", "[
   GraphBuilder b;
   TensorId x = b.input({1, 4, 8, 8});
   TensorId full = b.op(OpKind::Conv, {x, b.constant({4, 4, 3, 3}, 0.1f)}, "conv");
-  TensorId p1 = b.op(OpKind::MaxPool, {full}, "pool1", {{"kernel_shape", std::vector<int64_t>{2, 2}}});
-  b.output(b.op(OpKind::AveragePool, {p1}, "pool2", {{"kernel_shape", std::vector<int64_t>{2, 2}}}));
+  TensorId p1 =
+      b.op(OpKind::MaxPool, {full}, "pool1", {{"kernel_shape", std::vector<int64_t>{2, 2}}});
+  b.output(
+      b.op(OpKind::AveragePool, {p1}, "pool2", {{"kernel_shape", std::vector<int64_t>{2, 2}}}));
   Graph g = b.finish();
   FusionContext ctx(g, DeviceParams{});
   CHECK(ctx.node_class[node_named(g, "conv")] == NodeClass::Alone);
@@ -583,7 +598,8 @@ Graph conv_block(GraphBuilder& b, bool bias = true, bool relu_first = false) {
 } // namespace
 
 // A biased Conv takes a residual add and then a Relu as its cuDNN epilogue, in every planner.
-TEST_CASE("planner legality: a convolution takes a residual add and Relu as its epilogue", "[planner]") {
+TEST_CASE("planner legality: a convolution takes a residual add and Relu as its epilogue",
+          "[planner]") {
   GraphBuilder b;
   Graph g = conv_block(b);
   FusionContext ctx(g, DeviceParams{});
@@ -627,7 +643,8 @@ TEST_CASE("planner legality: a convolution's epilogue is what cuDNN fuses", "[pl
   SECTION("a broadcast addend is no residual") {
     GraphBuilder b;
     TensorId x = b.input({1, 4, 5, 5});
-    TensorId c = b.op(OpKind::Conv, {x, b.constant({4, 4, 1, 1}, 0.1f), b.constant({4}, 0.5f)}, "conv");
+    TensorId c =
+        b.op(OpKind::Conv, {x, b.constant({4, 4, 1, 1}, 0.1f), b.constant({4}, 0.5f)}, "conv");
     b.output(b.op(OpKind::Add, {c, b.input({1, 4, 1, 1})}, "add"));
     Graph g = b.finish();
     GroupAnalysis a;

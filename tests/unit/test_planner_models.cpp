@@ -38,14 +38,17 @@ std::vector<std::vector<int32_t>> expanded_layer_norms(const Graph& g) {
     const Node& div = g.nodes[n];
     if (div.op != OpKind::Div) continue;
     int32_t sqrt = producers[div.inputs[1]], sub = producers[div.inputs[0]];
-    if (sqrt < 0 || sub < 0 || g.nodes[sqrt].op != OpKind::Sqrt || g.nodes[sub].op != OpKind::Sub) continue;
+    if (sqrt < 0 || sub < 0 || g.nodes[sqrt].op != OpKind::Sqrt || g.nodes[sub].op != OpKind::Sub)
+      continue;
     int32_t eps = producers[g.nodes[sqrt].inputs[0]];
     if (eps < 0) continue;
     int32_t var = producers[g.nodes[eps].inputs[0]];
     int32_t mean = producers[g.nodes[sub].inputs[1]];
-    if (var < 0 || mean < 0 || g.nodes[var].op != OpKind::ReduceMean || g.nodes[mean].op != OpKind::ReduceMean)
+    if (var < 0 || mean < 0 || g.nodes[var].op != OpKind::ReduceMean ||
+        g.nodes[mean].op != OpKind::ReduceMean)
       continue;
-    found.push_back({mean, sub, producers[g.nodes[var].inputs[0]], var, eps, sqrt, static_cast<int32_t>(n)});
+    found.push_back(
+        {mean, sub, producers[g.nodes[var].inputs[0]], var, eps, sqrt, static_cast<int32_t>(n)});
   }
   return found;
 }
@@ -60,7 +63,9 @@ std::vector<std::vector<int32_t>> softmaxes(const Graph& g) {
     const Node& div = g.nodes[n];
     if (div.op != OpKind::Div) continue;
     int32_t exp = producers[div.inputs[0]], sum = producers[div.inputs[1]];
-    if (!is(exp, OpKind::Exp) || !is(sum, OpKind::ReduceSum) || producers[g.nodes[sum].inputs[0]] != exp) continue;
+    if (!is(exp, OpKind::Exp) || !is(sum, OpKind::ReduceSum) ||
+        producers[g.nodes[sum].inputs[0]] != exp)
+      continue;
     int32_t sub = producers[g.nodes[exp].inputs[0]];
     if (!is(sub, OpKind::Sub)) continue;
     int32_t max = producers[g.nodes[sub].inputs[1]];
@@ -75,11 +80,13 @@ void check_transformer_plan(const Graph& g, const FusionPlan& ilp) {
   auto producers = g.producers();
   // Every LayerNorm in one group: the single op trivially, the expanded chain as a whole.
   for (const std::vector<int32_t>& ln : expanded_layer_norms(g))
-    for (int32_t n : ln) CHECK(group_of[n] == group_of[ln[0]]);
+    for (int32_t n : ln)
+      CHECK(group_of[n] == group_of[ln[0]]);
   // Softmax (lowered: ReduceMax, Sub, Exp, ReduceSum, Div) in one group, with the pointwise
   // producers of its row (the mask add, the scale).
   for (const std::vector<int32_t>& softmax : softmaxes(g)) {
-    for (int32_t n : softmax) CHECK(group_of[n] == group_of[softmax[0]]);
+    for (int32_t n : softmax)
+      CHECK(group_of[n] == group_of[softmax[0]]);
     const int32_t n = softmax[0];
     const Shape& row = g.tensor(g.nodes[n].inputs[0]).shape;
     int32_t p = producers[g.nodes[n].inputs[0]];
@@ -101,7 +108,8 @@ void check_transformer_plan(const Graph& g, const FusionPlan& ilp) {
     OpKind op = g.nodes[n].op;
     if (op != OpKind::Erf && op != OpKind::Gelu) continue;
     int32_t p = producers[g.nodes[n].inputs[0]];
-    if (op == OpKind::Erf && p >= 0 && g.nodes[p].op != OpKind::Add) p = producers[g.nodes[p].inputs[0]];
+    if (op == OpKind::Erf && p >= 0 && g.nodes[p].op != OpKind::Add)
+      p = producers[g.nodes[p].inputs[0]];
     if (p < 0 || g.nodes[p].op != OpKind::Add) continue;
     INFO("gelu " << g.nodes[n].name << " and bias " << g.nodes[p].name);
     CHECK(group_of[p] == group_of[n]);
@@ -116,12 +124,20 @@ struct FixtureRow {
 } // namespace
 
 TEST_CASE("planner models: fusion on the fixtures", "[planner][models]") {
-  const FixtureRow fixtures[] = {
-      {"bert_ts16", true},           {"bert_dynamo17", true},         {"gpt2_ts17", true},
-      {"gpt2_dynamo23", true},       {"vit_ts18", true},              {"vit_dynamo21", true},
-      {"decoder_block_ts20", true},  {"decoder_block_dynamo22", true}, {"resnet18_ts13", false},
-      {"resnet18_dynamo18", false},  {"mobilenet_v2_ts14", false},    {"mobilenet_v2_dynamo19", false},
-      {"efficientnet_b0_ts15", false}, {"efficientnet_b0_dynamo20", false}};
+  const FixtureRow fixtures[] = {{"bert_ts16", true},
+                                 {"bert_dynamo17", true},
+                                 {"gpt2_ts17", true},
+                                 {"gpt2_dynamo23", true},
+                                 {"vit_ts18", true},
+                                 {"vit_dynamo21", true},
+                                 {"decoder_block_ts20", true},
+                                 {"decoder_block_dynamo22", true},
+                                 {"resnet18_ts13", false},
+                                 {"resnet18_dynamo18", false},
+                                 {"mobilenet_v2_ts14", false},
+                                 {"mobilenet_v2_dynamo19", false},
+                                 {"efficientnet_b0_ts15", false},
+                                 {"efficientnet_b0_dynamo20", false}};
   for (const FixtureRow& fixture : fixtures) {
     INFO(fixture.name);
     Graph g = load_fixture(fixture.name);
@@ -132,9 +148,10 @@ TEST_CASE("planner models: fusion on the fixtures", "[planner][models]") {
     CHECK(tn.launches == plan_totals(none).launches);
     CHECK(tg.launches == plan_totals(greedy).launches);
     WARN(fixture.name << ": launches none " << tn.launches << " greedy " << tg.launches << " ilp "
-                      << ti.launches << "; bytes none " << tn.bytes << " greedy " << tg.bytes << " ilp "
-                      << ti.bytes << "; ilp " << ilp.ilp.status << " gap " << ilp.ilp.gap << " in "
-                      << ilp.ilp.solve_seconds << " s, " << ilp.ilp.candidates << " candidates");
+                      << ti.launches << "; bytes none " << tn.bytes << " greedy " << tg.bytes
+                      << " ilp " << ti.bytes << "; ilp " << ilp.ilp.status << " gap " << ilp.ilp.gap
+                      << " in " << ilp.ilp.solve_seconds << " s, " << ilp.ilp.candidates
+                      << " candidates");
     CHECK(ti.cost < tg.cost);
     CHECK(tg.cost < tn.cost);
     // Greedy never lets a reduction or a window op join its consumers: it splits expanded
@@ -155,7 +172,8 @@ TEST_CASE("planner models: fusion on the fixtures", "[planner][models]") {
       if (group.scheme != StitchScheme::Global) continue;
       bool pool = false, product = false;
       for (int32_t n : group.nodes) {
-        pool = pool || g.nodes[n].op == OpKind::GlobalAveragePool || g.nodes[n].op == OpKind::ReduceMean;
+        pool = pool || g.nodes[n].op == OpKind::GlobalAveragePool ||
+               g.nodes[n].op == OpKind::ReduceMean;
         product = product || g.nodes[n].op == OpKind::Gemm || g.nodes[n].op == OpKind::MatMul;
       }
       classifier = classifier || (pool && product);
@@ -176,7 +194,8 @@ TensorId bert_layer(GraphBuilder& b, TensorId x, TensorId mask, int layer) {
     return b.op(OpKind::Add, {y, b.constant({n}, 0.01f)}, name + "_bias");
   };
   auto heads_of = [&](TensorId t, const std::string& name, std::vector<int64_t> perm) {
-    TensorId r = b.op(OpKind::Reshape, {t, b.constant_ints({batch, seq, heads, head})}, name + "_reshape");
+    TensorId r =
+        b.op(OpKind::Reshape, {t, b.constant_ints({batch, seq, heads, head})}, name + "_reshape");
     return b.op(OpKind::Transpose, {r}, name + "_transpose", {{"perm", perm}});
   };
   TensorId q = heads_of(dense(x, hidden, hidden, p + "q"), p + "q", {0, 2, 1, 3});
@@ -187,16 +206,19 @@ TensorId bert_layer(GraphBuilder& b, TensorId x, TensorId mask, int layer) {
   TensorId masked = b.op(OpKind::Add, {scaled, mask}, p + "mask");
   TensorId probs = softmax_chain(b, masked, p + "softmax");
   TensorId context = b.op(OpKind::MatMul, {probs, v}, p + "context");
-  TensorId merged = b.op(OpKind::Transpose, {context}, p + "merge", {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
-  TensorId flat = b.op(OpKind::Reshape, {merged, b.constant_ints({batch, seq, hidden})}, p + "flat");
+  TensorId merged =
+      b.op(OpKind::Transpose, {context}, p + "merge", {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
+  TensorId flat =
+      b.op(OpKind::Reshape, {merged, b.constant_ints({batch, seq, hidden})}, p + "flat");
   TensorId attn = dense(flat, hidden, hidden, p + "o");
   TensorId h = layer_norm_chain(b, b.op(OpKind::Add, {attn, x}, p + "res1"), hidden, p + "ln1_");
   TensorId up = dense(h, hidden, ffn, p + "up");
   TensorId half = b.op(OpKind::Div, {up, b.constant({}, 1.41421356f)}, p + "gelu_div");
   TensorId erf = b.op(OpKind::Erf, {half}, p + "gelu_erf");
   TensorId one = b.op(OpKind::Add, {erf, b.constant({}, 1.0f)}, p + "gelu_add");
-  TensorId gelu = b.op(OpKind::Mul, {b.op(OpKind::Mul, {up, one}, p + "gelu_mul"), b.constant({}, 0.5f)},
-                       p + "gelu_half");
+  TensorId gelu =
+      b.op(OpKind::Mul, {b.op(OpKind::Mul, {up, one}, p + "gelu_mul"), b.constant({}, 0.5f)},
+           p + "gelu_half");
   TensorId down = dense(gelu, ffn, hidden, p + "down");
   return layer_norm_chain(b, b.op(OpKind::Add, {down, h}, p + "res2"), hidden, p + "ln2_");
 }
@@ -208,19 +230,22 @@ TEST_CASE("planner models: BERT-base plans within 10 s", "[planner][models]") {
   GraphBuilder b;
   TensorId x = b.input({8, 128, 768});
   TensorId mask_in = b.input({8, 1, 1, 128});
-  TensorId mask = b.op(OpKind::Mul, {b.op(OpKind::Sub, {b.constant({}, 1.0f), mask_in}, "mask_invert"),
-                                      b.constant({}, -10000.0f)},
+  TensorId mask = b.op(OpKind::Mul,
+                       {b.op(OpKind::Sub, {b.constant({}, 1.0f), mask_in}, "mask_invert"),
+                        b.constant({}, -10000.0f)},
                        "mask_scale");
-  for (int layer = 0; layer < 12; ++layer) x = bert_layer(b, x, mask, layer);
+  for (int layer = 0; layer < 12; ++layer)
+    x = bert_layer(b, x, mask, layer);
   b.output(x);
   Graph g = b.finish();
   auto start = std::chrono::steady_clock::now();
   FusionPlan ilp = plan(g, "ilp");
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   WARN("BERT-base: " << g.nodes.size() << " nodes, " << ilp.ilp.candidates << " candidates, "
-                     << ilp.ilp.status << ", gap " << ilp.ilp.gap << ", solver " << ilp.ilp.solve_seconds
-                     << " s, planning " << seconds << " s; launches none " << ilp.totals[1].launches
-                     << " greedy " << ilp.totals[2].launches << " ilp " << ilp.totals[0].launches);
+                     << ilp.ilp.status << ", gap " << ilp.ilp.gap << ", solver "
+                     << ilp.ilp.solve_seconds << " s, planning " << seconds << " s; launches none "
+                     << ilp.totals[1].launches << " greedy " << ilp.totals[2].launches << " ilp "
+                     << ilp.totals[0].launches);
   CHECK(seconds < 10.0);
   CHECK(ilp.ilp.status == "optimal");
   CHECK(ilp.totals[0].launches < ilp.totals[2].launches);

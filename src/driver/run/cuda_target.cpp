@@ -162,8 +162,6 @@ private:
 
 } // namespace
 
-std::unique_ptr<RunTarget> make_cuda_target() {
-  return std::make_unique<CudaTarget>();
-}
+std::unique_ptr<RunTarget> make_cuda_target() { return std::make_unique<CudaTarget>(); }
 
 } // namespace stitch::run

@@ -50,8 +50,6 @@ public:
 
 } // namespace
 
-std::unique_ptr<RunTarget> make_host_target() {
-  return std::make_unique<HostTarget>();
-}
+std::unique_ptr<RunTarget> make_host_target() { return std::make_unique<HostTarget>(); }
 
 } // namespace stitch::run

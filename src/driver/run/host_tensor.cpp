@@ -67,9 +67,7 @@ uint64_t HostTensor::element_count() const {
   return count;
 }
 
-bool is_known_dtype(int dtype) {
-  return find_dtype(dtype) != nullptr;
-}
+bool is_known_dtype(int dtype) { return find_dtype(dtype) != nullptr; }
 
 size_t dtype_size(stitch_dtype dtype) {
   const DtypeFacts* facts = find_dtype(dtype);
@@ -184,9 +182,7 @@ uint16_t float_to_half(float value) {
   return static_cast<uint16_t>(sign | ((rounded - 0x38000000u) >> 13));
 }
 
-float bfloat16_to_float(uint16_t bits) {
-  return bits_float(static_cast<uint32_t>(bits) << 16);
-}
+float bfloat16_to_float(uint16_t bits) { return bits_float(static_cast<uint32_t>(bits) << 16); }
 
 uint16_t float_to_bfloat16(float value) {
   uint32_t bits = float_bits(value);

@@ -97,9 +97,7 @@ ModelLibrary::ModelLibrary(const std::string& path) : path_(path) {
   }
 }
 
-ModelLibrary::~ModelLibrary() {
-  dlclose(handle_);
-}
+ModelLibrary::~ModelLibrary() { dlclose(handle_); }
 
 void ModelLibrary::check(stitch_status status, const char* call) const {
   if (status == STITCH_OK) return;
@@ -167,8 +165,9 @@ void ModelInstance::run(const std::vector<stitch_tensor>& inputs,
 }
 
 void ModelInstance::read_tap(size_t index, void* data) {
-  library_.check(library_.api().context_read_tap(context_, index, data, taps_.at(index).tensor.bytes),
-                 "stitch_context_read_tap");
+  library_.check(
+      library_.api().context_read_tap(context_, index, data, taps_.at(index).tensor.bytes),
+      "stitch_context_read_tap");
 }
 
 } // namespace stitch::run

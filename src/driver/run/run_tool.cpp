@@ -177,7 +177,8 @@ int run_checked(const RunOptions& options, std::ostream& out) {
     std::vector<TapValue> taps = read_taps(model);
     if (!options.taps.dir.empty()) write_taps(options.taps.dir, taps, out);
     if (!options.taps.onnx_model.empty())
-      taps_match = compare_taps_with_onnx(options.taps, model, inputs, taps, options.tolerance, out);
+      taps_match =
+          compare_taps_with_onnx(options.taps, model, inputs, taps, options.tolerance, out);
   }
   out.flush();
   if (options.iters > 0) time_runs(options, *target, model, bound, out);

@@ -26,8 +26,8 @@ struct RunOptions {
   bool force_random = false; // --random: every input without --input is random
   std::string output_dir;
   Tolerance tolerance;
-  int warmup = 3; // runs before timing; used only when iters > 0
-  int iters = 0;  // timed runs; 0 times nothing
+  int warmup = 3;  // runs before timing; used only when iters > 0
+  int iters = 0;   // timed runs; 0 times nothing
   TapOptions taps; // --taps-dir, --taps-onnx, --python (a library built with --debug-taps)
 };
 

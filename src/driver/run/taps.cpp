@@ -20,9 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string tap_file(size_t index) {
-  return fmt::format("tap_{:03}.npy", index);
-}
+std::string tap_file(size_t index) { return fmt::format("tap_{:03}.npy", index); }
 
 std::string dump_json(const nlohmann::json& json) {
   return json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
@@ -54,8 +52,8 @@ public:
       return;
     }
     const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = (tmp != nullptr && tmp[0] != '\0' ? std::string(tmp) : "/tmp") +
-                          "/stitch-run-taps-XXXXXX";
+    std::string pattern =
+        (tmp != nullptr && tmp[0] != '\0' ? std::string(tmp) : "/tmp") + "/stitch-run-taps-XXXXXX";
     if (mkdtemp(pattern.data()) == nullptr)
       run_fail("cannot make a temporary folder '{}': {}", pattern, std::strerror(errno));
     path_ = pattern;
@@ -91,7 +89,8 @@ std::string output_tail(const std::string& text, size_t max_lines = 12) {
     lines.push_back(text.substr(start, end - start));
     start = end + 1;
   }
-  if (lines.size() > max_lines) lines.erase(lines.begin(), lines.end() - static_cast<long>(max_lines));
+  if (lines.size() > max_lines)
+    lines.erase(lines.begin(), lines.end() - static_cast<long>(max_lines));
   return fmt::format("{}", fmt::join(lines, "\n  "));
 }
 
@@ -167,9 +166,10 @@ bool compare_taps_with_onnx(const TapOptions& options, const ModelInstance& mode
   }
   request["tensors"] = nlohmann::json::array();
   for (size_t i = 0; i < taps.size(); ++i)
-    request["tensors"].push_back({{"name", taps[i].info.tensor.name},
-                                  {"elem_type", static_cast<int>(taps[i].info.tensor.dtype)},
-                                  {"file", (dir / fmt::format("reference_{:03}.npy", i)).string()}});
+    request["tensors"].push_back(
+        {{"name", taps[i].info.tensor.name},
+         {"elem_type", static_cast<int>(taps[i].info.tensor.dtype)},
+         {"file", (dir / fmt::format("reference_{:03}.npy", i)).string()}});
   request["result"] = (dir / "reference.json").string();
   write_file(dir / "request.json", dump_json(request));
   write_file(dir / "ort_reference.py", kOrtReferenceScript);
@@ -191,10 +191,9 @@ bool compare_taps_with_onnx(const TapOptions& options, const ModelInstance& mode
   std::string first_wrong_detail;
   for (size_t i = 0; i < taps.size(); ++i) {
     const TapValue& tap = taps[i];
-    const std::string label =
-        fmt::format("  group {:>3}  {} <- node {}: {}", tap.info.group,
-                    display_name(tap.info.tensor.name), display_name(tap.info.node),
-                    describe_tensor(tap.value));
+    const std::string label = fmt::format("  group {:>3}  {} <- node {}: {}", tap.info.group,
+                                          display_name(tap.info.tensor.name),
+                                          display_name(tap.info.node), describe_tensor(tap.value));
     if (std::find(found.begin(), found.end(), tap.info.tensor.name) == found.end()) {
       ++without_reference;
       out << label << ": no reference (a tensor stitchc made; the model does not name it)\n";

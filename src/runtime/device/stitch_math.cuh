@@ -10,9 +10,7 @@
 namespace stitch {
 
 // Relu(NaN) is NaN (a comparison, not fmaxf, which would drop it).
-__device__ __forceinline__ float relu(float x) {
-  return x < 0.0f ? 0.0f : x;
-}
+__device__ __forceinline__ float relu(float x) { return x < 0.0f ? 0.0f : x; }
 
 __device__ __forceinline__ float leaky_relu(float x, float alpha = 0.01f) {
   return x < 0.0f ? alpha * x : x;
@@ -32,9 +30,7 @@ __device__ __forceinline__ float hard_swish(float x) {
   return x * hard_sigmoid(x, 1.0f / 6.0f, 0.5f);
 }
 
-__device__ __forceinline__ float silu(float x) {
-  return x * sigmoid(x);
-}
+__device__ __forceinline__ float silu(float x) { return x * sigmoid(x); }
 
 // Gelu with approximate="none": 0.5 x (1 + erf(x / sqrt(2))).
 __device__ __forceinline__ float gelu_erf(float x) {
@@ -53,13 +49,9 @@ __device__ __forceinline__ float softplus(float x) {
   return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x)));
 }
 
-__device__ __forceinline__ float softsign(float x) {
-  return x / (1.0f + fabsf(x));
-}
+__device__ __forceinline__ float softsign(float x) { return x / (1.0f + fabsf(x)); }
 
-__device__ __forceinline__ float mish(float x) {
-  return x * tanhf(softplus(x));
-}
+__device__ __forceinline__ float mish(float x) { return x * tanhf(softplus(x)); }
 
 __device__ __forceinline__ float elu(float x, float alpha = 1.0f) {
   return x > 0.0f ? x : (x != x ? x : alpha * expm1f(x));
@@ -76,14 +68,10 @@ __device__ __forceinline__ float celu(float x, float alpha = 1.0f) {
 }
 
 // -1, 0 or 1; keeps the sign of zero and NaN.
-__device__ __forceinline__ float sign(float x) {
-  return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : x);
-}
+__device__ __forceinline__ float sign(float x) { return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : x); }
 
 // ONNX Round: halves to even (rintf in the default rounding mode).
-__device__ __forceinline__ float round_half_even(float x) {
-  return rintf(x);
-}
+__device__ __forceinline__ float round_half_even(float x) { return rintf(x); }
 
 // Clip that keeps NaN (fminf/fmaxf would replace it with a bound).
 __device__ __forceinline__ float clip(float x, float low, float high) {
@@ -96,8 +84,6 @@ __device__ __forceinline__ float floor_mod(float a, float b) {
   return (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) ? r + b : r;
 }
 
-__device__ __forceinline__ float reciprocal(float x) {
-  return 1.0f / x;
-}
+__device__ __forceinline__ float reciprocal(float x) { return 1.0f / x; }
 
 } // namespace stitch

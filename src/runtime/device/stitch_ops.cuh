@@ -138,7 +138,8 @@ __device__ __forceinline__ double mod(double a, double b, int fmod_) {
 // Integer power by squaring (wrapping like repeated multiplication); a negative exponent
 // gives 0 except for bases 1 and -1.
 template <typename T> __device__ __forceinline__ T pow_(T a, T b) {
-  if (b < T(0)) return a == T(1) ? T(1) : (T(-1) < T(0) && a == T(-1) ? ((b & T(1)) ? a : T(1)) : T(0));
+  if (b < T(0))
+    return a == T(1) ? T(1) : (T(-1) < T(0) && a == T(-1) ? ((b & T(1)) ? a : T(1)) : T(0));
   unsigned long long base = (unsigned long long)(long long)a, result = 1;
   for (unsigned long long e = (unsigned long long)b; e; e >>= 1) {
     if (e & 1) result *= base;

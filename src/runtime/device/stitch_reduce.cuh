@@ -120,9 +120,7 @@ struct WelfordStats {
   float count; // exact up to 2^24 values per state
 };
 
-__device__ __forceinline__ WelfordStats welford_empty() {
-  return WelfordStats{0.0f, 0.0f, 0.0f};
-}
+__device__ __forceinline__ WelfordStats welford_empty() { return WelfordStats{0.0f, 0.0f, 0.0f}; }
 
 __device__ __forceinline__ WelfordStats welford_push(WelfordStats stats, float x) {
   stats.count += 1.0f;

@@ -52,12 +52,16 @@ template <typename T> __device__ __forceinline__ bool is_nan(T x) { return x != 
 
 // The largest and smallest values of T, infinities for floating types.
 template <typename T> __device__ __forceinline__ T highest() {
-  if constexpr (std::is_floating_point<T>::value) return std::numeric_limits<T>::infinity();
-  else return std::numeric_limits<T>::max();
+  if constexpr (std::is_floating_point<T>::value)
+    return std::numeric_limits<T>::infinity();
+  else
+    return std::numeric_limits<T>::max();
 }
 template <typename T> __device__ __forceinline__ T lowest() {
-  if constexpr (std::is_floating_point<T>::value) return -std::numeric_limits<T>::infinity();
-  else return std::numeric_limits<T>::lowest();
+  if constexpr (std::is_floating_point<T>::value)
+    return -std::numeric_limits<T>::infinity();
+  else
+    return std::numeric_limits<T>::lowest();
 }
 
 // ---- combine functors ----
@@ -95,9 +99,12 @@ template <bool kMax, bool kLast> struct ArgBest {
     if (b.index < 0) return a;
     const bool a_nan = is_nan(a.value), b_nan = is_nan(b.value);
     bool a_wins;
-    if (a_nan != b_nan) a_wins = a_nan;
-    else if (!a_nan && a.value != b.value) a_wins = kMax ? a.value > b.value : a.value < b.value;
-    else a_wins = kLast ? a.index > b.index : a.index < b.index;
+    if (a_nan != b_nan)
+      a_wins = a_nan;
+    else if (!a_nan && a.value != b.value)
+      a_wins = kMax ? a.value > b.value : a.value < b.value;
+    else
+      a_wins = kLast ? a.index > b.index : a.index < b.index;
     return a_wins ? a : b;
   }
   template <typename P> __device__ __forceinline__ static P identity() {
@@ -137,8 +144,7 @@ template <typename T, typename Op> __device__ T block_allreduce(T value, Op op) 
 
 // ---- running sums ----
 
-template <typename T>
-__device__ __forceinline__ T warp_scan_chunk(T x, T& carry, bool exclusive) {
+template <typename T> __device__ __forceinline__ T warp_scan_chunk(T x, T& carry, bool exclusive) {
   const unsigned lane = threadIdx.x % kWarpLanes;
   T inclusive = x;
   for (unsigned offset = 1; offset < kWarpLanes; offset <<= 1) {

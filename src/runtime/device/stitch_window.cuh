@@ -38,36 +38,18 @@ __device__ __forceinline__ int64_t taps_inside(int64_t start, int64_t dilation, 
 
 // The lowest value of T: what MaxPool writes for a window with no tap inside the input.
 template <typename T> __device__ __forceinline__ T lowest();
-template <> __device__ __forceinline__ float lowest<float>() {
-  return -INFINITY;
-}
-template <> __device__ __forceinline__ double lowest<double>() {
-  return -INFINITY;
-}
-template <> __device__ __forceinline__ int8_t lowest<int8_t>() {
-  return -128;
-}
-template <> __device__ __forceinline__ uint8_t lowest<uint8_t>() {
-  return 0;
-}
-template <> __device__ __forceinline__ int16_t lowest<int16_t>() {
-  return -32768;
-}
-template <> __device__ __forceinline__ uint16_t lowest<uint16_t>() {
-  return 0;
-}
-template <> __device__ __forceinline__ int32_t lowest<int32_t>() {
-  return -2147483647 - 1;
-}
-template <> __device__ __forceinline__ uint32_t lowest<uint32_t>() {
-  return 0u;
-}
+template <> __device__ __forceinline__ float lowest<float>() { return -INFINITY; }
+template <> __device__ __forceinline__ double lowest<double>() { return -INFINITY; }
+template <> __device__ __forceinline__ int8_t lowest<int8_t>() { return -128; }
+template <> __device__ __forceinline__ uint8_t lowest<uint8_t>() { return 0; }
+template <> __device__ __forceinline__ int16_t lowest<int16_t>() { return -32768; }
+template <> __device__ __forceinline__ uint16_t lowest<uint16_t>() { return 0; }
+template <> __device__ __forceinline__ int32_t lowest<int32_t>() { return -2147483647 - 1; }
+template <> __device__ __forceinline__ uint32_t lowest<uint32_t>() { return 0u; }
 template <> __device__ __forceinline__ int64_t lowest<int64_t>() {
   return -9223372036854775807LL - 1;
 }
-template <> __device__ __forceinline__ uint64_t lowest<uint64_t>() {
-  return 0ull;
-}
+template <> __device__ __forceinline__ uint64_t lowest<uint64_t>() { return 0ull; }
 
 } // namespace window
 } // namespace stitch

@@ -142,19 +142,11 @@ inline void __nanosleep(unsigned int /*nanoseconds*/) {
   thread.scheduler->yield(thread);
 }
 
-inline void __threadfence() {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-}
-inline void __threadfence_block() {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-}
-inline void __threadfence_system() {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-}
+inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 
-template <typename T> inline T __ldg(const T* address) {
-  return *address;
-}
+template <typename T> inline T __ldg(const T* address) { return *address; }
 
 [[noreturn]] inline void __trap() {
   throw stitch::host::KernelFault(cudaErrorLaunchFailure, "__trap() called");

@@ -97,9 +97,7 @@ inline cudaError_t report_error(cudaError_t code, std::string message) {
 }
 
 // The detailed message of the latest failure on this thread ("" if none yet).
-inline const std::string& last_error_detail() {
-  return this_thread_errors().detail;
-}
+inline const std::string& last_error_detail() { return this_thread_errors().detail; }
 
 // Thrown inside an emulated GPU thread when the kernel breaks a rule of the CUDA model (a
 // shuffle mask without the caller, a divergent barrier, too much shared memory). It unwinds that

@@ -295,8 +295,8 @@ private:
 
   // Lands in `self` (an emulated thread's context or the scheduler's) after a switch.
   void land_in(FiberSwitchContext& self) {
-    land(self, switched_from_ == nullptr && &self != &scheduler_switch_ ? &scheduler_switch_
-                                                                        : nullptr);
+    land(self,
+         switched_from_ == nullptr && &self != &scheduler_switch_ ? &scheduler_switch_ : nullptr);
   }
 
   // Switches from `self` to `target`; returns, in `self`, the context that later switches back.
@@ -455,10 +455,10 @@ private:
   std::size_t grid_arrivals_ = 0;
   SourceSite grid_site_;
   LaunchFailure failure_;
-  boost::context::fiber scheduler_context_; // run()'s context while emulated threads run
+  boost::context::fiber scheduler_context_;  // run()'s context while emulated threads run
   std::vector<FiberSwitchContext> contexts_; // each thread's, for the sanitizers (fiber_stacks.h)
   FiberSwitchContext scheduler_switch_;      // run()'s, for the sanitizers
-  EmulatedThread* switched_from_ = nullptr; // who switched last (nullptr: run() itself)
+  EmulatedThread* switched_from_ = nullptr;  // who switched last (nullptr: run() itself)
 };
 
 } // namespace stitch::host

@@ -33,16 +33,12 @@ typedef CUstream_st* cudaStream_t;
   struct alignas(alignment) name {                                                                 \
     scalar x, y;                                                                                   \
   };                                                                                               \
-  inline constexpr name make_##name(scalar x, scalar y) {                                          \
-    return name{x, y};                                                                             \
-  }
+  inline constexpr name make_##name(scalar x, scalar y) { return name{x, y}; }
 #define STITCH_HOST_VECTOR3(name, scalar)                                                          \
   struct name {                                                                                    \
     scalar x, y, z;                                                                                \
   };                                                                                               \
-  inline constexpr name make_##name(scalar x, scalar y, scalar z) {                                \
-    return name{x, y, z};                                                                          \
-  }
+  inline constexpr name make_##name(scalar x, scalar y, scalar z) { return name{x, y, z}; }
 #define STITCH_HOST_VECTOR4(name, scalar, alignment)                                               \
   struct alignas(alignment) name {                                                                 \
     scalar x, y, z, w;                                                                             \

@@ -132,9 +132,7 @@ inline cudaError_t cudaMallocHost(void** pointer, std::size_t bytes) {
 template <typename T> inline cudaError_t cudaMallocHost(T** pointer, std::size_t bytes) {
   return cudaMalloc(reinterpret_cast<void**>(pointer), bytes);
 }
-inline cudaError_t cudaFreeHost(void* pointer) {
-  return cudaFree(pointer);
-}
+inline cudaError_t cudaFreeHost(void* pointer) { return cudaFree(pointer); }
 
 inline cudaError_t cudaMemcpy(void* destination, const void* source, std::size_t bytes,
                               cudaMemcpyKind /*kind*/) {
@@ -189,12 +187,8 @@ inline cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   delete stream;
   return cudaSuccess;
 }
-inline cudaError_t cudaStreamSynchronize(cudaStream_t /*stream*/) {
-  return cudaSuccess;
-}
-inline cudaError_t cudaDeviceSynchronize() {
-  return cudaSuccess;
-}
+inline cudaError_t cudaStreamSynchronize(cudaStream_t /*stream*/) { return cudaSuccess; }
+inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
 
 // ---- Errors ----
 
@@ -204,9 +198,7 @@ inline cudaError_t cudaGetLastError() {
   state.last = cudaSuccess;
   return last;
 }
-inline cudaError_t cudaPeekAtLastError() {
-  return stitch::host::this_thread_errors().last;
-}
+inline cudaError_t cudaPeekAtLastError() { return stitch::host::this_thread_errors().last; }
 
 // The detailed message of this thread's latest failure if it had this code, else CUDA's text.
 inline const char* cudaGetErrorString(cudaError_t error) {

@@ -99,9 +99,7 @@ inline thread_local EmulatedThread* current_emulated_thread = nullptr;
 } // namespace detail
 
 // The emulated thread running now; only valid inside a kernel.
-inline const EmulatedThread& current_thread() {
-  return *detail::current_emulated_thread;
-}
+inline const EmulatedThread& current_thread() { return *detail::current_emulated_thread; }
 
 // The same, for intrinsics that act on it. Calling an intrinsic from host code is a programming
 // error with no launch to report it to, so it stops the process with a message.

@@ -73,9 +73,7 @@ struct stitch_library_conv_plans {
 
 namespace stitch::library::cuda {
 
-void destroy_conv_plans(stitch_library_conv_plans* plans) {
-  delete plans;
-}
+void destroy_conv_plans(stitch_library_conv_plans* plans) { delete plans; }
 
 namespace {
 
@@ -257,7 +255,8 @@ int32_t build_plan(const ErrorSink& sink, cudnnHandle_t handle, ConvDirection di
   if (mode != EpilogueMode::None) {
     STITCH_CHECK_CUDNN(sink, cudnnCreateActivationDescriptor, &plan.activation);
     STITCH_CHECK_CUDNN(sink, cudnnSetActivationDescriptor, plan.activation,
-                       mode == EpilogueMode::Relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
+                       mode == EpilogueMode::Relu ? CUDNN_ACTIVATION_RELU
+                                                  : CUDNN_ACTIVATION_IDENTITY,
                        CUDNN_PROPAGATE_NAN, 0.0);
   }
   return choose_algorithm(sink, handle, direction, mode, desc, workspace_bytes, plan);
@@ -283,8 +282,8 @@ int32_t run_conv(const ErrorSink& sink, ConvDirection direction, const stitch_li
   if (libraries->conv_plans == nullptr) libraries->conv_plans = new stitch_library_conv_plans;
   auto& plans = libraries->conv_plans->plans;
   const EpilogueMode mode = !epilogue.active ? EpilogueMode::None
-                            : epilogue.relu   ? EpilogueMode::Relu
-                                              : EpilogueMode::Identity;
+                            : epilogue.relu  ? EpilogueMode::Relu
+                                             : EpilogueMode::Identity;
   const ConvKey key = key_of(direction, mode, desc, g, workspace_bytes);
   auto found = plans.find(key);
   if (found == plans.end()) {
@@ -326,8 +325,8 @@ int32_t run_conv(const ErrorSink& sink, ConvDirection direction, const stitch_li
   if (epilogue.z != nullptr)
     STITCH_CHECK_CUDNN(sink, cudnnAddTensor, handle, &one, plan.y, epilogue.z, &one, plan.y, y);
   if (mode == EpilogueMode::Relu)
-    STITCH_CHECK_CUDNN(sink, cudnnActivationForward, handle, plan.activation, &one, plan.y, y, &zero,
-                       plan.y, y);
+    STITCH_CHECK_CUDNN(sink, cudnnActivationForward, handle, plan.activation, &one, plan.y, y,
+                       &zero, plan.y, y);
   return STITCH_OK;
 }
 
@@ -340,7 +339,8 @@ int32_t conv_entry(const char* routine, ConvDirection direction, const stitch_li
     if (const std::string problem = check_conv(direction, desc, x, w, y); !problem.empty())
       return sink.fail(STITCH_ERROR_INTERNAL, problem);
     if (epilogue.active)
-      if (const std::string problem = check_conv_epilogue(*desc, bias, epilogue.z, y); !problem.empty())
+      if (const std::string problem = check_conv_epilogue(*desc, bias, epilogue.z, y);
+          !problem.empty())
         return sink.fail(STITCH_ERROR_INTERNAL, problem);
     if (desc->batch == 0) return STITCH_OK;
     return run_conv(sink, direction, *call, *desc, x, w, bias, epilogue, y);

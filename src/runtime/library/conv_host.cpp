@@ -184,7 +184,8 @@ int32_t run_conv(const char* routine, ConvDirection direction, const stitch_libr
     if (const std::string problem = check_conv(direction, desc, x, w, y); !problem.empty())
       return sink.fail(STITCH_ERROR_INTERNAL, problem);
     if (epilogue.active)
-      if (const std::string problem = check_conv_epilogue(*desc, bias, epilogue.z, y); !problem.empty())
+      if (const std::string problem = check_conv_epilogue(*desc, bias, epilogue.z, y);
+          !problem.empty())
         return sink.fail(STITCH_ERROR_INTERNAL, problem);
     const ConvGeometry geometry = conv_geometry(*desc);
     if (geometry.batch == 0) return STITCH_OK;

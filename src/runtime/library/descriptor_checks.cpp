@@ -18,9 +18,7 @@ int32_t ErrorSink::fail(int32_t status, const std::string& message) const {
 
 namespace {
 
-std::string str(int64_t value) {
-  return std::to_string(value);
-}
+std::string str(int64_t value) { return std::to_string(value); }
 
 std::string list(const int64_t* values, int count) {
   std::string text = "[";
@@ -30,12 +28,8 @@ std::string list(const int64_t* values, int count) {
 }
 
 // a * b and a + b that report int64 overflow instead of wrapping.
-bool multiply(int64_t a, int64_t b, int64_t* out) {
-  return !__builtin_mul_overflow(a, b, out);
-}
-bool add(int64_t a, int64_t b, int64_t* out) {
-  return !__builtin_add_overflow(a, b, out);
-}
+bool multiply(int64_t a, int64_t b, int64_t* out) { return !__builtin_mul_overflow(a, b, out); }
+bool add(int64_t a, int64_t b, int64_t* out) { return !__builtin_add_overflow(a, b, out); }
 
 // Whether the elements a strided batch of row-major matrices touches, (rows - 1) * ld + cols +
 // (batch - 1) * stride, fit in int64 (arguments already checked non-negative).
@@ -60,9 +54,7 @@ bool gemm_is_empty(const stitch_gemm_desc& desc) {
   return desc.m == 0 || desc.n == 0 || desc.batch_count == 0;
 }
 
-bool gemm_reads_c(const stitch_gemm_desc& desc) {
-  return desc.beta != 0.0f;
-}
+bool gemm_reads_c(const stitch_gemm_desc& desc) { return desc.beta != 0.0f; }
 
 std::string describe_gemm(const stitch_gemm_desc& desc) {
   return "m=" + str(desc.m) + " n=" + str(desc.n) + " k=" + str(desc.k) +
@@ -217,7 +209,8 @@ std::string check_conv_epilogue(const stitch_conv_desc& desc, const float* bias,
                                 const float* y) {
   if (desc.batch == 0) return {};
   if (bias == nullptr)
-    return "a convolution with an epilogue needs its bias in " + describe_conv(ConvDirection::Forward, desc);
+    return "a convolution with an epilogue needs its bias in " +
+           describe_conv(ConvDirection::Forward, desc);
   if (z == nullptr) return {};
   const ConvGeometry g = conv_geometry(desc);
   const int64_t elements = g.batch * g.out_channels * g.out_positions();

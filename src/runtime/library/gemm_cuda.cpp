@@ -66,9 +66,7 @@ struct stitch_library_gemm_plans {
 
 namespace stitch::library::cuda {
 
-void destroy_gemm_plans(stitch_library_gemm_plans* plans) {
-  delete plans;
-}
+void destroy_gemm_plans(stitch_library_gemm_plans* plans) { delete plans; }
 
 namespace {
 

@@ -11,9 +11,7 @@ extern "C" int32_t stitch_libraries_create(stitch_abi_libraries** out, char* err
   return STITCH_OK;
 }
 
-extern "C" void stitch_libraries_destroy(stitch_abi_libraries* libraries) {
-  (void)libraries;
-}
+extern "C" void stitch_libraries_destroy(stitch_abi_libraries* libraries) { (void)libraries; }
 
 extern "C" uint64_t stitch_library_workspace_bytes(void) {
   return STITCH_LIBRARY_HOST_WORKSPACE_BYTES;
