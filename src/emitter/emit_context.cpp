@@ -66,10 +66,10 @@ std::string GroupEmitContext::scratch_pointer(const std::string& type) const {
                      memory_.scratch_offset[position]);
 }
 
-void GroupEmitContext::unsupported(const std::string& what) const {
+void GroupEmitContext::spec_error(const std::string& reason) const {
   const Node& n = node();
-  throw UserError({graph_.source_file, n.name, std::string(op_name(n.op))},
-                  "unsupported in code generation: " + what);
+  internal_fail("group {} ({} spec, {} node(s), first '{}' ({})) cannot be printed: {}", group_.id,
+                spec_name(group_.spec), group_.nodes.size(), n.name, op_name(n.op), reason);
 }
 
 std::string ctype(DType t, const GroupEmitContext& ctx) {
@@ -100,7 +100,7 @@ std::string ctype(DType t, const GroupEmitContext& ctx) {
   case DType::BFloat16:
     break;
   }
-  ctx.unsupported(fmt::format("dtype {}", dtype_name(t)));
+  ctx.spec_error(fmt::format("dtype {} has no element type in kernels", dtype_name(t)));
 }
 
 std::string describe_node(const Graph& g, const Node& n) {

@@ -34,8 +34,17 @@ public:
   // memory plan) as a `type*` expression inside the group function.
   std::string scratch_pointer(const std::string& type) const;
 
-  // A user error naming the group's first node: this op or dtype has no code generation.
-  [[noreturn]] void unsupported(const std::string& what) const;
+  // The group's spec (group_spec.h) as kind T; an internal error when it is another kind.
+  template <typename T> const T& spec() const {
+    const T* s = std::get_if<T>(&group_.spec);
+    if (s == nullptr) spec_error(fmt::format("the emitter expected another kind of spec"));
+    return *s;
+  }
+
+  // A spec the emitter cannot print: a compiler bug (check_code_generation and legality
+  // decide what is emitted), reported as an internal error naming the group, its kind and the
+  // reason.
+  [[noreturn]] void spec_error(const std::string& reason) const;
 
 private:
   const Graph& graph_;
@@ -48,8 +57,8 @@ private:
 // weights).
 std::string storage_bytes(const Graph& graph, const MemoryPlan& memory, TensorId t);
 
-// The C++ element type of a dtype in generated code ("float", "int64_t", "bool", ...);
-// a UserError for dtypes code generation does not support yet.
+// The C++ element type of a dtype in generated code ("float", "int64_t", "bool", ...); an
+// internal error for a dtype kernels lack (check_code_generation refuses those first).
 std::string ctype(DType t, const GroupEmitContext& ctx);
 
 // A one-line description of a node for comments: "'add_1' (Add): float32[2,3] <- ...".

@@ -1,4 +1,5 @@
-// emit_group: dispatch to the kernel emitters, and the shared launch-function writer.
+// emit_group: dispatch on the group's spec to the kernel emitters, and the shared
+// launch-function writer.
 #include "emitter/kernels.h"
 
 #include "emitter/kernel_fused.h"
@@ -26,13 +27,15 @@ void emit_launch(const GroupEmitContext& ctx, CodeWriter& out, const std::string
 }
 
 void emit_group(const GroupEmitContext& ctx, CodeWriter& out) {
-  if (emit_fused(ctx, out)) return; // several nodes, or Independent parts
+  if (emit_fused(ctx, out)) return; // the fused specs
+  if (emit_library_call(ctx, out)) return;
+  if (!std::holds_alternative<OpSpec>(ctx.group().spec))
+    ctx.spec_error("an alias group reached code generation");
   if (emit_pointwise(ctx, out)) return;
   if (emit_reduction(ctx, out)) return;
   if (emit_movement(ctx, out)) return;
   if (emit_window(ctx, out)) return;
-  if (emit_library_call(ctx, out)) return;
-  ctx.unsupported(fmt::format("no kernel for op {} yet", op_name(ctx.node().op)));
+  ctx.spec_error(fmt::format("no kernel for op {}", op_name(ctx.node().op)));
 }
 
 } // namespace stitch

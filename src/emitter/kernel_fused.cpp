@@ -28,11 +28,6 @@
 
 namespace stitch {
 
-void refuse_fused(const GroupEmitContext& ctx, const std::string& reason) {
-  ctx.unsupported(fmt::format("fused group {} ({}): {}", ctx.group().id,
-                              scheme_name(ctx.group().scheme), reason));
-}
-
 std::string fused_kernel_name(const GroupEmitContext& ctx) {
   std::string scheme(scheme_name(ctx.group().scheme));
   for (char& c : scheme)
@@ -40,24 +35,11 @@ std::string fused_kernel_name(const GroupEmitContext& ctx) {
   return fmt::format("stitch_g{}_{}", ctx.group().id, scheme);
 }
 
-std::vector<bool> produced_by(const Graph& graph, const std::vector<int32_t>& nodes) {
-  std::vector<bool> produced(graph.tensors.size(), false);
-  for (int32_t n : nodes)
-    for (TensorId t : graph.nodes[n].outputs)
-      if (t != kNoTensor) produced[t] = true;
-  return produced;
-}
-
 namespace {
 
 std::string describe_tensor(const Graph& g, TensorId t) {
   const Tensor& x = g.tensor(t);
   return fmt::format("'{}' {}{}", x.name, dtype_name(x.dtype), shape_to_string(x.shape));
-}
-
-bool is_scalar_float_constant(const Tensor& t) {
-  return t.is_constant() && t.elements() == 1 &&
-         (t.dtype == DType::Float32 || t.dtype == DType::Float64) && t.view_of == kNoTensor;
 }
 
 std::string constant_literal(const Tensor& t) {
@@ -74,52 +56,20 @@ std::string constant_literal(const Tensor& t) {
 
 } // namespace
 
-std::vector<TensorId> fused_value_inputs(const Node& node) {
-  std::vector<TensorId> inputs = is_pointwise(node) ? pointwise_operands(node) : node.inputs;
-  size_t values = inputs.size();
-  if (op_category(node.op) == OpCategory::Reduction) values = 1; // the data, not the axes
-  inputs.resize(std::min(values, inputs.size()));
-  std::erase(inputs, kNoTensor);
-  return inputs;
-}
-
-FusedSignature fused_signature(const GroupEmitContext& ctx, const std::vector<int32_t>& nodes) {
+FusedSignature fused_signature(const GroupEmitContext& ctx, const KernelInterface& io) {
   const Graph& g = ctx.graph();
-  const FusionGroup& group = ctx.group();
-  const std::vector<bool> produced = produced_by(g, nodes);
   FusedSignature sig;
-  auto add_input = [&](TensorId t) {
-    if (sig.inputs.count(t) || sig.literals.count(t)) return;
-    if (produced[t]) {
-      STITCH_INTERNAL_CHECK(
-          std::find(group.inputs.begin(), group.inputs.end(), t) == group.inputs.end(),
-          "group {}: tensor '{}' is both an input and produced inside", group.id, g.tensor(t).name);
-      return;
-    }
-    if (is_scalar_float_constant(g.tensor(t))) {
-      sig.literals[t] = constant_literal(g.tensor(t));
-      return;
-    }
+  for (TensorId t : io.literals)
+    sig.literals[t] = constant_literal(g.tensor(t));
+  for (TensorId t : io.reads) {
     std::string name = fmt::format("in{}", sig.inputs.size());
     sig.inputs[t] = name;
     sig.params.push_back(
         fmt::format("const {}* __restrict__ {}", ctype(g.tensor(t).dtype, ctx), name));
     sig.args.push_back(ctx.pointer(t, false));
     sig.legend.push_back(fmt::format("{}: {}", name, describe_tensor(g, t)));
-  };
-  // In the plan's order of inputs, then any constant the plan left out; shape-only inputs
-  // (Reduce* axes, Expand's shape) are not read by the kernel.
-  std::set<TensorId> values;
-  for (int32_t n : nodes)
-    for (TensorId t : fused_value_inputs(g.nodes[n]))
-      values.insert(t);
-  for (TensorId t : group.inputs)
-    if (values.count(t)) add_input(t);
-  for (int32_t n : nodes)
-    for (TensorId t : fused_value_inputs(g.nodes[n]))
-      add_input(t);
-  for (TensorId t : group.outputs) {
-    if (!produced[t]) continue; // another part's output (Independent)
+  }
+  for (TensorId t : io.writes) {
     std::string name = fmt::format("out{}", sig.outputs.size());
     sig.outputs[t] = name;
     sig.params.push_back(fmt::format("{}* __restrict__ {}", ctype(g.tensor(t).dtype, ctx), name));
@@ -144,7 +94,7 @@ ValueScope::ValueScope(const GroupEmitContext& ctx, const std::vector<int32_t>& 
     : ctx_(ctx), out_(out), leaf_(std::move(leaf)) {
   for (int32_t n : nodes) {
     const Node& node = ctx.graph().nodes[n];
-    if (is_pointwise(node)) pointwise_producer_[node.outputs[0]] = n;
+    if (op_is_pointwise(node.op)) pointwise_producer_[node.outputs[0]] = n;
   }
 }
 
@@ -158,7 +108,7 @@ std::string ValueScope::value(TensorId t) {
   }
   const Node& node = ctx_.graph().nodes[producer->second];
   std::vector<std::string> values;
-  for (TensorId operand : pointwise_operands(node))
+  for (TensorId operand : value_operands(node))
     values.push_back(operand == kNoTensor ? std::string() : value(operand));
   std::string name = fresh("t");
   out_.comment(fmt::format("{} = '{}' ({})", name, node.name, op_name(node.op)));
@@ -170,62 +120,15 @@ std::string ValueScope::value(TensorId t) {
 
 // ---- Local ----
 
-namespace {
-
-// The iteration shape of a Local body: the shape of every output it writes. Every value of the
-// chain must broadcast to it.
-Shape local_shape(const GroupEmitContext& ctx, const FusedSignature& sig,
-                  const std::vector<int32_t>& nodes) {
+void emit_local_body(const GroupEmitContext& ctx, const FusedSignature& sig, const LocalSpec& spec,
+                     const BlockRange& blocks, CodeWriter& out) {
   const Graph& g = ctx.graph();
-  const std::vector<bool> produced = produced_by(g, nodes);
-  std::vector<TensorId> outputs;
-  for (const auto& [t, name] : sig.outputs)
-    if (produced[t]) outputs.push_back(t);
-  if (outputs.empty()) refuse_fused(ctx, "a Local part writes no output");
-  const Shape& shape = g.tensor(outputs[0]).shape;
-  for (TensorId t : outputs)
-    if (g.tensor(t).shape != shape)
-      refuse_fused(ctx, fmt::format("Local outputs of different shapes ({} and {})",
-                                    shape_to_string(shape), shape_to_string(g.tensor(t).shape)));
-  auto broadcasts = [&](const Shape& s) {
-    if (s.size() > shape.size()) return false;
-    for (size_t d = 0; d < s.size(); ++d)
-      if (s[d] != 1 && s[d] != shape[shape.size() - s.size() + d]) return false;
-    return true;
-  };
-  for (int32_t n : nodes) {
-    const Node& node = g.nodes[n];
-    if (!is_pointwise(node))
-      refuse_fused(ctx, fmt::format("node '{}' ({}) is not pointwise; a Local group holds only "
-                                    "pointwise nodes",
-                                    node.name, op_name(node.op)));
-    for (TensorId t : fused_value_inputs(node))
-      if (!broadcasts(g.tensor(t).shape))
-        refuse_fused(ctx, fmt::format("'{}' {} does not broadcast to the iteration shape {}",
-                                      g.tensor(t).name, shape_to_string(g.tensor(t).shape),
-                                      shape_to_string(shape)));
-  }
-  return shape;
-}
-
-} // namespace
-
-void emit_local_body(const GroupEmitContext& ctx, const FusedSignature& sig,
-                     const std::vector<int32_t>& nodes, const BlockRange& blocks, CodeWriter& out) {
-  const Graph& g = ctx.graph();
-  const Shape shape = local_shape(ctx, sig, nodes);
+  const Shape& shape = spec.iteration;
   const int64_t n = shape_elements(shape);
-  const std::vector<bool> produced = produced_by(g, nodes);
-  // Inputs this body reads (an Independent kernel's signature holds other parts' too).
-  std::vector<TensorId> reads;
-  for (int32_t node : nodes)
-    for (TensorId t : fused_value_inputs(g.nodes[node]))
-      if (!produced[t] && sig.inputs.count(t) &&
-          std::find(reads.begin(), reads.end(), t) == reads.end())
-        reads.push_back(t);
+  const std::vector<TensorId>& reads = spec.io.reads;
   std::vector<std::pair<TensorId, std::string>> writes;
-  for (const auto& [t, name] : sig.outputs)
-    if (produced[t]) writes.emplace_back(t, name);
+  for (TensorId t : spec.io.writes)
+    writes.emplace_back(t, sig.outputs.at(t));
 
   out.linef("const int64_t n = {};  // elements of {}", n, shape_to_string(shape));
   out.linef("const int64_t first = int64_t({}) * blockDim.x + threadIdx.x;", blocks.index);
@@ -236,20 +139,18 @@ void emit_local_body(const GroupEmitContext& ctx, const FusedSignature& sig,
   };
 
   std::string tail_start = "0";
-  if (ctx.group().launch.vector_width == 4) {
+  if (spec.vector_width == 4) {
     // 16-byte vectors: every input is the full shape or one element, every access 4 bytes.
     for (TensorId t : reads) {
       const Tensor& x = g.tensor(t);
-      STITCH_INTERNAL_CHECK(dtype_size(x.dtype) == 4 && (x.shape == shape || x.elements() == 1),
-                            "group {}: vector width 4 with input '{}' {} (iteration shape {})",
-                            ctx.group().id, x.name, shape_to_string(x.shape),
-                            shape_to_string(shape));
+      if (x.elements() != 1 && (dtype_size(x.dtype) != 4 || x.shape != shape))
+        ctx.spec_error(fmt::format("vector width 4 with input '{}' {} (iteration shape {})", x.name,
+                                   shape_to_string(x.shape), shape_to_string(shape)));
     }
     for (const auto& [t, name] : writes)
-      STITCH_INTERNAL_CHECK(dtype_size(g.tensor(t).dtype) == 4,
-                            "group {}: vector width 4 with "
-                            "output '{}' of {}-byte elements",
-                            ctx.group().id, g.tensor(t).name, dtype_size(g.tensor(t).dtype));
+      if (dtype_size(g.tensor(t).dtype) != 4)
+        ctx.spec_error(fmt::format("vector width 4 with output '{}' of {}-byte elements",
+                                   g.tensor(t).name, dtype_size(g.tensor(t).dtype)));
     out.comment("16-byte vectors; the loop after this one does the last n % 4 elements.");
     out.open("for (int64_t v = first; v < n / 4; v += stride)");
     std::map<TensorId, std::string> loaded;
@@ -270,7 +171,7 @@ void emit_local_body(const GroupEmitContext& ctx, const FusedSignature& sig,
       out.linef("{} r{};", vector4_type(g.tensor(t).dtype, ctx), name.substr(3));
     for (const char* lane : {"x", "y", "z", "w"}) {
       out.open("");
-      ValueScope scope(ctx, nodes, out, [&](TensorId t) {
+      ValueScope scope(ctx, spec.nodes, out, [&](TensorId t) {
         return literal_or(
             t, [&] { return fmt::format(fmt::runtime(loaded.at(t)), fmt::arg("lane", lane)); });
       });
@@ -292,11 +193,14 @@ void emit_local_body(const GroupEmitContext& ctx, const FusedSignature& sig,
   for (TensorId t : reads)
     coordinates |= needs_coordinates(g.tensor(t).shape, shape);
   if (coordinates) emit_coordinates(out, shape);
-  ValueScope scope(ctx, nodes, out, [&](TensorId t) {
+  ValueScope scope(ctx, spec.nodes, out, [&](TensorId t) {
     return literal_or(t, [&] {
-      const std::string& param = sig.inputs.at(t);
-      std::string name = "x" + param.substr(2);
-      out.linef("const {} {} = {}[{}];", ctype(g.tensor(t).dtype, ctx), name, param,
+      auto param = sig.inputs.find(t);
+      if (param == sig.inputs.end())
+        ctx.spec_error(
+            fmt::format("'{}' is read but not in the kernel's interface", g.tensor(t).name));
+      std::string name = "x" + param->second.substr(2);
+      out.linef("const {} {} = {}[{}];", ctype(g.tensor(t).dtype, ctx), name, param->second,
                 broadcast_index(g.tensor(t).shape, shape));
       return name;
     });
@@ -310,19 +214,16 @@ namespace {
 
 void emit_fused_local(const GroupEmitContext& ctx, CodeWriter& out) {
   const FusionGroup& group = ctx.group();
-  if (group.mapping != ThreadMapping::Flat)
-    refuse_fused(ctx, fmt::format("a Local group runs with the flat mapping, not {}",
-                                  mapping_name(group.mapping)));
-  FusedSignature sig = fused_signature(ctx, group.nodes);
+  const LocalSpec& spec = ctx.spec<LocalSpec>();
+  const FusedSignature sig = fused_signature(ctx, spec.io);
   const std::string kernel = fused_kernel_name(ctx);
-  fused_kernel_banner(
-      ctx, sig, group.nodes,
-      fmt::format("Fused group {} (Local): {} pointwise nodes evaluated per element "
-                  "in registers.",
-                  group.id, group.nodes.size()),
-      out);
+  fused_kernel_banner(ctx, sig, group.nodes,
+                      fmt::format("Fused group {} (Local): {} pointwise nodes evaluated per "
+                                  "element in registers.",
+                                  group.id, group.nodes.size()),
+                      out);
   out.open(kernel_head(ctx, kernel, sig.params));
-  emit_local_body(ctx, sig, group.nodes, BlockRange{}, out);
+  emit_local_body(ctx, sig, spec, BlockRange{}, out);
   out.close();
   out.line();
   emit_launch(ctx, out, kernel, sig.args);
@@ -331,29 +232,21 @@ void emit_fused_local(const GroupEmitContext& ctx, CodeWriter& out) {
 } // namespace
 
 bool emit_fused(const GroupEmitContext& ctx, CodeWriter& out) {
-  const FusionGroup& group = ctx.group();
-  if (group.kind != GroupKind::Kernel) return false;
-  if (group.nodes.size() <= 1 && group.parts.empty()) return false;
-  switch (group.scheme) {
-  case StitchScheme::Local:
-    if (has_window_op(ctx.graph(), group.nodes))
-      emit_fused_window(ctx, out);
-    else
-      emit_fused_local(ctx, out);
-    break;
-  case StitchScheme::Regional:
+  const GroupSpec& spec = ctx.group().spec;
+  if (std::holds_alternative<LocalSpec>(spec))
+    emit_fused_local(ctx, out);
+  else if (std::holds_alternative<WindowSpec>(spec))
+    emit_fused_window(ctx, out);
+  else if (std::holds_alternative<RegionalSpec>(spec))
     emit_fused_regional(ctx, out);
-    break;
-  case StitchScheme::Independent:
+  else if (std::holds_alternative<ColumnSpec>(spec))
+    emit_fused_global(ctx, out);
+  else if (std::holds_alternative<RowGemvSpec>(spec))
+    emit_fused_row_gemv(ctx, out);
+  else if (std::holds_alternative<IndependentSpec>(spec))
     emit_fused_independent(ctx, out);
-    break;
-  case StitchScheme::Global:
-    if (has_matrix_product(ctx.graph(), group.nodes))
-      emit_fused_row_gemv(ctx, out);
-    else
-      emit_fused_global(ctx, out);
-    break;
-  }
+  else
+    return false; // single ops, library calls, aliases
   return true;
 }
 

@@ -23,76 +23,34 @@
 // does not depend on timing. B and C are read from memory; only x comes from the group.
 #include "emitter/kernel_fused.h"
 
-#include <map>
 #include <set>
 
 #include "emitter/kernels.h"
 #include "emitter/pointwise_expression.h"
 #include "emitter/row_kernel.h"
-#include "planner/legality.h"
 
 namespace stitch {
-
-bool has_matrix_product(const Graph& g, const std::vector<int32_t>& nodes) {
-  for (int32_t n : nodes)
-    if (g.nodes[n].op == OpKind::MatMul || g.nodes[n].op == OpKind::Gemm) return true;
-  return false;
-}
 
 void emit_fused_row_gemv(const GroupEmitContext& ctx, CodeWriter& out) {
   const FusionGroup& group = ctx.group();
   const Graph& g = ctx.graph();
+  const RowGemvSpec& spec = ctx.spec<RowGemvSpec>();
   if (!group.launch.cooperative)
-    refuse_fused(ctx, "a Global group needs a cooperative launch (launch.cooperative)");
-  // The product; before it (topological order) the row ops and the views, after it its
-  // consumers.
-  size_t at = group.nodes.size();
-  std::map<TensorId, int32_t> producer;
-  for (size_t i = 0; i < group.nodes.size(); ++i) {
-    const Node& node = g.nodes[group.nodes[i]];
-    for (TensorId t : node.outputs)
-      producer[t] = group.nodes[i];
-    if (node.op != OpKind::MatMul && node.op != OpKind::Gemm) continue;
-    if (at < group.nodes.size()) refuse_fused(ctx, "two matrix products in one group");
-    at = i;
-  }
-  const Node& product = g.nodes[group.nodes[at]];
-  MatrixVector mv;
-  if (FusionDecision d = matrix_vector(g, product, mv); !d)
-    refuse_fused(ctx, fmt::format("node '{}' ({}) is not a matrix-vector product: {}", product.name,
-                                  op_name(product.op), d.reason));
-  // The vector, back through the views.
-  TensorId x = mv.x;
-  std::set<int32_t> views;
-  for (auto p = producer.find(x); p != producer.end() && g.nodes[p->second].op == OpKind::View;
-       p = producer.find(x)) {
-    views.insert(p->second);
-    x = g.nodes[p->second].inputs[0];
-  }
-  if (!producer.count(x))
-    refuse_fused(ctx, fmt::format("the vector of '{}' is not computed in the group", product.name));
-  std::vector<int32_t> head;
-  for (size_t i = 0; i < at; ++i)
-    if (!views.count(group.nodes[i])) head.push_back(group.nodes[i]);
-  const std::vector<int32_t> tail(group.nodes.begin() + at + 1, group.nodes.end());
-  for (int32_t n : tail)
-    if (!is_pointwise(g.nodes[n]))
-      refuse_fused(ctx, fmt::format("node '{}' ({}) after the product is not pointwise",
-                                    g.nodes[n].name, op_name(g.nodes[n].op)));
-  if (g.tensor(x).elements() != mv.k || group.rows != mv.k)
-    refuse_fused(ctx, fmt::format("the vector '{}' holds {} values; the product's K is {} and the "
-                                  "group has {} rows",
-                                  g.tensor(x).name, g.tensor(x).elements(), mv.k, group.rows));
+    ctx.spec_error("a Global group needs a cooperative launch (launch.cooperative)");
+  const MatrixVector& mv = spec.mv;
+  const Node& product = g.nodes[spec.product];
+  const TensorId x = spec.vector;
+  const std::vector<int32_t>& tail = spec.consumers;
   if (group.scratch_bytes < mv.k * 4)
-    refuse_fused(ctx, fmt::format("scratch_bytes {} < the {} bytes of the vector",
-                                  group.scratch_bytes, mv.k * 4));
-  const bool vectors = group.launch.vector_width == 4;
+    ctx.spec_error(fmt::format("scratch_bytes {} < the {} bytes of the vector", group.scratch_bytes,
+                               mv.k * 4));
+  const bool vectors = spec.vectors;
   if (vectors && (!mv.b_rows_are_outputs || mv.k % 4 != 0))
-    refuse_fused(ctx, "16-byte vectors need B's rows to be the outputs and K a multiple of 4");
+    ctx.spec_error("16-byte vectors need B's rows to be the outputs and K a multiple of 4");
 
-  const FusedSignature sig = fused_signature(ctx, group.nodes);
+  const FusedSignature sig = fused_signature(ctx, spec.io);
   const TensorId y = product.outputs[0];
-  const Shape& shape = g.tensor(y).shape;
+  const Shape& shape = spec.output_shape;
   const int64_t blocks = group.launch.grid[0];
   const std::string kernel = fused_kernel_name(ctx);
   fused_kernel_banner(
@@ -101,7 +59,7 @@ void emit_fused_row_gemv(const GroupEmitContext& ctx, CodeWriter& out) {
           "Fused group {} (Global): row ops over {} rows of {}, whose per-row values are the "
           "vector of '{}' ({}), a grid-wide barrier, then the product ({} outputs, {} per "
           "output) and {} consumer(s); {} blocks.",
-          group.id, group.rows, group.row_length, product.name, op_name(product.op), mv.n,
+          group.id, spec.head.rows, spec.head.row_length, product.name, op_name(product.op), mv.n,
           mv.b_rows_are_outputs ? "a warp" : "a thread", tail.size(), blocks),
       out);
   std::vector<std::string> params = sig.params;
@@ -114,18 +72,19 @@ void emit_fused_row_gemv(const GroupEmitContext& ctx, CodeWriter& out) {
   FusedSignature head_sig = sig;
   head_sig.outputs[x] = "row_values";
   out.open("");
-  emit_regional_body(ctx, head_sig, head, group.rows, group.row_length, BlockRange{}, out);
+  emit_regional_body(ctx, head_sig, spec.head, BlockRange{}, out);
   out.close();
   out.line("stitch_grid_sync();");
 
   out.comment(fmt::format("Phase 2: y = {} (K = {}, N = {}), then the consumers, per output j.",
                           product.op == OpKind::Gemm ? "alpha * x B + beta * C" : "x B", mv.k,
                           mv.n));
-  if (auto written = sig.outputs.find(x); written != sig.outputs.end()) {
+  if (spec.vector_is_output) {
+    const std::string& written = sig.outputs.at(x);
     out.open(fmt::format("for (int64_t k = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; k < {}; "
                          "k += int64_t(gridDim.x) * blockDim.x)",
                          mv.k));
-    out.linef("{}[k] = row_values[k];  // the vector is an output too", written->second);
+    out.linef("{}[k] = row_values[k];  // the vector is an output too", written);
     out.close();
   }
   const std::string& b = sig.inputs.at(mv.b);
@@ -171,11 +130,13 @@ void emit_fused_row_gemv(const GroupEmitContext& ctx, CodeWriter& out) {
   }
   out.linef("const float y = {};", value);
   bool coordinates = false;
-  const std::vector<bool> made = produced_by(g, tail);
+  std::set<TensorId> made;
   for (int32_t n : tail)
-    for (TensorId t : fused_value_inputs(g.nodes[n]))
-      coordinates |= t != y && !made[t] && !sig.literals.count(t) &&
-                     needs_coordinates(g.tensor(t).shape, shape);
+    made.insert(g.nodes[n].outputs[0]);
+  for (int32_t n : tail)
+    for (TensorId t : value_operands(g.nodes[n]))
+      coordinates |=
+          t != kNoTensor && sig.inputs.count(t) && needs_coordinates(g.tensor(t).shape, shape);
   if (coordinates) emit_coordinates(out, shape, "j", "c");
   ValueScope consumers(ctx, tail, out, [&](TensorId t) -> std::string {
     if (t == y) return "y";
@@ -186,13 +147,13 @@ void emit_fused_row_gemv(const GroupEmitContext& ctx, CodeWriter& out) {
               broadcast_index(g.tensor(t).shape, shape, "j", "c"));
     return name;
   });
-  for (const auto& [t, name] : sig.outputs)
-    if (t == y || made[t]) {
+  for (TensorId t : spec.io.writes)
+    if (t == y || made.count(t)) {
       if (g.tensor(t).shape != shape)
-        refuse_fused(ctx, fmt::format("output '{}' {} is not of the product's shape {}",
-                                      g.tensor(t).name, shape_to_string(g.tensor(t).shape),
-                                      shape_to_string(shape)));
-      out.linef("{}[j] = {};", name, consumers.value(t));
+        ctx.spec_error(fmt::format("output '{}' {} is not of the product's shape {}",
+                                   g.tensor(t).name, shape_to_string(g.tensor(t).shape),
+                                   shape_to_string(shape)));
+      out.linef("{}[j] = {};", sig.outputs.at(t), consumers.value(t));
     }
   out.close();
   out.close();

@@ -23,35 +23,31 @@
 // the depthwise Conv sums tap products in fp32 in tap order and adds the bias last.
 #include <algorithm>
 #include <functional>
+#include <set>
 
 #include "emitter/kernel_fused.h"
 #include "emitter/kernels.h"
 #include "emitter/pointwise_expression.h"
 #include "emitter/row_kernel.h"
 #include "emitter/window_geometry.h"
-#include "graph/infer_context.h"
 
 namespace stitch {
 
 namespace {
 
-bool is_window_op(const Node& node) {
-  return node.op == OpKind::MaxPool || node.op == OpKind::AveragePool || node.op == OpKind::Conv;
-}
-
 // The window's fold: the accumulator before the taps, its update with a tap's value, and the
 // result after them.
 struct Fold {
-  bool average = false, count_include_pad = false; // AveragePool: its divisor goes first
   std::vector<std::string> before;
   std::function<std::string(const std::string& value)> per_tap;
   std::string result;
 };
 
-Fold window_fold(const GroupEmitContext& ctx, const FusedSignature& sig, const Node& node,
-                 const WindowGeometry& w) {
+Fold window_fold(const FusedSignature& sig, const WindowSpec& spec) {
+  const WindowGeometry& w = spec.geometry;
   Fold fold;
-  if (node.op == OpKind::MaxPool) {
+  switch (spec.fold) {
+  case WindowFold::Max:
     fold.before = {"float best = stitch::window::lowest<float>();",
                    "bool taken = false; // no tap folded yet"};
     fold.per_tap = [](const std::string& v) {
@@ -59,14 +55,13 @@ Fold window_fold(const GroupEmitContext& ctx, const FusedSignature& sig, const N
     };
     fold.result = "best";
     return fold;
-  }
-  if (node.op == OpKind::AveragePool) {
-    fold.average = true;
-    fold.count_include_pad = NodeContext(ctx.graph(), node).attr_flag("count_include_pad", false);
+  case WindowFold::Average:
     fold.before = {"float sum = 0.0f;"};
     fold.per_tap = [](const std::string& v) { return fmt::format("sum += {};", v); };
     fold.result = "sum / static_cast<float>(count)";
     return fold;
+  case WindowFold::Depthwise:
+    break;
   }
   // Depthwise Conv: the filter of this channel, [C, 1, k...] row-major.
   std::vector<std::string> terms;
@@ -77,78 +72,54 @@ Fold window_fold(const GroupEmitContext& ctx, const FusedSignature& sig, const N
     stride *= w.kernel[d];
   }
   fold.before = {"float acc = 0.0f;"};
-  fold.per_tap = [filter = sig.inputs.at(node.inputs[1]), taps = w.taps(),
+  fold.per_tap = [filter = sig.inputs.at(spec.filter), taps = w.taps(),
                   offset = fmt::format("{}", fmt::join(terms, " + "))](const std::string& v) {
     return fmt::format("acc += {} * {}[channel * {} + {}];", v, filter, taps, offset);
   };
   fold.result = "acc";
-  if (node.inputs.size() > 2 && node.inputs[2] != kNoTensor) {
-    TensorId bias = node.inputs[2];
-    auto literal = sig.literals.find(bias);
+  if (spec.bias != kNoTensor) {
+    auto literal = sig.literals.find(spec.bias);
     fold.result = literal != sig.literals.end()
                       ? fmt::format("acc + {}", literal->second)
-                      : fmt::format("acc + {}[channel]", sig.inputs.at(bias));
+                      : fmt::format("acc + {}[channel]", sig.inputs.at(spec.bias));
   }
   return fold;
 }
 
 } // namespace
 
-bool has_window_op(const Graph& g, const std::vector<int32_t>& nodes) {
-  for (int32_t n : nodes)
-    if (is_window_op(g.nodes[n])) return true;
-  return false;
-}
-
 void emit_fused_window(const GroupEmitContext& ctx, CodeWriter& out) {
   const Graph& g = ctx.graph();
   const FusionGroup& group = ctx.group();
-  if (group.mapping != ThreadMapping::Flat)
-    refuse_fused(ctx, fmt::format("a window group runs with the flat mapping, not {}",
-                                  mapping_name(group.mapping)));
-  // The window op; before it in the group's topological order its producers, after it its
-  // consumers (the planner's contract: every other node is pointwise and one or the other).
-  size_t at_window = group.nodes.size();
-  for (size_t k = 0; k < group.nodes.size(); ++k) {
-    const Node& node = g.nodes[group.nodes[k]];
-    if (is_pointwise(node)) continue;
-    if (!is_window_op(node) || at_window < group.nodes.size())
-      refuse_fused(ctx, fmt::format("node '{}' ({}) is neither pointwise nor the group's one "
-                                    "window op",
-                                    node.name, op_name(node.op)));
-    at_window = k;
-  }
-  if (at_window == group.nodes.size()) refuse_fused(ctx, "no window op in a window group");
-  const Node& wn = g.nodes[group.nodes[at_window]];
-  const std::vector<int32_t> producers(group.nodes.begin(), group.nodes.begin() + at_window);
-  const std::vector<int32_t> consumers(group.nodes.begin() + at_window + 1, group.nodes.end());
+  const WindowSpec& spec = ctx.spec<WindowSpec>();
+  const Node& wn = g.nodes[spec.window];
+  const std::vector<int32_t>& producers = spec.producers;
+  const std::vector<int32_t>& consumers = spec.consumers;
   const TensorId data = wn.inputs[0], result = wn.outputs[0];
   const Shape& in = g.tensor(data).shape;
   const Shape& shape = g.tensor(result).shape;
   if (g.tensor(result).dtype != DType::Float32)
-    refuse_fused(ctx, fmt::format("a window op on {}", dtype_name(g.tensor(result).dtype)));
-  const WindowGeometry w = read_window_geometry(g, wn);
-  const FusedSignature sig = fused_signature(ctx, group.nodes);
-  for (const auto& [t, name] : sig.outputs)
-    if (g.tensor(t).shape != shape)
-      refuse_fused(ctx, fmt::format("output '{}' {} is not of the window's output shape {}",
-                                    g.tensor(t).name, shape_to_string(g.tensor(t).shape),
-                                    shape_to_string(shape)));
+    ctx.spec_error(fmt::format("a window op on {}", dtype_name(g.tensor(result).dtype)));
+  const WindowGeometry& w = spec.geometry;
+  const FusedSignature sig = fused_signature(ctx, spec.io);
   // Inputs read at each tap (the producers' and the window's data) and per output element.
-  const std::vector<bool> made_before = produced_by(g, producers);
-  const std::vector<bool> made_after = produced_by(g, consumers);
+  std::set<TensorId> made_before, made_after;
+  for (int32_t n : producers)
+    made_before.insert(g.nodes[n].outputs[0]);
+  for (int32_t n : consumers)
+    made_after.insert(g.nodes[n].outputs[0]);
   bool tap_coordinates = false, output_coordinates = false;
   std::vector<TensorId> tap_reads = {data};
   for (int32_t n : producers)
-    for (TensorId t : fused_value_inputs(g.nodes[n]))
-      tap_reads.push_back(t);
+    for (TensorId t : value_operands(g.nodes[n]))
+      if (t != kNoTensor) tap_reads.push_back(t);
   for (TensorId t : tap_reads)
     tap_coordinates |=
-        !made_before[t] && !sig.literals.count(t) && needs_coordinates(g.tensor(t).shape, in);
+        !made_before.count(t) && sig.inputs.count(t) && needs_coordinates(g.tensor(t).shape, in);
   for (int32_t n : consumers)
-    for (TensorId t : fused_value_inputs(g.nodes[n]))
-      output_coordinates |= t != result && !made_after[t] && !sig.literals.count(t) &&
-                            needs_coordinates(g.tensor(t).shape, shape);
+    for (TensorId t : value_operands(g.nodes[n]))
+      output_coordinates |= t != kNoTensor && t != result && !made_after.count(t) &&
+                            sig.inputs.count(t) && needs_coordinates(g.tensor(t).shape, shape);
 
   const std::string kernel = fused_kernel_name(ctx);
   fused_kernel_banner(ctx, sig, group.nodes,
@@ -169,7 +140,8 @@ void emit_fused_window(const GroupEmitContext& ctx, CodeWriter& out) {
   for (size_t d = w.out.size(); d-- > 0;)
     out.linef("const int64_t o{} = left % {}; left /= {};", d, w.out[d], w.out[d]);
   out.line("const int64_t plane = left; // image * channels + channel");
-  if (wn.op == OpKind::Conv) out.linef("const int64_t channel = plane % {};", in[1]);
+  if (spec.fold == WindowFold::Depthwise)
+    out.linef("const int64_t channel = plane % {};", spec.channels);
   for (size_t d = 0; d < w.out.size(); ++d) {
     std::string start =
         w.strides[d] == 1 ? fmt::format("o{}", d) : fmt::format("o{} * {}", d, w.strides[d]);
@@ -179,16 +151,19 @@ void emit_fused_window(const GroupEmitContext& ctx, CodeWriter& out) {
   auto literal_or_load = [&](TensorId t, const Shape& against, const std::string& linear,
                              const std::string& coordinate) {
     if (auto literal = sig.literals.find(t); literal != sig.literals.end()) return literal->second;
-    const std::string& param = sig.inputs.at(t);
-    std::string name = "x" + param.substr(2);
-    out.linef("const {} {} = {}[{}];", ctype(g.tensor(t).dtype, ctx), name, param,
+    auto param = sig.inputs.find(t);
+    if (param == sig.inputs.end())
+      ctx.spec_error(
+          fmt::format("'{}' is read but not in the kernel's interface", g.tensor(t).name));
+    std::string name = "x" + param->second.substr(2);
+    out.linef("const {} {} = {}[{}];", ctype(g.tensor(t).dtype, ctx), name, param->second,
               broadcast_index(g.tensor(t).shape, against, linear, coordinate));
     return name;
   };
 
   // The taps: the producers' chain at the tap's input element, folded by the window.
-  const Fold fold = window_fold(ctx, sig, wn, w);
-  if (fold.average) emit_average_pool_count(out, w, fold.count_include_pad);
+  const Fold fold = window_fold(sig, spec);
+  if (spec.fold == WindowFold::Average) emit_average_pool_count(out, w, spec.count_include_pad);
   for (const std::string& line : fold.before)
     out.line(line);
   {
@@ -206,8 +181,8 @@ void emit_fused_window(const GroupEmitContext& ctx, CodeWriter& out) {
   ValueScope after(ctx, consumers, out, [&](TensorId t) {
     return t == result ? std::string("window") : literal_or_load(t, shape, "i", "c");
   });
-  for (const auto& [t, name] : sig.outputs)
-    out.linef("{}[i] = {};", name, after.value(t));
+  for (TensorId t : spec.io.writes)
+    out.linef("{}[i] = {};", sig.outputs.at(t), after.value(t));
   out.close();
   out.close();
   out.line();

@@ -288,7 +288,7 @@ std::string constant_element_literal(const GroupEmitContext& ctx, const Tensor& 
   case DType::BFloat16:
     break;
   }
-  ctx.unsupported(fmt::format("dtype {}", dtype_name(t.dtype)));
+  ctx.spec_error(fmt::format("dtype {}", dtype_name(t.dtype)));
 }
 
 } // namespace stitch

@@ -243,9 +243,10 @@ void emit_pad(const GroupEmitContext& ctx, CodeWriter& out) {
       out.linef("const int64_t {} = {};", name, x);
       outside.push_back(fmt::format("{0} < 0 || {0} >= {1}", name, window));
     } else {
-      if (window <= 0)
-        ctx.unsupported(
-            fmt::format("{} padding of axis {} whose pads crop every element", mode, d));
+      if (window <= 0 && ctx.tensor(node.outputs[0]).elements() > 0)
+        ctx.spec_error(fmt::format("{} padding of axis {} whose pads crop every element (the "
+                                   "shape rule refuses it)",
+                                   mode, d));
       const char* fn = mode == "reflect" ? "reflect_index"
                        : mode == "edge"  ? "edge_index"
                                          : "wrap_around_index";

@@ -40,7 +40,7 @@ const char* coordinates_enum(const GroupEmitContext& ctx, const std::string& mod
   if (mode == "asymmetric") return "Asymmetric";
   if (mode == "tf_crop_and_resize") return "TfCropAndResize";
   if (mode == "half_pixel_symmetric") return "HalfPixelSymmetric";
-  ctx.unsupported(fmt::format("Resize coordinate_transformation_mode \"{}\"", mode));
+  ctx.spec_error(fmt::format("Resize coordinate_transformation_mode \"{}\"", mode));
 }
 
 const char* nearest_enum(const GroupEmitContext& ctx, const std::string& mode) {
@@ -48,7 +48,7 @@ const char* nearest_enum(const GroupEmitContext& ctx, const std::string& mode) {
   if (mode == "round_prefer_ceil") return "RoundPreferCeil";
   if (mode == "floor") return "Floor";
   if (mode == "ceil") return "Ceil";
-  ctx.unsupported(fmt::format("Resize nearest_mode \"{}\"", mode));
+  ctx.spec_error(fmt::format("Resize nearest_mode \"{}\"", mode));
 }
 
 std::string double_literal(double v) {
@@ -113,10 +113,10 @@ ResizeParams read_resize(const GroupEmitContext& ctx) {
   std::vector<std::string> roi_start(rank, "0.0"), roi_end(rank, "1.0");
   std::vector<bool> cropped(rank, false);
   if (p.coordinates == "tf_crop_and_resize") {
-    if (!given(1)) ctx.unsupported("Resize tf_crop_and_resize without a roi input");
+    if (!given(1)) ctx.spec_error("Resize tf_crop_and_resize without a roi input");
     if (nc.input(1).elements() != static_cast<int64_t>(2 * axes.size()))
-      ctx.unsupported(fmt::format("Resize roi with {} values for {} axes", nc.input(1).elements(),
-                                  axes.size()));
+      ctx.spec_error(fmt::format("Resize roi with {} values for {} axes", nc.input(1).elements(),
+                                 axes.size()));
     p.runtime_roi = !nc.input(1).is_constant();
     std::vector<double> roi = p.runtime_roi ? std::vector<double>() : nc.const_floats(1, "roi");
     for (size_t i = 0; i < axes.size(); ++i) {

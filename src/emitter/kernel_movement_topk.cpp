@@ -13,7 +13,7 @@ void emit_topk(const GroupEmitContext& ctx, CodeWriter& out) {
   const TopKPlan plan = topk_plan(ctx.graph(), node);
   const bool largest = nc.opset() < 11 || nc.attr_flag("largest", true);
   if (node.outputs.size() < 2 || node.outputs[0] == kNoTensor || node.outputs[1] == kNoTensor)
-    ctx.unsupported("TopK without both its values and indices outputs");
+    ctx.spec_error("TopK without both its values and indices outputs");
   const Tensor& input = ctx.tensor(node.inputs[0]);
   const std::string type = ctype(input.dtype, ctx);
   std::string kernel = ctx.kernel_name();

@@ -86,21 +86,6 @@ std::string literal_limit(DType t, bool lowest) {
 
 } // namespace
 
-bool is_pointwise(const Node& node) {
-  return !op_device_function(node.op).empty() || node.op == OpKind::Cast ||
-         node.op == OpKind::CastLike || node.op == OpKind::Expand;
-}
-
-std::vector<TensorId> pointwise_operands(const Node& node) {
-  // Every input, except shape/type-only ones (CastLike's target, Expand's shape).
-  std::vector<TensorId> operands;
-  for (size_t k = 0; k < node.inputs.size(); ++k) {
-    if ((node.op == OpKind::CastLike || node.op == OpKind::Expand) && k == 1) break;
-    operands.push_back(node.inputs[k]);
-  }
-  return operands;
-}
-
 // The index into `in` (numpy-broadcast against `out`) of output element coordinates c0..cR-1.
 std::string broadcast_index(const Shape& in, const Shape& out, const std::string& linear,
                             const std::string& coordinate) {
@@ -142,7 +127,7 @@ void emit_coordinates(CodeWriter& out, const Shape& shape, const std::string& li
 
 std::string pointwise_expression(const GroupEmitContext& ctx, const Node& node,
                                  const std::vector<std::string>& values) {
-  const std::vector<TensorId> operands = pointwise_operands(node);
+  const std::vector<TensorId> operands = value_operands(node);
   STITCH_INTERNAL_CHECK(values.size() == operands.size(),
                         "node '{}': {} operand values for {} operands", node.name, values.size(),
                         operands.size());
@@ -194,10 +179,10 @@ std::string pointwise_expression(const GroupEmitContext& ctx, const Node& node,
 
 bool emit_pointwise(const GroupEmitContext& ctx, CodeWriter& out) {
   const Node& node = ctx.node();
-  if (!is_pointwise(node)) return false;
+  if (!op_is_pointwise(node.op)) return false;
   const Graph& g = ctx.graph();
   const Tensor& result = g.tensor(node.outputs[0]);
-  const std::vector<TensorId> operands = pointwise_operands(node);
+  const std::vector<TensorId> operands = value_operands(node);
   const int vec = ctx.group().launch.vector_width;
   const int64_t n = result.elements();
   std::string kernel = ctx.kernel_name();

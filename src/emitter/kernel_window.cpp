@@ -21,15 +21,6 @@ namespace stitch {
 
 namespace {
 
-// Whether anything reads tensor t (a node of the graph, or the caller as a graph output).
-bool is_read(const Graph& g, TensorId t) {
-  if (g.is_graph_output(t)) return true;
-  for (const Node& node : g.nodes)
-    for (TensorId in : node.inputs)
-      if (in == t) return true;
-  return false;
-}
-
 // The coordinates of output element i: o<d> on each spatial axis and `plane` (image * channels
 // + channel); then `xp`, where that plane starts in X, and start<d>, where the window starts on
 // each spatial axis (negative inside the begin pad).
@@ -58,14 +49,15 @@ void emit_kernel_head(const GroupEmitContext& ctx, CodeWriter& out, const std::s
   out.open("for (int64_t i = first; i < n; i += stride)");
 }
 
-void emit_max_pool(const GroupEmitContext& ctx, CodeWriter& out, const WindowGeometry& w) {
+void emit_max_pool(const GroupEmitContext& ctx, CodeWriter& out, const WindowGeometry& w,
+                   bool write_indices) {
   const Node& node = ctx.node();
   NodeContext attrs(ctx.graph(), node);
   const Tensor& x = ctx.tensor(node.inputs[0]);
   const Tensor& y = ctx.tensor(node.outputs[0]);
   const std::string type = ctype(x.dtype, ctx);
   TensorId indices = node.outputs.size() > 1 ? node.outputs[1] : kNoTensor;
-  const bool with_indices = indices != kNoTensor && is_read(ctx.graph(), indices);
+  const bool with_indices = indices != kNoTensor && write_indices;
   const bool column_major = attrs.attr_flag("storage_order", false);
   const std::string kernel = ctx.kernel_name();
 
@@ -113,7 +105,7 @@ void emit_average_pool(const GroupEmitContext& ctx, CodeWriter& out, const Windo
   const Tensor& x = ctx.tensor(node.inputs[0]);
   const Tensor& y = ctx.tensor(node.outputs[0]);
   if (!dtype_is_float(x.dtype))
-    ctx.unsupported(fmt::format("AveragePool on {}", dtype_name(x.dtype)));
+    ctx.spec_error(fmt::format("AveragePool on {}", dtype_name(x.dtype)));
   const std::string type = ctype(x.dtype, ctx);
   const bool include_pad = attrs.attr_flag("count_include_pad", false);
   const std::string kernel = ctx.kernel_name();
@@ -142,11 +134,12 @@ bool emit_window(const GroupEmitContext& ctx, CodeWriter& out) {
   if (ctx.group().kind != GroupKind::Kernel) return false;
   const Node& node = ctx.node();
   if (node.op != OpKind::MaxPool && node.op != OpKind::AveragePool) return false;
-  WindowGeometry w = read_window_geometry(ctx.graph(), node);
+  const OpSpec& spec = ctx.spec<OpSpec>();
+  if (!spec.window) ctx.spec_error("a pooling kernel without its window geometry");
   if (node.op == OpKind::MaxPool)
-    emit_max_pool(ctx, out, w);
+    emit_max_pool(ctx, out, *spec.window, spec.write_indices);
   else
-    emit_average_pool(ctx, out, w);
+    emit_average_pool(ctx, out, *spec.window);
   return true;
 }
 

@@ -17,8 +17,9 @@ bool emit_movement(const GroupEmitContext& ctx, CodeWriter& out);     // kernel_
 bool emit_window(const GroupEmitContext& ctx, CodeWriter& out);       // kernel_window.cpp
 bool emit_library_call(const GroupEmitContext& ctx, CodeWriter& out); // library_calls.cpp
 
-// Writes the whole source of one group: the kernels and `int32_t stitch_group_N(...)`.
-// An op no emitter handles is a user error ("unsupported in code generation").
+// Writes the whole source of one group: the kernels and `int32_t stitch_group_N(...)`, by its
+// spec. A spec no emitter prints is an internal error (check_code_generation and legality
+// decide what reaches code generation).
 void emit_group(const GroupEmitContext& ctx, CodeWriter& out);
 
 // The group's launch function for a single kernel launched with the plan's configuration.

@@ -1,7 +1,8 @@
 // What the pointwise kernel (kernel_pointwise.cpp) and the fused kernels (kernel_fused*.cpp)
-// share about pointwise nodes: which nodes are pointwise, which of their inputs are operands,
-// the C++ expression of one result element from its operands' values, and how an operand
-// broadcast against a larger shape is indexed from the larger shape's coordinates.
+// share about pointwise nodes (which nodes are pointwise and which inputs are their operands is
+// the graph's op_is_pointwise and value_operands): the C++ expression of one result element from
+// its operands' values, and how an operand broadcast against a larger shape is indexed from the
+// larger shape's coordinates.
 #pragma once
 
 #include <string>
@@ -11,16 +12,8 @@
 
 namespace stitch {
 
-// An elementwise or broadcast op with a device function (the op table's "device" column),
-// Cast, CastLike or Expand.
-bool is_pointwise(const Node& node);
-
-// The inputs that are values of the element (CastLike's target and Expand's shape are not);
-// an omitted optional input stays in place as kNoTensor.
-std::vector<TensorId> pointwise_operands(const Node& node);
-
 // The expression of one element of the node's output, given the expression of each operand's
-// value (`values[k]` for pointwise_operands(node)[k]; ignored where that is kNoTensor):
+// value (`values[k]` for value_operands(node)[k]; ignored where that is kNoTensor):
 // "stitch::ops::add(v0, v1)", "stitch::ops::clip<float>(t3, (float)(-INFINITY), (float)(x1))".
 std::string pointwise_expression(const GroupEmitContext& ctx, const Node& node,
                                  const std::vector<std::string>& values);

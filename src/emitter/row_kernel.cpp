@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "graph/reductions.h"
+
 #include "graph/error.h"
 
 namespace stitch {
@@ -221,14 +223,11 @@ std::string kernel_head(const GroupEmitContext& ctx, const std::string& kernel,
 }
 
 std::string accumulator_type(DType t) {
-  switch (t) {
+  switch (accumulator_dtype(t)) {
   case DType::Float32:
     return "float";
   case DType::Float64:
     return "double";
-  case DType::UInt8:
-  case DType::UInt16:
-  case DType::UInt32:
   case DType::UInt64:
     return "uint64_t";
   default:
@@ -242,59 +241,59 @@ std::string convert(const std::string& value, const std::string& from, const std
 }
 
 ReduceForm reduce_form(const GroupEmitContext& ctx, OpKind op, DType t, int64_t length) {
+  const ReductionRule* rule = reduction_rule(op);
+  STITCH_INTERNAL_CHECK(rule != nullptr && rule->passes() == 1,
+                        "reduce_form: {} is not a one-pass reduction", op_name(op));
   const std::string in = ctype(t, ctx);
-  const std::string acc = accumulator_type(t);
   const bool is_float = dtype_is_float(t);
-  auto sum = [&] {
-    return ReduceForm{"stitch::rows::Sum{}", "acc += {};", is_float ? float_literal(0, t) : "0"};
-  };
-  auto mean = [&] {
-    ReduceForm f = sum();
+  ReduceForm f;
+  switch (rule->combine) {
+  case ReduceCombine::Sum:
+  case ReduceCombine::LogSumExp:
+    f = {"stitch::rows::Sum{}", "acc += {};", is_float ? float_literal(0, t) : "0"};
+    break;
+  case ReduceCombine::Prod:
+    f = {"stitch::rows::Prod{}", "acc *= {};", is_float ? float_literal(1, t) : "1"};
+    break;
+  case ReduceCombine::Max:
+    f = {"stitch::rows::Max{}", "acc = stitch::rows::Max{{}}(acc, {});",
+         fmt::format("stitch::rows::lowest<{}>()", in)};
+    break;
+  case ReduceCombine::Min:
+    f = {"stitch::rows::Min{}", "acc = stitch::rows::Min{{}}(acc, {});",
+         fmt::format("stitch::rows::highest<{}>()", in)};
+    break;
+  }
+  switch (rule->term) {
+  case ReduceTerm::Value:
+    f.contribution = "v";
+    break;
+  case ReduceTerm::Abs:
+    f.contribution = "stitch::rows::abs_of(v)";
+    break;
+  case ReduceTerm::Square:
+    f.contribution = "v * v";
+    break;
+  }
+  switch (rule->finish) {
+  case ReduceFinish::None:
+  case ReduceFinish::Shifted:
+    f.finish = "acc";
+    break;
+  case ReduceFinish::Mean:
     if (is_float)
       f.finish = fmt::format("acc / {}", float_literal(static_cast<double>(length), t));
     else
       f.finish = length > 0 ? fmt::format("acc / {}", length) : "0";
-    return f;
-  };
-  switch (op) {
-  case OpKind::ReduceSum:
-    return sum();
-  case OpKind::ReduceMean:
-  case OpKind::GlobalAveragePool:
-    return mean();
-  case OpKind::ReduceMax:
-  case OpKind::GlobalMaxPool:
-    return {"stitch::rows::Max{}", "acc = stitch::rows::Max{{}}(acc, {});",
-            fmt::format("stitch::rows::lowest<{}>()", in)};
-  case OpKind::ReduceMin:
-    return {"stitch::rows::Min{}", "acc = stitch::rows::Min{{}}(acc, {});",
-            fmt::format("stitch::rows::highest<{}>()", in)};
-  case OpKind::ReduceProd:
-    return {"stitch::rows::Prod{}", "acc *= {};", is_float ? float_literal(1, t) : "1"};
-  case OpKind::ReduceL1: {
-    ReduceForm f = sum();
-    f.contribution = "stitch::rows::abs_of(v)";
-    return f;
-  }
-  case OpKind::ReduceL2: {
-    ReduceForm f = sum();
-    f.contribution = "v * v";
+    break;
+  case ReduceFinish::Sqrt:
     f.finish = "stitch::rows::sqrt_of(acc)";
-    return f;
-  }
-  case OpKind::ReduceSumSquare: {
-    ReduceForm f = sum();
-    f.contribution = "v * v";
-    return f;
-  }
-  case OpKind::ReduceLogSum: {
-    ReduceForm f = sum();
+    break;
+  case ReduceFinish::Log:
     f.finish = "stitch::rows::log_of(acc)";
-    return f;
+    break;
   }
-  default:
-    internal_fail("reduce_form: {} is not a plain reduction", op_name(op));
-  }
+  return f;
 }
 
 } // namespace stitch

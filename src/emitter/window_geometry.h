@@ -1,5 +1,6 @@
-// What the window kernels share: a window op's geometry (pools and depthwise Conv) and the
-// loops over the taps of one output element's window that lie inside the input. Used by the
+// What the window kernels share: the loops over the taps of one output element's window that
+// lie inside the input, for a window's geometry (planner/group_spec.h's WindowGeometry, which
+// legality resolved). Used by the
 // single-op pooling kernels (kernel_window.cpp) and by fused Local groups around a window op
 // (kernel_fused_window.cpp).
 #pragma once
@@ -9,21 +10,9 @@
 
 #include "emitter/code_writer.h"
 #include "graph/graph.h"
+#include "planner/group_spec.h"
 
 namespace stitch {
-
-// One window op's window, resolved: pads from auto_pad, one entry per spatial axis.
-struct WindowGeometry {
-  Shape in, out; // spatial sizes of X and Y
-  std::vector<int64_t> kernel, strides, dilations, pad_begin, pad_end;
-  int64_t taps() const;
-};
-
-// Reads the attributes the way the shape rules do (rule_pool, rule_conv), with the output
-// sizes they computed: kernel_shape (a Conv without it takes its filter's spatial size),
-// strides, dilations, pads or auto_pad. SAME_UPPER / SAME_LOWER split the padding that the
-// ceil(in / stride) windows need, the odd one at the end / begin; VALID pads nothing.
-WindowGeometry read_window_geometry(const Graph& graph, const Node& node);
 
 // Opens one loop per spatial axis over the taps inside the input, innermost last, given
 // `start<d>`, where the window starts on axis d (negative inside the begin pad). The loop

@@ -57,4 +57,22 @@ std::string onnx_dtype_code_name(int code) {
   return fmt::format("data type {}", code);
 }
 
+DType accumulator_dtype(DType t) {
+  switch (t) {
+  case DType::Float32:
+  case DType::Float16:
+  case DType::BFloat16:
+    return DType::Float32;
+  case DType::Float64:
+    return DType::Float64;
+  case DType::UInt8:
+  case DType::UInt16:
+  case DType::UInt32:
+  case DType::UInt64:
+    return DType::UInt64;
+  default:
+    return DType::Int64;
+  }
+}
+
 } // namespace stitch

@@ -36,6 +36,9 @@ int dtype_onnx_code(DType t);
 bool dtype_is_float(DType t);
 bool dtype_is_signed_int(DType t);
 bool dtype_is_integer(DType t); // signed or unsigned integer, not bool
+// The type a reduction or a sum over elements of `t` accumulates in: float32 for float32,
+// float16 and bfloat16; float64 for float64; uint64 for unsigned integers; int64 otherwise.
+DType accumulator_dtype(DType t);
 
 // The dtype for an ONNX TensorProto.DataType code, or nullopt when stitchc has none.
 std::optional<DType> dtype_from_onnx(int code);

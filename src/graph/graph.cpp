@@ -6,6 +6,15 @@
 
 namespace stitch {
 
+std::vector<TensorId> value_operands(const Node& node) {
+  size_t values = node.inputs.size();
+  if (node.op == OpKind::CastLike || node.op == OpKind::Expand)
+    values = 1;
+  else if (op_category(node.op) == OpCategory::Reduction)
+    values = 1;
+  return {node.inputs.begin(), node.inputs.begin() + std::min(values, node.inputs.size())};
+}
+
 std::string shape_to_string(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ",")); }
 
 int64_t shape_elements(const Shape& s) {

@@ -64,6 +64,12 @@ struct Node {
   bool removed = false; // dropped at the next Graph::compact()
 };
 
+// The inputs of `node` that are element values where a kernel evaluates it: a pointwise node's
+// operands (not CastLike's target or Expand's shape; an omitted optional input stays in place as
+// kNoTensor, so that operand k is input k), a reduction's data (not its axes), and every input
+// of any other node.
+std::vector<TensorId> value_operands(const Node& node);
+
 // The type a model declares for one of its outputs; checked against the inferred one.
 struct DeclaredType {
   int onnx_elem_type = 0; // 0 when the model leaves it out

@@ -37,6 +37,66 @@ int64_t slice_length(int64_t start, int64_t end, int64_t step) {
 
 } // namespace
 
+// ---- Windows ----
+
+namespace {
+
+std::vector<int64_t> positive_ints(const NodeContext& ctx, const char* name, size_t n) {
+  std::vector<int64_t> v = ctx.attr_ints(name, std::vector<int64_t>(n, 1));
+  if (v.size() != n)
+    ctx.fail("attribute '{}' has {} entries for {} spatial axes", name, v.size(), n);
+  for (int64_t x : v)
+    if (x < 1) ctx.fail("attribute '{}' must hold positive values, got {}", name, x);
+  return v;
+}
+
+} // namespace
+
+WindowParams read_window_params(const NodeContext& ctx, std::vector<int64_t> kernel) {
+  const size_t n = kernel.size();
+  WindowParams w;
+  w.kernel = std::move(kernel);
+  for (int64_t k : w.kernel)
+    if (k < 1) ctx.fail("the kernel shape must be positive, got [{}]", fmt::join(w.kernel, ","));
+  w.strides = positive_ints(ctx, "strides", n);
+  w.dilations = positive_ints(ctx, "dilations", n);
+  w.pads = ctx.attr_ints("pads", std::vector<int64_t>(2 * n, 0));
+  if (w.pads.size() != 2 * n)
+    ctx.fail("attribute 'pads' has {} entries; {} spatial axes need {}", w.pads.size(), n, 2 * n);
+  for (int64_t p : w.pads)
+    if (p < 0) ctx.fail("attribute 'pads' must not be negative, got {}", p);
+  const std::string auto_pad = ctx.attr_string("auto_pad", "NOTSET");
+  if (auto_pad == "NOTSET")
+    w.auto_pad = AutoPad::NotSet;
+  else if (auto_pad == "SAME_UPPER")
+    w.auto_pad = AutoPad::SameUpper;
+  else if (auto_pad == "SAME_LOWER")
+    w.auto_pad = AutoPad::SameLower;
+  else if (auto_pad == "VALID")
+    w.auto_pad = AutoPad::Valid;
+  else
+    ctx.fail("attribute 'auto_pad' must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, got \"{}\"",
+             auto_pad);
+  return w;
+}
+
+AxisPads window_pads(const WindowParams& w, size_t i, int64_t in, int64_t out) {
+  switch (w.auto_pad) {
+  case AutoPad::NotSet:
+    return {w.pads[i], w.pads[i + w.kernel.size()]};
+  case AutoPad::Valid:
+    return {};
+  case AutoPad::SameUpper:
+  case AutoPad::SameLower: {
+    const int64_t extent = (w.kernel[i] - 1) * w.dilations[i] + 1;
+    const int64_t total = std::max<int64_t>(0, (out - 1) * w.strides[i] + extent - in);
+    const int64_t begin = w.auto_pad == AutoPad::SameUpper ? total / 2 : total - total / 2;
+    return {begin, total - begin};
+  }
+  }
+  return {};
+}
+
 // ---- Reductions ----
 
 int reduce_axes_input_opset(OpKind op) { return op == OpKind::ReduceSum ? 13 : 18; }

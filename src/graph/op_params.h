@@ -28,6 +28,29 @@ struct ReduceParams {
 };
 ReduceParams read_reduce_params(const NodeContext& ctx);
 
+// ---- Windows (Conv, ConvTranspose, MaxPool, AveragePool) ----
+
+enum class AutoPad { NotSet, SameUpper, SameLower, Valid };
+
+// The spatial attributes of a window op, one entry per spatial axis, checked: kernel (the
+// caller's kernel_shape or filter size), strides and dilations (default 1), pads (all begins,
+// then all ends; default 0) and auto_pad.
+struct WindowParams {
+  std::vector<int64_t> kernel, strides, dilations, pads;
+  AutoPad auto_pad = AutoPad::NotSet;
+};
+WindowParams read_window_params(const NodeContext& ctx, std::vector<int64_t> kernel);
+
+// The padding of a forward window (Conv, MaxPool, AveragePool) on spatial axis i that slides
+// over `in` elements to give `out` windows: the pads attribute (NOTSET), none (VALID), or with
+// SAME_UPPER / SAME_LOWER the padding the `out` windows need, split with the odd one at the end
+// (SAME_UPPER) or at the begin (SAME_LOWER). The one resolution of auto_pad: the shape rules,
+// the window kernels and the convolution library calls all use it.
+struct AxisPads {
+  int64_t begin = 0, end = 0;
+};
+AxisPads window_pads(const WindowParams& w, size_t i, int64_t in, int64_t out);
+
 // ---- Movement ----
 
 // Transpose's permutation (default: the axes reversed), checked to be one.

@@ -60,6 +60,13 @@ bool op_reinterprets_storage(OpKind op) {
   }
 }
 
+bool op_is_pointwise(OpKind op) {
+  const OpCategory c = op_category(op);
+  if (c != OpCategory::Elementwise && c != OpCategory::Broadcast) return false;
+  return !op_device_function(op).empty() || op == OpKind::Cast || op == OpKind::CastLike ||
+         op == OpKind::Expand;
+}
+
 std::optional<OpKind> op_from_onnx(std::string_view op_type) {
   for (size_t i = 0; i < std::size(kOps); ++i) {
     auto op = static_cast<OpKind>(i);

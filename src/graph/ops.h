@@ -25,5 +25,10 @@ bool op_is_internal(OpKind op);
 // Ops whose output 0 holds exactly the bytes of input 0 under another shape (Identity,
 // Dropout at inference, Reshape, Flatten, Squeeze, Unsqueeze, View): they need no kernel.
 bool op_reinterprets_storage(OpKind op);
+// Pointwise: one output element from the same-index (or broadcast) element of each operand,
+// evaluated by a device expression: an elementwise or broadcast op with a device function in
+// the table, Cast, CastLike, or Expand (a broadcast read). The one definition every planner and
+// emitter asks.
+bool op_is_pointwise(OpKind op);
 
 } // namespace stitch

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "graph/error.h"
+#include "graph/op_params.h"
 #include "graph/shape_rules.h"
 
 namespace stitch {
@@ -20,53 +21,7 @@ void expect_same_dtype(const InferContext& ctx, int i, int j) {
 
 // ---- Windowed ops (Conv, ConvTranspose, pools) ----
 
-enum class AutoPad { NotSet, SameUpper, SameLower, Valid };
-
-// The spatial attributes shared by the windowed ops, validated, one entry per spatial axis
-// (pads: all begins, then all ends).
-struct Window {
-  std::vector<int64_t> kernel, strides, dilations, pads;
-  AutoPad auto_pad = AutoPad::NotSet;
-};
-
-std::vector<int64_t> positive_ints(const InferContext& ctx, const char* name, size_t n) {
-  std::vector<int64_t> v = ctx.attr_ints(name, std::vector<int64_t>(n, 1));
-  if (v.size() != n)
-    ctx.fail("attribute '{}' has {} entries for {} spatial axes", name, v.size(), n);
-  for (int64_t x : v)
-    if (x < 1) ctx.fail("attribute '{}' must hold positive values, got {}", name, x);
-  return v;
-}
-
-Window read_window(const InferContext& ctx, std::vector<int64_t> kernel) {
-  size_t n = kernel.size();
-  Window w;
-  w.kernel = std::move(kernel);
-  for (int64_t k : w.kernel)
-    if (k < 1) ctx.fail("the kernel shape must be positive, got [{}]", fmt::join(w.kernel, ","));
-  w.strides = positive_ints(ctx, "strides", n);
-  w.dilations = positive_ints(ctx, "dilations", n);
-  w.pads = ctx.attr_ints("pads", std::vector<int64_t>(2 * n, 0));
-  if (w.pads.size() != 2 * n)
-    ctx.fail("attribute 'pads' has {} entries; {} spatial axes need {}", w.pads.size(), n, 2 * n);
-  for (int64_t p : w.pads)
-    if (p < 0) ctx.fail("attribute 'pads' must not be negative, got {}", p);
-  std::string auto_pad = ctx.attr_string("auto_pad", "NOTSET");
-  if (auto_pad == "NOTSET")
-    w.auto_pad = AutoPad::NotSet;
-  else if (auto_pad == "SAME_UPPER")
-    w.auto_pad = AutoPad::SameUpper;
-  else if (auto_pad == "SAME_LOWER")
-    w.auto_pad = AutoPad::SameLower;
-  else if (auto_pad == "VALID")
-    w.auto_pad = AutoPad::Valid;
-  else
-    ctx.fail("attribute 'auto_pad' must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, got \"{}\"",
-             auto_pad);
-  return w;
-}
-
-int64_t effective_kernel(const InferContext& ctx, const Window& w, size_t i) {
+int64_t effective_kernel(const InferContext& ctx, const WindowParams& w, size_t i) {
   return ctx.checked_add(ctx.checked_mul(w.kernel[i] - 1, w.dilations[i], "dilated kernel"), 1,
                          "dilated kernel");
 }
@@ -74,16 +29,12 @@ int64_t effective_kernel(const InferContext& ctx, const Window& w, size_t i) {
 // The output size of spatial axis i of a convolution or pooling window sliding over `in`.
 // With ceil_mode a partial last window counts, but only if it starts inside the input or
 // the begin padding (windows starting in the end padding are dropped).
-int64_t window_output(const InferContext& ctx, const Window& w, size_t i, int64_t in,
+int64_t window_output(const InferContext& ctx, const WindowParams& w, size_t i, int64_t in,
                       bool ceil_mode) {
   int64_t k = effective_kernel(ctx, w, i), s = w.strides[i];
   if (w.auto_pad == AutoPad::SameUpper || w.auto_pad == AutoPad::SameLower)
     return in / s + (in % s != 0 ? 1 : 0);
-  int64_t begin = 0, end = 0;
-  if (w.auto_pad == AutoPad::NotSet) {
-    begin = w.pads[i];
-    end = w.pads[i + w.kernel.size()];
-  }
+  const auto [begin, end] = window_pads(w, i, in, /*out=*/0); // NOTSET or VALID: out unused
   int64_t padded = ctx.checked_add(ctx.checked_add(in, begin, "padded size"), end, "padded size");
   if (padded < k)
     ctx.fail("spatial axis {} of size {} (padded to {}) is smaller than the kernel extent {}", i,
@@ -296,7 +247,7 @@ void rule_conv(InferContext& ctx) {
   if (ctx.has_attr("kernel_shape") && ctx.attr_ints("kernel_shape") != kernel)
     ctx.fail("attribute 'kernel_shape' [{}] differs from W's spatial shape [{}]",
              fmt::join(ctx.attr_ints("kernel_shape"), ","), fmt::join(kernel, ","));
-  Window win = read_window(ctx, kernel);
+  WindowParams win = read_window_params(ctx, kernel);
   Shape out{x[0], w[0]};
   for (size_t i = 0; i < kernel.size(); ++i)
     out.push_back(window_output(ctx, win, i, x[i + 2], false));
@@ -324,7 +275,7 @@ void rule_conv_transpose(InferContext& ctx) {
   if (ctx.has_attr("kernel_shape") && ctx.attr_ints("kernel_shape") != kernel)
     ctx.fail("attribute 'kernel_shape' [{}] differs from W's spatial shape [{}]",
              fmt::join(ctx.attr_ints("kernel_shape"), ","), fmt::join(kernel, ","));
-  Window win = read_window(ctx, kernel);
+  WindowParams win = read_window_params(ctx, kernel);
   size_t n = kernel.size();
   std::vector<int64_t> output_padding = ctx.attr_ints("output_padding", std::vector<int64_t>(n, 0));
   if (output_padding.size() != n)
@@ -372,7 +323,7 @@ void rule_pool(InferContext& ctx) {
   if (kernel.size() != x.size() - 2)
     ctx.fail("attribute 'kernel_shape' has {} entries for {} spatial axes", kernel.size(),
              x.size() - 2);
-  Window win = read_window(ctx, kernel);
+  WindowParams win = read_window_params(ctx, kernel);
   bool ceil_mode = ctx.attr_flag("ceil_mode", false);
   if (ctx.op() == OpKind::MaxPool)
     (void)ctx.attr_flag("storage_order", false);

@@ -377,6 +377,11 @@ void rule_pad(InferContext& ctx) {
     int64_t a = normalized[i], dim = out[a];
     if (mode != "constant" && dim == 0 && (pads[i] > 0 || pads[i + n] > 0))
       ctx.fail("cannot pad the empty axis {} in {} mode", a, mode);
+    // A negative pad crops first; the mode then pads what is left, which must not be nothing.
+    const int64_t kept = dim - std::max<int64_t>(0, -pads[i]) - std::max<int64_t>(0, -pads[i + n]);
+    if (mode != "constant" && dim > 0 && kept <= 0 && (pads[i] > 0 || pads[i + n] > 0))
+      ctx.fail("pads [{}, {}] crop every element of axis {} and then pad it in {} mode", pads[i],
+               pads[i + n], a, mode);
     int64_t size =
         ctx.checked_add(ctx.checked_add(dim, pads[i], "padded size"), pads[i + n], "padded size");
     if (size < 0)

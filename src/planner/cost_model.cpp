@@ -8,12 +8,40 @@ namespace stitch {
 
 namespace {
 
+// HBM bytes the group moves beyond reading its inputs and writing its outputs once: full-row
+// inputs a Regional body reads again in later passes (RowCache::None), and a GEMM's fill
+// kernel, which writes the result and has the GEMM read it back as C.
+int64_t extra_bytes(const Graph& g, const GroupSpec& spec) {
+  if (const auto* regional = std::get_if<RegionalSpec>(&spec)) return regional->reread_bytes;
+  if (const auto* gemv = std::get_if<RowGemvSpec>(&spec)) return gemv->head.reread_bytes;
+  if (const auto* independent = std::get_if<IndependentSpec>(&spec)) {
+    int64_t bytes = 0;
+    for (const IndependentSpec::Part& part : independent->parts)
+      if (const auto* regional = std::get_if<RegionalSpec>(&part.body))
+        bytes += regional->reread_bytes;
+    return bytes;
+  }
+  if (const auto* gemm = std::get_if<GemmSpec>(&spec); gemm && !gemm->fill.empty())
+    return 2 * g.tensor(gemm->result).bytes();
+  return 0;
+}
+
+// Launches beyond the group's own: a GEMM's fill kernel.
+int64_t extra_launches(const GroupSpec& spec) {
+  const auto* gemm = std::get_if<GemmSpec>(&spec);
+  return gemm && !gemm->fill.empty() ? 1 : 0;
+}
+
 int64_t threads_of(const LaunchConfig& launch) {
   return launch.grid[0] * launch.grid[1] * launch.grid[2] * launch.block[0] * launch.block[1] *
          launch.block[2];
 }
 
 } // namespace
+
+int64_t group_launches(const FusionGroup& group) {
+  return group.kind == GroupKind::Alias ? 0 : 1 + extra_launches(group.spec);
+}
 
 GroupCost group_cost(const FusionContext& ctx, const GroupAnalysis& group) {
   GroupCost c;
@@ -23,8 +51,9 @@ GroupCost group_cost(const FusionContext& ctx, const GroupAnalysis& group) {
     c.bytes += g.tensor(t).bytes();
   for (TensorId t : group.outputs)
     c.bytes += g.tensor(t).bytes();
-  c.launches = 1;
-  c.launch = ctx.device.launch_cost_bytes();
+  c.bytes += extra_bytes(g, group.group.spec);
+  c.launches = 1 + extra_launches(group.group.spec);
+  c.launch = c.launches * ctx.device.launch_cost_bytes();
   c.recompute = static_cast<int64_t>(
       std::llround(static_cast<double>(group.recomputed) * ctx.device.recompute_bytes_per_element));
   c.epilogue = group.epilogue_nodes * ctx.device.epilogue_node_bytes;

@@ -2,9 +2,13 @@
 // term is converted to; see planner.h for the model and a worked example).
 //
 //   bytes        the group's inputs read once plus its outputs written once; tensors that
-//                stay inside the group cost nothing
-//   launch       one launch per group that does work (views are free), launch_us of stream
-//                time expressed as the bytes HBM moves in that time
+//                stay inside the group cost nothing; plus what the spec moves beyond that: a
+//                Regional body's full-row inputs read again by later passes when it cannot
+//                keep them (RowCache::None), a GEMM's fill kernel writing the result that the
+//                GEMM then reads back as C
+//   launch       one launch per group that does work (views are free; a GEMM with a fill
+//                kernel is two), launch_us of stream time expressed as the bytes HBM moves in
+//                that time
 //   recompute    smaller intermediates evaluated again per element of the iteration space
 //                (a [1,C] value feeding a [R,C] chain is computed R times)
 //   parallelism  a kernel with fewer threads than it takes to saturate HBM runs slower:
@@ -36,6 +40,10 @@ struct GroupCost {
 constexpr double kMaxSlowdown = 8.0;
 
 GroupCost group_cost(const FusionContext& ctx, const GroupAnalysis& group);
+
+// The launches a planned group makes: none for an alias, two for a GEMM with a fill kernel,
+// else one.
+int64_t group_launches(const FusionGroup& group);
 
 // The totals of a whole plan, for the report and the tests.
 struct PlanCost {

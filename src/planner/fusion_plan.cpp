@@ -43,4 +43,39 @@ std::string_view mapping_name(ThreadMapping m) {
   return "?";
 }
 
+std::string_view row_cache_name(RowCache c) {
+  switch (c) {
+  case RowCache::Registers:
+    return "registers";
+  case RowCache::Shared:
+    return "shared";
+  case RowCache::None:
+    return "none";
+  }
+  return "?";
+}
+
+int64_t WindowGeometry::taps() const {
+  int64_t taps = 1;
+  for (int64_t k : kernel)
+    taps *= k;
+  return taps;
+}
+
+std::string_view spec_name(const GroupSpec& spec) {
+  struct Name {
+    std::string_view operator()(const OpSpec&) const { return "op"; }
+    std::string_view operator()(const LocalSpec&) const { return "local"; }
+    std::string_view operator()(const WindowSpec&) const { return "window"; }
+    std::string_view operator()(const RegionalSpec&) const { return "regional"; }
+    std::string_view operator()(const ColumnSpec&) const { return "column"; }
+    std::string_view operator()(const RowGemvSpec&) const { return "row_gemv"; }
+    std::string_view operator()(const IndependentSpec&) const { return "independent"; }
+    std::string_view operator()(const GemmSpec&) const { return "gemm"; }
+    std::string_view operator()(const ConvSpec&) const { return "conv"; }
+    std::string_view operator()(const AliasSpec&) const { return "alias"; }
+  };
+  return std::visit(Name{}, spec);
+}
+
 } // namespace stitch

@@ -6,43 +6,14 @@
 // no work at all). A kernel group carries its thread mapping and launch configuration; a
 // fused group also carries the stitching scheme that passes values between its nodes.
 //
-// The contract between planner and emitter for a kernel group of several nodes. Every fused
-// group is convex (no path leaves it and comes back) and the groups, in plan order, respect
-// the graph's dependences. `inputs` are the tensors it reads from memory, `outputs` the ones
-// it writes (read by a later group, or graph outputs); every other tensor of its nodes lives
-// only inside the kernel and gets no storage. By scheme:
-//   Local       every node is pointwise (an elementwise or broadcast op with a device
-//               function, Where, Cast, ...). One iteration space, the shape of every output;
-//               each element evaluates the chain in registers, reading inputs through their
-//               broadcast indices (a smaller intermediate is recomputed per element). Flat.
-//               Or, around one window op (a float32 MaxPool, AveragePool or depthwise Conv):
-//               the iteration space is the window's output; its pointwise producers are
-//               evaluated again at every tap, reading their inputs at the tap's element, and
-//               nothing outside the group reads them; its pointwise consumers run per output
-//               element; every output has the window's output shape.
-//   Regional    a row space: `rows` x `row_length`, the row being the trailing contiguous
-//               axes. The nodes are row ops over that row (reductions over the trailing axes;
-//               softmax and the normalizations come lowered to these) and pointwise ops on
-//               full rows or on per-row values broadcast along the row.
-//               Outputs are full-row ([rows, row_length] elements) or per-row ([rows]).
-//               WarpPerRow or BlockPerRow; the row lives in registers or shared memory.
-//   Global      a reduction over the leading axes (a column reduction) and consumers of its
-//               result broadcast back: one cooperative launch, partial results through
-//               `scratch_bytes` of global scratch and a grid-wide barrier between phases.
-//               Or row ops (a Regional head with the group's rows, mapping and block) whose
-//               per-row values are, through views, the vector x of a one-row float32
-//               MatMul/Gemm, then that product's pointwise consumers: x goes through scratch
-//               (K fp32 values) and a grid-wide barrier to the product, a warp per output when
-//               B is [N,K] (16-byte vectors of B with vector_width 4), else a thread per
-//               output; every output the product's consumers write has its shape.
-//   Independent `parts`: unrelated node sets (each Local, or one node a single-op kernel
-//               could run), launched together, each on its own range of blocks:
-//               `part_blocks[p]` blocks for part p, in order, together the whole grid.
-// A GemmLibrary group may hold epilogue nodes after its MatMul/Gemm (nodes[0]): a bias add,
-// an activation (Relu, Gelu) and a residual add, as cuBLASLt epilogues (beta * C for the
-// residual) where they fit. A ConvLibrary group may hold, after its float32 Conv with a bias
-// (nodes[0]), an add of a residual of the output's shape and then a Relu: cuDNN's fused
-// convolution, act(conv + bias + z).
+// The contract between planner and emitter. Every fused group is convex (no path leaves it and
+// comes back) and the groups, in plan order, respect the graph's dependences. `inputs` are the
+// tensors a group reads from memory, `outputs` the ones it writes (read by a later group, or
+// graph outputs); every other tensor of its nodes lives only inside the kernel and gets no
+// storage. `spec` is everything legality decided about how the group runs, typed by its kind
+// (group_spec.h says what each kind holds); the emitter prints it. The other fields summarize
+// the spec for the reports and the memory plan: the stitching scheme, the mapping and launch,
+// the row space, the scratch, the parts.
 #pragma once
 
 #include <array>
@@ -51,6 +22,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "planner/group_spec.h"
 
 namespace stitch {
 
@@ -67,13 +39,6 @@ enum class StitchScheme {
   Local,       // a producer's value passed in registers (one thread produces and consumes)
   Regional,    // through shared memory within a block (a row reduction and its consumers)
   Global,      // through global memory with a grid-wide barrier in one persistent launch
-};
-
-// How threads cover a kernel's iteration space.
-enum class ThreadMapping {
-  Flat,        // one thread per element (or per vector of elements), grid-stride
-  WarpPerRow,  // a reduction row per warp, several rows per block
-  BlockPerRow, // a reduction row per block
 };
 
 struct LaunchConfig {
@@ -102,6 +67,7 @@ struct FusionGroup {
   int64_t scratch_bytes = 0;               // Global: global-memory scratch, planned in the arena
   std::vector<std::vector<int32_t>> parts; // Independent: each part's nodes
   std::vector<int64_t> part_blocks;        // Independent: each part's blocks (sum: the grid)
+  GroupSpec spec;                          // what legality decided (group_spec.h)
 };
 
 // A fusion a planner considered and did not make, with the legality check's sentence (or
@@ -145,5 +111,6 @@ constexpr size_t kMaxRejectedFusions = 100;
 std::string_view group_kind_name(GroupKind k);
 std::string_view scheme_name(StitchScheme s);
 std::string_view mapping_name(ThreadMapping m);
+std::string_view row_cache_name(RowCache c);
 
 } // namespace stitch

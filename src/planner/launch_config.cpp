@@ -9,6 +9,10 @@ namespace {
 constexpr int64_t kFlatBlock = 256;
 constexpr int64_t kRowsPerWarpBlock = 8; // warps per block in the warp-per-row mapping
 constexpr int64_t kMaxGridX = 2147483647;
+constexpr int64_t kShortRow = 16;         // rows this short: a thread per row
+constexpr int64_t kLongRow = 1024;        // rows longer than this: a block per row
+constexpr int64_t kBlockRowMinimum = 256; // a row this long can keep a block busy
+constexpr int64_t kWarpsPerSmWanted = 8;  // fewer rows than this per SM: a block per row
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 } // namespace
@@ -25,12 +29,17 @@ LaunchConfig flat_launch(int64_t elements, int vector_width, const DeviceParams&
   return c;
 }
 
-ThreadMapping row_mapping(int64_t row_length) {
-  return row_length <= 1024 ? ThreadMapping::WarpPerRow : ThreadMapping::BlockPerRow;
+ThreadMapping row_mapping(int64_t rows, int64_t row_length, const DeviceParams& device) {
+  if (row_length <= kShortRow) return ThreadMapping::Flat;
+  const bool few_rows = rows < kWarpsPerSmWanted * device.sm_count;
+  if (row_length > kLongRow || (row_length >= kBlockRowMinimum && few_rows))
+    return ThreadMapping::BlockPerRow;
+  return ThreadMapping::WarpPerRow;
 }
 
 LaunchConfig row_launch(int64_t rows, int64_t row_length, ThreadMapping mapping,
                         const DeviceParams& device) {
+  if (mapping == ThreadMapping::Flat) return flat_launch(rows, 1, device);
   LaunchConfig c;
   rows = std::max<int64_t>(rows, 1);
   if (mapping == ThreadMapping::WarpPerRow) {

@@ -45,9 +45,13 @@ constexpr int kHostTargetMultiprocessors = 4;
 // waves of the device.
 LaunchConfig flat_launch(int64_t elements, int vector_width, const DeviceParams& device);
 
-// Reductions of `rows` independent rows of `row_length` contiguous elements: a warp per row
-// (several rows per block) for short rows, a block per row for long ones.
-ThreadMapping row_mapping(int64_t row_length);
+// The one mapping rule for `rows` independent rows of `row_length` contiguous elements, for a
+// single row op and a Regional group alike: a thread per row when rows hold at most 16
+// elements; a block per row when they are longer than 1024, or at least 256 long and too few to
+// give each SM 8 warps; otherwise a warp per row (several rows per block).
+ThreadMapping row_mapping(int64_t rows, int64_t row_length, const DeviceParams& device);
+// The launch of that mapping: flat for a thread per row, 8 warps per block for a warp per row,
+// and for a block per row enough threads for the row (a multiple of a warp, at most 1024).
 LaunchConfig row_launch(int64_t rows, int64_t row_length, ThreadMapping mapping,
                         const DeviceParams& device);
 

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,9 +47,6 @@ enum class NodeClass {
   View,            // a view (reshape): alone an alias; in a group only on the path from row
                    // ops' per-row values to the matrix-vector product reading them
 };
-
-// An elementwise or broadcast op the pointwise emitter evaluates per element.
-bool is_pointwise(OpKind op);
 
 // A set of node indices as bits.
 class NodeSet {
@@ -101,7 +99,9 @@ struct FusionDecision {
   explicit operator bool() const { return legal; }
 };
 
-// What a legal group is: everything the cost model and the plan need.
+// What a legal group is: everything the cost model and the plan need. `group` is the planned
+// group, its spec (group_spec.h) included; the other fields are what the cost model and the
+// planners read.
 struct GroupAnalysis {
   GroupKind kind = GroupKind::Kernel;
   StitchScheme scheme = StitchScheme::Local;
@@ -110,29 +110,34 @@ struct GroupAnalysis {
   Shape iteration; // Local and Global: the shape the threads cover
   int64_t rows = 0, row_length = 0;
   std::vector<std::vector<int32_t>> parts; // Independent
-  int64_t cached_rows = 0;                 // Regional: full rows kept between row-op phases
+  int64_t cached_rows = 0;                 // Regional: full-row inputs kept between passes
   int64_t shared_bytes = 0;                // Regional: dynamic shared memory for the cached rows
   int64_t registers = 0;                   // per thread, estimated
   int64_t scratch_bytes = 0;               // Global
   int64_t recomputed = 0;                  // element evaluations of smaller intermediates, repeated
-  int epilogue_nodes = 0;                  // GemmLibrary: nodes after the MatMul/Gemm
-  FusionGroup group;                       // the planned group (mapping, launch), id unset
+  int epilogue_nodes = 0;                  // GemmLibrary, ConvLibrary: nodes after the call's node
+  FusionGroup group;                       // the planned group (mapping, launch, spec), id unset
 };
 
-// A one-row float32 MatMul/Gemm as a matrix-vector product: y[N] = alpha * x[K] B + beta * C,
-// B read as [K,N] (row k holds the K-th weights of every output) or, transposed, as [N,K] (row
-// j holds output j's weights: Gemm's transB, a Linear layer's layout).
-struct MatrixVector {
-  TensorId x = kNoTensor, b = kNoTensor, c = kNoTensor; // c: kNoTensor, or N or 1 values
-  int64_t k = 0, n = 0;
-  bool b_rows_are_outputs = false; // B is [N,K]
-  double alpha = 1.0, beta = 1.0;
+// What a caller may impose on a group instead of legality's own choice (tests exercise each
+// mapping this way); legality still checks that the result is sound.
+struct AnalysisOverrides {
+  std::optional<ThreadMapping> row_mapping; // Regional groups and parts
 };
+
 // The product `node` computes, or a refusal saying why it is not a matrix-vector product.
 FusionDecision matrix_vector(const Graph& graph, const Node& node, MatrixVector& out);
 
-// Decides whether `nodes` (sorted ascending) can be one group; fills `out` when they can.
+// Decides whether `nodes` (sorted ascending) can be one group; fills `out` when they can. A
+// single node is always a group: its own kernel or library call (single_node_group).
 FusionDecision analyze_group(const FusionContext& ctx, const std::vector<int32_t>& nodes,
-                             GroupAnalysis& out);
+                             GroupAnalysis& out, const AnalysisOverrides& overrides = {});
+
+// The group of one node alone, as every planner starts from: views become aliases, MatMul/Gemm
+// cuBLASLt calls, Conv/ConvTranspose cuDNN calls, any other node one kernel with the mapping
+// its shapes call for (legality_single.cpp). An internal error for a node that no group can
+// hold (check_code_generation refuses those before planning).
+FusionGroup single_node_group(const Graph& graph, int32_t node, const DeviceParams& device);
+GroupKind group_kind_of(const Node& node);
 
 } // namespace stitch

@@ -24,7 +24,7 @@ FusionGroup make_group(const FusionContext& ctx, const GroupAnalysis& a) {
   group.scratch_bytes = a.scratch_bytes;
   group.parts = a.parts;
   GroupCost cost = group_cost(ctx, a);
-  if (a.nodes.size() > 1) group.estimated_bytes = cost.bytes; // singletons keep the per-op count
+  group.estimated_bytes = cost.bytes;
   group.estimated_cost = cost.total();
   return group;
 }
@@ -149,7 +149,7 @@ PlanTotals plan_totals(const FusionPlan& plan) {
   PlanTotals t;
   t.planner = plan.planner;
   for (const FusionGroup& g : plan.groups) {
-    if (g.kind != GroupKind::Alias) ++t.launches;
+    t.launches += group_launches(g);
     t.bytes += g.estimated_bytes;
     t.cost += g.estimated_cost;
   }
@@ -163,7 +163,9 @@ void cost_per_op_groups(const FusionContext& ctx, FusionPlan& plan) {
   for (FusionGroup& group : plan.groups) {
     GroupAnalysis a;
     analyze_group(ctx, group.nodes, a); // a single node is always legal
-    group.estimated_cost = group_cost(ctx, a).total();
+    const GroupCost cost = group_cost(ctx, a);
+    group.estimated_bytes = cost.bytes;
+    group.estimated_cost = cost.total();
   }
 }
 

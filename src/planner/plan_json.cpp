@@ -2,6 +2,8 @@
 // rejected with their reasons and the ILP's statistics.
 #include "planner/plan_json.h"
 
+#include "planner/cost_model.h"
+
 #include <fmt/format.h>
 
 namespace stitch {
@@ -67,7 +69,7 @@ nlohmann::json plan_to_json(const Graph& g, const FusionPlan& plan, const Memory
         gj["part_blocks"] = group.part_blocks;
       }
     }
-    if (group.kind != GroupKind::Alias) ++launches;
+    launches += group_launches(group);
     bytes += group.estimated_bytes;
     j["groups"].push_back(gj);
   }

@@ -41,6 +41,7 @@
 
 #include "planner/fusion_plan.h"
 #include "planner/launch_config.h"
+#include "planner/legality.h" // single_node_group, the group every planner starts from
 
 namespace stitch {
 
@@ -65,10 +66,5 @@ FusionPlan plan_fusion(const Graph& graph, const PlannerOptions& options);
 FusionPlan plan_one_kernel_per_op(const Graph& graph, const DeviceParams& device);
 FusionPlan plan_greedy(const Graph& graph, const PlannerOptions& options);
 FusionPlan plan_ilp(const Graph& graph, const PlannerOptions& options);
-
-// The group the per-op planner gives one node (kind, mapping, launch, inputs, outputs,
-// estimated bytes).
-FusionGroup single_node_group(const Graph& graph, int32_t node, const DeviceParams& device);
-GroupKind group_kind_of(const Node& node);
 
 } // namespace stitch

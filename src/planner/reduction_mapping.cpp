@@ -12,11 +12,7 @@ namespace stitch {
 
 namespace {
 
-constexpr int64_t kShortRow = 16;         // rows this short: one thread per row
-constexpr int64_t kLongRow = 1024;        // rows longer than this: a block per row
-constexpr int64_t kBlockRowMinimum = 256; // a row this long can keep a block busy
-constexpr int64_t kWarpsPerSmWanted = 8;  // fewer rows than this per SM: a block per row
-constexpr int64_t kScanChunk = 32;        // CumSum rows at least this long: a warp per row
+constexpr int64_t kScanChunk = 32; // CumSum rows at least this long: a warp per row
 
 // Axes [from, rank) reduced.
 std::vector<bool> trailing_axes(int64_t rank, int64_t from) {
@@ -64,8 +60,6 @@ ReductionSpace make_space(const Shape& shape, const std::vector<bool>& reduced) 
   return s;
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 } // namespace
 
 ReductionSpace reduction_space(const Graph& graph, const Node& node) {
@@ -97,43 +91,6 @@ ReductionSpace reduction_space(const Graph& graph, const Node& node) {
   }
 }
 
-RowCache row_cache(const FusionGroup& group, int64_t length, int64_t element_bytes) {
-  int64_t threads = 0, register_limit = 0;
-  switch (group.mapping) {
-  case ThreadMapping::Flat:
-    threads = 1;
-    register_limit = kMaxRowRegistersThread;
-    break;
-  case ThreadMapping::WarpPerRow:
-    threads = 32;
-    register_limit = kMaxRowRegistersWarp;
-    break;
-  case ThreadMapping::BlockPerRow:
-    threads = group.launch.block[0];
-    register_limit = kMaxRowRegistersBlock;
-    break;
-  }
-  if (ceil_div(length, threads) <= register_limit) return RowCache::Registers;
-  if (group.launch.dynamic_shared_bytes >= length * element_bytes) return RowCache::Shared;
-  return RowCache::None;
-}
-
-Shape regional_space_shape(const Graph& graph, const std::vector<int32_t>& nodes, int64_t rows,
-                           int64_t row_length) {
-  const int64_t elements = rows * row_length;
-  Shape space;
-  bool found = false;
-  for (int32_t n : nodes)
-    for (const auto* list : {&graph.nodes[n].inputs, &graph.nodes[n].outputs})
-      for (TensorId t : *list)
-        if (t != kNoTensor && graph.tensor(t).elements() == elements &&
-            (!found || graph.tensor(t).shape.size() > space.size())) {
-          space = graph.tensor(t).shape;
-          found = true;
-        }
-  return space;
-}
-
 void plan_reduction_launch(const Graph& graph, const Node& node, const DeviceParams& device,
                            FusionGroup& group) {
   const ReductionSpace space = reduction_space(graph, node);
@@ -148,11 +105,7 @@ void plan_reduction_launch(const Graph& graph, const Node& node, const DevicePar
     group.launch = row_launch(space.lines, space.length, group.mapping, device);
     return;
   }
-  if (space.length <= kShortRow) return flat();
-  bool few_rows = space.lines < kWarpsPerSmWanted * device.sm_count;
-  group.mapping = space.length > kLongRow || (space.length >= kBlockRowMinimum && few_rows)
-                      ? ThreadMapping::BlockPerRow
-                      : ThreadMapping::WarpPerRow;
+  group.mapping = row_mapping(space.lines, space.length, device);
   group.launch = row_launch(space.lines, space.length, group.mapping, device);
 }
 

@@ -8,9 +8,10 @@
 // the second dim reduced, 4 independent "lines" of 48 elements. The planner picks the mapping
 // from it; the emitter indexes by it (both call `reduction_space`, so they cannot disagree).
 //
-//   lines of contiguous elements (rows):  a warp per row when rows are short or numerous, a
-//       block per row when they are long (past 1024 elements) or too few to fill the device
-//       with warps; rows of at most 16 elements get one thread per row (flat).
+//   lines of contiguous elements (rows):  launch_config.h's row_mapping, the rule Regional
+//       groups use too: a thread per row for rows of at most 16 elements, a block per row when
+//       they are long (past 1024 elements) or too few to fill the device with warps, else a
+//       warp per row.
 //   anything else (a reduced block with kept axes inside it, non-contiguous axes): flat, one
 //       thread per output element with an inner loop over its reduced elements; consecutive
 //       threads take consecutive outputs, so their loads are coalesced whenever the innermost
@@ -18,12 +19,6 @@
 //   CumSum: a warp per row, scanning chunks of 32, when the scanned axis is the innermost one
 //       and at least 32 long; otherwise a thread per line, scanning sequentially.
 //
-// Regional kernels that pass over their rows more than once (a lowered softmax or LayerNorm)
-// read each row once and keep it (`RowCache`) between their passes: in registers when each
-// thread's share is small, in the launch's dynamic shared memory when the plan reserved the
-// rows' bytes, else they read it again. Example: LayerNorm of [4096, 10240] floats: a block
-// of 1024 threads per row (10 elements each, too many for registers), the row staged in
-// shared memory.
 #pragma once
 
 #include "graph/graph.h"
@@ -47,28 +42,6 @@ struct ReductionSpace {
 
 // The iteration space of `node`, a Reduction-category node.
 ReductionSpace reduction_space(const Graph& graph, const Node& node);
-
-enum class RowCache {
-  Registers, // each thread keeps its elements of the row in an array of registers
-  Shared,    // the row lives in the launch's dynamic shared memory
-  None,      // every pass reads the row from global memory again
-};
-
-// Where a Regional kernel keeps its row of `length` elements of `element_bytes` each.
-RowCache row_cache(const FusionGroup& group, int64_t length, int64_t element_bytes);
-
-// Elements of its row one thread keeps in registers, at most, in a Regional kernel with
-// a thread, a warp or a block per row.
-constexpr int64_t kMaxRowRegistersThread = 16;
-constexpr int64_t kMaxRowRegistersWarp = 32;
-constexpr int64_t kMaxRowRegistersBlock = 8;
-
-// The shape a Regional group's row space is indexed by: the highest-rank tensor its nodes read
-// or write that holds rows x row_length elements (the first such, in node order, inputs before
-// outputs); empty when none does. The planner checks broadcasts against it, the emitter indexes
-// by it.
-Shape regional_space_shape(const Graph& graph, const std::vector<int32_t>& nodes, int64_t rows,
-                           int64_t row_length);
 
 // Sets group.mapping and group.launch for `node`'s kernel.
 void plan_reduction_launch(const Graph& graph, const Node& node, const DeviceParams& device,

@@ -1,6 +1,7 @@
-// Golden checks on fused kernels (kernel_fused*.cpp): each case builds a small model, fuses some
-// of its nodes by hand into one group of a given scheme, and looks for the lines of generated
-// source that matter; and the refusals, each with its reason.
+// Golden checks on fused kernels (kernel_fused*.cpp): each case builds a small model, has
+// legality make one group of its nodes (its spec, with a thread mapping imposed where the case
+// wants one), and looks for the lines of generated source that matter; and a spec the emitter
+// cannot print is an internal error naming the group.
 #include <catch2/catch.hpp>
 
 #include "test_emit_fused_support.h"
@@ -57,8 +58,8 @@ TEST_CASE("fused Local chain: one loop, registers between nodes, literal scalar"
   // bias once per element, passes values in registers, inlines the scalar constant, and stores
   // only the group output.
   Graph g = load_graph(scale_bias_relu());
-  FusionGroup group = fused_group(g, all_nodes(g), StitchScheme::Local, ThreadMapping::Flat,
-                                  flat_launch(4 * 37, 1, DeviceParams{}));
+  FusionGroup group = legal_group(g, all_nodes(g));
+  REQUIRE(std::holds_alternative<LocalSpec>(group.spec));
   std::string src = emit_sources(g, plan_with(g, group));
   CHECK_THAT(src, Catch::Contains("__global__ void __launch_bounds__(256) stitch_g0_local("));
   CHECK_THAT(src, Catch::Contains("const float t0 = stitch::ops::mul(x0, 0.125f);"));
@@ -77,8 +78,8 @@ TEST_CASE("fused Local with vector width 4 evaluates each lane and keeps a scala
   m.node("Add", {"x", "z"}, {"s"});
   m.node("Tanh", {"s"}, {"y"});
   Graph g = load_graph(m);
-  FusionGroup group = fused_group(g, all_nodes(g), StitchScheme::Local, ThreadMapping::Flat,
-                                  flat_launch(135, 4, DeviceParams{}));
+  FusionGroup group = legal_group(g, all_nodes(g));
+  REQUIRE(std::get<LocalSpec>(group.spec).vector_width == 4);
   std::string src = emit_sources(g, plan_with(g, group));
   CHECK_THAT(src, Catch::Contains("const float4 x0 = reinterpret_cast<const float4*>(in0)[v];"));
   CHECK_THAT(src, Catch::Contains("const float t0 = stitch::ops::add(x0.w, x1.w);"));
@@ -92,11 +93,9 @@ TEST_CASE("fused Regional LayerNorm: row in registers, three passes, per-row mat
   // reduces the mean, then the squared deviations (Pow 2 respelled d * d by canonicalize),
   // computes var + eps and sqrt once per row, and writes y in the last pass.
   Graph g = load_graph(expanded_layer_norm(64, 100));
-  FusionGroup group =
-      fused_group(g, all_nodes(g), StitchScheme::Regional, ThreadMapping::WarpPerRow,
-                  row_launch(64, 100, ThreadMapping::WarpPerRow, DeviceParams{}));
-  group.rows = 64;
-  group.row_length = 100;
+  FusionGroup group = legal_group(g, all_nodes(g));
+  REQUIRE(group.mapping == ThreadMapping::WarpPerRow);
+  REQUIRE(std::get<RegionalSpec>(group.spec).cache == RowCache::Registers);
   std::string src = emit_sources(g, plan_with(g, group));
   CHECK_THAT(src, Catch::Contains("stitch_g0_regional("));
   CHECK_THAT(src, Catch::Contains("float row0[4];"));
@@ -115,42 +114,45 @@ TEST_CASE("fused Regional LayerNorm: row in registers, three passes, per-row mat
 
 TEST_CASE("fused Regional long row in shared memory with a block per row", "[emitter][fused]") {
   // Proves: a block-per-row group whose row does not fit the registers (10000 elements, 10 per
-  // thread of 1024) stages x in the dynamic shared memory the plan reserved, and combines with
-  // block reductions; without the reservation every pass reads global memory.
+  // thread of 1024) stages x in exactly the dynamic shared memory its one cached row needs, and
+  // combines with block reductions; on a device whose shared memory cannot hold the row, every
+  // pass reads global memory instead.
   Graph g = load_graph(expanded_layer_norm(2, 10000));
-  LaunchConfig launch = row_launch(2, 10000, ThreadMapping::BlockPerRow, DeviceParams{});
-  REQUIRE(launch.block[0] == 1024);
-  launch.dynamic_shared_bytes = 10000 * 4;
-  FusionGroup group =
-      fused_group(g, all_nodes(g), StitchScheme::Regional, ThreadMapping::BlockPerRow, launch);
-  group.rows = 2;
-  group.row_length = 10000;
+  FusionGroup group = legal_group(g, all_nodes(g));
+  REQUIRE(group.mapping == ThreadMapping::BlockPerRow);
+  REQUIRE(group.launch.block[0] == 1024);
+  CHECK(group.launch.dynamic_shared_bytes == 10000 * 4);
   std::string src = emit_sources(g, plan_with(g, group));
   CHECK_THAT(src, Catch::Contains("STITCH_DYNAMIC_SHARED(unsigned char, row_bytes);"));
   CHECK_THAT(src, Catch::Contains("float* const row0 = reinterpret_cast<float*>(row_bytes + 0);"));
   CHECK_THAT(src, Catch::Contains("row0[k] = x0;"));
   CHECK_THAT(src, Catch::Contains("for (int64_t k = thread; k < length; k += 1024) {"));
   CHECK_THAT(src, Catch::Contains("stitch::rows::block_allreduce(acc0, stitch::rows::Sum{})"));
-  group.launch.dynamic_shared_bytes = 0;
-  std::string uncached = emit_sources(g, plan_with(g, group));
+  DeviceParams small;
+  small.max_shared_per_block = 16 * 1024;
+  FusionGroup uncached_group = legal_group(g, all_nodes(g), {}, small);
+  CHECK(uncached_group.launch.dynamic_shared_bytes == 0);
+  std::string uncached = emit_sources(g, plan_with(g, uncached_group));
   CHECK_THAT(uncached, !Catch::Contains("row_bytes"));
   CHECK_THAT(uncached, Catch::Contains("each pass reads its inputs from global memory"));
 }
 
 TEST_CASE("fused Independent parts branch on the block index", "[emitter][fused]") {
-  // Proves: two unrelated parts (pointwise, and a row reduction) share one launch, each on its
-  // own range of blocks, indexed from the part's first block.
+  // Proves: two unrelated parts (pointwise, and a row reduction with its own warp-per-row
+  // mapping) share one launch, each on the blocks its own kernel would have, indexed from the
+  // part's first block.
   Graph g = independent_parts_graph();
-  LaunchConfig launch = row_launch(7, 45, ThreadMapping::WarpPerRow, DeviceParams{});
-  launch.grid = {5, 1, 1};
-  FusionGroup group =
-      fused_group(g, all_nodes(g), StitchScheme::Independent, ThreadMapping::WarpPerRow, launch);
-  group.parts = {nodes_writing(g, {"na", "y"}), nodes_writing(g, {"s"})};
-  group.part_blocks = {2, 3};
+  FusionGroup group = legal_group(g, all_nodes(g));
+  const auto& spec = std::get<IndependentSpec>(group.spec);
+  REQUIRE(spec.parts.size() == 2);
+  REQUIRE(std::holds_alternative<LocalSpec>(spec.parts[0].body));
+  CHECK(std::get<RegionalSpec>(spec.parts[1].body).mapping == ThreadMapping::WarpPerRow);
+  const int64_t first = spec.parts[0].blocks;
   std::string src = emit_sources(g, plan_with(g, group));
-  CHECK_THAT(src, Catch::Contains("if (blockIdx.x < 2)"));
+  CHECK_THAT(src, Catch::Contains(fmt::format("if (blockIdx.x < {})", first)));
   CHECK_THAT(src, Catch::Contains("else {"));
-  CHECK_THAT(src, Catch::Contains("const unsigned part_block = blockIdx.x - 2;"));
+  CHECK_THAT(src,
+             Catch::Contains(fmt::format("const unsigned part_block = blockIdx.x - {};", first)));
   CHECK_THAT(src, Catch::Contains(
                       "const int64_t first = int64_t(part_block) * blockDim.x + threadIdx.x;"));
   CHECK_THAT(
@@ -167,15 +169,8 @@ TEST_CASE("fused Global: partials, grid barriers, fixed-order finish", "[emitter
   test::set_attr_ints(m.node("ReduceMean", {"x"}, {"mean"}), "axes", {0});
   m.node("Sub", {"x", "mean"}, {"y"});
   Graph g = load_graph(m);
-  LaunchConfig launch = flat_launch(300 * 24, 1, DeviceParams{});
-  launch.grid = {4, 1, 1};
-  launch.block = {64, 1, 1};
-  launch.cooperative = true;
-  FusionGroup group =
-      fused_group(g, all_nodes(g), StitchScheme::Global, ThreadMapping::Flat, launch);
-  group.rows = 300;
-  group.row_length = 24;
-  group.scratch_bytes = 5 * 24 * 4;
+  FusionGroup group = legal_group(g, all_nodes(g));
+  REQUIRE(std::holds_alternative<ColumnSpec>(group.spec));
   std::string src = emit_sources(g, plan_with(g, group));
   CHECK_THAT(src, Catch::Contains("STITCH_LAUNCH_COOPERATIVE(stitch_g0_global"));
   CHECK_THAT(src, Catch::Contains("scratch[blockIdx.x * columns + c] = acc;"));
@@ -185,25 +180,30 @@ TEST_CASE("fused Global: partials, grid barriers, fixed-order finish", "[emitter
   CHECK_THAT(src, !Catch::Contains("atomic"));
 }
 
-TEST_CASE("fused groups refuse what their scheme cannot do, with the reason", "[emitter][fused]") {
-  // Proves: a reduction in a Local group, a Regional row op over other axes, and a Global group
-  // without a cooperative launch are user errors naming the group and the reason.
+TEST_CASE("a spec the emitter cannot print is an internal error naming the group",
+          "[emitter][fused]") {
+  // Proves: code generation never refuses a spec as the user's fault: a Global group planned
+  // without its cooperative launch, or a Regional spec whose rows do not fit its block, are
+  // compiler bugs (InternalError, "internal compiler error") naming the group, its kind and why.
   Graph g = load_graph(expanded_layer_norm(8, 32));
-  FusionGroup local = fused_group(g, all_nodes(g), StitchScheme::Local, ThreadMapping::Flat,
-                                  flat_launch(256, 1, DeviceParams{}));
-  CHECK_THROWS_WITH(emit_sources(g, plan_with(g, local)),
-                    Catch::Contains("fused group 0 (local)") &&
-                        Catch::Contains("is not pointwise"));
-  FusionGroup regional =
-      fused_group(g, all_nodes(g), StitchScheme::Regional, ThreadMapping::WarpPerRow,
-                  row_launch(8, 32, ThreadMapping::WarpPerRow, DeviceParams{}));
-  regional.rows = 16; // not the rows the reductions work on
-  regional.row_length = 16;
-  CHECK_THROWS_WITH(emit_sources(g, plan_with(g, regional)),
-                    Catch::Contains("(regional)") &&
-                        Catch::Contains("no trailing axes of [8,32] hold rows of 16 elements"));
-  FusionGroup global = fused_group(g, all_nodes(g), StitchScheme::Global, ThreadMapping::Flat,
-                                   flat_launch(256, 1, DeviceParams{}));
-  CHECK_THROWS_WITH(emit_sources(g, plan_with(g, global)),
-                    Catch::Contains("needs a cooperative launch"));
+  FusionGroup regional = legal_group(g, all_nodes(g));
+  std::get<RegionalSpec>(regional.spec).block = 48; // not whole warps
+  try {
+    emit_sources(g, plan_with(g, regional));
+    FAIL("a broken spec was printed");
+  } catch (const InternalError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("internal compiler error") &&
+                             Catch::Contains("group 0 (regional spec") &&
+                             Catch::Contains("needs whole warps"));
+  }
+  ModelBuilder m(13);
+  m.input("x", kFloat, {300, 24}).output("y");
+  test::set_attr_ints(m.node("ReduceMean", {"x"}, {"mean"}), "axes", {0});
+  m.node("Sub", {"x", "mean"}, {"y"});
+  Graph column = load_graph(m);
+  FusionGroup global = legal_group(column, all_nodes(column));
+  global.launch.cooperative = false;
+  CHECK_THROWS_AS(emit_sources(column, plan_with(column, global)), InternalError);
+  CHECK_THROWS_WITH(emit_sources(column, plan_with(column, global)),
+                    Catch::Contains("(column spec") && Catch::Contains("cooperative launch"));
 }

@@ -43,13 +43,15 @@ void check_fused_equals_unfused(const Graph& g, const FusionGroup& fused, const 
   require_close(unfused, fused_out, rtol, atol);
 }
 
+// The Regional group legality makes of `nodes` with `mapping` imposed; it must cover `rows` rows
+// of `length` and keep its cached rows where `cache` says.
 FusionGroup regional(const Graph& g, std::vector<int32_t> nodes, int64_t rows, int64_t length,
-                     ThreadMapping mapping, int64_t dynamic_shared = 0) {
-  LaunchConfig launch = row_launch(rows, length, mapping, DeviceParams{});
-  launch.dynamic_shared_bytes = dynamic_shared;
-  FusionGroup group = fused_group(g, std::move(nodes), StitchScheme::Regional, mapping, launch);
-  group.rows = rows;
-  group.row_length = length;
+                     ThreadMapping mapping, const DeviceParams& device = DeviceParams{}) {
+  FusionGroup group = legal_group(g, std::move(nodes), with_row_mapping(mapping), device);
+  const auto& spec = std::get<RegionalSpec>(group.spec);
+  REQUIRE(spec.rows == rows);
+  REQUIRE(spec.row_length == length);
+  REQUIRE(group.mapping == mapping);
   return group;
 }
 
@@ -64,12 +66,7 @@ DeviceParams host_device() {
 // The group the planner's legality makes of `nodes` (it must accept them) for `device`.
 FusionGroup planned_group(const Graph& g, const std::vector<int32_t>& nodes,
                           const DeviceParams& device = DeviceParams{}) {
-  FusionContext ctx(g, device);
-  GroupAnalysis analysis;
-  FusionDecision decision = analyze_group(ctx, nodes, analysis);
-  INFO(decision.reason);
-  REQUIRE(decision.legal);
-  return make_group(ctx, analysis);
+  return legal_group(g, nodes, {}, device);
 }
 
 ModelBuilder expanded_layer_norm(int64_t rows, int64_t length) {
@@ -105,8 +102,7 @@ TEST_CASE("fused Local on the host equals per-op, bitwise, with broadcasts and t
   m.node("Mul", {"xb", "c"}, {"xc"});
   m.node("Sigmoid", {"xc"}, {"y"});
   Graph g = load_graph(m);
-  FusionGroup group = fused_group(g, all_nodes(g), StitchScheme::Local, ThreadMapping::Flat,
-                                  flat_launch(4 * 37, 1, DeviceParams{}));
+  FusionGroup group = legal_group(g, all_nodes(g));
   REQUIRE(group.outputs.size() == 2);
   check_fused_equals_unfused(g, group, "local", 0, 0);
 }
@@ -121,8 +117,8 @@ TEST_CASE("fused Local with 16-byte vectors and a tail on the host equals per-op
   m.node("Mul", {"s", "k"}, {"sk"});
   m.node("Tanh", {"sk"}, {"y"});
   Graph g = load_graph(m);
-  FusionGroup group = fused_group(g, all_nodes(g), StitchScheme::Local, ThreadMapping::Flat,
-                                  flat_launch(135, 4, DeviceParams{}));
+  FusionGroup group = legal_group(g, all_nodes(g));
+  REQUIRE(std::get<LocalSpec>(group.spec).vector_width == 4);
   check_fused_equals_unfused(g, group, "local-vec", 0, 0);
 }
 
@@ -141,16 +137,20 @@ TEST_CASE("fused Regional expanded LayerNorm on the host, block per long row",
   // elements (10 per thread of 1024, a ragged tail) with the row in shared memory and with no
   // cache at all (every pass reads global memory), equal the per-op kernels.
   Graph g = load_graph(expanded_layer_norm(3, 3000));
-  check_fused_equals_unfused(g, regional(g, all_nodes(g), 3, 3000, ThreadMapping::BlockPerRow),
-                             "layernorm-block-registers", kRtol, kAtol);
+  FusionGroup registers = regional(g, all_nodes(g), 3, 3000, ThreadMapping::BlockPerRow);
+  CHECK(std::get<RegionalSpec>(registers.spec).cache == RowCache::Registers);
+  check_fused_equals_unfused(g, registers, "layernorm-block-registers", kRtol, kAtol);
   Graph long_rows = load_graph(expanded_layer_norm(3, 10003));
-  check_fused_equals_unfused(
-      long_rows,
-      regional(long_rows, all_nodes(long_rows), 3, 10003, ThreadMapping::BlockPerRow, 10003 * 4),
-      "layernorm-block-shared", kRtol, kAtol);
-  check_fused_equals_unfused(
-      long_rows, regional(long_rows, all_nodes(long_rows), 3, 10003, ThreadMapping::BlockPerRow, 0),
-      "layernorm-block-none", kRtol, kAtol);
+  FusionGroup shared =
+      regional(long_rows, all_nodes(long_rows), 3, 10003, ThreadMapping::BlockPerRow);
+  CHECK(std::get<RegionalSpec>(shared.spec).cache == RowCache::Shared);
+  check_fused_equals_unfused(long_rows, shared, "layernorm-block-shared", kRtol, kAtol);
+  DeviceParams small; // too little shared memory for the row: every pass reads it again
+  small.max_shared_per_block = 16 * 1024;
+  FusionGroup none =
+      regional(long_rows, all_nodes(long_rows), 3, 10003, ThreadMapping::BlockPerRow, small);
+  CHECK(std::get<RegionalSpec>(none.spec).cache == RowCache::None);
+  check_fused_equals_unfused(long_rows, none, "layernorm-block-none", kRtol, kAtol);
 }
 
 TEST_CASE("fused Regional softmax with scale and mask on the host", "[emitter][fused][host]") {
@@ -207,17 +207,13 @@ TEST_CASE("fused Independent parts on the host equal per-op", "[emitter][fused][
   // Proves: a pointwise part and a row-reduction part launched together on disjoint blocks both
   // produce the per-op results.
   Graph g = independent_parts_graph();
-  LaunchConfig launch = row_launch(7, 45, ThreadMapping::WarpPerRow, DeviceParams{});
-  launch.grid = {3, 1, 1};
-  FusionGroup group =
-      fused_group(g, all_nodes(g), StitchScheme::Independent, ThreadMapping::WarpPerRow, launch);
-  group.parts = {nodes_writing(g, {"na", "y"}), nodes_writing(g, {"s"})};
-  group.part_blocks = {1, 2};
+  FusionGroup group = legal_group(g, all_nodes(g));
+  REQUIRE(std::holds_alternative<IndependentSpec>(group.spec));
   check_fused_equals_unfused(g, group, "independent", kRtol, kAtol);
 }
 
 TEST_CASE("fused Global column mean and broadcast consumer on the host", "[emitter][fused][host]") {
-  // Proves: a column mean over 300 rows split across 4 cooperative blocks, combined in block
+  // Proves: a column mean over 300 rows split across the cooperative blocks, combined in block
   // order after a grid barrier, and the consumer x - mean after a second one, equal the per-op
   // results (positive inputs keep the reordered sums well conditioned).
   ModelBuilder m(13);
@@ -226,15 +222,9 @@ TEST_CASE("fused Global column mean and broadcast consumer on the host", "[emitt
   m.node("Sub", {"x", "mean"}, {"d"});
   m.node("Mul", {"d", "d"}, {"y"});
   Graph g = load_graph(m);
-  LaunchConfig launch = flat_launch(300 * 24, 1, DeviceParams{});
-  launch.grid = {4, 1, 1};
-  launch.block = {64, 1, 1};
-  launch.cooperative = true;
-  FusionGroup group =
-      fused_group(g, all_nodes(g), StitchScheme::Global, ThreadMapping::Flat, launch);
-  group.rows = 300;
-  group.row_length = 24;
-  group.scratch_bytes = 5 * 24 * 4;
+  FusionGroup group = legal_group(g, all_nodes(g), {}, host_device());
+  REQUIRE(std::holds_alternative<ColumnSpec>(group.spec));
+  REQUIRE(group.launch.grid[0] > 1);
   check_fused_equals_unfused(g, group, "global", kRtol, kAtol, true);
 }
 

@@ -1,5 +1,6 @@
-// Helpers of the fused-kernel tests: hand-built fused plans (until the planner makes them), and
-// compiling a plan through stitchc's library path for the host target and running it.
+// Helpers of the fused-kernel tests: plans holding one group legality made of chosen nodes (with
+// a thread mapping imposed where a test wants one), and compiling a plan through stitchc's
+// library path for the host target and running it.
 #pragma once
 
 #include <dlfcn.h>
@@ -22,6 +23,7 @@
 #include "model_builder.h"
 #include "planner/launch_config.h"
 #include "planner/memory_plan.h"
+#include "planner/plan_common.h"
 #include "planner/planner.h"
 
 namespace stitch::test {
@@ -48,36 +50,24 @@ inline std::vector<int32_t> nodes_writing(const Graph& g, const std::vector<std:
   return nodes;
 }
 
-// A kernel group of `nodes` with the contract's inputs and outputs filled in: read tensors no
-// node of the group writes, and written tensors read outside the group or graph outputs.
-inline FusionGroup fused_group(const Graph& g, std::vector<int32_t> nodes, StitchScheme scheme,
-                               ThreadMapping mapping, const LaunchConfig& launch) {
+// The group legality makes of `nodes` (it must accept them), with `overrides` (a thread mapping
+// for its rows) imposed, planned for `device`: the group with its spec, as a planner gets it.
+inline FusionGroup legal_group(const Graph& g, std::vector<int32_t> nodes,
+                               const AnalysisOverrides& overrides = {},
+                               const DeviceParams& device = DeviceParams{}) {
   std::sort(nodes.begin(), nodes.end());
-  FusionGroup group;
-  group.kind = GroupKind::Kernel;
-  group.nodes = nodes;
-  group.scheme = scheme;
-  group.mapping = mapping;
-  group.launch = launch;
-  std::set<TensorId> produced;
-  for (int32_t n : nodes)
-    for (TensorId t : g.nodes[n].outputs)
-      produced.insert(t);
-  std::set<int32_t> inside(nodes.begin(), nodes.end());
-  for (int32_t n : nodes)
-    for (TensorId t : g.nodes[n].inputs)
-      if (t != kNoTensor && !produced.count(t) &&
-          std::find(group.inputs.begin(), group.inputs.end(), t) == group.inputs.end())
-        group.inputs.push_back(t);
-  const auto consumers = g.consumers();
-  for (int32_t n : nodes)
-    for (TensorId t : g.nodes[n].outputs) {
-      bool read_outside = g.is_graph_output(t);
-      for (int32_t c : consumers[t])
-        read_outside |= !inside.count(c);
-      if (read_outside) group.outputs.push_back(t);
-    }
-  return group;
+  FusionContext ctx(g, device);
+  GroupAnalysis analysis;
+  FusionDecision decision = analyze_group(ctx, nodes, analysis, overrides);
+  INFO(decision.reason);
+  REQUIRE(decision.legal);
+  return make_group(ctx, analysis);
+}
+
+inline AnalysisOverrides with_row_mapping(ThreadMapping mapping) {
+  AnalysisOverrides overrides;
+  overrides.row_mapping = mapping;
+  return overrides;
 }
 
 // The one-kernel-per-op plan with the nodes of `fused` replaced by that group, groups in an

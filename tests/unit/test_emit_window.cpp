@@ -24,14 +24,17 @@ constexpr int kFloat = onnx::TensorProto::FLOAT;
 std::string group_source(const ModelBuilder& m) {
   Graph g = load_onnx(m.write());
   run_pipeline(g, {});
-  FusionPlan plan = plan_one_kernel_per_op(g, DeviceParams{});
+  PlannerOptions options; // the per-op plan, after check_code_generation
+  options.planner = "none";
+  FusionPlan plan = plan_fusion(g, options);
   MemoryPlan memory = plan_memory(g, plan);
   GeneratedModel model = emit_model(g, plan, memory, "host");
   REQUIRE(model.groups.size() == 1);
   return model.groups[0].text;
 }
 
-// The message of the user error compiling the model raises ("" when it compiles).
+// The message of the user error compiling the model raises ("" when it compiles): code
+// generation's limits are refused before planning.
 std::string refusal(const ModelBuilder& m) {
   try {
     group_source(m);
@@ -238,7 +241,7 @@ TEST_CASE("Conv with asymmetric pads that change the window count is refused", "
   std::string message = refusal(m);
   CHECK(has(message, "unsupported"));
   CHECK(has(message, "asymmetric pads [0] at the begin and [1] at the end"));
-  CHECK(has(message, "needs 24 bytes of per-group scratch"));
+  CHECK(has(message, "needs 24 bytes of scratch memory"));
 }
 
 TEST_CASE("Conv with asymmetric pads giving the same windows uses the begin pad", "[emitter]") {
@@ -277,5 +280,5 @@ TEST_CASE("ConvTranspose that needs a crop is refused with the scratch it needs"
   test::set_attr_string(n, "auto_pad", "SAME_UPPER");
   std::string message = refusal(m);
   CHECK(has(message, "unsupported"));
-  CHECK(has(message, "needs 392 bytes of per-group scratch"));
+  CHECK(has(message, "needs 392 bytes of scratch memory"));
 }

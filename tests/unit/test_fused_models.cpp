@@ -97,11 +97,20 @@ std::vector<std::vector<float>> as_floats(const Graph& g, const std::vector<Host
   return floats;
 }
 
+// The schemes of the plan's fused groups; an Independent group's parts count as what they are
+// (several pointwise nodes: Local; row ops: Regional).
 std::set<StitchScheme> fused_schemes(const FusionPlan& plan) {
   std::set<StitchScheme> schemes;
-  for (const FusionGroup& group : plan.groups)
-    if (group.kind == GroupKind::Kernel && (group.nodes.size() > 1 || !group.parts.empty()))
-      schemes.insert(group.scheme);
+  for (const FusionGroup& group : plan.groups) {
+    if (group.kind != GroupKind::Kernel || group.nodes.size() < 2) continue;
+    schemes.insert(group.scheme);
+    if (const auto* independent = std::get_if<IndependentSpec>(&group.spec))
+      for (const IndependentSpec::Part& part : independent->parts) {
+        if (std::holds_alternative<RegionalSpec>(part.body)) schemes.insert(StitchScheme::Regional);
+        const auto* local = std::get_if<LocalSpec>(&part.body);
+        if (local != nullptr && local->nodes.size() > 1) schemes.insert(StitchScheme::Local);
+      }
+  }
   return schemes;
 }
 

@@ -90,7 +90,7 @@ void check_transformer_plan(const Graph& g, const FusionPlan& ilp) {
     const int32_t n = softmax[0];
     const Shape& row = g.tensor(g.nodes[n].inputs[0]).shape;
     int32_t p = producers[g.nodes[n].inputs[0]];
-    for (int depth = 0; depth < 2 && p >= 0 && is_pointwise(g.nodes[p].op); ++depth) {
+    for (int depth = 0; depth < 2 && p >= 0 && op_is_pointwise(g.nodes[p].op); ++depth) {
       if (g.tensor(g.nodes[p].outputs[0]).shape != row) break;
       INFO("softmax " << g.nodes[n].name << " and " << g.nodes[p].name);
       CHECK(group_of[p] == group_of[n]);

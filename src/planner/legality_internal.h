@@ -1,0 +1,97 @@
+// What the legality analyses of the different group kinds share (legality_*.cpp): shape
+// predicates, the kernel interface, resource estimates, and each kind's analysis entry point.
+// Internal to the planner.
+#pragma once
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "planner/legality.h"
+
+namespace stitch::legality {
+
+constexpr int64_t kBlock = 256;
+// A rough register budget: a fixed base for indices and loop state, a few per node for its
+// operands and result, and the cached row elements each thread holds.
+constexpr int64_t kBaseRegisters = 24;
+constexpr int64_t kRegistersPerNode = 3;
+// A cooperative (grid-barrier) kernel is planned for this many registers per thread: its grid
+// is what fits resident at that budget, and its __launch_bounds__ holds nvcc to it.
+constexpr int64_t kCooperativeRegisters = 64;
+
+inline bool contains(const std::vector<int32_t>& sorted, int32_t n) {
+  return std::binary_search(sorted.begin(), sorted.end(), n);
+}
+
+inline std::string shape_str(const Shape& s) { return shape_to_string(s); }
+
+// `s` without its size-1 axes.
+Shape squeezed(const Shape& s);
+// The same elements in the same order, up to size-1 axes.
+inline bool same_layout(const Shape& a, const Shape& b) { return squeezed(a) == squeezed(b); }
+// `s` right-aligned against `to` broadcasts to it (each dim equal or 1, rank at most to's).
+bool broadcasts_to(const Shape& s, const Shape& to);
+// `s` with leading 1s to the rank of `to` (s no longer than to).
+Shape padded_to(const Shape& s, const Shape& to);
+
+// A scalar float constant: kernels write it as a literal, so it broadcasts anywhere.
+bool is_scalar_float_literal(const Tensor& t);
+// value_operands(node) without the omitted ones.
+std::vector<TensorId> present_operands(const Node& node);
+
+// The kernel's parameters for a group of `nodes` with boundary `inputs` and `outputs`: the value
+// operands read from memory in the order of `inputs`, the scalar float constants as literals,
+// the outputs in order.
+KernelInterface kernel_interface(const FusionContext& ctx, const std::vector<int32_t>& nodes,
+                                 const std::vector<TensorId>& inputs,
+                                 const std::vector<TensorId>& outputs);
+
+// The tensors a set of nodes reads from outside it (a.inputs) and writes for others (a.outputs).
+void boundary(const FusionContext& ctx, const std::vector<int32_t>& nodes, GroupAnalysis& a);
+
+// The group's estimated registers per thread fit the device's.
+FusionDecision fits_registers(const FusionContext& ctx, const GroupAnalysis& a);
+
+// The SMs a cooperative launch may fill, and the blocks of `block` threads each keeps resident.
+int cooperative_sms(const DeviceParams& device);
+int64_t cooperative_blocks_per_sm(const DeviceParams& device, int64_t block);
+
+std::string_view class_sentence(NodeClass c);
+
+// 16-byte vectors (4) when every output is `iteration` and every input `iteration` or one
+// element, all of 4-byte elements; else 1.
+int vector_width_for(const Graph& g, const std::vector<TensorId>& inputs,
+                     const std::vector<TensorId>& outputs, const Shape& iteration);
+
+// Each kind's analysis of a.nodes (a.inputs and a.outputs filled), filling `a` when legal.
+FusionDecision analyze_local(const FusionContext& ctx, GroupAnalysis& a);
+FusionDecision analyze_window(const FusionContext& ctx, GroupAnalysis& a);
+FusionDecision analyze_regional(const FusionContext& ctx, GroupAnalysis& a,
+                                const AnalysisOverrides& overrides);
+FusionDecision analyze_column(const FusionContext& ctx, GroupAnalysis& a);
+FusionDecision analyze_row_gemv(const FusionContext& ctx, GroupAnalysis& a,
+                                const AnalysisOverrides& overrides);
+FusionDecision analyze_independent(const FusionContext& ctx, GroupAnalysis& a,
+                                   std::vector<std::vector<int32_t>> parts,
+                                   const AnalysisOverrides& overrides);
+FusionDecision analyze_gemm(const FusionContext& ctx, GroupAnalysis& a);
+FusionDecision analyze_conv(const FusionContext& ctx, GroupAnalysis& a);
+
+// The Regional spec of a.nodes, without deciding the group (analyze_regional and the head of a
+// matrix-vector group both use it): fills a's spec, launch, mapping and estimates.
+FusionDecision regional_spec(const FusionContext& ctx, GroupAnalysis& a,
+                             const AnalysisOverrides& overrides, RegionalSpec& spec);
+
+// The library specs of one node and its epilogue nodes (legality_library.cpp); the
+// single-node groups use them too.
+FusionDecision gemm_spec(const Graph& g, const std::vector<int32_t>& nodes,
+                         const DeviceParams& device, GemmSpec& spec);
+FusionDecision conv_spec(const Graph& g, const std::vector<int32_t>& nodes, ConvSpec& spec);
+
+// A window op's geometry, pads resolved (legality_window.cpp).
+WindowGeometry window_geometry(const Graph& g, const Node& node);
+
+} // namespace stitch::legality

@@ -1,0 +1,440 @@
+// Library groups (library_calls.cpp prints them): a MatMul/Gemm with the epilogue cuBLASLt
+// applies, and a Conv/ConvTranspose with the epilogue cuDNN's fused convolution applies. Their
+// specs hold the call's whole geometry and where each epilogue operand goes.
+//
+//   MatMul         numpy matmul as a strided batched GEMM. A 1-D A is one row and a 1-D B one
+//                  column. Batch axes where each operand is either complete or broadcast (size
+//                  1) become the GEMM's batch, with stride 0 for a broadcast operand (folded
+//                  into M when only A has them: one taller GEMM); outer batch axes that strides
+//                  cannot express ([2,1] x [1,3]) become a loop of batched GEMMs.
+//   Gemm           transA/transB, alpha, and beta * C as the first addend of the epilogue.
+//   Epilogue       the group's nodes after the product: adds of a bias row or a residual of the
+//                  output's shape, then Relu or a tanh Gelu (cuBLASLt's GELU). The addends go
+//                  where the library takes them: one row of N with scale 1 is the bias; a lone
+//                  addend of the output's full shape is the GEMM's C with beta = its scale; any
+//                  others are first summed into the output by a small generated kernel (the
+//                  "fill", which the cost model charges as a launch and a round trip of the
+//                  output), and the GEMM then accumulates onto it (C is D, beta 1).
+//   Conv           groups, strides, dilations, bias, pads from auto_pad (window_pads). The
+//                  library takes symmetric pads only; asymmetric ones are used when the
+//                  symmetric begin pad gives the same windows, and refused otherwise. A biased
+//                  float32 Conv may take a residual add of its output's shape and then a Relu.
+//   ConvTranspose  output_padding, output_shape, auto_pad, groups, bias: the library computes
+//                  with the begin pad on both sides and an output padding in [0, stride).
+#include "graph/infer_context.h"
+#include "graph/op_params.h"
+#include "planner/launch_config.h"
+#include "planner/legality_internal.h"
+
+namespace stitch::legality {
+
+namespace {
+
+// cuBLASLt applies these activations in its epilogue (CUBLASLT_EPILOGUE_RELU / _GELU): a
+// library capability, not an op category. cuBLASLt's GELU is the tanh approximation
+// 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))), so only a Gelu with approximate="tanh" is that
+// op; ONNX's default, approximate="none", is the erf form 0.5x(1 + erf(x/sqrt(2))), up to 4.7e-4
+// away from it, and stays in a generated kernel rather than silently change the numerics.
+EpilogueActivation cublaslt_activation(const Graph& g, const Node& node) {
+  if (node.op == OpKind::Relu) return EpilogueActivation::Relu;
+  if (node.op != OpKind::Gelu) return EpilogueActivation::None;
+  return NodeContext(g, node).attr_string("approximate", "none") == "tanh"
+             ? EpilogueActivation::GeluTanh
+             : EpilogueActivation::None;
+}
+
+// The other operand of a two-operand Add of `chained` and something else, or kNoTensor.
+TensorId addend_besides(const Node& node, TensorId chained) {
+  if (node.op != OpKind::Add || node.inputs.size() != 2) return kNoTensor;
+  if ((node.inputs[0] == chained) == (node.inputs[1] == chained)) return kNoTensor;
+  return node.inputs[0] == chained ? node.inputs[1] : node.inputs[0];
+}
+
+// An epilogue is a chain: `prev`'s result is read by `next` alone (and is no graph output),
+// so the library call never has to write it.
+FusionDecision epilogue_link(const FusionContext& ctx, int32_t prev, int32_t next) {
+  const TensorId chained = ctx.graph.nodes[prev].outputs[0];
+  if (ctx.consumers[chained].size() == 1 && !ctx.graph_output[chained] &&
+      ctx.consumers[chained][0] == next)
+    return FusionDecision::ok();
+  return FusionDecision::no(fmt::format("the epilogue must be a chain: {}'s result is read "
+                                        "elsewhere than by {}",
+                                        ctx.describe(prev), ctx.describe(next)));
+}
+
+// MatMul's batch axes split into the GEMM's batch (the innermost axes where each operand is
+// complete or broadcast throughout) and the outer rest.
+void split_matmul_batch(const Shape& a_batch, const Shape& b_batch, const Shape& out_batch,
+                        int64_t m, int64_t k, int64_t n, GemmSpec& spec) {
+  const size_t rank = out_batch.size();
+  auto aligned = [&](const Shape& s) {
+    Shape r(rank - s.size(), 1);
+    r.insert(r.end(), s.begin(), s.end());
+    return r;
+  };
+  const Shape a = aligned(a_batch), b = aligned(b_batch);
+  // Axes of size 1 in the output are 1 in both operands too: drop them.
+  Shape o, a_kept, b_kept;
+  for (size_t j = 0; j < rank; ++j)
+    if (out_batch[j] != 1) {
+      o.push_back(out_batch[j]);
+      a_kept.push_back(a[j]);
+      b_kept.push_back(b[j]);
+    }
+  auto strides_of = [](const Shape& s, int64_t matrix) {
+    std::vector<int64_t> st(s.size());
+    int64_t acc = matrix;
+    for (size_t j = s.size(); j-- > 0;) {
+      st[j] = s[j] == 1 ? 0 : acc;
+      acc *= s[j];
+    }
+    return st;
+  };
+  const std::vector<int64_t> a_stride = strides_of(a_kept, m * k),
+                             b_stride = strides_of(b_kept, k * n);
+  // The inner axes: the longest suffix over which each operand is all-complete or all-broadcast.
+  auto uniform = [&](const Shape& x, size_t from) {
+    bool complete = true, broadcast = true;
+    for (size_t j = from; j < o.size(); ++j) {
+      complete = complete && x[j] == o[j];
+      broadcast = broadcast && x[j] == 1;
+    }
+    return complete || broadcast;
+  };
+  size_t split = o.size();
+  while (split > 0 && uniform(a_kept, split - 1) && uniform(b_kept, split - 1))
+    --split;
+  for (size_t j = 0; j < split; ++j) {
+    spec.outer.push_back(o[j]);
+    spec.outer_stride_a.push_back(a_stride[j]);
+    spec.outer_stride_b.push_back(b_stride[j]);
+  }
+  int64_t inner = 1;
+  for (size_t j = split; j < o.size(); ++j)
+    inner *= o[j];
+  const bool a_inner = split < o.size() && a_kept[split] != 1;
+  const bool b_inner = split < o.size() && b_kept[split] != 1;
+  spec.batch_count = inner;
+  spec.stride_a = inner > 1 && a_inner ? m * k : 0;
+  spec.stride_b = inner > 1 && b_inner ? k * n : 0;
+  if (spec.outer.empty() && inner > 1 && a_inner && !b_inner) {
+    // B is shared by every batch of A: one GEMM with M = batches x m.
+    spec.rows_folded = true;
+    spec.m = m * inner;
+    spec.batch_count = 1;
+    spec.stride_a = spec.stride_b = 0;
+  }
+}
+
+// Where each addend goes (GemmSpec::bias, c, fill). `columns_are_n`: the result's last axis is
+// the GEMM's n (false for a MatMul with a 1-D B, whose result's last axis is m).
+void place_addends(const Graph& g, GemmSpec& spec, bool columns_are_n) {
+  const Shape& out = g.tensor(spec.result).shape;
+  std::vector<int> rest;
+  for (int i = 0; i < static_cast<int>(spec.addends.size()); ++i) {
+    const GemmSpec::Addend& addend = spec.addends[i];
+    const Shape& s = g.tensor(addend.tensor).shape;
+    const std::optional<Shape> broadcast = broadcast_shapes(s, out);
+    const bool row = spec.k > 0 && addend.scale == 1.0 && broadcast && *broadcast == out &&
+                     shape_elements(s) == spec.n &&
+                     (spec.n == 1 || (columns_are_n && s.back() == spec.n));
+    if (row && spec.bias < 0)
+      spec.bias = i;
+    else
+      rest.push_back(i);
+  }
+  if (spec.k > 0 && rest.size() == 1 && g.tensor(spec.addends[rest[0]].tensor).shape == out)
+    spec.c = rest[0];
+  else
+    spec.fill = rest;
+}
+
+} // namespace
+
+FusionDecision gemm_spec(const Graph& g, const std::vector<int32_t>& nodes,
+                         const DeviceParams& device, GemmSpec& spec) {
+  spec = GemmSpec{};
+  const Node& node = g.nodes[nodes.front()];
+  spec.product = nodes.front();
+  spec.a = node.inputs[0];
+  spec.b = node.inputs[1];
+  for (TensorId t : {node.inputs[0], node.inputs[1], node.outputs[0]})
+    if (g.tensor(t).dtype != DType::Float32)
+      return FusionDecision::no(fmt::format("{} on {}: the GEMM library call is float32 only",
+                                            op_name(node.op), dtype_name(g.tensor(t).dtype)));
+  bool columns_are_n = true;
+  if (node.op == OpKind::Gemm) {
+    NodeContext attrs(g, node);
+    const Shape &a = g.tensor(spec.a).shape, &b = g.tensor(spec.b).shape;
+    spec.trans_a = attrs.attr_flag("transA", false);
+    spec.trans_b = attrs.attr_flag("transB", false);
+    spec.m = spec.trans_a ? a[1] : a[0];
+    spec.k = spec.trans_a ? a[0] : a[1];
+    spec.n = spec.trans_b ? b[0] : b[1];
+    spec.lda = a[1];
+    spec.ldb = b[1];
+    spec.alpha = attrs.attr_float("alpha", 1.0);
+    const double beta = attrs.attr_float("beta", 1.0);
+    const TensorId c = node.inputs.size() > 2 ? node.inputs[2] : kNoTensor;
+    // Gemm's own beta * C is the first addend (a full [M, N] C becomes the library's C, a row
+    // vector with beta 1 its bias, any other broadcast C the fill).
+    if (c != kNoTensor && beta != 0.0) {
+      if (g.tensor(c).dtype != DType::Float32) return FusionDecision::no("Gemm's C is not float32");
+      spec.addends.push_back({c, beta, 0});
+    }
+  } else if (node.op == OpKind::MatMul) {
+    Shape a = g.tensor(spec.a).shape, b = g.tensor(spec.b).shape;
+    columns_are_n = b.size() >= 2;
+    if (a.size() == 1) a.insert(a.begin(), 1); // a row
+    if (b.size() == 1) b.push_back(1);         // a column
+    const int64_t m = a[a.size() - 2], k = a.back(), n = b.back();
+    spec.m = m;
+    spec.k = k;
+    spec.n = n;
+    spec.lda = k;
+    spec.ldb = n;
+    const Shape a_batch(a.begin(), a.end() - 2), b_batch(b.begin(), b.end() - 2);
+    const std::optional<Shape> out_batch = broadcast_shapes(a_batch, b_batch);
+    if (!out_batch) return FusionDecision::no("MatMul's batch axes do not broadcast");
+    split_matmul_batch(a_batch, b_batch, *out_batch, m, k, n, spec);
+  } else {
+    return FusionDecision::no(fmt::format("{} is not a MatMul or Gemm", op_name(node.op)));
+  }
+  // The epilogue: Add nodes (a bias row or a residual), then Relu or a tanh Gelu, chained.
+  spec.result = node.outputs[0];
+  for (size_t i = 1; i < nodes.size(); ++i) {
+    const Node& e = g.nodes[nodes[i]];
+    if (spec.activation != EpilogueActivation::None)
+      return FusionDecision::no("a node follows the epilogue's activation");
+    if (e.outputs.size() != 1 || g.tensor(e.outputs[0]).shape != g.tensor(spec.result).shape ||
+        g.tensor(e.outputs[0]).dtype != DType::Float32)
+      return FusionDecision::no(
+          fmt::format("'{}' ({}) changes the product's shape or type", e.name, op_name(e.op)));
+    const EpilogueActivation activation = cublaslt_activation(g, e);
+    if (activation != EpilogueActivation::None) {
+      if (e.inputs.empty() || e.inputs[0] != spec.result)
+        return FusionDecision::no(
+            fmt::format("'{}' ({}) does not read the product", e.name, op_name(e.op)));
+      spec.activation = activation;
+    } else {
+      const TensorId other = addend_besides(e, spec.result);
+      if (other == kNoTensor)
+        return FusionDecision::no(fmt::format("'{}' ({}) is not a cuBLASLt epilogue (bias add, "
+                                              "residual add, Relu, tanh Gelu)",
+                                              e.name, op_name(e.op)));
+      spec.addends.push_back({other, 1.0, static_cast<int>(i)});
+    }
+    spec.epilogue.push_back(nodes[i]);
+    spec.result = e.outputs[0];
+  }
+  place_addends(g, spec, columns_are_n);
+  if (!spec.fill.empty())
+    spec.fill_blocks = flat_launch(g.tensor(spec.result).elements(), 1, device).grid[0];
+  return FusionDecision::ok();
+}
+
+FusionDecision conv_spec(const Graph& g, const std::vector<int32_t>& nodes, ConvSpec& spec) {
+  spec = ConvSpec{};
+  const Node& node = g.nodes[nodes.front()];
+  spec.conv = nodes.front();
+  spec.transpose = node.op == OpKind::ConvTranspose;
+  if (node.op != OpKind::Conv && !spec.transpose)
+    return FusionDecision::no(fmt::format("{} is not a convolution", op_name(node.op)));
+  for (TensorId t : node.inputs)
+    if (t != kNoTensor && g.tensor(t).dtype != DType::Float32)
+      return FusionDecision::no(fmt::format("{} on {}: the convolution library call is float32 "
+                                            "only",
+                                            op_name(node.op), dtype_name(g.tensor(t).dtype)));
+  NodeContext attrs(g, node);
+  spec.x = node.inputs[0];
+  spec.w = node.inputs[1];
+  spec.bias = node.inputs.size() > 2 ? node.inputs[2] : kNoTensor;
+  const Shape &x = g.tensor(spec.x).shape, &w = g.tensor(spec.w).shape,
+              &y = g.tensor(node.outputs[0]).shape;
+  const size_t n = x.size() - 2;
+  if (n < 1 || n > 3)
+    return FusionDecision::no(
+        fmt::format("{} with {} spatial axes (the library takes 1 to 3)", op_name(node.op), n));
+  spec.batch = x[0];
+  spec.in_channels = x[1];
+  spec.out_channels = y[1];
+  spec.groups = attrs.attr_int("group", 1);
+  spec.in_spatial.assign(x.begin() + 2, x.end());
+  spec.out_spatial.assign(y.begin() + 2, y.end());
+  spec.kernel.assign(w.begin() + 2, w.end());
+  const WindowParams params = read_window_params(attrs, spec.kernel);
+  spec.strides = params.strides;
+  spec.dilations = params.dilations;
+  if (!spec.transpose) {
+    // Windows start at o * stride - begin whatever the end pad; the end pad only decides how
+    // many there are. The symmetric begin pad is exact when it gives the same count.
+    std::vector<int64_t> begins, ends;
+    bool exact = true;
+    for (size_t i = 0; i < n; ++i) {
+      const AxisPads pads = window_pads(params, i, spec.in_spatial[i], spec.out_spatial[i]);
+      const int64_t extent = (spec.kernel[i] - 1) * spec.dilations[i] + 1;
+      const int64_t padded = spec.in_spatial[i] + 2 * pads.begin;
+      if (pads.begin != pads.end &&
+          (padded < extent || (padded - extent) / spec.strides[i] + 1 != spec.out_spatial[i]))
+        exact = false;
+      begins.push_back(pads.begin);
+      ends.push_back(pads.end);
+    }
+    if (!exact) {
+      int64_t padded_bytes = x[0] * x[1] * 4;
+      for (size_t i = 0; i < n; ++i)
+        padded_bytes *= spec.in_spatial[i] + begins[i] + ends[i];
+      return FusionDecision::no(fmt::format(
+          "Conv with the asymmetric pads [{}] at the begin and [{}] at the end (the convolution "
+          "library takes symmetric pads only; computing it exactly needs {} bytes of scratch "
+          "memory to hold X padded with zeros, which the plan does not reserve yet)",
+          fmt::join(begins, ", "), fmt::join(ends, ", "), padded_bytes));
+    }
+    spec.pads = begins;
+  } else {
+    // The begin pad as ONNX defines it (from output_shape or auto_pad when either is given: the
+    // total padding split with the odd one at the begin except for SAME_UPPER), used on both
+    // sides with the output padding that gives the output size.
+    const std::vector<int64_t> output_padding =
+        attrs.attr_ints("output_padding", std::vector<int64_t>(n, 0));
+    const bool derived = attrs.has_attr("output_shape") || params.auto_pad == AutoPad::SameUpper ||
+                         params.auto_pad == AutoPad::SameLower;
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t extent = (spec.kernel[i] - 1) * spec.dilations[i] + 1;
+      const int64_t in = spec.in_spatial[i], out = spec.out_spatial[i];
+      const int64_t full = spec.strides[i] * (in - 1) + output_padding[i] + extent; // unpadded
+      int64_t begin = 0;
+      if (derived) {
+        const int64_t total = std::max<int64_t>(0, full - out);
+        begin = params.auto_pad == AutoPad::SameUpper ? total / 2 : total - total / 2;
+      } else if (params.auto_pad == AutoPad::NotSet) {
+        begin = params.pads[i];
+      }
+      const int64_t base = spec.strides[i] * (in - 1) + extent - 2 * begin;
+      const int64_t library_padding = out - base;
+      if (base < 1 || library_padding < 0 || library_padding >= spec.strides[i]) {
+        int64_t full_output = y[0] * y[1] * 4;
+        for (size_t j = 0; j < n; ++j)
+          full_output *= spec.strides[j] * (spec.in_spatial[j] - 1) +
+                         (spec.kernel[j] - 1) * spec.dilations[j] + 1;
+        return FusionDecision::no(fmt::format(
+            "ConvTranspose whose output size {} on spatial axis {} needs the output padding {} "
+            "with the begin pad {} on both sides, outside [0, stride {}) (the convolution library "
+            "takes symmetric pads only; computing it exactly needs {} bytes of scratch memory to "
+            "hold the output computed without pads, which the plan does not reserve yet)",
+            out, i, library_padding, begin, spec.strides[i], full_output));
+      }
+      spec.pads.push_back(begin);
+    }
+  }
+  // The epilogue: a residual add, then a Relu, chained on the convolution's result.
+  spec.result = node.outputs[0];
+  for (size_t i = 1; i < nodes.size(); ++i) {
+    const Node& e = g.nodes[nodes[i]];
+    if (spec.transpose || spec.bias == kNoTensor || spec.relu)
+      return FusionDecision::no(fmt::format("'{}' ({}) cannot be an epilogue of '{}': cuDNN's "
+                                            "fused convolution takes a biased Conv's residual add, "
+                                            "then Relu",
+                                            e.name, op_name(e.op), node.name));
+    if (e.op == OpKind::Relu && !e.inputs.empty() && e.inputs[0] == spec.result) {
+      spec.relu = true;
+    } else {
+      const TensorId other = addend_besides(e, spec.result);
+      if (other == kNoTensor || spec.residual != kNoTensor)
+        return FusionDecision::no(fmt::format("'{}' ({}) is not a cuDNN convolution epilogue (one "
+                                              "residual add, then Relu)",
+                                              e.name, op_name(e.op)));
+      const Tensor& z = g.tensor(other);
+      if (z.shape != y || z.dtype != DType::Float32)
+        return FusionDecision::no(fmt::format("'{}' ({}) adds '{}' {} {}, not a float32 residual "
+                                              "of the convolution's shape {}",
+                                              e.name, op_name(e.op), z.name, dtype_name(z.dtype),
+                                              shape_str(z.shape), shape_str(y)));
+      spec.residual = other;
+    }
+    spec.epilogue.push_back(nodes[i]);
+    spec.result = e.outputs[0];
+  }
+  return FusionDecision::ok();
+}
+
+FusionDecision analyze_gemm(const FusionContext& ctx, GroupAnalysis& a) {
+  const Graph& g = ctx.graph;
+  const int32_t gemm = a.nodes.front();
+  if (ctx.node_class[gemm] != NodeClass::Gemm)
+    return FusionDecision::no(fmt::format("{} comes before the matrix product in the group; only "
+                                          "its consumers can be epilogue nodes",
+                                          ctx.describe(gemm)));
+  const Shape& d = g.tensor(g.nodes[gemm].outputs[0]).shape;
+  bool bias = false, residual = false, activation = false;
+  for (size_t i = 1; i < a.nodes.size(); ++i) {
+    const int32_t n = a.nodes[i], prev = a.nodes[i - 1];
+    const Node& node = g.nodes[n];
+    if (FusionDecision link = epilogue_link(ctx, prev, n); !link) return link;
+    if (activation)
+      return FusionDecision::no(fmt::format("{} follows the epilogue's activation; cuBLASLt "
+                                            "applies the activation last",
+                                            ctx.describe(n)));
+    if (g.tensor(node.outputs[0]).shape != d)
+      return FusionDecision::no(
+          fmt::format("{} changes the product's shape {}", ctx.describe(n), shape_str(d)));
+    if (cublaslt_activation(g, node) != EpilogueActivation::None) {
+      activation = true;
+      continue;
+    }
+    // A two-operand add of the chained value and a bias row or a residual of the full shape.
+    const TensorId other = addend_besides(node, g.nodes[prev].outputs[0]);
+    if (other == kNoTensor)
+      return FusionDecision::no(fmt::format("{} is not a cuBLASLt epilogue (bias add, residual "
+                                            "add, Relu, tanh Gelu)",
+                                            ctx.describe(n)));
+    const Shape& s = g.tensor(other).shape;
+    if (s == d && !residual) {
+      residual = true;
+    } else if (!bias && !d.empty() && squeezed(s) == Shape{d.back()} && broadcasts_to(s, d)) {
+      bias = true;
+    } else {
+      return FusionDecision::no(fmt::format("{} adds '{}' {}, neither a bias row of {} nor a "
+                                            "second residual of {}",
+                                            ctx.describe(n), g.tensor(other).name, shape_str(s),
+                                            d.empty() ? 1 : d.back(), shape_str(d)));
+    }
+  }
+  GemmSpec spec;
+  if (FusionDecision s = gemm_spec(g, a.nodes, ctx.device, spec); !s)
+    return FusionDecision::no(
+        fmt::format("{} with its epilogue: {}", ctx.describe(gemm), s.reason));
+  a.group = single_node_group(g, gemm, ctx.device);
+  a.kind = GroupKind::GemmLibrary;
+  a.epilogue_nodes = static_cast<int>(a.nodes.size()) - 1;
+  a.group.spec = std::move(spec);
+  return FusionDecision::ok();
+}
+
+FusionDecision analyze_conv(const FusionContext& ctx, GroupAnalysis& a) {
+  const int32_t conv = a.nodes.front();
+  if (ctx.node_class[conv] != NodeClass::Conv)
+    return FusionDecision::no(fmt::format("{} comes before the convolution in the group; only "
+                                          "its consumers can be epilogue nodes",
+                                          ctx.describe(conv)));
+  bool relu = false;
+  for (size_t i = 1; i < a.nodes.size(); ++i) {
+    if (FusionDecision link = epilogue_link(ctx, a.nodes[i - 1], a.nodes[i]); !link) return link;
+    if (relu)
+      return FusionDecision::no(fmt::format("{} follows the epilogue's Relu; cuDNN applies the "
+                                            "activation last",
+                                            ctx.describe(a.nodes[i])));
+    relu = ctx.graph.nodes[a.nodes[i]].op == OpKind::Relu;
+  }
+  ConvSpec spec;
+  if (FusionDecision s = conv_spec(ctx.graph, a.nodes, spec); !s)
+    return FusionDecision::no(
+        fmt::format("{} with its epilogue: {}", ctx.describe(conv), s.reason));
+  a.group = single_node_group(ctx.graph, conv, ctx.device);
+  a.kind = GroupKind::ConvLibrary;
+  a.epilogue_nodes = static_cast<int>(a.nodes.size()) - 1;
+  a.group.spec = std::move(spec);
+  return FusionDecision::ok();
+}
+
+} // namespace stitch::legality

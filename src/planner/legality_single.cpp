@@ -1,0 +1,101 @@
+// The group of one node alone (legality.h): every planner's starting point, and the whole plan
+// of `--planner none`. Views become aliases, MatMul/Gemm cuBLASLt calls, Conv/ConvTranspose
+// cuDNN calls, and any other node one kernel of its op's single-op emitter, with the mapping
+// and launch its shapes call for.
+#include "graph/error.h"
+#include "planner/legality_internal.h"
+#include "planner/movement_mapping.h"
+#include "planner/reduction_mapping.h"
+
+namespace stitch {
+
+namespace {
+
+// 16-byte vectors when every operand and the result are 4-byte elements and each operand is
+// either the full shape or a scalar (no broadcast index math inside a vector).
+int pointwise_vector_width(const Graph& g, const Node& node) {
+  const Tensor& out = g.tensor(node.outputs[0]);
+  if (dtype_size(out.dtype) != 4 || out.elements() < 4) return 1;
+  for (TensorId t : value_operands(node)) {
+    if (t == kNoTensor) continue;
+    const Tensor& in = g.tensor(t);
+    if (in.elements() == 1) continue;
+    if (dtype_size(in.dtype) != 4 || in.shape != out.shape) return 1;
+  }
+  return 4;
+}
+
+} // namespace
+
+GroupKind group_kind_of(const Node& node) {
+  if (node.op == OpKind::View) return GroupKind::Alias;
+  if (node.op == OpKind::MatMul || node.op == OpKind::Gemm) return GroupKind::GemmLibrary;
+  if (node.op == OpKind::Conv || node.op == OpKind::ConvTranspose) return GroupKind::ConvLibrary;
+  return GroupKind::Kernel;
+}
+
+FusionGroup single_node_group(const Graph& g, int32_t n, const DeviceParams& device) {
+  const Node& node = g.nodes[n];
+  FusionGroup group;
+  group.nodes = {n};
+  group.kind = group_kind_of(node);
+  group.scheme = StitchScheme::Local;
+  switch (group.kind) {
+  case GroupKind::Alias:
+    group.spec = AliasSpec{};
+    break;
+  case GroupKind::GemmLibrary: {
+    GemmSpec spec;
+    if (FusionDecision d = legality::gemm_spec(g, {n}, device, spec); !d)
+      internal_fail("node '{}' ({}) reached planning without a library call: {}", node.name,
+                    op_name(node.op), d.reason);
+    group.spec = std::move(spec);
+    break;
+  }
+  case GroupKind::ConvLibrary: {
+    ConvSpec spec;
+    if (FusionDecision d = legality::conv_spec(g, {n}, spec); !d)
+      internal_fail("node '{}' ({}) reached planning without a library call: {}", node.name,
+                    op_name(node.op), d.reason);
+    group.spec = std::move(spec);
+    break;
+  }
+  case GroupKind::Kernel: {
+    const Tensor& out = g.tensor(node.outputs[0]);
+    const int vec = op_is_pointwise(node.op) ? pointwise_vector_width(g, node) : 1;
+    group.mapping = ThreadMapping::Flat;
+    group.launch = flat_launch(out.elements(), vec, device);
+    const OpCategory category = op_category(node.op);
+    if (category == OpCategory::Reduction) plan_reduction_launch(g, node, device, group);
+    if (category == OpCategory::Movement || category == OpCategory::Opaque)
+      plan_movement_launch(g, node, device, group);
+    OpSpec spec{n};
+    if (node.op == OpKind::MaxPool || node.op == OpKind::AveragePool)
+      spec.window = legality::window_geometry(g, node);
+    if (node.op == OpKind::MaxPool && node.outputs.size() > 1 && node.outputs[1] != kNoTensor) {
+      const TensorId indices = node.outputs[1];
+      spec.write_indices = g.is_graph_output(indices);
+      for (const Node& reader : g.nodes)
+        for (TensorId t : reader.inputs)
+          spec.write_indices = spec.write_indices || t == indices;
+    }
+    group.spec = std::move(spec);
+    break;
+  }
+  }
+  for (TensorId t : node.inputs)
+    if (t != kNoTensor &&
+        std::find(group.inputs.begin(), group.inputs.end(), t) == group.inputs.end())
+      group.inputs.push_back(t);
+  for (TensorId t : node.outputs)
+    if (t != kNoTensor) group.outputs.push_back(t);
+  if (group.kind != GroupKind::Alias) {
+    for (TensorId t : node.inputs)
+      if (t != kNoTensor) group.estimated_bytes += g.tensor(t).bytes();
+    for (TensorId t : node.outputs)
+      if (t != kNoTensor) group.estimated_bytes += g.tensor(t).bytes();
+  }
+  return group;
+}
+
+} // namespace stitch
