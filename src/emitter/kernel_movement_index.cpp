@@ -147,7 +147,7 @@ void emit_scatter_nd(const GroupEmitContext& ctx, CodeWriter& out) {
                         : reduction == "min" ? "Min"
                                              : "None";
 
-  const bool distinct = scatter_rows_distinct(ctx.graph(), node);
+  const bool distinct = ctx.spec<OpSpec>().scatter_distinct;
 
   // The copy.
   std::vector<KernelArg> copy_args = {input_arg(ctx, node.inputs[0], "data"),

@@ -90,8 +90,10 @@ void emit_tiled(const GroupEmitContext& ctx, CodeWriter& out, const PermutedCopy
 
 void emit_permuted_copy(const GroupEmitContext& ctx, CodeWriter& out) {
   const Node& node = ctx.node();
-  PermutedCopy copy = node_permutation(ctx.graph(), node);
-  TransposeTiling tiling = transpose_tiling(copy);
+  const OpSpec& spec = ctx.spec<OpSpec>();
+  if (!spec.permutation) ctx.spec_error("a permuting copy without its canonical form");
+  const PermutedCopy& copy = *spec.permutation;
+  const TransposeTiling& tiling = spec.tiling;
   std::string kernel = ctx.kernel_name();
   std::vector<KernelArg> args = {input_arg(ctx, node.inputs[0], "in"),
                                  output_arg(ctx, node.outputs[0], "out")};

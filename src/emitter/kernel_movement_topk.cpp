@@ -10,7 +10,9 @@ namespace stitch {
 void emit_topk(const GroupEmitContext& ctx, CodeWriter& out) {
   const Node& node = ctx.node();
   NodeContext nc(ctx.graph(), node);
-  const TopKPlan plan = topk_plan(ctx.graph(), node);
+  const OpSpec& spec = ctx.spec<OpSpec>();
+  if (!spec.topk) ctx.spec_error("a TopK kernel without its selection plan");
+  const TopKPlan& plan = *spec.topk;
   const bool largest = nc.opset() < 11 || nc.attr_flag("largest", true);
   if (node.outputs.size() < 2 || node.outputs[0] == kNoTensor || node.outputs[1] == kNoTensor)
     ctx.spec_error("TopK without both its values and indices outputs");

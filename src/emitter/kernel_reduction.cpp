@@ -158,27 +158,9 @@ void emit_cumsum_kernel(const GroupEmitContext& ctx, CodeWriter& out, const Line
 
 bool emit_reduction(const GroupEmitContext& ctx, CodeWriter& out) {
   const Node& node = ctx.node();
-  switch (node.op) {
-  case OpKind::ReduceSum:
-  case OpKind::ReduceMean:
-  case OpKind::ReduceMax:
-  case OpKind::ReduceMin:
-  case OpKind::ReduceProd:
-  case OpKind::ReduceL1:
-  case OpKind::ReduceL2:
-  case OpKind::ReduceSumSquare:
-  case OpKind::ReduceLogSum:
-  case OpKind::ReduceLogSumExp:
-  case OpKind::GlobalAveragePool:
-  case OpKind::GlobalMaxPool:
-  case OpKind::ArgMax:
-  case OpKind::ArgMin:
-  case OpKind::CumSum:
-    break;
-  default:
-    return false;
-  }
-  LineLoop loop(ctx, reduction_space(ctx.graph(), node));
+  const OpSpec& spec = ctx.spec<OpSpec>();
+  if (!spec.reduction) return false; // not a reduction (single_node_group plans its space)
+  LineLoop loop(ctx, *spec.reduction);
   const std::string kernel = ctx.kernel_name();
   if (node.op == OpKind::ReduceLogSumExp)
     emit_log_sum_exp_kernel(ctx, out, loop, kernel);

@@ -3,6 +3,7 @@
 // cuDNN calls, and any other node one kernel of its op's single-op emitter, with the mapping
 // and launch its shapes call for.
 #include "graph/error.h"
+#include "graph/reductions.h"
 #include "planner/legality_internal.h"
 #include "planner/movement_mapping.h"
 #include "planner/reduction_mapping.h"
@@ -23,6 +24,12 @@ int pointwise_vector_width(const Graph& g, const Node& node) {
     if (dtype_size(in.dtype) != 4 || in.shape != out.shape) return 1;
   }
   return 4;
+}
+
+// The reductions whose kernels walk a ReductionSpace (the composites are lowered first).
+bool reduction_space_of_op(OpKind op) {
+  return reduction_rule(op) != nullptr || op == OpKind::ArgMax || op == OpKind::ArgMin ||
+         op == OpKind::CumSum;
 }
 
 } // namespace
@@ -70,6 +77,15 @@ FusionGroup single_node_group(const Graph& g, int32_t n, const DeviceParams& dev
     if (category == OpCategory::Movement || category == OpCategory::Opaque)
       plan_movement_launch(g, node, device, group);
     OpSpec spec{n};
+    if (category == OpCategory::Reduction && reduction_space_of_op(node.op))
+      spec.reduction = reduction_space(g, node);
+    if (node.op == OpKind::Transpose || node.op == OpKind::DepthToSpace ||
+        node.op == OpKind::SpaceToDepth) {
+      spec.permutation = node_permutation(g, node);
+      spec.tiling = transpose_tiling(*spec.permutation);
+    }
+    if (node.op == OpKind::TopK) spec.topk = topk_plan(g, node);
+    if (node.op == OpKind::ScatterND) spec.scatter_distinct = scatter_rows_distinct(g, node);
     if (node.op == OpKind::MaxPool || node.op == OpKind::AveragePool)
       spec.window = legality::window_geometry(g, node);
     if (node.op == OpKind::MaxPool && node.outputs.size() > 1 && node.outputs[1] != kNoTensor) {

@@ -27,37 +27,16 @@
 
 namespace stitch {
 
-// A copy out[c] = in[permuted c] in canonical form: `dims` are the input's dims (after
-// dropping size-1 axes and merging), output axis d reads input axis perm[d].
-struct PermutedCopy {
-  Shape dims;
-  std::vector<int64_t> perm;
-  Shape out_dims() const;
-};
+// A permuting copy's canonical form (PermutedCopy).
 PermutedCopy canonical_permutation(const Shape& in, const std::vector<int64_t>& perm);
 
 // The canonical copy a permuting node performs (Transpose, DepthToSpace, SpaceToDepth).
 PermutedCopy node_permutation(const Graph& graph, const Node& node);
 
-// The shared-memory tiling of a canonical permuted copy, when it pays.
-struct TransposeTiling {
-  bool tiled = false;
-  int64_t vector = 1; // trailing elements both sides keep contiguous (innermost)
-  int64_t x_axis = 0; // the input axis contiguous in the input (before the vector run)
-  int64_t y_axis = 0; // the input axis contiguous in the output
-  int64_t tile_x = 0; // x positions per tile (tile_x * vector elements span >= 32)
-  int64_t tile_y = 0; // y positions per tile
-  int64_t tiles = 0;  // number of tiles, all batches together
-};
+// The shared-memory tiling of a canonical permuted copy, when it pays (TransposeTiling).
 TransposeTiling transpose_tiling(const PermutedCopy& copy);
 
-// TopK's per-row selection: rows whose padded length fits `capacity` are sorted whole in
-// shared memory; longer rows stream through the buffer keeping the best k (k <= capacity/2);
-// otherwise each element's rank is counted.
-struct TopKPlan {
-  int64_t rows = 0, length = 0, inner = 1, k = 0;
-  int64_t capacity = 0; // a power of two; 0 when ranks are counted
-};
+// TopK's per-row selection (TopKPlan).
 TopKPlan topk_plan(const Graph& graph, const Node& node);
 
 // ScatterND's update rows address distinct slices, as far as compile time can tell: its

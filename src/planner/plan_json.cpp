@@ -24,6 +24,103 @@ nlohmann::json node_names(const Graph& g, const std::vector<int32_t>& nodes) {
   return names;
 }
 
+std::string_view activation_name(EpilogueActivation a) {
+  switch (a) {
+  case EpilogueActivation::None:
+    return "none";
+  case EpilogueActivation::Relu:
+    return "relu";
+  case EpilogueActivation::GeluTanh:
+    return "gelu_tanh";
+  }
+  return "?";
+}
+
+nlohmann::json regional_json(const Graph& g, const RegionalSpec& spec) {
+  nlohmann::json cached = nlohmann::json::array();
+  for (const RegionalSpec::CachedRow& row : spec.cached)
+    cached.push_back(g.tensor(row.tensor).name);
+  return {{"rows", spec.rows},
+          {"row_length", spec.row_length},
+          {"mapping", mapping_name(spec.mapping)},
+          {"passes", spec.passes},
+          {"row_cache", row_cache_name(spec.cache)},
+          {"cached_inputs", cached},
+          {"row_inputs", tensor_names(g, spec.row_inputs)},
+          {"element_outputs", tensor_names(g, spec.element_outputs)},
+          {"row_outputs", tensor_names(g, spec.row_outputs)},
+          {"reread_bytes", spec.reread_bytes}};
+}
+
+// What the group's spec decided, by kind (group_spec.h).
+nlohmann::json spec_json(const Graph& g, const GroupSpec& spec) {
+  nlohmann::json j = {{"kind", spec_name(spec)}};
+  if (const auto* local = std::get_if<LocalSpec>(&spec)) {
+    j["iteration"] = local->iteration;
+    j["vector_width"] = local->vector_width;
+  } else if (const auto* window = std::get_if<WindowSpec>(&spec)) {
+    j["window"] = g.nodes[window->window].name;
+    j["producers"] = node_names(g, window->producers);
+    j["consumers"] = node_names(g, window->consumers);
+    j["taps"] = window->geometry.taps();
+    j["pads_begin"] = window->geometry.pad_begin;
+    j["pads_end"] = window->geometry.pad_end;
+  } else if (const auto* regional = std::get_if<RegionalSpec>(&spec)) {
+    j.update(regional_json(g, *regional));
+  } else if (const auto* column = std::get_if<ColumnSpec>(&spec)) {
+    j["rows"] = column->rows;
+    j["columns"] = column->columns;
+    j["column_nodes"] = node_names(g, column->column_nodes);
+    j["element_nodes"] = node_names(g, column->element_nodes);
+    j["blocks"] = column->blocks;
+  } else if (const auto* gemv = std::get_if<RowGemvSpec>(&spec)) {
+    j["head"] = regional_json(g, gemv->head);
+    j["vector"] = g.tensor(gemv->vector).name;
+    j["product"] = g.nodes[gemv->product].name;
+    j["k"] = gemv->mv.k;
+    j["n"] = gemv->mv.n;
+    j["warp_per_output"] = gemv->mv.b_rows_are_outputs;
+    j["consumers"] = node_names(g, gemv->consumers);
+  } else if (const auto* independent = std::get_if<IndependentSpec>(&spec)) {
+    j["parts"] = nlohmann::json::array();
+    for (const IndependentSpec::Part& part : independent->parts) {
+      nlohmann::json p = {{"blocks", part.blocks}};
+      if (const auto* l = std::get_if<LocalSpec>(&part.body)) {
+        p["kind"] = "local";
+        p["nodes"] = node_names(g, l->nodes);
+      } else {
+        const auto& r = std::get<RegionalSpec>(part.body);
+        p = regional_json(g, r);
+        p["kind"] = "regional";
+        p["blocks"] = part.blocks;
+      }
+      j["parts"].push_back(p);
+    }
+  } else if (const auto* gemm = std::get_if<GemmSpec>(&spec)) {
+    j["m"] = gemm->m;
+    j["n"] = gemm->n;
+    j["k"] = gemm->k;
+    j["batch_count"] = gemm->batch_count;
+    auto addend = [&](int i) {
+      return i < 0 ? nlohmann::json(nullptr)
+                   : nlohmann::json(g.tensor(gemm->addends[i].tensor).name);
+    };
+    j["bias"] = addend(gemm->bias);
+    j["c"] = addend(gemm->c);
+    j["fill"] = nlohmann::json::array();
+    for (int i : gemm->fill)
+      j["fill"].push_back(addend(i));
+    j["fill_kernel"] = !gemm->fill.empty();
+    j["activation"] = activation_name(gemm->activation);
+  } else if (const auto* conv = std::get_if<ConvSpec>(&spec)) {
+    j["pads"] = conv->pads;
+    j["residual"] = conv->residual == kNoTensor ? nlohmann::json(nullptr)
+                                                : nlohmann::json(g.tensor(conv->residual).name);
+    j["relu"] = conv->relu;
+  }
+  return j;
+}
+
 } // namespace
 
 nlohmann::json plan_to_json(const Graph& g, const FusionPlan& plan, const MemoryPlan& memory) {
@@ -43,6 +140,7 @@ nlohmann::json plan_to_json(const Graph& g, const FusionPlan& plan, const Memory
     gj["estimated_cost"] = group.estimated_cost;
     gj["inputs"] = tensor_names(g, group.inputs);
     gj["outputs"] = tensor_names(g, group.outputs);
+    gj["spec"] = spec_json(g, group.spec);
     if (group.kind == GroupKind::Kernel) {
       gj["file"] = fmt::format("group_{:03}.cu", group.id);
       gj["scheme"] = scheme_name(group.scheme);

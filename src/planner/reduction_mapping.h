@@ -27,19 +27,6 @@
 
 namespace stitch {
 
-struct ReductionSpace {
-  Shape dims;                // size-1 axes dropped, neighbours of the same kind merged
-  std::vector<bool> reduced; // per dim of `dims`
-  int64_t lines = 1;         // the product of the kept dims: independent reductions
-  int64_t length = 1;        // the product of the reduced dims: elements per line
-  // When at most one dim is reduced, a line is `length` elements `inner` apart (the product of
-  // the kept dims after the reduced one); with several reduced dims `inner` is 0.
-  int64_t inner = 1;
-
-  bool single_block() const { return inner > 0; }
-  bool rows() const { return inner == 1; } // lines of contiguous elements
-};
-
 // The iteration space of `node`, a Reduction-category node.
 ReductionSpace reduction_space(const Graph& graph, const Node& node);
 
