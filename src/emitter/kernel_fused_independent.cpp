@@ -22,7 +22,6 @@
 #include "emitter/pointwise_expression.h"
 #include "emitter/row_kernel.h"
 #include "graph/error.h"
-#include "planner/reduction_mapping.h"
 
 namespace stitch {
 

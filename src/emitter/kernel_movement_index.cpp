@@ -12,7 +12,7 @@
 // last one wins). When the indices are constant and distinct, the scan is left out and the
 // update is flat, one thread per element.
 #include "emitter/kernel_movement.h"
-#include "planner/movement_mapping.h"
+#include "planner/group_spec.h"
 
 namespace stitch {
 

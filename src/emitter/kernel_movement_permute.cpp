@@ -4,7 +4,7 @@
 // the writes walk contiguous memory; otherwise one thread per output element gathers. Also the
 // plain copies of ops that only reinterpret their input, when they were not made views.
 #include "emitter/kernel_movement.h"
-#include "planner/movement_mapping.h"
+#include "planner/group_spec.h"
 
 namespace stitch {
 

@@ -3,7 +3,7 @@
 // streamed through the buffer, or rank counting). Values come out sorted whatever `sorted`
 // says (ONNX leaves the order free then), equal values by ascending index, NaN as the largest.
 #include "emitter/kernel_movement.h"
-#include "planner/movement_mapping.h"
+#include "planner/group_spec.h"
 
 namespace stitch {
 

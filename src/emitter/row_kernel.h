@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "emitter/emit_context.h"
-#include "planner/reduction_mapping.h"
+#include "planner/group_spec.h"
 
 namespace stitch {
 

@@ -12,6 +12,10 @@
 // is added and the program solved again. The cut is valid: any partition holding all those
 // groups has the same cycle (the nodes between them are linked by the same edges whatever
 // groups they fall in). A singleton alone never closes a cycle, so it is left out of the cut.
+//
+// Packing: grown candidates are connected, so once the plan is acyclic, unions of its unrelated
+// groups (Independent groups, one launch) become candidates and the program is solved again,
+// a few rounds, each bounded in time (kPackingRoundMs).
 #include <glpk.h>
 
 #include <algorithm>
@@ -207,7 +211,8 @@ public:
     parm.presolve = GLP_OFF; // the relaxation above is the starting basis
     parm.tm_lim = std::max(time_limit_ms, 1);
     parm.mip_gap = 0.0;
-    parm.tol_obj = 1e-9; // costs are large integers that differ by a few bytes
+    parm.tol_obj = 1e-9;    // costs are large integers that differ by a few bytes
+    parm.gmi_cuts = GLP_ON; // see kPackingRoundMs
     parm.cb_func = on_branch_and_bound;
     parm.cb_info = &state;
     int rc = glp_intopt(lp_, &parm);
@@ -227,6 +232,12 @@ private:
 constexpr int kPackingRounds = 3;
 // A group is paired with the groups this many places after it (by first node).
 constexpr size_t kPackingWindow = 8;
+// A packing round's program has a matching problem inside (which pairs of groups share a
+// launch), whose relaxation is fractional around every odd cycle of pairs; Gomory cuts settle
+// most at once, and a round that still takes longer than this keeps the best plan its branch
+// and bound has found (at least the previous round's, offered as its start), so that packing
+// adds at most kPackingRounds times this to the planning time.
+constexpr int kPackingRoundMs = 500;
 
 // Adds the legal unions of each chosen group with the next few chosen groups (by first
 // node); returns whether any is new. Only unrelated groups pass (the union must be convex).
@@ -306,7 +317,9 @@ FusionPlan plan_ilp(const Graph& graph, const PlannerOptions& options) {
       stats.status = "time limit";
       break;
     }
-    if (!program->solve(remaining_ms, state, stats.status)) break;
+    const int round_ms =
+        packing_rounds > 0 ? std::min(remaining_ms, kPackingRoundMs) : remaining_ms;
+    if (!program->solve(round_ms, state, stats.status)) break;
     picked.clear();
     GroupOf group_of(ctx.size(), -1);
     for (size_t c = 0; c < list.size(); ++c)

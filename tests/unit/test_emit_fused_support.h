@@ -149,7 +149,7 @@ struct HostBytes {
 
 // Compiles `plan` for the host target through build_library, runs it on `inputs` (one byte
 // buffer per graph input, in order, each of its tensor's dtype and size) and returns every
-// graph output's bytes.
+// graph output's bytes. The build folder is removed after a successful run.
 inline std::vector<HostBytes> run_bytes_on_host(const Graph& g, const FusionPlan& plan,
                                                 const std::vector<HostBytes>& inputs,
                                                 const std::string& tag) {
@@ -214,6 +214,9 @@ inline std::vector<HostBytes> run_bytes_on_host(const Graph& g, const FusionPlan
   context_destroy(context);
   model_destroy(m);
   dlclose(library);
+  // The build folder (sources, objects, the library: a few MB) is kept only when the run
+  // failed, for inspection.
+  if (status == STITCH_OK) std::filesystem::remove_all(dir);
   return outputs;
 }
 

@@ -3,10 +3,10 @@
 // are acyclic is costed by the same cost model; the ILP's plan must cost the minimum. Also:
 // greedy never beats the ILP, the ILP with grown (not exhaustive) candidates gives a valid
 // plan between the optimum and greedy, and the same graph gives the same plan.
+#include "random_graphs.h"
 #include "test_planner_graphs.h"
 
 #include <limits>
-#include <random>
 
 #include "planner/plan_common.h"
 
@@ -14,74 +14,6 @@ using namespace stitch;
 using namespace stitch::test;
 
 namespace {
-
-constexpr int64_t kRows = 48, kCols = 64;
-
-// A random DAG over [R,C] tensors, per-row [R,1] and per-column [1,C] values: pointwise ops
-// (unary, and binary ones broadcasting between the three shapes), row reductions, softmax (the
-// five nodes lower-composites makes of it), column reductions and, as an op that runs alone, a
-// transpose there and back.
-Graph random_dag(uint32_t seed, int op_count) {
-  std::mt19937 rng(seed);
-  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint32_t>(n)); };
-  GraphBuilder b;
-  std::vector<TensorId> full = {b.input({kRows, kCols}), b.input({kRows, kCols})};
-  std::vector<TensorId> per_row = {b.input({kRows, 1})};
-  std::vector<TensorId> per_col = {b.input({1, kCols})};
-  std::vector<TensorId> produced;
-  const OpKind unary[] = {OpKind::Relu, OpKind::Exp, OpKind::Neg, OpKind::Sigmoid};
-  const OpKind binary[] = {OpKind::Add, OpKind::Mul, OpKind::Sub};
-  for (int i = 0; i < op_count; ++i) {
-    std::string name = "n" + std::to_string(i);
-    int kind = pick(10);
-    TensorId out;
-    if (kind < 3) { // unary on any shape
-      int which = pick(3);
-      auto& pool = which == 0 ? full : which == 1 ? per_row : per_col;
-      out = b.op(unary[pick(4)], {pool[pick(static_cast<int>(pool.size()))]}, name);
-      pool.push_back(out);
-    } else if (kind < 6) { // binary: full with anything, or a row value with a column value
-      TensorId a = full[pick(static_cast<int>(full.size()))];
-      int which = pick(4);
-      TensorId c = which == 0   ? full[pick(static_cast<int>(full.size()))]
-                   : which == 1 ? per_row[pick(static_cast<int>(per_row.size()))]
-                   : which == 2 ? per_col[pick(static_cast<int>(per_col.size()))]
-                                : kNoTensor;
-      if (c == kNoTensor) {
-        a = per_row[pick(static_cast<int>(per_row.size()))];
-        c = per_col[pick(static_cast<int>(per_col.size()))];
-      }
-      out = b.op(binary[pick(3)], {a, c}, name);
-      full.push_back(out);
-    } else if (kind < 8) { // row reduction
-      OpKind op = pick(2) ? OpKind::ReduceMax : OpKind::ReduceMean;
-      out = b.op(op, {full[pick(static_cast<int>(full.size()))]}, name, {{"axes", last_axis()}});
-      per_row.push_back(out);
-    } else if (kind == 8) {
-      if (pick(2) && i + 5 <= op_count) { // softmax, lowered: five of the nodes
-        out = softmax_chain(b, full[pick(static_cast<int>(full.size()))], name);
-        i += 4;
-        full.push_back(out);
-      } else {
-        out = b.op(OpKind::ReduceMean, {full[pick(static_cast<int>(full.size()))]}, name,
-                   {{"axes", std::vector<int64_t>{0}}});
-        per_col.push_back(out);
-      }
-    } else { // runs alone: a transpose (the result is [C,R], read by nothing but the graph)
-      out = b.op(OpKind::Transpose, {full[pick(static_cast<int>(full.size()))]}, name,
-                 {{"perm", std::vector<int64_t>{1, 0}}});
-    }
-    produced.push_back(out);
-  }
-  Graph g = b.finish();
-  // Outputs: every tensor nobody reads, and one more at random.
-  std::vector<std::vector<int32_t>> consumers = g.consumers();
-  for (TensorId t : produced)
-    if (consumers[t].empty()) g.outputs.push_back(t);
-  TensorId extra = produced[pick(static_cast<int>(produced.size()))];
-  if (!consumers[extra].empty()) g.outputs.push_back(extra);
-  return g;
-}
 
 // The cheapest legal acyclic partition, by enumerating all set partitions.
 class ExhaustiveSearch {
