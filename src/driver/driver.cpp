@@ -13,6 +13,7 @@
 #include "emitter/emit_model.h"
 #include "graph/error.h"
 #include "graph/graph_json.h"
+#include "planner/code_generation_support.h"
 #include "planner/legality.h"
 #include "planner/plan_json.h"
 
@@ -148,6 +149,14 @@ void run_driver(const DriverOptions& options, std::ostream& out) {
                 "--no-fuse: the graph has no node named '{}' "
                 "after the passes (folded into a constant, removed, or misspelled; see --report)",
                 name);
+  // What code generation cannot do is refused now, also when nothing is to be built: a model
+  // stitchc accepts is one it can compile.
+  try {
+    check_code_generation(graph);
+  } catch (const UserError& e) {
+    if (e.site().file.empty()) throw e.with_file(options.model_path);
+    throw;
+  }
   nlohmann::json report = graph_to_json(graph);
   auto write_reports = [&](const FusionPlan& plan, const MemoryPlan& memory) {
     if (!options.report_path.empty())

@@ -183,7 +183,7 @@ void RegionalWriter::add_row_op(const RegionalSpec::Member& member) {
   const std::string x_type = ctype(t, ctx_);
   const std::string acc_type = accumulator_type(t);
   const int id = static_cast<int>(stats_.size());
-  auto element = [this, x, x_type](ValueScope& scope, const std::string& acc) {
+  auto element = [x, x_type](ValueScope& scope, const std::string& acc) {
     return x_type == acc ? scope.value(x) : fmt::format("{}({})", acc, scope.value(x));
   };
   const TensorId y = node.outputs[0];

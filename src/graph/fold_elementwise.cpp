@@ -17,6 +17,7 @@
 #include "graph/error.h"
 #include "graph/fold.h"
 #include "graph/op_params.h"
+#include "graph/reductions.h"
 
 namespace stitch {
 
@@ -345,14 +346,14 @@ std::optional<int64_t> eval_int(OpKind op, const Params& p, const int64_t* a, si
 
 // ---- Reductions ----
 
-template <typename T> T reduce_init(OpKind op) {
-  switch (op) {
-  case OpKind::ReduceProd:
+template <typename T> T reduce_init(ReduceCombine combine) {
+  switch (combine) {
+  case ReduceCombine::Prod:
     return T(1);
-  case OpKind::ReduceMax:
+  case ReduceCombine::Max:
     return std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
                                                 : std::numeric_limits<T>::lowest();
-  case OpKind::ReduceMin:
+  case ReduceCombine::Min:
     return std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity()
                                                 : std::numeric_limits<T>::max();
   default:
@@ -360,37 +361,48 @@ template <typename T> T reduce_init(OpKind op) {
   }
 }
 
-double reduce_step(OpKind op, double acc, double v) {
-  switch (op) {
-  case OpKind::ReduceProd:
+double reduce_step(ReduceCombine combine, double acc, double v) {
+  switch (combine) {
+  case ReduceCombine::Prod:
     return acc * v;
-  case OpKind::ReduceMax:
+  case ReduceCombine::Max:
     return (std::isnan(acc) || !(std::isnan(v) || v > acc)) ? acc : v;
-  case OpKind::ReduceMin:
+  case ReduceCombine::Min:
     return (std::isnan(acc) || !(std::isnan(v) || v < acc)) ? acc : v;
   default:
     return acc + v;
   }
 }
 
-int64_t reduce_step(OpKind op, int64_t acc, int64_t v) {
-  switch (op) {
-  case OpKind::ReduceProd:
+int64_t reduce_step(ReduceCombine combine, int64_t acc, int64_t v) {
+  switch (combine) {
+  case ReduceCombine::Prod:
     return wrap_mul(acc, v);
-  case OpKind::ReduceMax:
+  case ReduceCombine::Max:
     return std::max(acc, v);
-  case OpKind::ReduceMin:
+  case ReduceCombine::Min:
     return std::min(acc, v);
   default:
     return wrap_add(acc, v);
   }
 }
 
+// Each element's term of the reduction (|v|, v * v, or v itself).
+double reduce_term(ReduceTerm term, double v) {
+  return term == ReduceTerm::Abs ? std::fabs(v) : term == ReduceTerm::Square ? v * v : v;
+}
+int64_t reduce_term(ReduceTerm term, int64_t v) {
+  return term == ReduceTerm::Abs      ? (v < 0 ? wrap_mul(v, -1) : v)
+         : term == ReduceTerm::Square ? wrap_mul(v, v)
+                                      : v;
+}
+
 // Reduces `values` (of shape `in`) over the `reduced` axes into `out_elements` accumulators.
 template <typename T>
-std::vector<T> reduce_values(OpKind op, const std::vector<T>& values, const Shape& in,
-                             const std::vector<bool>& reduced, int64_t out_elements) {
-  std::vector<T> acc(static_cast<size_t>(out_elements), reduce_init<T>(op));
+std::vector<T> reduce_values(const ReductionRule& rule, const std::vector<T>& values,
+                             const Shape& in, const std::vector<bool>& reduced,
+                             int64_t out_elements) {
+  std::vector<T> acc(static_cast<size_t>(out_elements), reduce_init<T>(rule.combine));
   // out_stride[d]: how far the output index moves when input axis d steps (0 if reduced);
   // index: the multi-index of the input element being read.
   size_t rank = in.size();
@@ -403,7 +415,7 @@ std::vector<T> reduce_values(OpKind op, const std::vector<T>& values, const Shap
   }
   int64_t out = 0;
   for (size_t i = 0; i < values.size(); ++i) {
-    acc[out] = reduce_step(op, acc[out], values[i]);
+    acc[out] = reduce_step(rule.combine, acc[out], reduce_term(rule.term, values[i]));
     for (size_t d = rank; d-- > 0;) {
       ++index[d];
       out += out_stride[d];
@@ -478,23 +490,41 @@ FoldResult fold_elementwise(const Graph& graph, const Node& node) {
 FoldResult fold_reduce(const Graph& graph, const Node& node) {
   const Tensor& in = graph.tensor(node.inputs[0]);
   const Tensor& out = graph.tensor(node.outputs[0]);
+  const ReductionRule* rule = reduction_rule(node.op);
+  if (rule == nullptr || rule->passes() != 1) return {};
   ReduceParams reduce = read_reduce_params(NodeContext(graph, node));
   if (reduce.noop) return {in.constant}; // noop_with_empty_axes: the input as it is
   int64_t count = in.elements() / std::max<int64_t>(out.elements(), 1);
   if (dtype_is_float(in.dtype)) {
     std::vector<double> acc =
-        reduce_values(node.op, constant_as_double(in), in.shape, reduce.reduced, out.elements());
-    if (node.op == OpKind::ReduceMean)
-      for (double& v : acc)
+        reduce_values(*rule, constant_as_double(in), in.shape, reduce.reduced, out.elements());
+    for (double& v : acc)
+      switch (rule->finish) {
+      case ReduceFinish::Mean:
         v /= static_cast<double>(count);
+        break;
+      case ReduceFinish::Sqrt:
+        v = std::sqrt(v);
+        break;
+      case ReduceFinish::Log:
+        v = std::log(v);
+        break;
+      default:
+        break;
+      }
     return {make_constant_from_double(out.dtype, acc)};
   }
-  if (in.dtype == DType::UInt64) return {};
+  // Integers: the plain sums, products and extremes (and their mean); no agreed rounding for
+  // the others.
+  if (in.dtype == DType::UInt64 || rule->term != ReduceTerm::Value ||
+      (rule->finish != ReduceFinish::None && rule->finish != ReduceFinish::Mean))
+    return {};
   bool empty = in.elements() == 0;
-  if (empty && node.op != OpKind::ReduceSum && node.op != OpKind::ReduceProd) return {};
+  if (empty && rule->combine != ReduceCombine::Sum && rule->combine != ReduceCombine::Prod)
+    return {};
   std::vector<int64_t> acc =
-      reduce_values(node.op, constant_as_int64(in), in.shape, reduce.reduced, out.elements());
-  if (node.op == OpKind::ReduceMean)
+      reduce_values(*rule, constant_as_int64(in), in.shape, reduce.reduced, out.elements());
+  if (rule->finish == ReduceFinish::Mean)
     for (int64_t& v : acc)
       v /= count;
   return {make_constant_from_int64(out.dtype, acc)};

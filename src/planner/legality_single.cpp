@@ -76,7 +76,8 @@ FusionGroup single_node_group(const Graph& g, int32_t n, const DeviceParams& dev
     if (category == OpCategory::Reduction) plan_reduction_launch(g, node, device, group);
     if (category == OpCategory::Movement || category == OpCategory::Opaque)
       plan_movement_launch(g, node, device, group);
-    OpSpec spec{n};
+    OpSpec spec;
+    spec.node = n;
     if (category == OpCategory::Reduction && reduction_space_of_op(node.op))
       spec.reduction = reduction_space(g, node);
     if (node.op == OpKind::Transpose || node.op == OpKind::DepthToSpace ||

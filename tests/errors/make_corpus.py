@@ -26,6 +26,7 @@ import onnx  # noqa: E402
 
 import cases_graph  # noqa: E402,F401  (registers cases)
 import cases_nodes  # noqa: E402,F401
+import cases_codegen  # noqa: E402,F401
 import cases_tensors  # noqa: E402,F401
 import cases_limits  # noqa: E402,F401
 from corpus_lib import CASES, OUTSIDE_FILE, W_BYTES, serialize, write  # noqa: E402

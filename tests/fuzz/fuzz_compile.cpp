@@ -2,10 +2,12 @@
 // plan -> JSON reports -> emitted sources for both targets; everything stitchc does but
 // running nvcc or the host compiler.
 //
-// A UserError is an expected outcome (the bytes are not a model stitchc accepts). Anything
-// else escaping the pipeline is a finding: an InternalError (stitchc says it has a bug), any
-// other exception, and everything the sanitizers report (memory errors, undefined
-// behaviour, leaks). Findings are printed and abort, so that libFuzzer saves the input.
+// A UserError is an expected outcome (the bytes are not a model stitchc accepts; what code
+// generation cannot do is refused before planning). Anything else escaping the pipeline is a
+// finding: an InternalError (stitchc says it has a bug: among them a group spec the emitter
+// cannot print, i.e. a plan legality should not have made), any other exception, and
+// everything the sanitizers report (memory errors, undefined behaviour, leaks). Findings are
+// printed and abort, so that libFuzzer saves the input.
 //
 // Built two ways (tests/fuzz/CMakeLists.txt): with libFuzzer (clang, STITCH_FUZZ=ON,
 // scripts/fuzz.sh), and, in the sanitizer build, with replay_main.cpp, which runs the target
@@ -103,10 +105,11 @@ void compile_without_compiler(const uint8_t* data, size_t size) {
   stitch::Graph graph = stitch::load_onnx(model_path(), load);
   stitch::run_pipeline(graph, stitch::PipelineOptions{});
   (void)stitch::graph_to_json(graph).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  // The driver's pairings: the ILP planner (its default) for the CUDA target, greedy for the
-  // host target with its resident-block limit.
+  // Every planner: the ILP (the driver's default) for the CUDA target, greedy for the host
+  // target with its resident-block limit, one kernel per op for the CUDA target.
   plan_and_emit(graph, "ilp", "cuda");
   plan_and_emit(graph, "greedy", "host");
+  plan_and_emit(graph, "none", "cuda");
 }
 
 } // namespace

@@ -155,6 +155,24 @@ TEST_CASE("ReduceMean, ReduceMax, ReduceProd over all axes", "[fold]") {
   CHECK(p.out_ints() == Ints{24});
 }
 
+TEST_CASE("ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum fold by the reduction table",
+          "[fold]") {
+  // Proves: each element's term (|v|, v*v) and the finish (sqrt, log) come from
+  // reductions.def: [-3, 4] gives L1 7, L2 5, SumSquare 25, and LogSum of [1, e-1] gives 1.
+  auto fold_one = [](OpKind op, const Doubles& values) {
+    NodeUnderTest t;
+    t.node(op, {t.floats({2}, values)});
+    t.fold();
+    return t.out_floats();
+  };
+  CHECK(fold_one(OpKind::ReduceL1, {-3, 4}) == Doubles{7});
+  CHECK(fold_one(OpKind::ReduceL2, {-3, 4}) == Doubles{5});
+  CHECK(fold_one(OpKind::ReduceSumSquare, {-3, 4}) == Doubles{25});
+  const Doubles log_sum = fold_one(OpKind::ReduceLogSum, {1, std::exp(1.0) - 1});
+  REQUIRE(log_sum.size() == 1);
+  CHECK(log_sum[0] == Approx(1.0));
+}
+
 TEST_CASE("ReduceSum with noop_with_empty_axes passes the input through", "[fold]") {
   NodeUnderTest t;
   t.opset = 13;
