@@ -2,8 +2,11 @@
 // (a generated kernel with a stitching scheme, or a cuBLASLt call with epilogue nodes)?
 //
 // `analyze_group` is a flat list of early returns. Each refusal is a `FusionDecision` with a
-// sentence naming the nodes and the rule, kept in the plan report's rejected fusions. The
-// rules follow the planner/emitter contract in fusion_plan.h:
+// sentence naming the nodes and the rule, kept in the plan report's rejected fusions. A legal
+// group comes with its spec (group_spec.h): every structural decision, made here once, which
+// the emitter prints. The analysis of each kind is its own file, as the emitter's writers are:
+// legality_local.cpp, _window, _regional, _global (column reductions), _gemv, _independent,
+// _library (cuBLASLt and cuDNN calls), _single (a node alone). The rules:
 //   - every node can be fused at all (movement, convolution and opaque ops run alone);
 //   - the group is convex: no path leaves it and comes back (else no order of groups runs it);
 //   - a MatMul/Gemm leads a chain of epilogue nodes cuBLASLt applies (bias, residual,
@@ -14,7 +17,7 @@
 //     (row ops over one row space plus pointwise producers and consumers), Global (a column
 //     reduction and its pointwise consumers; or a Regional head whose per-row values, through
 //     views, are the vector of a one-row float32 MatMul/Gemm, and that product's pointwise
-//     consumers), Independent (unrelated parts);
+//     consumers), Independent (unrelated Local or Regional parts);
 //   - the group fits the block's resources (shared memory, registers, global scratch).
 // Acyclicity of the whole plan (a cycle through several groups) is the planners' job: the ILP
 // cuts such cycles, greedy checks before each merge.
