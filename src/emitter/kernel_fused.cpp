@@ -79,6 +79,20 @@ FusedSignature fused_signature(const GroupEmitContext& ctx, const KernelInterfac
   return sig;
 }
 
+std::string load_broadcast(const GroupEmitContext& ctx, const FusedSignature& sig, TensorId t,
+                           const Shape& against, CodeWriter& out, const std::string& linear,
+                           const std::string& coordinate) {
+  const Graph& g = ctx.graph();
+  if (auto literal = sig.literals.find(t); literal != sig.literals.end()) return literal->second;
+  auto param = sig.inputs.find(t);
+  if (param == sig.inputs.end())
+    ctx.spec_error(fmt::format("'{}' is read but not in the kernel's interface", g.tensor(t).name));
+  std::string name = "x" + param->second.substr(2);
+  out.linef("const {} {} = {}[{}];", ctype(g.tensor(t).dtype, ctx), name, param->second,
+            broadcast_index(g.tensor(t).shape, against, linear, coordinate));
+  return name;
+}
+
 void fused_kernel_banner(const GroupEmitContext& ctx, const FusedSignature& sig,
                          const std::vector<int32_t>& nodes, const std::string& summary,
                          CodeWriter& out) {
@@ -193,18 +207,8 @@ void emit_local_body(const GroupEmitContext& ctx, const FusedSignature& sig, con
   for (TensorId t : reads)
     coordinates |= needs_coordinates(g.tensor(t).shape, shape);
   if (coordinates) emit_coordinates(out, shape);
-  ValueScope scope(ctx, spec.nodes, out, [&](TensorId t) {
-    return literal_or(t, [&] {
-      auto param = sig.inputs.find(t);
-      if (param == sig.inputs.end())
-        ctx.spec_error(
-            fmt::format("'{}' is read but not in the kernel's interface", g.tensor(t).name));
-      std::string name = "x" + param->second.substr(2);
-      out.linef("const {} {} = {}[{}];", ctype(g.tensor(t).dtype, ctx), name, param->second,
-                broadcast_index(g.tensor(t).shape, shape));
-      return name;
-    });
-  });
+  ValueScope scope(ctx, spec.nodes, out,
+                   [&](TensorId t) { return load_broadcast(ctx, sig, t, shape, out); });
   for (const auto& [t, name] : writes)
     out.linef("{}[i] = {};", name, scope.value(t));
   out.close();

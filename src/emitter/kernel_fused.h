@@ -45,6 +45,14 @@ struct FusedSignature {
 };
 FusedSignature fused_signature(const GroupEmitContext& ctx, const KernelInterface& io);
 
+// The value of `t`, a literal or an input of `sig`, at its numpy-broadcast index into `against`
+// (element `linear`, coordinates `coordinate`0, 1, ...): the literal itself, or a load into a
+// `const T xN` named after the input's parameter. An internal error for a tensor that is
+// neither (the spec's interface lacks it).
+std::string load_broadcast(const GroupEmitContext& ctx, const FusedSignature& sig, TensorId t,
+                           const Shape& against, CodeWriter& out, const std::string& linear = "i",
+                           const std::string& coordinate = "c");
+
 // The blocks a body runs on: `index` of this block within the range, `count` blocks in it.
 struct BlockRange {
   std::string index = "blockIdx.x";

@@ -139,13 +139,7 @@ void emit_fused_row_gemv(const GroupEmitContext& ctx, CodeWriter& out) {
           t != kNoTensor && sig.inputs.count(t) && needs_coordinates(g.tensor(t).shape, shape);
   if (coordinates) emit_coordinates(out, shape, "j", "c");
   ValueScope consumers(ctx, tail, out, [&](TensorId t) -> std::string {
-    if (t == y) return "y";
-    if (auto literal = sig.literals.find(t); literal != sig.literals.end()) return literal->second;
-    const std::string& param = sig.inputs.at(t);
-    std::string name = "x" + param.substr(2);
-    out.linef("const {} {} = {}[{}];", ctype(g.tensor(t).dtype, ctx), name, param,
-              broadcast_index(g.tensor(t).shape, shape, "j", "c"));
-    return name;
+    return t == y ? std::string("y") : load_broadcast(ctx, sig, t, shape, out, "j", "c");
   });
   for (TensorId t : spec.io.writes)
     if (t == y || made.count(t)) {

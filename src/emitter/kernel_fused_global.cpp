@@ -47,18 +47,6 @@ void emit_fused_global(const GroupEmitContext& ctx, CodeWriter& out) {
                                "{} columns of {}",
                                group.scratch_bytes, group.launch.grid[0], scratch_needed, blocks,
                                columns, acc));
-  auto load = [&](TensorId t, const Shape& against, const std::string& linear,
-                  const std::string& coordinate) -> std::string {
-    if (auto lit = sig.literals.find(t); lit != sig.literals.end()) return lit->second;
-    auto param = sig.inputs.find(t);
-    if (param == sig.inputs.end())
-      ctx.spec_error(
-          fmt::format("'{}' is read but not in the kernel's interface", g.tensor(t).name));
-    std::string name = "x" + param->second.substr(2);
-    out.linef("const {} {} = {}[{}];", ctype(g.tensor(t).dtype, ctx), name, param->second,
-              broadcast_index(g.tensor(t).shape, against, linear, coordinate));
-    return name;
-  };
 
   const std::string kernel = fused_kernel_name(ctx);
   fused_kernel_banner(ctx, sig, group.nodes,
@@ -113,7 +101,7 @@ void emit_fused_global(const GroupEmitContext& ctx, CodeWriter& out) {
     emit_coordinates(out, spec.column_shape, "c", "cc");
   ValueScope per_column(ctx, spec.column_nodes, out, [&](TensorId t) -> std::string {
     if (t == reduced) return finished;
-    return load(t, spec.column_shape, "c", "cc");
+    return load_broadcast(ctx, sig, t, spec.column_shape, out, "c", "cc");
   });
   for (TensorId t : spec.column_outputs)
     out.linef("{}[c] = {};", sig.outputs.at(t), per_column.value(t));
@@ -157,7 +145,7 @@ void emit_fused_global(const GroupEmitContext& ctx, CodeWriter& out) {
                   broadcast_index(g.tensor(reduced).shape, shape));
         return "column";
       }
-      return load(t, shape, "i", "c");
+      return load_broadcast(ctx, sig, t, shape, out);
     });
     for (TensorId t : spec.element_outputs)
       out.linef("{}[i] = {};", sig.outputs.at(t), per_element.value(t));

@@ -244,15 +244,7 @@ void RegionalWriter::add_row_op(const RegionalSpec::Member& member) {
 }
 
 int64_t RegionalWriter::threads_per_row() const {
-  switch (spec_.mapping) {
-  case ThreadMapping::Flat:
-    return 1;
-  case ThreadMapping::WarpPerRow:
-    return 32;
-  case ThreadMapping::BlockPerRow:
-    return spec_.block;
-  }
-  return 1;
+  return stitch::threads_per_row(spec_.mapping, spec_.block);
 }
 
 void RegionalWriter::open_lines(const BlockRange& blocks, CodeWriter& out) const {

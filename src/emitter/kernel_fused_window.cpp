@@ -148,18 +148,6 @@ void emit_fused_window(const GroupEmitContext& ctx, CodeWriter& out) {
     if (w.pad_begin[d] != 0) start += fmt::format(" - {}", w.pad_begin[d]);
     out.linef("const int64_t start{} = {}; // window start on spatial axis {}", d, start, d);
   }
-  auto literal_or_load = [&](TensorId t, const Shape& against, const std::string& linear,
-                             const std::string& coordinate) {
-    if (auto literal = sig.literals.find(t); literal != sig.literals.end()) return literal->second;
-    auto param = sig.inputs.find(t);
-    if (param == sig.inputs.end())
-      ctx.spec_error(
-          fmt::format("'{}' is read but not in the kernel's interface", g.tensor(t).name));
-    std::string name = "x" + param->second.substr(2);
-    out.linef("const {} {} = {}[{}];", ctype(g.tensor(t).dtype, ctx), name, param->second,
-              broadcast_index(g.tensor(t).shape, against, linear, coordinate));
-    return name;
-  };
 
   // The taps: the producers' chain at the tap's input element, folded by the window.
   const Fold fold = window_fold(sig, spec);
@@ -172,14 +160,14 @@ void emit_fused_window(const GroupEmitContext& ctx, CodeWriter& out) {
               shape_elements(w.in), offset);
     if (tap_coordinates) emit_coordinates(out, in, "at", "a");
     ValueScope taps(ctx, producers, out,
-                    [&](TensorId t) { return literal_or_load(t, in, "at", "a"); });
+                    [&](TensorId t) { return load_broadcast(ctx, sig, t, in, out, "at", "a"); });
     out.line(fold.per_tap(taps.value(data)));
     close_tap_loops(out, w);
   }
   out.linef("const float window = {};", fold.result);
   if (output_coordinates) emit_coordinates(out, shape);
   ValueScope after(ctx, consumers, out, [&](TensorId t) {
-    return t == result ? std::string("window") : literal_or_load(t, shape, "i", "c");
+    return t == result ? std::string("window") : load_broadcast(ctx, sig, t, shape, out);
   });
   for (TensorId t : spec.io.writes)
     out.linef("{}[i] = {};", sig.outputs.at(t), after.value(t));

@@ -32,15 +32,7 @@ LineLoop::LineLoop(const GroupEmitContext& ctx, ReductionSpace space)
 }
 
 int64_t LineLoop::threads_per_line() const {
-  switch (mapping_) {
-  case ThreadMapping::Flat:
-    return 1;
-  case ThreadMapping::WarpPerRow:
-    return 32;
-  case ThreadMapping::BlockPerRow:
-    return ctx_.group().launch.block[0];
-  }
-  return 1;
+  return threads_per_row(mapping_, ctx_.group().launch.block[0]);
 }
 
 std::string LineLoop::describe() const {

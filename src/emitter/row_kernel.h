@@ -22,6 +22,7 @@
 
 #include "emitter/emit_context.h"
 #include "planner/group_spec.h"
+#include "planner/launch_config.h"
 
 namespace stitch {
 

@@ -37,6 +37,18 @@ ThreadMapping row_mapping(int64_t rows, int64_t row_length, const DeviceParams& 
   return ThreadMapping::WarpPerRow;
 }
 
+int64_t threads_per_row(ThreadMapping mapping, int64_t block) {
+  switch (mapping) {
+  case ThreadMapping::Flat:
+    return 1;
+  case ThreadMapping::WarpPerRow:
+    return 32;
+  case ThreadMapping::BlockPerRow:
+    return block;
+  }
+  return 1;
+}
+
 LaunchConfig row_launch(int64_t rows, int64_t row_length, ThreadMapping mapping,
                         const DeviceParams& device) {
   if (mapping == ThreadMapping::Flat) return flat_launch(rows, 1, device);

@@ -50,6 +50,9 @@ LaunchConfig flat_launch(int64_t elements, int vector_width, const DeviceParams&
 // elements; a block per row when they are longer than 1024, or at least 256 long and too few to
 // give each SM 8 warps; otherwise a warp per row (several rows per block).
 ThreadMapping row_mapping(int64_t rows, int64_t row_length, const DeviceParams& device);
+// The threads that share one row under `mapping` in blocks of `block` threads: 1, 32, or the
+// block.
+int64_t threads_per_row(ThreadMapping mapping, int64_t block);
 // The launch of that mapping: flat for a thread per row, 8 warps per block for a warp per row,
 // and for a block per row enough threads for the row (a multiple of a warp, at most 1024).
 LaunchConfig row_launch(int64_t rows, int64_t row_length, ThreadMapping mapping,

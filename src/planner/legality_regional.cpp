@@ -354,11 +354,8 @@ void RegionalAnalysis::passes_and_cache(const AnalysisOverrides& overrides) {
       overrides.row_mapping.value_or(row_mapping(spec_.rows, spec_.row_length, ctx_.device));
   const LaunchConfig launch = row_launch(spec_.rows, spec_.row_length, spec_.mapping, ctx_.device);
   spec_.block = launch.block[0];
-  const int64_t threads_per_row = spec_.mapping == ThreadMapping::Flat         ? 1
-                                  : spec_.mapping == ThreadMapping::WarpPerRow ? 32
-                                                                               : spec_.block;
-  spec_.elements_per_thread =
-      std::max<int64_t>(1, (spec_.row_length + threads_per_row - 1) / threads_per_row);
+  const int64_t threads = threads_per_row(spec_.mapping, spec_.block);
+  spec_.elements_per_thread = std::max<int64_t>(1, (spec_.row_length + threads - 1) / threads);
 
   std::vector<RegionalSpec::CachedRow> cached;
   int64_t shared = 0;

@@ -179,6 +179,43 @@ TEST_CASE("planner legality: GEMM epilogues", "[planner]") {
   CHECK(a.scheme == StitchScheme::Local);
 }
 
+// Where each GEMM addend goes is the spec's decision, and the cost model prices what it makes:
+// a bias row is the library's bias, a lone full-shape addend its C, and an addend the library
+// cannot take (Gemm's C as a column [M,1]) goes to a fill kernel: a second launch, which writes
+// the result and has the GEMM read it back as C.
+TEST_CASE("planner legality: GEMM addends and the fill kernel's cost", "[planner]") {
+  GraphBuilder b;
+  TensorId x = b.input({16, 32});
+  TensorId w = b.constant({32, 64}, 0.5f);
+  TensorId y = b.op(OpKind::Gemm, {x, w, b.constant({64}, 1.0f)}, "row_c");
+  b.output(
+      b.op(OpKind::Gemm, {y, b.constant({64, 64}, 0.25f), b.constant({16, 1}, 2.0f)}, "column_c"));
+  Graph g = b.finish();
+  FusionContext ctx(g, DeviceParams{});
+  GroupAnalysis row, column;
+  REQUIRE(decide(g, {"row_c"}, row).legal);
+  const auto& plain = std::get<GemmSpec>(row.group.spec);
+  CHECK(plain.bias == 0); // C [64] with beta 1: the bias epilogue
+  CHECK(plain.fill.empty());
+  CHECK(group_cost(ctx, row).launches == 1);
+  REQUIRE(decide(g, {"column_c"}, column).legal);
+  const auto& spec = std::get<GemmSpec>(column.group.spec);
+  CHECK(spec.bias < 0);
+  CHECK(spec.c < 0);
+  REQUIRE(spec.fill.size() == 1);
+  CHECK(spec.fill_blocks > 0);
+  const GroupCost cost = group_cost(ctx, column);
+  CHECK(cost.launches == 2);
+  CHECK(cost.launch == 2 * DeviceParams{}.launch_cost_bytes());
+  int64_t once = 0;
+  for (TensorId t : column.inputs)
+    once += g.tensor(t).bytes();
+  for (TensorId t : column.outputs)
+    once += g.tensor(t).bytes();
+  CHECK(cost.bytes == once + 2 * 16 * 64 * 4); // the result written by the fill, read as C
+  CHECK(group_launches(make_group(ctx, column)) == 2);
+}
+
 // A column reduction and its broadcast consumer: one cooperative launch with scratch.
 TEST_CASE("planner legality: column reduction is global", "[planner]") {
   GraphBuilder b;
