@@ -258,9 +258,12 @@ GeneratedModel emit_model(const Graph& g, const FusionPlan& plan, const MemoryPl
     if (group.kind == GroupKind::Alias) continue;
     GroupEmitContext ctx(g, group, memory);
     CodeWriter w;
-    w.line(file_banner(
-        g, fmt::format("group_{:03}.cu: group {} of the fusion plan ({}, {} mapping).", group.id,
-                       group.id, group_kind_name(group.kind), mapping_name(group.mapping))));
+    const std::string how = group.kind == GroupKind::Kernel
+                                ? fmt::format("a {} kernel, {} mapping", spec_name(group.spec),
+                                              mapping_name(group.mapping))
+                                : fmt::format("a {} call", group_kind_name(group.kind));
+    w.line(file_banner(g, fmt::format("group_{:03}.cu: group {} of the fusion plan ({}).", group.id,
+                                      group.id, how)));
     for (int32_t n : group.nodes)
       w.comment("  " + describe_node(g, g.nodes[n]));
     w.line("#include \"stitch_generated.h\"");

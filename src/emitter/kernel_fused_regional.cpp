@@ -437,12 +437,12 @@ std::string regional_summary(const RegionalSpec& spec) {
                     : spec.mapping == ThreadMapping::WarpPerRow ? "a warp"
                                                                 : "a block";
   const std::string cache =
-      spec.cache == RowCache::Registers ? "the row inputs are kept in registers between passes"
-      : spec.cache == RowCache::Shared  ? "the row inputs are kept in shared memory between passes"
-      : spec.passes > 1                 ? "each pass reads its inputs from global memory"
-                                        : "one pass over the row";
-  return fmt::format("{} rows of {} elements, {} per row, {} pass{}; {}.", spec.rows,
-                     spec.row_length, who, spec.passes, spec.passes == 1 ? "" : "es", cache);
+      spec.cache == RowCache::Registers ? "; the row inputs are kept in registers between passes"
+      : spec.cache == RowCache::Shared ? "; the row inputs are kept in shared memory between passes"
+      : spec.passes > 1                ? "; each pass reads its inputs from global memory"
+                                       : "";
+  return fmt::format("{} rows of {} elements, {} per row, {} pass{}{}.", spec.rows, spec.row_length,
+                     who, spec.passes, spec.passes == 1 ? "" : "es", cache);
 }
 
 void emit_regional_body(const GroupEmitContext& ctx, const FusedSignature& sig,

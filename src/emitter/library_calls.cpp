@@ -60,12 +60,9 @@ void bind(const GroupEmitContext& ctx, CodeWriter& out, const std::string& name,
 
 // ---- GEMM ----
 
-// An addend's pointer in the group function and its parameter in the fill kernel: Gemm's own
-// C is "addend" / "c", the epilogue node i's addend "addend<i>".
+// An addend's name, as its pointer in the group function and as the fill kernel's parameter:
+// Gemm's own C is "c", the epilogue node i's addend "addend<i>".
 std::string addend_variable(const GemmSpec::Addend& a) {
-  return a.epilogue_index == 0 ? "addend" : fmt::format("addend{}", a.epilogue_index);
-}
-std::string addend_parameter(const GemmSpec::Addend& a) {
   return a.epilogue_index == 0 ? "c" : fmt::format("addend{}", a.epilogue_index);
 }
 
@@ -99,7 +96,7 @@ std::string emit_fill_kernel(const GroupEmitContext& ctx, CodeWriter& out, const
   for (int i : spec.fill) {
     const GemmSpec::Addend& addend = spec.addends[i];
     const Shape& s = ctx.tensor(addend.tensor).shape;
-    const std::string parameter = addend_parameter(addend);
+    const std::string parameter = addend_variable(addend);
     parameters.push_back(fmt::format("const float* __restrict__ {}", parameter));
     const std::string element = fmt::format("{}[{}]", parameter, broadcast_index(s, shape));
     terms.push_back(
