@@ -38,7 +38,7 @@ std::string storage_bytes(const Graph& graph, const MemoryPlan& memory, TensorId
 std::string GroupEmitContext::pointer(TensorId t, bool writable) const {
   STITCH_INTERNAL_CHECK(!writable || memory_.storage.at(t).kind != StorageKind::Weights,
                         "writing into weights tensor '{}'", tensor(t).name);
-  std::string type = ctype(tensor(t).dtype, *this);
+  std::string type = storage_ctype(tensor(t).dtype, *this);
   return fmt::format("reinterpret_cast<{}{}*>({})", writable ? "" : "const ", type,
                      storage_bytes(graph_, memory_, t));
 }
@@ -98,9 +98,31 @@ std::string ctype(DType t, const GroupEmitContext& ctx) {
     return "bool";
   case DType::Float16:
   case DType::BFloat16:
-    break;
+    return "float";
   }
   ctx.spec_error(fmt::format("dtype {} has no element type in kernels", dtype_name(t)));
+}
+
+std::string storage_ctype(DType t, const GroupEmitContext& ctx) {
+  switch (t) {
+  case DType::Float16:
+    return "stitch::float16";
+  case DType::BFloat16:
+    return "stitch::bfloat16";
+  default:
+    return ctype(t, ctx);
+  }
+}
+
+std::string rounded_to(DType t, const std::string& value) {
+  switch (t) {
+  case DType::Float16:
+    return fmt::format("stitch::round_to_float16({})", value);
+  case DType::BFloat16:
+    return fmt::format("stitch::round_to_bfloat16({})", value);
+  default:
+    return value;
+  }
 }
 
 std::string describe_node(const Graph& g, const Node& n) {

@@ -57,9 +57,21 @@ private:
 // weights).
 std::string storage_bytes(const Graph& graph, const MemoryPlan& memory, TensorId t);
 
-// The C++ element type of a dtype in generated code ("float", "int64_t", "bool", ...); an
-// internal error for a dtype kernels lack (check_code_generation refuses those first).
+// The C++ type a value of dtype t has in a kernel's registers ("float", "int64_t", "bool",
+// ...): float for float16 and bfloat16, which kernels compute in. An internal error for a dtype
+// kernels lack (check_code_generation refuses those first).
 std::string ctype(DType t, const GroupEmitContext& ctx);
+
+// The C++ type of an element of dtype t in memory (pointers, shared-memory caches):
+// "stitch::float16" and "stitch::bfloat16" (device/stitch_half.cuh) for the 2-byte floats, which
+// convert to and from float implicitly; ctype(t) otherwise.
+std::string storage_ctype(DType t, const GroupEmitContext& ctx);
+
+// `value`, a float expression, rounded to dtype t where t is stored in fewer bits than its
+// register type ("stitch::round_to_float16(value)"); `value` itself otherwise. Every node result
+// of such a dtype is rounded once where it is computed, so a fused kernel's registers hold what
+// the unfused ops would have stored.
+std::string rounded_to(DType t, const std::string& value);
 
 // A one-line description of a node for comments: "'add_1' (Add): float32[2,3] <- ...".
 std::string describe_node(const Graph& graph, const Node& node);

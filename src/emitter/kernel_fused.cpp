@@ -16,6 +16,8 @@
 // tail.
 #include "emitter/kernel_fused.h"
 
+#include "graph/constant.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstring>
@@ -43,15 +45,9 @@ std::string describe_tensor(const Graph& g, TensorId t) {
 }
 
 std::string constant_literal(const Tensor& t) {
-  double value = 0;
-  if (t.dtype == DType::Float32) {
-    float f = 0;
-    std::memcpy(&f, t.constant->bytes.data(), sizeof f);
-    value = f;
-  } else {
-    std::memcpy(&value, t.constant->bytes.data(), sizeof value);
-  }
-  return float_literal(value, t.dtype);
+  // The one element, exactly (a float16 or bfloat16 value is a float; kernels compute in float).
+  return float_literal(constant_as_double(t).at(0), t.dtype == DType::Float64 ? DType::Float64
+                                                                               : DType::Float32);
 }
 
 } // namespace
@@ -65,14 +61,15 @@ FusedSignature fused_signature(const GroupEmitContext& ctx, const KernelInterfac
     std::string name = fmt::format("in{}", sig.inputs.size());
     sig.inputs[t] = name;
     sig.params.push_back(
-        fmt::format("const {}* __restrict__ {}", ctype(g.tensor(t).dtype, ctx), name));
+        fmt::format("const {}* __restrict__ {}", storage_ctype(g.tensor(t).dtype, ctx), name));
     sig.args.push_back(ctx.pointer(t, false));
     sig.legend.push_back(fmt::format("{}: {}", name, describe_tensor(g, t)));
   }
   for (TensorId t : io.writes) {
     std::string name = fmt::format("out{}", sig.outputs.size());
     sig.outputs[t] = name;
-    sig.params.push_back(fmt::format("{}* __restrict__ {}", ctype(g.tensor(t).dtype, ctx), name));
+    sig.params.push_back(
+        fmt::format("{}* __restrict__ {}", storage_ctype(g.tensor(t).dtype, ctx), name));
     sig.args.push_back(ctx.pointer(t, true));
     sig.legend.push_back(fmt::format("{}: {}", name, describe_tensor(g, t)));
   }

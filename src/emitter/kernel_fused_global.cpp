@@ -90,7 +90,7 @@ void emit_fused_global(const GroupEmitContext& ctx, CodeWriter& out) {
   out.linef("{} acc = {};", acc, form.identity);
   out.linef("for (int64_t b = 0; b < blocks; ++b) acc = {}(acc, scratch[b * columns + c]);",
             form.functor);
-  out.linef("column_values[c] = {};", form.finish);
+  out.linef("column_values[c] = {};", rounded_to(g.tensor(reduced).dtype, form.finish));
   const std::string finished = convert("column_values[c]", acc, reduced_type);
   bool coordinates = false;
   for (int32_t n : spec.column_nodes)

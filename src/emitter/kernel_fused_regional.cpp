@@ -187,7 +187,8 @@ void RegionalWriter::add_row_op(const RegionalSpec::Member& member) {
     return x_type == acc ? scope.value(x) : fmt::format("{}({})", acc, scope.value(x));
   };
   const TensorId y = node.outputs[0];
-  const std::string y_type = ctype(g_.tensor(y).dtype, ctx_);
+  const DType y_dtype = g_.tensor(y).dtype;
+  const std::string y_type = ctype(y_dtype, ctx_);
   auto stat = [&](int p, const std::string& name, const std::string& identity,
                   const std::string& functor, const std::string& what) {
     RowStat s;
@@ -212,7 +213,8 @@ void RegionalWriter::add_row_op(const RegionalSpec::Member& member) {
     const std::string r = new_row_name();
     s.after.push_back(
         fmt::format("const {} {} = {};", y_type, r,
-                    convert(replace_identifier(form.finish, "acc", acc), acc_type, y_type)));
+                    rounded_to(y_dtype, convert(replace_identifier(form.finish, "acc", acc),
+                                                acc_type, y_type))));
     stats_.push_back(std::move(s));
     row_value_[y] = r;
     stage_[y] = pass + 1;
@@ -236,7 +238,8 @@ void RegionalWriter::add_row_op(const RegionalSpec::Member& member) {
   };
   s.after.push_back(fmt::format(
       "const {} {} = {};", y_type, r,
-      convert(fmt::format("{} + stitch::rows::log_of({})", shift, sum), acc_type, y_type)));
+      rounded_to(y_dtype, convert(fmt::format("{} + stitch::rows::log_of({})", shift, sum),
+                                  acc_type, y_type))));
   stats_.push_back(std::move(m));
   stats_.push_back(std::move(s));
   row_value_[y] = r;
@@ -271,7 +274,7 @@ void RegionalWriter::open_lines(const BlockRange& blocks, CodeWriter& out) const
     out.line("STITCH_DYNAMIC_SHARED(unsigned char, row_bytes);  // the cached rows");
     for (const auto& [t, name] : cache_name_)
       out.linef("{0}* const {1} = reinterpret_cast<{0}*>(row_bytes + {2});",
-                ctype(g_.tensor(t).dtype, ctx_), name, cached_.at(t)->shared_offset);
+                storage_ctype(g_.tensor(t).dtype, ctx_), name, cached_.at(t)->shared_offset);
   }
   out.open("for (int64_t line = first_line; line < lines; line += line_stride)");
   out.linef("const int64_t base = line * {};", spec_.row_length);

@@ -1,6 +1,8 @@
 // Movement kernels: the dispatch over the movement ops, and the pieces their emitters share
 // (kernel_movement.h). The ops themselves are in kernel_movement_*.cpp.
 #include "emitter/kernel_movement.h"
+
+#include "graph/constant.h"
 #include "emitter/row_kernel.h"
 
 #include <algorithm>
@@ -58,12 +60,12 @@ bool emit_movement(const GroupEmitContext& ctx, CodeWriter& out) {
 // ---- Kernel skeleton ----
 
 KernelArg input_arg(const GroupEmitContext& ctx, TensorId t, const std::string& name) {
-  return {fmt::format("const {}* __restrict__ {}", ctype(ctx.tensor(t).dtype, ctx), name),
+  return {fmt::format("const {}* __restrict__ {}", storage_ctype(ctx.tensor(t).dtype, ctx), name),
           ctx.pointer(t, false)};
 }
 
 KernelArg output_arg(const GroupEmitContext& ctx, TensorId t, const std::string& name) {
-  return {fmt::format("{}* __restrict__ {}", ctype(ctx.tensor(t).dtype, ctx), name),
+  return {fmt::format("{}* __restrict__ {}", storage_ctype(ctx.tensor(t).dtype, ctx), name),
           ctx.pointer(t, true)};
 }
 
@@ -235,7 +237,17 @@ std::string typed_literal(DType dtype, double value, const GroupEmitContext& ctx
     return fmt::format("{}({})", ctype(dtype, ctx), static_cast<int64_t>(value));
   }
   ctype(dtype, ctx); // refuses the float types code generation does not support
-  // A float32 value is rounded to float first, so the literal is the value the kernel holds.
+  // A float32 value is rounded to float first, so the literal is the value the kernel holds; a
+  // float16 or bfloat16 one is an element of its storage type (movement kernels copy those).
+  if (dtype == DType::Float16)
+    return fmt::format("stitch::float16({})",
+                       stitch::float_literal(half_to_float(float_to_half(static_cast<float>(value))),
+                                             DType::Float32));
+  if (dtype == DType::BFloat16)
+    return fmt::format(
+        "stitch::bfloat16({})",
+        stitch::float_literal(bfloat16_to_float(float_to_bfloat16(static_cast<float>(value))),
+                              DType::Float32));
   return dtype == DType::Float64 ? stitch::float_literal(value, dtype)
                                  : stitch::float_literal(static_cast<float>(value), dtype);
 }

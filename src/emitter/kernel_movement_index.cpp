@@ -140,7 +140,7 @@ void emit_scatter_nd(const GroupEmitContext& ctx, CodeWriter& out) {
   const std::string copy_kernel = ctx.kernel_name("_copy"),
                     update_kernel = ctx.kernel_name("_update");
   const std::string target_fn = ctx.kernel_name("_target");
-  const std::string type = ctype(data.dtype, ctx);
+  const std::string type = storage_ctype(data.dtype, ctx); // combined in the data's type
   std::string combine = reduction == "add"   ? "Add"
                         : reduction == "mul" ? "Mul"
                         : reduction == "max" ? "Max"

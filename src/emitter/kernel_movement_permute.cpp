@@ -21,7 +21,7 @@ std::vector<int64_t> output_strides_by_input_axis(const PermutedCopy& copy) {
 
 void emit_tiled(const GroupEmitContext& ctx, CodeWriter& out, const PermutedCopy& copy,
                 const TransposeTiling& t) {
-  const std::string type = ctype(ctx.tensor(ctx.node().outputs[0]).dtype, ctx);
+  const std::string type = storage_ctype(ctx.tensor(ctx.node().outputs[0]).dtype, ctx);
   const Shape in_strides = row_major_strides(copy.dims);
   const std::vector<int64_t> out_strides = output_strides_by_input_axis(copy);
   const int64_t v = t.vector, dx = copy.dims[t.x_axis], dy = copy.dims[t.y_axis];

@@ -17,7 +17,7 @@ void emit_topk(const GroupEmitContext& ctx, CodeWriter& out) {
   if (node.outputs.size() < 2 || node.outputs[0] == kNoTensor || node.outputs[1] == kNoTensor)
     ctx.spec_error("TopK without both its values and indices outputs");
   const Tensor& input = ctx.tensor(node.inputs[0]);
-  const std::string type = ctype(input.dtype, ctx);
+  const std::string type = storage_ctype(input.dtype, ctx); // keys are compared as floats
   std::string kernel = ctx.kernel_name();
   std::vector<KernelArg> args = {input_arg(ctx, node.inputs[0], "in"),
                                  output_arg(ctx, node.outputs[0], "values"),

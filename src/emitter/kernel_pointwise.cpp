@@ -125,8 +125,11 @@ void emit_coordinates(CodeWriter& out, const Shape& shape, const std::string& li
   }
 }
 
-std::string pointwise_expression(const GroupEmitContext& ctx, const Node& node,
-                                 const std::vector<std::string>& values) {
+namespace {
+
+// pointwise_expression before its result is rounded to the output's dtype.
+std::string exact_expression(const GroupEmitContext& ctx, const Node& node,
+                             const std::vector<std::string>& values) {
   const std::vector<TensorId> operands = value_operands(node);
   STITCH_INTERNAL_CHECK(values.size() == operands.size(),
                         "node '{}': {} operand values for {} operands", node.name, values.size(),
@@ -177,6 +180,16 @@ std::string pointwise_expression(const GroupEmitContext& ctx, const Node& node,
   }
 }
 
+} // namespace
+
+std::string pointwise_expression(const GroupEmitContext& ctx, const Node& node,
+                                 const std::vector<std::string>& values) {
+  const DType result = ctx.tensor(node.outputs[0]).dtype;
+  // Expand only repeats a value that is already of its dtype.
+  if (node.op == OpKind::Expand) return exact_expression(ctx, node, values);
+  return rounded_to(result, exact_expression(ctx, node, values));
+}
+
 bool emit_pointwise(const GroupEmitContext& ctx, CodeWriter& out) {
   const Node& node = ctx.node();
   if (!op_is_pointwise(node.op)) return false;
@@ -192,8 +205,8 @@ bool emit_pointwise(const GroupEmitContext& ctx, CodeWriter& out) {
   for (size_t k = 0; k < operands.size(); ++k)
     if (operands[k] != kNoTensor)
       params.push_back(
-          fmt::format("const {}* __restrict__ in{}", ctype(g.tensor(operands[k]).dtype, ctx), k));
-  params.push_back(fmt::format("{}* __restrict__ out", ctype(result.dtype, ctx)));
+          fmt::format("const {}* __restrict__ in{}", storage_ctype(g.tensor(operands[k]).dtype, ctx), k));
+  params.push_back(fmt::format("{}* __restrict__ out", storage_ctype(result.dtype, ctx)));
   out.comment(describe_node(g, node));
   out.open(fmt::format("__global__ void __launch_bounds__({}) {}({})", ctx.group().launch.block[0],
                        kernel, fmt::join(params, ", ")));

@@ -28,8 +28,10 @@ KernelIo open_kernel(const GroupEmitContext& ctx, CodeWriter& out, const LineLoo
   out.comment(describe_node(ctx.graph(), node));
   out.comment(loop.describe() + "." + note);
   out.open(kernel_head(ctx, kernel,
-                       {fmt::format("const {}* __restrict__ x", io.in_type),
-                        fmt::format("{}* __restrict__ y", io.out_type)}));
+                       {fmt::format("const {}* __restrict__ x",
+                                    storage_ctype(ctx.tensor(node.inputs[0]).dtype, ctx)),
+                        fmt::format("{}* __restrict__ y",
+                                    storage_ctype(ctx.tensor(node.outputs[0]).dtype, ctx))}));
   return io;
 }
 

@@ -24,12 +24,12 @@ namespace {
 // The coordinates of output element i: o<d> on each spatial axis and `plane` (image * channels
 // + channel); then `xp`, where that plane starts in X, and start<d>, where the window starts on
 // each spatial axis (negative inside the begin pad).
-void emit_output_coordinates(CodeWriter& out, const WindowGeometry& w, const std::string& type) {
+void emit_output_coordinates(CodeWriter& out, const WindowGeometry& w, const std::string& storage) {
   out.line("int64_t rest = i;");
   for (size_t d = w.out.size(); d-- > 0;)
     out.linef("const int64_t o{} = rest % {}; rest /= {};", d, w.out[d], w.out[d]);
   out.line("const int64_t plane = rest; // image * channels + channel");
-  out.linef("const {}* const xp = x + plane * {};", type, shape_elements(w.in));
+  out.linef("const {}* const xp = x + plane * {};", storage, shape_elements(w.in));
   for (size_t d = 0; d < w.out.size(); ++d) {
     std::string start =
         w.strides[d] == 1 ? fmt::format("o{}", d) : fmt::format("o{} * {}", d, w.strides[d]);
@@ -55,17 +55,17 @@ void emit_max_pool(const GroupEmitContext& ctx, CodeWriter& out, const WindowGeo
   NodeContext attrs(ctx.graph(), node);
   const Tensor& x = ctx.tensor(node.inputs[0]);
   const Tensor& y = ctx.tensor(node.outputs[0]);
-  const std::string type = ctype(x.dtype, ctx);
+  const std::string type = ctype(x.dtype, ctx), storage = storage_ctype(x.dtype, ctx);
   TensorId indices = node.outputs.size() > 1 ? node.outputs[1] : kNoTensor;
   const bool with_indices = indices != kNoTensor && write_indices;
   const bool column_major = attrs.attr_flag("storage_order", false);
   const std::string kernel = ctx.kernel_name();
 
-  std::vector<std::string> params = {fmt::format("const {}* __restrict__ x", type),
-                                     fmt::format("{}* __restrict__ y", type)};
+  std::vector<std::string> params = {fmt::format("const {}* __restrict__ x", storage),
+                                     fmt::format("{}* __restrict__ y", storage)};
   if (with_indices) params.push_back("int64_t* __restrict__ indices");
   emit_kernel_head(ctx, out, kernel, params, y.elements());
-  emit_output_coordinates(out, w, type);
+  emit_output_coordinates(out, w, storage);
   out.linef("{} best = stitch::window::lowest<{}>();", type, type);
   out.line("int64_t best_at = -1; // offset of `best` in the plane, -1 before the first tap");
   std::string at = open_tap_loops(out, w, "x");
@@ -106,15 +106,16 @@ void emit_average_pool(const GroupEmitContext& ctx, CodeWriter& out, const Windo
   const Tensor& y = ctx.tensor(node.outputs[0]);
   if (!dtype_is_float(x.dtype))
     ctx.spec_error(fmt::format("AveragePool on {}", dtype_name(x.dtype)));
-  const std::string type = ctype(x.dtype, ctx);
+  const std::string type = ctype(x.dtype, ctx), storage = storage_ctype(x.dtype, ctx);
   const bool include_pad = attrs.attr_flag("count_include_pad", false);
   const std::string kernel = ctx.kernel_name();
 
   emit_kernel_head(
       ctx, out, kernel,
-      {fmt::format("const {}* __restrict__ x", type), fmt::format("{}* __restrict__ y", type)},
+      {fmt::format("const {}* __restrict__ x", storage),
+       fmt::format("{}* __restrict__ y", storage)},
       y.elements());
-  emit_output_coordinates(out, w, type);
+  emit_output_coordinates(out, w, storage);
   emit_average_pool_count(out, w, include_pad);
   out.linef("{} sum = 0;", type);
   std::string at = open_tap_loops(out, w, "x");

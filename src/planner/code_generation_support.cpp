@@ -49,10 +49,6 @@ bool resize_nearest_supported(const std::string& mode) {
 // Why `node` cannot be generated, or "" when it can.
 std::string refusal(const Graph& g, const Node& node) {
   if (node.op == OpKind::View) return ""; // an alias: no code
-  for (const auto* list : {&node.inputs, &node.outputs})
-    for (TensorId t : *list)
-      if (t != kNoTensor && !dtype_in_kernels(g.tensor(t).dtype))
-        return fmt::format("dtype {}", dtype_name(g.tensor(t).dtype));
   if (!has_kernel(node.op)) return fmt::format("no kernel for op {} yet", op_name(node.op));
   NodeContext nc(g, node);
   switch (node.op) {
@@ -107,8 +103,6 @@ std::string refusal(const Graph& g, const Node& node) {
 }
 
 } // namespace
-
-bool dtype_in_kernels(DType t) { return t != DType::Float16 && t != DType::BFloat16; }
 
 void check_code_generation(const Graph& graph) {
   for (const Node& node : graph.nodes) {
