@@ -14,7 +14,8 @@ namespace {
 
 const stitch_dtype kNpyDtypes[] = {STITCH_FLOAT32, STITCH_FLOAT64, STITCH_FLOAT16, STITCH_INT8,
                                    STITCH_INT16,   STITCH_INT32,   STITCH_INT64,   STITCH_UINT8,
-                                   STITCH_UINT16,  STITCH_UINT32,  STITCH_UINT64,  STITCH_BOOL};
+                                   STITCH_UINT16,  STITCH_UINT32,  STITCH_UINT64,  STITCH_BOOL,
+                                   STITCH_BFLOAT16};
 
 // A tensor of `dtype` whose bytes differ from element to element (bools hold 0 or 1).
 HostTensor patterned_tensor(stitch_dtype dtype, std::vector<int64_t> dims) {
@@ -67,6 +68,10 @@ const std::string kNumpyU2V3 = literal_bytes(
 const std::string kNumpyF2 = literal_bytes(
     "\x93NUMPY\x01\x00v\x00{'descr': '<f2', 'fortran_order': False, 'shape': (2,), }          "
     "                                                  \x0a\x00\x38\x00\xc0");
+// numpy.save of ml_dtypes 0.6.0 bfloat16 [[1, -2.5, 3], [2^-7, -0, 65280]].
+const std::string kMlDtypesBf16 = literal_bytes(
+    "\x93NUMPY\x01\x00v\x00{'descr': '<V2', 'fortran_order': False, 'shape': (2, 3), }        "
+    "                                                  \x0a\x80\x3f \xc0@@\x00<\x00\x80\x7fG");
 const std::string kNumpyFortran = literal_bytes(
     "\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }         "
     "                                                  \x0a\x00\x00\x00\x00\x00\x00@@\x00\x00"
@@ -78,7 +83,7 @@ const std::string kNumpyBigEndian = literal_bytes(
 } // namespace
 
 TEST_CASE("npy round trips every dtype through every format version", "[run][npy]") {
-  // Proves: encode then parse gives back dtype, dims and bytes for all 12 dtypes, several
+  // Proves: encode then parse gives back dtype, dims and bytes for all 13 dtypes, several
   // shapes (scalar and empty included) and versions 1.0, 2.0, 3.0.
   const std::vector<std::vector<int64_t>> shapes = {{2, 3}, {}, {0}, {5}, {1, 2, 1, 3}};
   for (stitch_dtype dtype : kNpyDtypes) {
@@ -234,9 +239,30 @@ TEST_CASE("npy files are written to and read from disk", "[run][npy]") {
   CHECK_THROWS_WITH(read_npy(dir.path().string()), Catch::Contains("not a regular file"));
 }
 
-TEST_CASE("bfloat16 tensors cannot be written as npy", "[run][npy]") {
-  // Proves: a dtype numpy lacks is refused with a message instead of a wrong descr.
-  HostTensor tensor = make_tensor<uint16_t>(STITCH_BFLOAT16, {1}, {0x3f80});
-  CHECK(npy_descr(STITCH_BFLOAT16).empty());
-  CHECK_THROWS_WITH(encode_npy(tensor), Catch::Contains("numpy has no bfloat16 dtype"));
+TEST_CASE("bfloat16 npy files are read and written as ml_dtypes saves them", "[run][npy]") {
+  // Proves: the '<V2' file numpy.save wrote for an ml_dtypes.bfloat16 array parses to its
+  // bit patterns and values, and the writer reproduces that file byte for byte.
+  HostTensor bf = parse_npy(kMlDtypesBf16, "bf16.npy");
+  CHECK(describe_tensor(bf) == "bfloat16[2,3]");
+  CHECK(values_of<uint16_t>(bf) ==
+        std::vector<uint16_t>{0x3f80, 0xc020, 0x4040, 0x3c00, 0x8000, 0x477f});
+  std::vector<float> values;
+  for (uint16_t bits : values_of<uint16_t>(bf))
+    values.push_back(bfloat16_to_float(bits));
+  CHECK(values == std::vector<float>{1.0f, -2.5f, 3.0f, 0.0078125f, -0.0f, 65280.0f});
+  CHECK(npy_descr(STITCH_BFLOAT16) == "<V2");
+  CHECK(encode_npy(bf) == kMlDtypesBf16);
+}
+
+TEST_CASE("a 2-byte void npy that is not ml_dtypes' bfloat16 is refused", "[run][npy]") {
+  // Proves: numpy's own opaque '|V2' (what numpy.load hands back for a bfloat16 file, saved
+  // again without ml_dtypes) is not guessed to be bfloat16, and the message says what is.
+  std::string data = literal_bytes("\x80\x3f");
+  CHECK_THAT(
+      npy_error(npy_with_header("{'descr': '|V2', 'fortran_order': False, 'shape': (1,)}", data)),
+      Catch::Contains("'|V2' is numpy's opaque 2-byte type, not a number; a bfloat16 "
+                      "array saved with ml_dtypes has the descr '<V2'"));
+  CHECK_THAT(npy_error(npy_with_header("{'descr': '<V4', 'fortran_order': False, 'shape': (1,)}",
+                                       data + data)),
+             Catch::Contains("dtype '<V4' is not supported"));
 }

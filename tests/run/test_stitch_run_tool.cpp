@@ -182,8 +182,9 @@ TEST_CASE("stitch-run matches expected npy outputs for npy inputs", "[run][tool]
                       "--expected", "positive/mask:0=" + dir.file("mask.npy")});
   CHECK(r.status == 0);
   CHECK_THAT(r.output, Catch::Contains("input  x: float32[2,3] <- " + dir.file("x.npy")));
-  CHECK_THAT(r.output,
-             Catch::Contains("max abs err 0, max rel err 0, 0 of 6 elements mismatch: OK"));
+  CHECK_THAT(
+      r.output,
+      Catch::Contains("max abs err 0, max rel err 0, rel L2 err 0, 0 of 6 elements mismatch: OK"));
   CHECK_THAT(r.output,
              Catch::Contains("PASS: all 3 compared outputs match (rtol 0.001, atol 1e-05)"));
 }
@@ -220,8 +221,11 @@ TEST_CASE("stitch-run exits 1 and prints the max error on a wrong expected outpu
       run_stitch_run({STITCH_FAKE_MODEL, "--input", "x=" + dir.file("x.npy"), "--expected",
                       "y=" + dir.file("y.npy"), "--expected", "idx=" + dir.file("idx.npy")});
   CHECK(r.status == 1);
-  CHECK_THAT(r.output, Catch::Contains("max abs err 0.5, max rel err 1, 1 of 6 elements mismatch; "
-                                       "first at [1,1]: got 0, expected 0.5: MISMATCH"));
+  // rel L2: the one error 0.5 against ||y|| = sqrt(4 + 0.25 + 6.25 + 1 + 0.25 + 1.5625).
+  CHECK_THAT(r.output,
+             Catch::Contains("max abs err 0.5, max rel err 1, rel L2 err 0.137038, 1 of 6 "
+                             "elements mismatch; first at [1,1]: got 0, expected 0.5: "
+                             "MISMATCH"));
   CHECK_THAT(r.output,
              Catch::Contains("1 of 2 elements mismatch; first at [1]: got 2, expected 3"));
   CHECK_THAT(r.output, Catch::Contains("FAIL: 2 of 2 compared outputs mismatch"));

@@ -103,6 +103,50 @@ TEST_CASE("pb tensors with typed fields parse to their values", "[run][pb]") {
   CHECK(parse(empty).bytes.empty());
 }
 
+TEST_CASE("float16 and bfloat16 pb files written by onnx parse to their bit patterns",
+          "[run][pb]") {
+  // Proves: both forms onnx 1.20 writes for 16-bit floats, raw_data (numpy_helper.from_array)
+  // and bit patterns in int32_data (helper.make_tensor), read to the same tensor.
+  // The values 1, -2.5 and 0.0999755859375 (0x2e66 in float16; 0x3dcd, 0.099609375, in
+  // bfloat16).
+  const std::string half_raw = literal_bytes("\x08\x03\x10\x0a\x42\x01hJ\x06\x00<\x00\xc1\x66.");
+  const std::string half_int32 =
+      literal_bytes("\x08\x03\x10\x0a*\x07\x80x\x80\x82\x03\xe6\x5c\x42\x01h");
+  const std::string bf16_raw = literal_bytes("\x08\x03\x10\x10\x42\x01\x62J\x06\x80\x3f \xc0\xcd=");
+  const std::string bf16_int32 =
+      literal_bytes("\x08\x03\x10\x10*\x07\x80\x7f\xa0\x80\x03\xcd{B\x01\x62");
+  for (const std::string* bytes : {&half_raw, &half_int32}) {
+    NamedTensor named = parse_tensor_proto(*bytes, "h.pb");
+    CHECK(named.name == "h");
+    CHECK(describe_tensor(named.tensor) == "float16[3]");
+    CHECK(values_of<uint16_t>(named.tensor) == std::vector<uint16_t>{0x3c00, 0xc100, 0x2e66});
+    CHECK(half_to_float(values_of<uint16_t>(named.tensor)[2]) == 0.0999755859375f);
+  }
+  for (const std::string* bytes : {&bf16_raw, &bf16_int32}) {
+    NamedTensor named = parse_tensor_proto(*bytes, "b.pb");
+    CHECK(named.name == "b");
+    CHECK(describe_tensor(named.tensor) == "bfloat16[3]");
+    CHECK(values_of<uint16_t>(named.tensor) == std::vector<uint16_t>{0x3f80, 0xc020, 0x3dcd});
+    CHECK(bfloat16_to_float(values_of<uint16_t>(named.tensor)[1]) == -2.5f);
+  }
+}
+
+TEST_CASE("16-bit float int32_data outside 0..65535 is refused, not cut", "[run][pb]") {
+  // Proves: a value that is no 16-bit pattern is named with its position instead of being
+  // silently truncated to another number.
+  for (int data_type : {onnx::TensorProto::FLOAT16, onnx::TensorProto::BFLOAT16}) {
+    onnx::TensorProto proto = proto_of(data_type, {2});
+    proto.add_int32_data(0x3c00);
+    proto.add_int32_data(0x13c00);
+    CHECK_THAT(proto_error(proto.SerializeAsString()),
+               Catch::Contains("int32_data[1] is 80896, not a"));
+    onnx::TensorProto negative = proto_of(data_type, {1});
+    negative.add_int32_data(-1);
+    CHECK_THAT(proto_error(negative.SerializeAsString()),
+               Catch::Contains("int32_data[0] is -1, not a"));
+  }
+}
+
 TEST_CASE("malformed or unsupported pb tensors are refused with a reason", "[run][pb]") {
   // Proves: sizes are checked against dims and unsupported storage is named.
   onnx::TensorProto short_raw = proto_of(onnx::TensorProto::FLOAT, {2});

@@ -129,15 +129,15 @@ std::string summarize_values(const HostTensor& tensor) {
   double low = std::numeric_limits<double>::infinity();
   double high = -low;
   double sum = 0.0;
-  uint64_t finite = 0, nan = 0, inf = 0;
+  uint64_t finite = 0, nan = 0, inf = 0, first_nan = 0, first_inf = 0;
   for (uint64_t i = 0; i < count; ++i) {
     double value = element_as_double(tensor, i);
     if (std::isnan(value)) {
-      ++nan;
+      if (nan++ == 0) first_nan = i;
       continue;
     }
     if (std::isinf(value)) {
-      ++inf;
+      if (inf++ == 0) first_inf = i;
       continue;
     }
     low = std::min(low, value);
@@ -148,8 +148,10 @@ std::string summarize_values(const HostTensor& tensor) {
   std::string summary = finite == 0 ? "no finite values"
                                     : fmt::format("min {:.6g} max {:.6g} mean {:.6g}", low, high,
                                                   sum / static_cast<double>(finite));
-  if (nan > 0) summary += fmt::format(", {} NaN", nan);
-  if (inf > 0) summary += fmt::format(", {} inf", inf);
+  if (nan > 0)
+    summary += fmt::format(", {} NaN (first at {})", nan, format_index(tensor.dims, first_nan));
+  if (inf > 0)
+    summary += fmt::format(", {} inf (first at {})", inf, format_index(tensor.dims, first_inf));
   return summary;
 }
 

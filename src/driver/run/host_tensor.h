@@ -39,8 +39,8 @@ std::string describe_tensor(const HostTensor& tensor);
 // "[1,2]": the multi-dimensional index of element `flat_index` of a C-order tensor.
 std::string format_index(const std::vector<int64_t>& dims, uint64_t flat_index);
 
-// A one-line look at the values: min, max and mean (floats also count NaN and inf), or the
-// number of true elements of a bool tensor.
+// A one-line look at the values: min, max and mean (floats also count NaN and inf and say
+// where the first of each is), or the number of true elements of a bool tensor.
 std::string summarize_values(const HostTensor& tensor);
 
 float half_to_float(uint16_t bits);

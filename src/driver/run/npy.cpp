@@ -31,9 +31,10 @@ struct DescrEntry {
 };
 
 constexpr DescrEntry kDescrs[] = {
-    {"f2", STITCH_FLOAT16}, {"f4", STITCH_FLOAT32}, {"f8", STITCH_FLOAT64}, {"i1", STITCH_INT8},
-    {"i2", STITCH_INT16},   {"i4", STITCH_INT32},   {"i8", STITCH_INT64},   {"u1", STITCH_UINT8},
-    {"u2", STITCH_UINT16},  {"u4", STITCH_UINT32},  {"u8", STITCH_UINT64},  {"b1", STITCH_BOOL},
+    {"f2", STITCH_FLOAT16},  {"f4", STITCH_FLOAT32}, {"f8", STITCH_FLOAT64}, {"i1", STITCH_INT8},
+    {"i2", STITCH_INT16},    {"i4", STITCH_INT32},   {"i8", STITCH_INT64},   {"u1", STITCH_UINT8},
+    {"u2", STITCH_UINT16},   {"u4", STITCH_UINT32},  {"u8", STITCH_UINT64},  {"b1", STITCH_BOOL},
+    {"V2", STITCH_BFLOAT16}, // ml_dtypes.bfloat16, see npy.h
 };
 
 // A value of the header dictionary.
@@ -178,6 +179,10 @@ stitch_dtype dtype_of_descr(const std::string& descr, const std::string& source)
   if (descr.size() == 3) {
     char order = descr[0];
     std::string code = descr.substr(1);
+    if (descr == "|V2")
+      run_fail("{}: dtype '|V2' is numpy's opaque 2-byte type, not a number; a bfloat16 array "
+               "saved with ml_dtypes has the descr '<V2'",
+               source);
     for (const DescrEntry& entry : kDescrs) {
       if (code != entry.code) continue;
       bool single_byte = dtype_size(entry.dtype) == 1;
@@ -189,7 +194,7 @@ stitch_dtype dtype_of_descr(const std::string& descr, const std::string& source)
     }
   }
   run_fail("{}: dtype '{}' is not supported (supported: f2 f4 f8 i1 i2 i4 i8 u1 u2 u4 u8 b1, "
-           "little-endian)",
+           "little-endian, and <V2 for ml_dtypes' bfloat16)",
            source, descr);
 }
 
@@ -288,8 +293,7 @@ HostTensor read_npy(const std::string& path) {
 std::string encode_npy(const HostTensor& tensor, int major_version) {
   std::string descr = npy_descr(tensor.dtype);
   if (descr.empty())
-    run_fail("a {} tensor cannot be stored as .npy: numpy has no {} dtype", describe_tensor(tensor),
-             dtype_name(tensor.dtype));
+    run_fail("internal error: a {} tensor has no .npy descr", describe_tensor(tensor));
   if (major_version < 0 || major_version > 3)
     run_fail(".npy format version {}.0 does not exist", major_version);
   uint64_t count = 0;

@@ -65,11 +65,6 @@ void write_outputs(const std::string& folder, const std::vector<std::string>& na
   if (!std::filesystem::is_directory(folder)) run_fail("--output-dir '{}' is not a folder", folder);
   std::vector<std::string> files = output_file_names(names);
   for (size_t i = 0; i < tensors.size(); ++i) {
-    if (npy_descr(tensors[i].dtype).empty()) {
-      log << fmt::format("  note: output '{}' is {}, which .npy cannot hold; not written\n",
-                         display_name(names[i]), dtype_name(tensors[i].dtype));
-      continue;
-    }
     std::string path = (std::filesystem::path(folder) / files[i]).string();
     write_npy(path, tensors[i]);
     log << fmt::format("  wrote {}\n", path);

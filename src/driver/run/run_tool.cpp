@@ -27,6 +27,8 @@ void check_options(const RunOptions& options) {
     run_fail("--rtol must be a non-negative number");
   if (!std::isfinite(tolerance.atol) || tolerance.atol < 0)
     run_fail("--atol must be a non-negative number");
+  if (tolerance.max_rel_l2 && (!std::isfinite(*tolerance.max_rel_l2) || *tolerance.max_rel_l2 < 0))
+    run_fail("--max-rel-l2 must be a non-negative number");
   if (options.iters < 0) run_fail("--iters must not be negative");
   if (options.warmup < 0) run_fail("--warmup must not be negative");
   if (options.force_random && !options.sources.test_data_dir.empty())
@@ -117,7 +119,7 @@ Verdict report_outputs(const ModelInstance& model, const std::vector<HostTensor>
 }
 
 void print_verdict(const Verdict& verdict, const Tolerance& tolerance, std::ostream& out) {
-  std::string tolerances = fmt::format("rtol {:g}, atol {:g}", tolerance.rtol, tolerance.atol);
+  std::string tolerances = tolerance.describe();
   if (verdict.compared == 0) {
     out << "no expected outputs given; nothing compared\n";
   } else if (verdict.mismatched == 0) {

@@ -14,6 +14,13 @@ constexpr const char* kDescription =
     "Inputs without --input come from --test-data, else are random (seeded by --seed).\n"
     "A library built with stitchc --debug-taps also keeps every tensor each fusion group wrote:\n"
     "--taps-onnx MODEL compares them with ONNX Runtime and names the first group that differs.\n"
+    "Tensor files: .npy (numpy dtypes f2 f4 f8 i1..i8 u1..u8 b1; bfloat16 as ml_dtypes saves it:\n"
+    "descr '<V2', read back with numpy.load(f).view(ml_dtypes.bfloat16)) or .pb (an ONNX\n"
+    "TensorProto, raw_data or typed fields; float16 and bfloat16 as bit patterns in int32_data).\n"
+    "Each compared output gets its max abs, max rel and relative L2 error (||got-ref||/||ref||,\n"
+    "in double). It passes within --rtol/--atol, or with --max-rel-l2 alone within that bound;\n"
+    "NaN and inf must sit where the reference has the same value. A float16 or bfloat16 output\n"
+    "may be compared with a float32 reference: values are compared as double.\n"
     "Exit status: 0 all compared outputs (and taps) match, 1 a mismatch, 2 a usage, load or run "
     "error.";
 
@@ -38,9 +45,18 @@ int parse_command_line(int argc, char** argv, stitch::run::RunOptions& options) 
   app.add_option("--expected", sources.expected_args,
                  "NAME=FILE: compare the output NAME with a .npy or .pb file (repeatable)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  app.add_option("--rtol", options.tolerance.rtol, "relative tolerance (default 1e-3)");
-  app.add_option("--atol", options.tolerance.atol, "absolute tolerance (default 1e-5)");
-  app.add_option("--output-dir", options.output_dir, "write each output as DIR/NAME.npy");
+  CLI::Option* rtol = app.add_option("--rtol", options.tolerance.rtol,
+                                     "element-wise relative tolerance (default 1e-3)");
+  CLI::Option* atol = app.add_option("--atol", options.tolerance.atol,
+                                     "element-wise absolute tolerance (default 1e-5)");
+  double max_rel_l2 = 0.0;
+  CLI::Option* rel_l2 = app.add_option(
+      "--max-rel-l2", max_rel_l2,
+      "pass a floating output when ||got-ref||_2 / ||ref||_2 <= X; without --rtol or --atol this "
+      "replaces the element-wise check, with either both must hold (integer and bool outputs "
+      "still match exactly)");
+  app.add_option("--output-dir", options.output_dir,
+                 "write each output as DIR/NAME.npy (bfloat16 as ml_dtypes saves it, descr '<V2')");
   app.add_option("--taps-dir", options.taps.dir,
                  "write every debug tap as DIR/tap_NNN.npy, listed in DIR/taps.json (with "
                  "--taps-onnx, the reference's files go there too)");
@@ -57,6 +73,10 @@ int parse_command_line(int argc, char** argv, stitch::run::RunOptions& options) 
   } catch (const CLI::ParseError& error) {
     int status = app.exit(error);
     return status == 0 ? 0 : stitch::run::kExitError;
+  }
+  if (rel_l2->count() > 0) {
+    options.tolerance.max_rel_l2 = max_rel_l2;
+    options.tolerance.elementwise = rtol->count() > 0 || atol->count() > 0;
   }
   return -1;
 }

@@ -182,10 +182,9 @@ bool compare_taps_with_onnx(const TapOptions& options, const ModelInstance& mode
     run_fail("--taps-onnx: the reference's result is not JSON: {}", e.what());
   }
   std::vector<std::string> found = result.value("found", std::vector<std::string>{});
-  out << fmt::format("taps vs ONNX Runtime {} on {} (rtol {:g}, atol {:g}), in the order the "
-                     "groups run:\n",
+  out << fmt::format("taps vs ONNX Runtime {} on {} ({}), in the order the groups run:\n",
                      result.value("onnxruntime", std::string("?")), options.onnx_model,
-                     tolerance.rtol, tolerance.atol);
+                     tolerance.describe());
   size_t compared = 0, mismatched = 0, without_reference = 0;
   const TapValue* first_wrong = nullptr;
   std::string first_wrong_detail;

@@ -131,6 +131,19 @@ void copy_values(const onnx::TensorProto& proto, stitch_dtype dtype, uint8_t* ou
   }
 }
 
+// float16 and bfloat16 in int32_data are bit patterns, 0 to 65535 (what onnx.helper.make_tensor
+// writes); a value outside that range is no 16-bit pattern, so it is refused, not cut.
+void check_16_bit_patterns(const onnx::TensorProto& proto, const std::string& label) {
+  stitch_dtype dtype = static_cast<stitch_dtype>(proto.data_type());
+  if (dtype != STITCH_FLOAT16 && dtype != STITCH_BFLOAT16) return;
+  for (int i = 0; i < proto.int32_data_size(); ++i) {
+    int32_t value = proto.int32_data(i);
+    if (value < 0 || value > 0xffff)
+      run_fail("{}: int32_data[{}] is {}, not a {} bit pattern (0 to 65535)", label, i, value,
+               dtype_name(dtype));
+  }
+}
+
 std::string tensor_label(const onnx::TensorProto& proto, const std::string& source) {
   if (proto.name().empty()) return source;
   return fmt::format("{} (tensor '{}')", source, proto.name());
@@ -203,6 +216,7 @@ NamedTensor parse_tensor_proto(std::string_view file_bytes, const std::string& s
         "{}: the {} tensor needs {} values in {}, but it holds {} there and {} in other fields",
         label, describe_tensor(tensor), count, typed_field_name(tensor.dtype), field_size,
         all_typed_values(proto) - field_size);
+  check_16_bit_patterns(proto, label);
   tensor.bytes.assign(needed, 0);
   copy_values(proto, tensor.dtype, tensor.bytes.data());
   return named;

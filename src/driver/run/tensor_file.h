@@ -1,7 +1,8 @@
 // Tensor files stitch-run reads: serialized ONNX TensorProto (.pb, as in the ONNX test-data
 // folders input_N.pb / output_N.pb) and .npy. A TensorProto may hold its values in raw_data
 // or in the typed field ONNX assigns to its data type (float_data, int32_data, int64_data,
-// double_data, uint64_data); strings, external data and segments are refused.
+// double_data, uint64_data; float16 and bfloat16 as 16-bit patterns in int32_data, 0 to
+// 65535); strings, external data and segments are refused.
 #pragma once
 
 #include <string>
