@@ -7,6 +7,12 @@
 //   output  idx              int64   [2]     argmax of each row of x (first on ties)
 //   output  positive/mask:0  bool    [2,3]   x > 0 (a name that is no safe file name)
 //
+// Built with FAKE_MODEL_HALF it is a model with 16-bit float inputs and outputs instead,
+// negating each value exactly (its sign bit) so that no conversion is involved:
+//
+//   input   h  float16  [2,3]      output  neg_h  float16  [2,3]   -h
+//   input   b  bfloat16 [2,3]      output  neg_b  bfloat16 [2,3]   -b
+//
 // Like a real library it checks every tensor handed to stitch_run and reports misuse
 // through stitch_last_error. Built with FAKE_MODEL_API_VERSION=N it claims another API
 // version, and with FAKE_MODEL_RUN_FAILS every stitch_run fails as a CUDA error would, to
@@ -21,9 +27,17 @@
 #define FAKE_MODEL_API_VERSION STITCH_API_VERSION
 #endif
 
+#ifdef FAKE_MODEL_HALF
+constexpr size_t kNumInputs = 2;
+constexpr size_t kNumOutputs = 2;
+#else
+constexpr size_t kNumInputs = 1;
+constexpr size_t kNumOutputs = 3;
+#endif
+
 struct stitch_model {
-  stitch_tensor_info inputs[1];
-  stitch_tensor_info outputs[3];
+  stitch_tensor_info inputs[kNumInputs];
+  stitch_tensor_info outputs[kNumOutputs];
 };
 
 struct stitch_context {
@@ -80,6 +94,13 @@ void compute(const float* x, float* y, int64_t* idx, uint8_t* mask) {
   }
 }
 
+#ifdef FAKE_MODEL_HALF
+void negate_16_bit(const void* in, void* out) {
+  for (int i = 0; i < 6; ++i)
+    static_cast<uint16_t*>(out)[i] = static_cast<const uint16_t*>(in)[i] ^ 0x8000u;
+}
+#endif
+
 } // namespace
 
 extern "C" {
@@ -93,10 +114,18 @@ STITCH_API stitch_status stitch_model_create(stitch_model** out_model) {
   if (model == nullptr) return fail(STITCH_ERROR_OUT_OF_MEMORY, "no memory for the model");
   const int64_t matrix[2] = {2, 3};
   const int64_t rows[1] = {2};
+#ifdef FAKE_MODEL_HALF
+  (void)rows;
+  model->inputs[0] = make_info("h", STITCH_FLOAT16, 2, matrix, 2);
+  model->inputs[1] = make_info("b", STITCH_BFLOAT16, 2, matrix, 2);
+  model->outputs[0] = make_info("neg_h", STITCH_FLOAT16, 2, matrix, 2);
+  model->outputs[1] = make_info("neg_b", STITCH_BFLOAT16, 2, matrix, 2);
+#else
   model->inputs[0] = make_info("x", STITCH_FLOAT32, 2, matrix, 4);
   model->outputs[0] = make_info("y", STITCH_FLOAT32, 2, matrix, 4);
   model->outputs[1] = make_info("idx", STITCH_INT64, 1, rows, 8);
   model->outputs[2] = make_info("positive/mask:0", STITCH_BOOL, 2, matrix, 1);
+#endif
   *out_model = model;
   return STITCH_OK;
 }
@@ -108,19 +137,19 @@ STITCH_API stitch_status stitch_model_destroy(stitch_model* model) {
 
 STITCH_API stitch_status stitch_model_num_inputs(const stitch_model* model, size_t* out_count) {
   if (model == nullptr || out_count == nullptr) return fail(STITCH_ERROR_INVALID_ARGUMENT, "null");
-  *out_count = 1;
+  *out_count = kNumInputs;
   return STITCH_OK;
 }
 
 STITCH_API stitch_status stitch_model_num_outputs(const stitch_model* model, size_t* out_count) {
   if (model == nullptr || out_count == nullptr) return fail(STITCH_ERROR_INVALID_ARGUMENT, "null");
-  *out_count = 3;
+  *out_count = kNumOutputs;
   return STITCH_OK;
 }
 
 STITCH_API stitch_status stitch_model_input(const stitch_model* model, size_t index,
                                             stitch_tensor_info* out_info) {
-  if (model == nullptr || out_info == nullptr || index >= 1)
+  if (model == nullptr || out_info == nullptr || index >= kNumInputs)
     return fail(STITCH_ERROR_INVALID_ARGUMENT, "bad input index");
   *out_info = model->inputs[index];
   return STITCH_OK;
@@ -128,7 +157,7 @@ STITCH_API stitch_status stitch_model_input(const stitch_model* model, size_t in
 
 STITCH_API stitch_status stitch_model_output(const stitch_model* model, size_t index,
                                              stitch_tensor_info* out_info) {
-  if (model == nullptr || out_info == nullptr || index >= 3)
+  if (model == nullptr || out_info == nullptr || index >= kNumOutputs)
     return fail(STITCH_ERROR_INVALID_ARGUMENT, "bad output index");
   *out_info = model->outputs[index];
   return STITCH_OK;
@@ -167,16 +196,23 @@ STITCH_API stitch_status stitch_run(stitch_context* context, const stitch_tensor
                                     size_t num_outputs, void* stream) {
   if (context == nullptr || inputs == nullptr || outputs == nullptr)
     return fail(STITCH_ERROR_INVALID_ARGUMENT, "null context or tensors");
-  if (num_inputs != 1 || num_outputs != 3)
-    return fail(STITCH_ERROR_INVALID_ARGUMENT, "expected 1 input and 3 outputs");
+  if (num_inputs != kNumInputs || num_outputs != kNumOutputs)
+    return fail(STITCH_ERROR_INVALID_ARGUMENT, "wrong number of inputs or outputs");
 #ifdef FAKE_MODEL_RUN_FAILS
   return fail(STITCH_ERROR_CUDA, "simulated failure: cudaGraphLaunch: an illegal memory access");
 #endif
   const stitch_model* model = context->model;
-  if (stitch_status s = check_tensor(inputs[0], model->inputs[0]); s != STITCH_OK) return s;
-  for (int i = 0; i < 3; ++i) {
+  for (size_t i = 0; i < kNumInputs; ++i) {
+    if (stitch_status s = check_tensor(inputs[i], model->inputs[i]); s != STITCH_OK) return s;
+  }
+  for (size_t i = 0; i < kNumOutputs; ++i) {
     if (stitch_status s = check_tensor(outputs[i], model->outputs[i]); s != STITCH_OK) return s;
   }
+#ifdef FAKE_MODEL_HALF
+  negate_16_bit(inputs[0].data, outputs[0].data);
+  negate_16_bit(inputs[1].data, outputs[1].data);
+  return STITCH_OK;
+#endif
   compute(static_cast<const float*>(inputs[0].data), static_cast<float*>(outputs[0].data),
           static_cast<int64_t*>(outputs[1].data), static_cast<uint8_t*>(outputs[2].data));
   return STITCH_OK;

@@ -221,7 +221,7 @@ TEST_CASE("the relative L2 error has no overflow and defined edges", "[run][comp
   CHECK(compare_floats({}, {}).rel_l2_error == 0.0);
 }
 
-TEST_CASE("--max-rel-l2 alone decides by the relative L2 error", "[run][compare]") {
+TEST_CASE("a relative L2 bound alone decides by the relative L2 error", "[run][compare]") {
   // Proves: with the element rule off, an output with one element far outside rtol/atol
   // passes when its relative L2 error is within the bound and fails just beyond it; with the
   // element rule on, both must hold. By hand: one error of 0.1 against ||ref|| = 10.
@@ -252,7 +252,7 @@ TEST_CASE("--max-rel-l2 alone decides by the relative L2 error", "[run][compare]
   CHECK(rel_l2_only(0.005).describe() == "rel L2 <= 0.005");
 }
 
-TEST_CASE("--max-rel-l2 never excuses NaN, inf or integer differences", "[run][compare]") {
+TEST_CASE("a relative L2 bound never excuses NaN, inf or integer differences", "[run][compare]") {
   // Proves: a NaN where the reference has a number fails under any L2 bound and is located;
   // integer outputs still match exactly.
   HostTensor actual = make_tensor<float>(STITCH_FLOAT32, {2, 2}, {1.0f, 2.0f, kNaN, 4.0f});

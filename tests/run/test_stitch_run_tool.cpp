@@ -5,49 +5,17 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <fstream>
 
 #include "driver/run/npy.h"
 #include "run_test_support.h"
+#include "tool_runner.h"
 
 using namespace stitch::run;
 using namespace stitch::run::testing;
 
 namespace {
-
-struct ToolResult {
-  int status = -1;
-  std::string output; // stdout and stderr together
-};
-
-std::string shell_quote(const std::string& arg) {
-  std::string quoted = "'";
-  for (char c : arg)
-    quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
-
-ToolResult run_stitch_run(const std::vector<std::string>& args) {
-  std::string command = shell_quote(STITCH_RUN_TOOL);
-  for (const std::string& arg : args)
-    command += " " + shell_quote(arg);
-  command += " 2>&1";
-  ToolResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buffer;
-  size_t n = 0;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
-    result.output.append(buffer.data(), n);
-  int raw = pclose(pipe);
-  result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
-  UNSCOPED_INFO("stitch-run output:\n" << result.output);
-  return result;
-}
 
 const std::vector<float> kX = {0.5f, -0.25f, 0.75f, -1.0f, -0.5f, 0.125f};
 
@@ -233,6 +201,40 @@ TEST_CASE("stitch-run exits 1 and prints the max error on a wrong expected outpu
   ToolResult loose = run_stitch_run({STITCH_FAKE_MODEL, "--input", "x=" + dir.file("x.npy"),
                                      "--expected", "y=" + dir.file("y.npy"), "--atol", "0.6"});
   CHECK(loose.status == 0);
+}
+
+TEST_CASE("stitch-run --max-rel-l2 passes or fails by the relative L2 error", "[run][tool]") {
+  // Proves: y off by 0.5 at one element has rel L2 err 0.137038 (see above): --max-rel-l2
+  // alone passes at 0.2 though the element is far outside rtol/atol, fails at 0.1 (exit 1);
+  // with --atol given too both criteria hold; a negative bound is a usage error (exit 2).
+  TempDir dir;
+  std::vector<float> y = values_of<float>(reference_outputs(kX).y);
+  y[4] += 0.5f;
+  write_npy(dir.file("x.npy"), make_tensor(STITCH_FLOAT32, {2, 3}, kX));
+  write_npy(dir.file("y.npy"), make_tensor(STITCH_FLOAT32, {2, 3}, y));
+  const std::vector<std::string> base = {STITCH_FAKE_MODEL, "--input", "x=" + dir.file("x.npy"),
+                                         "--expected", "y=" + dir.file("y.npy")};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_stitch_run(args);
+  };
+  ToolResult pass = with({"--max-rel-l2", "0.2"});
+  CHECK(pass.status == 0);
+  CHECK_THAT(pass.output, Catch::Contains("rel L2 err 0.137038 (<= 0.2): OK"));
+  CHECK_THAT(pass.output, Catch::Contains("PASS: all 1 compared outputs match (rel L2 <= 0.2)"));
+  ToolResult fail = with({"--max-rel-l2", "0.1"});
+  CHECK(fail.status == 1);
+  CHECK_THAT(fail.output, Catch::Contains("rel L2 err 0.137038 (> 0.1): MISMATCH"));
+  CHECK_THAT(fail.output, Catch::Contains("FAIL: 1 of 1 compared outputs mismatch (rel L2 <= "
+                                          "0.1)"));
+  ToolResult both = with({"--max-rel-l2", "0.2", "--atol", "1e-5"});
+  CHECK(both.status == 1);
+  CHECK_THAT(both.output, Catch::Contains("(rtol 0.001, atol 1e-05 and rel L2 <= 0.2)"));
+  CHECK(with({"--max-rel-l2", "0.2", "--atol", "0.6"}).status == 0);
+  ToolResult negative = with({"--max-rel-l2", "-1"});
+  CHECK(negative.status == 2);
+  CHECK_THAT(negative.output, Catch::Contains("--max-rel-l2 must be a non-negative number"));
 }
 
 TEST_CASE("stitch-run reads an ONNX test-data folder of pb files", "[run][tool]") {
