@@ -62,6 +62,16 @@ int parse_command_line(int argc, char** argv, DriverOptions& options) {
                  "fusion planner: ilp (the plan of least modeled cost, solved with GLPK; the "
                  "default), greedy (producer-consumer fusion) or none (one kernel per op)")
       ->check(CLI::IsMember({"none", "greedy", "ilp"}));
+  std::string precision = "fp32", io_precision = "model";
+  app.add_option("--precision", precision,
+                 "fp32 (the model's own types; the default), tf32 (float32 tensors, GEMMs and "
+                 "convolutions on TF32 tensor cores), fp16 or bf16 (float32 weights and "
+                 "activations converted to float16 or bfloat16; statistics, sums and index math "
+                 "stay float32: docs/precision.md)");
+  app.add_option("--io-precision", io_precision,
+                 "model (the model's inputs and outputs keep their declared types; the default) "
+                 "or reduced (float32 inputs and outputs become float16 or bfloat16 too, with "
+                 "--precision fp16 or bf16)");
   app.add_option("--ilp-time-limit", options.planner.ilp_time_limit_s,
                  "seconds the ilp planner may search; then the best plan found (default 10)")
       ->check(CLI::PositiveNumber);
@@ -120,6 +130,14 @@ int parse_command_line(int argc, char** argv, DriverOptions& options) {
     if (!options.load.frozen_inputs.emplace(arg.substr(0, eq), arg.substr(eq + 1)).second)
       user_fail({}, "--freeze-input gives '{}' twice", arg.substr(0, eq));
   }
+  std::optional<Precision> chosen = precision_from_name(precision);
+  if (!chosen) user_fail({}, "--precision '{}': expected fp32, tf32, fp16 or bf16", precision);
+  std::optional<IoPrecision> io = io_precision_from_name(io_precision);
+  if (!io) user_fail({}, "--io-precision '{}': expected model or reduced", io_precision);
+  if (*io == IoPrecision::Reduced && !reduced_dtype(*chosen))
+    user_fail({}, "--io-precision reduced needs --precision fp16 or bf16 (got {})", precision);
+  options.pipeline.precision = {*chosen, *io};
+  options.planner.tf32 = *chosen == Precision::Tf32;
   options.pipeline.print_after = {print_after.begin(), print_after.end()};
   options.pipeline.disabled = {disabled.begin(), disabled.end()};
   check_pipeline_options(options.pipeline);
@@ -158,6 +176,11 @@ void run_driver(const DriverOptions& options, std::ostream& out) {
     throw;
   }
   nlohmann::json report = graph_to_json(graph);
+  const PrecisionOptions& precision = options.pipeline.precision;
+  report["precision"] = {{"precision", precision_name(precision.precision)},
+                         {"io_precision", io_precision_name(precision.io)}};
+  if (reduced_dtype(precision.precision))
+    report["precision"]["kept_float32"] = precision_fp32_rules();
   auto write_reports = [&](const FusionPlan& plan, const MemoryPlan& memory) {
     if (!options.report_path.empty())
       write_text_file(options.report_path,
@@ -165,7 +188,7 @@ void run_driver(const DriverOptions& options, std::ostream& out) {
     if (!options.report_html_path.empty()) {
       PhaseTimer timer("html report (Graphviz layout)");
       ProgressLine progress([] { return std::string("laying out the plan with Graphviz"); });
-      write_text_file(options.report_html_path, plan_report_html(graph, plan, memory));
+      write_text_file(options.report_html_path, plan_report_html(graph, plan, memory, precision));
     }
   };
   // With a report alone the model is planned but not compiled; the reports are written before

@@ -57,7 +57,7 @@ std::string shapes_of(const Graph& g, const std::vector<TensorId>& tensors) {
   for (TensorId t : tensors) {
     if (t == kNoTensor) continue;
     if (!text.empty()) text += " ";
-    text += shape_to_string(g.tensor(t).shape);
+    text += std::string(dtype_name(g.tensor(t).dtype)) + shape_to_string(g.tensor(t).shape);
   }
   return text;
 }
@@ -187,7 +187,7 @@ std::string layout_svg(const Graph& g, const FusionPlan& plan) {
   std::map<TensorId, Agnode_t*> input_nodes;
   for (size_t i = 0; i < g.inputs.size(); ++i)
     input_nodes[g.inputs[i]] = terminal(fmt::format("in{}", i), fmt::format("input_{}", i),
-                                        "input\\n" + shape_to_string(g.tensor(g.inputs[i]).shape));
+                                        "input\\n" + shapes_of(g, {g.inputs[i]}));
   std::vector<int32_t> producer = producers(g);
   auto source_of = [&](TensorId t) -> Agnode_t* {
     if (producer[t] >= 0) return nodes[producer[t]];
@@ -200,7 +200,7 @@ std::string layout_svg(const Graph& g, const FusionPlan& plan) {
         if (Agnode_t* from = source_of(t)) agedge(root, from, nodes[n], nullptr, 1);
   for (size_t i = 0; i < g.outputs.size(); ++i) {
     Agnode_t* out = terminal(fmt::format("out{}", i), fmt::format("output_{}", i),
-                             "output\\n" + shape_to_string(g.tensor(g.outputs[i]).shape));
+                             "output\\n" + shapes_of(g, {g.outputs[i]}));
     if (Agnode_t* from = source_of(g.outputs[i])) agedge(root, from, out, nullptr, 1);
   }
   return layout.svg();
@@ -293,6 +293,16 @@ std::string rejected_table(const Graph& g, const FusionPlan& plan) {
                         html_escape(r.reason));
   return "<table id=\"rejected\"><thead><tr><th>nodes</th><th>reason</th></tr></thead><tbody>\n" +
          rows + "</tbody></table>\n";
+}
+
+std::string precision_summary(const PrecisionOptions& precision) {
+  std::string text = fmt::format("<p>precision <b>{}</b>", precision_name(precision.precision));
+  if (!reduced_dtype(precision.precision)) return text + "</p>\n";
+  text += fmt::format(", inputs and outputs <b>{}</b>; kept in float32:</p><ul>",
+                      io_precision_name(precision.io));
+  for (const std::string& rule : precision_fp32_rules())
+    text += "<li>" + html_escape(rule) + "</li>";
+  return text + "</ul>\n";
 }
 
 std::string summary(const Graph& g, const FusionPlan& plan, const MemoryPlan& memory) {
@@ -476,12 +486,14 @@ std::string script_safe_json(const nlohmann::json& value) {
   return out;
 }
 
-std::string plan_report_html(const Graph& graph, const FusionPlan& plan, const MemoryPlan& memory) {
+std::string plan_report_html(const Graph& graph, const FusionPlan& plan, const MemoryPlan& memory,
+                             const PrecisionOptions& precision) {
   std::string title = "stitchc plan: " + graph.source_file;
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>" +
          html_escape(title) + "</title>\n<style>" + kStyleSheet + "</style></head>\n" +
          fmt::format("<body data-groups=\"{}\">\n", plan.groups.size()) + "<header><h1>" +
-         html_escape(title) + "</h1>\n" + summary(graph, plan, memory) + legend() +
+         html_escape(title) + "</h1>\n" + summary(graph, plan, memory) +
+         precision_summary(precision) + legend() +
          "<button id=\"fit\">fit to width</button> Hover a node for its details; click to pin it."
          "</header>\n<div id=\"view\"><div id=\"graph\">" +
          layout_svg(graph, plan) +

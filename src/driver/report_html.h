@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "graph/convert_precision.h"
 #include "graph/graph.h"
 #include "planner/fusion_plan.h"
 #include "planner/memory_plan.h"
@@ -22,7 +23,10 @@ namespace stitch {
 
 // The page for the plan of `graph` (after the passes). Throws InternalError when Graphviz
 // fails to lay the graph out.
-std::string plan_report_html(const Graph& graph, const FusionPlan& plan, const MemoryPlan& memory);
+// `precision` is what --precision and --io-precision chose (the page says it, and what stayed
+// float32); each node's label and details give its tensors' dtypes.
+std::string plan_report_html(const Graph& graph, const FusionPlan& plan, const MemoryPlan& memory,
+                             const PrecisionOptions& precision = {});
 
 // `text` as HTML text or attribute value: & < > " ' become entities.
 std::string html_escape(std::string_view text);

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "graph/canonicalize.h"
+#include "graph/convert_precision.h"
 #include "graph/eliminate_dead.h"
 #include "graph/error.h"
 #include "graph/fold_constants.h"
@@ -20,24 +21,38 @@ namespace {
 
 struct Pass {
   const char* name;
-  bool (*run)(Graph&);
+  bool (*run)(Graph&, const PipelineOptions&);
   bool required;
 };
 
+// A pass that takes no options.
+template <bool (*pass)(Graph&)> bool plain(Graph& graph, const PipelineOptions&) {
+  return pass(graph);
+}
+
+bool convert_precision_pass(Graph& graph, const PipelineOptions& options) {
+  return convert_precision(graph, options.precision);
+}
+
 constexpr Pass kPasses[] = {
-    {"infer-shapes", infer_shapes, true},
-    {"fold-constants", fold_constants, false},
+    {"infer-shapes", plain<infer_shapes>, true},
+    {"fold-constants", plain<fold_constants>, false},
+    // After folding, so that it converts each weight once, as folded; before lowering, so that
+    // it sees the composites whole (lower-composites computes their statistics in float32)
+    // and an exporter's Pow and Exp before canonicalize rewrites Pow(x, 2) as x * x. Does
+    // nothing unless --precision is fp16 or bf16.
+    {"convert-precision", convert_precision_pass, false},
     // After folding, so that the lowering reads constant scales and statistics as values and
     // makes its own constants (epsilon, BatchNormalization's folded factors) directly; it
     // leaves nothing for a second folding. Required: the emitter has no kernel for the
     // composites.
-    {"lower-composites", lower_composites, true},
+    {"lower-composites", plain<lower_composites>, true},
     // After lowering, so that lowered and exporter-expanded composites meet in one form;
     // before eliminate-dead, which drops what it leaves unread.
-    {"canonicalize", canonicalize, false},
-    {"remove-identity", remove_identity, false},
-    {"eliminate-dead", eliminate_dead, false},
-    {"make-views", make_views, false},
+    {"canonicalize", plain<canonicalize>, false},
+    {"remove-identity", plain<remove_identity>, false},
+    {"eliminate-dead", plain<eliminate_dead>, false},
+    {"make-views", plain<make_views>, false},
 };
 
 } // namespace
@@ -79,7 +94,7 @@ void run_pipeline(Graph& graph, const PipelineOptions& options) {
     if (options.disabled.count(pass.name)) continue;
     const auto start = std::chrono::steady_clock::now();
     try {
-      pass.run(graph);
+      pass.run(graph, options);
     } catch (const UserError& e) {
       if (e.site().file.empty()) throw e.with_file(graph.source_file);
       throw; // keeps the error's own type

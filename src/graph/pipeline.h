@@ -3,6 +3,10 @@
 //
 //   infer-shapes    dtypes, shapes and compile-time values of every tensor (required)
 //   fold-constants  nodes with compile-time outputs become constants
+//   convert-precision  --precision fp16|bf16: float32 values become float16 or bfloat16,
+//                   statistics and index math stay float32 (convert_precision.h)
+//   lower-composites   Softmax, LayerNorm and the other composites become primitive ops
+//   canonicalize    one spelling for computations exporters write several ways
 //   remove-identity Identity, Dropout and no-op reshapes disappear
 //   eliminate-dead  nodes that reach no graph output disappear
 //   make-views      Reshape/Flatten/Squeeze/Unsqueeze become views of their input
@@ -14,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/convert_precision.h"
 #include "graph/graph.h"
 
 namespace stitch {
@@ -22,6 +27,7 @@ struct PipelineOptions {
   std::set<std::string> disabled;    // --disable-pass
   std::set<std::string> print_after; // --print-after ("all" prints after every pass)
   std::ostream* print_to = nullptr;  // where --print-after writes
+  PrecisionOptions precision;        // --precision, --io-precision (convert-precision)
   // Called after each pass that ran, with its wall time including verification
   // (stitchc --time-passes).
   std::function<void(const std::string& pass, double seconds)> on_pass_done;

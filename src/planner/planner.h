@@ -57,6 +57,7 @@ struct PlannerOptions {
   // --no-fuse: nodes (by ONNX name) every planner keeps in a group of their own, to bisect
   // a wrong result to one fusion.
   std::vector<std::string> no_fuse;
+  bool tf32 = false; // --precision tf32: GEMMs and convolutions may use TF32 tensor cores
 };
 
 FusionPlan plan_fusion(const Graph& graph, const PlannerOptions& options);
