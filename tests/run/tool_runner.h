@@ -1,4 +1,4 @@
-// Running the stitch-run executable from a Catch2 test: its exit status and its whole output,
+// Running stitch-run (or stitchc) from a Catch2 test: its exit status and its whole output,
 // which is attached to the test's messages so a failing check shows what the tool printed.
 #pragma once
 
@@ -24,8 +24,9 @@ inline std::string shell_quote(const std::string& arg) {
   return quoted + "'";
 }
 
-inline ToolResult run_stitch_run(const std::vector<std::string>& args) {
-  std::string command = shell_quote(STITCH_RUN_TOOL);
+// Runs `program` with `args`; the output is attached to the test's messages.
+inline ToolResult run_program(const std::string& program, const std::vector<std::string>& args) {
+  std::string command = shell_quote(program);
   for (const std::string& arg : args)
     command += " " + shell_quote(arg);
   command += " 2>&1";
@@ -38,8 +39,12 @@ inline ToolResult run_stitch_run(const std::vector<std::string>& args) {
     result.output.append(buffer.data(), n);
   int raw = pclose(pipe);
   result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
-  UNSCOPED_INFO("stitch-run output:\n" << result.output);
+  UNSCOPED_INFO(program << " output:\n" << result.output);
   return result;
+}
+
+inline ToolResult run_stitch_run(const std::vector<std::string>& args) {
+  return run_program(STITCH_RUN_TOOL, args);
 }
 
 } // namespace stitch::run::testing
