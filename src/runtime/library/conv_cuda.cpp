@@ -1,5 +1,5 @@
 // conv_cuda.cpp: stitch_library_conv_on and stitch_library_conv_transpose_on for the CUDA
-// target, on cuDNN 9's legacy convolution API (Nd descriptors, NCHW-packed fp32).
+// target, on cuDNN 9's legacy convolution API (Nd descriptors, NCHW-packed).
 //
 //   forward     cudnnConvolutionForward: x = X, w = W [out, in / groups, k...], y = Y.
 //   transposed  cudnnConvolutionBackwardData, the gradient of the forward convolution that
@@ -16,11 +16,18 @@
 //               the convolution, cudnnAddTensor of the bias and of Z, cudnnActivationForward.
 //
 // cuDNN needs 4-D or 5-D tensors: a 1-D conv runs as 2-D with a unit height (kernel 1, stride
-// 1, dilation 1, pad 0 there). Precision: CUDNN_FMA_MATH (no TF32) unless allow_tf32, then
-// CUDNN_DEFAULT_MATH. The algorithm is the first result of
-// cudnnGet*Algorithm_v7 that succeeds, fits in the workspace, is deterministic (runs stay
-// bitwise repeatable, as stitch.h promises) and, without allow_tf32, uses no tensor-op math.
-// Descriptors and the choice are cached per context under the normalized geometry.
+// 1, dilation 1, pad 0 there).
+//
+// Element types and precision: X, W, bias, Z and Y are the descriptor's dtype (CUDNN_DATA_FLOAT,
+// _HALF or _BFLOAT16) and the convolution's compute type is always CUDNN_DATA_FLOAT (cuDNN's
+// FLOAT, PSEUDO_HALF and PSEUDO_BFLOAT16 configurations: fp32 accumulation), scaling factors
+// fp32. float32: CUDNN_FMA_MATH (no TF32) unless allow_tf32, then CUDNN_TENSOR_OP_MATH (TF32
+// tensor cores). float16 and bfloat16: CUDNN_TENSOR_OP_MATH (their products are exact in fp32).
+// The algorithm is the first result of cudnnGet*Algorithm_v7 that succeeds, fits in the
+// workspace, is deterministic (runs stay bitwise repeatable, as stitch.h promises), never
+// converts down (CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION would compute float32 or bfloat16 in
+// float16) and, for strict float32, uses no tensor-op math. Descriptors and the choice are cached
+// per context under the normalized geometry and dtype.
 #include "cuda_checks.h"
 
 #include <array>
@@ -35,7 +42,7 @@
 namespace stitch::library::cuda {
 namespace {
 
-using ConvKey = std::array<int64_t, 27>;
+using ConvKey = std::array<int64_t, 28>;
 
 // Which call a plan is for: the plain convolution, or the fused epilogue with Relu or the
 // identity (the identity restricts the algorithm).
@@ -91,8 +98,27 @@ ConvKey key_of(ConvDirection direction, EpilogueMode mode, const stitch_conv_des
   for (const int64_t* field : {g.in, g.out, g.kernel, g.stride, g.dilation, g.pad})
     for (int i = 0; i < kSpatial; ++i)
       key[next++] = field[i];
-  key[next] = static_cast<int64_t>(mode);
+  key[next++] = static_cast<int64_t>(mode);
+  key[next] = desc.dtype;
   return key;
+}
+
+// cuDNN's type of the descriptor's tensors.
+cudnnDataType_t tensor_type(const stitch_conv_desc& desc) {
+  switch (desc.dtype) {
+  case STITCH_LIBRARY_FLOAT16:
+    return CUDNN_DATA_HALF;
+  case STITCH_LIBRARY_BFLOAT16:
+    return CUDNN_DATA_BFLOAT16;
+  default:
+    return CUDNN_DATA_FLOAT;
+  }
+}
+
+// Whether the convolution may run on tensor cores: the 2-byte types always, float32 as TF32
+// only when allowed.
+bool tensor_ops_allowed(const stitch_conv_desc& desc) {
+  return desc.dtype != STITCH_LIBRARY_FLOAT32 || desc.allow_tf32 != 0;
 }
 
 // cuDNN's view of one convolution: tensors of rank nd = 2 + spatial, with the 1-D case as 2-D.
@@ -153,30 +179,30 @@ bool cudnn_shape(ConvDirection direction, const stitch_conv_desc& desc, const Co
   return true;
 }
 
-int32_t make_tensor(const ErrorSink& sink, cudnnTensorDescriptor_t* tensor,
+int32_t make_tensor(const ErrorSink& sink, cudnnTensorDescriptor_t* tensor, cudnnDataType_t type,
                     const std::vector<int>& dims) {
   std::vector<int> strides(dims.size(), 1);
   for (std::size_t i = dims.size() - 1; i > 0; --i)
     strides[i - 1] = strides[i] * dims[i];
   STITCH_CHECK_CUDNN(sink, cudnnCreateTensorDescriptor, tensor);
-  STITCH_CHECK_CUDNN(sink, cudnnSetTensorNdDescriptor, *tensor, CUDNN_DATA_FLOAT,
-                     static_cast<int>(dims.size()), dims.data(), strides.data());
+  STITCH_CHECK_CUDNN(sink, cudnnSetTensorNdDescriptor, *tensor, type, static_cast<int>(dims.size()),
+                     dims.data(), strides.data());
   return STITCH_OK;
 }
 
 // Whether a heuristic result is one this library may run.
 template <typename Perf>
-bool acceptable(const Perf& perf, uint64_t workspace_bytes, bool allow_tf32) {
+bool acceptable(const Perf& perf, uint64_t workspace_bytes, bool tensor_ops) {
   if (perf.status != CUDNN_STATUS_SUCCESS || perf.memory > workspace_bytes) return false;
   if (perf.determinism != CUDNN_DETERMINISTIC) return false;
-  return allow_tf32 || (perf.mathType != CUDNN_TENSOR_OP_MATH &&
-                        perf.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION);
+  if (perf.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) return false;
+  return tensor_ops || perf.mathType != CUDNN_TENSOR_OP_MATH;
 }
 
 int32_t choose_algorithm(const ErrorSink& sink, cudnnHandle_t handle, ConvDirection direction,
                          EpilogueMode mode, const stitch_conv_desc& desc, uint64_t workspace_bytes,
                          ConvPlan& plan) {
-  const bool allow_tf32 = desc.allow_tf32 != 0;
+  const bool tensor_ops = tensor_ops_allowed(desc);
   int returned = 0;
   plan.fused_epilogue = mode != EpilogueMode::None;
   if (mode == EpilogueMode::Identity) {
@@ -197,7 +223,7 @@ int32_t choose_algorithm(const ErrorSink& sink, cudnnHandle_t handle, ConvDirect
     STITCH_CHECK_CUDNN(sink, cudnnGetConvolutionForwardAlgorithm_v7, handle, plan.x, plan.w,
                        plan.conv, plan.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, results);
     for (int i = 0; i < returned; ++i) {
-      if (!acceptable(results[i], workspace_bytes, allow_tf32)) continue;
+      if (!acceptable(results[i], workspace_bytes, tensor_ops)) continue;
       plan.forward_algo = results[i].algo;
       return STITCH_OK;
     }
@@ -207,7 +233,7 @@ int32_t choose_algorithm(const ErrorSink& sink, cudnnHandle_t handle, ConvDirect
                        plan.conv, plan.y, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned,
                        results);
     for (int i = 0; i < returned; ++i) {
-      if (!acceptable(results[i], workspace_bytes, allow_tf32)) continue;
+      if (!acceptable(results[i], workspace_bytes, tensor_ops)) continue;
       plan.backward_data_algo = results[i].algo;
       return STITCH_OK;
     }
@@ -228,11 +254,12 @@ int32_t build_plan(const ErrorSink& sink, cudnnHandle_t handle, ConvDirection di
   if (!cudnn_shape(direction, desc, g, &shape))
     return sink.fail(STITCH_ERROR_CUDNN,
                      "a tensor exceeds cuDNN's 32-bit sizes in " + describe_conv(direction, desc));
+  const cudnnDataType_t type = tensor_type(desc);
   for (auto [tensor, dims] : {std::pair{&plan.x, &shape.x}, std::pair{&plan.y, &shape.y},
                               std::pair{&plan.bias, &shape.bias}})
-    if (int32_t status = make_tensor(sink, tensor, *dims); status != STITCH_OK) return status;
+    if (int32_t status = make_tensor(sink, tensor, type, *dims); status != STITCH_OK) return status;
   STITCH_CHECK_CUDNN(sink, cudnnCreateFilterDescriptor, &plan.w);
-  STITCH_CHECK_CUDNN(sink, cudnnSetFilterNdDescriptor, plan.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
+  STITCH_CHECK_CUDNN(sink, cudnnSetFilterNdDescriptor, plan.w, type, CUDNN_TENSOR_NCHW,
                      static_cast<int>(shape.w.size()), shape.w.data());
   STITCH_CHECK_CUDNN(sink, cudnnCreateConvolutionDescriptor, &plan.conv);
   STITCH_CHECK_CUDNN(sink, cudnnSetConvolutionNdDescriptor, plan.conv, shape.spatial,
@@ -240,7 +267,7 @@ int32_t build_plan(const ErrorSink& sink, cudnnHandle_t handle, ConvDirection di
                      CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT);
   STITCH_CHECK_CUDNN(sink, cudnnSetConvolutionGroupCount, plan.conv, static_cast<int>(g.groups));
   STITCH_CHECK_CUDNN(sink, cudnnSetConvolutionMathType, plan.conv,
-                     desc.allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH);
+                     tensor_ops_allowed(desc) ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH);
 
   // cuDNN's own shape arithmetic must agree with the descriptor checks: the forward
   // convolution of the larger tensor (X forward, Y transposed) gives the other.
@@ -265,13 +292,13 @@ int32_t build_plan(const ErrorSink& sink, cudnnHandle_t handle, ConvDirection di
 // The fused epilogue of stitch_library_conv_epilogue_on; `active` false for the plain calls.
 struct Epilogue {
   bool active = false;
-  const float* z = nullptr;
+  const void* z = nullptr;
   bool relu = false;
 };
 
 int32_t run_conv(const ErrorSink& sink, ConvDirection direction, const stitch_library_call& where,
-                 const stitch_conv_desc& desc, const float* x, const float* w, const float* bias,
-                 const Epilogue& epilogue, float* y) {
+                 const stitch_conv_desc& desc, const void* x, const void* w, const void* bias,
+                 const Epilogue& epilogue, void* y) {
   stitch_abi_libraries* libraries = where.libraries;
   if (libraries == nullptr || libraries->cudnn == nullptr)
     return sink.fail(STITCH_ERROR_INTERNAL,
@@ -331,8 +358,8 @@ int32_t run_conv(const ErrorSink& sink, ConvDirection direction, const stitch_li
 }
 
 int32_t conv_entry(const char* routine, ConvDirection direction, const stitch_library_call* call,
-                   const stitch_conv_desc* desc, const float* x, const float* w, const float* bias,
-                   const Epilogue& epilogue, float* y, char* error, size_t error_size) {
+                   const stitch_conv_desc* desc, const void* x, const void* w, const void* bias,
+                   const Epilogue& epilogue, void* y, char* error, size_t error_size) {
   const ErrorSink sink(routine, error, error_size);
   return run_guarded(sink, [&]() -> int32_t {
     if (call == nullptr) return sink.fail(STITCH_ERROR_INTERNAL, "null call");
@@ -351,8 +378,8 @@ int32_t conv_entry(const char* routine, ConvDirection direction, const stitch_li
 } // namespace stitch::library::cuda
 
 extern "C" int32_t stitch_library_conv_on(const stitch_library_call* call,
-                                          const stitch_conv_desc* desc, const float* x,
-                                          const float* w, const float* bias, float* y, char* error,
+                                          const stitch_conv_desc* desc, const void* x,
+                                          const void* w, const void* bias, void* y, char* error,
                                           size_t error_size) {
   return stitch::library::cuda::conv_entry("stitch_library_conv",
                                            stitch::library::ConvDirection::Forward, call, desc, x,
@@ -360,18 +387,18 @@ extern "C" int32_t stitch_library_conv_on(const stitch_library_call* call,
 }
 
 extern "C" int32_t stitch_library_conv_epilogue_on(const stitch_library_call* call,
-                                                   const stitch_conv_desc* desc, const float* x,
-                                                   const float* w, const float* bias,
-                                                   const float* z, int32_t relu, float* y,
-                                                   char* error, size_t error_size) {
+                                                   const stitch_conv_desc* desc, const void* x,
+                                                   const void* w, const void* bias, const void* z,
+                                                   int32_t relu, void* y, char* error,
+                                                   size_t error_size) {
   return stitch::library::cuda::conv_entry("stitch_library_conv_epilogue",
                                            stitch::library::ConvDirection::Forward, call, desc, x,
                                            w, bias, {true, z, relu != 0}, y, error, error_size);
 }
 
 extern "C" int32_t stitch_library_conv_transpose_on(const stitch_library_call* call,
-                                                    const stitch_conv_desc* desc, const float* x,
-                                                    const float* w, const float* bias, float* y,
+                                                    const stitch_conv_desc* desc, const void* x,
+                                                    const void* w, const void* bias, void* y,
                                                     char* error, size_t error_size) {
   return stitch::library::cuda::conv_entry("stitch_library_conv_transpose",
                                            stitch::library::ConvDirection::Transposed, call, desc,

@@ -12,11 +12,18 @@
 // convolution; a forward convolution's epilogue then adds the residual Z and applies Relu, each
 // rounded as the separate ops round it. Sums keep host_matmul.h's fixed order and the scatter
 // visits tiles in a fixed order, so both are bitwise repeatable.
+//
+// Element types (host_elements.h): X and W are read as fp32 (float16 and bfloat16 exactly,
+// float32 with allow_tf32 rounded to TF32), the bias and Z as fp32, and every output is
+// computed in fp32 and rounded once to Y's dtype when it is written; the transposed
+// convolution scatters into an fp32 image that is rounded when it is complete.
 #include "descriptor_checks.h"
+#include "host_elements.h"
 #include "host_matmul.h"
 
 #include <algorithm>
 #include <array>
+#include <vector>
 
 namespace stitch::library::host {
 namespace {
@@ -27,13 +34,21 @@ bool inside(int64_t index, int64_t size) {
 }
 
 // Packs the im2col panel of one image and group: row (c, kz, ky, kx), column o (an output
-// position) holds X[c][o * stride - pad + k * dilation], or 0 in the padding.
+// position) holds X[c][o * stride - pad + k * dilation], or 0 in the padding. The group's X
+// starts at element `x_group` of `x`.
 class Im2colPanel {
 public:
-  Im2colPanel(const ConvGeometry& g, const float* x_group, int64_t channels)
-      : g_(g), x_group_(x_group), channels_(channels) {}
+  Im2colPanel(const ConvGeometry& g, const void* x, int64_t x_group, ElementLoad load,
+              int64_t channels)
+      : g_(g), x_(x), x_group_(x_group), load_(load), channels_(channels) {}
 
   void operator()(int64_t col0, int64_t cols, float* panel) const {
+    with_reader(load_, [&](auto reader) { pack(reader, col0, cols, panel); });
+  }
+
+private:
+  template <typename Reader>
+  void pack(Reader reader, int64_t col0, int64_t cols, float* panel) const {
     std::array<int64_t, kPanelColumns> origin_z, origin_y, origin_x;
     for (int64_t j = 0; j < cols; ++j) {
       const int64_t position = col0 + j;
@@ -47,7 +62,7 @@ public:
     const int64_t in_positions = g_.in_positions();
     float* row = panel;
     for (int64_t c = 0; c < channels_; ++c) {
-      const float* channel = x_group_ + c * in_positions;
+      const int64_t channel = x_group_ + c * in_positions;
       for (int64_t kz = 0; kz < g_.kernel[0]; ++kz) {
         for (int64_t ky = 0; ky < g_.kernel[1]; ++ky) {
           for (int64_t kx = 0; kx < g_.kernel[2]; ++kx, row += cols) {
@@ -56,7 +71,7 @@ public:
             for (int64_t j = 0; j < cols; ++j) {
               const int64_t iz = origin_z[j] + dz, iy = origin_y[j] + dy, ix = origin_x[j] + dx;
               row[j] = inside(iz, g_.in[0]) && inside(iy, g_.in[1]) && inside(ix, g_.in[2])
-                           ? channel[(iz * g_.in[1] + iy) * g_.in[2] + ix]
+                           ? reader.read(x_, channel + (iz * g_.in[1] + iy) * g_.in[2] + ix)
                            : 0.0f;
             }
           }
@@ -65,9 +80,10 @@ public:
     }
   }
 
-private:
   const ConvGeometry& g_;
-  const float* x_group_;
+  const void* x_;
+  int64_t x_group_;
+  ElementLoad load_;
   int64_t channels_;
 };
 
@@ -80,41 +96,49 @@ bool is_pointwise(const ConvGeometry& g) {
 // The forward convolution's epilogue after the bias: + Z, then Relu (as stitch_ops.cuh's relu).
 struct Epilogue {
   bool active = false; // stitch_library_conv_epilogue_on
-  const float* z = nullptr;
+  const void* z = nullptr;
   bool relu = false;
 };
 
-void conv_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias,
-                  const Epilogue& epilogue, float* y) {
+// How one call reads and writes its elements.
+struct Elements {
+  int32_t dtype = STITCH_LIBRARY_FLOAT32;      // of every operand
+  ElementLoad operands = ElementLoad::Float32; // X and W
+  ElementLoad values = ElementLoad::Float32;   // bias and Z
+};
+
+void conv_forward(const ConvGeometry& g, const Elements& e, const void* x, const void* w,
+                  const void* bias, const Epilogue& epilogue, void* y) {
   const int64_t group_in = g.in_channels / g.groups, group_out = g.out_channels / g.groups;
   const int64_t inner = group_in * g.kernel_positions();
   const int64_t in_positions = g.in_positions(), out_positions = g.out_positions();
   for (int64_t image = 0; image < g.batch; ++image) {
     for (int64_t group = 0; group < g.groups; ++group) {
-      const float* x_group = x + (image * g.in_channels + group * group_in) * in_positions;
-      const MatrixView w_group{w + group * group_out * inner, inner, false};
+      const int64_t x_group = (image * g.in_channels + group * group_in) * in_positions;
+      const MatrixView w_group{element_at(w, group * group_out * inner, e.dtype), inner, false,
+                               e.operands};
       const int64_t group_offset = (image * g.out_channels + group * group_out) * out_positions;
-      float* y_group = y + group_offset;
-      const float* z_group = epilogue.z != nullptr ? epilogue.z + group_offset : nullptr;
-      const float* bias_group = bias != nullptr ? bias + group * group_out : nullptr;
       auto store = [&](int64_t row, int64_t col0, const float* sums, int64_t cols) {
-        float* destination = y_group + row * out_positions + col0;
-        if (bias_group == nullptr)
-          std::copy(sums, sums + cols, destination);
-        else
+        float results[kPanelColumns];
+        const int64_t at = group_offset + row * out_positions + col0;
+        if (bias == nullptr) {
+          std::copy(sums, sums + cols, results);
+        } else {
+          const float channel_bias = read_element(e.values, bias, group * group_out + row);
           for (int64_t j = 0; j < cols; ++j)
-            destination[j] = sums[j] + bias_group[row];
-        if (z_group != nullptr) {
-          const float* residual = z_group + row * out_positions + col0;
-          for (int64_t j = 0; j < cols; ++j)
-            destination[j] += residual[j];
+            results[j] = sums[j] + channel_bias;
         }
+        if (epilogue.z != nullptr)
+          for (int64_t j = 0; j < cols; ++j)
+            results[j] += read_element(e.values, epilogue.z, at + j);
         if (epilogue.relu)
           for (int64_t j = 0; j < cols; ++j)
-            destination[j] = destination[j] < 0.0f ? 0.0f : destination[j];
+            results[j] = results[j] < 0.0f ? 0.0f : results[j];
+        write_elements(e.dtype, y, at, results, cols);
       };
       if (is_pointwise(g)) {
-        multiply(group_out, out_positions, inner, w_group, MatrixView{x_group, in_positions, false},
+        multiply(group_out, out_positions, inner, w_group,
+                 MatrixView{element_at(x, x_group, e.dtype), in_positions, false, e.operands},
                  store);
         continue;
       }
@@ -123,24 +147,28 @@ void conv_forward(const ConvGeometry& g, const float* x, const float* w, const f
           [&](int64_t row0, int64_t rows, float* block) {
             pack_row_block(w_group, inner, row0, rows, block);
           },
-          Im2colPanel(g, x_group, group_in), store);
+          Im2colPanel(g, x, x_group, e.operands, group_in), store);
     }
   }
 }
 
-void conv_transpose(const ConvGeometry& g, const float* x, const float* w, const float* bias,
-                    float* y) {
+void conv_transpose(const ConvGeometry& g, const Elements& e, const void* x, const void* w,
+                    const void* bias, void* y) {
   const int64_t group_in = g.in_channels / g.groups, group_out = g.out_channels / g.groups;
   const int64_t taps = g.kernel_positions();
   const int64_t in_positions = g.in_positions(), out_positions = g.out_positions();
-  std::fill(y, y + g.batch * g.out_channels * out_positions, 0.0f);
+  // One image's output, accumulated in fp32 and rounded to Y's dtype when complete.
+  std::vector<float> image_out(static_cast<std::size_t>(g.out_channels * out_positions));
   for (int64_t image = 0; image < g.batch; ++image) {
+    std::fill(image_out.begin(), image_out.end(), 0.0f);
     for (int64_t group = 0; group < g.groups; ++group) {
-      const MatrixView x_group{x + (image * g.in_channels + group * group_in) * in_positions,
-                               in_positions, false};
+      const MatrixView x_group{
+          element_at(x, (image * g.in_channels + group * group_in) * in_positions, e.dtype),
+          in_positions, false, e.operands};
       // W_g is [group_in][group_out * taps]; the multiply reads it transposed.
-      const MatrixView w_group_t{w + group * group_in * group_out * taps, group_out * taps, true};
-      float* y_group = y + (image * g.out_channels + group * group_out) * out_positions;
+      const MatrixView w_group_t{element_at(w, group * group_in * group_out * taps, e.dtype),
+                                 group_out * taps, true, e.operands};
+      float* y_group = image_out.data() + group * group_out * out_positions;
       auto scatter = [&](int64_t row, int64_t col0, const float* sums, int64_t cols) {
         const int64_t channel = row / taps, tap = row % taps;
         const int64_t kx = tap % g.kernel[2], ky = tap / g.kernel[2] % g.kernel[1],
@@ -164,20 +192,22 @@ void conv_transpose(const ConvGeometry& g, const float* x, const float* w, const
       };
       multiply(group_out * taps, in_positions, group_in, w_group_t, x_group, scatter);
     }
-  }
-  if (bias == nullptr) return;
-  for (int64_t image = 0; image < g.batch; ++image) {
-    for (int64_t channel = 0; channel < g.out_channels; ++channel) {
-      float* y_channel = y + (image * g.out_channels + channel) * out_positions;
-      for (int64_t o = 0; o < out_positions; ++o)
-        y_channel[o] += bias[channel];
+    if (bias != nullptr) {
+      for (int64_t channel = 0; channel < g.out_channels; ++channel) {
+        const float channel_bias = read_element(e.values, bias, channel);
+        float* y_channel = image_out.data() + channel * out_positions;
+        for (int64_t o = 0; o < out_positions; ++o)
+          y_channel[o] += channel_bias;
+      }
     }
+    write_elements(e.dtype, y, image * g.out_channels * out_positions, image_out.data(),
+                   g.out_channels * out_positions);
   }
 }
 
 int32_t run_conv(const char* routine, ConvDirection direction, const stitch_library_call* call,
-                 const stitch_conv_desc* desc, const float* x, const float* w, const float* bias,
-                 const Epilogue& epilogue, float* y, char* error, size_t error_size) {
+                 const stitch_conv_desc* desc, const void* x, const void* w, const void* bias,
+                 const Epilogue& epilogue, void* y, char* error, size_t error_size) {
   const ErrorSink sink(routine, error, error_size);
   return run_guarded(sink, [&]() -> int32_t {
     if (call == nullptr) return sink.fail(STITCH_ERROR_INTERNAL, "null call");
@@ -189,10 +219,12 @@ int32_t run_conv(const char* routine, ConvDirection direction, const stitch_libr
         return sink.fail(STITCH_ERROR_INTERNAL, problem);
     const ConvGeometry geometry = conv_geometry(*desc);
     if (geometry.batch == 0) return STITCH_OK;
+    const Elements elements{desc->dtype, operand_load(desc->dtype, desc->allow_tf32),
+                            value_load(desc->dtype)};
     if (direction == ConvDirection::Forward)
-      conv_forward(geometry, x, w, bias, epilogue, y);
+      conv_forward(geometry, elements, x, w, bias, epilogue, y);
     else
-      conv_transpose(geometry, x, w, bias, y);
+      conv_transpose(geometry, elements, x, w, bias, y);
     return STITCH_OK;
   });
 }
@@ -201,8 +233,8 @@ int32_t run_conv(const char* routine, ConvDirection direction, const stitch_libr
 } // namespace stitch::library::host
 
 extern "C" int32_t stitch_library_conv_on(const stitch_library_call* call,
-                                          const stitch_conv_desc* desc, const float* x,
-                                          const float* w, const float* bias, float* y, char* error,
+                                          const stitch_conv_desc* desc, const void* x,
+                                          const void* w, const void* bias, void* y, char* error,
                                           size_t error_size) {
   return stitch::library::host::run_conv("stitch_library_conv",
                                          stitch::library::ConvDirection::Forward, call, desc, x, w,
@@ -210,18 +242,18 @@ extern "C" int32_t stitch_library_conv_on(const stitch_library_call* call,
 }
 
 extern "C" int32_t stitch_library_conv_epilogue_on(const stitch_library_call* call,
-                                                   const stitch_conv_desc* desc, const float* x,
-                                                   const float* w, const float* bias,
-                                                   const float* z, int32_t relu, float* y,
-                                                   char* error, size_t error_size) {
+                                                   const stitch_conv_desc* desc, const void* x,
+                                                   const void* w, const void* bias, const void* z,
+                                                   int32_t relu, void* y, char* error,
+                                                   size_t error_size) {
   return stitch::library::host::run_conv("stitch_library_conv_epilogue",
                                          stitch::library::ConvDirection::Forward, call, desc, x, w,
                                          bias, {true, z, relu != 0}, y, error, error_size);
 }
 
 extern "C" int32_t stitch_library_conv_transpose_on(const stitch_library_call* call,
-                                                    const stitch_conv_desc* desc, const float* x,
-                                                    const float* w, const float* bias, float* y,
+                                                    const stitch_conv_desc* desc, const void* x,
+                                                    const void* w, const void* bias, void* y,
                                                     char* error, size_t error_size) {
   return stitch::library::host::run_conv("stitch_library_conv_transpose",
                                          stitch::library::ConvDirection::Transposed, call, desc, x,

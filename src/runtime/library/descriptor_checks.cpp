@@ -48,6 +48,50 @@ bool product_fits(std::initializer_list<int64_t> factors) {
 
 } // namespace
 
+// ---- Element types ----
+
+bool dtype_is_known(int32_t dtype) { return dtype_bytes(dtype) != 0; }
+
+std::size_t dtype_bytes(int32_t dtype) {
+  switch (dtype) {
+  case STITCH_LIBRARY_FLOAT32:
+    return 4;
+  case STITCH_LIBRARY_FLOAT16:
+  case STITCH_LIBRARY_BFLOAT16:
+    return 2;
+  default:
+    return 0;
+  }
+}
+
+std::string dtype_text(int32_t dtype) {
+  switch (dtype) {
+  case STITCH_LIBRARY_FLOAT32:
+    return "float32";
+  case STITCH_LIBRARY_FLOAT16:
+    return "float16";
+  case STITCH_LIBRARY_BFLOAT16:
+    return "bfloat16";
+  default:
+    return "dtype " + str(dtype);
+  }
+}
+
+namespace {
+
+// The dtype rules both descriptors share: a known dtype, and TF32 for float32 alone.
+std::string check_precision(int32_t dtype, int32_t allow_tf32) {
+  if (!dtype_is_known(dtype))
+    return "unknown " + dtype_text(dtype) + " (STITCH_LIBRARY_FLOAT32, _FLOAT16 or _BFLOAT16)";
+  if (allow_tf32 != 0 && allow_tf32 != 1)
+    return "allow_tf32 must be 0 or 1, not " + str(allow_tf32);
+  if (allow_tf32 == 1 && dtype != STITCH_LIBRARY_FLOAT32)
+    return "allow_tf32 is for float32 operands, not " + dtype_text(dtype);
+  return {};
+}
+
+} // namespace
+
 // ---- GEMM ----
 
 bool gemm_is_empty(const stitch_gemm_desc& desc) {
@@ -63,17 +107,17 @@ std::string describe_gemm(const stitch_gemm_desc& desc) {
          " ldd=" + str(desc.ldd) + " batch_count=" + str(desc.batch_count) +
          " strides=" + str(desc.stride_a) + "/" + str(desc.stride_b) + "/" + str(desc.stride_c) +
          "/" + str(desc.stride_d) + " epilogue=" + str(desc.epilogue) +
-         " allow_tf32=" + str(desc.allow_tf32);
+         " allow_tf32=" + str(desc.allow_tf32) + " " + dtype_text(desc.dtype);
 }
 
-std::string check_gemm(const stitch_gemm_desc* desc, const float* a, const float* b, const float* c,
-                       const float* d) {
+std::string check_gemm(const stitch_gemm_desc* desc, const void* a, const void* b, const void* c,
+                       const void* d) {
   if (desc == nullptr) return "null GEMM descriptor";
   const stitch_gemm_desc& g = *desc;
   if (g.trans_a != 0 && g.trans_a != 1) return "trans_a must be 0 or 1, not " + str(g.trans_a);
   if (g.trans_b != 0 && g.trans_b != 1) return "trans_b must be 0 or 1, not " + str(g.trans_b);
-  if (g.allow_tf32 != 0 && g.allow_tf32 != 1)
-    return "allow_tf32 must be 0 or 1, not " + str(g.allow_tf32);
+  if (std::string problem = check_precision(g.dtype, g.allow_tf32); !problem.empty())
+    return problem;
   if (g.epilogue != STITCH_GEMM_EPILOGUE_NONE && g.epilogue != STITCH_GEMM_EPILOGUE_RELU &&
       g.epilogue != STITCH_GEMM_EPILOGUE_GELU_TANH)
     return "unknown epilogue " + str(g.epilogue);
@@ -137,23 +181,23 @@ ConvGeometry conv_geometry(const stitch_conv_desc& desc) {
 std::string describe_conv(ConvDirection direction, const stitch_conv_desc& desc) {
   const int rank = std::clamp(desc.spatial_rank, 0, kSpatial);
   return std::string(direction == ConvDirection::Forward ? "conv" : "conv transpose") + " (" +
-         str(desc.spatial_rank) + "-D, batch " + str(desc.batch) + ", channels " +
-         str(desc.in_channels) + " -> " + str(desc.out_channels) + ", groups " + str(desc.groups) +
-         ", in " + list(desc.in_spatial, rank) + ", out " + list(desc.out_spatial, rank) +
-         ", kernel " + list(desc.kernel, rank) + ", strides " + list(desc.strides, rank) +
-         ", dilations " + list(desc.dilations, rank) + ", pads " + list(desc.pads_begin, rank) +
-         "/" + list(desc.pads_end, rank) + ")";
+         dtype_text(desc.dtype) + ", " + str(desc.spatial_rank) + "-D, batch " + str(desc.batch) +
+         ", channels " + str(desc.in_channels) + " -> " + str(desc.out_channels) + ", groups " +
+         str(desc.groups) + ", in " + list(desc.in_spatial, rank) + ", out " +
+         list(desc.out_spatial, rank) + ", kernel " + list(desc.kernel, rank) + ", strides " +
+         list(desc.strides, rank) + ", dilations " + list(desc.dilations, rank) + ", pads " +
+         list(desc.pads_begin, rank) + "/" + list(desc.pads_end, rank) + ")";
 }
 
-std::string check_conv(ConvDirection direction, const stitch_conv_desc* desc, const float* x,
-                       const float* w, const float* y) {
+std::string check_conv(ConvDirection direction, const stitch_conv_desc* desc, const void* x,
+                       const void* w, const void* y) {
   if (desc == nullptr) return "null convolution descriptor";
   const stitch_conv_desc& c = *desc;
   if (c.spatial_rank < 1 || c.spatial_rank > kSpatial)
     return "spatial_rank must be 1, 2 or 3, not " + str(c.spatial_rank);
   const std::string where = " in " + describe_conv(direction, c);
-  if (c.allow_tf32 != 0 && c.allow_tf32 != 1)
-    return "allow_tf32 must be 0 or 1, not " + str(c.allow_tf32);
+  if (std::string problem = check_precision(c.dtype, c.allow_tf32); !problem.empty())
+    return problem + where;
   if (c.batch < 0) return "negative batch" + where;
   if (c.in_channels < 1 || c.out_channels < 1 || c.groups < 1)
     return "channel counts and groups must be at least 1" + where;
@@ -205,8 +249,8 @@ std::string check_conv(ConvDirection direction, const stitch_conv_desc* desc, co
   return {};
 }
 
-std::string check_conv_epilogue(const stitch_conv_desc& desc, const float* bias, const float* z,
-                                const float* y) {
+std::string check_conv_epilogue(const stitch_conv_desc& desc, const void* bias, const void* z,
+                                const void* y) {
   if (desc.batch == 0) return {};
   if (bias == nullptr)
     return "a convolution with an epilogue needs its bias in " +
@@ -214,8 +258,8 @@ std::string check_conv_epilogue(const stitch_conv_desc& desc, const float* bias,
   if (z == nullptr) return {};
   const ConvGeometry g = conv_geometry(desc);
   const int64_t elements = g.batch * g.out_channels * g.out_positions();
-  const auto begin = [](const float* p) { return reinterpret_cast<uintptr_t>(p); };
-  const uintptr_t bytes = static_cast<uintptr_t>(elements) * sizeof(float);
+  const auto begin = [](const void* p) { return reinterpret_cast<uintptr_t>(p); };
+  const uintptr_t bytes = static_cast<uintptr_t>(elements) * dtype_bytes(desc.dtype);
   if (begin(z) < begin(y) + bytes && begin(y) < begin(z) + bytes)
     return "the residual Z overlaps Y in " + describe_conv(ConvDirection::Forward, desc);
   return {};

@@ -46,11 +46,20 @@ template <typename Body> int32_t run_guarded(const ErrorSink& sink, Body&& body)
   }
 }
 
+// ---- Element types ----
+
+// Whether `dtype` is a stitch_library_dtype.
+bool dtype_is_known(int32_t dtype);
+// Its element size in bytes (4 or 2; 0 for an unknown dtype).
+std::size_t dtype_bytes(int32_t dtype);
+// "float32", "float16", "bfloat16", or "dtype <n>" for an unknown one.
+std::string dtype_text(int32_t dtype);
+
 // ---- GEMM ----
 
 // Empty when the call follows stitch_library.h's rules; otherwise the first rule it breaks.
-std::string check_gemm(const stitch_gemm_desc* desc, const float* a, const float* b, const float* c,
-                       const float* d);
+std::string check_gemm(const stitch_gemm_desc* desc, const void* a, const void* b, const void* c,
+                       const void* d);
 // Whether a valid call has nothing to do (m, n or batch_count is 0).
 bool gemm_is_empty(const stitch_gemm_desc& desc);
 // Whether C is read (beta != 0).
@@ -84,12 +93,12 @@ struct ConvGeometry {
   int64_t kernel_positions() const { return kernel[0] * kernel[1] * kernel[2]; }
 };
 
-std::string check_conv(ConvDirection direction, const stitch_conv_desc* desc, const float* x,
-                       const float* w, const float* y);
+std::string check_conv(ConvDirection direction, const stitch_conv_desc* desc, const void* x,
+                       const void* w, const void* y);
 // A forward convolution's epilogue (stitch_library_conv_epilogue_on): a bias, and a residual Z
 // that is null or Y's shape not overlapping Y. Call after check_conv accepted `desc`.
-std::string check_conv_epilogue(const stitch_conv_desc& desc, const float* bias, const float* z,
-                                const float* y);
+std::string check_conv_epilogue(const stitch_conv_desc& desc, const void* bias, const void* z,
+                                const void* y);
 ConvGeometry conv_geometry(const stitch_conv_desc& desc);
 // "conv 2-D x [1, 3, 8, 8] ..." for messages.
 std::string describe_conv(ConvDirection direction, const stitch_conv_desc& desc);

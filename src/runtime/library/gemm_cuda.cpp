@@ -14,8 +14,12 @@
 // a model's repeated calls do one map lookup and one cublasLtMatmul. Only the bias pointer is
 // set per call.
 //
-// Precision: CUBLAS_COMPUTE_32F (fp32 products and accumulation) unless allow_tf32, then
-// CUBLAS_COMPUTE_32F_FAST_TF32.
+// Element types: every matrix and the bias are the descriptor's dtype (CUDA_R_32F, CUDA_R_16F or
+// CUDA_R_16BF; the bias type is set to it explicitly, as cuBLASLt's default would), alpha and
+// beta fp32 (CUBLASLT_MATMUL_DESC_SCALE_TYPE CUDA_R_32F). Precision: CUBLAS_COMPUTE_32F (fp32
+// accumulation; float16 and bfloat16 on tensor cores, whose products of them are exact) unless
+// allow_tf32 (float32 only), then CUBLAS_COMPUTE_32F_FAST_TF32. The bias, ReLU and GELU
+// epilogues are cuBLASLt's for all three types with this compute type.
 #include "cuda_checks.h"
 
 #include <array>
@@ -29,7 +33,7 @@ namespace stitch::library::cuda {
 namespace {
 
 // What the cuBLASLt objects of one GEMM shape and alignment are cached under.
-using GemmKey = std::array<int64_t, 24>;
+using GemmKey = std::array<int64_t, 25>;
 
 struct GemmPlan {
   cublasLtMatmulDesc_t operation = nullptr;
@@ -73,26 +77,40 @@ namespace {
 // One GEMM call with its operands resolved: C is D (with D's layout) when beta == 0.
 struct GemmCall {
   const stitch_gemm_desc& desc;
-  const float* a;
-  const float* b;
-  const float* c;
-  const float* bias;
-  float* d;
+  const void* a;
+  const void* b;
+  const void* c;
+  const void* bias;
+  void* d;
   int64_t ldc;
   int64_t stride_c;
 };
 
 // The largest power of two (at most 256, cuBLASLt's default expectation) dividing the address
-// of every batch's matrix.
-int64_t alignment_of(const void* pointer, int64_t batch_stride, int64_t batch_count) {
+// of every batch's matrix of `element_bytes` elements.
+int64_t alignment_of(const void* pointer, int64_t batch_stride, int64_t batch_count,
+                     std::size_t element_bytes) {
   uint64_t bits = reinterpret_cast<uintptr_t>(pointer) | 256u;
   if (batch_count > 1 && batch_stride != 0)
-    bits |= static_cast<uint64_t>(batch_stride) * sizeof(float);
+    bits |= static_cast<uint64_t>(batch_stride) * element_bytes;
   return static_cast<int64_t>(bits & (~bits + 1));
+}
+
+// cuBLASLt's type of the descriptor's matrices.
+cudaDataType_t matrix_type(const stitch_gemm_desc& desc) {
+  switch (desc.dtype) {
+  case STITCH_LIBRARY_FLOAT16:
+    return CUDA_R_16F;
+  case STITCH_LIBRARY_BFLOAT16:
+    return CUDA_R_16BF;
+  default:
+    return CUDA_R_32F;
+  }
 }
 
 GemmKey key_of(const GemmCall& call, uint64_t workspace_bytes) {
   const stitch_gemm_desc& g = call.desc;
+  const std::size_t bytes = dtype_bytes(g.dtype);
   return GemmKey{g.m,
                  g.n,
                  g.k,
@@ -109,13 +127,14 @@ GemmKey key_of(const GemmCall& call, uint64_t workspace_bytes) {
                  g.stride_d,
                  g.epilogue,
                  g.allow_tf32,
+                 g.dtype,
                  call.bias != nullptr,
                  call.c == call.d,
-                 alignment_of(call.a, g.stride_a, g.batch_count),
-                 alignment_of(call.b, g.stride_b, g.batch_count),
-                 alignment_of(call.c, call.stride_c, g.batch_count),
-                 alignment_of(call.d, g.stride_d, g.batch_count),
-                 call.bias != nullptr ? alignment_of(call.bias, 0, 1) : 0,
+                 alignment_of(call.a, g.stride_a, g.batch_count, bytes),
+                 alignment_of(call.b, g.stride_b, g.batch_count, bytes),
+                 alignment_of(call.c, call.stride_c, g.batch_count, bytes),
+                 alignment_of(call.d, g.stride_d, g.batch_count, bytes),
+                 call.bias != nullptr ? alignment_of(call.bias, 0, 1, bytes) : 0,
                  static_cast<int64_t>(workspace_bytes)};
 }
 
@@ -130,11 +149,12 @@ cublasLtEpilogue_t epilogue_of(const stitch_gemm_desc& desc, bool has_bias) {
   }
 }
 
-// A column-major rows x cols fp32 layout with leading dimension ld, batched when batch > 1.
-int32_t make_layout(const ErrorSink& sink, cublasLtMatrixLayout_t* layout, int64_t rows,
-                    int64_t cols, int64_t ld, int64_t batch_count, int64_t batch_stride) {
-  STITCH_CHECK_CUBLASLT(sink, cublasLtMatrixLayoutCreate, layout, CUDA_R_32F,
-                        static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld);
+// A column-major rows x cols layout of `type` with leading dimension ld, batched when batch > 1.
+int32_t make_layout(const ErrorSink& sink, cublasLtMatrixLayout_t* layout, cudaDataType_t type,
+                    int64_t rows, int64_t cols, int64_t ld, int64_t batch_count,
+                    int64_t batch_stride) {
+  STITCH_CHECK_CUBLASLT(sink, cublasLtMatrixLayoutCreate, layout, type, static_cast<uint64_t>(rows),
+                        static_cast<uint64_t>(cols), ld);
   if (batch_count == 1) return STITCH_OK;
   const int32_t count = static_cast<int32_t>(batch_count);
   STITCH_CHECK_CUBLASLT(sink, cublasLtMatrixLayoutSetAttribute, *layout,
@@ -161,6 +181,8 @@ int32_t build_plan(const ErrorSink& sink, cublasLtHandle_t handle, const GemmCal
   const bool c_is_d = call.c == call.d;
   const cublasComputeType_t compute =
       g.allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const cudaDataType_t type = matrix_type(g);
+  const std::size_t bytes = dtype_bytes(g.dtype);
   STITCH_CHECK_CUBLASLT(sink, cublasLtMatmulDescCreate, &plan.operation, compute, CUDA_R_32F);
   const cublasOperation_t transa = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t transb = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -175,23 +197,26 @@ int32_t build_plan(const ErrorSink& sink, cublasLtHandle_t handle, const GemmCal
     // The heuristic reads the bias pointer's alignment from here.
     STITCH_CHECK_CUBLASLT(sink, cublasLtMatmulDescSetAttribute, plan.operation,
                           CUBLASLT_MATMUL_DESC_BIAS_POINTER, &call.bias, sizeof(call.bias));
+    const int32_t bias_type = type;
+    STITCH_CHECK_CUBLASLT(sink, cublasLtMatmulDescSetAttribute, plan.operation,
+                          CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type));
   }
 
-  if (int32_t status = make_layout(sink, &plan.layout_a, g.trans_b ? g.k : g.n,
+  if (int32_t status = make_layout(sink, &plan.layout_a, type, g.trans_b ? g.k : g.n,
                                    g.trans_b ? g.n : g.k, g.ldb, g.batch_count, g.stride_b);
       status != STITCH_OK)
     return status;
-  if (int32_t status = make_layout(sink, &plan.layout_b, g.trans_a ? g.m : g.k,
+  if (int32_t status = make_layout(sink, &plan.layout_b, type, g.trans_a ? g.m : g.k,
                                    g.trans_a ? g.k : g.m, g.lda, g.batch_count, g.stride_a);
       status != STITCH_OK)
     return status;
   if (int32_t status =
-          make_layout(sink, &plan.layout_d, g.n, g.m, g.ldd, g.batch_count, g.stride_d);
+          make_layout(sink, &plan.layout_d, type, g.n, g.m, g.ldd, g.batch_count, g.stride_d);
       status != STITCH_OK)
     return status;
   if (!c_is_d) {
-    if (int32_t status =
-            make_layout(sink, &plan.layout_c, g.n, g.m, call.ldc, g.batch_count, call.stride_c);
+    if (int32_t status = make_layout(sink, &plan.layout_c, type, g.n, g.m, call.ldc, g.batch_count,
+                                     call.stride_c);
         status != STITCH_OK)
       return status;
   }
@@ -204,11 +229,14 @@ int32_t build_plan(const ErrorSink& sink, cublasLtHandle_t handle, const GemmCal
                         CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
                         sizeof(workspace_bytes));
   const std::pair<cublasLtMatmulPreferenceAttributes_t, int64_t> alignments[] = {
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment_of(call.b, g.stride_b, g.batch_count)},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment_of(call.a, g.stride_a, g.batch_count)},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+       alignment_of(call.b, g.stride_b, g.batch_count, bytes)},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+       alignment_of(call.a, g.stride_a, g.batch_count, bytes)},
       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-       alignment_of(call.c, call.stride_c, g.batch_count)},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment_of(call.d, g.stride_d, g.batch_count)},
+       alignment_of(call.c, call.stride_c, g.batch_count, bytes)},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+       alignment_of(call.d, g.stride_d, g.batch_count, bytes)},
   };
   for (const auto& [attribute, alignment] : alignments)
     if (int32_t status = set_min_alignment(sink, preference.get(), attribute, alignment);
@@ -268,9 +296,9 @@ int32_t run_gemm(const ErrorSink& sink, const stitch_library_call& where, const 
 } // namespace stitch::library::cuda
 
 extern "C" int32_t stitch_library_gemm_on(const stitch_library_call* call,
-                                          const stitch_gemm_desc* desc, const float* a,
-                                          const float* b, const float* c, const float* bias,
-                                          float* d, char* error, size_t error_size) {
+                                          const stitch_gemm_desc* desc, const void* a,
+                                          const void* b, const void* c, const void* bias, void* d,
+                                          char* error, size_t error_size) {
   using namespace stitch::library;
   const ErrorSink sink("stitch_library_gemm", error, error_size);
   return run_guarded(sink, [&]() -> int32_t {

@@ -7,37 +7,41 @@
 namespace stitch::library::host {
 
 void pack_panel(const MatrixView& x, int64_t k, int64_t col0, int64_t cols, float* panel) {
-  for (int64_t p = 0; p < k; ++p) {
-    float* destination = panel + p * cols;
-    if (!x.transposed) {
-      const float* source = x.data + p * x.ld + col0;
-      std::copy(source, source + cols, destination);
-    } else {
-      const float* source = x.data + col0 * x.ld + p;
-      for (int64_t j = 0; j < cols; ++j)
-        destination[j] = source[j * x.ld];
+  with_reader(x.load, [&](auto reader) {
+    for (int64_t p = 0; p < k; ++p) {
+      float* destination = panel + p * cols;
+      if (!x.transposed) {
+        const int64_t source = p * x.ld + col0;
+        for (int64_t j = 0; j < cols; ++j)
+          destination[j] = reader.read(x.data, source + j);
+      } else {
+        const int64_t source = col0 * x.ld + p;
+        for (int64_t j = 0; j < cols; ++j)
+          destination[j] = reader.read(x.data, source + j * x.ld);
+      }
     }
-  }
+  });
 }
 
 void pack_row_block(const MatrixView& x, int64_t k, int64_t row0, int64_t rows, float* block) {
-  for (int64_t i = 0; i < kRowBlock; ++i) {
-    if (i >= rows) {
-      for (int64_t p = 0; p < k; ++p)
-        block[p * kRowBlock + i] = 0.0f;
-      continue;
+  with_reader(x.load, [&](auto reader) {
+    for (int64_t i = 0; i < kRowBlock; ++i) {
+      if (i >= rows) {
+        for (int64_t p = 0; p < k; ++p)
+          block[p * kRowBlock + i] = 0.0f;
+        continue;
+      }
+      const int64_t row = row0 + i;
+      if (!x.transposed) {
+        const int64_t source = row * x.ld;
+        for (int64_t p = 0; p < k; ++p)
+          block[p * kRowBlock + i] = reader.read(x.data, source + p);
+      } else {
+        for (int64_t p = 0; p < k; ++p)
+          block[p * kRowBlock + i] = reader.read(x.data, row + p * x.ld);
+      }
     }
-    const int64_t row = row0 + i;
-    if (!x.transposed) {
-      const float* source = x.data + row * x.ld;
-      for (int64_t p = 0; p < k; ++p)
-        block[p * kRowBlock + i] = source[p];
-    } else {
-      const float* source = x.data + row;
-      for (int64_t p = 0; p < k; ++p)
-        block[p * kRowBlock + i] = source[p * x.ld];
-    }
-  }
+  });
 }
 
 void multiply_tile(int64_t k, int64_t cols, const float* __restrict block,

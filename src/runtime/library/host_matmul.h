@@ -10,7 +10,13 @@
 // kRowBlock rows at a time (k-major, so one k's values are adjacent), and the inner loop updates
 // a kRowBlock x cols tile of sums from one row of the panel, which the compiler vectorizes.
 // A 128 x 768 x 768 GEMM takes tens of milliseconds at -O2 on one core.
+//
+// Element types: packing reads each operand through its ElementLoad (host_elements.h), so the
+// panels, the tile and every sum are fp32 whatever the operands' dtype (and TF32-rounded
+// operands for allow_tf32); the callers round the results to the output's dtype.
 #pragma once
+
+#include "host_elements.h"
 
 #include <algorithm>
 #include <cstddef>
@@ -22,11 +28,12 @@ inline constexpr int64_t kRowBlock = 4;
 inline constexpr int64_t kPanelColumns = 128;
 
 // A row-major matrix read as op(X): element (r, c) is data[r * ld + c], or data[c * ld + r]
-// when `transposed`.
+// when `transposed`, each read as `load` says.
 struct MatrixView {
-  const float* data;
+  const void* data;
   int64_t ld;
   bool transposed;
+  ElementLoad load = ElementLoad::Float32;
 };
 
 // Packs op(X) rows [0, k), columns [col0, col0 + cols) into panel[p * cols + j].

@@ -79,6 +79,24 @@ void stitch_libraries_destroy(struct stitch_abi_libraries* libraries);
 // STITCH_LIBRARY_HOST_WORKSPACE_BYTES.
 uint64_t stitch_library_workspace_bytes(void);
 
+// ---- Element types --------------------------------------------------------------------------
+//
+// Every float operand of one call has the descriptor's `dtype` (ONNX's MatMul, Gemm, Conv and
+// ConvTranspose take one float type for all their inputs and output, and the epilogue's adds
+// keep it). float16 and bfloat16 elements are the 2-byte storage of device/stitch_half.cuh
+// (stitch::float16, stitch::bfloat16: IEEE binary16 and the top half of a float32); the operand
+// pointers are untyped, so generated code passes its typed pointers as they are.
+//
+// Precision of the 2-byte types: products of two float16 (bfloat16) values are exact in fp32,
+// and they are summed in fp32 (cuBLASLt CUBLAS_COMPUTE_32F, cuDNN's float compute type, the
+// host's fp32 accumulator); alpha, beta, bias and the epilogue are applied in fp32 and each
+// output is rounded once to the storage type (round to nearest even).
+typedef enum stitch_library_dtype {
+  STITCH_LIBRARY_FLOAT32 = 0, // 0, so that a zeroed descriptor is a float32 one
+  STITCH_LIBRARY_FLOAT16 = 1,
+  STITCH_LIBRARY_BFLOAT16 = 2
+} stitch_library_dtype;
+
 // Where one library call runs.
 typedef struct stitch_library_call {
   cudaStream_t stream;
@@ -91,17 +109,21 @@ typedef struct stitch_library_call {
 //
 //   D[b] = act(alpha * op(A[b]) @ op(B[b]) + beta * C[b] + bias)     for b in [0, batch_count)
 //
-// float32 operands, row-major, with leading dimensions (elements between rows): op(A) is m x k,
-// op(B) is k x n, C and D are m x n. X[b] starts `stride_x * b` elements after X; a stride of 0
-// broadcasts that operand to every batch (A, B or C; D's stride must separate the batches).
-// bias (optional, length n, shared by all batches) is added to every row. C may be null when
-// beta == 0 and is then not read; C may be D itself (ldc == ldd and stride_c == stride_d), or
+// Operands of the descriptor's dtype, row-major, with leading dimensions (elements between rows):
+// op(A) is m x k, op(B) is k x n, C and D are m x n. X[b] starts `stride_x * b` elements after X; a
+// stride of 0 broadcasts that operand to every batch (A, B or C; D's stride must separate the
+// batches). bias (optional, length n, shared by all batches) is added to every row. C may be null
+// when beta == 0 and is then not read; C may be D itself (ldc == ldd and stride_c == stride_d), or
 // must not overlap it. D must not overlap A, B or bias. m, n or batch_count of 0 is an empty
 // call; k must be >= 1.
 //
-// Precision: fp32 accumulation. TF32 tensor cores are off unless allow_tf32 is set, because
-// ONNX's float MatMul is defined in fp32 and TF32's 10-bit mantissa changes results by ~1e-3
-// relative, far beyond what the host target and ONNX's test data agree to.
+// Precision: fp32 accumulation. For float32, TF32 tensor cores are off unless allow_tf32 is set
+// (stitchc --precision tf32), because ONNX's float MatMul is defined in fp32 and TF32's 10-bit
+// mantissa changes results by ~1e-3 relative, far beyond what the host target and ONNX's test
+// data agree to. With allow_tf32 the host target rounds every element of A and B to TF32 (10
+// mantissa bits, round to nearest even, as CUTLASS's float-to-tfloat32 conversion does) before
+// the same fp32 accumulation, so its results carry TF32's error too. allow_tf32 is for float32
+// only: the 2-byte types' products are exact in fp32 already.
 //
 // The epilogue is applied after bias. GELU is the tanh approximation
 // 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))) that cuBLASLt's GELU epilogue computes, so only an
@@ -122,7 +144,8 @@ typedef struct stitch_gemm_desc {
   int64_t stride_a, stride_b, stride_c, stride_d; // elements between batches
   float alpha, beta;
   int32_t epilogue;   // stitch_gemm_epilogue
-  int32_t allow_tf32; // 0 (default): exact fp32 products
+  int32_t allow_tf32; // 0 (default): exact fp32 products; 1: TF32 products (float32 only)
+  int32_t dtype;      // stitch_library_dtype of A, B, C, D and bias
 } stitch_gemm_desc;
 
 // A single (batch_count 1), untransposed, packed GEMM with alpha 1, beta 0, no epilogue.
@@ -146,17 +169,19 @@ static inline stitch_gemm_desc stitch_gemm_desc_packed(int64_t m, int64_t n, int
   desc.beta = 0.0f;
   desc.epilogue = STITCH_GEMM_EPILOGUE_NONE;
   desc.allow_tf32 = 0;
+  desc.dtype = STITCH_LIBRARY_FLOAT32;
   return desc;
 }
 
 int32_t stitch_library_gemm_on(const stitch_library_call* call, const stitch_gemm_desc* desc,
-                               const float* a, const float* b, const float* c, const float* bias,
-                               float* d, char* error, size_t error_size);
+                               const void* a, const void* b, const void* c, const void* bias,
+                               void* d, char* error, size_t error_size);
 
 // ---- Convolution ----------------------------------------------------------------------------
 //
-// float32, NC + spatial layout (NCW, NCHW, NCDHW), 1 to 3 spatial dims, cross-correlation as in
-// ONNX. `in_*` describe the op's input X, `out_*` its output Y, whichever way the op runs.
+// X, W, bias, Z and Y of the descriptor's dtype, NC + spatial layout (NCW, NCHW, NCDHW), 1 to 3
+// spatial dims, cross-correlation as in ONNX. `in_*` describe the op's input X, `out_*` its
+// output Y, whichever way the op runs.
 //
 // Forward (ONNX Conv):  X [batch, in_channels, in_spatial], W [out_channels,
 //   in_channels / groups, kernel], Y [batch, out_channels, out_spatial] with
@@ -170,12 +195,19 @@ int32_t stitch_library_gemm_on(const stitch_library_call* call, const stitch_gem
 // an asymmetric Conv, and compute an asymmetric ConvTranspose with the smaller pad into a larger
 // output and crop. Y is overwritten, then bias (optional, one value per output channel) is
 // added. X, W and Y must not overlap. Entries past spatial_rank in the arrays are ignored.
+//
+// Precision of the 2-byte types: the host target computes the sum, the bias and the epilogue in
+// fp32 and rounds Y once. cuDNN (PSEUDO_HALF / PSEUDO_BFLOAT16 configurations: float compute
+// type, tensor cores allowed, whose float16 and bfloat16 products are exact) rounds Y once in
+// the fused epilogue call, but after the convolution and again after each separate add
+// (cudnnAddTensor of the bias, the epilogue's fallback), which may move an output by one more
+// unit in the last place.
 
 #define STITCH_CONV_MAX_SPATIAL 3
 
 typedef struct stitch_conv_desc {
   int32_t spatial_rank; // 1, 2 or 3
-  int32_t allow_tf32;   // 0 (default): exact fp32 products (see GEMM above)
+  int32_t allow_tf32;   // 0 (default): exact fp32 products; 1: TF32 (float32 only, see GEMM)
   int64_t batch;        // 0 is an empty call
   int64_t in_channels;
   int64_t out_channels;
@@ -187,15 +219,15 @@ typedef struct stitch_conv_desc {
   int64_t dilations[STITCH_CONV_MAX_SPATIAL];
   int64_t pads_begin[STITCH_CONV_MAX_SPATIAL];
   int64_t pads_end[STITCH_CONV_MAX_SPATIAL]; // must equal pads_begin
+  int32_t dtype;                             // stitch_library_dtype of X, W, bias, Z and Y
 } stitch_conv_desc;
 
 int32_t stitch_library_conv_on(const stitch_library_call* call, const stitch_conv_desc* desc,
-                               const float* x, const float* w, const float* bias, float* y,
-                               char* error, size_t error_size);
+                               const void* x, const void* w, const void* bias, void* y, char* error,
+                               size_t error_size);
 int32_t stitch_library_conv_transpose_on(const stitch_library_call* call,
-                                         const stitch_conv_desc* desc, const float* x,
-                                         const float* w, const float* bias, float* y, char* error,
-                                         size_t error_size);
+                                         const stitch_conv_desc* desc, const void* x, const void* w,
+                                         const void* bias, void* y, char* error, size_t error_size);
 
 // Forward with an epilogue: Y = act(conv(X, W) + bias + Z). The bias is required; Z (optional)
 // is a residual of Y's shape that must not overlap Y; act is max(0, .) (NaN passing through)
@@ -205,9 +237,9 @@ int32_t stitch_library_conv_transpose_on(const stitch_library_call* call,
 // the convolution, the two adds and the activation as separate calls, in that order. The host
 // target adds the bias, then Z, then applies act, rounding after each as the separate ops do.
 int32_t stitch_library_conv_epilogue_on(const stitch_library_call* call,
-                                        const stitch_conv_desc* desc, const float* x,
-                                        const float* w, const float* bias, const float* z,
-                                        int32_t relu, float* y, char* error, size_t error_size);
+                                        const stitch_conv_desc* desc, const void* x, const void* w,
+                                        const void* bias, const void* z, int32_t relu, void* y,
+                                        char* error, size_t error_size);
 
 // ---- The entry points of generated code -----------------------------------------------------
 
@@ -223,33 +255,33 @@ static inline stitch_library_call stitch_library_call_of(const struct stitch_abi
 }
 
 static inline int32_t stitch_library_gemm(const struct stitch_abi_buffers* buffers,
-                                          const stitch_gemm_desc* desc, const float* a,
-                                          const float* b, const float* c, const float* bias,
-                                          float* d, char* error, size_t error_size) {
+                                          const stitch_gemm_desc* desc, const void* a,
+                                          const void* b, const void* c, const void* bias, void* d,
+                                          char* error, size_t error_size) {
   const stitch_library_call call = stitch_library_call_of(buffers);
   return stitch_library_gemm_on(&call, desc, a, b, c, bias, d, error, error_size);
 }
 
 static inline int32_t stitch_library_conv(const struct stitch_abi_buffers* buffers,
-                                          const stitch_conv_desc* desc, const float* x,
-                                          const float* w, const float* bias, float* y, char* error,
+                                          const stitch_conv_desc* desc, const void* x,
+                                          const void* w, const void* bias, void* y, char* error,
                                           size_t error_size) {
   const stitch_library_call call = stitch_library_call_of(buffers);
   return stitch_library_conv_on(&call, desc, x, w, bias, y, error, error_size);
 }
 
 static inline int32_t stitch_library_conv_epilogue(const struct stitch_abi_buffers* buffers,
-                                                   const stitch_conv_desc* desc, const float* x,
-                                                   const float* w, const float* bias,
-                                                   const float* z, int32_t relu, float* y,
-                                                   char* error, size_t error_size) {
+                                                   const stitch_conv_desc* desc, const void* x,
+                                                   const void* w, const void* bias, const void* z,
+                                                   int32_t relu, void* y, char* error,
+                                                   size_t error_size) {
   const stitch_library_call call = stitch_library_call_of(buffers);
   return stitch_library_conv_epilogue_on(&call, desc, x, w, bias, z, relu, y, error, error_size);
 }
 
 static inline int32_t stitch_library_conv_transpose(const struct stitch_abi_buffers* buffers,
-                                                    const stitch_conv_desc* desc, const float* x,
-                                                    const float* w, const float* bias, float* y,
+                                                    const stitch_conv_desc* desc, const void* x,
+                                                    const void* w, const void* bias, void* y,
                                                     char* error, size_t error_size) {
   const stitch_library_call call = stitch_library_call_of(buffers);
   return stitch_library_conv_transpose_on(&call, desc, x, w, bias, y, error, error_size);
