@@ -46,8 +46,8 @@ std::string describe_tensor(const Graph& g, TensorId t) {
 
 std::string constant_literal(const Tensor& t) {
   // The one element, exactly (a float16 or bfloat16 value is a float; kernels compute in float).
-  return float_literal(constant_as_double(t).at(0), t.dtype == DType::Float64 ? DType::Float64
-                                                                               : DType::Float32);
+  return float_literal(constant_as_double(t).at(0),
+                       t.dtype == DType::Float64 ? DType::Float64 : DType::Float32);
 }
 
 } // namespace

@@ -2,8 +2,8 @@
 // (kernel_movement.h). The ops themselves are in kernel_movement_*.cpp.
 #include "emitter/kernel_movement.h"
 
-#include "graph/constant.h"
 #include "emitter/row_kernel.h"
+#include "graph/constant.h"
 
 #include <algorithm>
 #include <cmath>
@@ -240,9 +240,10 @@ std::string typed_literal(DType dtype, double value, const GroupEmitContext& ctx
   // A float32 value is rounded to float first, so the literal is the value the kernel holds; a
   // float16 or bfloat16 one is an element of its storage type (movement kernels copy those).
   if (dtype == DType::Float16)
-    return fmt::format("stitch::float16({})",
-                       stitch::float_literal(half_to_float(float_to_half(static_cast<float>(value))),
-                                             DType::Float32));
+    return fmt::format(
+        "stitch::float16({})",
+        stitch::float_literal(half_to_float(float_to_half(static_cast<float>(value))),
+                              DType::Float32));
   if (dtype == DType::BFloat16)
     return fmt::format(
         "stitch::bfloat16({})",

@@ -204,8 +204,8 @@ bool emit_pointwise(const GroupEmitContext& ctx, CodeWriter& out) {
   std::vector<std::string> params;
   for (size_t k = 0; k < operands.size(); ++k)
     if (operands[k] != kNoTensor)
-      params.push_back(
-          fmt::format("const {}* __restrict__ in{}", storage_ctype(g.tensor(operands[k]).dtype, ctx), k));
+      params.push_back(fmt::format("const {}* __restrict__ in{}",
+                                   storage_ctype(g.tensor(operands[k]).dtype, ctx), k));
   params.push_back(fmt::format("{}* __restrict__ out", storage_ctype(result.dtype, ctx)));
   out.comment(describe_node(g, node));
   out.open(fmt::format("__global__ void __launch_bounds__({}) {}({})", ctx.group().launch.block[0],

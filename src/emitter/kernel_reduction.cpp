@@ -16,6 +16,7 @@ namespace {
 // The kernel's opening comment and signature; the element types of x and y.
 struct KernelIo {
   std::string in_type, out_type, acc_type;
+  std::string in_storage; // x's element in memory (stitch::float16 where in_type is float)
 };
 
 KernelIo open_kernel(const GroupEmitContext& ctx, CodeWriter& out, const LineLoop& loop,
@@ -25,13 +26,14 @@ KernelIo open_kernel(const GroupEmitContext& ctx, CodeWriter& out, const LineLoo
   io.in_type = ctype(ctx.tensor(node.inputs[0]).dtype, ctx);
   io.out_type = ctype(ctx.tensor(node.outputs[0]).dtype, ctx);
   io.acc_type = accumulator_type(ctx.tensor(node.inputs[0]).dtype);
+  io.in_storage = storage_ctype(ctx.tensor(node.inputs[0]).dtype, ctx);
   out.comment(describe_node(ctx.graph(), node));
   out.comment(loop.describe() + "." + note);
-  out.open(kernel_head(ctx, kernel,
-                       {fmt::format("const {}* __restrict__ x",
-                                    storage_ctype(ctx.tensor(node.inputs[0]).dtype, ctx)),
-                        fmt::format("{}* __restrict__ y",
-                                    storage_ctype(ctx.tensor(node.outputs[0]).dtype, ctx))}));
+  out.open(kernel_head(
+      ctx, kernel,
+      {fmt::format("const {}* __restrict__ x",
+                   storage_ctype(ctx.tensor(node.inputs[0]).dtype, ctx)),
+       fmt::format("{}* __restrict__ y", storage_ctype(ctx.tensor(node.outputs[0]).dtype, ctx))}));
   return io;
 }
 
@@ -40,7 +42,7 @@ std::string load_element(const LineLoop& loop, const KernelIo& io, const std::st
   std::string offset = loop.element_offset(k);
   std::string index = offset == "0" ? "base" : "base + " + offset;
   std::string value = fmt::format("x[{}]", index);
-  return io.in_type == io.acc_type ? value : fmt::format("{}({})", io.acc_type, value);
+  return io.in_storage == io.acc_type ? value : fmt::format("{}({})", io.acc_type, value);
 }
 
 void emit_reduce_kernel(const GroupEmitContext& ctx, CodeWriter& out, const LineLoop& loop,
@@ -146,7 +148,7 @@ void emit_cumsum_kernel(const GroupEmitContext& ctx, CodeWriter& out, const Line
     std::string offset = loop.element_offset();
     out.linef("const int64_t i = {};", offset == "0" ? "base" : "base + " + offset);
     out.linef("const {} v = {};", io.acc_type,
-              io.in_type == io.acc_type ? "x[i]" : fmt::format("{}(x[i])", io.acc_type));
+              io.in_storage == io.acc_type ? "x[i]" : fmt::format("{}(x[i])", io.acc_type));
     if (exclusive) out.linef("y[i] = {};", convert("sum", io.acc_type, io.out_type));
     out.line("sum += v;");
     if (!exclusive) out.linef("y[i] = {};", convert("sum", io.acc_type, io.out_type));

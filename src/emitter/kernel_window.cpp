@@ -110,11 +110,10 @@ void emit_average_pool(const GroupEmitContext& ctx, CodeWriter& out, const Windo
   const bool include_pad = attrs.attr_flag("count_include_pad", false);
   const std::string kernel = ctx.kernel_name();
 
-  emit_kernel_head(
-      ctx, out, kernel,
-      {fmt::format("const {}* __restrict__ x", storage),
-       fmt::format("{}* __restrict__ y", storage)},
-      y.elements());
+  emit_kernel_head(ctx, out, kernel,
+                   {fmt::format("const {}* __restrict__ x", storage),
+                    fmt::format("{}* __restrict__ y", storage)},
+                   y.elements());
   emit_output_coordinates(out, w, storage);
   emit_average_pool_count(out, w, include_pad);
   out.linef("{} sum = 0;", type);

@@ -37,8 +37,7 @@ Shape padded_to(const Shape& s, const Shape& to) {
 }
 
 bool is_scalar_float_literal(const Tensor& t) {
-  return t.is_constant() && t.elements() == 1 &&
-         dtype_is_float(t.dtype) && t.view_of == kNoTensor;
+  return t.is_constant() && t.elements() == 1 && dtype_is_float(t.dtype) && t.view_of == kNoTensor;
 }
 
 std::vector<TensorId> present_operands(const Node& node) {

@@ -104,7 +104,10 @@ public:
   static constexpr int64_t kMaxElements = 2048;
   static constexpr double kMaxBound = 1e4;
 
-  RandomModelWriter(uint32_t seed, ModelBuilder& model) : rng_(seed), m_(model) {}
+  // `float_type` (an onnx::TensorProto element type: FLOAT, FLOAT16 or BFLOAT16) is the type of
+  // the float values the ops compute on: each float32 graph input is cast to it first.
+  RandomModelWriter(uint32_t seed, ModelBuilder& model, int float_type = onnx::TensorProto::FLOAT)
+      : rng_(seed), m_(model), float_(float_type) {}
 
   // One DAG of `op_count` random ops (a composite counts as one), its names prefixed by
   // `prefix`, reading fresh graph inputs and writing its unread values as graph outputs.
@@ -220,8 +223,9 @@ private:
   Value new_input(const std::vector<int64_t>& shape) {
     Value v{fresh("in"), shape};
     m_.input(v.name, kFloat32, shape);
-    return v;
+    return float_ == kFloat32 ? v : cast(v, float_);
   }
+  bool floating(int type) const { return type == kFloat32 || type == kFloat64 || type == float_; }
   std::string ints(const std::vector<int64_t>& values) {
     std::string name = fresh("k");
     m_.initializer_i64(name, {static_cast<int64_t>(values.size())}, values);
@@ -280,13 +284,13 @@ private:
   bool random_op() {
     size_t v = operand();
     Value a = pool_[v];
-    bool is_float = a.type == kFloat32 || a.type == kFloat64;
+    bool is_float = floating(a.type);
     int kind = pick(20);
     bool done = kind < 4     ? unary(a)
                 : kind < 8   ? binary(a)
                 : kind < 11  ? reduce(a)
                 : kind == 11 ? is_float && softmax(a)
-                : kind == 12 ? a.type == kFloat32 && layer_norm(a)
+                : kind == 12 ? a.type == float_ && layer_norm(a)
                 : kind == 13 ? where(a)
                 : kind == 14 ? expand(a)
                 : kind == 15 ? cast_op(a)
@@ -309,7 +313,7 @@ private:
                               {"Erf", true},      {"Softplus", true}, {"LeakyRelu", true}};
     const Op& op = kOps[pick(static_cast<int>(std::size(kOps)))];
     std::string name = op.name;
-    if (op.floats_only && a.type != kFloat32 && a.type != kFloat64) return false;
+    if (op.floats_only && !floating(a.type)) return false;
     if (name == "Exp" && a.bound > 4) return false;
     if (name == "Sqrt" && !a.nonnegative) return false;
     Value out = a;
@@ -429,7 +433,7 @@ private:
     std::vector<std::string> inputs = {a.name, new_input(normalized).name};
     if (!chance(4)) inputs.push_back(new_input(normalized).name);
     double n = static_cast<double>(elements(normalized));
-    Value y{"", a.shape, kFloat32, 2 * std::sqrt(n) + 2};
+    Value y{"", a.shape, a.type, 2 * std::sqrt(n) + 2};
     y.name = fresh("v");
     std::vector<std::string> outputs = {y.name};
     Value mean{fresh("v"), a.shape, kFloat32, a.bound};
@@ -477,8 +481,8 @@ private:
   }
 
   bool cast_op(const Value& a) {
-    static const int kTypes[] = {kFloat32, kFloat64, kInt32};
-    int type = kTypes[pick(3)];
+    const int types[] = {float_, float_ == kFloat32 ? kFloat64 : kFloat32, kInt32};
+    int type = types[pick(3)];
     if (type == a.type) return false;
     add(cast(a, type));
     return true;
@@ -590,6 +594,7 @@ private:
 
   std::mt19937 rng_;
   ModelBuilder& m_;
+  int float_;
   std::string prefix_;
   std::vector<Value> pool_;
   int next_ = 0;
@@ -597,9 +602,10 @@ private:
 
 // A model of `components` independent random DAGs, named "c0_", "c1_", ..., each of 3 to 12
 // ops. Load it with load_graph (test_emit_fused_support.h).
-inline ModelBuilder random_model(uint32_t seed, int components) {
+inline ModelBuilder random_model(uint32_t seed, int components,
+                                 int float_type = onnx::TensorProto::FLOAT) {
   ModelBuilder m(17);
-  RandomModelWriter writer(seed, m);
+  RandomModelWriter writer(seed, m, float_type);
   std::mt19937 sizes(seed);
   for (int c = 0; c < components; ++c)
     writer.component("c" + std::to_string(c) + "_", 3 + static_cast<int>(sizes() % 10));

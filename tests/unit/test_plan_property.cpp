@@ -35,9 +35,10 @@ constexpr int kDagsPerModel = 4;
 
 // The model of `seed` with `components` DAGs after the passes; a model the pipeline refuses
 // is a bug of the generator (or of the frontend) and fails the check.
-bool load_random_model(uint32_t seed, int components, Graph& g) {
+bool load_random_model(uint32_t seed, int components, Graph& g,
+                       int float_type = onnx::TensorProto::FLOAT) {
   try {
-    g = load_graph(random_model(seed, components));
+    g = load_graph(random_model(seed, components, float_type));
     return true;
   } catch (const std::exception& e) {
     FAIL_CHECK("seed " << seed << ": the random model does not load: " << e.what());
@@ -45,10 +46,10 @@ bool load_random_model(uint32_t seed, int components, Graph& g) {
   }
 }
 
-void check_emission(uint32_t first, uint32_t last) {
+void check_emission(uint32_t first, uint32_t last, int float_type = onnx::TensorProto::FLOAT) {
   for (uint32_t seed = first; seed < last; ++seed) {
     Graph g;
-    if (!load_random_model(seed, 1, g)) continue;
+    if (!load_random_model(seed, 1, g, float_type)) continue;
     for (const std::string& planner : all_planners()) {
       FusionPlan plan = plan_for_host(g, planner);
       INFO("seed " << seed << ", planner " << planner << ", plan:\n" << describe_plan(g, plan));
@@ -57,12 +58,13 @@ void check_emission(uint32_t first, uint32_t last) {
   }
 }
 
-void check_results(uint32_t first, uint32_t last) {
+void check_results(uint32_t first, uint32_t last, int float_type = onnx::TensorProto::FLOAT,
+                   PlanTolerance tolerance = {}) {
   int models = static_cast<int>(last - first), compiled = 0;
   for (uint32_t seed = first; seed < last; ++seed) {
     Graph g;
-    if (!load_random_model(seed, kDagsPerModel, g)) continue;
-    compiled += check_planners_agree(g, seed, "seed " + std::to_string(seed));
+    if (!load_random_model(seed, kDagsPerModel, g, float_type)) continue;
+    compiled += check_planners_agree(g, seed, "seed " + std::to_string(seed), tolerance);
   }
   // Most fused plans differ from the per-op plan, and so are compiled and compared.
   CHECK(compiled >= 2 * models);
@@ -95,4 +97,23 @@ TEST_CASE("plan property: fused plans compute what per-op plans compute, seeds 1
 TEST_CASE("plan property: fused plans compute what per-op plans compute, seeds 10030-10039",
           "[planner][property]") {
   check_results(10030, 10040);
+}
+
+// The same in float16 and bfloat16 (float32 inputs cast to the type first, outputs cast back):
+// every kernel kind and stitching scheme stores the 2-byte type and rounds each node's result
+// once, so fused and per-op plans differ only where a reduction adds in another order. The
+// tolerances are 8 units in the last place of the type (2^-8 for float16's 11-bit significand,
+// 2^-5 for bfloat16's 8 bits), with an absolute floor for values that cancel.
+TEST_CASE("plan property: every plan of a random float16 or bfloat16 DAG emits",
+          "[planner][property][half]") {
+  check_emission(20000, 20400, onnx::TensorProto::FLOAT16);
+  check_emission(30000, 30400, onnx::TensorProto::BFLOAT16);
+}
+TEST_CASE("plan property: fused plans compute what per-op plans compute in float16",
+          "[planner][property][half]") {
+  check_results(20000, 20008, onnx::TensorProto::FLOAT16, {0x1p-8, 0x1p-8});
+}
+TEST_CASE("plan property: fused plans compute what per-op plans compute in bfloat16",
+          "[planner][property][half]") {
+  check_results(30000, 30008, onnx::TensorProto::BFLOAT16, {0x1p-5, 0x1p-5});
 }
