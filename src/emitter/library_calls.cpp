@@ -33,6 +33,11 @@
 //
 // A reduction of size 0 (MatMul or Gemm with K = 0) calls no library: the output is zeros, or
 // the activation of the addends' sum, written by cudaMemsetAsync or the fill kernel.
+//
+// Element types and math: the spec's dtype (float32, float16, bfloat16) types the pointers
+// (stitch::float16 / stitch::bfloat16 storage for the 2-byte types) and is the descriptor's
+// dtype; the spec's math sets allow_tf32. The fill kernel computes in float and rounds each
+// element once to the dtype.
 #include "emitter/kernels.h"
 #include "emitter/row_kernel.h"
 
@@ -52,10 +57,20 @@ void open_group_function(const GroupEmitContext& ctx, CodeWriter& out) {
   out.open(fmt::format(fmt::runtime(kGroupSignature), ctx.group_function()));
 }
 
-// `float* const name = <pointer to t>;` (const float for inputs).
+// `T* const name = <pointer to t>;` with T t's storage type (const for inputs).
 void bind(const GroupEmitContext& ctx, CodeWriter& out, const std::string& name, TensorId t,
           bool writable) {
-  out.linef("{}float* const {} = {};", writable ? "" : "const ", name, ctx.pointer(t, writable));
+  out.linef("{}{}* const {} = {};", writable ? "" : "const ",
+            storage_ctype(ctx.tensor(t).dtype, ctx), name, ctx.pointer(t, writable));
+}
+
+// The descriptor's dtype where the spec's differs from a fresh descriptor's (float32, in
+// stitch_gemm_desc_packed's and a zeroed stitch_conv_desc).
+void emit_dtype_field(CodeWriter& out, DType dtype) {
+  if (dtype == DType::Float16)
+    out.line("desc.dtype = STITCH_LIBRARY_FLOAT16; // fp32 accumulation");
+  if (dtype == DType::BFloat16)
+    out.line("desc.dtype = STITCH_LIBRARY_BFLOAT16; // fp32 accumulation");
 }
 
 // ---- GEMM ----
@@ -92,17 +107,19 @@ std::string broadcast_index(const Shape& s, const Shape& out) {
 // K = 0, the activation of it: the whole result).
 std::string emit_fill_kernel(const GroupEmitContext& ctx, CodeWriter& out, const GemmSpec& spec) {
   const Shape& shape = ctx.tensor(spec.result).shape;
+  const std::string element = storage_ctype(spec.dtype, ctx);
   std::vector<std::string> parameters, terms, described;
   for (int i : spec.fill) {
     const GemmSpec::Addend& addend = spec.addends[i];
     const Shape& s = ctx.tensor(addend.tensor).shape;
     const std::string parameter = addend_variable(addend);
-    parameters.push_back(fmt::format("const float* __restrict__ {}", parameter));
-    const std::string element = fmt::format("{}[{}]", parameter, broadcast_index(s, shape));
+    parameters.push_back(fmt::format("const {}* __restrict__ {}", element, parameter));
+    std::string value = fmt::format("{}[{}]", parameter, broadcast_index(s, shape));
+    if (spec.dtype != DType::Float32) value = fmt::format("float({})", value);
     terms.push_back(
         addend.scale == 1.0
-            ? element
-            : fmt::format("{} * {}", float_literal(addend.scale, DType::Float32), element));
+            ? value
+            : fmt::format("{} * {}", float_literal(addend.scale, DType::Float32), value));
     described.push_back(addend.scale == 1.0 ? fmt::format("{} {}", parameter, shape_to_string(s))
                                             : fmt::format("{} * {} {}", addend.scale, parameter,
                                                           shape_to_string(s)));
@@ -118,8 +135,8 @@ std::string emit_fill_kernel(const GroupEmitContext& ctx, CodeWriter& out, const
                           fmt::join(described, " + "), shape_to_string(shape),
                           activates ? "): K = 0, no GEMM follows"
                                     : ": the GEMM then adds alpha * A @ B onto Y"));
-  out.open(fmt::format("__global__ void __launch_bounds__(256) {}({}, float* __restrict__ y)",
-                       kernel, fmt::join(parameters, ", ")));
+  out.open(fmt::format("__global__ void __launch_bounds__(256) {}({}, {}* __restrict__ y)", kernel,
+                       fmt::join(parameters, ", "), element));
   out.linef("const int64_t n = {};", shape_elements(shape));
   out.line("const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;");
   out.line("const int64_t stride = int64_t(gridDim.x) * blockDim.x;");
@@ -226,6 +243,8 @@ void emit_gemm_call(const GroupEmitContext& ctx, CodeWriter& out) {
     out.comment(fmt::format("B is shared by all batches of A: one GEMM with M = {}", spec.m));
   out.linef("stitch_gemm_desc desc = stitch_gemm_desc_packed({}, {}, {}); // m, n, k", spec.m,
             spec.n, spec.k);
+  emit_dtype_field(out, spec.dtype);
+  if (spec.math == LibraryMath::Tf32) out.line("desc.allow_tf32 = 1; // --precision tf32");
   if (spec.trans_a) out.linef("desc.trans_a = 1; // A is stored [{}, {}]", spec.k, spec.m);
   if (spec.trans_a || spec.lda != spec.k) out.linef("desc.lda = {};", spec.lda);
   if (spec.trans_b) out.linef("desc.trans_b = 1; // B is stored [{}, {}]", spec.n, spec.k);
@@ -293,7 +312,9 @@ void emit_conv_call(const GroupEmitContext& ctx, CodeWriter& out) {
   bind(ctx, out, "y", spec.result, true);
   out.line("stitch_conv_desc desc = {};");
   out.linef("desc.spatial_rank = {};", spec.in_spatial.size());
-  out.line("desc.allow_tf32 = 0;");
+  out.line(spec.math == LibraryMath::Tf32 ? "desc.allow_tf32 = 1; // --precision tf32"
+                                          : "desc.allow_tf32 = 0;");
+  emit_dtype_field(out, spec.dtype);
   out.linef("desc.batch = {};", spec.batch);
   out.linef("desc.in_channels = {};", spec.in_channels);
   out.linef("desc.out_channels = {};", spec.out_channels);

@@ -279,9 +279,16 @@ struct IndependentSpec {
 // The activation a library call applies last.
 enum class EpilogueActivation { None, Relu, GeluTanh };
 
+// How a library call multiplies (stitch_library.h's allow_tf32): Fp32, exact products summed in
+// fp32 (float16 and bfloat16 products are exact in fp32, so their calls are always Fp32); Tf32,
+// float32 operands rounded to TF32 on tensor cores, summed in fp32 (PlannerOptions::tf32).
+enum class LibraryMath { Fp32, Tf32 };
+
 // GemmLibrary: MatMul or Gemm through the GEMM library, D = act(alpha * A @ B + beta * C + bias).
 struct GemmSpec {
   int32_t product = -1;
+  DType dtype = DType::Float32; // of A, B, every addend and the result
+  LibraryMath math = LibraryMath::Fp32;
   TensorId a = kNoTensor, b = kNoTensor;
   TensorId result = kNoTensor; // what the group writes: its last node's output
   int64_t m = 0, n = 0, k = 0;
@@ -312,9 +319,11 @@ struct GemmSpec {
 };
 
 // ConvLibrary: Conv or ConvTranspose through the convolution library, with the library's
-// symmetric pads; a biased float32 Conv may take a residual add and then a Relu (one fused call).
+// symmetric pads; a biased Conv may take a residual add and then a Relu (one fused call).
 struct ConvSpec {
   int32_t conv = -1;
+  DType dtype = DType::Float32; // of X, W, bias, the residual and the result
+  LibraryMath math = LibraryMath::Fp32;
   bool transpose = false;
   TensorId x = kNoTensor, w = kNoTensor, bias = kNoTensor, residual = kNoTensor;
   TensorId result = kNoTensor;

@@ -18,13 +18,21 @@
 //   Conv           groups, strides, dilations, bias, pads from auto_pad (window_pads). The
 //                  library takes symmetric pads only; asymmetric ones are used when the
 //                  symmetric begin pad gives the same windows, and refused otherwise. A biased
-//                  float32 Conv may take a residual add of its output's shape and then a Relu.
+//                  Conv may take a residual add of its output's shape and then a Relu.
+//
+// Element types and math (GemmSpec/ConvSpec::dtype, ::math): both libraries take float32,
+// float16 and bfloat16, one dtype for every operand of a call (as ONNX has it); the 2-byte types
+// accumulate in fp32, and cuDNN's fused epilogue takes them too (PSEUDO_HALF / PSEUDO_BFLOAT16;
+// where cuDNN refuses a geometry the library falls back to separate calls at run time). The
+// math is strict fp32 unless PlannerOptions::tf32 lets float32 calls use TF32 tensor cores:
+// choose_library_math records that in every such spec once the plan is made.
 //   ConvTranspose  output_padding, output_shape, auto_pad, groups, bias: the library computes
 //                  with the begin pad on both sides and an output padding in [0, stride).
 #include "graph/infer_context.h"
 #include "graph/op_params.h"
 #include "planner/launch_config.h"
 #include "planner/legality_internal.h"
+#include "planner/planner.h"
 
 namespace stitch::legality {
 
@@ -41,6 +49,28 @@ EpilogueActivation cublaslt_activation(const Graph& g, const Node& node) {
   return NodeContext(g, node).attr_string("approximate", "none") == "tanh"
              ? EpilogueActivation::GeluTanh
              : EpilogueActivation::None;
+}
+
+// The element types the library calls take.
+bool library_dtype(DType t) {
+  return t == DType::Float32 || t == DType::Float16 || t == DType::BFloat16;
+}
+
+// Why a library call cannot take `tensors` (the op's float operands and result), or "".
+std::string library_dtypes_refusal(const Graph& g, const Node& node,
+                                   const std::vector<TensorId>& tensors, const char* library) {
+  const DType first = g.tensor(tensors.front()).dtype;
+  for (TensorId t : tensors) {
+    const DType dtype = g.tensor(t).dtype;
+    if (!library_dtype(dtype))
+      return fmt::format("{} on {}: the {} call takes float32, float16 and bfloat16",
+                         op_name(node.op), dtype_name(dtype), library);
+    if (dtype != first)
+      return fmt::format("{} mixes {} and {} ('{}'): the {} call takes one dtype for every operand",
+                         op_name(node.op), dtype_name(first), dtype_name(dtype), g.tensor(t).name,
+                         library);
+  }
+  return "";
 }
 
 // The other operand of a two-operand Add of `chained` and something else, or kNoTensor.
@@ -158,10 +188,11 @@ FusionDecision gemm_spec(const Graph& g, const std::vector<int32_t>& nodes,
   spec.product = nodes.front();
   spec.a = node.inputs[0];
   spec.b = node.inputs[1];
-  for (TensorId t : {node.inputs[0], node.inputs[1], node.outputs[0]})
-    if (g.tensor(t).dtype != DType::Float32)
-      return FusionDecision::no(fmt::format("{} on {}: the GEMM library call is float32 only",
-                                            op_name(node.op), dtype_name(g.tensor(t).dtype)));
+  if (std::string why = library_dtypes_refusal(
+          g, node, {node.inputs[0], node.inputs[1], node.outputs[0]}, "GEMM library");
+      !why.empty())
+    return FusionDecision::no(why);
+  spec.dtype = g.tensor(node.outputs[0]).dtype;
   bool columns_are_n = true;
   if (node.op == OpKind::Gemm) {
     NodeContext attrs(g, node);
@@ -179,7 +210,10 @@ FusionDecision gemm_spec(const Graph& g, const std::vector<int32_t>& nodes,
     // Gemm's own beta * C is the first addend (a full [M, N] C becomes the library's C, a row
     // vector with beta 1 its bias, any other broadcast C the fill).
     if (c != kNoTensor && beta != 0.0) {
-      if (g.tensor(c).dtype != DType::Float32) return FusionDecision::no("Gemm's C is not float32");
+      if (g.tensor(c).dtype != spec.dtype)
+        return FusionDecision::no(fmt::format("Gemm's C is {}, not {} as A and B",
+                                              dtype_name(g.tensor(c).dtype),
+                                              dtype_name(spec.dtype)));
       spec.addends.push_back({c, beta, 0});
     }
   } else if (node.op == OpKind::MatMul) {
@@ -207,7 +241,7 @@ FusionDecision gemm_spec(const Graph& g, const std::vector<int32_t>& nodes,
     if (spec.activation != EpilogueActivation::None)
       return FusionDecision::no("a node follows the epilogue's activation");
     if (e.outputs.size() != 1 || g.tensor(e.outputs[0]).shape != g.tensor(spec.result).shape ||
-        g.tensor(e.outputs[0]).dtype != DType::Float32)
+        g.tensor(e.outputs[0]).dtype != spec.dtype)
       return FusionDecision::no(
           fmt::format("'{}' ({}) changes the product's shape or type", e.name, op_name(e.op)));
     const EpilogueActivation activation = cublaslt_activation(g, e);
@@ -222,6 +256,10 @@ FusionDecision gemm_spec(const Graph& g, const std::vector<int32_t>& nodes,
         return FusionDecision::no(fmt::format("'{}' ({}) is not a cuBLASLt epilogue (bias add, "
                                               "residual add, Relu, tanh Gelu)",
                                               e.name, op_name(e.op)));
+      if (g.tensor(other).dtype != spec.dtype)
+        return FusionDecision::no(fmt::format(
+            "'{}' ({}) adds '{}' of {} to a {} product", e.name, op_name(e.op),
+            g.tensor(other).name, dtype_name(g.tensor(other).dtype), dtype_name(spec.dtype)));
       spec.addends.push_back({other, 1.0, static_cast<int>(i)});
     }
     spec.epilogue.push_back(nodes[i]);
@@ -240,11 +278,14 @@ FusionDecision conv_spec(const Graph& g, const std::vector<int32_t>& nodes, Conv
   spec.transpose = node.op == OpKind::ConvTranspose;
   if (node.op != OpKind::Conv && !spec.transpose)
     return FusionDecision::no(fmt::format("{} is not a convolution", op_name(node.op)));
+  std::vector<TensorId> operands;
   for (TensorId t : node.inputs)
-    if (t != kNoTensor && g.tensor(t).dtype != DType::Float32)
-      return FusionDecision::no(fmt::format("{} on {}: the convolution library call is float32 "
-                                            "only",
-                                            op_name(node.op), dtype_name(g.tensor(t).dtype)));
+    if (t != kNoTensor) operands.push_back(t);
+  operands.push_back(node.outputs[0]);
+  if (std::string why = library_dtypes_refusal(g, node, operands, "convolution library");
+      !why.empty())
+    return FusionDecision::no(why);
+  spec.dtype = g.tensor(node.outputs[0]).dtype;
   NodeContext attrs(g, node);
   spec.x = node.inputs[0];
   spec.w = node.inputs[1];
@@ -281,7 +322,7 @@ FusionDecision conv_spec(const Graph& g, const std::vector<int32_t>& nodes, Conv
       ends.push_back(pads.end);
     }
     if (!exact) {
-      int64_t padded_bytes = x[0] * x[1] * 4;
+      int64_t padded_bytes = x[0] * x[1] * dtype_size(spec.dtype);
       for (size_t i = 0; i < n; ++i)
         padded_bytes *= spec.in_spatial[i] + begins[i] + ends[i];
       return FusionDecision::no(fmt::format(
@@ -313,7 +354,7 @@ FusionDecision conv_spec(const Graph& g, const std::vector<int32_t>& nodes, Conv
       const int64_t base = spec.strides[i] * (in - 1) + extent - 2 * begin;
       const int64_t library_padding = out - base;
       if (base < 1 || library_padding < 0 || library_padding >= spec.strides[i]) {
-        int64_t full_output = y[0] * y[1] * 4;
+        int64_t full_output = y[0] * y[1] * dtype_size(spec.dtype);
         for (size_t j = 0; j < n; ++j)
           full_output *= spec.strides[j] * (spec.in_spatial[j] - 1) +
                          (spec.kernel[j] - 1) * spec.dilations[j] + 1;
@@ -345,11 +386,12 @@ FusionDecision conv_spec(const Graph& g, const std::vector<int32_t>& nodes, Conv
                                               "residual add, then Relu)",
                                               e.name, op_name(e.op)));
       const Tensor& z = g.tensor(other);
-      if (z.shape != y || z.dtype != DType::Float32)
-        return FusionDecision::no(fmt::format("'{}' ({}) adds '{}' {} {}, not a float32 residual "
+      if (z.shape != y || z.dtype != spec.dtype)
+        return FusionDecision::no(fmt::format("'{}' ({}) adds '{}' {} {}, not a {} residual "
                                               "of the convolution's shape {}",
                                               e.name, op_name(e.op), z.name, dtype_name(z.dtype),
-                                              shape_str(z.shape), shape_str(y)));
+                                              shape_str(z.shape), dtype_name(spec.dtype),
+                                              shape_str(y)));
       spec.residual = other;
     }
     spec.epilogue.push_back(nodes[i]);
@@ -438,3 +480,17 @@ FusionDecision analyze_conv(const FusionContext& ctx, GroupAnalysis& a) {
 }
 
 } // namespace stitch::legality
+
+namespace stitch {
+
+void choose_library_math(FusionPlan& plan, bool tf32) {
+  const LibraryMath float32_math = tf32 ? LibraryMath::Tf32 : LibraryMath::Fp32;
+  for (FusionGroup& group : plan.groups) {
+    if (auto* gemm = std::get_if<GemmSpec>(&group.spec))
+      gemm->math = gemm->dtype == DType::Float32 ? float32_math : LibraryMath::Fp32;
+    else if (auto* conv = std::get_if<ConvSpec>(&group.spec))
+      conv->math = conv->dtype == DType::Float32 ? float32_math : LibraryMath::Fp32;
+  }
+}
+
+} // namespace stitch

@@ -36,6 +36,11 @@ std::string_view activation_name(EpilogueActivation a) {
   return "?";
 }
 
+// "fp32" (exact products, fp32 sums) or "tf32" (float32 operands rounded to TF32).
+std::string_view library_math_name(LibraryMath math) {
+  return math == LibraryMath::Tf32 ? "tf32" : "fp32";
+}
+
 nlohmann::json regional_json(const Graph& g, const RegionalSpec& spec) {
   nlohmann::json cached = nlohmann::json::array();
   for (const RegionalSpec::CachedRow& row : spec.cached)
@@ -97,6 +102,8 @@ nlohmann::json spec_json(const Graph& g, const GroupSpec& spec) {
       j["parts"].push_back(p);
     }
   } else if (const auto* gemm = std::get_if<GemmSpec>(&spec)) {
+    j["dtype"] = dtype_name(gemm->dtype);
+    j["math"] = library_math_name(gemm->math);
     j["m"] = gemm->m;
     j["n"] = gemm->n;
     j["k"] = gemm->k;
@@ -113,6 +120,8 @@ nlohmann::json spec_json(const Graph& g, const GroupSpec& spec) {
     j["fill_kernel"] = !gemm->fill.empty();
     j["activation"] = activation_name(gemm->activation);
   } else if (const auto* conv = std::get_if<ConvSpec>(&spec)) {
+    j["dtype"] = dtype_name(conv->dtype);
+    j["math"] = library_math_name(conv->math);
     j["pads"] = conv->pads;
     j["residual"] = conv->residual == kNoTensor ? nlohmann::json(nullptr)
                                                 : nlohmann::json(g.tensor(conv->residual).name);

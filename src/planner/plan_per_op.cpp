@@ -34,6 +34,7 @@ FusionPlan plan_fusion(const Graph& graph, const PlannerOptions& options) {
     user_fail({}, "unknown planner '{}' (planners: none, greedy, ilp)", options.planner);
   }
   compare_with_other_planners(graph, options, plan);
+  choose_library_math(plan, options.tf32);
   return plan;
 }
 

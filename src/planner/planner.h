@@ -62,6 +62,11 @@ struct PlannerOptions {
 
 FusionPlan plan_fusion(const Graph& graph, const PlannerOptions& options);
 
+// Records the library calls' math in their specs (GemmSpec/ConvSpec::math): TF32 for every
+// float32 GEMM and convolution when `tf32` (--precision tf32), strict fp32 otherwise; float16
+// and bfloat16 calls are always fp32-accumulated (legality_library.cpp). plan_fusion calls it.
+void choose_library_math(FusionPlan& plan, bool tf32);
+
 // One group per node: views become aliases, Gemm-category ops cuBLASLt calls, convolutions
 // cuDNN calls, and every other node one kernel with a mapping chosen from its shapes.
 FusionPlan plan_one_kernel_per_op(const Graph& graph, const DeviceParams& device);

@@ -39,9 +39,9 @@ def topk_values_only(d):
 
 
 @case("node 'mm0' (MatMul): unsupported in code generation: MatMul on int32: the GEMM library "
-      "call is float32 only")
+      "call takes float32, float16 and bfloat16")
 def matmul_int32(d):
-    """An integer MatMul is refused: the GEMM library call is float32 only."""
+    """An integer MatMul is refused: the GEMM library call takes the float types only."""
     return model([helper.make_node("MatMul", ["a", "b"], ["y"], name="mm0")],
                  [vi("a", [2, 3], TensorProto.INT32), vi("b", [3, 4], TensorProto.INT32)],
                  [vi("y", [2, 4], TensorProto.INT32)])
