@@ -180,12 +180,16 @@ bool fusible_window(const Graph& g, const Node& node) {
 }
 
 // A forward convolution cuDNN's fused call (cudnnConvolutionBiasActivationForward) can run
-// with an epilogue: float32 throughout, with a bias (the call requires one).
+// with an epilogue: one dtype throughout, float32, float16 or bfloat16 (cuDNN's FLOAT,
+// PSEUDO_HALF and PSEUDO_BFLOAT16 configurations; legality_library.cpp), with a bias (the call
+// requires one).
 bool conv_with_epilogue(const Graph& g, const Node& node) {
   if (node.op != OpKind::Conv || node.inputs.size() < 3 || node.inputs[2] == kNoTensor)
     return false;
-  for (TensorId t : {node.inputs[0], node.inputs[1], node.inputs[2], node.outputs[0]})
-    if (g.tensor(t).dtype != DType::Float32) return false;
+  const DType dtype = g.tensor(node.outputs[0]).dtype;
+  if (dtype != DType::Float32 && dtype != DType::Float16 && dtype != DType::BFloat16) return false;
+  for (TensorId t : {node.inputs[0], node.inputs[1], node.inputs[2]})
+    if (g.tensor(t).dtype != dtype) return false;
   return g.tensor(node.outputs[0]).elements() > 0;
 }
 
