@@ -237,7 +237,10 @@ private:
     for (auto [index, t] : float_outputs) {
       const TensorId held = held_as(t, want);
       if (held != t) {
-        std::swap(graph_.tensor(t).name, graph_.tensor(held).name);
+        // The output keeps the model's name; the tensor that had it is named for its type.
+        graph_.tensor(held).name = graph_.tensor(t).name;
+        graph_.tensor(t).name = fresh_name(graph_.tensor(held).name + "/" +
+                                           std::string(dtype_name(graph_.tensor(t).dtype)));
         for (TensorId& o : graph_.outputs)
           if (o == t) o = held;
         if (auto it = graph_.declared_outputs.find(t); it != graph_.declared_outputs.end()) {

@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Measures the relative L2 error of every real-model fixture built with stitchc --precision
+fp16 and bf16 (host target) against ONNX Runtime's float32 outputs, and prints the Markdown
+table docs/precision.md keeps, with each fixture's aim from tests/models/precision_aims.json.
+
+Each build is compare_with_ort.py --precision P --max-rel-l2 1e30 (report only, same inputs as
+the ctest models/<name>/host-<P>); the errors are read from stitch-run's "rel L2 err" lines.
+
+usage: precision_table.py --stitchc STITCHC --stitch-run STITCH_RUN --work DIR
+                          [--precision fp16 --precision bf16] [MODEL.onnx ...]
+(default: every tests/models/*.onnx). Exit status 0 when every build ran, 1 otherwise.
+"""
+import argparse
+import glob
+import os
+import re
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from compare_with_ort import SKIPPED, precision_aim  # noqa: E402
+
+LINE = re.compile(r"^  output (\S+): .*\n    vs [^:]*: .*rel L2 err (\S+)", re.M)
+
+
+def measure(args, model, precision):
+    name = os.path.basename(model)[: -len(".onnx")]
+    work = os.path.join(args.work, name, precision)
+    command = [sys.executable, os.path.join(HERE, "compare_with_ort.py"), "--stitchc",
+               args.stitchc, "--stitch-run", args.stitch_run, "--target", "host",
+               "--precision", precision, "--max-rel-l2", "1e30", "--work", work, model]
+    start = time.monotonic()
+    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seconds = time.monotonic() - start
+    if result.returncode == SKIPPED:
+        return name, None, "skipped (half types refused by code generation)", seconds
+    errors = [(out, float(err.rstrip(","))) for out, err in LINE.findall(result.stdout)]
+    if result.returncode != 0 or not errors:
+        tail = result.stdout.strip().splitlines()[-1:] or ["no output"]
+        return name, None, "failed: " + tail[0], seconds
+    return name, errors, None, seconds
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("models", nargs="*")
+    parser.add_argument("--stitchc", required=True)
+    parser.add_argument("--stitch-run", required=True)
+    parser.add_argument("--work", required=True)
+    parser.add_argument("--precision", action="append", choices=["fp16", "bf16"])
+    args = parser.parse_args()
+    models = args.models or sorted(glob.glob(os.path.join(HERE, "..", "..", "tests", "models",
+                                                          "*.onnx")))
+    precisions = args.precision or ["fp16", "bf16"]
+    ok = True
+    print("| fixture | precision | output | rel L2 error | aim | seconds |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for model in models:
+        for precision in precisions:
+            name, errors, problem, seconds = measure(args, model, precision)
+            aim = precision_aim(model, precision)
+            if problem:
+                ok = ok and problem.startswith("skipped")
+                print(f"| `{name}` | {precision} | | {problem} | {aim:g} | {seconds:.1f} |")
+                continue
+            for output, error in errors:
+                mark = "" if error <= aim else " (over)"
+                print(f"| `{name}` | {precision} | `{output}` | {error:.2e}{mark} | {aim:g} "
+                      f"| {seconds:.1f} |")
+            sys.stdout.flush()
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
