@@ -1,11 +1,13 @@
 // The --report-html page without a browser: model strings escaped everywhere (HTML text,
-// attribute values, the JSON data block), and every group of the plan a cluster of the SVG
-// with its row in the group table.
+// attribute values, the JSON data block), every group of the plan a cluster of the SVG
+// with its row in the group table, and the precision and dtypes in both reports.
 #include <catch2/catch.hpp>
 
+#include <fstream>
 #include <regex>
 
 #include "driver/report_html.h"
+#include "driver/subprocess.h"
 #include "frontend/onnx_loader.h"
 #include "graph/pipeline.h"
 #include "model_builder.h"
@@ -83,4 +85,37 @@ TEST_CASE("every group of a fixture's plan is drawn and listed") {
   // One SVG node per ONNX node, plus the graph's inputs and outputs.
   CHECK(count(html, "class=\"node op") == m.graph.nodes.size());
   CHECK(count(html, "class=\"node terminal\"") == m.graph.inputs.size() + m.graph.outputs.size());
+}
+
+// --precision is recorded in both reports, and both show each tensor's dtype: the JSON report
+// in every tensor entry, the page in every node's and terminal's label.
+TEST_CASE("the reports record the precision and show dtypes") {
+  std::string dir = test::fresh_temp_dir("precision-report").string();
+  std::vector<std::string> argv = {
+      STITCHC_PATH,    std::string(STITCH_SOURCE_DIR) + "/tests/models/decoder_block_ts20.onnx",
+      "--precision",   "fp16",
+      "--planner",     "greedy",
+      "--report",      dir + "/plan.json",
+      "--report-html", dir + "/plan.html"};
+  std::vector<CommandResult> r = run_commands({{argv, "stitchc"}}, dir, 1, 300);
+  INFO(r[0].output);
+  REQUIRE(r[0].exit_code == 0);
+  auto read = [&](const std::string& name) {
+    std::ifstream f(dir + "/" + name);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  nlohmann::json report = nlohmann::json::parse(read("plan.json"));
+  CHECK(report["precision"]["precision"] == "fp16");
+  CHECK(report["precision"]["io_precision"] == "model");
+  CHECK(!report["precision"]["kept_float32"].empty());
+  CHECK(report["inputs"][0]["dtype"] == "float32"); // the model's own input type is kept
+  bool any_half = false;
+  for (const auto& node : report["nodes"])
+    for (const auto& out : node["outputs"])
+      any_half |= out.is_object() && out["dtype"] == "float16";
+  CHECK(any_half);
+  std::string html = read("plan.html");
+  CHECK(html.find("precision <b>fp16</b>") != std::string::npos);
+  CHECK(html.find("float16[2,16,64]") != std::string::npos);
+  CHECK(html.find("float32[2,16,64]") != std::string::npos);
 }
