@@ -11,9 +11,9 @@
 //     out0[i] = t1;                          // stores
 //   }
 //
-// With the plan's vector_width 4 (every input the full shape or one element, every access 4
-// bytes), a 16-byte vector body evaluates the chain once per lane, and a scalar loop does the
-// tail.
+// With a plan's vector width (every input the full shape or one element, every access of one
+// size: 4 lanes of 4 bytes or 8 of 2), a 16-byte vector body evaluates the chain once per lane,
+// and a scalar loop does the tail.
 #include "emitter/kernel_fused.h"
 
 #include "graph/constant.h"
@@ -150,52 +150,56 @@ void emit_local_body(const GroupEmitContext& ctx, const FusedSignature& sig, con
   };
 
   std::string tail_start = "0";
-  if (spec.vector_width == 4) {
-    // 16-byte vectors: every input is the full shape or one element, every access 4 bytes.
+  if (spec.vector_width > 1) {
+    // 16-byte vectors: every input is the full shape or one element, all accesses of one size.
+    const int width = spec.vector_width;
     for (TensorId t : reads) {
       const Tensor& x = g.tensor(t);
-      if (x.elements() != 1 && (dtype_size(x.dtype) != 4 || x.shape != shape))
-        ctx.spec_error(fmt::format("vector width 4 with input '{}' {} (iteration shape {})", x.name,
-                                   shape_to_string(x.shape), shape_to_string(shape)));
+      if (x.elements() != 1 && x.shape != shape)
+        ctx.spec_error(fmt::format("vector width {} with input '{}' {} (iteration shape {})", width,
+                                   x.name, shape_to_string(x.shape), shape_to_string(shape)));
     }
-    for (const auto& [t, name] : writes)
-      if (dtype_size(g.tensor(t).dtype) != 4)
-        ctx.spec_error(fmt::format("vector width 4 with output '{}' of {}-byte elements",
-                                   g.tensor(t).name, dtype_size(g.tensor(t).dtype)));
-    out.comment("16-byte vectors; the loop after this one does the last n % 4 elements.");
-    out.open("for (int64_t v = first; v < n / 4; v += stride)");
-    std::map<TensorId, std::string> loaded;
+    out.comment(fmt::format(
+        "16-byte vectors of {0} elements; the loop after this one does the last n % {0}.", width));
+    out.open(fmt::format("for (int64_t v = first; v < n / {}; v += stride)", width));
+    // Each read tensor's lane expression, by lane: a scalar's name, or "x0.y".
+    std::map<TensorId, std::vector<std::string>> loaded;
     for (TensorId t : reads) {
       const Tensor& x = g.tensor(t);
       const std::string& param = sig.inputs.at(t);
-      std::string name = "x" + param.substr(2);
+      const std::string name = "x" + param.substr(2);
       if (x.elements() == 1) {
         out.linef("const {} {} = {}[0];", ctype(x.dtype, ctx), name, param);
-      } else {
-        out.linef("const {0} {1} = reinterpret_cast<const {0}*>({2})[v];",
-                  vector4_type(x.dtype, ctx), name, param);
-        name += ".{lane}";
+        loaded[t].assign(width, name);
+        continue;
       }
-      loaded[t] = name;
+      const VectorAccess access = vector_access(x.dtype, width, ctx);
+      out.linef("const {0} {1} = reinterpret_cast<const {0}*>({2})[v];", access.type, name, param);
+      for (const std::string& lane : access.lanes)
+        loaded[t].push_back(
+            access.widen ? fmt::format("static_cast<{}>({}.{})", ctype(x.dtype, ctx), name, lane)
+                         : fmt::format("{}.{}", name, lane));
     }
-    for (const auto& [t, name] : writes)
-      out.linef("{} r{};", vector4_type(g.tensor(t).dtype, ctx), name.substr(3));
-    for (const char* lane : {"x", "y", "z", "w"}) {
+    std::map<TensorId, VectorAccess> stored;
+    for (const auto& [t, name] : writes) {
+      stored.emplace(t, vector_access(g.tensor(t).dtype, width, ctx));
+      out.linef("{} r{};", stored.at(t).type, name.substr(3));
+    }
+    for (int lane = 0; lane < width; ++lane) {
       out.open("");
       ValueScope scope(ctx, spec.nodes, out, [&](TensorId t) {
-        return literal_or(
-            t, [&] { return fmt::format(fmt::runtime(loaded.at(t)), fmt::arg("lane", lane)); });
+        return literal_or(t, [&] { return loaded.at(t)[lane]; });
       });
       for (const auto& [t, name] : writes) {
         std::string v = scope.value(t);
-        out.linef("r{}.{} = {};", name.substr(3), lane, v);
+        out.linef("r{}.{} = {};", name.substr(3), stored.at(t).lanes[lane], v);
       }
       out.close();
     }
     for (const auto& [t, name] : writes)
       out.linef("reinterpret_cast<decltype(r{0})*>({1})[v] = r{0};", name.substr(3), name);
     out.close();
-    tail_start = "n / 4 * 4";
+    tail_start = fmt::format("n / {0} * {0}", width);
   }
 
   out.open(fmt::format("for (int64_t i = {}{}; i < n; i += stride)",

@@ -1,6 +1,7 @@
 // The pointwise kernel: one elementwise or broadcast node (the op table's "device" column),
 // Cast/CastLike, and Expand. One thread per output element (or per 16-byte vector when the
-// plan chose vector_width 4), grid-stride, broadcast indices computed from constant shapes.
+// plan chose a vector width: 4 lanes of 4 bytes or 8 of 2), grid-stride, broadcast indices computed
+// from constant shapes.
 #include "emitter/kernels.h"
 
 #include <cctype>
@@ -103,10 +104,19 @@ std::string broadcast_index(const Shape& in, const Shape& out, const std::string
   return terms.empty() ? "0" : fmt::format("{}", fmt::join(terms, " + "));
 }
 
-std::string vector4_type(DType t, const GroupEmitContext& ctx) {
-  const std::string scalar = ctype(t, ctx);
-  STITCH_INTERNAL_CHECK(dtype_size(t) == 4, "a 16-byte vector of {} elements", scalar);
-  return scalar == "float" ? "float4" : scalar == "int32_t" ? "int4" : "uint4";
+VectorAccess vector_access(DType t, int width, const GroupEmitContext& ctx) {
+  const std::string value = ctype(t, ctx), storage = storage_ctype(t, ctx);
+  if (width * dtype_size(t) != 16)
+    ctx.spec_error(fmt::format("a 16-byte vector of {} {} elements", width, dtype_name(t)));
+  if (width == 4)
+    return {value == "float"     ? "float4"
+            : value == "int32_t" ? "int4"
+                                 : "uint4",
+            {"x", "y", "z", "w"}};
+  VectorAccess v{fmt::format("stitch::lanes8<{}>", storage), {}, value != storage};
+  for (int k = 0; k < 8; ++k)
+    v.lanes.push_back(fmt::format("lane[{}]", k));
+  return v;
 }
 
 bool needs_coordinates(const Shape& in, const Shape& out) {
@@ -218,33 +228,36 @@ bool emit_pointwise(const GroupEmitContext& ctx, CodeWriter& out) {
     values.push_back(fmt::format("v{}", k));
   std::string expr = pointwise_expression(ctx, node, values);
   std::string tail_start = "0";
-  if (vec == 4) {
+  if (vec > 1) {
     // 16-byte vectors: every operand is the full shape or a scalar (the plan checked).
-    auto vtype = [&](DType t) { return vector4_type(t, ctx); };
-    out.open("for (int64_t v = first; v < n / 4; v += stride)");
+    const VectorAccess result_vector = vector_access(result.dtype, vec, ctx);
+    out.open(fmt::format("for (int64_t v = first; v < n / {}; v += stride)", vec));
     for (size_t k = 0; k < operands.size(); ++k) {
       if (operands[k] == kNoTensor) continue;
       const Tensor& t = g.tensor(operands[k]);
       if (t.elements() == 1)
         out.linef("const {0} s{1} = in{1}[0];", ctype(t.dtype, ctx), k);
       else
-        out.linef("const {0} x{1} = reinterpret_cast<const {0}*>(in{1})[v];", vtype(t.dtype), k);
+        out.linef("const {0} x{1} = reinterpret_cast<const {0}*>(in{1})[v];",
+                  vector_access(t.dtype, vec, ctx).type, k);
     }
-    out.linef("{} r;", vtype(result.dtype));
-    for (const char* lane : {"x", "y", "z", "w"}) {
+    out.linef("{} r;", result_vector.type);
+    for (size_t lane = 0; lane < result_vector.lanes.size(); ++lane) {
       out.open("");
       for (size_t k = 0; k < operands.size(); ++k) {
         if (operands[k] == kNoTensor) continue;
         const Tensor& t = g.tensor(operands[k]);
         out.linef("const {} v{} = {};", ctype(t.dtype, ctx), k,
-                  t.elements() == 1 ? fmt::format("s{}", k) : fmt::format("x{}.{}", k, lane));
+                  t.elements() == 1
+                      ? fmt::format("s{}", k)
+                      : fmt::format("x{}.{}", k, vector_access(t.dtype, vec, ctx).lanes[lane]));
       }
-      out.linef("r.{} = {};", lane, expr);
+      out.linef("r.{} = {};", result_vector.lanes[lane], expr);
       out.close();
     }
     out.line("reinterpret_cast<decltype(r)*>(out)[v] = r;");
     out.close();
-    tail_start = "n / 4 * 4";
+    tail_start = fmt::format("n / {0} * {0}", vec);
   }
   out.open(fmt::format("for (int64_t i = {} + first; i < n; i += stride)", tail_start));
   bool needs_coords = false;

@@ -31,7 +31,15 @@ bool needs_coordinates(const Shape& in, const Shape& out);
 void emit_coordinates(CodeWriter& out, const Shape& shape, const std::string& linear = "i",
                       const std::string& coordinate = "c");
 
-// The 16-byte vector type of 4-byte elements of dtype t: float4, int4 or uint4.
-std::string vector4_type(DType t, const GroupEmitContext& ctx);
+// How a vector body accesses elements of dtype t, `width` lanes per 16-byte vector: the vector
+// type and each lane's member: float4/int4/uint4 with x, y, z, w for 4-byte elements;
+// stitch::lanes8<element> with lane[0] to lane[7] for 2-byte ones. Lanes hold the storage type;
+// `widen` says a lane must be converted to its register type (ctype) before use.
+struct VectorAccess {
+  std::string type;
+  std::vector<std::string> lanes;
+  bool widen = false;
+};
+VectorAccess vector_access(DType t, int width, const GroupEmitContext& ctx);
 
 } // namespace stitch

@@ -129,15 +129,19 @@ std::string_view class_sentence(NodeClass c) {
 
 int vector_width_for(const Graph& g, const std::vector<TensorId>& inputs,
                      const std::vector<TensorId>& outputs, const Shape& iteration) {
-  if (shape_elements(iteration) < 4) return 1;
+  int element_bytes = 0; // of every vector access: one size, 4 or 2 bytes
+  auto fits = [&](const Tensor& t) {
+    if (t.shape != iteration) return false;
+    if (element_bytes == 0) element_bytes = dtype_size(t.dtype);
+    return dtype_size(t.dtype) == element_bytes;
+  };
   for (TensorId t : outputs)
-    if (dtype_size(g.tensor(t).dtype) != 4 || g.tensor(t).shape != iteration) return 1;
-  for (TensorId t : inputs) {
-    const Tensor& in = g.tensor(t);
-    if (in.elements() == 1) continue;
-    if (dtype_size(in.dtype) != 4 || in.shape != iteration) return 1;
-  }
-  return 4;
+    if (!fits(g.tensor(t))) return 1;
+  for (TensorId t : inputs)
+    if (g.tensor(t).elements() != 1 && !fits(g.tensor(t))) return 1;
+  if (element_bytes != 4 && element_bytes != 2) return 1;
+  const int lanes = 16 / element_bytes;
+  return shape_elements(iteration) >= lanes ? lanes : 1;
 }
 
 } // namespace legality

@@ -61,8 +61,9 @@ int64_t cooperative_blocks_per_sm(const DeviceParams& device, int64_t block);
 
 std::string_view class_sentence(NodeClass c);
 
-// 16-byte vectors (4) when every output is `iteration` and every input `iteration` or one
-// element, all of 4-byte elements; else 1.
+// The lanes of a 16-byte vector access (4 for 4-byte elements, 8 for 2-byte ones) when every
+// output is `iteration` and every input `iteration` or one element, all of one element size of
+// 4 or 2 bytes; else 1 (scalar accesses).
 int vector_width_for(const Graph& g, const std::vector<TensorId>& inputs,
                      const std::vector<TensorId>& outputs, const Shape& iteration);
 

@@ -12,18 +12,13 @@ namespace stitch {
 
 namespace {
 
-// 16-byte vectors when every operand and the result are 4-byte elements and each operand is
-// either the full shape or a scalar (no broadcast index math inside a vector).
+// 16-byte vectors by the fused Local rule (legality::vector_width_for): every operand is the
+// result's shape or a scalar, all of one element size.
 int pointwise_vector_width(const Graph& g, const Node& node) {
+  std::vector<TensorId> operands = value_operands(node);
+  std::erase(operands, kNoTensor);
   const Tensor& out = g.tensor(node.outputs[0]);
-  if (dtype_size(out.dtype) != 4 || out.elements() < 4) return 1;
-  for (TensorId t : value_operands(node)) {
-    if (t == kNoTensor) continue;
-    const Tensor& in = g.tensor(t);
-    if (in.elements() == 1) continue;
-    if (dtype_size(in.dtype) != 4 || in.shape != out.shape) return 1;
-  }
-  return 4;
+  return legality::vector_width_for(g, operands, {node.outputs[0]}, out.shape);
 }
 
 // The reductions whose kernels walk a ReductionSpace (the composites are lowered first).

@@ -351,13 +351,44 @@ def views():
     m.save()
 
 
+def half_layer():
+    # float16 and bfloat16: a residual add and LayerNormalization (a Regional group storing the
+    # 2-byte type, statistics in fp32), then a MatMul (cuBLASLt on half matrices) with a bias,
+    # tanh Gelu and more pointwise ops; and a Local chain in 16-byte vectors of 8 elements.
+    for dtype, name in [(TensorProto.FLOAT16, "half_layer_fp16"),
+                        (TensorProto.BFLOAT16, "half_layer_bf16")]:
+        m = Model(name, opset=20, seed=17)
+
+        def weight(wname, shape):
+            value = (0.1 * m.rng.standard_normal(shape)).astype(np.float32)
+            m.initializers.append(helper.make_tensor(wname, dtype, shape, value.flatten()))
+            return wname
+
+        x, r = m.input("x", [64, 256], dtype), m.input("residual", [64, 256], dtype)
+        s = m.node("Add", [x, r], ["sum"])
+        t = m.node("LayerNormalization", [s, weight("gamma", [256]), weight("beta", [256])],
+                   ["normed"], axis=-1, epsilon=1e-5)
+        t = m.node("MatMul", [t, weight("w", [256, 128])], ["mm"])
+        t = m.node("Add", [t, weight("b", [128])], ["biased"])
+        t = m.node("Gelu", [t], ["hidden"], approximate="tanh")
+        t = m.node("Mul", [t, t], ["squared"])
+        m.node("Sigmoid", [t], ["y"])
+        u = m.input("u", [64, 256], dtype)
+        t = m.node("Tanh", [u], ["tanh_u"])
+        m.node("Mul", [t, u], ["z"])
+        m.output("sum", dtype)
+        m.output("y", dtype)
+        m.output("z", dtype)
+        m.save()
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     for make in [local_vec4, local_broadcast, window_maxpool, window_dwconv_avgpool,
                  regional_softmax, regional_layernorm, regional_long_row, regional_masked_softmax,
                  global_column, global_gemv_gemm, global_gemv_matmul, independent,
                  single_movement, single_reduction, gemm_epilogues, gemm_fill, conv_epilogue,
-                 views]:
+                 views, half_layer]:
         make()
     print(f"wrote {len(os.listdir(OUT))} models under {os.path.relpath(OUT)}")
 

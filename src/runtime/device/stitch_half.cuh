@@ -58,9 +58,9 @@ __host__ __device__ __forceinline__ uint16_t float_to_float16_bits(float f) {
   const uint32_t x = float_bits(f);
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t magnitude = x & 0x7fffffffu;
-  if (magnitude > 0x7f800000u) return 0x7fffu;           // NaN
-  if (magnitude >= 0x477ff000u) return sign | 0x7c00u;   // 65520 and above round to infinity
-  if (magnitude >= 0x38800000u) {                        // a normal float16 (2^-14 and above)
+  if (magnitude > 0x7f800000u) return 0x7fffu;         // NaN
+  if (magnitude >= 0x477ff000u) return sign | 0x7c00u; // 65520 and above round to infinity
+  if (magnitude >= 0x38800000u) {                      // a normal float16 (2^-14 and above)
     const uint32_t rounded = magnitude + 0xfffu + ((magnitude >> 13) & 1u);
     return static_cast<uint16_t>(sign | ((rounded - 0x38000000u) >> 13));
   }
@@ -84,8 +84,7 @@ __host__ __device__ __forceinline__ float float16_bits_to_float(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t exponent = (h >> 10) & 0x1fu;
   const uint32_t mantissa = h & 0x3ffu;
-  if (exponent == 0x1fu)
-    return bits_to_float(mantissa != 0 ? 0x7fffffffu : (sign | 0x7f800000u));
+  if (exponent == 0x1fu) return bits_to_float(mantissa != 0 ? 0x7fffffffu : (sign | 0x7f800000u));
   if (exponent == 0) { // zero or subnormal: mantissa * 2^-24, exact in float
     const float magnitude = static_cast<float>(mantissa) * 5.9604644775390625e-8f;
     return sign != 0 ? -magnitude : magnitude;

@@ -7,6 +7,7 @@
 //                                         is aligned, else element loads (`fill` past count)
 //   store_float4(data, i, count, v)       the matching store; never writes past count
 //   map_float4 / zip_float4               apply a scalar function lane by lane
+//   lanes8<T>                             eight 2-byte elements as one 16-byte access
 //   transform_elements(in, out, n, fn)    grid-stride out[i] = fn(in[i]): float4 body when both
 //                                         pointers are aligned, scalar tail (or all scalar)
 //
@@ -21,6 +22,13 @@
 namespace stitch {
 
 inline constexpr unsigned kFloatsPerVector = 4; // 16 bytes
+
+// Eight 2-byte elements (float16, bfloat16, int16, uint16) as one 16-byte access, for the
+// generated kernels' vector bodies: `reinterpret_cast<const lanes8<float16>*>(in)[v].lane[k]`.
+template <typename T> struct alignas(16) lanes8 {
+  static_assert(sizeof(T) == 2, "lanes8 holds 2-byte elements");
+  T lane[8];
+};
 
 __device__ __forceinline__ bool is_aligned_16(const void* pointer) {
   return (reinterpret_cast<unsigned long long>(pointer) & 15ull) == 0;

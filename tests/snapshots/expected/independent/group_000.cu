@@ -23,7 +23,7 @@ __global__ void __launch_bounds__(256) stitch_g0_independent(const float* __rest
     const int64_t n = 4096;  // elements of [64,64]
     const int64_t first = int64_t(part_block) * blockDim.x + threadIdx.x;
     const int64_t stride = int64_t(4) * blockDim.x;
-    // 16-byte vectors; the loop after this one does the last n % 4 elements.
+    // 16-byte vectors of 4 elements; the loop after this one does the last n % 4.
     for (int64_t v = first; v < n / 4; v += stride) {
       const float4 x0 = reinterpret_cast<const float4*>(in0)[v];
       float4 r0;

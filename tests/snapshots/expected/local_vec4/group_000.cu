@@ -19,7 +19,7 @@ __global__ void __launch_bounds__(256) stitch_g0_local(const float* __restrict__
   const int64_t n = 32768;  // elements of [128,256]
   const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
-  // 16-byte vectors; the loop after this one does the last n % 4 elements.
+  // 16-byte vectors of 4 elements; the loop after this one does the last n % 4.
   for (int64_t v = first; v < n / 4; v += stride) {
     const float4 x0 = reinterpret_cast<const float4*>(in0)[v];
     const float4 x1 = reinterpret_cast<const float4*>(in1)[v];
