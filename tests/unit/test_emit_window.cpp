@@ -200,7 +200,7 @@ TEST_CASE("Gemm with a row-vector C and beta 1 uses the bias epilogue", "[emitte
   std::string src = group_source(m);
   CHECK_FALSE(has(src, "__global__"));
   CHECK(has(
-      src, "stitch_library_gemm(b, &desc, lhs, rhs, nullptr, addend, result, error, error_size);"));
+      src, "stitch_library_gemm(b, &desc, lhs, rhs, nullptr, c, result, error, error_size);"));
 }
 
 TEST_CASE("Gemm with a full C passes it as the GEMM's C with beta", "[emitter]") {
@@ -210,7 +210,7 @@ TEST_CASE("Gemm with a full C passes it as the GEMM's C with beta", "[emitter]")
   std::string src = group_source(m);
   CHECK(has(src, "desc.beta = 2.0f;"));
   CHECK(has(
-      src, "stitch_library_gemm(b, &desc, lhs, rhs, addend, nullptr, result, error, error_size);"));
+      src, "stitch_library_gemm(b, &desc, lhs, rhs, c, nullptr, result, error, error_size);"));
 }
 
 // ---- Conv and ConvTranspose ----
