@@ -5,8 +5,10 @@
 //   bench_model LIB.so --inputs DIR [--warmup N] [--iters N] [--rotate K] [--copy-mib M]
 //               [--json FILE]
 //
-// Inputs: DIR/input_<k>.npy, by input position (what export_bench_models.py writes); a
-// missing file gets random values (floats in [-1, 1), integers in [0, 2)).
+// Inputs: DIR/input_<k>.npy, by input position (what export_bench_models.py writes, or for a
+// library compiled with --io-precision reduced what `precisions.py inputs` writes: '<f2', and
+// bfloat16 as ml_dtypes saves it, '<V2'); a missing file gets random values (floats, float16 and
+// bfloat16 in [-1, 1), integers in [0, 2)).
 //
 // CUDA target: each timed run is bracketed by two CUDA events on the run's stream and the
 // stream is synchronized after it, so the time includes the launch cost as a caller sees it
@@ -151,6 +153,8 @@ const char* descr_of(stitch_dtype t) {
     return "|i1";
   case STITCH_FLOAT16:
     return "<f2";
+  case STITCH_BFLOAT16:
+    return "<V2";
   default:
     return "?";
   }
@@ -165,6 +169,17 @@ double percentile(std::vector<double> v, double p) {
 }
 
 bool file_exists(const std::string& p) { return std::ifstream(p).good(); }
+
+// A float in [-1, 1) as float16 or bfloat16 bits (truncated mantissa: random values only).
+uint16_t half_bits(float v, stitch_dtype t) {
+  uint32_t u = 0;
+  std::memcpy(&u, &v, 4);
+  if (t == STITCH_BFLOAT16) return static_cast<uint16_t>(u >> 16);
+  uint32_t sign = (u >> 16) & 0x8000u;
+  int exp = static_cast<int>((u >> 23) & 0xff) - 127 + 15;
+  if (exp <= 0) return static_cast<uint16_t>(sign); // |v| < 2^-14: zero is fine here
+  return static_cast<uint16_t>(sign | (uint32_t(exp) << 10) | ((u >> 13) & 0x3ffu));
+}
 
 } // namespace
 
@@ -238,6 +253,12 @@ int main(int argc, char** argv) {
           for (size_t i = 0; i < in_info[k].bytes / 4; ++i) {
             float v = d(rng);
             std::memcpy(host_in[k].data() + 4 * i, &v, 4);
+          }
+        } else if (in_info[k].dtype == STITCH_FLOAT16 || in_info[k].dtype == STITCH_BFLOAT16) {
+          std::uniform_real_distribution<float> d(-1.f, 1.f);
+          for (size_t i = 0; i < in_info[k].bytes / 2; ++i) {
+            uint16_t v = half_bits(d(rng), in_info[k].dtype);
+            std::memcpy(host_in[k].data() + 2 * i, &v, 2);
           }
         } else if (in_info[k].dtype == STITCH_INT64) {
           for (size_t i = 0; i < in_info[k].bytes / 8; ++i) {

@@ -12,10 +12,19 @@ Systems (--systems, comma-separated, default all):
     stitchc         the stitchc library (--lib) through ctypes: outputs checked, launches and
                     per-kernel times profiled; its latency comes from bench_model (C++)
 
-Precision, the same for every system: float32, TF32 off (torch.backends.cuda.matmul.allow_tf32
-= False, torch.backends.cudnn.allow_tf32 = False, torch.set_float32_matmul_precision("highest"),
-jax_default_matmul_precision="highest" and Precision.HIGHEST on the convolutions); stitchc's
-libraries call cuBLASLt with CUBLAS_COMPUTE_32F and cuDNN with CUDNN_FMA_MATH.
+Precision (--precision, the same for every system of a run; the table is precisions.py):
+    fp32   float32, TF32 off (torch.backends.cuda.matmul.allow_tf32 = False,
+           torch.backends.cudnn.allow_tf32 = False, torch.set_float32_matmul_precision("highest"),
+           jax_default_matmul_precision="highest" and Precision.HIGHEST on the convolutions);
+           stitchc's libraries call cuBLASLt with CUBLAS_COMPUTE_32F and cuDNN with CUDNN_FMA_MATH
+    tf32   the same switches on (allow_tf32 = True, float32_matmul_precision("high"),
+           jax_default_matmul_precision="tensorfloat32", the convolutions at jax's default)
+    fp16, bf16
+           the module .half() / .to(torch.bfloat16), float inputs converted the same way, TF32
+           off (no float32 GEMM is left), torch's other switches at their defaults (recorded in
+           the JSON); XLA is not run (precisions.XLA_NOTE); stitchc's library takes the inputs
+           in the types it was compiled for (--io-precision), converted from the same sets
+Every system's errors are against PyTorch's float32 outputs (ref_<k>.npy).
 
 Timing: after WARMUP runs, ITERS runs, each bracketed by CUDA events on the current stream and
 followed by a stream synchronize (so the launch cost is inside); median and p90. XLA is timed
@@ -26,7 +35,7 @@ Launches per inference: torch.profiler (CUPTI) over PROFILE_ITERS runs after war
 kernel records (not memcpy/memset), divided by the runs.
 
 usage: bench_peers.py MODEL_DIR --out FILE.json [--lib LIB.so --plan plan.json]
-                      [--systems ...] [--warmup N] [--iters N]
+                      [--systems ...] [--warmup N] [--iters N] [--precision P]
 """
 import argparse
 import ctypes
@@ -44,6 +53,7 @@ import torch  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import export_bench_models as ebm  # noqa: E402
+import precisions  # noqa: E402
 
 PROFILE_ITERS = 5
 
@@ -139,7 +149,8 @@ class _Tensor(ctypes.Structure):
                 ("dims", ctypes.POINTER(ctypes.c_int64)), ("bytes", ctypes.c_uint64)]
 
 
-_TORCH_DTYPES = {1: torch.float32, 7: torch.int64, 6: torch.int32, 9: torch.bool, 11: torch.float64}
+_TORCH_DTYPES = {1: torch.float32, 7: torch.int64, 6: torch.int32, 9: torch.bool, 11: torch.float64,
+                 10: torch.float16, 16: torch.bfloat16}
 
 
 class StitchLibrary:
@@ -176,8 +187,10 @@ class StitchLibrary:
                        ctypes.cast(dims, ctypes.POINTER(ctypes.c_int64)), info.bytes)
 
     def prepare(self, arrays, key):
-        """Device tensors for one input set, its outputs, and a context of its own."""
-        ins = [torch.from_numpy(np.ascontiguousarray(a)).to(self.device) for a in arrays]
+        """Device tensors for one input set (converted to the types the library was compiled
+        for: float16/bfloat16 with --io-precision reduced), its outputs, and a context of its own."""
+        ins = [torch.from_numpy(np.ascontiguousarray(a)).to(self.device).to(_TORCH_DTYPES[i.dtype])
+               for a, i in zip(arrays, self.inputs)]
         outs = [torch.empty([i.dims[d] for d in range(i.rank)], dtype=_TORCH_DTYPES[i.dtype],
                             device=self.device) for i in self.outputs]
         self._keep = []
@@ -218,11 +231,12 @@ def run_torch(model, sets_dev, refs, warmup, iters, mode):
     return r
 
 
-def run_xla(model_path, sets_np, refs, warmup, iters):
+def run_xla(model_path, sets_np, refs, warmup, iters, matmul_precision):
     import jax
-    jax.config.update("jax_default_matmul_precision", "highest")
+    jax.config.update("jax_default_matmul_precision", matmul_precision)
     import onnx_interp
-    be = onnx_interp.JaxBackend()
+    # float32: Precision.HIGHEST on the convolutions; tf32: the config's default for them.
+    be = onnx_interp.JaxBackend(conv_precision="highest" if matmul_precision == "highest" else None)
     g = onnx_interp.OnnxGraph(model_path)
     weights = {k: jax.device_put(v) for k, v in g.weights.items()}
     fn_jit = jax.jit(lambda w, *x: g.run(be, w, x))
@@ -301,22 +315,32 @@ def main():
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--iters", type=int, default=100)
     ap.add_argument("--device", default="cuda")
+    ap.add_argument("--precision", default="fp32", choices=list(precisions.PRECISIONS))
+    ap.add_argument("--io-precision", default="reduced", choices=precisions.IO_PRECISIONS,
+                    help="recorded only: the library's input types come from the library itself")
     args = ap.parse_args()
-    ebm.set_precision()
+    prec = precisions.row(args.precision)
+    torch_settings = precisions.apply_torch(args.precision)
+    dtype = precisions.torch_dtype(args.precision)
     device = torch.device(args.device)
     d = args.model_dir
     meta = json.load(open(os.path.join(d, "meta.json")))
     refs = [np.load(os.path.join(d, f"ref_{k}.npy")).astype(np.float64) for k in range(len(meta["outputs"]))]
-    set_bytes = sum(np.load(os.path.join(d, f"input_{k}.npy"), mmap_mode="r").nbytes
-                    for k in range(len(meta["inputs"]))) + sum(r.nbytes // 2 for r in refs)
+    # Bytes of one set as the systems hold it (float inputs and outputs in the row's dtype).
+    fsize = torch.empty(0, dtype=dtype).element_size()
+    ins_np = [np.load(os.path.join(d, f"input_{k}.npy"), mmap_mode="r") for k in range(len(meta["inputs"]))]
+    set_bytes = sum(a.nbytes * fsize // 4 if a.dtype == np.float32 else a.nbytes for a in ins_np) \
+        + sum(r.size * fsize for r in refs)
     sets_np = input_sets(meta, d, device, set_bytes)
     result = {"model": meta["name"], "meta": meta, "input_sets": len(sets_np), "systems": {},
               "torch": torch.__version__, "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
-              "precision": "float32, TF32 off everywhere"}
+              "precision": args.precision, "io_precision": args.io_precision,
+              "precision_text": precisions.describe(args.precision, args.io_precision),
+              "torch_settings": torch_settings}
     if os.path.exists(args.out):  # a later pass (run.sh runs max-autotune last) adds its systems
         try:
             old = json.load(open(args.out))
-            if old.get("model") == meta["name"]:
+            if old.get("model") == meta["name"] and old.get("precision") == args.precision:
                 result["systems"] = old.get("systems", {})
                 result.setdefault("copy_gbps", old.get("copy_gbps"))
         except ValueError:
@@ -335,11 +359,18 @@ def main():
         try:
             if s in ("eager", "compile", "autotune"):
                 if model is None:
-                    model = ebm.build_model(meta["family"], meta["config"]).to(device)
-                sets_dev = [[torch.from_numpy(a).to(device) for a in st] for st in sets_np]
+                    model = ebm.build_model(meta["family"], meta["config"]).to(device=device, dtype=dtype)
+                sets_dev = [[torch.from_numpy(a).to(device).to(dtype) if a.dtype == np.float32
+                             else torch.from_numpy(a).to(device) for a in st] for st in sets_np]
                 r = run_torch(model, sets_dev, refs, args.warmup, args.iters, s)
             elif s == "xla":
-                r = run_xla(os.path.join(d, "model.onnx"), sets_np, refs, args.warmup, args.iters)
+                if prec["jax"] is None:
+                    r = {"not_run": precisions.XLA_NOTE, "wall_s": 0.0}
+                    result["systems"][s] = r
+                    print(f"{meta['name']} {s}: not run in {args.precision}", flush=True)
+                    save()
+                    continue
+                r = run_xla(os.path.join(d, "model.onnx"), sets_np, refs, args.warmup, args.iters, prec["jax"])
             elif s == "stitchc":
                 r = run_stitchc(args.lib, args.plan, sets_np, refs, device, result.get("copy_gbps"))
             else:
@@ -352,7 +383,7 @@ def main():
         brief = {k: r[k] for k in ("median_ms", "p90_ms", "launches", "error") if k in r}
         if "errors" in r:
             brief["max_abs_err"] = max(e["max_abs"] for e in r["errors"])
-        print(f"{meta['name']} {s}: {json.dumps(brief)} ({r['wall_s']:.0f} s)", flush=True)
+        print(f"{meta['name']} {args.precision} {s}: {json.dumps(brief)} ({r['wall_s']:.0f} s)", flush=True)
         save()
         if device.type == "cuda":
             torch.cuda.empty_cache()

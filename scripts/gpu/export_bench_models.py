@@ -23,7 +23,11 @@ OUT/NAME/ holds:
                            padded tail on each row, normal floats for pixels)
     ref_<k>.npy            PyTorch's outputs for them (eager, float32, TF32 off), on CUDA when
                            there is a GPU, else on the CPU
-    meta.json              names, shapes, the builder's config, versions, the device of the reference
+    meta.json              names, shapes, the builder's config, versions, the device of the
+                           reference, and "torch_rel_l2": PyTorch's own relative L2 error per
+                           output in fp16 and bf16 (the module .half() / .to(torch.bfloat16),
+                           float inputs converted) and, on a GPU, tf32, against ref_<k>.npy: the
+                           reduced-precision rows' check allows twice it (precisions.py)
 
 The peers (bench_peers.py) rebuild the same module from meta.json through build_model(), with the
 same seed, and check that they reproduce ref_<k>.npy before timing.
@@ -218,6 +222,30 @@ def export_onnx(model, example, input_names, outputs, path):
     return written, len(m.graph.node)
 
 
+def reduced_precision_errors(model, example, refs, dev):
+    """{precision: [relative L2 error per output]} of PyTorch eager in fp16, bf16 and (on a GPU)
+    tf32 against its float32 outputs refs: how well-conditioned the model is in each."""
+    import copy
+    import precisions
+    result = {}
+    for p in ["fp16", "bf16"] + (["tf32"] if dev.type == "cuda" else []):
+        try:
+            precisions.apply_torch(p)
+            dt = precisions.torch_dtype(p)
+            m = copy.deepcopy(model).to(dt)
+            with torch.no_grad():
+                outs = m(*[t.to(dev).to(dt) if t.is_floating_point() else t.to(dev) for t in example])
+            outs = (outs,) if isinstance(outs, torch.Tensor) else outs
+            result[p] = [float(torch.linalg.vector_norm(o.float() - r.float()) / torch.linalg.vector_norm(r.float()))
+                         for o, r in zip(outs, refs)]
+            del m
+        except Exception as e:  # a measurement, never a reason to lose the export
+            print(f"torch in {p}: {type(e).__name__}: {e}", file=sys.stderr)
+        finally:
+            set_precision()
+    return result
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out")
@@ -255,6 +283,7 @@ def main():
             refs = model_dev(*[t.to(dev) for t in example])
         if isinstance(refs, torch.Tensor):
             refs = (refs,)
+        torch_rel_l2 = reduced_precision_errors(model_dev, example, refs, dev)
         for k, (iname, v) in enumerate(inputs):
             np.save(os.path.join(d, f"input_{k}.npy"), v)
         for k, r in enumerate(refs):
@@ -269,6 +298,7 @@ def main():
                          "torch.backends.cudnn.allow_tf32=False, float32_matmul_precision='highest')",
             "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
                          "onnx": onnx.__version__, "numpy": np.__version__},
+            "torch_rel_l2": torch_rel_l2,
             "parameters": sum(p.numel() for p in model.parameters()),
             "onnx_bytes": os.path.getsize(os.path.join(d, "model.onnx")),
         }

@@ -58,13 +58,16 @@ class NumpyBackend:
 
 
 class JaxBackend:
-    def __init__(self):
+    """conv_precision: "highest" (Precision.HIGHEST: float32, no TF32) or None (the precision
+    jax_default_matmul_precision sets, e.g. "tensorfloat32")."""
+
+    def __init__(self, conv_precision="highest"):
         import jax
         import jax.numpy as jnp
         from jax import lax
         import jax.scipy.special as jsp
         self.xp, self._lax, self._jsp, self._jnp = jnp, lax, jsp, jnp
-        self._hi = lax.Precision.HIGHEST
+        self._hi = lax.Precision.HIGHEST if conv_precision == "highest" else None
 
     def erf(self, x):
         return self._jsp.erf(x)

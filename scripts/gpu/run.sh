@@ -4,6 +4,7 @@
 #   scripts/gpu/run.sh OUTDIR [--target cuda|host] [--quick] [--stages LIST] [--models LIST]
 #                      [--systems LIST] [--shard I/N] [--budget SECONDS] [--iters N]
 #                      [--warmup N] [--jobs N] [--pack DIR] [--bundle FILE]
+#                      [--precisions LIST] [--io-precision reduced|model]
 #
 # Stages (--stages, comma-separated; default: all, in this order):
 #   setup        the carried stitchc works here (pack's libraries, nvcc, cuDNN, python);
@@ -17,14 +18,20 @@
 #                (make_scheme_models.py, and the BERT and ResNet fixtures); on the host target
 #                the subset runs without the sanitizer
 #   export       export_bench_models.py: the benchmark models, inputs, PyTorch's outputs
-#   compile      stitchc on each benchmark model (--report plan.json, --time-passes)
-#   check        stitch-run on each against PyTorch's outputs (rtol 1e-3, atol 1e-4), errors
+#   compile      stitchc on each benchmark model in each precision (--report plan.json,
+#                --time-passes; --precision fp16|bf16|tf32)
+#   check        stitch-run on each against PyTorch's float32 outputs (fp32: rtol 1e-3, atol
+#                1e-4; fp16, bf16, tf32: --max-rel-l2 1e-2, 4e-2, 1e-2, or twice PyTorch's own
+#                error in that precision where larger: precisions.py), errors
 #   bench        bench_model (stitchc, C++, CUDA events) and, on a GPU, bench_peers.py (PyTorch
 #                eager, torch.compile default and max-autotune, XLA, stitchc's launches and
-#                per-kernel bandwidth)
+#                per-kernel bandwidth), each row in its precision
 #   report       results.json, results.csv, table.md, the plot; prints the short table last
 #
 # --models: bert_b1,bert_b32,gpt2,vit_b1,vit_b32,resnet50_b1,resnet50_b64 (default all).
+# --precisions: fp32,tf32,fp16,bf16 (default fp32,fp16,bf16; fp32 is float32 with TF32 off
+#   everywhere). --io-precision (default reduced): fp16/bf16 libraries take and return
+#   float16/bfloat16 as the torch peers do; `model` keeps them float32 (precisions.py).
 # --systems: eager,compile,autotune,xla,stitchc (bench_peers.py; default all on a GPU, none on
 #   the host target). --budget S: stop starting new work S seconds after the start, leaving
 #   time for the report (long steps run under `timeout`), so that a device call never ends
@@ -37,12 +44,12 @@ set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 
-usage() { sed -n 2,36p "$0"; }
+usage() { sed -n 2,41p "$0"; }
 [ $# -ge 1 ] || { usage; exit 2; }
 case "$1" in -h|--help) usage; exit 0 ;; esac
 out="$1"; shift
 target=cuda quick=0 stages="" models="" systems="" shard="" budget=0 iters="" warmup="" jobs=""
-pack="$repo/.gpu-pack" bundle=""
+pack="$repo/.gpu-pack" bundle="" precisions="fp32,fp16,bf16" io_precision=reduced
 while [ $# -gt 0 ]; do
   case "$1" in
     --target) target="$2"; shift 2 ;;
@@ -57,10 +64,16 @@ while [ $# -gt 0 ]; do
     --jobs) jobs="$2"; shift 2 ;;
     --pack) pack="$2"; shift 2 ;;
     --bundle) bundle="$2"; shift 2 ;;
+    --precisions) precisions="$2"; shift 2 ;;
+    --io-precision) io_precision="$2"; shift 2 ;;
     *) echo "run.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
   esac
 done
 case "$target" in cuda|host) ;; *) echo "run.sh: --target cuda or host" >&2; exit 2 ;; esac
+case "$io_precision" in reduced|model) ;; *) echo "run.sh: --io-precision reduced or model" >&2; exit 2 ;; esac
+for p in ${precisions//,/ }; do
+  case "$p" in fp32|tf32|fp16|bf16) ;; *) echo "run.sh: unknown precision '$p' in --precisions (fp32, tf32, fp16, bf16)" >&2; exit 2 ;; esac
+done
 all_stages="setup conformance fixtures sanitizer export compile check bench report"
 stages="${stages:-${all_stages// /,}}"
 all_models="bert_b1,bert_b32,gpt2,vit_b1,vit_b32,resnet50_b1,resnet50_b64"
@@ -79,6 +92,7 @@ t_start=$(date +%s)
 {
   echo "run.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) target=$target quick=$quick stages=$stages"
   echo "models=$models systems=$systems shard=${shard:-all} budget=${budget}s iters=$iters warmup=$warmup jobs=$jobs"
+  echo "precisions=$precisions io_precision=$io_precision"
 } | tee "$out/run.txt"
 
 # --- the carried tools --------------------------------------------------------------------------
@@ -158,7 +172,12 @@ run_stage() { # name function
   if [ "$_status" = FAIL ]; then tail -15 "$out/logs/$_stage.log" | sed 's/^/   | /'; fi
 }
 model_list() { tr ',' ' ' <<< "$models"; }
-lib_of() { echo "$out/models/$1/lib_$target.so"; }
+precision_list() { tr ',' ' ' <<< "$precisions"; }
+# The rows: model:precision, every model of a precision before the next precision (so a --budget
+# cut takes whole precisions last in the list). A row's files live in models/<model>/<precision>/.
+row_list() { local p m; for p in $(precision_list); do for m in $(model_list); do echo "$m:$p"; done; done; }
+n_rows() { row_list | wc -l; }
+lib_of() { echo "$out/models/$1/$2/lib_$target.so"; }
 
 # --- stages --------------------------------------------------------------------------------------
 stage_setup() ( # a subshell: set -e stays inside
@@ -328,46 +347,53 @@ stage_export() {
 stage_compile() {
   local par per
   par=$(( jobs >= 8 ? 4 : 1 )); per=$(( jobs / par > 0 ? jobs / par : 1 ))
-  export out target STITCHC
-  model_list | tr ' ' '\n' | timeout "$(remaining)" xargs -P "$par" -I{} bash -c '
-    m={}; d="$out/models/$m"
-    [ -f "$d/model.onnx" ] || { echo "FAIL $m (not exported)"; exit 0; }
+  export out target STITCHC PYTHON here io_precision
+  row_list | timeout "$(remaining)" xargs -P "$par" -I{} bash -c '
+    m="$(cut -d: -f1 <<< {})" p="$(cut -d: -f2 <<< {})"; d="$out/models/$m"; r="$d/$p"
+    [ -f "$d/model.onnx" ] || { echo "FAIL $m $p (not exported)"; exit 0; }
+    mkdir -p "$r"
+    flags="$("$PYTHON" "$here/precisions.py" stitchc-flags "$p" "$io_precision")"
     t0=$(date +%s.%N)
-    if "$STITCHC" "$d/model.onnx" --target "$target" -o "$d/lib_$target.so" --report "$d/plan.json" \
-         --time-passes -j '"$per"' -q > "$out/logs/compile_$m.log" 2>&1; then
+    if "$STITCHC" "$d/model.onnx" --target "$target" -o "$r/lib_$target.so" --report "$r/plan.json" \
+         $flags --time-passes -j '"$per"' -q > "$out/logs/compile_${m}_$p.log" 2>&1; then
       t1=$(date +%s.%N)
-      printf "{\"model\": \"%s\", \"target\": \"%s\", \"compile_s\": %.2f, \"library_bytes\": %d}\n" \
-        "$m" "$target" "$(awk "BEGIN {print $t1 - $t0}")" "$(stat -c %s "$d/lib_$target.so")" > "$d/compile_$target.json"
-      echo "PASS $m $(cat "$d/compile_$target.json")"
-    else echo "FAIL $m"; tail -5 "$out/logs/compile_$m.log"; fi' | tee "$out/work/compile.txt"
+      printf "{\"model\": \"%s\", \"precision\": \"%s\", \"stitchc_flags\": \"%s\", \"target\": \"%s\", \"compile_s\": %.2f, \"library_bytes\": %d}\n" \
+        "$m" "$p" "$flags" "$target" "$(awk "BEGIN {print $t1 - $t0}")" "$(stat -c %s "$r/lib_$target.so")" > "$r/compile_$target.json"
+      echo "PASS $m $p $(cat "$r/compile_$target.json")"
+    else echo "FAIL $m $p"; tail -5 "$out/logs/compile_${m}_$p.log"; fi' | tee "$out/work/compile.txt"
   local n; n=$(grep -c '^PASS' "$out/work/compile.txt")
-  note="$n/$(model_list | wc -w) models compiled for $target"
-  [ "$n" = "$(model_list | wc -w)" ]
+  note="$n/$(n_rows) model x precision rows compiled for $target"
+  [ "$n" = "$(n_rows)" ]
 }
 
+# Each row's library on its inputs (the exported float32 ones, or rounded to float16/bfloat16
+# for --io-precision reduced) against PyTorch's float32 outputs, at the precision's aim.
 stage_check() {
-  local failed=0 n=0
-  for m in $(model_list); do
-    local d="$out/models/$m" lib; lib="$(lib_of "$m")"
-    [ -f "$lib" ] || { echo "$m: no library"; failed=$((failed + 1)); continue; }
-    local args=()
-    args=($("$PYTHON" - "$d" <<'EOF'
+  local failed=0 n=0 row m p
+  for row in $(row_list); do
+    m="${row%%:*}" p="${row##*:}"
+    local d="$out/models/$m" r="$out/models/$m/$p" lib; lib="$(lib_of "$m" "$p")"
+    [ -f "$lib" ] || { echo "$m $p: no library"; failed=$((failed + 1)); continue; }
+    local ins tol args=()
+    ins="$("$PYTHON" "$here/precisions.py" inputs "$d" "$p" "$io_precision" "$r/inputs")" || { failed=$((failed + 1)); continue; }
+    tol="$("$PYTHON" "$here/precisions.py" check-flags "$p" "$d")"
+    args=($("$PYTHON" - "$d" "$ins" <<'EOF'
 import json, sys, os
-d = sys.argv[1]; m = json.load(open(os.path.join(d, "meta.json")))
+d, ins = sys.argv[1], sys.argv[2]; m = json.load(open(os.path.join(d, "meta.json")))
 for k, i in enumerate(m["inputs"]):
-    print("--input", f"{i['name']}={d}/input_{k}.npy")
+    print("--input", f"{i['name']}={ins}/input_{k}.npy")
 for k, o in enumerate(m["outputs"]):
     print("--expected", f"{o['name']}={d}/ref_{k}.npy")
 EOF
 ))
-    rm -rf "$d/out_$target"
-    timeout "$(remaining)" "$STITCH_RUN" "$lib" "${args[@]}" --rtol 1e-3 --atol 1e-4 --output-dir "$d/out_$target" > "$d/check_$target.log" 2>&1
+    rm -rf "$r/out_$target"
+    timeout "$(remaining)" "$STITCH_RUN" "$lib" "${args[@]}" $tol --output-dir "$r/out_$target" > "$r/check_$target.log" 2>&1
     local rc=$?
     n=$((n + 1))
-    "$PYTHON" "$here/summarize.py" errors "$d" "$target" "$rc"
-    [ $rc = 0 ] || { failed=$((failed + 1)); cat "$d/check_$target.log"; }
+    "$PYTHON" "$here/summarize.py" errors "$d" "$p" "$target" "$rc"
+    [ $rc = 0 ] || { failed=$((failed + 1)); cat "$r/check_$target.log"; }
   done
-  note="$((n - failed))/$(model_list | wc -w) models match PyTorch (rtol 1e-3, atol 1e-4)"
+  note="$((n - failed))/$(n_rows) model x precision rows match PyTorch float32 (fp32: rtol 1e-3, atol 1e-4; others: relative L2 aim)"
   [ $failed = 0 ]
 }
 
@@ -379,22 +405,25 @@ stage_bench() {
   for s in $(tr ',' ' ' <<< "$systems"); do
     case "$s" in none) ;; autotune) slow="autotune" ;; *) fast="${fast:+$fast,}$s" ;; esac
   done
-  rm -f "$out"/models/*/bench_peers.json
+  rm -f "$out"/models/*/*/bench_peers.json
+  local row p r ins
   for pass in fast slow; do
-    for m in $(model_list); do
-      out_of_time && { echo "out of --budget before $m ($pass pass)"; failed=1; break 2; }
-      d="$out/models/$m"; lib="$(lib_of "$m")"
-      [ -f "$lib" ] || { echo "$m: no library"; failed=1; continue; }
+    for row in $(row_list); do
+      m="${row%%:*}" p="${row##*:}"
+      out_of_time && { echo "out of --budget before $m $p ($pass pass)"; failed=1; break 2; }
+      d="$out/models/$m"; r="$d/$p"; lib="$(lib_of "$m" "$p")"
+      [ -f "$lib" ] || { echo "$m $p: no library"; failed=1; continue; }
       if [ "$pass" = fast ]; then
         local copy=(); [ "$target" = cuda ] && copy=(--copy-mib 1024)
-        timeout "$(remaining)" "$BENCH_MODEL" "$lib" --inputs "$d" --warmup "$warmup" --iters "$iters" \
-          "${copy[@]}" --json "$d/bench_stitchc_$target.json" || failed=1
+        ins="$("$PYTHON" "$here/precisions.py" inputs "$d" "$p" "$io_precision" "$r/inputs")" || { failed=1; continue; }
+        timeout "$(remaining)" "$BENCH_MODEL" "$lib" --inputs "$ins" --warmup "$warmup" --iters "$iters" \
+          "${copy[@]}" --json "$r/bench_stitchc_$target.json" || failed=1
       fi
       local sys; [ "$pass" = fast ] && sys="$fast" || sys="$slow"
       if [ "$target" = cuda ] && [ -n "$sys" ]; then
-        PYTHONUNBUFFERED=1 timeout "$(remaining)" "$PYTHON" "$here/bench_peers.py" "$d" --out "$d/bench_peers.json" \
-          --lib "$lib" --plan "$d/plan.json" --systems "$sys" --warmup "$warmup" \
-          --iters "$(( iters < 100 ? iters : 100 ))" || failed=1
+        PYTHONUNBUFFERED=1 timeout "$(remaining)" "$PYTHON" "$here/bench_peers.py" "$d" --out "$r/bench_peers.json" \
+          --lib "$lib" --plan "$r/plan.json" --systems "$sys" --warmup "$warmup" \
+          --iters "$(( iters < 100 ? iters : 100 ))" --precision "$p" --io-precision "$io_precision" || failed=1
       fi
     done
   done
@@ -403,7 +432,8 @@ stage_bench() {
 }
 
 stage_report() {
-  "$PYTHON" "$here/summarize.py" report "$out" --target "$target" --models "$models"
+  "$PYTHON" "$here/summarize.py" report "$out" --target "$target" --models "$models" \
+    --precisions "$precisions" --io-precision "$io_precision"
 }
 
 run_stage setup stage_setup
