@@ -10,15 +10,14 @@ With --target cuda the model is only compiled (nvcc), not run.
 
 With --precision fp16|bf16 the library is compiled so (stitchc --precision) and each floating
 output passes when its relative L2 error against ORT's float32 output is within the fixture's
-aim in tests/models/precision_aims.json (or --max-rel-l2). Until code generation takes half
-types in every op the model has (stitchc refuses "... on float16 ..."), such a test is skipped
-(exit status 77, ctest's SKIP_RETURN_CODE).
+aim in tests/models/precision_aims.json (or --max-rel-l2); with --target cuda it is compiled
+in that precision.
 
 usage: compare_with_ort.py --stitchc STITCHC --stitch-run STITCH_RUN --work DIR
                            [--target host|cuda] [--seed N] [--rtol R] [--atol A]
                            [--precision P [--max-rel-l2 X]] MODEL.onnx
 Exit status: 0 when every output matches, 1 otherwise (stitch-run's or stitchc's output says
-why), 77 when skipped.
+why).
 """
 import argparse
 import json
@@ -59,27 +58,17 @@ def input_shape_args(spec):
     return args
 
 
-SKIPPED = 77
 AIMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "models",
                     "precision_aims.json")
 
 
-def run(argv, what, skip_if=None):
+def run(argv, what):
     print("+", " ".join(argv), flush=True)
     result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     print(result.stdout, end="", flush=True)
     if result.returncode != 0:
-        if skip_if and skip_if(result.stdout):
-            print(f"skipped: {what} cannot do this yet", flush=True)
-            sys.exit(SKIPPED)
         print(f"{what} failed with exit code {result.returncode}", flush=True)
         sys.exit(1)
-
-
-def half_types_refused(output):
-    """stitchc's code-generation refusal of a float16 or bfloat16 op."""
-    return "unsupported in code generation" in output and (
-        " on float16" in output or " on bfloat16" in output)
 
 
 def precision_aim(model, precision):
@@ -122,7 +111,7 @@ def main():
     if args.precision:
         stitchc += ["--precision", args.precision]
     stitchc += input_shape_args(spec)
-    run(stitchc, "stitchc", half_types_refused if reduced else None)
+    run(stitchc, "stitchc")
     if args.target == "cuda":
         return
 

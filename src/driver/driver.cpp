@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -196,6 +197,14 @@ void run_driver(const DriverOptions& options, std::ostream& out) {
   if (options.build.output.empty() && options.report_path.empty() &&
       options.report_html_path.empty())
     return;
+  // Before the work, not at the final link: a library needs a folder to go into.
+  if (!options.build.output.empty()) {
+    const std::filesystem::path folder =
+        std::filesystem::absolute(options.build.output).parent_path();
+    if (!std::filesystem::is_directory(folder))
+      user_fail({}, "cannot write '{}': the folder '{}' does not exist", options.build.output,
+                folder.string());
+  }
   try {
     FusionPlan plan = [&] {
       PhaseTimer timer("plan (" + options.planner.planner + " planner)");

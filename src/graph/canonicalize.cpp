@@ -1,6 +1,8 @@
 // canonicalize: local rewrites to one spelling, then the GELU chains to Gelu (canonicalize.h).
 #include "graph/canonicalize.h"
 
+#include <algorithm>
+
 #include <cmath>
 
 #include "graph/constant.h"
@@ -166,6 +168,7 @@ public:
     for (Node* n : chain)
       n->removed = true;
     result->op = OpKind::Gelu;
+    result->opset = std::max(result->opset, 20); // Gelu's opset: a later shape inference checks it
     result->inputs = {x};
     result->attrs.clear();
     if (tanh) result->attrs["approximate"] = Attribute{std::string("tanh")};
@@ -205,6 +208,16 @@ bool respell(Graph& graph, Chains& chains, Node& node) {
 
 } // namespace
 
+bool raise_gelu(Graph& graph) {
+  bool changed = false;
+  Chains chains(graph);
+  for (Node& node : graph.nodes)
+    if (!node.removed && (node.op == OpKind::Erf || node.op == OpKind::Tanh))
+      changed = chains.raise_gelu(node) || changed;
+  graph.compact();
+  return changed;
+}
+
 bool canonicalize(Graph& graph) {
   bool changed = false;
   {
@@ -212,12 +225,7 @@ bool canonicalize(Graph& graph) {
     for (Node& node : graph.nodes)
       changed = respell(graph, chains, node) || changed;
   }
-  Chains chains(graph); // the respelled graph's producers and consumers
-  for (Node& node : graph.nodes)
-    if (!node.removed && (node.op == OpKind::Erf || node.op == OpKind::Tanh))
-      changed = chains.raise_gelu(node) || changed;
-  graph.compact();
-  return changed;
+  return raise_gelu(graph) || changed; // on the respelled graph's producers and consumers
 }
 
 } // namespace stitch

@@ -24,4 +24,9 @@ namespace stitch {
 
 bool canonicalize(Graph& graph);
 
+// The GELU rewrites alone (the last two above). convert-precision runs them first, so that a
+// GELU chain is one node before it gives values their types: its x^3 would otherwise be a Pow
+// kept in float32, the chain split by Casts that canonicalize cannot see through.
+bool raise_gelu(Graph& graph);
+
 } // namespace stitch

@@ -31,7 +31,11 @@ template <bool (*pass)(Graph&)> bool plain(Graph& graph, const PipelineOptions&)
 }
 
 bool convert_precision_pass(Graph& graph, const PipelineOptions& options) {
-  return convert_precision(graph, options.precision);
+  if (options.precision.precision != Precision::Fp16 &&
+      options.precision.precision != Precision::Bf16)
+    return false;
+  const bool raised = raise_gelu(graph); // one node, not a Pow the rules keep in float32
+  return convert_precision(graph, options.precision) || raised;
 }
 
 constexpr Pass kPasses[] = {
@@ -39,8 +43,9 @@ constexpr Pass kPasses[] = {
     {"fold-constants", plain<fold_constants>, false},
     // After folding, so that it converts each weight once, as folded; before lowering, so that
     // it sees the composites whole (lower-composites computes their statistics in float32)
-    // and an exporter's Pow and Exp before canonicalize rewrites Pow(x, 2) as x * x. Does
-    // nothing unless --precision is fp16 or bf16.
+    // and an exporter's Pow and Exp before canonicalize rewrites Pow(x, 2) as x * x (GELU
+    // chains become Gelu first: canonicalize's raise_gelu). Does nothing unless --precision is
+    // fp16 or bf16.
     {"convert-precision", convert_precision_pass, false},
     // After folding, so that the lowering reads constant scales and statistics as values and
     // makes its own constants (epsilon, BatchNormalization's folded factors) directly; it

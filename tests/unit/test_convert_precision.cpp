@@ -316,7 +316,7 @@ TEST_CASE("stitchc --precision and --io-precision parse, and bad values are user
 // 500 +- 400, whose squared deviations overflow float16 (65504), is finite and accurate under
 // --precision fp16 and bf16 because its statistics stay float32 (with every value in float16
 // the output is all zeros, relative L2 error 1). Measured: 2.1e-4 (fp16), 1.6e-3 (bf16).
-TEST_CASE("--precision fp16 and bf16 keep a LayerNorm of large activations accurate",
+TEST_CASE("convert-precision: fp16 and bf16 keep a LayerNorm of large activations accurate",
           "[precision][host]") {
   constexpr int64_t kRows = 8, kCols = 64;
   ModelBuilder m(18);
