@@ -146,8 +146,15 @@ std::string exact_expression(const GroupEmitContext& ctx, const Node& node,
                         operands.size());
   const Tensor& out = ctx.tensor(node.outputs[0]);
   std::string out_type = ctype(out.dtype, ctx);
-  if (node.op == OpKind::Cast || node.op == OpKind::CastLike)
+  if (node.op == OpKind::Cast || node.op == OpKind::CastLike) {
+    // To a 2-byte float from a type wider than float's 24 significant bits: through float by
+    // rounding to odd, so that the one rounding to the 2-byte type is the correct one.
+    const DType from = ctx.tensor(operands[0]).dtype;
+    const bool wide = from == DType::Float64 || (dtype_is_integer(from) && dtype_size(from) >= 4);
+    if ((out.dtype == DType::Float16 || out.dtype == DType::BFloat16) && wide)
+      return fmt::format("stitch::float_round_to_odd(static_cast<double>({}))", values[0]);
     return fmt::format("stitch::ops::cast_to<{}>({})", out_type, values[0]);
+  }
   if (node.op == OpKind::Expand) return values[0];
   DeviceCall call = parse_device_spec(op_device_function(node.op));
   std::vector<std::string> extra = param_arguments(node, call);

@@ -138,6 +138,19 @@ struct alignas(2) bfloat16 {
 
 static_assert(sizeof(float16) == 2 && sizeof(bfloat16) == 2, "2-byte storage types");
 
+// d rounded to float by rounding to odd: an inexact result gets an odd last bit, so that rounding
+// it again to float16 or bfloat16 (at most 11 significant bits) gives what rounding d directly
+// would (rounding to float to nearest even first could land on a midpoint d is not on). For a
+// float64 or wide integer Cast to a 2-byte float.
+__host__ __device__ __forceinline__ float float_round_to_odd(double d) {
+  const float f = static_cast<float>(d);
+  if (static_cast<double>(f) == d || d != d) return f;
+  const uint32_t bits = float_bits(f);
+  if ((bits & 1u) != 0) return f;
+  const double magnitude = d < 0 ? -d : d, rounded = f < 0 ? -double(f) : double(f);
+  return bits_to_float(magnitude > rounded ? bits + 1u : bits - 1u);
+}
+
 // The float that a float16 (bfloat16) value of f holds in registers: each node's result is
 // rounded to its dtype once, so a fused kernel computes what the unfused ops store.
 __host__ __device__ __forceinline__ float round_to_float16(float f) {

@@ -36,4 +36,18 @@ float cuda_bfloat16_to_float(uint16_t bits) {
   return __bfloat162float(b);
 }
 
+uint16_t cuda_double_to_float16(double d) {
+  const __half h = __double2half(d);
+  uint16_t bits;
+  std::memcpy(&bits, &h, sizeof bits);
+  return bits;
+}
+
+uint16_t cuda_double_to_bfloat16(double d) {
+  const __nv_bfloat16 b = __double2bfloat16(d);
+  uint16_t bits;
+  std::memcpy(&bits, &b, sizeof bits);
+  return bits;
+}
+
 } // namespace stitch::test

@@ -11,5 +11,7 @@ uint16_t cuda_float_to_float16(float f);
 float cuda_float16_to_float(uint16_t bits);
 uint16_t cuda_float_to_bfloat16(float f);
 float cuda_bfloat16_to_float(uint16_t bits);
+uint16_t cuda_double_to_float16(double d);
+uint16_t cuda_double_to_bfloat16(double d);
 
 } // namespace stitch::test

@@ -145,3 +145,42 @@ TEST_CASE("the storage types convert implicitly and round once", "[half]") {
   CHECK(static_cast<float>(b) == stitch::round_to_bfloat16(0.1f));
   CHECK(stitch::round_to_float16(stitch::round_to_float16(0.3f)) == stitch::round_to_float16(0.3f));
 }
+
+TEST_CASE("a float64 value rounds to float16 and bfloat16 once, through float rounded to odd",
+          "[half]") {
+  // Doubles just off each midpoint between neighbouring 2-byte values, where rounding to float
+  // to nearest even first would land on the midpoint, and random doubles of every magnitude.
+  std::vector<double> inputs;
+  for (uint32_t h = 0; h < 0x7c00u; ++h) {
+    for (auto widen : {stitch::test::cuda_float16_to_float, stitch::test::cuda_bfloat16_to_float}) {
+      const double v = widen(static_cast<uint16_t>(h)), next = widen(static_cast<uint16_t>(h + 1));
+      if (!std::isfinite(next)) continue;
+      const double mid = v + (next - v) / 2;
+      for (double offset : {-1e-12, -1e-30, 1e-30, 1e-12})
+        for (double sign : {1.0, -1.0})
+          inputs.push_back(sign * (mid + offset * mid));
+    }
+  }
+  uint64_t state = 12345;
+  for (int i = 0; i < 1 << 20; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    double d;
+    std::memcpy(&d, &state, sizeof d);
+    if (std::isfinite(d)) inputs.push_back(d);
+  }
+  size_t half_mismatches = 0, bfloat_mismatches = 0;
+  for (double d : inputs) {
+    const float odd = stitch::float_round_to_odd(d);
+    half_mismatches +=
+        stitch::float_to_float16_bits(odd) != stitch::test::cuda_double_to_float16(d);
+    bfloat_mismatches +=
+        stitch::float_to_bfloat16_bits(odd) != stitch::test::cuda_double_to_bfloat16(d);
+  }
+  CHECK(half_mismatches == 0);
+  CHECK(bfloat_mismatches == 0);
+  // Independent of CUDA: 1 + 2^-11 + 2^-40 is just above float16's midpoint after 1, and rounds
+  // up; through float to nearest even it would be the midpoint, rounded down to even.
+  const double above = 1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -40);
+  CHECK(stitch::float_to_float16_bits(static_cast<float>(above)) == 0x3c00);
+  CHECK(stitch::float_to_float16_bits(stitch::float_round_to_odd(above)) == 0x3c01);
+}
