@@ -199,8 +199,8 @@ TEST_CASE("Gemm with a row-vector C and beta 1 uses the bias epilogue", "[emitte
   m.node("Gemm", {"a", "b", "c"}, {"y"});
   std::string src = group_source(m);
   CHECK_FALSE(has(src, "__global__"));
-  CHECK(has(
-      src, "stitch_library_gemm(b, &desc, lhs, rhs, nullptr, c, result, error, error_size);"));
+  CHECK(
+      has(src, "stitch_library_gemm(b, &desc, lhs, rhs, nullptr, c, result, error, error_size);"));
 }
 
 TEST_CASE("Gemm with a full C passes it as the GEMM's C with beta", "[emitter]") {
@@ -209,8 +209,8 @@ TEST_CASE("Gemm with a full C passes it as the GEMM's C with beta", "[emitter]")
   test::set_attr_float(m.node("Gemm", {"a", "b", "c"}, {"y"}), "beta", 2.0f);
   std::string src = group_source(m);
   CHECK(has(src, "desc.beta = 2.0f;"));
-  CHECK(has(
-      src, "stitch_library_gemm(b, &desc, lhs, rhs, c, nullptr, result, error, error_size);"));
+  CHECK(
+      has(src, "stitch_library_gemm(b, &desc, lhs, rhs, c, nullptr, result, error, error_size);"));
 }
 
 // ---- Conv and ConvTranspose ----
