@@ -57,6 +57,7 @@ sanitizer_build() {
 }
 
 sanitizer_build "${STITCH_ASAN_BUILD:-build-asan}" address,undefined \
-  stitchc stitch_unit_tests stitch_runtime_tests stitch_library_tests stitch_model_runtime_tests \
+  stitchc stitch_unit_tests stitch_runtime_tests stitch_half_tests stitch_library_tests \
+  stitch_model_runtime_tests \
   stitch_runtime_host stitch_library_host stitch_runtime_host_pch stitch_fuzz_replay
 sanitizer_build "${STITCH_TSAN_BUILD:-build-tsan}" thread stitch_model_runtime_tests
