@@ -5,6 +5,7 @@
 #                      [--systems LIST] [--shard I/N] [--budget SECONDS] [--iters N]
 #                      [--warmup N] [--jobs N] [--pack DIR] [--bundle FILE]
 #                      [--precisions LIST] [--io-precision reduced|model]
+#                      [--sanitizer-tools LIST]
 #
 # Stages (--stages, comma-separated; default: all, in this order):
 #   setup        the carried stitchc works here (pack's libraries, nvcc, cuDNN, python);
@@ -13,6 +14,9 @@
 #                output_N.pb, the tolerances of the allowlist); --shard I/N runs a part;
 #                --quick runs every 40th test
 #   fixtures     the model fixtures of tests/models against ONNX Runtime (CPU) on the target
+#   half         the fixtures in 16 bits on the target: each fp32 fixture built with --precision
+#                fp16 against ORT's float32 outputs (its relative-L2 aim), and the native
+#                float16/bfloat16 fixtures of tests/models/half against torch's outputs
 #   sanitizer    compute-sanitizer memcheck and racecheck on stitch-run over a subset holding
 #                every kernel kind (tests/conformance's nvcc sample) and every stitching scheme
 #                (make_scheme_models.py, and the BERT and ResNet fixtures); on the host target
@@ -33,7 +37,9 @@
 #   everywhere). --io-precision (default reduced): fp16/bf16 libraries take and return
 #   float16/bfloat16 as the torch peers do; `model` keeps them float32 (precisions.py).
 # --systems: eager,compile,autotune,xla,stitchc (bench_peers.py; default all on a GPU, none on
-#   the host target). --budget S: stop starting new work S seconds after the start, leaving
+#   the host target). --sanitizer-tools: compute-sanitizer's tools (default memcheck,racecheck).
+#   Libraries that prebuild.sh put in PACK/prebuilt/ (CUDA target) are run by the fixtures,
+#   half and sanitizer stages instead of being compiled again. --budget S: stop starting new work S seconds after the start, leaving
 #   time for the report (long steps run under `timeout`), so that a device call never ends
 #   killed with nothing written. --bundle FILE: a .tar.gz of OUTDIR's logs and results (no
 #   models, libraries or arrays), for the device tool's $OUT (8 files at most come back).
@@ -50,6 +56,7 @@ case "$1" in -h|--help) usage; exit 0 ;; esac
 out="$1"; shift
 target=cuda quick=0 stages="" models="" systems="" shard="" budget=0 iters="" warmup="" jobs=""
 pack="$repo/.gpu-pack" bundle="" precisions="fp32,fp16,bf16" io_precision=reduced
+sanitizer_tools="memcheck,racecheck"
 while [ $# -gt 0 ]; do
   case "$1" in
     --target) target="$2"; shift 2 ;;
@@ -66,6 +73,7 @@ while [ $# -gt 0 ]; do
     --bundle) bundle="$2"; shift 2 ;;
     --precisions) precisions="$2"; shift 2 ;;
     --io-precision) io_precision="$2"; shift 2 ;;
+    --sanitizer-tools) sanitizer_tools="$2"; shift 2 ;;
     *) echo "run.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
   esac
 done
@@ -74,7 +82,7 @@ case "$io_precision" in reduced|model) ;; *) echo "run.sh: --io-precision reduce
 for p in ${precisions//,/ }; do
   case "$p" in fp32|tf32|fp16|bf16) ;; *) echo "run.sh: unknown precision '$p' in --precisions (fp32, tf32, fp16, bf16)" >&2; exit 2 ;; esac
 done
-all_stages="setup conformance fixtures sanitizer export compile check bench report"
+all_stages="setup conformance fixtures half sanitizer export compile check bench report"
 stages="${stages:-${all_stages// /,}}"
 all_models="bert_b1,bert_b32,gpt2,vit_b1,vit_b32,resnet50_b1,resnet50_b64"
 models="${models:-$all_models}"
@@ -112,6 +120,13 @@ export LD_LIBRARY_PATH="$active${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 if ! "$pack/libexec/stitchc" --help >/dev/null 2>"$out/work/stitchc-probe.txt"; then
   # The machine's libstdc++ is older than the build machine's: use the carried one.
   for f in "$pack"/lib-fallback/*; do ln -sf "$f" "$active/$(basename "$f")"; done
+fi
+# prebuild.sh's libraries travel packed; the first run.sh to need them unpacks them (atomically:
+# lease.sh runs two at once).
+if [ ! -d "$pack/prebuilt" ] && [ -f "$pack/prebuilt.tar.xz" ]; then
+  unpack="$(mktemp -d "$pack/.prebuilt.XXXXXX")"
+  tar xJf "$pack/prebuilt.tar.xz" -C "$unpack" && mv -T "$unpack/prebuilt" "$pack/prebuilt" 2>/dev/null
+  rm -rf "$unpack"
 fi
 STITCHC="$pack/libexec/stitchc"
 STITCH_RUN="$pack/libexec/stitch-run"
@@ -172,6 +187,8 @@ run_stage() { # name function
   if [ "$_status" = FAIL ]; then tail -15 "$out/logs/$_stage.log" | sed 's/^/   | /'; fi
 }
 model_list() { tr ',' ' ' <<< "$models"; }
+# A library prebuild.sh made for this fixture and variant (fp32, fp16, bf16, half), if any.
+prebuilt_of() { local f="$pack/prebuilt/$1/$2.so"; [ "$target" = cuda ] && [ -f "$f" ] && echo "$f"; return 0; }
 precision_list() { tr ',' ' ' <<< "$precisions"; }
 # The rows: model:precision, every model of a precision before the next precision (so a --budget
 # cut takes whole precisions last in the list). A row's files live in models/<model>/<precision>/.
@@ -257,16 +274,40 @@ fixture_list() {
 stage_fixtures() {
   local n=0 failed=0 per_job=$(( jobs >= 4 ? jobs / 4 : 1 ))
   local par=$(( jobs >= 4 ? 4 : 1 ))
-  export STITCH_FORCE_TARGET="$target" STITCH_FORCE_JOBS="$per_job" STITCH_RUN PYTHON here repo out
+  export STITCH_FORCE_TARGET="$target" STITCH_FORCE_JOBS="$per_job" STITCH_RUN PYTHON here repo out pack target
+  export -f prebuilt_of
   fixture_list | tr ' ' '\n' | timeout "$(remaining)" xargs -P "$par" -I{} bash -c '
-    f={}; w="$out/work/fixtures/$f"
+    f={}; w="$out/work/fixtures/$f"; lib="$(prebuilt_of fp32 "$f")"
     if "$PYTHON" "$repo/scripts/models/compare_with_ort.py" --stitchc "$here/stitchc-target" \
-         --stitch-run "$STITCH_RUN" --work "$w" --target host "$repo/tests/models/$f.onnx" > "$out/logs/fixture_$f.log" 2>&1; then
-      echo "PASS $f"; else echo "FAIL $f"; fi' | tee "$out/work/fixtures.txt"
+         --stitch-run "$STITCH_RUN" --work "$w" --target host ${lib:+--library "$lib"} \
+         "$repo/tests/models/$f.onnx" > "$out/logs/fixture_$f.log" 2>&1; then
+      echo "PASS $f${lib:+ (prebuilt)}"; else echo "FAIL $f"; fi' | tee "$out/work/fixtures.txt"
   n=$(grep -c . "$out/work/fixtures.txt"); failed=$(grep -c '^FAIL' "$out/work/fixtures.txt")
   note="$((n - failed))/$(fixture_list | wc -w) fixtures pass against ONNX Runtime"
   for f in $(grep '^FAIL' "$out/work/fixtures.txt" | cut -d' ' -f2); do tail -20 "$out/logs/fixture_$f.log"; done
   [ "$failed" = 0 ] && [ "$n" = "$(fixture_list | wc -w)" ]
+}
+
+# The fixtures in 16 bits: the fp32 fixtures built with --precision fp16 against ORT's float32
+# outputs (precision_aims.json), and the native float16/bfloat16 fixtures against torch's.
+stage_half() {
+  local failed=0 n=0 f lib half_dir="$pack/prebuilt/half"
+  export STITCH_FORCE_TARGET="$target" STITCH_FORCE_JOBS="$(( jobs >= 4 ? jobs / 4 : 1 ))"
+  for f in $(fixture_list); do
+    out_of_time && { echo "out of --budget before $f"; failed=$((failed + 1)); break; }
+    lib="$(prebuilt_of fp16 "$f")"
+    if "$PYTHON" "$repo/scripts/models/compare_with_ort.py" --stitchc "$here/stitchc-target" \
+         --stitch-run "$STITCH_RUN" --work "$out/work/half/$f" --target host --precision fp16 \
+         ${lib:+--library "$lib"} "$repo/tests/models/$f.onnx" > "$out/logs/half_$f.log" 2>&1; then
+      echo "PASS fp16 $f"; else echo "FAIL fp16 $f"; tail -8 "$out/logs/half_$f.log"; failed=$((failed + 1)); fi
+    n=$((n + 1))
+  done
+  local dir=(); [ "$target" = cuda ] && [ -d "$half_dir" ] && dir=(--library-dir "$half_dir")
+  echo "== native float16/bfloat16 fixtures"
+  timeout "$(remaining)" "$PYTHON" "$repo/scripts/models/check_half_models.py" --stitchc "$here/stitchc-target" \
+    --stitch-run "$STITCH_RUN" --work "$out/work/half/native" "${dir[@]}" || failed=$((failed + 1))
+  note="$((n - failed < 0 ? 0 : n - failed))/$n fp16 fixtures within their aims; native half fixtures: $([ -f "$out/logs/half.log" ] && grep -q '^failed:' "$out/logs/half.log" && grep '^failed:' "$out/logs/half.log" || echo pass)"
+  [ $failed = 0 ]
 }
 
 # The compute-sanitizer subset: one allowlisted conformance test per kernel kind (the nvcc sample
@@ -287,12 +328,24 @@ stage_sanitizer() {
   local w="$out/work/sanitizer"; mkdir -p "$w"
   local suite; suite="$(conformance_suite)"
   "$PYTHON" "$here/make_scheme_models.py" "$w/schemes" > /dev/null || return 1
-  local tools=(memcheck racecheck) failed=0 ran=0 tool s f
+  local tools=(${sanitizer_tools//,/ }) failed=0 ran=0 tool s f lib
   if [ "$target" = cuda ]; then
     COMPUTE_SANITIZER="$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)"
     [ -n "$COMPUTE_SANITIZER" ] || { echo "compute-sanitizer not found"; return 1; }
     export COMPUTE_SANITIZER
     "$COMPUTE_SANITIZER" --version | tail -1
+    # Some GPU sandboxes refuse the sanitizer ("Device not supported"): say so once, skip.
+    local probe="$w/probe"; mkdir -p "$probe"
+    "$PYTHON" "$here/make_scheme_models.py" "$probe" > /dev/null &&
+      "$STITCHC" "$probe/scheme_regional/model.onnx" --target "$target" -o "$probe/lib.so" -j 2 -q &&
+      "$COMPUTE_SANITIZER" --tool memcheck --error-exitcode 99 "$STITCH_RUN" "$probe/lib.so" \
+        --test-data "$probe/scheme_regional/test_data_set_0" --atol 1e-5 > "$probe/log" 2>&1
+    local prc=$?
+    cat "$probe/log"
+    if [ $prc != 0 ] && grep -qiE 'not supported|error 999|Unable to' "$probe/log"; then
+      stage_status=SKIP; note="compute-sanitizer refuses this machine: $(grep -iE 'not supported|error 999|Unable to' "$probe/log" | head -1)"
+      return 0
+    fi
   else
     echo "host target: no compute-sanitizer; the subset runs without it, to prove the stage"
     tools=(none)
@@ -319,9 +372,10 @@ stage_sanitizer() {
     done
     for f in $SANITIZER_FIXTURES; do
       echo "== $tool: fixture $f"
+      lib="$(prebuilt_of fp32 "$f")"
       timeout "$(remaining)" "$PYTHON" "$repo/scripts/models/compare_with_ort.py" --stitchc "$here/stitchc-target" \
         --stitch-run "$here/stitch-run-sanitized" --work "$w/fixture-$tool-$f" --target host \
-        "$repo/tests/models/$f.onnx" 2>&1 | grep -v '^+ ' | tail -25
+        ${lib:+--library "$lib"} "$repo/tests/models/$f.onnx" 2>&1 | grep -v '^+ ' | tail -25
       [ "${PIPESTATUS[0]}" = 0 ] || failed=$((failed + 1))
       ran=$((ran + 1))
     done
@@ -439,6 +493,7 @@ stage_report() {
 run_stage setup stage_setup
 run_stage conformance stage_conformance
 run_stage fixtures stage_fixtures
+run_stage half stage_half
 run_stage sanitizer stage_sanitizer
 run_stage export stage_export
 run_stage compile stage_compile

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Compiles the native float16/bfloat16 fixtures in tests/models/half/ with stitchc for the host
-target and compares each library's outputs, on the fixture's stored inputs, with torch's 16-bit
+target (or takes them from --library-dir DIR, <fixture>.so, built earlier for any target) and
+compares each library's outputs, on the fixture's stored inputs, with torch's 16-bit
 outputs (<name>.expected/, element-wise within --rtol/--atol) and with the float32 model's
 (<name>.fp32/, relative L2 within --max-rel-l2). stitch-run does the comparing (a 16-bit output
 against a float32 file is compared as double); this script prints its error measures as one
 Markdown table row per output. Needs no packages beyond Python's own.
 
 usage: check_half_models.py --stitchc STITCHC --stitch-run STITCH_RUN --work DIR
-                            [--planner P] [--rtol R] [--atol A] [--max-rel-l2 X] [FIXTURE.onnx ...]
+                            [--planner P] [--rtol R] [--atol A] [--max-rel-l2 X]
+                            [--library-dir DIR] [FIXTURE.onnx ...]
 Exit status: 0 when every fixture compiles and every output passes both checks, 1 otherwise.
 """
 import argparse
@@ -55,7 +57,11 @@ def check(args, model):
     command = [args.stitchc, model, "--target", "host", "-q", "-o", library]
     if args.planner:
         command += ["--planner", args.planner]
-    code, log = run(command)
+    if args.library_dir:
+        library = os.path.join(os.path.abspath(args.library_dir), f"{name}.so")
+        code, log = (0, "") if os.path.exists(library) else (1, f"{library}: no such library")
+    else:
+        code, log = run(command)
     if code != 0:
         print(" ".join(command) + "\n" + log, file=sys.stderr)
         message = log.strip().splitlines()[-1] if log.strip() else f"exit status {code}"
@@ -93,6 +99,8 @@ def main():
     parser.add_argument("--rtol", type=float, default=1e-2)
     parser.add_argument("--atol", type=float, default=1e-2)
     parser.add_argument("--max-rel-l2", type=float, default=1e-2)
+    parser.add_argument("--library-dir", default=None,
+                        help="take <fixture>.so from here (built earlier) instead of compiling")
     args = parser.parse_args()
     models = args.models or sorted(glob.glob(os.path.join(DEFAULT_DIR, "*.onnx")))
     os.makedirs(args.work, exist_ok=True)

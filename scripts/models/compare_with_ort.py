@@ -6,7 +6,8 @@ Inputs follow the fixture's <name>.inputs.json: normal floats, random token ids 
 range; a 0/1 attention mask gets ones with a random padded tail per batch row (at least one
 position kept), so that masking is exercised rather than a mask of ones. The inputs and ORT's
 outputs are written as .npy files; stitch-run reads those and compares (its --rtol/--atol).
-With --target cuda the model is only compiled (nvcc), not run.
+With --target cuda the model is only compiled (nvcc), not run. With --library LIB the library
+is not compiled: LIB (built earlier with the same flags, for any target) is run instead.
 
 With --precision fp16|bf16 the library is compiled so (stitchc --precision) and each floating
 output passes when its relative L2 error against ORT's float32 output is within the fixture's
@@ -15,7 +16,7 @@ in that precision.
 
 usage: compare_with_ort.py --stitchc STITCHC --stitch-run STITCH_RUN --work DIR
                            [--target host|cuda] [--seed N] [--rtol R] [--atol A]
-                           [--precision P [--max-rel-l2 X]] MODEL.onnx
+                           [--precision P [--max-rel-l2 X]] [--library LIB] MODEL.onnx
 Exit status: 0 when every output matches, 1 otherwise (stitch-run's or stitchc's output says
 why).
 """
@@ -94,6 +95,8 @@ def main():
                         help="stitchc's --precision; fp16 and bf16 are checked by relative L2")
     parser.add_argument("--max-rel-l2", type=float, default=None,
                         help="with --precision fp16|bf16: the aim instead of precision_aims.json")
+    parser.add_argument("--library", default=None,
+                        help="run this library (built earlier with the same flags) instead of compiling")
     args = parser.parse_args()
     reduced = args.precision in ("fp16", "bf16")
 
@@ -111,9 +114,13 @@ def main():
     if args.precision:
         stitchc += ["--precision", args.precision]
     stitchc += input_shape_args(spec)
-    run(stitchc, "stitchc")
-    if args.target == "cuda":
-        return
+    library = os.path.join(args.work, "libmodel.so")
+    if args.library:
+        library = os.path.abspath(args.library)
+    else:
+        run(stitchc, "stitchc")
+        if args.target == "cuda":
+            return
 
     rng = np.random.default_rng(args.seed)
     feed = make_inputs(spec, rng)
@@ -121,7 +128,7 @@ def main():
     names = [o.name for o in session.get_outputs()]
     outputs = session.run(names, feed)
 
-    command = [args.stitch_run, os.path.join(args.work, "libmodel.so")]
+    command = [args.stitch_run, library]
     if reduced:
         aim = args.max_rel_l2 if args.max_rel_l2 is not None else precision_aim(args.model,
                                                                                 args.precision)

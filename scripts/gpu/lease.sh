@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# lease.sh: the GPU visit sized for one device call of a short lease (the device tool's 15
+# minutes, start included): correctness and the benchmark build side by side, then the
+# benchmark alone on a quiet GPU, every part under one deadline.
+#
+#   scripts/gpu/lease.sh OUTBASE [--deadline S] [--shard I/N] [--models LIST]
+#                        [--precisions LIST] [--systems LIST] [--jobs N]
+#                        [--target cuda|host] [--quick]   (the last two for a dry run here)
+#
+# Phase 1 (in parallel, CPU-bound, the GPU barely used):
+#   check  run.sh OUTBASE/check: setup, fixtures, half, sanitizer (memcheck only), taking the
+#          libraries prebuild.sh put in the pack; then run.sh OUTBASE/conf: the conformance
+#          allowlist's --shard (default 0/8, every 8th test) with what is left of phase 1
+#   build  run.sh OUTBASE/bench: setup, export and compile of --models in --precisions
+# Phase 2 (alone, so that no other process disturbs the timing): run.sh OUTBASE/bench: check,
+#   bench, report until the deadline (default 560 s after the start; run.sh's --budget keeps
+#   30 s for the report).
+# Every part writes its logs and stages.tsv in its folder; OUTBASE/lease.txt has the phases.
+# With $OUT set (the device tool), the bundles, results.json, table.md and lease.txt go there.
+set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+[ $# -ge 1 ] || { sed -n 2,20p "$0"; exit 2; }
+base="$1"; shift
+deadline=560 shard="0/8" models="bert_b1,bert_b32,resnet50_b64" precisions="fp16,fp32"
+systems="stitchc,eager,compile,xla" jobs=8 common=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --deadline) deadline="$2"; shift 2 ;;
+    --shard) shard="$2"; shift 2 ;;
+    --models) models="$2"; shift 2 ;;
+    --precisions) precisions="$2"; shift 2 ;;
+    --systems) systems="$2"; shift 2 ;;
+    --jobs) jobs="$2"; shift 2 ;;
+    --target) common+=(--target "$2"); shift 2 ;;
+    --quick) common+=(--quick); shift ;;
+    *) echo "lease.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$base"
+base="$(cd "$base" && pwd)"
+t0=$(date +%s)
+left() { echo $(( deadline - ($(date +%s) - t0) )); }
+log() { echo "[lease $(( $(date +%s) - t0 )) s] $*" | tee -a "$base/lease.txt"; }
+# Phase 1 ends at 55% of the deadline; the benchmark gets the rest.
+phase1=$(( deadline * 55 / 100 ))
+
+log "phase 1: check and build in parallel, until $phase1 s"
+(
+  "$here/run.sh" "$base/check" "${common[@]}" --stages setup,fixtures,half,sanitizer --sanitizer-tools memcheck \
+    --budget $(( phase1 - 60 )) --jobs "$jobs" > "$base/check.out" 2>&1
+  r=$(( phase1 - ($(date +%s) - t0) ))
+  if [ $r -gt 60 ]; then
+    "$here/run.sh" "$base/conf" "${common[@]}" --stages conformance --shard "$shard" --budget "$r" --jobs "$jobs" \
+      > "$base/conf.out" 2>&1
+  else echo "no time left for conformance" > "$base/conf.out"; fi
+) &
+check_pid=$!
+"$here/run.sh" "$base/bench" "${common[@]}" --stages setup,export,compile --models "$models" --precisions "$precisions" \
+  --budget "$phase1" --jobs "$jobs" > "$base/build.out" 2>&1
+log "build done: $(tail -n +1 "$base/bench/stages.tsv" | cut -f1,2,4 | tr '\t\n' ' ;')"
+wait "$check_pid"
+log "check done: $(cut -f1,2,4 "$base/check/stages.tsv" | tr '\t\n' ' ;')"
+[ -f "$base/conf/stages.tsv" ] && log "conformance done: $(cut -f1,2,4 "$base/conf/stages.tsv" | tr '\t\n' ' ;')"
+cp "$base/bench/stages.tsv" "$base/bench/stages-build.tsv"
+
+log "phase 2: check, bench, report alone, $(left) s left"
+"$here/run.sh" "$base/bench" "${common[@]}" --stages check,bench,report --models "$models" --precisions "$precisions" \
+  --systems "$systems" --iters 100 --warmup 10 --budget "$(left)" > "$base/bench.out" 2>&1
+log "bench done: $(cut -f1,2,4 "$base/bench/stages.tsv" | tr '\t\n' ' ;')"
+
+for part in check conf bench; do
+  [ -d "$base/$part" ] || continue
+  cp "$base/$part.out" "$base/$part/run.out" 2>/dev/null
+  [ "$part" = check ] && cp "$base/build.out" "$base/bench/build.out" 2>/dev/null
+  tar czf "$base/lease-$part.tgz" -C "$base" --exclude='*.onnx' --exclude='*.so' --exclude='*.npy' \
+    --exclude='work' --exclude='out_*' --exclude='inputs' "$part"
+done
+if [ -n "${OUT:-}" ]; then
+  cp "$base"/lease-*.tgz "$base/lease.txt" "$OUT/"
+  cp "$base/bench/results.json" "$base/bench/table.md" "$OUT/" 2>/dev/null
+fi
+echo; cat "$base/lease.txt"
+for part in check conf bench; do
+  [ -f "$base/$part/stages.tsv" ] && { echo "== $part"; column -t -s $'\t' "$base/$part/stages.tsv"; }
+done
+[ -f "$base/bench/table.txt" ] && { echo; cat "$base/bench/table.txt"; }
+exit 0
