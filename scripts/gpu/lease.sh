@@ -81,7 +81,7 @@ if [ -n "${OUT:-}" ]; then
 fi
 echo; cat "$base/lease.txt"
 for part in check conf bench; do
-  [ -f "$base/$part/stages.tsv" ] && { echo "== $part"; column -t -s $'\t' "$base/$part/stages.tsv"; }
+  [ -f "$base/$part/stages.tsv" ] && { echo "== $part"; (column -t -s $'\t' "$base/$part/stages.tsv" 2>/dev/null || cat "$base/$part/stages.tsv"); }
 done
 [ -f "$base/bench/table.txt" ] && { echo; cat "$base/bench/table.txt"; }
 exit 0

@@ -24,10 +24,11 @@
 // fp32. float32: CUDNN_FMA_MATH (no TF32) unless allow_tf32, then CUDNN_TENSOR_OP_MATH (TF32
 // tensor cores). float16 and bfloat16: CUDNN_TENSOR_OP_MATH (their products are exact in fp32).
 // The algorithm is the first result of cudnnGet*Algorithm_v7 that succeeds, fits in the
-// workspace, is deterministic (runs stay bitwise repeatable, as stitch.h promises), never
-// converts down (CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION would compute float32 or bfloat16 in
-// float16) and, for strict float32, uses no tensor-op math. Descriptors and the choice are cached
-// per context under the normalized geometry and dtype.
+// workspace (asked again with the result's math type set on the descriptor), is deterministic (runs
+// stay bitwise repeatable, as stitch.h promises), never converts down
+// (CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION would compute float32 or bfloat16 in float16) and, for
+// strict float32, uses no tensor-op math. Descriptors and the choice are cached per context under
+// the normalized geometry and dtype.
 #include "cuda_checks.h"
 
 #include <array>
@@ -199,6 +200,19 @@ bool acceptable(const Perf& perf, uint64_t workspace_bytes, bool tensor_ops) {
   return tensor_ops || perf.mathType != CUDNN_TENSOR_OP_MATH;
 }
 
+// Whether a heuristic result runs in `workspace_bytes` as it will be called: the result is for
+// its own math type, which the convolution descriptor takes on (cuDNN runs the descriptor's
+// math type, and a result measured for another can need more workspace than it reports: seen on
+// an H200 as cudnnConvolutionForward's "workSpaceSizeInBytes < requiredWorkspace" for a float16
+// ResNet-50), and the workspace is asked again for exactly that call.
+template <typename WorkspaceQuery>
+bool runs_within(ConvPlan& plan, cudnnMathType_t math, uint64_t workspace_bytes,
+                 WorkspaceQuery query) {
+  if (cudnnSetConvolutionMathType(plan.conv, math) != CUDNN_STATUS_SUCCESS) return false;
+  size_t needed = 0;
+  return query(&needed) == CUDNN_STATUS_SUCCESS && needed <= workspace_bytes;
+}
+
 int32_t choose_algorithm(const ErrorSink& sink, cudnnHandle_t handle, ConvDirection direction,
                          EpilogueMode mode, const stitch_conv_desc& desc, uint64_t workspace_bytes,
                          ConvPlan& plan) {
@@ -224,6 +238,11 @@ int32_t choose_algorithm(const ErrorSink& sink, cudnnHandle_t handle, ConvDirect
                        plan.conv, plan.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, results);
     for (int i = 0; i < returned; ++i) {
       if (!acceptable(results[i], workspace_bytes, tensor_ops)) continue;
+      if (!runs_within(plan, results[i].mathType, workspace_bytes, [&](size_t* needed) {
+            return cudnnGetConvolutionForwardWorkspaceSize(handle, plan.x, plan.w, plan.conv,
+                                                           plan.y, results[i].algo, needed);
+          }))
+        continue;
       plan.forward_algo = results[i].algo;
       return STITCH_OK;
     }
@@ -234,10 +253,16 @@ int32_t choose_algorithm(const ErrorSink& sink, cudnnHandle_t handle, ConvDirect
                        results);
     for (int i = 0; i < returned; ++i) {
       if (!acceptable(results[i], workspace_bytes, tensor_ops)) continue;
+      if (!runs_within(plan, results[i].mathType, workspace_bytes, [&](size_t* needed) {
+            return cudnnGetConvolutionBackwardDataWorkspaceSize(handle, plan.w, plan.x, plan.conv,
+                                                                plan.y, results[i].algo, needed);
+          }))
+        continue;
       plan.backward_data_algo = results[i].algo;
       return STITCH_OK;
     }
   }
+  cudnnSetConvolutionMathType(plan.conv, tensor_ops ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH);
   return sink.fail(STITCH_ERROR_CUDNN,
                    std::string(direction == ConvDirection::Forward
                                    ? "cudnnGetConvolutionForwardAlgorithm_v7"
