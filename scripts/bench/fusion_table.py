@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Plans every real-model fixture (tests/models/*.onnx) with stitchc's three planners and writes
-the table of modeled launches and HBM bytes per model to docs/fusion.md (and prints it).
+the table of modeled launches and HBM bytes per model to docs/fusion.md (and prints it), and a
+second table of launches per transformer layer and lone data-movement kernels.
 
 Only planning runs (`stitchc --report`, no compilation), so this takes seconds. The numbers are
 the cost model's estimates (src/planner/cost_model.h), not measurements on a GPU.
@@ -11,6 +12,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -39,6 +41,40 @@ def plan(stitchc, model, planner):
             return json.load(f)["plan"]
 
 
+# Ops that only move data: a kernel of nothing but these is a lone movement kernel.
+MOVEMENT = {"Transpose", "Slice", "Concat", "Expand", "Gather", "GatherElements", "GatherND",
+            "Pad", "Split", "Tile", "DepthToSpace", "SpaceToDepth", "ScatterND", "ScatterElements"}
+# The layer index in a node name as torch's exporters write it (h.0, layer.0, layers.0, blocks.0).
+LAYER = re.compile(r"(?:^|[/._])(?:h|layer|layers|block|blocks)[._](\d+)(?:[/._]|$)")
+
+
+def launches_of(group):
+    """Kernels and library calls one group makes (its fill kernel and loop of calls included)."""
+    if group["kind"] == "alias":
+        return 0
+    spec = group.get("spec", {})
+    return 1 + (1 if spec.get("fill_kernel") else 0) + (spec.get("calls", 1) - 1)
+
+
+def layer_stats(plan):
+    """(launches per layer, lone movement kernels per layer, lone movement kernels in all); the
+    per-layer numbers are None when the node names carry no layer index (dynamo's exports)."""
+    per_layer, movement_per_layer, movement = {}, {}, 0
+    for group in plan["groups"]:
+        ops = {n["op"] for n in group["nodes"]}
+        lone = group["kind"] == "kernel" and ops <= MOVEMENT
+        movement += 1 if lone else 0
+        layers = {int(m.group(1)) for n in group["nodes"] for m in [LAYER.search(n["name"])] if m}
+        if len(layers) != 1:
+            continue
+        layer = layers.pop()
+        per_layer[layer] = per_layer.get(layer, 0) + launches_of(group)
+        movement_per_layer[layer] = movement_per_layer.get(layer, 0) + (1 if lone else 0)
+    if not per_layer:
+        return None, None, movement
+    return (max(per_layer.values()), max(movement_per_layer.values()), movement)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stitchc", default=os.path.join(ROOT, "build", "stitchc"))
@@ -48,10 +84,10 @@ def main():
     rows = []
     for model in sorted(glob.glob(os.path.join(ROOT, "tests", "models", "*.onnx"))):
         name = os.path.basename(model)[: -len(".onnx")]
-        totals = {p: plan(args.stitchc, model, p)["totals"] for p in ("none", "greedy")}
-        ilp = plan(args.stitchc, model, "ilp")
-        totals["ilp"] = ilp["totals"]
-        rows.append((name, totals, ilp["ilp"]))
+        plans = {p: plan(args.stitchc, model, p) for p in ("none", "greedy", "ilp")}
+        totals = {p: plans[p]["totals"] for p in plans}
+        layers = {p: layer_stats(plans[p]) for p in plans}
+        rows.append((name, totals, plans["ilp"]["ilp"], layers))
 
     lines = [
         "# Fusion plans of the model fixtures",
@@ -68,12 +104,38 @@ def main():
         "| model | launches none | greedy | ilp | KiB none | greedy | ilp | candidates | gap | solve ms |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for name, t, ilp in rows:
+    for name, t, ilp, _ in rows:
         lines.append(
             f"| `{name}` | {t['none']['launches']} | {t['greedy']['launches']} | "
             f"{t['ilp']['launches']} | {t['none']['estimated_bytes'] / 1024:.0f} | "
             f"{t['greedy']['estimated_bytes'] / 1024:.0f} | {t['ilp']['estimated_bytes'] / 1024:.0f} | "
             f"{ilp['candidates']} | {ilp['gap']:.3g} | {ilp['solve_seconds'] * 1000:.1f} |")
+    lines += [
+        "",
+        "## Launches per transformer layer and lone movement kernels",
+        "",
+        "Per layer: the launches (kernels and library calls, a loop of calls counted per call) of "
+        "the groups whose nodes all carry one layer's index in their names (`h.0`, `layer.0`, "
+        "`layers.0`, `blocks.0`: torch's TorchScript exports; the dynamo exports' names carry "
+        "none, `-`), the largest over the layers. Lone movement kernels: generated kernels of "
+        "nothing but data movement (Transpose, Slice, Concat, Expand, Gather, Pad, Split, Tile, "
+        "...), per layer and in the whole model. Models without layers are left out.",
+        "",
+        "| model | per layer none | greedy | ilp | lone movement per layer none | greedy | ilp "
+        "| lone movement in all none | greedy | ilp |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, _, _, layers in rows:
+        if all(layers[p][0] is None for p in layers) and "dynamo" not in name:
+            continue
+        if not any(k in name for k in ("bert", "gpt2", "vit", "decoder", "llama", "swin")):
+            continue
+        cell = lambda v: "-" if v is None else str(v)  # noqa: E731
+        lines.append(
+            f"| `{name}` | {cell(layers['none'][0])} | {cell(layers['greedy'][0])} | "
+            f"{cell(layers['ilp'][0])} | {cell(layers['none'][1])} | {cell(layers['greedy'][1])} | "
+            f"{cell(layers['ilp'][1])} | {layers['none'][2]} | {layers['greedy'][2]} | "
+            f"{layers['ilp'][2]} |")
     text = "\n".join(lines) + "\n"
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:

@@ -175,8 +175,14 @@ bool open_gemm_function(const GroupEmitContext& ctx, CodeWriter& out, const Gemm
     if (spec.fill_blocks < 1) ctx.spec_error("a fill kernel without its grid");
     fill_kernel = emit_fill_kernel(ctx, out, spec);
   }
-  for (size_t i = 0; i < ctx.group().nodes.size(); ++i)
-    out.comment((i == 0 ? "" : "epilogue: ") + describe_node(ctx.graph(), ctx.node(i)));
+  for (size_t i = 0; i < ctx.group().nodes.size(); ++i) {
+    const int32_t n = ctx.group().nodes[i];
+    const char* role = n == spec.product                          ? ""
+                       : n == spec.layout_a || n == spec.layout_b ? "operand layout: "
+                       : n == spec.layout_result                  ? "result layout: "
+                                                                  : "epilogue: ";
+    out.comment(role + describe_node(ctx.graph(), ctx.node(i)));
+  }
   open_group_function(ctx, out);
   bind(ctx, out, "lhs", spec.a, false);
   bind(ctx, out, "rhs", spec.b, false);
@@ -249,11 +255,31 @@ void emit_gemm_call(const GroupEmitContext& ctx, CodeWriter& out) {
   if (spec.trans_a || spec.lda != spec.k) out.linef("desc.lda = {};", spec.lda);
   if (spec.trans_b) out.linef("desc.trans_b = 1; // B is stored [{}, {}]", spec.n, spec.k);
   if (spec.trans_b || spec.ldb != spec.n) out.linef("desc.ldb = {};", spec.ldb);
+  for (auto [layout, name, tensor] :
+       {std::tuple{spec.layout_a, "A", spec.a}, std::tuple{spec.layout_b, "B", spec.b}})
+    if (layout >= 0)
+      out.comment(fmt::format("{} is {} {} read in place through the Transpose that feeds the "
+                              "product: no copy",
+                              name, name == std::string_view("A") ? "lhs" : "rhs",
+                              shape_to_string(ctx.tensor(tensor).shape)));
+  const bool strided_result = spec.layout_result >= 0;
+  if (strided_result)
+    out.comment(fmt::format("the product is written straight into the layout of its Transpose, "
+                            "result {}",
+                            shape_to_string(ctx.tensor(spec.result).shape)));
+  if (spec.ldd != spec.n) {
+    out.linef("desc.ldd = {}; // rows of D written into the transposed result", spec.ldd);
+    out.line("desc.ldc = desc.ldd;");
+  }
   if (spec.alpha != 1.0) out.linef("desc.alpha = {};", float_literal(spec.alpha, DType::Float32));
   if (spec.batch_count > 1) {
     out.linef("desc.batch_count = {};", spec.batch_count);
     out.linef("desc.stride_a = {};{}", spec.stride_a, spec.stride_a ? "" : " // A broadcast");
     out.linef("desc.stride_b = {};{}", spec.stride_b, spec.stride_b ? "" : " // B broadcast");
+    if (spec.stride_d != spec.m * spec.n) {
+      out.linef("desc.stride_d = {};", spec.stride_d);
+      out.line("desc.stride_c = desc.stride_d;");
+    }
   }
   // C, when read, has D's layout (the output's full shape): stride_c = stride_d = m * n.
   const GemmArguments arguments = emit_epilogue_fields(ctx, out, spec);
@@ -269,7 +295,7 @@ void emit_gemm_call(const GroupEmitContext& ctx, CodeWriter& out) {
                           join_ints(spec.outer), spec.batch_count));
   out.open(fmt::format("for (int64_t outer = 0; outer < {}; ++outer)", shape_elements(spec.outer)));
   out.line("int64_t rest = outer;");
-  std::vector<std::string> a_terms, b_terms;
+  std::vector<std::string> a_terms, b_terms, d_terms;
   for (size_t j = spec.outer.size(); j-- > 0;) {
     if (j == 0)
       out.line("const int64_t c0 = rest;");
@@ -279,12 +305,15 @@ void emit_gemm_call(const GroupEmitContext& ctx, CodeWriter& out) {
       a_terms.push_back(fmt::format("c{} * {}", j, spec.outer_stride_a[j]));
     if (spec.outer_stride_b[j] != 0)
       b_terms.push_back(fmt::format("c{} * {}", j, spec.outer_stride_b[j]));
+    d_terms.push_back(fmt::format("c{} * {}", j, spec.outer_stride_d[j]));
   }
   auto offset = [](const std::vector<std::string>& terms) {
     return terms.empty() ? std::string() : fmt::format(" + {}", fmt::join(terms, " + "));
   };
+  // D is packed unless written through a Transpose: then each outer index has its own stride.
   const std::string output_offset =
-      fmt::format(" + outer * {}", spec.batch_count * spec.m * spec.n);
+      strided_result ? offset(d_terms)
+                     : fmt::format(" + outer * {}", spec.batch_count * spec.m * spec.n);
   const std::string c_argument =
       arguments.c == "nullptr" ? arguments.c : arguments.c + output_offset;
   out.linef("const int32_t status = stitch_library_gemm(b, &desc, lhs{}, rhs{}, {}, {}, "

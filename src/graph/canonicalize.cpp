@@ -6,6 +6,8 @@
 #include <cmath>
 
 #include "graph/constant.h"
+#include "graph/infer_context.h"
+#include "graph/op_params.h"
 
 namespace stitch {
 
@@ -188,6 +190,26 @@ bool respell(Graph& graph, Chains& chains, Node& node) {
     node.op = OpKind::Add;
     return true;
   }
+  if (node.op == OpKind::Transpose)
+    if (Node* inner = chains.producer(node.inputs[0], OpKind::Transpose)) {
+      // y = Transpose(x, p1) has axis j of x's axis p1[j]; z = Transpose(y, p2) then has axis
+      // j of x's axis p1[p2[j]].
+      const std::vector<int64_t> p1 = read_perm(NodeContext(graph, *inner));
+      const std::vector<int64_t> p2 = read_perm(NodeContext(graph, node));
+      std::vector<int64_t> composed(p2.size());
+      bool identity = true;
+      for (size_t j = 0; j < p2.size(); ++j) {
+        composed[j] = p1[static_cast<size_t>(p2[j])];
+        identity = identity && composed[j] == static_cast<int64_t>(j);
+      }
+      node.inputs = {inner->inputs[0]};
+      node.attrs.clear();
+      if (identity)
+        node.op = OpKind::Identity;
+      else
+        node.attrs["perm"] = Attribute{composed};
+      return true;
+    }
   if (!dtype_is_float(out.dtype) || node.inputs.size() != 2) return false;
   if (node.op == OpKind::Pow && chains.is_value(node.inputs[1], 2.0) &&
       graph.tensor(node.inputs[1]).shape.size() <= graph.tensor(node.inputs[0]).shape.size() &&

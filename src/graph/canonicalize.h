@@ -7,6 +7,8 @@
 //   Pow(x, 2)               -> Mul(x, x)      exact, and no pow() on the device
 //   Mul(a, Reciprocal(b))   -> Div(a, b)      one rounding instead of two (rsqrt as a / sqrt)
 //   Sum(a, b)               -> Add(a, b)
+//   Transpose(Transpose(x, p1), p2) -> Transpose(x, p1[p2[j]])   one copy, or none (Identity)
+//     (a head split followed by a key transpose is one layout a GEMM can read in place)
 //   0.5 * x * (1 + erf(x / sqrt(2)))                              -> Gelu(x)
 //   0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))       -> Gelu(x, approximate="tanh")
 //     in the orders and associations exporters write (x / 1.41421 or x * 0.70711, the 0.5

@@ -21,15 +21,17 @@ int64_t extra_bytes(const Graph& g, const GroupSpec& spec) {
         bytes += regional->reread_bytes;
     return bytes;
   }
-  if (const auto* gemm = std::get_if<GemmSpec>(&spec); gemm && !gemm->fill.empty())
-    return 2 * g.tensor(gemm->result).bytes();
+  if (const auto* gemm = std::get_if<GemmSpec>(&spec))
+    return gemm->uncoalesced_bytes + (gemm->fill.empty() ? 0 : 2 * g.tensor(gemm->result).bytes());
   return 0;
 }
 
-// Launches beyond the group's own: a GEMM's fill kernel.
+// Launches beyond the group's own: a GEMM's fill kernel, and one library call per index of its
+// outer batch axes (strides cannot express them as one batched call).
 int64_t extra_launches(const GroupSpec& spec) {
   const auto* gemm = std::get_if<GemmSpec>(&spec);
-  return gemm && !gemm->fill.empty() ? 1 : 0;
+  if (gemm == nullptr) return 0;
+  return (gemm->fill.empty() ? 0 : 1) + (shape_elements(gemm->outer) - 1);
 }
 
 int64_t threads_of(const LaunchConfig& launch) {

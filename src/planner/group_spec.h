@@ -289,20 +289,28 @@ struct GemmSpec {
   int32_t product = -1;
   DType dtype = DType::Float32; // of A, B, every addend and the result
   LibraryMath math = LibraryMath::Fp32;
-  TensorId a = kNoTensor, b = kNoTensor;
-  TensorId result = kNoTensor; // what the group writes: its last node's output
+  TensorId a = kNoTensor, b = kNoTensor; // as stored: a Transpose's input where one is absorbed
+  TensorId result = kNoTensor;           // what the group writes: its last node's output
   int64_t m = 0, n = 0, k = 0;
   bool trans_a = false, trans_b = false;
   int64_t lda = 0, ldb = 0; // leading dimensions as stored
+  int64_t ldd = 0;          // the result's: n, or wider when an output Transpose is absorbed
   double alpha = 1.0;
   // MatMul's batch axes: `batch_count` batched GEMMs with strides (0: broadcast), inside a loop
   // over `outer` axes that strides cannot express; or, when only A has batches, one GEMM with
-  // M = batches x m (rows_folded).
+  // M = batches x m (rows_folded). Strides count elements of the stored tensors.
   int64_t batch_count = 1;
-  int64_t stride_a = 0, stride_b = 0;
+  int64_t stride_a = 0, stride_b = 0, stride_d = 0;
   bool rows_folded = false;
   Shape outer;
-  std::vector<int64_t> outer_stride_a, outer_stride_b;
+  std::vector<int64_t> outer_stride_a, outer_stride_b, outer_stride_d;
+  // Transposes the call reads or writes through instead of a copy (MatMul only): the Transpose
+  // producing A or B (its input is `a` / `b`, read with the strides above), and a Transpose of
+  // the result (the product is written straight into its layout). -1: none.
+  int32_t layout_a = -1, layout_b = -1, layout_result = -1;
+  // Bytes the cost model adds for strided operands whose unit-stride runs are shorter than a
+  // 32-byte memory sector (each such access moves a whole sector).
+  int64_t uncoalesced_bytes = 0;
   // Tensors added to the product, scaled, broadcast to the result; where each goes.
   struct Addend {
     TensorId tensor = kNoTensor;

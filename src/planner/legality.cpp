@@ -123,6 +123,8 @@ std::string_view class_sentence(NodeClass c) {
     return "is a convolution";
   case NodeClass::View:
     return "is a view";
+  case NodeClass::Layout:
+    return "is a transpose";
   }
   return "?";
 }
@@ -201,6 +203,12 @@ NodeClass classify(const Graph& g, const Node& node) {
   if (fusible_window(g, node)) return NodeClass::Window;
   if (conv_with_epilogue(g, node)) return NodeClass::Conv;
   if (node.op == OpKind::View) return NodeClass::View;
+  if (node.op == OpKind::Transpose && node.outputs.size() == 1 &&
+      g.tensor(node.outputs[0]).elements() > 0 &&
+      (g.tensor(node.outputs[0]).dtype == DType::Float32 ||
+       g.tensor(node.outputs[0]).dtype == DType::Float16 ||
+       g.tensor(node.outputs[0]).dtype == DType::BFloat16))
+    return NodeClass::Layout;
   if (group_kind_of(node) == GroupKind::GemmLibrary) return NodeClass::Gemm;
   if (group_kind_of(node) != GroupKind::Kernel) return NodeClass::Alone;
   for (TensorId t : node.outputs)
@@ -405,6 +413,17 @@ FusionDecision analyze_group(const FusionContext& ctx, const std::vector<int32_t
     window = window || ctx.node_class[n] == NodeClass::Window;
     column = column || ctx.node_class[n] == NodeClass::ColumnReduction;
     row = row || ctx.node_class[n] == NodeClass::RowOp;
+  }
+  bool layout = false;
+  for (int32_t n : nodes)
+    layout = layout || ctx.node_class[n] == NodeClass::Layout;
+  if (layout && (!gemm || row)) {
+    for (int32_t n : nodes)
+      if (ctx.node_class[n] == NodeClass::Layout)
+        return FusionDecision::no(fmt::format("{} is a transpose; it joins a group only as the "
+                                              "layout a matrix product's library call reads or "
+                                              "writes through",
+                                              ctx.describe(n)));
   }
   if (gemm) {
     int32_t first = -1;

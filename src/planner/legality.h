@@ -49,6 +49,8 @@ enum class NodeClass {
                    // residual add and a Relu as its epilogue
   View,            // a view (reshape): alone an alias; in a group only on the path from row
                    // ops' per-row values to the matrix-vector product reading them
+  Layout,          // a Transpose of a library dtype: alone a kernel; in a group only as the
+                   // layout a MatMul's library call reads A or B or writes its result through
 };
 
 // A set of node indices as bits.

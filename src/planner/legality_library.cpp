@@ -92,68 +92,125 @@ FusionDecision epilogue_link(const FusionContext& ctx, int32_t prev, int32_t nex
                                         ctx.describe(prev), ctx.describe(next)));
 }
 
-// MatMul's batch axes split into the GEMM's batch (the innermost axes where each operand is
-// complete or broadcast throughout) and the outer rest.
-void split_matmul_batch(const Shape& a_batch, const Shape& b_batch, const Shape& out_batch,
-                        int64_t m, int64_t k, int64_t n, GemmSpec& spec) {
-  const size_t rank = out_batch.size();
-  auto aligned = [&](const Shape& s) {
-    Shape r(rank - s.size(), 1);
-    r.insert(r.end(), s.begin(), s.end());
-    return r;
-  };
-  const Shape a = aligned(a_batch), b = aligned(b_batch);
+// Element strides of a tensor stored contiguously in `shape`.
+std::vector<int64_t> contiguous_strides(const Shape& shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t j = shape.size(); j-- > 1;)
+    strides[j - 1] = strides[j] * shape[j];
+  return strides;
+}
+
+// A MatMul operand or result as the library reads or writes it: its logical axes (batch...,
+// rows, columns) and each axis's element stride in the stored tensor.
+struct StridedMatrix {
+  Shape shape;
+  std::vector<int64_t> strides;
+};
+
+StridedMatrix packed(const Shape& shape) { return {shape, contiguous_strides(shape)}; }
+
+// The logical tensor Transpose(x, perm) read through x's storage.
+StridedMatrix through_transpose(const Shape& x, const std::vector<int64_t>& perm) {
+  const std::vector<int64_t> stored = contiguous_strides(x);
+  StridedMatrix view;
+  for (int64_t axis : perm) {
+    view.shape.push_back(x[static_cast<size_t>(axis)]);
+    view.strides.push_back(stored[static_cast<size_t>(axis)]);
+  }
+  return view;
+}
+
+// The product P written so that Transpose(P, perm) is stored contiguously: P's axis perm[j]
+// has the stride of the stored result's axis j.
+StridedMatrix into_transpose(const Shape& product, const std::vector<int64_t>& perm) {
+  Shape result;
+  for (int64_t axis : perm)
+    result.push_back(product[static_cast<size_t>(axis)]);
+  const std::vector<int64_t> stored = contiguous_strides(result);
+  StridedMatrix view{product, std::vector<int64_t>(product.size(), 0)};
+  for (size_t j = 0; j < perm.size(); ++j)
+    view.strides[static_cast<size_t>(perm[j])] = stored[j];
+  return view;
+}
+
+// One matrix's layout for the library: `trans` false when rows are `ld` apart and columns
+// adjacent (stored rows x cols), true when columns are `ld` apart and rows adjacent (stored
+// cols x rows, used transposed). False when neither axis has unit stride.
+bool matrix_layout(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride, bool& trans,
+                   int64_t& ld) {
+  if (cols == 1 || col_stride == 1) {
+    trans = false;
+    ld = rows == 1 ? cols : row_stride;
+    return ld >= cols;
+  }
+  if (rows == 1 || row_stride == 1) {
+    trans = true;
+    ld = col_stride;
+    return ld >= rows;
+  }
+  return false;
+}
+
+// MatMul's batch axes split into the GEMM's batch (the innermost axes over which each of A, B
+// and D advances by one stride, or not at all for a broadcast operand) and the outer rest, a
+// loop of calls. `a`, `b` and `d` carry their batch axes' strides, right-aligned to
+// `out_batch` (0 where an operand is broadcast).
+void split_matmul_batch(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
+                        const std::vector<int64_t>& d, const Shape& out_batch, GemmSpec& spec) {
   // Axes of size 1 in the output are 1 in both operands too: drop them.
-  Shape o, a_kept, b_kept;
-  for (size_t j = 0; j < rank; ++j)
+  Shape o;
+  std::vector<int64_t> sa, sb, sd;
+  for (size_t j = 0; j < out_batch.size(); ++j)
     if (out_batch[j] != 1) {
       o.push_back(out_batch[j]);
-      a_kept.push_back(a[j]);
-      b_kept.push_back(b[j]);
+      sa.push_back(a[j]);
+      sb.push_back(b[j]);
+      sd.push_back(d[j]);
     }
-  auto strides_of = [](const Shape& s, int64_t matrix) {
-    std::vector<int64_t> st(s.size());
-    int64_t acc = matrix;
-    for (size_t j = s.size(); j-- > 0;) {
-      st[j] = s[j] == 1 ? 0 : acc;
-      acc *= s[j];
+  // Axes [from, end) collapse into one stride for an operand: each steps over the next whole.
+  auto collapses = [&](const std::vector<int64_t>& s, size_t from) {
+    for (size_t j = from; j + 1 < o.size(); ++j) {
+      const bool broadcast = s[j] == 0 && s[j + 1] == 0;
+      if (!broadcast && (s[j] == 0 || s[j + 1] == 0 || s[j] != s[j + 1] * o[j + 1])) return false;
     }
-    return st;
-  };
-  const std::vector<int64_t> a_stride = strides_of(a_kept, m * k),
-                             b_stride = strides_of(b_kept, k * n);
-  // The inner axes: the longest suffix over which each operand is all-complete or all-broadcast.
-  auto uniform = [&](const Shape& x, size_t from) {
-    bool complete = true, broadcast = true;
-    for (size_t j = from; j < o.size(); ++j) {
-      complete = complete && x[j] == o[j];
-      broadcast = broadcast && x[j] == 1;
-    }
-    return complete || broadcast;
+    return true;
   };
   size_t split = o.size();
-  while (split > 0 && uniform(a_kept, split - 1) && uniform(b_kept, split - 1))
+  while (split > 0 && collapses(sa, split - 1) && collapses(sb, split - 1) &&
+         collapses(sd, split - 1))
     --split;
   for (size_t j = 0; j < split; ++j) {
     spec.outer.push_back(o[j]);
-    spec.outer_stride_a.push_back(a_stride[j]);
-    spec.outer_stride_b.push_back(b_stride[j]);
+    spec.outer_stride_a.push_back(sa[j]);
+    spec.outer_stride_b.push_back(sb[j]);
+    spec.outer_stride_d.push_back(sd[j]);
   }
   int64_t inner = 1;
   for (size_t j = split; j < o.size(); ++j)
     inner *= o[j];
-  const bool a_inner = split < o.size() && a_kept[split] != 1;
-  const bool b_inner = split < o.size() && b_kept[split] != 1;
   spec.batch_count = inner;
-  spec.stride_a = inner > 1 && a_inner ? m * k : 0;
-  spec.stride_b = inner > 1 && b_inner ? k * n : 0;
-  if (spec.outer.empty() && inner > 1 && a_inner && !b_inner) {
-    // B is shared by every batch of A: one GEMM with M = batches x m.
+  const bool batched = split < o.size();
+  spec.stride_a = batched ? sa.back() : 0;
+  spec.stride_b = batched ? sb.back() : 0;
+  spec.stride_d = batched ? sd.back() : spec.m * spec.ldd;
+  // B shared by every batch of A, whose rows (and D's) continue from batch to batch: one GEMM
+  // with M = batches x m.
+  if (spec.outer.empty() && inner > 1 && spec.stride_a != 0 && spec.stride_b == 0 &&
+      !spec.trans_a && spec.stride_a == spec.m * spec.lda && spec.stride_d == spec.m * spec.ldd) {
     spec.rows_folded = true;
-    spec.m = m * inner;
+    spec.m *= inner;
     spec.batch_count = 1;
     spec.stride_a = spec.stride_b = 0;
+    spec.stride_d = spec.m * spec.ldd;
   }
+}
+
+// Bytes moved beyond the tensor's own for reading or writing it with `runs` elements adjacent:
+// every access moves whole 32-byte sectors.
+int64_t sector_overhead(int64_t bytes, int64_t run_bytes) {
+  constexpr int64_t kSector = 32;
+  if (run_bytes >= kSector || run_bytes <= 0) return 0;
+  return bytes * (kSector - run_bytes) / run_bytes;
 }
 
 // Where each addend goes (GemmSpec::bias, c, fill). `columns_are_n`: the result's last axis is
@@ -184,10 +241,31 @@ void place_addends(const Graph& g, GemmSpec& spec, bool columns_are_n) {
 FusionDecision gemm_spec(const Graph& g, const std::vector<int32_t>& nodes,
                          const DeviceParams& device, GemmSpec& spec) {
   spec = GemmSpec{};
-  const Node& node = g.nodes[nodes.front()];
-  spec.product = nodes.front();
+  // The product: Transposes before it are A's or B's layout, one after its epilogue the
+  // result's (analyze_gemm checked that each is read by the next alone).
+  size_t at = 0;
+  while (at < nodes.size() && g.nodes[nodes[at]].op == OpKind::Transpose)
+    ++at;
+  if (at == nodes.size()) return FusionDecision::no("the group has no MatMul or Gemm");
+  const Node& node = g.nodes[nodes[at]];
+  spec.product = nodes[at];
   spec.a = node.inputs[0];
   spec.b = node.inputs[1];
+  size_t end = nodes.size();
+  if (end - 1 > at && g.nodes[nodes[end - 1]].op == OpKind::Transpose)
+    spec.layout_result = nodes[--end];
+  for (size_t i = 0; i < at; ++i) {
+    const TensorId t = g.nodes[nodes[i]].outputs[0];
+    int32_t& layout = t == node.inputs[0] ? spec.layout_a : spec.layout_b;
+    if ((t != node.inputs[0] && t != node.inputs[1]) || layout >= 0)
+      return FusionDecision::no(fmt::format("'{}' (Transpose) is not the one producer of A or B",
+                                            g.nodes[nodes[i]].name));
+    layout = nodes[i];
+  }
+  const bool layouts = spec.layout_a >= 0 || spec.layout_b >= 0 || spec.layout_result >= 0;
+  if (layouts && node.op != OpKind::MatMul)
+    return FusionDecision::no(
+        fmt::format("only a MatMul reads or writes through a Transpose, not {}", op_name(node.op)));
   if (std::string why = library_dtypes_refusal(
           g, node, {node.inputs[0], node.inputs[1], node.outputs[0]}, "GEMM library");
       !why.empty())
@@ -204,6 +282,7 @@ FusionDecision gemm_spec(const Graph& g, const std::vector<int32_t>& nodes,
     spec.n = spec.trans_b ? b[0] : b[1];
     spec.lda = a[1];
     spec.ldb = b[1];
+    spec.ldd = spec.n;
     spec.alpha = attrs.attr_float("alpha", 1.0);
     const double beta = attrs.attr_float("beta", 1.0);
     const TensorId c = node.inputs.size() > 2 ? node.inputs[2] : kNoTensor;
@@ -219,24 +298,72 @@ FusionDecision gemm_spec(const Graph& g, const std::vector<int32_t>& nodes,
   } else if (node.op == OpKind::MatMul) {
     Shape a = g.tensor(spec.a).shape, b = g.tensor(spec.b).shape;
     columns_are_n = b.size() >= 2;
+    if ((a.size() < 2 || b.size() < 2) && layouts)
+      return FusionDecision::no("a MatMul of a 1-D operand reads and writes only packed tensors");
     if (a.size() == 1) a.insert(a.begin(), 1); // a row
     if (b.size() == 1) b.push_back(1);         // a column
     const int64_t m = a[a.size() - 2], k = a.back(), n = b.back();
     spec.m = m;
     spec.k = k;
     spec.n = n;
-    spec.lda = k;
-    spec.ldb = n;
     const Shape a_batch(a.begin(), a.end() - 2), b_batch(b.begin(), b.end() - 2);
     const std::optional<Shape> out_batch = broadcast_shapes(a_batch, b_batch);
     if (!out_batch) return FusionDecision::no("MatMul's batch axes do not broadcast");
-    split_matmul_batch(a_batch, b_batch, *out_batch, m, k, n, spec);
+    Shape out = *out_batch;
+    out.push_back(m);
+    out.push_back(n);
+    // Each matrix as stored: packed, or the input of the Transpose the call reads through.
+    auto operand = [&](int32_t layout, const Shape& logical) {
+      if (layout < 0) return packed(logical);
+      const Node& t = g.nodes[layout];
+      return through_transpose(g.tensor(t.inputs[0]).shape, read_perm(NodeContext(g, t)));
+    };
+    const StridedMatrix va = operand(spec.layout_a, a), vb = operand(spec.layout_b, b);
+    const StridedMatrix vd =
+        spec.layout_result < 0
+            ? packed(out)
+            : into_transpose(out, read_perm(NodeContext(g, g.nodes[spec.layout_result])));
+    if (spec.layout_a >= 0) spec.a = g.nodes[spec.layout_a].inputs[0];
+    if (spec.layout_b >= 0) spec.b = g.nodes[spec.layout_b].inputs[0];
+    auto last_two = [](const StridedMatrix& v, size_t back) {
+      return v.strides[v.strides.size() - back];
+    };
+    if (!matrix_layout(m, k, last_two(va, 2), last_two(va, 1), spec.trans_a, spec.lda))
+      return FusionDecision::no("A, read through its Transpose, has neither its rows nor its "
+                                "columns adjacent in memory");
+    if (!matrix_layout(k, n, last_two(vb, 2), last_two(vb, 1), spec.trans_b, spec.ldb))
+      return FusionDecision::no("B, read through its Transpose, has neither its rows nor its "
+                                "columns adjacent in memory");
+    bool result_transposed = false;
+    if (!matrix_layout(m, n, last_two(vd, 2), last_two(vd, 1), result_transposed, spec.ldd) ||
+        result_transposed)
+      return FusionDecision::no("the Transpose of the result moves its last axis: the library "
+                                "writes each row's columns adjacent");
+    // Each operand's batch strides, right-aligned to the output's batch axes.
+    auto batch_strides = [&](const StridedMatrix& v) {
+      std::vector<int64_t> strides(out_batch->size(), 0);
+      const size_t axes = v.shape.size() - 2;
+      for (size_t j = 0; j < axes; ++j)
+        strides[out_batch->size() - axes + j] = v.shape[j] == 1 ? 0 : v.strides[j];
+      return strides;
+    };
+    split_matmul_batch(batch_strides(va), batch_strides(vb), batch_strides(vd), *out_batch, spec);
+    // Absorbed layouts whose adjacent runs are shorter than a memory sector cost more bytes.
+    const int64_t element = dtype_size(spec.dtype);
+    if (spec.layout_a >= 0)
+      spec.uncoalesced_bytes +=
+          sector_overhead(g.tensor(spec.a).bytes(), (spec.trans_a ? m : k) * element);
+    if (spec.layout_b >= 0)
+      spec.uncoalesced_bytes +=
+          sector_overhead(g.tensor(spec.b).bytes(), (spec.trans_b ? k : n) * element);
+    if (spec.layout_result >= 0)
+      spec.uncoalesced_bytes += sector_overhead(shape_elements(out) * element, n * element);
   } else {
     return FusionDecision::no(fmt::format("{} is not a MatMul or Gemm", op_name(node.op)));
   }
   // The epilogue: Add nodes (a bias row or a residual), then Relu or a tanh Gelu, chained.
   spec.result = node.outputs[0];
-  for (size_t i = 1; i < nodes.size(); ++i) {
+  for (size_t i = at + 1; i < end; ++i) {
     const Node& e = g.nodes[nodes[i]];
     if (spec.activation != EpilogueActivation::None)
       return FusionDecision::no("a node follows the epilogue's activation");
@@ -260,12 +387,18 @@ FusionDecision gemm_spec(const Graph& g, const std::vector<int32_t>& nodes,
         return FusionDecision::no(fmt::format(
             "'{}' ({}) adds '{}' of {} to a {} product", e.name, op_name(e.op),
             g.tensor(other).name, dtype_name(g.tensor(other).dtype), dtype_name(spec.dtype)));
-      spec.addends.push_back({other, 1.0, static_cast<int>(i)});
+      spec.addends.push_back({other, 1.0, static_cast<int>(i - at)});
     }
     spec.epilogue.push_back(nodes[i]);
     spec.result = e.outputs[0];
   }
   place_addends(g, spec, columns_are_n);
+  if (spec.layout_result >= 0) {
+    if (spec.c >= 0 || !spec.fill.empty())
+      return FusionDecision::no("a residual addend is stored in the product's layout, not in "
+                                "the one its Transpose writes");
+    spec.result = g.nodes[spec.layout_result].outputs[0];
+  }
   if (!spec.fill.empty())
     spec.fill_blocks = flat_launch(g.tensor(spec.result).elements(), 1, device).grid[0];
   return FusionDecision::ok();
@@ -402,17 +535,38 @@ FusionDecision conv_spec(const Graph& g, const std::vector<int32_t>& nodes, Conv
 
 FusionDecision analyze_gemm(const FusionContext& ctx, GroupAnalysis& a) {
   const Graph& g = ctx.graph;
-  const int32_t gemm = a.nodes.front();
-  if (ctx.node_class[gemm] != NodeClass::Gemm)
-    return FusionDecision::no(fmt::format("{} comes before the matrix product in the group; only "
-                                          "its consumers can be epilogue nodes",
-                                          ctx.describe(gemm)));
+  size_t at = 0;
+  while (at < a.nodes.size() && ctx.node_class[a.nodes[at]] != NodeClass::Gemm)
+    ++at;
+  const int32_t gemm = a.nodes[at];
+  // Before the product only the Transposes it reads A or B through (no copy is made).
+  for (size_t i = 0; i < at; ++i) {
+    const int32_t n = a.nodes[i];
+    const TensorId t = g.nodes[n].outputs[0];
+    const bool operand = t == g.nodes[gemm].inputs[0] || t == g.nodes[gemm].inputs[1];
+    if (ctx.node_class[n] != NodeClass::Layout || !operand)
+      return FusionDecision::no(fmt::format("{} comes before the matrix product in the group; "
+                                            "only its consumers, or a Transpose of A or B, can "
+                                            "join it",
+                                            ctx.describe(n)));
+    if (ctx.consumers[t].size() != 1 || ctx.graph_output[t])
+      return FusionDecision::no(fmt::format("{} is read elsewhere than by {}: the library reads "
+                                            "through it only when no copy is needed",
+                                            ctx.describe(n), ctx.describe(gemm)));
+  }
   const Shape& d = g.tensor(g.nodes[gemm].outputs[0]).shape;
   bool bias = false, residual = false, activation = false;
-  for (size_t i = 1; i < a.nodes.size(); ++i) {
+  for (size_t i = at + 1; i < a.nodes.size(); ++i) {
     const int32_t n = a.nodes[i], prev = a.nodes[i - 1];
     const Node& node = g.nodes[n];
     if (FusionDecision link = epilogue_link(ctx, prev, n); !link) return link;
+    if (ctx.node_class[n] == NodeClass::Layout) {
+      if (i + 1 != a.nodes.size())
+        return FusionDecision::no(fmt::format("{} is followed by more epilogue nodes; a "
+                                              "Transpose joins only as the result's layout",
+                                              ctx.describe(n)));
+      continue;
+    }
     if (activation)
       return FusionDecision::no(fmt::format("{} follows the epilogue's activation; cuBLASLt "
                                             "applies the activation last",
@@ -448,7 +602,7 @@ FusionDecision analyze_gemm(const FusionContext& ctx, GroupAnalysis& a) {
         fmt::format("{} with its epilogue: {}", ctx.describe(gemm), s.reason));
   a.group = single_node_group(g, gemm, ctx.device);
   a.kind = GroupKind::GemmLibrary;
-  a.epilogue_nodes = static_cast<int>(a.nodes.size()) - 1;
+  a.epilogue_nodes = static_cast<int>(spec.epilogue.size());
   a.group.spec = std::move(spec);
   return FusionDecision::ok();
 }

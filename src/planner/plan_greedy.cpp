@@ -89,7 +89,8 @@ private:
     for (size_t v = ctx_.size(); v-- > 0;) {
       int32_t group = group_of_[v];
       if (ctx_.node_class[v] == NodeClass::Alone || ctx_.node_class[v] == NodeClass::Gemm ||
-          ctx_.node_class[v] == NodeClass::Conv || ctx_.node_class[v] == NodeClass::View)
+          ctx_.node_class[v] == NodeClass::Conv || ctx_.node_class[v] == NodeClass::View ||
+          ctx_.node_class[v] == NodeClass::Layout)
         continue;
       bool changed = true;
       while (changed) {

@@ -119,6 +119,15 @@ nlohmann::json spec_json(const Graph& g, const GroupSpec& spec) {
       j["fill"].push_back(addend(i));
     j["fill_kernel"] = !gemm->fill.empty();
     j["activation"] = activation_name(gemm->activation);
+    // Transposes the call reads or writes in place (no copy kernel), and the loop of calls
+    // over batch axes no single stride describes.
+    auto through = [&](int32_t node) {
+      return node < 0 ? nlohmann::json(nullptr) : nlohmann::json(g.nodes[node].name);
+    };
+    if (gemm->layout_a >= 0) j["a_through"] = through(gemm->layout_a);
+    if (gemm->layout_b >= 0) j["b_through"] = through(gemm->layout_b);
+    if (gemm->layout_result >= 0) j["result_through"] = through(gemm->layout_result);
+    if (!gemm->outer.empty()) j["calls"] = shape_elements(gemm->outer);
   } else if (const auto* conv = std::get_if<ConvSpec>(&spec)) {
     j["dtype"] = dtype_name(conv->dtype);
     j["math"] = library_math_name(conv->math);

@@ -17,6 +17,10 @@
 //                over the 135,168 (132 SMs * 2048 / 2) it takes to saturate HBM, capped at
 //                8x; streamed = outputs and full-size inputs (broadcast operands are cached)
 //   + epilogue   1 KiB per cuBLASLt epilogue node (a tie-break toward generated kernels)
+//   + layouts    a library call reading or writing through a Transpose (GemmSpec::layout_*)
+//                moves whole 32-byte sectors: where the adjacent run of an operand is r < 32
+//                bytes, its bytes * (32 - r) / r more; and a loop of calls over batch axes no
+//                one stride describes is a launch per call
 // A plan costs the sum of its groups. Example: the expanded LayerNorm of x[4096,1024] fp32
 // (16 MiB), ReduceMean, Sub, Pow, ReduceMean, Add(eps), Sqrt, Div, Mul(gamma), Add(beta):
 //   none: 9 kernels; the full-row ones read 1 or 2 and write one 16 MiB tensor:
@@ -28,6 +32,17 @@
 //         (1,048,832) = 44,661,464, 6.5x less.
 //   greedy: reductions do not absorb their consumers, so the chain splits into 4 kernels:
 //         {mean}, {sub}, {pow, var}, {eps, sqrt, div, gamma, beta}.
+// Example with layouts: attention scores Q K^T with Q, K [B=2, S=128, H=12, D=64] fp32 (768 KiB
+// each) read as [B,H,S,D] and [B,H,D,S] through two Transposes; the scores [2,12,128,128] are
+// 1.5 MiB:
+//   copies: two transpose kernels, each reading and writing 786,432 bytes, and one batched call
+//         reading both copies and writing the scores: 2 * (1,572,864 + 10,050,000) + 3,145,728
+//         + 10,050,000 = 36,441,456
+//   in place: Q's rows 3,072 bytes apart with 256 adjacent (no sector overhead), the 12 heads
+//         one stride (64 floats), B a loop of 2 calls: 3,145,728 + 2 * 10,050,000 = 23,245,728,
+//         chosen. At B = 32 the loop is 32 launches (371,931,648 in all against the copies'
+//         130,813,296) and the copies win; with D = 4 floats (16-byte runs) the strided reads
+//         would cost twice their bytes.
 //
 // The ILP (plan_ilp.cpp): a binary x_c per candidate group c; minimize sum cost_c x_c
 // subject to each node covered exactly once. Candidates are the singletons, the groups

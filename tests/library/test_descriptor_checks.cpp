@@ -127,6 +127,19 @@ TEST_CASE("GEMM descriptors that break the rules are refused", "[library]") {
     desc.stride_d = 8;
     CHECK(gemm_refusal(desc).message.find("makes the batches of D overlap") != std::string::npos);
   }
+  SECTION("batches of D side by side in each row (a transposed result) are accepted, unless "
+          "they share columns") {
+    desc.batch_count = 2;
+    desc.ldd = 2 * desc.n;
+    desc.ldc = desc.ldd;
+    desc.stride_d = desc.n;
+    desc.stride_c = desc.n;
+    CHECK(gemm_refusal(desc).status == STITCH_OK);
+    desc.stride_d = desc.n - 1;
+    CHECK(gemm_refusal(desc).message.find("makes the batches of D overlap") != std::string::npos);
+    desc.stride_d = desc.n + 1; // the second batch would run past ldd
+    CHECK(gemm_refusal(desc).message.find("makes the batches of D overlap") != std::string::npos);
+  }
   SECTION("an unknown epilogue") {
     desc.epilogue = 9;
     CHECK(gemm_refusal(desc).status == STITCH_ERROR_INTERNAL);

@@ -6,7 +6,8 @@
 //   random_model  a real ONNX model (ModelBuilder) of one or several independent random DAGs
 //                 over tensors of rank 1 to 4 with length-1 axes: pointwise ops with numpy
 //                 broadcasting, Expand, Cast, reductions over any axes, Softmax, LogSoftmax,
-//                 LayerNormalization, Transpose, Slice, Concat, Reshape and Where. Loaded like
+//                 LayerNormalization, Transpose, Slice, Concat, Reshape, Where and MatMul
+//                 (operands and result maybe transposed). Loaded like
 //                 any model (load_onnx, run_pipeline), it goes through shape inference and
 //                 every pass, composites lowered and reshapes made views
 //                 (test_plan_property.cpp).
@@ -285,7 +286,7 @@ private:
     size_t v = operand();
     Value a = pool_[v];
     bool is_float = floating(a.type);
-    int kind = pick(20);
+    int kind = pick(21);
     bool done = kind < 4     ? unary(a)
                 : kind < 8   ? binary(a)
                 : kind < 11  ? reduce(a)
@@ -297,7 +298,8 @@ private:
                 : kind == 16 ? transpose(a)
                 : kind == 17 ? slice(a)
                 : kind == 18 ? concat(a)
-                             : reshape(a);
+                : kind == 19 ? reshape(a)
+                             : a.type == float_ && matmul(a);
     if (done) pool_[v].read = true;
     return done;
   }
@@ -502,6 +504,60 @@ private:
     for (int d = 0; d < rank; ++d)
       out.shape[d] = a.shape[perm[d]];
     set_attr_ints(node("Transpose", {a.name}, out), "perm", perm);
+    add(out);
+    return true;
+  }
+
+  // A random permutation of `rank` axes other than the identity.
+  std::vector<int64_t> random_perm(int rank) {
+    std::vector<int64_t> perm(rank);
+    for (int d = 0; d < rank; ++d)
+      perm[d] = d;
+    while (std::is_sorted(perm.begin(), perm.end()))
+      for (int d = rank - 1; d > 0; --d)
+        std::swap(perm[d], perm[pick(d + 1)]);
+    return perm;
+  }
+  Value transposed(const Value& a, const std::vector<int64_t>& perm) {
+    Value out = a;
+    out.read = false;
+    for (size_t d = 0; d < perm.size(); ++d)
+      out.shape[d] = a.shape[static_cast<size_t>(perm[d])];
+    set_attr_ints(node("Transpose", {a.name}, out), "perm", perm);
+    return out;
+  }
+
+  // A MatMul of `a` (or a transpose of it) with a fresh B [k, n] or batched like A, B maybe
+  // made by a Transpose of its input, the product maybe transposed: the layouts a GEMM library
+  // call may read and write in place.
+  bool matmul(const Value& a) {
+    if (a.shape.size() < 2) return false;
+    const std::vector<int64_t> lhs_perm =
+        chance(2) ? random_perm(static_cast<int>(a.shape.size())) : std::vector<int64_t>{};
+    const int64_t k = lhs_perm.empty() ? a.shape.back() : a.shape[lhs_perm.back()];
+    const int64_t n = random_dim();
+    const double bound = static_cast<double>(k) * a.bound * 2.0;
+    if (bound > kMaxBound || k < 1 || elements(a.shape) / k * n > kMaxElements) return false;
+    Value lhs = lhs_perm.empty() ? a : transposed(a, lhs_perm);
+    std::vector<int64_t> b_shape = {k, n};
+    if (chance(2)) b_shape.insert(b_shape.begin(), lhs.shape.begin(), lhs.shape.end() - 2);
+    Value rhs;
+    if (b_shape.size() >= 2 && chance(2)) {
+      const std::vector<int64_t> perm = random_perm(static_cast<int>(b_shape.size()));
+      std::vector<int64_t> stored(b_shape.size());
+      for (size_t d = 0; d < perm.size(); ++d)
+        stored[static_cast<size_t>(perm[d])] = b_shape[d];
+      rhs = transposed(as_type(new_input(stored), a.type), perm);
+    } else {
+      rhs = as_type(new_input(b_shape), a.type);
+    }
+    // B's batch axes are A's or none: they broadcast.
+    std::vector<int64_t> out_shape(lhs.shape.begin(), lhs.shape.end() - 2);
+    out_shape.push_back(lhs.shape[lhs.shape.size() - 2]);
+    out_shape.push_back(n);
+    Value out{"", out_shape, a.type, bound, false};
+    node("MatMul", {lhs.name, rhs.name}, out);
+    if (chance(3)) out = transposed(out, random_perm(static_cast<int>(out.shape.size())));
     add(out);
     return true;
   }

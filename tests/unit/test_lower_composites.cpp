@@ -341,3 +341,23 @@ TEST_CASE("InstanceNormalization and GroupNormalization lower to two-pass statis
     CHECK(reductions == 2);
   }
 }
+
+// A chain of Transposes is one Transpose of the composed permutation (a head split followed by
+// a key transpose becomes the one layout a GEMM reads in place); a chain that undoes itself
+// disappears, and the first Transpose stays for its other reader.
+TEST_CASE("canonicalize composes chained Transposes", "[passes][canonicalize]") {
+  ModelBuilder m(17);
+  m.input("k", kFloat, {2, 16, 4, 8}).output("kt").output("back").output("heads_out");
+  test::set_attr_ints(m.node("Transpose", {"k"}, {"heads"}), "perm", {0, 2, 1, 3});
+  test::set_attr_ints(m.node("Transpose", {"heads"}, {"kt"}), "perm", {0, 1, 3, 2});
+  test::set_attr_ints(m.node("Transpose", {"heads"}, {"back"}), "perm", {0, 2, 1, 3});
+  m.node("Relu", {"heads"}, {"heads_out"});
+  Graph g = compile(m);
+  std::vector<std::vector<int64_t>> perms;
+  for (const Node& n : g.nodes)
+    if (n.op == OpKind::Transpose) perms.push_back(read_perm(NodeContext(g, n)));
+  // heads [0,2,1,3] for the Relu; kt = k's axes [0,2,3,1]; back is k itself (an identity).
+  CHECK(perms == std::vector<std::vector<int64_t>>{{0, 2, 1, 3}, {0, 2, 3, 1}});
+  CHECK(g.tensor(g.outputs[1]).shape == Shape{2, 16, 4, 8});
+  CHECK(g.tensor(g.outputs[0]).shape == Shape{2, 4, 8, 16});
+}

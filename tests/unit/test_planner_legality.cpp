@@ -109,7 +109,8 @@ TEST_CASE("planner legality: the group must be convex", "[planner]") {
   CHECK_THAT(d.reason, Catch::Contains("not convex") && Catch::Contains("'transpose' (Transpose)"));
   d = decide(g, {"first", "transpose"}, a);
   REQUIRE_FALSE(d.legal);
-  CHECK_THAT(d.reason, Catch::Contains("'transpose' (Transpose) is a movement op"));
+  CHECK_THAT(d.reason, Catch::Contains("'transpose' (Transpose) is a transpose; it joins a group "
+                                       "only as the layout a matrix product's library call"));
 }
 
 // Rows too long to keep in shared memory between the reductions are read again by each pass,
@@ -177,6 +178,90 @@ TEST_CASE("planner legality: GEMM epilogues", "[planner]") {
   d = decide(g, {"bias", "relu", "exp"}, a);
   CHECK(d.legal); // without the product: a Local chain
   CHECK(a.scheme == StitchScheme::Local);
+}
+
+// Attention's head split and merge: a MatMul reads Q [B,H,S,D] and K^T [B,H,D,S] through the
+// Transposes of the projections' [B,S,H,D] views, and P.V writes its result straight into the
+// merged [B,S,H,D] layout. The heads are the library's batch (one stride); the batch axis B is
+// a loop of calls where B > 1 (no single stride covers both).
+TEST_CASE("planner legality: a MatMul reads and writes through transposes", "[planner]") {
+  for (int64_t batch : {1, 2}) {
+    GraphBuilder b;
+    TensorId q = b.input({batch, 16, 4, 8}), k = b.input({batch, 16, 4, 8});
+    TensorId v = b.input({batch, 16, 4, 8});
+    auto perm = [](std::vector<int64_t> p) {
+      return std::map<std::string, Attribute::Value>{{"perm", p}};
+    };
+    TensorId qt = b.op(OpKind::Transpose, {q}, "q_heads", perm({0, 2, 1, 3}));
+    TensorId kt = b.op(OpKind::Transpose, {k}, "k_heads", perm({0, 2, 3, 1}));
+    TensorId vt = b.op(OpKind::Transpose, {v}, "v_heads", perm({0, 2, 1, 3}));
+    TensorId scores = b.op(OpKind::MatMul, {qt, kt}, "scores");
+    TensorId o = b.op(OpKind::MatMul, {scores, vt}, "context");
+    b.output(b.op(OpKind::Transpose, {o}, "merge", perm({0, 2, 1, 3})));
+    Graph g = b.finish();
+    INFO("batch " << batch);
+    GroupAnalysis a;
+    FusionDecision d = decide(g, {"q_heads", "k_heads", "scores"}, a);
+    INFO(d.reason);
+    REQUIRE(d.legal);
+    CHECK(a.kind == GroupKind::GemmLibrary);
+    CHECK(a.inputs == std::vector<TensorId>{q, k});
+    const auto& qk = std::get<GemmSpec>(a.group.spec);
+    CHECK(qk.a == q);
+    CHECK(qk.b == k);
+    CHECK((qk.m == 16 && qk.n == 16 && qk.k == 8));
+    CHECK((!qk.trans_a && qk.lda == 32)); // Q's rows are 4 heads x 8 apart
+    CHECK((qk.trans_b && qk.ldb == 32));  // K^T's columns are K's rows: B used transposed
+    CHECK((qk.batch_count == 4 && qk.stride_a == 8 && qk.stride_b == 8 && qk.stride_d == 256));
+    CHECK(qk.outer == (batch == 1 ? Shape{} : Shape{2}));
+    if (batch == 2) {
+      CHECK(qk.outer_stride_a == std::vector<int64_t>{512});
+      CHECK(qk.outer_stride_d == std::vector<int64_t>{1024});
+    }
+    d = decide(g, {"v_heads", "context", "merge"}, a);
+    INFO(d.reason);
+    REQUIRE(d.legal);
+    CHECK(a.outputs == std::vector<TensorId>{g.outputs[0]});
+    const auto& pv = std::get<GemmSpec>(a.group.spec);
+    CHECK(pv.layout_b == node_named(g, "v_heads"));
+    CHECK(pv.layout_result == node_named(g, "merge"));
+    CHECK((pv.ldb == 32 && !pv.trans_b && pv.ldd == 32));
+    CHECK((pv.batch_count == 4 && pv.stride_b == 8 && pv.stride_d == 8));
+    // A loop over B costs a library call per batch index.
+    FusionContext ctx(g, DeviceParams{});
+    CHECK(group_cost(ctx, a).launches == batch);
+  }
+}
+
+// What a library call cannot read or write in place stays a copy, with the reason.
+TEST_CASE("planner legality: transposes a MatMul cannot read or write through", "[planner]") {
+  GraphBuilder b;
+  TensorId x = b.input({16, 4, 8});
+  auto perm = [](std::vector<int64_t> p) {
+    return std::map<std::string, Attribute::Value>{{"perm", p}};
+  };
+  TensorId xt = b.op(OpKind::Transpose, {x}, "heads", perm({1, 0, 2}));
+  TensorId y = b.op(OpKind::MatMul, {xt, b.constant({8, 8}, 0.5f)}, "product");
+  TensorId moved = b.op(OpKind::Transpose, {y}, "moves_columns", perm({0, 2, 1}));
+  b.output(b.op(OpKind::Relu, {xt}, "second_reader"));
+  TensorId r = b.op(OpKind::MatMul, {b.input({4, 16, 8}), b.constant({8, 8}, 0.25f)}, "r");
+  TensorId res = b.op(OpKind::Add, {r, b.input({4, 16, 8})}, "residual");
+  b.output(b.op(OpKind::Transpose, {res}, "after_residual", perm({1, 0, 2})));
+  b.output(moved);
+  Graph g = b.finish();
+  GroupAnalysis a;
+  FusionDecision d = decide(g, {"heads", "product"}, a);
+  REQUIRE_FALSE(d.legal);
+  CHECK_THAT(d.reason, Catch::Contains("is read elsewhere than by"));
+  d = decide(g, {"product", "moves_columns"}, a);
+  REQUIRE_FALSE(d.legal);
+  CHECK_THAT(d.reason, Catch::Contains("moves its last axis"));
+  d = decide(g, {"r", "residual", "after_residual"}, a);
+  REQUIRE_FALSE(d.legal);
+  CHECK_THAT(d.reason, Catch::Contains("residual addend is stored in the product's layout"));
+  d = decide(g, {"heads", "second_reader"}, a);
+  REQUIRE_FALSE(d.legal);
+  CHECK_THAT(d.reason, Catch::Contains("it joins a group only as the layout"));
 }
 
 // Where each GEMM addend goes is the spec's decision, and the cost model prices what it makes:

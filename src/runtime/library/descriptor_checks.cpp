@@ -150,7 +150,11 @@ std::string check_gemm(const stitch_gemm_desc* desc, const void* a, const void* 
       !extent_fits(g.m, g.n, g.ldd, g.batch_count, g.stride_d) ||
       (reads_c && !extent_fits(g.m, g.n, g.ldc, g.batch_count, g.stride_c)))
     return "operand extents overflow int64 (" + describe_gemm(g) + ")";
-  if (g.batch_count > 1 && g.stride_d < (g.m - 1) * g.ldd + g.n)
+  // D's batches must not share an element: each batch after the whole previous one, or (as a
+  // transposed result is written) the batches side by side within each row's ldd.
+  const bool consecutive = g.stride_d >= (g.m - 1) * g.ldd + g.n;
+  const bool side_by_side = g.stride_d >= g.n && (g.batch_count - 1) * g.stride_d + g.n <= g.ldd;
+  if (g.batch_count > 1 && !consecutive && !side_by_side)
     return "stride_d " + str(g.stride_d) + " makes the batches of D overlap (" + describe_gemm(g) +
            ")";
   if (reads_c && c == d && (g.ldc != g.ldd || (g.batch_count > 1 && g.stride_c != g.stride_d)))
