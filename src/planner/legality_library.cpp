@@ -28,6 +28,8 @@
 // choose_library_math records that in every such spec once the plan is made.
 //   ConvTranspose  output_padding, output_shape, auto_pad, groups, bias: the library computes
 //                  with the begin pad on both sides and an output padding in [0, stride).
+#include <algorithm>
+
 #include "graph/infer_context.h"
 #include "graph/op_params.h"
 #include "planner/launch_config.h"
@@ -256,11 +258,11 @@ FusionDecision gemm_spec(const Graph& g, const std::vector<int32_t>& nodes,
     spec.layout_result = nodes[--end];
   for (size_t i = 0; i < at; ++i) {
     const TensorId t = g.nodes[nodes[i]].outputs[0];
-    int32_t& layout = t == node.inputs[0] ? spec.layout_a : spec.layout_b;
-    if ((t != node.inputs[0] && t != node.inputs[1]) || layout >= 0)
-      return FusionDecision::no(fmt::format("'{}' (Transpose) is not the one producer of A or B",
-                                            g.nodes[nodes[i]].name));
-    layout = nodes[i];
+    if (t != node.inputs[0] && t != node.inputs[1])
+      return FusionDecision::no(
+          fmt::format("'{}' (Transpose) produces neither A nor B", g.nodes[nodes[i]].name));
+    if (t == node.inputs[0]) spec.layout_a = nodes[i]; // both, for a product of T with itself
+    if (t == node.inputs[1]) spec.layout_b = nodes[i];
   }
   const bool layouts = spec.layout_a >= 0 || spec.layout_b >= 0 || spec.layout_result >= 0;
   if (layouts && node.op != OpKind::MatMul)
@@ -549,7 +551,9 @@ FusionDecision analyze_gemm(const FusionContext& ctx, GroupAnalysis& a) {
                                             "only its consumers, or a Transpose of A or B, can "
                                             "join it",
                                             ctx.describe(n)));
-    if (ctx.consumers[t].size() != 1 || ctx.graph_output[t])
+    const auto& readers = ctx.consumers[t];
+    if (ctx.graph_output[t] ||
+        std::any_of(readers.begin(), readers.end(), [&](int32_t c) { return c != gemm; }))
       return FusionDecision::no(fmt::format("{} is read elsewhere than by {}: the library reads "
                                             "through it only when no copy is needed",
                                             ctx.describe(n), ctx.describe(gemm)));

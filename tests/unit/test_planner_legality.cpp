@@ -233,6 +233,24 @@ TEST_CASE("planner legality: a MatMul reads and writes through transposes", "[pl
   }
 }
 
+// A product of a transpose with itself reads the one stored tensor as both operands.
+TEST_CASE("planner legality: a MatMul of a transpose with itself reads it twice in place",
+          "[planner]") {
+  GraphBuilder b;
+  TensorId x = b.input({8, 8});
+  TensorId xt = b.op(OpKind::Transpose, {x}, "xt", {{"perm", std::vector<int64_t>{1, 0}}});
+  b.output(b.op(OpKind::MatMul, {xt, xt}, "square"));
+  Graph g = b.finish();
+  GroupAnalysis a;
+  FusionDecision d = decide(g, {"xt", "square"}, a);
+  INFO(d.reason);
+  REQUIRE(d.legal);
+  const auto& spec = std::get<GemmSpec>(a.group.spec);
+  CHECK((spec.a == x && spec.b == x));
+  CHECK((spec.trans_a && spec.trans_b && spec.lda == 8 && spec.ldb == 8));
+  CHECK(a.inputs == std::vector<TensorId>{x});
+}
+
 // What a library call cannot read or write in place stays a copy, with the reason.
 TEST_CASE("planner legality: transposes a MatMul cannot read or write through", "[planner]") {
   GraphBuilder b;
