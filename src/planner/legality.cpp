@@ -414,17 +414,13 @@ FusionDecision analyze_group(const FusionContext& ctx, const std::vector<int32_t
     column = column || ctx.node_class[n] == NodeClass::ColumnReduction;
     row = row || ctx.node_class[n] == NodeClass::RowOp;
   }
-  bool layout = false;
-  for (int32_t n : nodes)
-    layout = layout || ctx.node_class[n] == NodeClass::Layout;
-  if (layout && (!gemm || row)) {
+  if (!gemm || row)
     for (int32_t n : nodes)
       if (ctx.node_class[n] == NodeClass::Layout)
         return FusionDecision::no(fmt::format("{} is a transpose; it joins a group only as the "
                                               "layout a matrix product's library call reads or "
                                               "writes through",
                                               ctx.describe(n)));
-  }
   if (gemm) {
     int32_t first = -1;
     for (int32_t n : nodes) {

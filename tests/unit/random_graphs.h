@@ -491,20 +491,8 @@ private:
   }
 
   bool transpose(const Value& a) {
-    int rank = static_cast<int>(a.shape.size());
-    if (rank < 2) return false;
-    std::vector<int64_t> perm(rank);
-    for (int d = 0; d < rank; ++d)
-      perm[d] = d;
-    while (std::is_sorted(perm.begin(), perm.end()))
-      for (int d = rank - 1; d > 0; --d)
-        std::swap(perm[d], perm[pick(d + 1)]);
-    Value out = a;
-    out.read = false;
-    for (int d = 0; d < rank; ++d)
-      out.shape[d] = a.shape[perm[d]];
-    set_attr_ints(node("Transpose", {a.name}, out), "perm", perm);
-    add(out);
+    if (a.shape.size() < 2) return false;
+    add(transposed(a, random_perm(static_cast<int>(a.shape.size()))));
     return true;
   }
 
