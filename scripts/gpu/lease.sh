@@ -57,7 +57,7 @@ log "phase 1: check and build in parallel, until $phase1 s"
 check_pid=$!
 "$here/run.sh" "$base/bench" "${common[@]}" --stages setup,export,compile --models "$models" --precisions "$precisions" \
   --budget "$phase1" --jobs "$jobs" > "$base/build.out" 2>&1
-log "build done: $(tail -n +1 "$base/bench/stages.tsv" | cut -f1,2,4 | tr '\t\n' ' ;')"
+log "build done: $(cut -f1,2,4 "$base/bench/stages.tsv" | tr '\t\n' ' ;')"
 wait "$check_pid"
 log "check done: $(cut -f1,2,4 "$base/check/stages.tsv" | tr '\t\n' ' ;')"
 [ -f "$base/conf/stages.tsv" ] && log "conformance done: $(cut -f1,2,4 "$base/conf/stages.tsv" | tr '\t\n' ' ;')"
@@ -68,10 +68,10 @@ log "phase 2: check, bench, report alone, $(left) s left"
   --systems "$systems" --iters 100 --warmup 10 --budget "$(left)" > "$base/bench.out" 2>&1
 log "bench done: $(cut -f1,2,4 "$base/bench/stages.tsv" | tr '\t\n' ' ;')"
 
+cp "$base/build.out" "$base/bench/build.out"
 for part in check conf bench; do
   [ -d "$base/$part" ] || continue
   cp "$base/$part.out" "$base/$part/run.out" 2>/dev/null
-  [ "$part" = check ] && cp "$base/build.out" "$base/bench/build.out" 2>/dev/null
   tar czf "$base/lease-$part.tgz" -C "$base" --exclude='*.onnx' --exclude='*.so' --exclude='*.npy' \
     --exclude='work' --exclude='out_*' --exclude='inputs' "$part"
 done

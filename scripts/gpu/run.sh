@@ -291,23 +291,23 @@ stage_fixtures() {
 # The fixtures in 16 bits: the fp32 fixtures built with --precision fp16 against ORT's float32
 # outputs (precision_aims.json), and the native float16/bfloat16 fixtures against torch's.
 stage_half() {
-  local failed=0 n=0 f lib half_dir="$pack/prebuilt/half"
+  local failed=0 n=0 native=pass f lib half_dir="$pack/prebuilt/half"
   export STITCH_FORCE_TARGET="$target" STITCH_FORCE_JOBS="$(( jobs >= 4 ? jobs / 4 : 1 ))"
   for f in $(fixture_list); do
     out_of_time && { echo "out of --budget before $f"; failed=$((failed + 1)); break; }
     lib="$(prebuilt_of fp16 "$f")"
+    n=$((n + 1))
     if "$PYTHON" "$repo/scripts/models/compare_with_ort.py" --stitchc "$here/stitchc-target" \
          --stitch-run "$STITCH_RUN" --work "$out/work/half/$f" --target host --precision fp16 \
          ${lib:+--library "$lib"} "$repo/tests/models/$f.onnx" > "$out/logs/half_$f.log" 2>&1; then
       echo "PASS fp16 $f"; else echo "FAIL fp16 $f"; tail -8 "$out/logs/half_$f.log"; failed=$((failed + 1)); fi
-    n=$((n + 1))
   done
   local dir=(); [ "$target" = cuda ] && [ -d "$half_dir" ] && dir=(--library-dir "$half_dir")
   echo "== native float16/bfloat16 fixtures"
   timeout "$(remaining)" "$PYTHON" "$repo/scripts/models/check_half_models.py" --stitchc "$here/stitchc-target" \
-    --stitch-run "$STITCH_RUN" --work "$out/work/half/native" "${dir[@]}" || failed=$((failed + 1))
-  note="$((n - failed < 0 ? 0 : n - failed))/$n fp16 fixtures within their aims; native half fixtures: $([ -f "$out/logs/half.log" ] && grep -q '^failed:' "$out/logs/half.log" && grep '^failed:' "$out/logs/half.log" || echo pass)"
-  [ $failed = 0 ]
+    --stitch-run "$STITCH_RUN" --work "$out/work/half/native" "${dir[@]}" || native=FAIL
+  note="$((n - failed))/$n fp16 fixtures within their aims; native half fixtures: $native"
+  [ $failed = 0 ] && [ $native = pass ]
 }
 
 # The compute-sanitizer subset: one allowlisted conformance test per kernel kind (the nvcc sample

@@ -137,13 +137,6 @@ void emit_launches(const GroupEmitContext& ctx, CodeWriter& out,
 
 // ---- Index arithmetic ----
 
-Shape row_major_strides(const Shape& dims) {
-  Shape strides(dims.size(), 1);
-  for (size_t d = dims.size(); d-- > 1;)
-    strides[d - 1] = strides[d] * dims[d];
-  return strides;
-}
-
 std::vector<std::string> coordinate_names(size_t rank, std::string_view prefix) {
   std::vector<std::string> names;
   for (size_t d = 0; d < rank; ++d)

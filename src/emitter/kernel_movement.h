@@ -34,7 +34,6 @@ void finish_kernel(const GroupEmitContext& ctx, CodeWriter& out, const std::stri
 void emit_launches(const GroupEmitContext& ctx, CodeWriter& out,
                    const std::vector<std::pair<std::string, std::vector<KernelArg>>>& kernels);
 
-Shape row_major_strides(const Shape& dims);
 // Lines "const int64_t c1 = rest % 5; rest /= 5;" decomposing `index` over `dims`
 // (row-major) into `prefix`0 .. `prefix`R-1; size-1 axes get 0 without arithmetic.
 void emit_coordinates(CodeWriter& out, const Shape& dims, std::string_view index,

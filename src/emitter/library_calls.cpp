@@ -10,7 +10,9 @@
 //                  (size 1) become the GEMM's batch, with stride 0 for a broadcast operand
 //                  (folded into M when only A has them: one taller GEMM); outer batch axes
 //                  that strides cannot express ([2,1] x [1,3]) become a loop in the group
-//                  function, one batched GEMM per outer index.
+//                  function, one batched GEMM per outer index. A and B may be read, and
+//                  the result written, through Transposes (GemmSpec::layout_*): the spec's
+//                  trans flags, leading dimensions and strides, printed as they are.
 //   Gemm           transA/transB, alpha, and beta * C as the first addend of the epilogue.
 //   Epilogue       the group's nodes after the MatMul/Gemm: adds of a
 //                  bias row or a residual of the output's shape, then Relu or a tanh Gelu
@@ -255,31 +257,27 @@ void emit_gemm_call(const GroupEmitContext& ctx, CodeWriter& out) {
   if (spec.trans_a || spec.lda != spec.k) out.linef("desc.lda = {};", spec.lda);
   if (spec.trans_b) out.linef("desc.trans_b = 1; // B is stored [{}, {}]", spec.n, spec.k);
   if (spec.trans_b || spec.ldb != spec.n) out.linef("desc.ldb = {};", spec.ldb);
-  for (auto [layout, name, tensor] :
-       {std::tuple{spec.layout_a, "A", spec.a}, std::tuple{spec.layout_b, "B", spec.b}})
-    if (layout >= 0)
-      out.comment(fmt::format("{} is {} {} read in place through the Transpose that feeds the "
-                              "product: no copy",
-                              name, name == std::string_view("A") ? "lhs" : "rhs",
-                              shape_to_string(ctx.tensor(tensor).shape)));
-  const bool strided_result = spec.layout_result >= 0;
-  if (strided_result)
+  if (spec.layout_a >= 0)
+    out.comment(fmt::format("A is lhs {} read in place through the Transpose that feeds the "
+                            "product: no copy",
+                            shape_to_string(ctx.tensor(spec.a).shape)));
+  if (spec.layout_b >= 0)
+    out.comment(fmt::format("B is rhs {} read in place through the Transpose that feeds the "
+                            "product: no copy",
+                            shape_to_string(ctx.tensor(spec.b).shape)));
+  // With a result layout there is no C (legality refuses it): the library reads none.
+  if (spec.layout_result >= 0)
     out.comment(fmt::format("the product is written straight into the layout of its Transpose, "
                             "result {}",
                             shape_to_string(ctx.tensor(spec.result).shape)));
-  if (spec.ldd != spec.n) {
+  if (spec.ldd != spec.n)
     out.linef("desc.ldd = {}; // rows of D written into the transposed result", spec.ldd);
-    out.line("desc.ldc = desc.ldd;");
-  }
   if (spec.alpha != 1.0) out.linef("desc.alpha = {};", float_literal(spec.alpha, DType::Float32));
   if (spec.batch_count > 1) {
     out.linef("desc.batch_count = {};", spec.batch_count);
     out.linef("desc.stride_a = {};{}", spec.stride_a, spec.stride_a ? "" : " // A broadcast");
     out.linef("desc.stride_b = {};{}", spec.stride_b, spec.stride_b ? "" : " // B broadcast");
-    if (spec.stride_d != spec.m * spec.n) {
-      out.linef("desc.stride_d = {};", spec.stride_d);
-      out.line("desc.stride_c = desc.stride_d;");
-    }
+    if (spec.stride_d != spec.m * spec.n) out.linef("desc.stride_d = {};", spec.stride_d);
   }
   // C, when read, has D's layout (the output's full shape): stride_c = stride_d = m * n.
   const GemmArguments arguments = emit_epilogue_fields(ctx, out, spec);
@@ -310,10 +308,8 @@ void emit_gemm_call(const GroupEmitContext& ctx, CodeWriter& out) {
   auto offset = [](const std::vector<std::string>& terms) {
     return terms.empty() ? std::string() : fmt::format(" + {}", fmt::join(terms, " + "));
   };
-  // D is packed unless written through a Transpose: then each outer index has its own stride.
-  const std::string output_offset =
-      strided_result ? offset(d_terms)
-                     : fmt::format(" + outer * {}", spec.batch_count * spec.m * spec.n);
+  // D's (and C's, which has D's layout) offset for this outer index.
+  const std::string output_offset = offset(d_terms);
   const std::string c_argument =
       arguments.c == "nullptr" ? arguments.c : arguments.c + output_offset;
   out.linef("const int32_t status = stitch_library_gemm(b, &desc, lhs{}, rhs{}, {}, {}, "

@@ -28,14 +28,6 @@ const Tensor& input(const Graph& graph, const Node& node, size_t i) {
   return t;
 }
 
-// Row-major element strides of a shape.
-std::vector<int64_t> dense_strides(const Shape& shape) {
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;)
-    strides[d - 1] = strides[d] * shape[d];
-  return strides;
-}
-
 std::shared_ptr<const ConstantData> bytes_of(std::string bytes) {
   auto data = std::make_shared<ConstantData>();
   data->bytes = std::move(bytes);
@@ -81,7 +73,7 @@ int64_t inner_elements(const Shape& s, int64_t axis) {
 FoldResult fold_expand(const Graph& graph, const Node& node) {
   const Tensor& in = input(graph, node, 0);
   const Shape& out = graph.tensor(node.outputs[0]).shape;
-  std::vector<int64_t> in_strides = dense_strides(in.shape), strides(out.size(), 0);
+  std::vector<int64_t> in_strides = row_major_strides(in.shape), strides(out.size(), 0);
   size_t lead = out.size() - in.shape.size();
   for (size_t j = 0; j < in.shape.size(); ++j)
     strides[lead + j] = in.shape[j] == 1 ? 0 : in_strides[j];
@@ -91,7 +83,7 @@ FoldResult fold_expand(const Graph& graph, const Node& node) {
 FoldResult fold_transpose(const Graph& graph, const Node& node) {
   const Tensor& in = input(graph, node, 0);
   std::vector<int64_t> perm = read_perm(NodeContext(graph, node));
-  std::vector<int64_t> in_strides = dense_strides(in.shape), strides;
+  std::vector<int64_t> in_strides = row_major_strides(in.shape), strides;
   Shape out;
   for (int64_t p : perm) {
     out.push_back(in.shape[p]);
@@ -122,7 +114,7 @@ FoldResult fold_split(const Graph& graph, const Node& node) {
   const Tensor& in = input(graph, node, 0);
   NodeContext ctx(graph, node);
   int64_t axis = ctx.normalize_axis(ctx.attr_int("axis", 0), ctx.rank(0));
-  std::vector<int64_t> strides = dense_strides(in.shape);
+  std::vector<int64_t> strides = row_major_strides(in.shape);
   FoldResult result;
   int64_t start = 0;
   for (TensorId id : node.outputs) {
@@ -138,7 +130,7 @@ FoldResult fold_slice(const Graph& graph, const Node& node) {
   const Tensor& in = input(graph, node, 0);
   const Shape& out = graph.tensor(node.outputs[0]).shape;
   if (shape_elements(out) == 0) return {bytes_of("")};
-  std::vector<int64_t> in_strides = dense_strides(in.shape), strides = in_strides;
+  std::vector<int64_t> in_strides = row_major_strides(in.shape), strides = in_strides;
   int64_t offset = 0;
   for (const SliceAxis& s : read_slice_params(NodeContext(graph, node))) {
     offset += s.start * in_strides[s.axis];
@@ -169,7 +161,7 @@ FoldResult fold_tile(const Graph& graph, const Node& node) {
   const Shape& out = graph.tensor(node.outputs[0]).shape;
   if (shape_elements(out) == 0) return {bytes_of("")};
   // The output is the array [r0, d0, r1, d1, ...] whose repeat axes have stride 0.
-  std::vector<int64_t> in_strides = dense_strides(in.shape), strides;
+  std::vector<int64_t> in_strides = row_major_strides(in.shape), strides;
   Shape split;
   for (size_t d = 0; d < in.shape.size(); ++d) {
     split.push_back(out[d] / in.shape[d]);

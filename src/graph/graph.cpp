@@ -24,6 +24,13 @@ int64_t shape_elements(const Shape& s) {
   return n;
 }
 
+Shape row_major_strides(const Shape& s) {
+  Shape strides(s.size(), 1);
+  for (size_t d = s.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * s[d];
+  return strides;
+}
+
 int64_t Tensor::bytes() const { return checked_mul(elements(), dtype_size(dtype), "tensor bytes"); }
 
 std::string Attribute::kind_name() const {

@@ -24,6 +24,7 @@ constexpr TensorId kNoTensor = -1; // an omitted optional input or output
 
 std::string shape_to_string(const Shape& s); // "[2,3,4]"
 int64_t shape_elements(const Shape& s);      // checked product
+Shape row_major_strides(const Shape& s);     // element strides of a dense, row-major tensor
 
 // The bytes of a constant tensor (little-endian, dense, row-major).
 struct ConstantData {

@@ -204,10 +204,7 @@ NodeClass classify(const Graph& g, const Node& node) {
   if (conv_with_epilogue(g, node)) return NodeClass::Conv;
   if (node.op == OpKind::View) return NodeClass::View;
   if (node.op == OpKind::Transpose && node.outputs.size() == 1 &&
-      g.tensor(node.outputs[0]).elements() > 0 &&
-      (g.tensor(node.outputs[0]).dtype == DType::Float32 ||
-       g.tensor(node.outputs[0]).dtype == DType::Float16 ||
-       g.tensor(node.outputs[0]).dtype == DType::BFloat16))
+      g.tensor(node.outputs[0]).elements() > 0 && library_dtype(g.tensor(node.outputs[0]).dtype))
     return NodeClass::Layout;
   if (group_kind_of(node) == GroupKind::GemmLibrary) return NodeClass::Gemm;
   if (group_kind_of(node) != GroupKind::Kernel) return NodeClass::Alone;

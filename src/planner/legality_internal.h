@@ -91,6 +91,8 @@ FusionDecision regional_spec(const FusionContext& ctx, GroupAnalysis& a,
 FusionDecision gemm_spec(const Graph& g, const std::vector<int32_t>& nodes,
                          const DeviceParams& device, GemmSpec& spec);
 FusionDecision conv_spec(const Graph& g, const std::vector<int32_t>& nodes, ConvSpec& spec);
+// The element types the library calls take (float32, float16, bfloat16).
+bool library_dtype(DType t);
 
 // A window op's geometry, pads resolved (legality_window.cpp).
 WindowGeometry window_geometry(const Graph& g, const Node& node);

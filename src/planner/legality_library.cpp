@@ -7,6 +7,11 @@
 //                  1) become the GEMM's batch, with stride 0 for a broadcast operand (folded
 //                  into M when only A has them: one taller GEMM); outer batch axes that strides
 //                  cannot express ([2,1] x [1,3]) become a loop of batched GEMMs.
+//   Layouts        a MatMul's group may also hold the Transposes producing A or B and one
+//                  Transpose of its result (after the epilogue): the call reads A/B through
+//                  them (transposed operands, leading dimensions, batch strides from the
+//                  permutation) and writes the product straight into the transposed result,
+//                  with no copy kernel; what one batch stride cannot express becomes the loop.
 //   Gemm           transA/transB, alpha, and beta * C as the first addend of the epilogue.
 //   Epilogue       the group's nodes after the product: adds of a bias row or a residual of the
 //                  output's shape, then Relu or a tanh Gelu (cuBLASLt's GELU). The addends go
@@ -53,11 +58,6 @@ EpilogueActivation cublaslt_activation(const Graph& g, const Node& node) {
              : EpilogueActivation::None;
 }
 
-// The element types the library calls take.
-bool library_dtype(DType t) {
-  return t == DType::Float32 || t == DType::Float16 || t == DType::BFloat16;
-}
-
 // Why a library call cannot take `tensors` (the op's float operands and result), or "".
 std::string library_dtypes_refusal(const Graph& g, const Node& node,
                                    const std::vector<TensorId>& tensors, const char* library) {
@@ -94,14 +94,6 @@ FusionDecision epilogue_link(const FusionContext& ctx, int32_t prev, int32_t nex
                                         ctx.describe(prev), ctx.describe(next)));
 }
 
-// Element strides of a tensor stored contiguously in `shape`.
-std::vector<int64_t> contiguous_strides(const Shape& shape) {
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (size_t j = shape.size(); j-- > 1;)
-    strides[j - 1] = strides[j] * shape[j];
-  return strides;
-}
-
 // A MatMul operand or result as the library reads or writes it: its logical axes (batch...,
 // rows, columns) and each axis's element stride in the stored tensor.
 struct StridedMatrix {
@@ -109,11 +101,11 @@ struct StridedMatrix {
   std::vector<int64_t> strides;
 };
 
-StridedMatrix packed(const Shape& shape) { return {shape, contiguous_strides(shape)}; }
+StridedMatrix packed(const Shape& shape) { return {shape, row_major_strides(shape)}; }
 
 // The logical tensor Transpose(x, perm) read through x's storage.
 StridedMatrix through_transpose(const Shape& x, const std::vector<int64_t>& perm) {
-  const std::vector<int64_t> stored = contiguous_strides(x);
+  const std::vector<int64_t> stored = row_major_strides(x);
   StridedMatrix view;
   for (int64_t axis : perm) {
     view.shape.push_back(x[static_cast<size_t>(axis)]);
@@ -128,7 +120,7 @@ StridedMatrix into_transpose(const Shape& product, const std::vector<int64_t>& p
   Shape result;
   for (int64_t axis : perm)
     result.push_back(product[static_cast<size_t>(axis)]);
-  const std::vector<int64_t> stored = contiguous_strides(result);
+  const std::vector<int64_t> stored = row_major_strides(result);
   StridedMatrix view{product, std::vector<int64_t>(product.size(), 0)};
   for (size_t j = 0; j < perm.size(); ++j)
     view.strides[static_cast<size_t>(perm[j])] = stored[j];
@@ -207,8 +199,8 @@ void split_matmul_batch(const std::vector<int64_t>& a, const std::vector<int64_t
   }
 }
 
-// Bytes moved beyond the tensor's own for reading or writing it with `runs` elements adjacent:
-// every access moves whole 32-byte sectors.
+// Bytes moved beyond a tensor's own `bytes` when it is read or written in adjacent runs of
+// `run_bytes`: every access moves whole 32-byte sectors.
 int64_t sector_overhead(int64_t bytes, int64_t run_bytes) {
   constexpr int64_t kSector = 32;
   if (run_bytes >= kSector || run_bytes <= 0) return 0;
@@ -239,6 +231,10 @@ void place_addends(const Graph& g, GemmSpec& spec, bool columns_are_n) {
 }
 
 } // namespace
+
+bool library_dtype(DType t) {
+  return t == DType::Float32 || t == DType::Float16 || t == DType::BFloat16;
+}
 
 FusionDecision gemm_spec(const Graph& g, const std::vector<int32_t>& nodes,
                          const DeviceParams& device, GemmSpec& spec) {

@@ -262,7 +262,6 @@ int32_t choose_algorithm(const ErrorSink& sink, cudnnHandle_t handle, ConvDirect
       return STITCH_OK;
     }
   }
-  cudnnSetConvolutionMathType(plan.conv, tensor_ops ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH);
   return sink.fail(STITCH_ERROR_CUDNN,
                    std::string(direction == ConvDirection::Forward
                                    ? "cudnnGetConvolutionForwardAlgorithm_v7"

@@ -28,7 +28,7 @@ int32_t stitch_group_5(const stitch_abi_buffers* b, char* error, size_t error_si
   for (int64_t outer = 0; outer < 2; ++outer) {
     int64_t rest = outer;
     const int64_t c0 = rest;
-    const int32_t status = stitch_library_gemm(b, &desc, lhs + c0 * 1024, rhs + c0 * 1024, nullptr, nullptr, result + outer * 1024, error, error_size);
+    const int32_t status = stitch_library_gemm(b, &desc, lhs + c0 * 1024, rhs + c0 * 1024, nullptr, nullptr, result + c0 * 1024, error, error_size);
     if (status != 0) return status;
   }
   return 0;

@@ -20,12 +20,10 @@ int32_t stitch_group_9(const stitch_abi_buffers* b, char* error, size_t error_si
   // B is rhs [2,16,4,16] read in place through the Transpose that feeds the product: no copy
   // the product is written straight into the layout of its Transpose, result [2,16,4,16]
   desc.ldd = 64; // rows of D written into the transposed result
-  desc.ldc = desc.ldd;
   desc.batch_count = 4;
   desc.stride_a = 256;
   desc.stride_b = 16;
   desc.stride_d = 16;
-  desc.stride_c = desc.stride_d;
   // outer batch axes [2]: one call per index, 4 batch(es) each
   for (int64_t outer = 0; outer < 2; ++outer) {
     int64_t rest = outer;
