@@ -160,7 +160,7 @@ TEST_CASE("MatMul batch broadcasting that strides cannot express loops over the 
   CHECK(has(src, "for (int64_t outer = 0; outer < 2; ++outer)"));
   CHECK(has(
       src,
-      "stitch_library_gemm(b, &desc, lhs + c0 * 20, rhs, nullptr, nullptr, result + outer * 72,"));
+      "stitch_library_gemm(b, &desc, lhs + c0 * 20, rhs, nullptr, nullptr, result + c0 * 72,"));
   CHECK(has(src, "if (status != 0) return status;"));
 }
 
