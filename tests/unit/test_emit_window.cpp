@@ -158,9 +158,9 @@ TEST_CASE("MatMul batch broadcasting that strides cannot express loops over the 
   CHECK(has(src, "desc.batch_count = 3;"));
   CHECK(has(src, "desc.stride_a = 0; // A broadcast"));
   CHECK(has(src, "for (int64_t outer = 0; outer < 2; ++outer)"));
-  CHECK(has(
-      src,
-      "stitch_library_gemm(b, &desc, lhs + c0 * 20, rhs, nullptr, nullptr, result + c0 * 72,"));
+  CHECK(
+      has(src,
+          "stitch_library_gemm(b, &desc, lhs + c0 * 20, rhs, nullptr, nullptr, result + c0 * 72,"));
   CHECK(has(src, "if (status != 0) return status;"));
 }
 
