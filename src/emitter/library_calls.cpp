@@ -28,7 +28,9 @@
 //                  gives the same windows (the same output size), and refused otherwise.
 //                  The group's nodes after a biased Conv, a residual add of its output's
 //                  shape and then Relu, are its epilogue: stitch_library_conv_epilogue
-//                  (cudnnConvolutionBiasActivationForward, one pass).
+//                  (cudnnConvolutionBiasActivationForward, one pass). A channels-last
+//                  group (the Transposes of X, W and the result in it) sets
+//                  desc.channels_last and binds the Transposes' stored tensors.
 //   ConvTranspose  output_padding, output_shape, auto_pad, groups, bias. The library computes
 //                  with the begin pad on both sides and an output padding in [0, stride); an
 //                  output that would need cropping beyond that is refused.
@@ -327,6 +329,10 @@ void emit_conv_call(const GroupEmitContext& ctx, CodeWriter& out) {
   const ConvSpec& spec = ctx.spec<ConvSpec>();
   const Node& node = ctx.node();
   out.comment(describe_node(ctx.graph(), node));
+  for (int32_t n : {spec.layout_x, spec.layout_w, spec.layout_result})
+    if (n >= 0)
+      out.comment("channels-last layout (read or written in place): " +
+                  describe_node(ctx.graph(), ctx.graph().nodes[n]));
   for (int32_t n : spec.epilogue)
     out.comment("epilogue: " + describe_node(ctx.graph(), ctx.graph().nodes[n]));
   open_group_function(ctx, out);
@@ -357,6 +363,8 @@ void emit_conv_call(const GroupEmitContext& ctx, CodeWriter& out) {
   array("dilations", spec.dilations);
   array("pads_begin", spec.pads);
   array("pads_end", spec.pads);
+  if (spec.channels_last)
+    out.line("desc.channels_last = 1; // X, Y and Z [N, spatial..., C]; W [out, kernel..., in]");
   if (!spec.epilogue.empty())
     out.linef("return stitch_library_conv_epilogue(b, &desc, x, w, bias, {}, {}, y, error, "
               "error_size);  // y = {}(conv + bias{})",

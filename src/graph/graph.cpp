@@ -31,6 +31,22 @@ Shape row_major_strides(const Shape& s) {
   return strides;
 }
 
+std::vector<int64_t> channels_last_perm(size_t rank) {
+  std::vector<int64_t> perm = {0};
+  for (size_t axis = 2; axis < rank; ++axis)
+    perm.push_back(static_cast<int64_t>(axis));
+  if (rank > 1) perm.push_back(1);
+  return perm;
+}
+
+std::vector<int64_t> channels_first_perm(size_t rank) {
+  std::vector<int64_t> perm = {0};
+  if (rank > 1) perm.push_back(static_cast<int64_t>(rank) - 1);
+  for (size_t axis = 1; axis + 1 < rank; ++axis)
+    perm.push_back(static_cast<int64_t>(axis));
+  return perm;
+}
+
 int64_t Tensor::bytes() const { return checked_mul(elements(), dtype_size(dtype), "tensor bytes"); }
 
 std::string Attribute::kind_name() const {

@@ -25,6 +25,11 @@ constexpr TensorId kNoTensor = -1; // an omitted optional input or output
 std::string shape_to_string(const Shape& s); // "[2,3,4]"
 int64_t shape_elements(const Shape& s);      // checked product
 Shape row_major_strides(const Shape& s);     // element strides of a dense, row-major tensor
+// The Transpose permutations between channels-first [N, C, spatial...] and channels-last
+// [N, spatial..., C] of `rank` axes: to channels-last [0, 2, ..., rank - 1, 1], and back
+// [0, rank - 1, 1, ..., rank - 2].
+std::vector<int64_t> channels_last_perm(size_t rank);
+std::vector<int64_t> channels_first_perm(size_t rank);
 
 // The bytes of a constant tensor (little-endian, dense, row-major).
 struct ConstantData {

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "graph/canonicalize.h"
+#include "graph/channels_last.h"
 #include "graph/convert_precision.h"
 #include "graph/eliminate_dead.h"
 #include "graph/error.h"
@@ -38,6 +39,10 @@ bool convert_precision_pass(Graph& graph, const PipelineOptions& options) {
   return convert_precision(graph, options.precision) || raised;
 }
 
+bool channels_last_pass(Graph& graph, const PipelineOptions& options) {
+  return channels_last(graph, options.precision.precision);
+}
+
 constexpr Pass kPasses[] = {
     {"infer-shapes", plain<infer_shapes>, true},
     {"fold-constants", plain<fold_constants>, false},
@@ -55,6 +60,9 @@ constexpr Pass kPasses[] = {
     // After lowering, so that lowered and exporter-expanded composites meet in one form;
     // before eliminate-dead, which drops what it leaves unread.
     {"canonicalize", plain<canonicalize>, false},
+    // After canonicalize, which would compose a Conv's own Transposes away; before
+    // remove-identity and eliminate-dead, which drop the pairs it cancels.
+    {"channels-last", channels_last_pass, false},
     {"remove-identity", plain<remove_identity>, false},
     {"eliminate-dead", plain<eliminate_dead>, false},
     {"make-views", plain<make_views>, false},

@@ -7,6 +7,8 @@
 //                   statistics and index math stay float32 (convert_precision.h)
 //   lower-composites   Softmax, LayerNorm and the other composites become primitive ops
 //   canonicalize    one spelling for computations exporters write several ways
+//   channels-last   activations between float16/bfloat16 (or tf32) convolutions stored
+//                   [N, spatial..., C], as cuDNN's tensor cores read them (channels_last.h)
 //   remove-identity Identity, Dropout and no-op reshapes disappear
 //   eliminate-dead  nodes that reach no graph output disappear
 //   make-views      Reshape/Flatten/Squeeze/Unsqueeze become views of their input

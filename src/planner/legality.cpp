@@ -185,23 +185,23 @@ bool fusible_window(const Graph& g, const Node& node) {
   }
 }
 
-// A forward convolution cuDNN's fused call (cudnnConvolutionBiasActivationForward) can run
-// with an epilogue: one dtype throughout, float32, float16 or bfloat16 (cuDNN's FLOAT,
-// PSEUDO_HALF and PSEUDO_BFLOAT16 configurations; legality_library.cpp), with a bias (the call
-// requires one).
-bool conv_with_epilogue(const Graph& g, const Node& node) {
-  if (node.op != OpKind::Conv || node.inputs.size() < 3 || node.inputs[2] == kNoTensor)
-    return false;
+// A forward convolution of the library that can join a group: one dtype throughout, float32,
+// float16 or bfloat16 (cuDNN's FLOAT, PSEUDO_HALF and PSEUDO_BFLOAT16 configurations;
+// legality_library.cpp). It may read X and W and write its result through channels-last
+// Transposes; with a bias it may also take the epilogue of cuDNN's fused call
+// (cudnnConvolutionBiasActivationForward requires the bias).
+bool library_conv(const Graph& g, const Node& node) {
+  if (node.op != OpKind::Conv || node.inputs.size() < 2) return false;
   const DType dtype = g.tensor(node.outputs[0]).dtype;
   if (dtype != DType::Float32 && dtype != DType::Float16 && dtype != DType::BFloat16) return false;
-  for (TensorId t : {node.inputs[0], node.inputs[1], node.inputs[2]})
-    if (g.tensor(t).dtype != dtype) return false;
+  for (TensorId t : node.inputs)
+    if (t != kNoTensor && g.tensor(t).dtype != dtype) return false;
   return g.tensor(node.outputs[0]).elements() > 0;
 }
 
 NodeClass classify(const Graph& g, const Node& node) {
   if (fusible_window(g, node)) return NodeClass::Window;
-  if (conv_with_epilogue(g, node)) return NodeClass::Conv;
+  if (library_conv(g, node)) return NodeClass::Conv;
   if (node.op == OpKind::View) return NodeClass::View;
   if (node.op == OpKind::Transpose && node.outputs.size() == 1 &&
       g.tensor(node.outputs[0]).elements() > 0 && library_dtype(g.tensor(node.outputs[0]).dtype))
@@ -411,12 +411,12 @@ FusionDecision analyze_group(const FusionContext& ctx, const std::vector<int32_t
     column = column || ctx.node_class[n] == NodeClass::ColumnReduction;
     row = row || ctx.node_class[n] == NodeClass::RowOp;
   }
-  if (!gemm || row)
+  if ((!gemm && !conv) || row)
     for (int32_t n : nodes)
       if (ctx.node_class[n] == NodeClass::Layout)
         return FusionDecision::no(fmt::format("{} is a transpose; it joins a group only as the "
-                                              "layout a matrix product's library call reads or "
-                                              "writes through",
+                                              "layout a matrix product's or a convolution's "
+                                              "library call reads or writes through",
                                               ctx.describe(n)));
   if (gemm) {
     int32_t first = -1;
@@ -430,10 +430,14 @@ FusionDecision analyze_group(const FusionContext& ctx, const std::vector<int32_t
     return row ? analyze_row_gemv(ctx, a, overrides) : analyze_gemm(ctx, a);
   }
   if (conv) {
-    for (int32_t n : nodes)
-      if (n != nodes.front() && ctx.node_class[n] == NodeClass::Conv)
+    int32_t first = -1;
+    for (int32_t n : nodes) {
+      if (ctx.node_class[n] != NodeClass::Conv) continue;
+      if (first >= 0)
         return FusionDecision::no(fmt::format("{} and {} are two convolutions in one group",
-                                              ctx.describe(nodes.front()), ctx.describe(n)));
+                                              ctx.describe(first), ctx.describe(n)));
+      first = n;
+    }
     return analyze_conv(ctx, a);
   }
   for (int32_t n : nodes)

@@ -45,12 +45,14 @@ enum class NodeClass {
                    // and consumers (Local)
   Gemm,            // MatMul/Gemm: a cuBLASLt call that may take epilogue nodes, or the
                    // matrix-vector product of a Global group after row ops
-  Conv,            // a float32 Conv other than a window op: a cuDNN call that may take a
-                   // residual add and a Relu as its epilogue
+  Conv,            // a Conv of a library dtype other than a window op: a cuDNN call that
+                   // may read and write through channels-last Transposes and, with a bias,
+                   // take a residual add and a Relu as its epilogue
   View,            // a view (reshape): alone an alias; in a group only on the path from row
                    // ops' per-row values to the matrix-vector product reading them
   Layout,          // a Transpose of a library dtype: alone a kernel; in a group only as the
-                   // layout a MatMul's library call reads A or B or writes its result through
+                   // layout a MatMul's library call reads A or B or writes its result through,
+                   // or a Conv's channels-last X, W and result
 };
 
 // A set of node indices as bits.

@@ -24,6 +24,10 @@
 //                  library takes symmetric pads only; asymmetric ones are used when the
 //                  symmetric begin pad gives the same windows, and refused otherwise. A biased
 //                  Conv may take a residual add of its output's shape and then a Relu.
+//                  Its group may also hold the Transposes producing X and W from
+//                  channels-last storage and the Transpose of its result to channels-last
+//                  (all three or none): the call then reads and writes that layout itself
+//                  (ConvSpec::channels_last; the channels-last pass puts them there).
 //
 // Element types and math (GemmSpec/ConvSpec::dtype, ::math): both libraries take float32,
 // float16 and bfloat16, one dtype for every operand of a call (as ONNX has it); the 2-byte types
@@ -402,13 +406,63 @@ FusionDecision gemm_spec(const Graph& g, const std::vector<int32_t>& nodes,
   return FusionDecision::ok();
 }
 
+// The channels-last layouts of a Conv group (ConvSpec::channels_last): the Transposes before
+// the convolution at `at` in `nodes` (producing X or W from channels-last storage), and one
+// right after it (its result to channels-last). Records them in `spec`; the epilogue starts
+// at `*next`.
+FusionDecision conv_layouts(const Graph& g, const std::vector<int32_t>& nodes, size_t at,
+                            ConvSpec& spec, size_t* next) {
+  const Node& conv = g.nodes[nodes[at]];
+  const size_t rank = g.tensor(conv.inputs[0]).shape.size();
+  auto perm_of = [&](int32_t n) { return read_perm(NodeContext(g, g.nodes[n])); };
+  for (size_t i = 0; i < at; ++i) {
+    const Node& t = g.nodes[nodes[i]];
+    const bool is_x = t.outputs[0] == conv.inputs[0];
+    const bool is_w = conv.inputs.size() > 1 && t.outputs[0] == conv.inputs[1];
+    if (t.op != OpKind::Transpose || (!is_x && !is_w))
+      return FusionDecision::no(fmt::format("'{}' ({}) comes before the convolution '{}'; only "
+                                            "the Transposes producing its X or W can",
+                                            t.name, op_name(t.op), conv.name));
+    if (perm_of(nodes[i]) != channels_first_perm(rank))
+      return FusionDecision::no(fmt::format("'{}' (Transpose) is not the channels-last to "
+                                            "channels-first permutation the library reads "
+                                            "through",
+                                            t.name));
+    (is_x ? spec.layout_x : spec.layout_w) = nodes[i];
+  }
+  *next = at + 1;
+  if (*next < nodes.size() && g.nodes[nodes[*next]].op == OpKind::Transpose) {
+    if (perm_of(nodes[*next]) != channels_last_perm(rank))
+      return FusionDecision::no(fmt::format("'{}' (Transpose) does not write the convolution's "
+                                            "result channels-last",
+                                            g.nodes[nodes[*next]].name));
+    spec.layout_result = nodes[(*next)++];
+  }
+  const int present = (spec.layout_x >= 0) + (spec.layout_w >= 0) + (spec.layout_result >= 0);
+  if (present == 0) return FusionDecision::ok();
+  if (present != 3 || spec.transpose)
+    return FusionDecision::no(fmt::format(
+        "the convolution '{}' reads and writes channels-last only with all three layouts in the "
+        "group (X and W through their Transposes, the result into its Transpose); this group "
+        "has {} of them",
+        conv.name, present));
+  spec.channels_last = true;
+  return FusionDecision::ok();
+}
+
 FusionDecision conv_spec(const Graph& g, const std::vector<int32_t>& nodes, ConvSpec& spec) {
   spec = ConvSpec{};
-  const Node& node = g.nodes[nodes.front()];
-  spec.conv = nodes.front();
+  size_t at = 0;
+  while (at + 1 < nodes.size() && g.nodes[nodes[at]].op != OpKind::Conv &&
+         g.nodes[nodes[at]].op != OpKind::ConvTranspose)
+    ++at;
+  const Node& node = g.nodes[nodes[at]];
+  spec.conv = nodes[at];
   spec.transpose = node.op == OpKind::ConvTranspose;
   if (node.op != OpKind::Conv && !spec.transpose)
     return FusionDecision::no(fmt::format("{} is not a convolution", op_name(node.op)));
+  size_t epilogue_at = 0;
+  if (FusionDecision d = conv_layouts(g, nodes, at, spec, &epilogue_at); !d) return d;
   std::vector<TensorId> operands;
   for (TensorId t : node.inputs)
     if (t != kNoTensor) operands.push_back(t);
@@ -499,9 +553,15 @@ FusionDecision conv_spec(const Graph& g, const std::vector<int32_t>& nodes, Conv
       spec.pads.push_back(begin);
     }
   }
-  // The epilogue: a residual add, then a Relu, chained on the convolution's result.
-  spec.result = node.outputs[0];
-  for (size_t i = 1; i < nodes.size(); ++i) {
+  if (spec.channels_last) {
+    spec.x = g.nodes[spec.layout_x].inputs[0];
+    spec.w = g.nodes[spec.layout_w].inputs[0];
+  }
+  // The epilogue: a residual add, then a Relu, chained on the convolution's result (in its
+  // channels-last layout when it has one).
+  spec.result = spec.channels_last ? g.nodes[spec.layout_result].outputs[0] : node.outputs[0];
+  const Shape& result_shape = g.tensor(spec.result).shape;
+  for (size_t i = epilogue_at; i < nodes.size(); ++i) {
     const Node& e = g.nodes[nodes[i]];
     if (spec.transpose || spec.bias == kNoTensor || spec.relu)
       return FusionDecision::no(fmt::format("'{}' ({}) cannot be an epilogue of '{}': cuDNN's "
@@ -517,12 +577,12 @@ FusionDecision conv_spec(const Graph& g, const std::vector<int32_t>& nodes, Conv
                                               "residual add, then Relu)",
                                               e.name, op_name(e.op)));
       const Tensor& z = g.tensor(other);
-      if (z.shape != y || z.dtype != spec.dtype)
+      if (z.shape != result_shape || z.dtype != spec.dtype)
         return FusionDecision::no(fmt::format("'{}' ({}) adds '{}' {} {}, not a {} residual "
                                               "of the convolution's shape {}",
                                               e.name, op_name(e.op), z.name, dtype_name(z.dtype),
                                               shape_str(z.shape), dtype_name(spec.dtype),
-                                              shape_str(y)));
+                                              shape_str(result_shape)));
       spec.residual = other;
     }
     spec.epilogue.push_back(nodes[i]);
@@ -608,13 +668,31 @@ FusionDecision analyze_gemm(const FusionContext& ctx, GroupAnalysis& a) {
 }
 
 FusionDecision analyze_conv(const FusionContext& ctx, GroupAnalysis& a) {
-  const int32_t conv = a.nodes.front();
-  if (ctx.node_class[conv] != NodeClass::Conv)
-    return FusionDecision::no(fmt::format("{} comes before the convolution in the group; only "
-                                          "its consumers can be epilogue nodes",
-                                          ctx.describe(conv)));
+  const Graph& g = ctx.graph;
+  size_t at = 0;
+  while (at < a.nodes.size() && ctx.node_class[a.nodes[at]] != NodeClass::Conv)
+    ++at;
+  const int32_t conv = a.nodes[at];
+  // Before the convolution only the Transposes it reads X or W through (no copy is made).
+  for (size_t i = 0; i < at; ++i) {
+    const int32_t n = a.nodes[i];
+    const TensorId t = g.nodes[n].outputs[0];
+    const auto& inputs = g.nodes[conv].inputs;
+    const bool operand = t == inputs[0] || (inputs.size() > 1 && t == inputs[1]);
+    if (ctx.node_class[n] != NodeClass::Layout || !operand)
+      return FusionDecision::no(fmt::format("{} comes before the convolution in the group; "
+                                            "only its consumers, or a Transpose of X or W, can "
+                                            "join it",
+                                            ctx.describe(n)));
+    const auto& readers = ctx.consumers[t];
+    if (ctx.graph_output[t] ||
+        std::any_of(readers.begin(), readers.end(), [&](int32_t c) { return c != conv; }))
+      return FusionDecision::no(fmt::format("{} is read elsewhere than by {}: the library reads "
+                                            "through it only when no copy is needed",
+                                            ctx.describe(n), ctx.describe(conv)));
+  }
   bool relu = false;
-  for (size_t i = 1; i < a.nodes.size(); ++i) {
+  for (size_t i = at + 1; i < a.nodes.size(); ++i) {
     if (FusionDecision link = epilogue_link(ctx, a.nodes[i - 1], a.nodes[i]); !link) return link;
     if (relu)
       return FusionDecision::no(fmt::format("{} follows the epilogue's Relu; cuDNN applies the "
@@ -628,7 +706,7 @@ FusionDecision analyze_conv(const FusionContext& ctx, GroupAnalysis& a) {
         fmt::format("{} with its epilogue: {}", ctx.describe(conv), s.reason));
   a.group = single_node_group(ctx.graph, conv, ctx.device);
   a.kind = GroupKind::ConvLibrary;
-  a.epilogue_nodes = static_cast<int>(a.nodes.size()) - 1;
+  a.epilogue_nodes = static_cast<int>(spec.epilogue.size());
   a.group.spec = std::move(spec);
   return FusionDecision::ok();
 }

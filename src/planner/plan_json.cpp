@@ -135,6 +135,12 @@ nlohmann::json spec_json(const Graph& g, const GroupSpec& spec) {
     j["residual"] = conv->residual == kNoTensor ? nlohmann::json(nullptr)
                                                 : nlohmann::json(g.tensor(conv->residual).name);
     j["relu"] = conv->relu;
+    j["layout"] = conv->channels_last ? "channels_last" : "channels_first";
+    if (conv->channels_last) {
+      j["x_through"] = g.nodes[conv->layout_x].name;
+      j["w_through"] = g.nodes[conv->layout_w].name;
+      j["result_through"] = g.nodes[conv->layout_result].name;
+    }
   }
   return j;
 }

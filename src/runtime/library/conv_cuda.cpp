@@ -1,5 +1,6 @@
 // conv_cuda.cpp: stitch_library_conv_on and stitch_library_conv_transpose_on for the CUDA
-// target, on cuDNN 9's legacy convolution API (Nd descriptors, NCHW-packed).
+// target, on cuDNN 9's legacy convolution API (Nd descriptors, NCHW-packed, or NHWC-packed
+// with a KRSC filter (CUDNN_TENSOR_NHWC) for a channels-last descriptor).
 //
 //   forward     cudnnConvolutionForward: x = X, w = W [out, in / groups, k...], y = Y.
 //   transposed  cudnnConvolutionBackwardData, the gradient of the forward convolution that
@@ -35,6 +36,7 @@
 #include <climits>
 #include <map>
 #include <memory>
+#include <tuple>
 #include <vector>
 
 // The legacy convolution API is deprecated in cuDNN 9 but is what this file is written to.
@@ -43,7 +45,7 @@
 namespace stitch::library::cuda {
 namespace {
 
-using ConvKey = std::array<int64_t, 28>;
+using ConvKey = std::array<int64_t, 29>;
 
 // Which call a plan is for: the plain convolution, or the fused epilogue with Relu or the
 // identity (the identity restricts the algorithm).
@@ -100,7 +102,8 @@ ConvKey key_of(ConvDirection direction, EpilogueMode mode, const stitch_conv_des
     for (int i = 0; i < kSpatial; ++i)
       key[next++] = field[i];
   key[next++] = static_cast<int64_t>(mode);
-  key[next] = desc.dtype;
+  key[next++] = desc.dtype;
+  key[next] = desc.channels_last;
   return key;
 }
 
@@ -180,11 +183,23 @@ bool cudnn_shape(ConvDirection direction, const stitch_conv_desc& desc, const Co
   return true;
 }
 
+// A tensor descriptor of `dims` ([N, C, spatial...]) stored packed, channels-first or, with
+// `channels_last`, as [N, spatial..., C] (the strides say which; cuDNN reads NHWC-packed
+// strides as its NHWC layout).
 int32_t make_tensor(const ErrorSink& sink, cudnnTensorDescriptor_t* tensor, cudnnDataType_t type,
-                    const std::vector<int>& dims) {
+                    const std::vector<int>& dims, bool channels_last = false) {
   std::vector<int> strides(dims.size(), 1);
-  for (std::size_t i = dims.size() - 1; i > 0; --i)
-    strides[i - 1] = strides[i] * dims[i];
+  if (channels_last) {
+    int step = dims[1]; // the channel axis is innermost
+    for (std::size_t i = dims.size() - 1; i >= 2; --i) {
+      strides[i] = step;
+      step *= dims[i];
+    }
+    strides[0] = step;
+  } else {
+    for (std::size_t i = dims.size() - 1; i > 0; --i)
+      strides[i - 1] = strides[i] * dims[i];
+  }
   STITCH_CHECK_CUDNN(sink, cudnnCreateTensorDescriptor, tensor);
   STITCH_CHECK_CUDNN(sink, cudnnSetTensorNdDescriptor, *tensor, type, static_cast<int>(dims.size()),
                      dims.data(), strides.data());
@@ -279,11 +294,15 @@ int32_t build_plan(const ErrorSink& sink, cudnnHandle_t handle, ConvDirection di
     return sink.fail(STITCH_ERROR_CUDNN,
                      "a tensor exceeds cuDNN's 32-bit sizes in " + describe_conv(direction, desc));
   const cudnnDataType_t type = tensor_type(desc);
-  for (auto [tensor, dims] : {std::pair{&plan.x, &shape.x}, std::pair{&plan.y, &shape.y},
-                              std::pair{&plan.bias, &shape.bias}})
-    if (int32_t status = make_tensor(sink, tensor, type, *dims); status != STITCH_OK) return status;
+  const bool channels_last = desc.channels_last != 0;
+  for (auto [tensor, dims, last] :
+       {std::tuple{&plan.x, &shape.x, channels_last}, std::tuple{&plan.y, &shape.y, channels_last},
+        std::tuple{&plan.bias, &shape.bias, false}})
+    if (int32_t status = make_tensor(sink, tensor, type, *dims, last); status != STITCH_OK)
+      return status;
   STITCH_CHECK_CUDNN(sink, cudnnCreateFilterDescriptor, &plan.w);
-  STITCH_CHECK_CUDNN(sink, cudnnSetFilterNdDescriptor, plan.w, type, CUDNN_TENSOR_NCHW,
+  STITCH_CHECK_CUDNN(sink, cudnnSetFilterNdDescriptor, plan.w, type,
+                     channels_last ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
                      static_cast<int>(shape.w.size()), shape.w.data());
   STITCH_CHECK_CUDNN(sink, cudnnCreateConvolutionDescriptor, &plan.conv);
   STITCH_CHECK_CUDNN(sink, cudnnSetConvolutionNdDescriptor, plan.conv, shape.spatial,

@@ -13,6 +13,11 @@
 // rounded as the separate ops round it. Sums keep host_matmul.h's fixed order and the scatter
 // visits tiles in a fixed order, so both are bitwise repeatable.
 //
+// Channels-last descriptors (channels_last = 1) run the same computation on channels-first
+// copies: X, W and Z are copied to [.., channels, positions], the result computed there and
+// copied back to Y's channels-last storage (a copy moves element bytes, so values and the
+// order of sums are exactly the channels-first call's).
+//
 // Element types (host_elements.h): X and W are read as fp32 (float16 and bfloat16 exactly,
 // float32 with allow_tf32 rounded to TF32), the bias and Z as fp32, and every output is
 // computed in fp32 and rounded once to Y's dtype when it is written; the transposed
@@ -23,6 +28,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <vector>
 
 namespace stitch::library::host {
@@ -205,6 +211,46 @@ void conv_transpose(const ConvGeometry& g, const Elements& e, const void* x, con
   }
 }
 
+// Copies `outer` blocks of `channels` x `positions` elements of `bytes` each between the
+// channels-last order [outer][positions][channels] and the channels-first order
+// [outer][channels][positions], in the direction `to_first` says.
+void relayout(const void* from, void* to, int64_t outer, int64_t channels, int64_t positions,
+              std::size_t bytes, bool to_first) {
+  const auto* source = static_cast<const unsigned char*>(from);
+  auto* target = static_cast<unsigned char*>(to);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t c = 0; c < channels; ++c)
+      for (int64_t p = 0; p < positions; ++p) {
+        const int64_t last = (o * positions + p) * channels + c;
+        const int64_t first = (o * channels + c) * positions + p;
+        std::memcpy(target + (to_first ? first : last) * bytes,
+                    source + (to_first ? last : first) * bytes, bytes);
+      }
+}
+
+// A channels-last forward call as a channels-first one on copies (see the top of the file).
+void conv_forward_channels_last(const ConvGeometry& g, const Elements& e, const void* x,
+                                const void* w, const void* bias, Epilogue epilogue, void* y) {
+  const std::size_t bytes = dtype_bytes(e.dtype);
+  auto buffer = [&](int64_t elements) {
+    return std::vector<unsigned char>(static_cast<std::size_t>(elements) * bytes);
+  };
+  const int64_t group_in = g.in_channels / g.groups;
+  std::vector<unsigned char> x_first = buffer(g.batch * g.in_channels * g.in_positions());
+  std::vector<unsigned char> w_first = buffer(g.out_channels * group_in * g.kernel_positions());
+  std::vector<unsigned char> y_first = buffer(g.batch * g.out_channels * g.out_positions());
+  relayout(x, x_first.data(), g.batch, g.in_channels, g.in_positions(), bytes, true);
+  relayout(w, w_first.data(), g.out_channels, group_in, g.kernel_positions(), bytes, true);
+  std::vector<unsigned char> z_first;
+  if (epilogue.z != nullptr) {
+    z_first = buffer(g.batch * g.out_channels * g.out_positions());
+    relayout(epilogue.z, z_first.data(), g.batch, g.out_channels, g.out_positions(), bytes, true);
+    epilogue.z = z_first.data();
+  }
+  conv_forward(g, e, x_first.data(), w_first.data(), bias, epilogue, y_first.data());
+  relayout(y_first.data(), y, g.batch, g.out_channels, g.out_positions(), bytes, false);
+}
+
 int32_t run_conv(const char* routine, ConvDirection direction, const stitch_library_call* call,
                  const stitch_conv_desc* desc, const void* x, const void* w, const void* bias,
                  const Epilogue& epilogue, void* y, char* error, size_t error_size) {
@@ -221,7 +267,9 @@ int32_t run_conv(const char* routine, ConvDirection direction, const stitch_libr
     if (geometry.batch == 0) return STITCH_OK;
     const Elements elements{desc->dtype, operand_load(desc->dtype, desc->allow_tf32),
                             value_load(desc->dtype)};
-    if (direction == ConvDirection::Forward)
+    if (direction == ConvDirection::Forward && desc->channels_last != 0)
+      conv_forward_channels_last(geometry, elements, x, w, bias, epilogue, y);
+    else if (direction == ConvDirection::Forward)
       conv_forward(geometry, elements, x, w, bias, epilogue, y);
     else
       conv_transpose(geometry, elements, x, w, bias, y);

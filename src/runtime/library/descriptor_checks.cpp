@@ -190,7 +190,8 @@ std::string describe_conv(ConvDirection direction, const stitch_conv_desc& desc)
          str(desc.groups) + ", in " + list(desc.in_spatial, rank) + ", out " +
          list(desc.out_spatial, rank) + ", kernel " + list(desc.kernel, rank) + ", strides " +
          list(desc.strides, rank) + ", dilations " + list(desc.dilations, rank) + ", pads " +
-         list(desc.pads_begin, rank) + "/" + list(desc.pads_end, rank) + ")";
+         list(desc.pads_begin, rank) + "/" + list(desc.pads_end, rank) +
+         (desc.channels_last != 0 ? ", channels-last" : "") + ")";
 }
 
 std::string check_conv(ConvDirection direction, const stitch_conv_desc* desc, const void* x,
@@ -207,6 +208,10 @@ std::string check_conv(ConvDirection direction, const stitch_conv_desc* desc, co
     return "channel counts and groups must be at least 1" + where;
   if (c.in_channels % c.groups != 0 || c.out_channels % c.groups != 0)
     return "groups must divide both channel counts" + where;
+  if (c.channels_last != 0 && c.channels_last != 1)
+    return "channels_last must be 0 or 1, not " + str(c.channels_last) + where;
+  if (c.channels_last != 0 && direction != ConvDirection::Forward)
+    return "a transposed convolution takes the channels-first layout only" + where;
 
   for (int i = 0; i < c.spatial_rank; ++i) {
     const std::string dim = " (spatial dim " + str(i) + ")";

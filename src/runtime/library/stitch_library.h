@@ -196,6 +196,11 @@ int32_t stitch_library_gemm_on(const stitch_library_call* call, const stitch_gem
 // output and crop. Y is overwritten, then bias (optional, one value per output channel) is
 // added. X, W and Y must not overlap. Entries past spatial_rank in the arrays are ignored.
 //
+// Channels-last (channels_last = 1, forward only): X, Z and Y are stored with the channel axis
+// innermost (NWC, NHWC, NDHWC: [batch, spatial..., channels]) and W as [out_channels,
+// kernel..., in_channels / groups]; the sizes above keep their meaning. This is the layout
+// cuDNN's tensor-core kernels read, so it needs no transform (nor its workspace).
+//
 // Precision of the 2-byte types: the host target computes the sum, the bias and the epilogue in
 // fp32 and rounds Y once. cuDNN (PSEUDO_HALF / PSEUDO_BFLOAT16 configurations: float compute
 // type, tensor cores allowed, whose float16 and bfloat16 products are exact) rounds Y once in
@@ -220,6 +225,7 @@ typedef struct stitch_conv_desc {
   int64_t pads_begin[STITCH_CONV_MAX_SPATIAL];
   int64_t pads_end[STITCH_CONV_MAX_SPATIAL]; // must equal pads_begin
   int32_t dtype;                             // stitch_library_dtype of X, W, bias, Z and Y
+  int32_t channels_last;                     // 0 (default): NC + spatial; 1: see above
 } stitch_conv_desc;
 
 int32_t stitch_library_conv_on(const stitch_library_call* call, const stitch_conv_desc* desc,

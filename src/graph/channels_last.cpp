@@ -1,0 +1,396 @@
+// channels-last: the layout pass (channels_last.h).
+#include "graph/channels_last.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "graph/constant.h"
+#include "graph/infer_context.h"
+#include "graph/op_params.h"
+#include "graph/topo_sort.h"
+
+namespace stitch {
+
+namespace {
+
+bool all_ones(const Shape& shape) {
+  for (int64_t d : shape)
+    if (d != 1) return false;
+  return true;
+}
+
+Shape permuted(const Shape& shape, const std::vector<int64_t>& perm) {
+  Shape out;
+  for (int64_t axis : perm)
+    out.push_back(shape[static_cast<size_t>(axis)]);
+  return out;
+}
+
+// The bytes of a row-major tensor of `shape` (elements of `size` bytes) transposed by `perm`
+// (axis j of the result is axis perm[j] of the source).
+std::string transpose_bytes(const std::string& bytes, const Shape& shape,
+                            const std::vector<int64_t>& perm, size_t size) {
+  const Shape source_strides = row_major_strides(shape);
+  const Shape out_shape = permuted(shape, perm);
+  const int64_t elements = shape_elements(shape);
+  std::string out(bytes.size(), '\0');
+  std::vector<int64_t> index(out_shape.size(), 0);
+  for (int64_t e = 0; e < elements; ++e) {
+    int64_t from = 0;
+    for (size_t j = 0; j < index.size(); ++j)
+      from += index[j] * source_strides[static_cast<size_t>(perm[j])];
+    out.replace(static_cast<size_t>(e) * size, size, bytes, static_cast<size_t>(from) * size,
+                size);
+    for (size_t j = index.size(); j-- > 0;) {
+      if (++index[j] < out_shape[j]) break;
+      index[j] = 0;
+    }
+  }
+  return out;
+}
+
+// A Conv this pass stores channels-last (channels_last.h).
+bool chosen(const Graph& g, const Node& node, Precision precision) {
+  if (node.op != OpKind::Conv || node.inputs.size() < 2 || node.inputs[0] == kNoTensor ||
+      node.inputs[1] == kNoTensor || node.outputs.empty() || node.outputs[0] == kNoTensor)
+    return false;
+  const Tensor &x = g.tensor(node.inputs[0]), &w = g.tensor(node.inputs[1]),
+               &y = g.tensor(node.outputs[0]);
+  const size_t rank = x.shape.size();
+  if (rank < 3 || rank > 5 || w.shape.size() != rank || y.shape.size() != rank) return false;
+  if (!w.is_constant() || w.view_of != kNoTensor) return false;
+  if (x.elements() == 0 || y.elements() == 0 || w.elements() == 0) return false;
+  for (TensorId t : node.inputs)
+    if (t != kNoTensor && g.tensor(t).dtype != y.dtype) return false;
+  if (y.dtype == DType::Float16 || y.dtype == DType::BFloat16) return true;
+  return y.dtype == DType::Float32 && precision == Precision::Tf32 &&
+         NodeContext(g, node).attr_int("group", 1) == 1;
+}
+
+class ChannelsLast {
+public:
+  explicit ChannelsLast(Graph& graph) : g_(graph) {
+    for (const Tensor& t : g_.tensors)
+      names_.insert(t.name);
+    producer_ = g_.producers();
+    consumers_ = g_.consumers();
+  }
+
+  bool run(Precision precision) {
+    std::vector<int32_t> convs;
+    for (size_t n = 0; n < g_.nodes.size(); ++n)
+      if (chosen(g_, g_.nodes[n], precision)) convs.push_back(static_cast<int32_t>(n));
+    if (convs.empty()) return false;
+    std::vector<int32_t> work;
+    for (int32_t conv : convs)
+      work.push_back(wrap(conv));
+    while (!work.empty()) {
+      const int32_t f = work.back();
+      work.pop_back();
+      sink(f, work);
+    }
+    for (size_t n = 0; n < g_.nodes.size(); ++n)
+      if (!attached_.count(static_cast<int32_t>(n))) reshape_if_in_order(static_cast<int32_t>(n));
+    topo_sort(g_);
+    return true;
+  }
+
+private:
+  std::string fresh_name(const std::string& want) {
+    std::string name = want;
+    for (int i = 1; names_.count(name); ++i)
+      name = fmt::format("{}_{}", want, i);
+    names_.insert(name);
+    return name;
+  }
+
+  TensorId add_tensor(const std::string& name, DType dtype, Shape shape) {
+    Tensor t;
+    t.name = fresh_name(name);
+    t.dtype = dtype;
+    t.shape = std::move(shape);
+    t.typed = true;
+    const TensorId id = g_.add_tensor(std::move(t));
+    producer_.resize(g_.tensors.size(), -1);
+    consumers_.resize(g_.tensors.size());
+    return id;
+  }
+
+  // Appends Transpose(input, perm) writing `output` (a new tensor when kNoTensor).
+  int32_t add_transpose(TensorId input, const std::vector<int64_t>& perm, TensorId output,
+                        const std::string& name) {
+    const Tensor& in = g_.tensor(input);
+    if (output == kNoTensor) output = add_tensor(name, in.dtype, permuted(in.shape, perm));
+    Node node;
+    node.op = OpKind::Transpose;
+    node.name = g_.tensor(output).name;
+    node.inputs = {input};
+    node.outputs = {output};
+    node.opset = g_.opset;
+    node.attrs["perm"] = Attribute{perm};
+    g_.nodes.push_back(std::move(node));
+    const auto n = static_cast<int32_t>(g_.nodes.size()) - 1;
+    producer_[output] = n;
+    consumers_[input].push_back(n);
+    return n;
+  }
+
+  void set_input(int32_t n, size_t i, TensorId to) {
+    Node& node = g_.nodes[n];
+    const TensorId from = node.inputs[i];
+    node.inputs[i] = to;
+    bool still = false;
+    for (TensorId t : node.inputs)
+      still = still || t == from;
+    auto& readers = consumers_[from];
+    if (!still) readers.erase(std::remove(readers.begin(), readers.end(), n), readers.end());
+    auto& now = consumers_[to];
+    if (std::find(now.begin(), now.end(), n) == now.end()) now.push_back(n);
+  }
+
+  // A constant (broadcast to `rank` axes) stored channels-last.
+  TensorId permuted_constant(TensorId t, size_t rank) {
+    const Tensor& source = g_.tensor(t);
+    Shape aligned(rank - source.shape.size(), 1);
+    aligned.insert(aligned.end(), source.shape.begin(), source.shape.end());
+    const std::vector<int64_t> to_last = channels_last_perm(rank);
+    auto data = std::make_shared<ConstantData>();
+    data->bytes = transpose_bytes(source.constant->bytes, aligned, to_last,
+                                  static_cast<size_t>(dtype_size(source.dtype)));
+    const TensorId id =
+        add_tensor(source.name + "/channels_last", source.dtype, permuted(aligned, to_last));
+    g_.tensor(id).constant = std::move(data);
+    return id;
+  }
+
+  // A Transpose that keeps the element order (it moves only axes of size 1: [N, 1, 1, C] to
+  // [N, C, 1, 1]) becomes a Reshape, which make-views turns into a view: no copy.
+  void reshape_if_in_order(int32_t n) {
+    Node& node = g_.nodes[n];
+    if (node.op != OpKind::Transpose || node.inputs.size() != 1 || node.outputs.size() != 1)
+      return;
+    const Shape& in = g_.tensor(node.inputs[0]).shape;
+    int64_t last = -1;
+    for (int64_t axis : read_perm(NodeContext(g_, node))) {
+      if (in[static_cast<size_t>(axis)] == 1) continue;
+      if (axis < last) return;
+      last = axis;
+    }
+    const Shape out = g_.tensor(node.outputs[0]).shape;
+    const TensorId dims = add_tensor(g_.tensor(node.outputs[0]).name + "/shape", DType::Int64,
+                                     {static_cast<int64_t>(out.size())});
+    g_.tensor(dims).constant = make_constant_from_int64(DType::Int64, out);
+    Node& reshape = g_.nodes[n];
+    reshape.op = OpKind::Reshape;
+    reshape.attrs.clear();
+    reshape.inputs.push_back(dims);
+    consumers_[dims].push_back(n);
+  }
+
+  // A to_last Transpose of `t` (one per tensor: its readers share the copy).
+  TensorId stored_last(TensorId t) {
+    auto [cached, fresh] = last_of_.try_emplace(t, kNoTensor);
+    if (fresh) {
+      const std::string name = g_.tensor(t).name + "/channels_last";
+      const std::vector<int64_t> perm = channels_last_perm(g_.tensor(t).shape.size());
+      cached->second = g_.nodes[add_transpose(t, perm, kNoTensor, name)].outputs[0];
+    }
+    return cached->second;
+  }
+
+  // Step 1 for one Conv; returns the to_first Transpose that now produces its result.
+  int32_t wrap(int32_t conv) {
+    const size_t rank = g_.tensor(g_.nodes[conv].inputs[0]).shape.size();
+    const std::vector<int64_t> to_last = channels_last_perm(rank),
+                               to_first = channels_first_perm(rank);
+    const TensorId x = g_.nodes[conv].inputs[0];
+    const int32_t x_first =
+        add_transpose(stored_last(x), to_first, kNoTensor, g_.tensor(x).name + "/channels_first");
+    set_input(conv, 0, g_.nodes[x_first].outputs[0]);
+    attached_.insert(x_first);
+
+    const TensorId w = g_.nodes[conv].inputs[1];
+    const int32_t w_first = add_transpose(permuted_constant(w, rank), to_first, kNoTensor,
+                                          g_.tensor(w).name + "/channels_first");
+    set_input(conv, 1, g_.nodes[w_first].outputs[0]);
+    attached_.insert(w_first);
+
+    const TensorId y = g_.nodes[conv].outputs[0];
+    const TensorId product =
+        add_tensor(g_.tensor(y).name + "/conv", g_.tensor(y).dtype, g_.tensor(y).shape);
+    g_.nodes[conv].outputs[0] = product;
+    producer_[product] = conv;
+    const int32_t y_last =
+        add_transpose(product, to_last, kNoTensor, g_.tensor(y).name + "/channels_last");
+    attached_.insert(y_last);
+    return add_transpose(g_.nodes[y_last].outputs[0], to_first, y, "");
+  }
+
+  // Whether `n` is Transpose(v, perm) of a rank-`rank` v.
+  bool is_transpose(int32_t n, const std::vector<int64_t>& perm) const {
+    if (n < 0) return false;
+    const Node& node = g_.nodes[n];
+    return node.op == OpKind::Transpose && node.inputs.size() == 1 &&
+           read_perm(NodeContext(g_, node)) == perm;
+  }
+
+  // Whether the pointwise `n` reading `shown` (a to_first Transpose's output) can compute
+  // channels-last instead.
+  bool movable(int32_t n, TensorId shown, size_t rank) const {
+    const Node& node = g_.nodes[n];
+    if (global_pool(node) || reduce_op(node.op))
+      return node.inputs[0] == shown && !reduced_axes(node).empty();
+    if (!op_is_pointwise(node.op) || node.outputs.size() != 1 || node.outputs[0] == kNoTensor)
+      return false;
+    if (node.op == OpKind::Expand || node.op == OpKind::CastLike) return false;
+    if (node.attrs.count("axis") || node.attrs.count("broadcast")) return false; // legacy
+    if (g_.tensor(node.outputs[0]).shape.size() != rank) return false;
+    const std::vector<int64_t> to_first = channels_first_perm(rank);
+    for (TensorId t : node.inputs) {
+      if (t == kNoTensor || t == shown) continue;
+      const Tensor& operand = g_.tensor(t);
+      if (operand.shape.size() > rank) return false;
+      if (is_transpose(producer_[t], to_first) || all_ones(operand.shape)) continue;
+      if (operand.is_constant() && operand.view_of == kNoTensor) continue;
+      if (operand.shape.size() != rank) return false;
+    }
+    return true;
+  }
+
+  static bool global_pool(const Node& node) {
+    return (node.op == OpKind::GlobalAveragePool || node.op == OpKind::GlobalMaxPool) &&
+           node.inputs.size() == 1 && node.outputs.size() == 1;
+  }
+
+  static bool reduce_op(OpKind op) {
+    switch (op) {
+    case OpKind::ReduceSum:
+    case OpKind::ReduceMean:
+    case OpKind::ReduceMax:
+    case OpKind::ReduceMin:
+    case OpKind::ReduceProd:
+    case OpKind::ReduceL1:
+    case OpKind::ReduceL2:
+    case OpKind::ReduceSumSquare:
+    case OpKind::ReduceLogSum:
+    case OpKind::ReduceLogSumExp:
+      return true;
+    default:
+      return false;
+    }
+  }
+
+  // The logical axes a global pool or a Reduce* node keeping its dims reduces; empty when it
+  // is neither (or drops its axes, or is a no-op).
+  std::vector<bool> reduced_axes(const Node& node) const {
+    const size_t rank = g_.tensor(node.inputs[0]).shape.size();
+    if (global_pool(node)) {
+      std::vector<bool> reduced(rank, true);
+      reduced[0] = reduced[1] = false;
+      return reduced;
+    }
+    if (!reduce_op(node.op) || node.outputs.size() != 1) return {};
+    const ReduceParams params = read_reduce_params(NodeContext(g_, node));
+    if (params.noop || !params.keepdims) return {};
+    return params.reduced;
+  }
+
+  // The reduction `n` of a channels-last tensor: the same reduction over the same axes where
+  // channels-last stores them (a global pool becomes ReduceMean or ReduceMax), dims kept, the
+  // axes an attribute or, from the op's opset for it, input 1.
+  void reduce_channels_last(int32_t n, const std::vector<bool>& reduced, size_t rank) {
+    const std::vector<int64_t> to_last = channels_last_perm(rank);
+    std::vector<int64_t> axes;
+    for (size_t j = 0; j < rank; ++j)
+      if (reduced[static_cast<size_t>(to_last[j])]) axes.push_back(static_cast<int64_t>(j));
+    Node& node = g_.nodes[n];
+    if (node.op == OpKind::GlobalAveragePool) node.op = OpKind::ReduceMean;
+    if (node.op == OpKind::GlobalMaxPool) node.op = OpKind::ReduceMax;
+    node.attrs.erase("axes");
+    node.attrs.erase("noop_with_empty_axes");
+    node.attrs["keepdims"] = Attribute{int64_t{1}};
+    if (node.opset < reduce_axes_input_opset(node.op)) {
+      node.attrs["axes"] = Attribute{axes};
+      return;
+    }
+    const TensorId list = add_tensor(g_.tensor(node.outputs[0]).name + "/axes", DType::Int64,
+                                     {static_cast<int64_t>(axes.size())});
+    g_.tensor(list).constant = make_constant_from_int64(DType::Int64, axes);
+    if (g_.nodes[n].inputs.size() < 2) {
+      g_.nodes[n].inputs.push_back(list);
+      consumers_[list].push_back(n);
+    } else {
+      set_input(n, 1, list);
+    }
+  }
+
+  // Step 2 for the to_first Transpose `f`: its pointwise readers move past it, each leaving
+  // a to_first Transpose of its own result (pushed to `work`).
+  void sink(int32_t f, std::vector<int32_t>& work) {
+    const TensorId stored = g_.nodes[f].inputs[0], shown = g_.nodes[f].outputs[0];
+    const size_t rank = g_.tensor(stored).shape.size();
+    const std::vector<int64_t> to_last = channels_last_perm(rank),
+                               to_first = channels_first_perm(rank);
+    const std::vector<int32_t> readers = consumers_[shown];
+    for (int32_t n : readers) {
+      Node& node = g_.nodes[n];
+      if (is_transpose(n, to_last)) { // the pair cancels
+        node.op = OpKind::Identity;
+        node.attrs.clear();
+        set_input(n, 0, stored);
+        continue;
+      }
+      if (!movable(n, shown, rank)) continue;
+      const std::vector<bool> reduced = reduced_axes(g_.nodes[n]);
+      const bool pool = !reduced.empty();
+      if (pool) {
+        set_input(n, 0, stored);
+        reduce_channels_last(n, reduced, rank);
+      }
+      for (size_t i = 0; i < g_.nodes[n].inputs.size() && !pool; ++i) {
+        const TensorId t = g_.nodes[n].inputs[i];
+        if (t == kNoTensor) continue;
+        const Tensor& operand = g_.tensor(t);
+        if (t == shown) {
+          set_input(n, i, stored);
+        } else if (is_transpose(producer_[t], to_first)) {
+          set_input(n, i, g_.nodes[producer_[t]].inputs[0]);
+        } else if (all_ones(operand.shape)) {
+          continue;
+        } else if (operand.is_constant() && operand.view_of == kNoTensor) {
+          set_input(n, i, permuted_constant(t, rank));
+        } else {
+          set_input(n, i, stored_last(t));
+        }
+      }
+      const TensorId out = g_.nodes[n].outputs[0];
+      const TensorId out_last = add_tensor(g_.tensor(out).name + "/channels_last",
+                                           g_.tensor(out).dtype,
+                                           permuted(g_.tensor(out).shape, to_last));
+      g_.nodes[n].outputs[0] = out_last;
+      producer_[out_last] = n;
+      work.push_back(add_transpose(out_last, to_first, out, ""));
+    }
+  }
+
+  Graph& g_;
+  std::set<std::string> names_;
+  std::vector<int32_t> producer_;
+  std::vector<std::vector<int32_t>> consumers_;
+  std::map<TensorId, TensorId> last_of_; // a tensor -> its to_last Transpose's output
+  std::set<int32_t> attached_;           // the Transposes a Conv reads or writes through
+};
+
+} // namespace
+
+bool channels_last(Graph& graph, Precision precision) {
+  return ChannelsLast(graph).run(precision);
+}
+
+} // namespace stitch

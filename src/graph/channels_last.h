@@ -1,0 +1,36 @@
+// channels-last: convolutions on tensor cores read and write [N, spatial..., C] (NHWC); this
+// pass stores the activations between them that way, so that cuDNN runs its tensor-core
+// kernels without transforming NCHW tensors (each such transform a pass over the tensor and
+// workspace the size of it).
+//
+// Which convolutions: forward Conv nodes of float16 or bfloat16 (and float32 under --precision
+// tf32, group 1), 1 to 3 spatial axes, a constant filter, no zero-size tensor. Float32 convs
+// computed exactly keep channels-first: cuDNN's FMA kernels read it as they are.
+//
+// How, all in standard ops (the graph stays an ONNX graph, each step exact):
+//   1. Each chosen Conv reads X through Transpose(Transpose(X, to_last), to_first), reads its
+//      filter as Transpose(W', to_first) where W' is the constant stored [out, kernel..., in],
+//      and its result Y' is given back as Transpose(Transpose(Y', to_last), to_first). The
+//      three Transposes next to the Conv are its layouts: the planner puts them in the Conv's
+//      library group, which then reads and writes channels-last itself (ConvSpec).
+//   2. Every other to_first Transpose (a channels-last value shown channels-first) moves
+//      past its pointwise readers: Relu(Transpose(v)) becomes Transpose(Relu(v)); a
+//      binary op's other operand is taken channels-last too (a constant permuted here, a
+//      broadcast scalar as it is, another such Transpose's input, or, for a non-constant
+//      operand of full rank, a to_last Transpose of it). A to_first Transpose read by a
+//      to_last one cancels. What stays (a reader that is not pointwise, such as MaxPool,
+//      Concat or a graph output) reads a to_first Transpose, which the planner runs as a
+//      copy.
+// Runs after canonicalize (which would compose the Conv's own Transposes away) and before
+// remove-identity and eliminate-dead, which drop the cancelled pairs.
+#pragma once
+
+#include "graph/convert_precision.h"
+#include "graph/graph.h"
+
+namespace stitch {
+
+// Returns true when it changed the graph.
+bool channels_last(Graph& graph, Precision precision);
+
+} // namespace stitch

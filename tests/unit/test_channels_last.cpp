@@ -1,0 +1,155 @@
+// The channels-last pass and the Conv groups that read and write through its Transposes.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "frontend/onnx_loader.h"
+#include "graph/constant.h"
+#include "graph/op_params.h"
+#include "graph/infer_context.h"
+#include "graph/pipeline.h"
+#include "model_builder.h"
+#include "planner/planner.h"
+
+using namespace stitch;
+using stitch::test::ModelBuilder;
+
+namespace {
+
+constexpr int kFloat = onnx::TensorProto::FLOAT;
+
+// x -> Conv -> Relu -> Mul(per-channel scale) -> Conv -> Add(the Relu) -> Relu, read by a
+// GlobalAveragePool (output y) and a MaxPool (output z).
+ModelBuilder residual_block(int opset) {
+  ModelBuilder m(opset);
+  m.input("x", kFloat, {2, 4, 6, 6}).output("y").output("z");
+  std::vector<float> w1(8 * 4 * 9), w2(8 * 8 * 9), b(8), scale(8);
+  for (size_t i = 0; i < w1.size(); ++i)
+    w1[i] = static_cast<float>((i * 7 % 13) - 6) / 16.0f;
+  for (size_t i = 0; i < w2.size(); ++i)
+    w2[i] = static_cast<float>((i * 5 % 11) - 5) / 16.0f;
+  for (size_t i = 0; i < 8; ++i) {
+    b[i] = static_cast<float>(i) / 8.0f - 0.5f;
+    scale[i] = 1.0f + static_cast<float>(i) / 4.0f;
+  }
+  m.initializer_f32("w1", {8, 4, 3, 3}, w1).initializer_f32("b1", {8}, b);
+  m.initializer_f32("w2", {8, 8, 3, 3}, w2).initializer_f32("b2", {8}, b);
+  m.initializer_f32("scale", {8, 1, 1}, scale);
+  test::set_attr_ints(m.node("Conv", {"x", "w1", "b1"}, {"c1"}), "pads", {1, 1, 1, 1});
+  m.node("Relu", {"c1"}, {"r1"});
+  m.node("Mul", {"r1", "scale"}, {"m"});
+  test::set_attr_ints(m.node("Conv", {"m", "w2", "b2"}, {"c2"}), "pads", {1, 1, 1, 1});
+  m.node("Add", {"c2", "r1"}, {"a"});
+  m.node("Relu", {"a"}, {"r2"});
+  m.node("GlobalAveragePool", {"r2"}, {"y"});
+  test::set_attr_ints(m.node("MaxPool", {"r2"}, {"z"}), "kernel_shape", {2, 2});
+  return m;
+}
+
+Graph compile(const ModelBuilder& m, Precision precision) {
+  Graph g = load_onnx(m.write());
+  PipelineOptions options;
+  options.precision.precision = precision;
+  run_pipeline(g, options);
+  return g;
+}
+
+const Node* producer_of(const Graph& g, TensorId t) {
+  for (const Node& n : g.nodes)
+    if (std::find(n.outputs.begin(), n.outputs.end(), t) != n.outputs.end()) return &n;
+  return nullptr;
+}
+
+std::vector<const Node*> nodes_of(const Graph& g, OpKind op) {
+  std::vector<const Node*> found;
+  for (const Node& n : g.nodes)
+    if (n.op == op) found.push_back(&n);
+  return found;
+}
+
+std::vector<int64_t> perm_of(const Graph& g, const Node* n) {
+  REQUIRE(n != nullptr);
+  REQUIRE(n->op == OpKind::Transpose);
+  return read_perm(NodeContext(g, *n));
+}
+
+} // namespace
+
+TEST_CASE("channels-last: float16 convolutions read and write NHWC through Transposes",
+          "[passes][channels-last]") {
+  for (int opset : {13, 18}) {
+    INFO("opset " << opset);
+    const Graph g = compile(residual_block(opset), Precision::Fp16);
+    const std::vector<int64_t> to_first = {0, 3, 1, 2}, to_last = {0, 2, 3, 1};
+    const auto convs = nodes_of(g, OpKind::Conv);
+    REQUIRE(convs.size() == 2);
+    for (const Node* conv : convs) {
+      CHECK(perm_of(g, producer_of(g, conv->inputs[0])) == to_first);
+      const Node* w = producer_of(g, conv->inputs[1]);
+      CHECK(perm_of(g, w) == to_first);
+      // The filter is stored [out, kh, kw, in].
+      const Tensor& stored = g.tensor(w->inputs[0]);
+      CHECK(stored.is_constant());
+      CHECK(stored.shape[3] == g.tensor(conv->inputs[1]).shape[1]);
+      CHECK(g.tensor(conv->outputs[0]).shape == Shape{2, 8, 6, 6});
+    }
+    // Relu, Mul and Add compute on [N, H, W, C]; Mul's scale is stored [1, 1, 1, C].
+    for (OpKind op : {OpKind::Relu, OpKind::Mul, OpKind::Add})
+      for (const Node* n : nodes_of(g, op))
+        CHECK(g.tensor(n->outputs[0]).shape == Shape{2, 6, 6, 8});
+    const Node* mul = nodes_of(g, OpKind::Mul).at(0);
+    const TensorId scale = g.tensor(mul->inputs[0]).is_constant() ? mul->inputs[0] : mul->inputs[1];
+    CHECK(g.tensor(scale).shape == Shape{1, 1, 1, 8});
+    const std::vector<double> values = constant_as_double(g.tensor(scale));
+    CHECK(values[3] == Approx(1.75).epsilon(1e-3));
+    // The pool is a ReduceMean over the stored spatial axes; its [N, 1, 1, C] result is a view.
+    CHECK(nodes_of(g, OpKind::GlobalAveragePool).empty());
+    REQUIRE(nodes_of(g, OpKind::ReduceMean).size() == 1);
+    CHECK(read_reduce_params(NodeContext(g, *nodes_of(g, OpKind::ReduceMean)[0])).reduced ==
+          std::vector<bool>{false, true, true, false});
+    // MaxPool (no channels-last form) reads a channels-first copy.
+    const Node* pool = nodes_of(g, OpKind::MaxPool).at(0);
+    CHECK(perm_of(g, producer_of(g, pool->inputs[0])) == to_first);
+    // The Transposes: three per Conv, X's copy to NHWC, MaxPool's input back.
+    CHECK(nodes_of(g, OpKind::Transpose).size() == 8);
+    int to_last_count = 0;
+    for (const Node* t : nodes_of(g, OpKind::Transpose))
+      to_last_count += perm_of(g, t) == to_last;
+    CHECK(to_last_count == 3);
+  }
+}
+
+TEST_CASE("channels-last: exact float32 keeps channels-first; tf32 takes channels-last",
+          "[passes][channels-last]") {
+  CHECK(nodes_of(compile(residual_block(17), Precision::Fp32), OpKind::Transpose).empty());
+  CHECK(nodes_of(compile(residual_block(17), Precision::Tf32), OpKind::Transpose).size() == 8);
+  PipelineOptions options;
+  options.precision.precision = Precision::Fp16;
+  options.disabled.insert("channels-last");
+  Graph g = load_onnx(residual_block(17).write());
+  run_pipeline(g, options);
+  CHECK(nodes_of(g, OpKind::Transpose).empty());
+}
+
+TEST_CASE("channels-last: each Conv's group reads and writes through its three Transposes",
+          "[planner][channels-last]") {
+  const Graph g = compile(residual_block(17), Precision::Fp16);
+  PlannerOptions options;
+  options.planner = "ilp";
+  const FusionPlan plan = plan_fusion(g, options);
+  int convs = 0, residuals = 0;
+  for (const FusionGroup& group : plan.groups) {
+    const auto* spec = std::get_if<ConvSpec>(&group.spec);
+    if (spec == nullptr) continue;
+    ++convs;
+    CHECK(spec->channels_last);
+    CHECK(spec->layout_x >= 0);
+    CHECK(spec->layout_w >= 0);
+    CHECK(spec->layout_result >= 0);
+    CHECK(g.tensor(spec->x).shape == Shape{2, 6, 6, 4 * (convs == 1) + 8 * (convs == 2)});
+    CHECK(g.tensor(spec->result).shape == Shape{2, 6, 6, 8});
+    residuals += spec->residual != kNoTensor;
+  }
+  CHECK(convs == 2);
+  CHECK(residuals == 1); // the second Conv takes the Add of the first Relu and the last Relu
+}
