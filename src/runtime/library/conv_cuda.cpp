@@ -379,7 +379,14 @@ int32_t run_conv(const ErrorSink& sink, ConvDirection direction, const stitch_li
     if (status != CUDNN_STATUS_NOT_SUPPORTED && status != CUDNN_STATUS_BAD_PARAM)
       return sink.fail(STITCH_ERROR_CUDNN,
                        cudnn_failure("cudnnConvolutionBiasActivationForward", status));
-    plan.fused_epilogue = false; // refused for this geometry: separate calls from now on
+    // Refused for this geometry: separate calls from now on, on the algorithm the heuristic
+    // picks for the plain convolution (the identity epilogue had fixed one for the fused call).
+    plan.fused_epilogue = false;
+    if (mode == EpilogueMode::Identity)
+      if (int32_t chosen = choose_algorithm(sink, handle, direction, EpilogueMode::None, desc,
+                                            workspace_bytes, plan);
+          chosen != STITCH_OK)
+        return chosen;
   }
   if (direction == ConvDirection::Forward) {
     STITCH_CHECK_CUDNN(sink, cudnnConvolutionForward, handle, &one, plan.x, x, plan.w, w, plan.conv,
