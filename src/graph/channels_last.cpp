@@ -8,6 +8,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/constant.h"
@@ -45,8 +46,7 @@ std::string transpose_bytes(const std::string& bytes, const Shape& shape,
     int64_t from = 0;
     for (size_t j = 0; j < index.size(); ++j)
       from += index[j] * source_strides[static_cast<size_t>(perm[j])];
-    out.replace(static_cast<size_t>(e) * size, size, bytes, static_cast<size_t>(from) * size,
-                size);
+    out.replace(static_cast<size_t>(e) * size, size, bytes, static_cast<size_t>(from) * size, size);
     for (size_t j = index.size(); j-- > 0;) {
       if (++index[j] < out_shape[j]) break;
       index[j] = 0;
@@ -57,8 +57,9 @@ std::string transpose_bytes(const std::string& bytes, const Shape& shape,
 
 // A Conv this pass stores channels-last (channels_last.h).
 bool chosen(const Graph& g, const Node& node, Precision precision) {
-  if (node.op != OpKind::Conv || node.inputs.size() < 2 || node.inputs[0] == kNoTensor ||
-      node.inputs[1] == kNoTensor || node.outputs.empty() || node.outputs[0] == kNoTensor)
+  if ((node.op != OpKind::Conv && node.op != OpKind::ConvTranspose) || node.inputs.size() < 2 ||
+      node.inputs[0] == kNoTensor || node.inputs[1] == kNoTensor || node.outputs.empty() ||
+      node.outputs[0] == kNoTensor)
     return false;
   const Tensor &x = g.tensor(node.inputs[0]), &w = g.tensor(node.inputs[1]),
                &y = g.tensor(node.outputs[0]);
@@ -154,8 +155,11 @@ private:
     if (std::find(now.begin(), now.end(), n) == now.end()) now.push_back(n);
   }
 
-  // A constant (broadcast to `rank` axes) stored channels-last.
+  // A constant (broadcast to `rank` axes) stored channels-last; one copy however many nodes
+  // read it (a filter two Convs share).
   TensorId permuted_constant(TensorId t, size_t rank) {
+    auto [cached, fresh] = permuted_.try_emplace({t, rank}, kNoTensor);
+    if (!fresh) return cached->second;
     const Tensor& source = g_.tensor(t);
     Shape aligned(rank - source.shape.size(), 1);
     aligned.insert(aligned.end(), source.shape.begin(), source.shape.end());
@@ -166,6 +170,7 @@ private:
     const TensorId id =
         add_tensor(source.name + "/channels_last", source.dtype, permuted(aligned, to_last));
     g_.tensor(id).constant = std::move(data);
+    permuted_[{t, rank}] = id;
     return id;
   }
 
@@ -173,8 +178,7 @@ private:
   // [N, C, 1, 1]) becomes a Reshape, which make-views turns into a view: no copy.
   void reshape_if_in_order(int32_t n) {
     Node& node = g_.nodes[n];
-    if (node.op != OpKind::Transpose || node.inputs.size() != 1 || node.outputs.size() != 1)
-      return;
+    if (node.op != OpKind::Transpose || node.inputs.size() != 1 || node.outputs.size() != 1) return;
     const Shape& in = g_.tensor(node.inputs[0]).shape;
     int64_t last = -1;
     for (int64_t axis : read_perm(NodeContext(g_, node))) {
@@ -370,9 +374,9 @@ private:
         }
       }
       const TensorId out = g_.nodes[n].outputs[0];
-      const TensorId out_last = add_tensor(g_.tensor(out).name + "/channels_last",
-                                           g_.tensor(out).dtype,
-                                           permuted(g_.tensor(out).shape, to_last));
+      const TensorId out_last =
+          add_tensor(g_.tensor(out).name + "/channels_last", g_.tensor(out).dtype,
+                     permuted(g_.tensor(out).shape, to_last));
       g_.nodes[n].outputs[0] = out_last;
       producer_[out_last] = n;
       work.push_back(add_transpose(out_last, to_first, out, ""));
@@ -385,12 +389,11 @@ private:
   std::vector<std::vector<int32_t>> consumers_;
   std::map<TensorId, TensorId> last_of_; // a tensor -> its to_last Transpose's output
   std::set<int32_t> attached_;           // the Transposes a Conv reads or writes through
+  std::map<std::pair<TensorId, size_t>, TensorId> permuted_; // (constant, rank) -> stored copy
 };
 
 } // namespace
 
-bool channels_last(Graph& graph, Precision precision) {
-  return ChannelsLast(graph).run(precision);
-}
+bool channels_last(Graph& graph, Precision precision) { return ChannelsLast(graph).run(precision); }
 
 } // namespace stitch

@@ -3,13 +3,13 @@
 // kernels without transforming NCHW tensors (each such transform a pass over the tensor and
 // workspace the size of it).
 //
-// Which convolutions: forward Conv nodes of float16 or bfloat16 (and float32 under --precision
-// tf32, group 1), 1 to 3 spatial axes, a constant filter, no zero-size tensor. Float32 convs
-// computed exactly keep channels-first: cuDNN's FMA kernels read it as they are.
+// Which convolutions: Conv and ConvTranspose nodes of float16 or bfloat16 (and float32 under
+// --precision tf32, group 1), 1 to 3 spatial axes, a constant filter, no zero-size tensor. Float32
+// convs computed exactly keep channels-first: cuDNN's FMA kernels read it as they are.
 //
 // How, all in standard ops (the graph stays an ONNX graph, each step exact):
 //   1. Each chosen Conv reads X through Transpose(Transpose(X, to_last), to_first), reads its
-//      filter as Transpose(W', to_first) where W' is the constant stored [out, kernel..., in],
+//      filter as Transpose(W', to_first) where W' is the constant with its second axis last,
 //      and its result Y' is given back as Transpose(Transpose(Y', to_last), to_first). The
 //      three Transposes next to the Conv are its layouts: the planner puts them in the Conv's
 //      library group, which then reads and writes channels-last itself (ConvSpec).

@@ -338,8 +338,9 @@ struct ConvSpec {
   bool relu = false;
   int64_t batch = 0, in_channels = 0, out_channels = 0, groups = 1;
   Shape in_spatial, out_spatial, kernel, strides, dilations, pads; // pads: symmetric
-  // Channels-last (a forward Conv only): the group holds the Transposes producing X and W from
-  // channels-last tensors ([N, spatial..., C]; W as [out, kernel..., in / groups]) and the
+  // Channels-last: the group holds the Transposes producing X and W from channels-last
+  // tensors ([N, spatial..., C]; W with its second axis last: [out, kernel..., in / groups],
+  // a ConvTranspose's [in, kernel..., out / groups]) and the
   // Transpose of the result to channels-last; the call reads `x` and `w` and writes `result`
   // in that layout, with no copy kernel. -1: none (the three come together or not at all).
   bool channels_last = false;

@@ -185,13 +185,14 @@ bool fusible_window(const Graph& g, const Node& node) {
   }
 }
 
-// A forward convolution of the library that can join a group: one dtype throughout, float32,
-// float16 or bfloat16 (cuDNN's FLOAT, PSEUDO_HALF and PSEUDO_BFLOAT16 configurations;
+// A convolution of the library that can join a group: one dtype throughout, float32, float16
+// or bfloat16 (cuDNN's FLOAT, PSEUDO_HALF and PSEUDO_BFLOAT16 configurations;
 // legality_library.cpp). It may read X and W and write its result through channels-last
-// Transposes; with a bias it may also take the epilogue of cuDNN's fused call
+// Transposes; a forward Conv with a bias may also take the epilogue of cuDNN's fused call
 // (cudnnConvolutionBiasActivationForward requires the bias).
 bool library_conv(const Graph& g, const Node& node) {
-  if (node.op != OpKind::Conv || node.inputs.size() < 2) return false;
+  if ((node.op != OpKind::Conv && node.op != OpKind::ConvTranspose) || node.inputs.size() < 2)
+    return false;
   const DType dtype = g.tensor(node.outputs[0]).dtype;
   if (dtype != DType::Float32 && dtype != DType::Float16 && dtype != DType::BFloat16) return false;
   for (TensorId t : node.inputs)

@@ -45,9 +45,9 @@ enum class NodeClass {
                    // and consumers (Local)
   Gemm,            // MatMul/Gemm: a cuBLASLt call that may take epilogue nodes, or the
                    // matrix-vector product of a Global group after row ops
-  Conv,            // a Conv of a library dtype other than a window op: a cuDNN call that
-                   // may read and write through channels-last Transposes and, with a bias,
-                   // take a residual add and a Relu as its epilogue
+  Conv,            // a Conv or ConvTranspose of a library dtype other than a window op: a
+                   // cuDNN call that may read and write through channels-last Transposes
+                   // and (a biased Conv) take a residual add and a Relu as its epilogue
   View,            // a view (reshape): alone an alias; in a group only on the path from row
                    // ops' per-row values to the matrix-vector product reading them
   Layout,          // a Transpose of a library dtype: alone a kernel; in a group only as the

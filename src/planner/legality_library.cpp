@@ -26,8 +26,9 @@
 //                  Conv may take a residual add of its output's shape and then a Relu.
 //                  Its group may also hold the Transposes producing X and W from
 //                  channels-last storage and the Transpose of its result to channels-last
-//                  (all three or none): the call then reads and writes that layout itself
-//                  (ConvSpec::channels_last; the channels-last pass puts them there).
+//                  (all three or none; a ConvTranspose too): the call then reads and writes
+//                  that layout itself (ConvSpec::channels_last; the channels-last pass puts
+//                  them there).
 //
 // Element types and math (GemmSpec/ConvSpec::dtype, ::math): both libraries take float32,
 // float16 and bfloat16, one dtype for every operand of a call (as ONNX has it); the 2-byte types
@@ -440,7 +441,7 @@ FusionDecision conv_layouts(const Graph& g, const std::vector<int32_t>& nodes, s
   }
   const int present = (spec.layout_x >= 0) + (spec.layout_w >= 0) + (spec.layout_result >= 0);
   if (present == 0) return FusionDecision::ok();
-  if (present != 3 || spec.transpose)
+  if (present != 3)
     return FusionDecision::no(fmt::format(
         "the convolution '{}' reads and writes channels-last only with all three layouts in the "
         "group (X and W through their Transposes, the result into its Transpose); this group "

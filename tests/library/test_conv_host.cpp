@@ -223,34 +223,42 @@ std::vector<float> channels_last(const std::vector<float>& first, int64_t outer,
   return last;
 }
 
-// The same convolution (with the epilogue: bias, residual, Relu) called channels-first and
-// channels-last on the same values: the results agree bitwise, element for element.
-void check_channels_last(const ConvSpec& spec, uint32_t seed) {
-  stitch_conv_desc first = describe(spec, false);
+// The same convolution called channels-first and channels-last on the same values (forward
+// with the epilogue: bias, residual, Relu; transposed with the bias): the results agree
+// bitwise, element for element.
+void check_channels_last(const ConvSpec& spec, bool transposed, uint32_t seed) {
+  stitch_conv_desc first = describe(spec, transposed);
   const int rank = first.spatial_rank;
   const int64_t in_positions = product(first.in_spatial, rank);
   const int64_t out_positions = product(first.out_spatial, rank);
   const int64_t taps = product(first.kernel, rank);
-  const int64_t group_in = first.in_channels / first.groups;
+  // W is [rows][columns][taps] channels-first.
+  const int64_t w_rows = transposed ? first.in_channels : first.out_channels;
+  const int64_t w_columns = (transposed ? first.out_channels : first.in_channels) / first.groups;
   const std::vector<float> x = random_values(first.batch * first.in_channels * in_positions, seed);
-  const std::vector<float> w = random_values(first.out_channels * group_in * taps, seed + 1);
+  const std::vector<float> w = random_values(w_rows * w_columns * taps, seed + 1);
   const std::vector<float> bias = random_values(first.out_channels, seed + 2);
   const std::vector<float> z =
       random_values(first.batch * first.out_channels * out_positions, seed + 3);
-  std::vector<float> y_first(z.size()), y_last(z.size(), std::numeric_limits<float>::quiet_NaN());
-  stitch_abi_buffers buffers = {};
-  char error[512] = {};
-  REQUIRE(stitch_library_conv_epilogue(&buffers, &first, x.data(), w.data(), bias.data(), z.data(),
-                                       1, y_first.data(), error, sizeof(error)) == 0);
   stitch_conv_desc last = first;
   last.channels_last = 1;
   const std::vector<float> x_last = channels_last(x, first.batch, first.in_channels, in_positions);
-  const std::vector<float> w_last = channels_last(w, first.out_channels, group_in, taps);
+  const std::vector<float> w_last = channels_last(w, w_rows, w_columns, taps);
   const std::vector<float> z_last =
       channels_last(z, first.batch, first.out_channels, out_positions);
-  const int32_t status =
-      stitch_library_conv_epilogue(&buffers, &last, x_last.data(), w_last.data(), bias.data(),
-                                   z_last.data(), 1, y_last.data(), error, sizeof(error));
+  std::vector<float> y_first(z.size()), y_last(z.size(), std::numeric_limits<float>::quiet_NaN());
+  stitch_abi_buffers buffers = {};
+  char error[512] = {};
+  auto call = [&](const stitch_conv_desc& desc, const std::vector<float>& xs,
+                  const std::vector<float>& ws, const std::vector<float>& zs, float* y) {
+    return transposed
+               ? stitch_library_conv_transpose(&buffers, &desc, xs.data(), ws.data(), bias.data(),
+                                               y, error, sizeof(error))
+               : stitch_library_conv_epilogue(&buffers, &desc, xs.data(), ws.data(), bias.data(),
+                                              zs.data(), 1, y, error, sizeof(error));
+  };
+  REQUIRE(call(first, x, w, z, y_first.data()) == 0);
+  const int32_t status = call(last, x_last, w_last, z_last, y_last.data());
   INFO(error);
   REQUIRE(status == 0);
   const std::vector<float> expected =
@@ -264,24 +272,27 @@ void check_channels_last(const ConvSpec& spec, uint32_t seed) {
 } // namespace
 
 TEST_CASE("channels-last conv: the channels-first result in NWC, NHWC and NDHWC", "[library]") {
-  check_channels_last({2, 6, 4, 2, {9}, {3}, {2}, {1}, {1}}, 700);
-  check_channels_last({2, 5, 7, 1, {6, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}}, 710);
-  check_channels_last({1, 4, 4, 4, {7, 6}, {3, 2}, {2, 1}, {1, 2}, {1, 0}}, 720); // depthwise
-  check_channels_last({1, 8, 6, 2, {4, 4}, {1, 1}, {1, 1}, {1, 1}, {0, 0}}, 730); // pointwise
-  check_channels_last({1, 3, 4, 1, {3, 4, 5}, {2, 3, 2}, {1, 2, 1}, {1, 1, 2}, {1, 1, 0}}, 740);
+  check_channels_last({2, 6, 4, 2, {9}, {3}, {2}, {1}, {1}}, false, 700);
+  check_channels_last({2, 5, 7, 1, {6, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}}, false, 710);
+  check_channels_last({1, 4, 4, 4, {7, 6}, {3, 2}, {2, 1}, {1, 2}, {1, 0}}, false, 720);
+  check_channels_last({1, 8, 6, 2, {4, 4}, {1, 1}, {1, 1}, {1, 1}, {0, 0}}, false, 730);
+  check_channels_last({1, 3, 4, 1, {3, 4, 5}, {2, 3, 2}, {1, 2, 1}, {1, 1, 2}, {1, 1, 0}}, false,
+                      740);
 }
 
-TEST_CASE("channels-last conv: a transposed conv or an unknown flag is refused", "[library]") {
-  stitch_conv_desc desc = describe({1, 2, 2, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1}}, true);
-  desc.channels_last = 1;
-  std::vector<float> x(32), w(2 * 2 * 9), y(2 * 6 * 6);
+TEST_CASE("channels-last conv transpose: the channels-first result", "[library]") {
+  check_channels_last({2, 6, 4, 2, {5}, {3}, {2}, {1}, {1}, {1}}, true, 750);
+  check_channels_last({1, 4, 6, 2, {4, 3}, {3, 2}, {2, 1}, {1, 2}, {1, 0}, {1, 0}}, true, 760);
+  check_channels_last({1, 3, 2, 1, {2, 3, 2}, {2, 2, 3}, {2, 1, 1}, {1, 1, 1}, {0, 1, 0}}, true,
+                      770);
+}
+
+TEST_CASE("channels-last conv: a flag other than 0 or 1 is refused", "[library]") {
+  stitch_conv_desc desc = describe({1, 2, 2, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1}}, false);
+  desc.channels_last = 2;
+  std::vector<float> x(32), w(2 * 2 * 9), y(2 * 4 * 4);
   stitch_abi_buffers buffers = {};
   char error[512] = {};
-  CHECK(stitch_library_conv_transpose(&buffers, &desc, x.data(), w.data(), nullptr, y.data(), error,
-                                      sizeof(error)) != 0);
-  CHECK(std::string(error).find("channels-first layout only") != std::string::npos);
-  desc = describe({1, 2, 2, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1}}, false);
-  desc.channels_last = 2;
   CHECK(stitch_library_conv(&buffers, &desc, x.data(), w.data(), nullptr, y.data(), error,
                             sizeof(error)) != 0);
   CHECK(std::string(error).find("channels_last must be 0 or 1") != std::string::npos);

@@ -5,8 +5,8 @@
 
 #include "frontend/onnx_loader.h"
 #include "graph/constant.h"
-#include "graph/op_params.h"
 #include "graph/infer_context.h"
+#include "graph/op_params.h"
 #include "graph/pipeline.h"
 #include "model_builder.h"
 #include "planner/planner.h"
@@ -152,4 +152,35 @@ TEST_CASE("channels-last: each Conv's group reads and writes through its three T
   }
   CHECK(convs == 2);
   CHECK(residuals == 1); // the second Conv takes the Add of the first Relu and the last Relu
+}
+
+TEST_CASE("channels-last: a ConvTranspose reads and writes NHWC in its library group",
+          "[planner][channels-last]") {
+  ModelBuilder m(17);
+  m.input("x", kFloat, {1, 6, 5, 5}).output("y");
+  std::vector<float> w(6 * 2 * 3 * 3), b(4);
+  for (size_t i = 0; i < w.size(); ++i)
+    w[i] = static_cast<float>((i * 3 % 7) - 3) / 8.0f;
+  m.initializer_f32("w", {6, 2, 3, 3}, w).initializer_f32("b", {4}, b);
+  auto& up = m.node("ConvTranspose", {"x", "w", "b"}, {"u"});
+  test::set_attr_ints(up, "strides", {2, 2});
+  test::set_attr_int(up, "group", 2);
+  m.node("Relu", {"u"}, {"y"});
+  const Graph g = compile(m, Precision::Bf16);
+  const Node* conv = nodes_of(g, OpKind::ConvTranspose).at(0);
+  const Node* w_first = producer_of(g, conv->inputs[1]);
+  CHECK(perm_of(g, w_first) == std::vector<int64_t>{0, 3, 1, 2});
+  CHECK(g.tensor(w_first->inputs[0]).shape == Shape{6, 3, 3, 2}); // [in, kh, kw, out / groups]
+  CHECK(g.tensor(nodes_of(g, OpKind::Relu).at(0)->outputs[0]).shape == Shape{1, 11, 11, 4});
+  PlannerOptions options;
+  options.planner = "ilp";
+  const FusionPlan plan = plan_fusion(g, options);
+  int found = 0;
+  for (const FusionGroup& group : plan.groups)
+    if (const auto* spec = std::get_if<ConvSpec>(&group.spec)) {
+      ++found;
+      CHECK(spec->transpose);
+      CHECK(spec->channels_last);
+    }
+  CHECK(found == 1);
 }

@@ -110,7 +110,8 @@ TEST_CASE("planner legality: the group must be convex", "[planner]") {
   d = decide(g, {"first", "transpose"}, a);
   REQUIRE_FALSE(d.legal);
   CHECK_THAT(d.reason, Catch::Contains("'transpose' (Transpose) is a transpose; it joins a group "
-                                       "only as the layout a matrix product's library call"));
+                                       "only as the layout a matrix product's or a "
+                                       "convolution's library call"));
 }
 
 // Rows too long to keep in shared memory between the reductions are read again by each pass,
@@ -599,7 +600,7 @@ TEST_CASE("planner legality: a full convolution and two windows are refused", "[
       b.op(OpKind::AveragePool, {p1}, "pool2", {{"kernel_shape", std::vector<int64_t>{2, 2}}}));
   Graph g = b.finish();
   FusionContext ctx(g, DeviceParams{});
-  CHECK(ctx.node_class[node_named(g, "conv")] == NodeClass::Alone);
+  CHECK(ctx.node_class[node_named(g, "conv")] == NodeClass::Conv);
   CHECK(ctx.node_class[node_named(g, "pool1")] == NodeClass::Window);
   GroupAnalysis a;
   FusionDecision d = decide(g, {"pool1", "pool2"}, a);
@@ -786,13 +787,15 @@ TEST_CASE("planner legality: a convolution's epilogue is what cuDNN fuses", "[pl
     CHECK_FALSE(d.legal);
     CHECK_THAT(d.reason, Catch::Contains("follows the epilogue's Relu"));
   }
-  SECTION("a Conv without a bias runs alone") {
+  SECTION("a Conv without a bias takes no epilogue") {
     GraphBuilder b;
     Graph g = conv_block(b, false);
     FusionContext ctx(g, DeviceParams{});
-    CHECK(ctx.node_class[node_named(g, "conv")] == NodeClass::Alone);
+    CHECK(ctx.node_class[node_named(g, "conv")] == NodeClass::Conv);
     GroupAnalysis a;
-    CHECK_FALSE(decide(g, {"conv", "add"}, a).legal);
+    const FusionDecision d = decide(g, {"conv", "add"}, a);
+    CHECK_FALSE(d.legal);
+    CHECK_THAT(d.reason, Catch::Contains("cannot be an epilogue"));
   }
   SECTION("a broadcast addend is no residual") {
     GraphBuilder b;

@@ -228,26 +228,34 @@ void relayout(const void* from, void* to, int64_t outer, int64_t channels, int64
       }
 }
 
-// A channels-last forward call as a channels-first one on copies (see the top of the file).
-void conv_forward_channels_last(const ConvGeometry& g, const Elements& e, const void* x,
-                                const void* w, const void* bias, Epilogue epilogue, void* y) {
+// A channels-last call as a channels-first one on copies (see the top of the file).
+void conv_channels_last(ConvDirection direction, const ConvGeometry& g, const Elements& e,
+                        const void* x, const void* w, const void* bias, Epilogue epilogue,
+                        void* y) {
   const std::size_t bytes = dtype_bytes(e.dtype);
   auto buffer = [&](int64_t elements) {
     return std::vector<unsigned char>(static_cast<std::size_t>(elements) * bytes);
   };
-  const int64_t group_in = g.in_channels / g.groups;
+  const bool forward = direction == ConvDirection::Forward;
+  // W is [rows][columns][taps] channels-first: forward [out][in / groups], transposed
+  // [in][out / groups].
+  const int64_t w_rows = forward ? g.out_channels : g.in_channels;
+  const int64_t w_columns = (forward ? g.in_channels : g.out_channels) / g.groups;
   std::vector<unsigned char> x_first = buffer(g.batch * g.in_channels * g.in_positions());
-  std::vector<unsigned char> w_first = buffer(g.out_channels * group_in * g.kernel_positions());
+  std::vector<unsigned char> w_first = buffer(w_rows * w_columns * g.kernel_positions());
   std::vector<unsigned char> y_first = buffer(g.batch * g.out_channels * g.out_positions());
   relayout(x, x_first.data(), g.batch, g.in_channels, g.in_positions(), bytes, true);
-  relayout(w, w_first.data(), g.out_channels, group_in, g.kernel_positions(), bytes, true);
+  relayout(w, w_first.data(), w_rows, w_columns, g.kernel_positions(), bytes, true);
   std::vector<unsigned char> z_first;
   if (epilogue.z != nullptr) {
     z_first = buffer(g.batch * g.out_channels * g.out_positions());
     relayout(epilogue.z, z_first.data(), g.batch, g.out_channels, g.out_positions(), bytes, true);
     epilogue.z = z_first.data();
   }
-  conv_forward(g, e, x_first.data(), w_first.data(), bias, epilogue, y_first.data());
+  if (forward)
+    conv_forward(g, e, x_first.data(), w_first.data(), bias, epilogue, y_first.data());
+  else
+    conv_transpose(g, e, x_first.data(), w_first.data(), bias, y_first.data());
   relayout(y_first.data(), y, g.batch, g.out_channels, g.out_positions(), bytes, false);
 }
 
@@ -267,8 +275,8 @@ int32_t run_conv(const char* routine, ConvDirection direction, const stitch_libr
     if (geometry.batch == 0) return STITCH_OK;
     const Elements elements{desc->dtype, operand_load(desc->dtype, desc->allow_tf32),
                             value_load(desc->dtype)};
-    if (direction == ConvDirection::Forward && desc->channels_last != 0)
-      conv_forward_channels_last(geometry, elements, x, w, bias, epilogue, y);
+    if (desc->channels_last != 0)
+      conv_channels_last(direction, geometry, elements, x, w, bias, epilogue, y);
     else if (direction == ConvDirection::Forward)
       conv_forward(geometry, elements, x, w, bias, epilogue, y);
     else

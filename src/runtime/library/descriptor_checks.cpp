@@ -210,8 +210,6 @@ std::string check_conv(ConvDirection direction, const stitch_conv_desc* desc, co
     return "groups must divide both channel counts" + where;
   if (c.channels_last != 0 && c.channels_last != 1)
     return "channels_last must be 0 or 1, not " + str(c.channels_last) + where;
-  if (c.channels_last != 0 && direction != ConvDirection::Forward)
-    return "a transposed convolution takes the channels-first layout only" + where;
 
   for (int i = 0; i < c.spatial_rank; ++i) {
     const std::string dim = " (spatial dim " + str(i) + ")";

@@ -196,9 +196,10 @@ int32_t stitch_library_gemm_on(const stitch_library_call* call, const stitch_gem
 // output and crop. Y is overwritten, then bias (optional, one value per output channel) is
 // added. X, W and Y must not overlap. Entries past spatial_rank in the arrays are ignored.
 //
-// Channels-last (channels_last = 1, forward only): X, Z and Y are stored with the channel axis
-// innermost (NWC, NHWC, NDHWC: [batch, spatial..., channels]) and W as [out_channels,
-// kernel..., in_channels / groups]; the sizes above keep their meaning. This is the layout
+// Channels-last (channels_last = 1): X, Z and Y are stored with the channel axis innermost
+// (NWC, NHWC, NDHWC: [batch, spatial..., channels]) and W with its second axis innermost
+// ([out_channels, kernel..., in_channels / groups] forward, [in_channels, kernel...,
+// out_channels / groups] transposed); the sizes above keep their meaning. This is the layout
 // cuDNN's tensor-core kernels read, so it needs no transform (nor its workspace).
 //
 // Precision of the 2-byte types: the host target computes the sum, the bias and the epilogue in
