@@ -327,8 +327,7 @@ void emit_gemm_call(const GroupEmitContext& ctx, CodeWriter& out) {
 
 void emit_conv_call(const GroupEmitContext& ctx, CodeWriter& out) {
   const ConvSpec& spec = ctx.spec<ConvSpec>();
-  const Node& node = ctx.node();
-  out.comment(describe_node(ctx.graph(), node));
+  out.comment(describe_node(ctx.graph(), ctx.graph().nodes[spec.conv]));
   for (int32_t n : {spec.layout_x, spec.layout_w, spec.layout_result})
     if (n >= 0)
       out.comment("channels-last layout (read or written in place): " +
@@ -364,7 +363,8 @@ void emit_conv_call(const GroupEmitContext& ctx, CodeWriter& out) {
   array("pads_begin", spec.pads);
   array("pads_end", spec.pads);
   if (spec.channels_last)
-    out.line("desc.channels_last = 1; // X, Y and Z [N, spatial..., C]; W [out, kernel..., in]");
+    out.linef("desc.channels_last = 1; // X, Y and Z [N, spatial..., C]; W [{}]",
+              spec.transpose ? "in, kernel..., out / groups" : "out, kernel..., in / groups");
   if (!spec.epilogue.empty())
     out.linef("return stitch_library_conv_epilogue(b, &desc, x, w, bias, {}, {}, y, error, "
               "error_size);  // y = {}(conv + bias{})",

@@ -149,8 +149,10 @@ private:
     bool still = false;
     for (TensorId t : node.inputs)
       still = still || t == from;
-    auto& readers = consumers_[from];
-    if (!still) readers.erase(std::remove(readers.begin(), readers.end(), n), readers.end());
+    if (from != kNoTensor && !still) {
+      auto& readers = consumers_[from];
+      readers.erase(std::remove(readers.begin(), readers.end(), n), readers.end());
+    }
     auto& now = consumers_[to];
     if (std::find(now.begin(), now.end(), n) == now.end()) now.push_back(n);
   }
@@ -180,6 +182,8 @@ private:
     Node& node = g_.nodes[n];
     if (node.op != OpKind::Transpose || node.inputs.size() != 1 || node.outputs.size() != 1) return;
     const Shape& in = g_.tensor(node.inputs[0]).shape;
+    // (A zero-size tensor stays a Transpose: Reshape reads a 0 in its shape as "keep".)
+    if (shape_elements(in) == 0) return;
     int64_t last = -1;
     for (int64_t axis : read_perm(NodeContext(g_, node))) {
       if (in[static_cast<size_t>(axis)] == 1) continue;

@@ -1,4 +1,5 @@
-// make_group, assemble_plan, find_group_cycle, explain_rejections and the plan totals.
+// make_group, assemble_plan, find_group_cycle, explain_rejections, the plan totals, and the
+// channels-last Conv's layouts (conv_layout_nodes).
 #include "planner/plan_common.h"
 
 #include <algorithm>
@@ -11,6 +12,35 @@
 #include "graph/error.h"
 
 namespace stitch {
+
+std::vector<int32_t> conv_layout_nodes(const FusionContext& ctx, int32_t node) {
+  const Graph& g = ctx.graph;
+  int32_t conv = -1;
+  if (ctx.node_class[node] == NodeClass::Conv) {
+    conv = node;
+  } else if (ctx.node_class[node] == NodeClass::Layout) {
+    for (int32_t k : ctx.succs[node])
+      if (ctx.node_class[k] == NodeClass::Conv) conv = k;
+    for (int32_t k : ctx.preds[node])
+      if (ctx.node_class[k] == NodeClass::Conv) conv = k;
+  }
+  if (conv < 0) return {};
+  std::vector<int32_t> nodes = {conv};
+  const Node& c = g.nodes[conv];
+  for (size_t i = 0; i < 2 && i < c.inputs.size(); ++i) {
+    const TensorId t = c.inputs[i];
+    const int32_t p = t == kNoTensor ? -1 : ctx.producer[t];
+    if (p >= 0 && ctx.node_class[p] == NodeClass::Layout && ctx.consumers[t].size() == 1)
+      nodes.push_back(p);
+  }
+  const TensorId out = c.outputs[0];
+  if (ctx.consumers[out].size() == 1 && !ctx.graph_output[out] &&
+      ctx.node_class[ctx.consumers[out][0]] == NodeClass::Layout)
+    nodes.push_back(ctx.consumers[out][0]);
+  if (nodes.size() != 4) return {}; // not a channels-last Conv
+  std::sort(nodes.begin(), nodes.end());
+  return nodes;
+}
 
 FusionGroup make_group(const FusionContext& ctx, const GroupAnalysis& a) {
   FusionGroup group = a.group;

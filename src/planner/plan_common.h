@@ -14,6 +14,12 @@ namespace stitch {
 using GroupOf = std::vector<int32_t>;
 
 // The plan's group for a legal analysis: kind, scheme, launch, inputs, outputs, costs.
+// A channels-last Conv (or ConvTranspose) with its three layouts, when `node` is the Conv or
+// one of them: the Transposes producing X and W for it alone and the one Transpose reading its
+// result (ConvSpec takes the three together, so planners add them in one step). Empty
+// otherwise.
+std::vector<int32_t> conv_layout_nodes(const FusionContext& ctx, int32_t node);
+
 FusionGroup make_group(const FusionContext& ctx, const GroupAnalysis& analysis);
 
 // Orders legal groups so that every group comes after the groups it reads from (ties by the

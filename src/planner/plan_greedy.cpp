@@ -46,23 +46,31 @@ public:
 
 private:
   // Merges group `from` into group `into` when legal and cheaper; records why not otherwise.
-  bool try_merge(int32_t into, int32_t from) {
+  bool try_merge(int32_t into, int32_t from) { return try_merge(into, std::vector{from}); }
+
+  // The same for several groups at once (a Conv and its layouts, legal only together).
+  bool try_merge(int32_t into, const std::vector<int32_t>& froms) {
     std::vector<int32_t> merged = members_[into];
-    merged.insert(merged.end(), members_[from].begin(), members_[from].end());
+    int64_t apart = costs_[into];
+    for (int32_t from : froms) {
+      merged.insert(merged.end(), members_[from].begin(), members_[from].end());
+      apart += costs_[from];
+    }
     std::sort(merged.begin(), merged.end());
     GroupAnalysis analysis;
     FusionDecision d = analyze_group(ctx_, merged, analysis);
     int64_t cost = d ? group_cost(ctx_, analysis).total() : 0;
-    if (d && cost >= costs_[into] + costs_[from])
-      d = FusionDecision::no("legal, but costs more fused than apart");
+    if (d && cost >= apart) d = FusionDecision::no("legal, but costs more fused than apart");
     if (!d) {
       if (rejected_.size() < kMaxRejectedFusions) rejected_.push_back({merged, d.reason});
       return false;
     }
-    for (int32_t n : members_[from])
-      group_of_[n] = into;
+    for (int32_t from : froms) {
+      for (int32_t n : members_[from])
+        group_of_[n] = into;
+      members_[from].clear();
+    }
     members_[into] = std::move(merged);
-    members_[from].clear();
     analyses_[into] = std::move(analysis);
     costs_[into] = cost;
     return true;
@@ -73,6 +81,12 @@ private:
     for (size_t n = 0; n < ctx_.size(); ++n) {
       if (ctx_.node_class[n] != NodeClass::Gemm && ctx_.node_class[n] != NodeClass::Conv) continue;
       int32_t group = static_cast<int32_t>(n);
+      // A channels-last Conv takes its three layouts first (legal only together); its
+      // epilogue then chains from the result's Transpose.
+      std::vector<int32_t> layouts;
+      for (int32_t k : conv_layout_nodes(ctx_, group))
+        if (k != group) layouts.push_back(group_of_[k]);
+      if (!layouts.empty() && !try_merge(group, layouts)) continue;
       for (;;) {
         TensorId last = g.nodes[members_[group].back()].outputs[0];
         if (ctx_.consumers[last].size() != 1 || ctx_.graph_output[last]) break;

@@ -79,43 +79,10 @@ void add_all_subsets(const FusionContext& ctx, const std::vector<int32_t>& fusib
   (void)ctx;
 }
 
-// A Conv with the channels-last layouts it reads and writes through: the Transposes producing
-// X and W for it alone and the one Transpose reading its result, when they are layouts
-// (ConvSpec takes the three together, so a growth adds them in one step).
-void add_conv_layouts(const FusionContext& ctx, int32_t m, std::vector<int32_t>& grown) {
-  const Graph& g = ctx.graph;
-  int32_t conv = -1;
-  if (ctx.node_class[m] == NodeClass::Conv) {
-    conv = m;
-  } else if (ctx.node_class[m] == NodeClass::Layout) {
-    for (int32_t k : ctx.succs[m])
-      if (ctx.node_class[k] == NodeClass::Conv) conv = k;
-    for (int32_t k : ctx.preds[m])
-      if (ctx.node_class[k] == NodeClass::Conv) conv = k;
-  }
-  if (conv < 0) return;
-  std::vector<int32_t> layouts = {conv};
-  const Node& node = g.nodes[conv];
-  for (size_t i = 0; i < 2 && i < node.inputs.size(); ++i) {
-    const TensorId t = node.inputs[i];
-    const int32_t p = t == kNoTensor ? -1 : ctx.producer[t];
-    if (p >= 0 && ctx.node_class[p] == NodeClass::Layout && ctx.consumers[t].size() == 1)
-      layouts.push_back(p);
-  }
-  const TensorId out = node.outputs[0];
-  if (ctx.consumers[out].size() == 1 && !ctx.graph_output[out] &&
-      ctx.node_class[ctx.consumers[out][0]] == NodeClass::Layout)
-    layouts.push_back(ctx.consumers[out][0]);
-  if (layouts.size() != 4) return; // not a channels-last Conv
-  for (int32_t k : layouts)
-    if (!std::binary_search(grown.begin(), grown.end(), k))
-      grown.insert(std::upper_bound(grown.begin(), grown.end(), k), k);
-}
-
 // Sets grown from each seed to later neighbours, breadth first (each set once per seed: its
 // smallest node is the seed). A view never seeds, and joins with the chain of views after it
 // and the node they feed in one step (alone with the nodes before it, a view is never legal);
-// a channels-last Conv and its three layouts join together (add_conv_layouts).
+// a channels-last Conv and its three layouts join together (conv_layout_nodes).
 void add_grown_sets(const FusionContext& ctx, const PlannerOptions& options, CandidateSet& set) {
   for (size_t s = 0; s < ctx.size(); ++s) {
     NodeClass seed_class = ctx.node_class[s];
@@ -146,7 +113,9 @@ void add_grown_sets(const FusionContext& ctx, const PlannerOptions& options, Can
           k = ctx.node_class[k] == NodeClass::View && ctx.succs[k].size() == 1 ? ctx.succs[k][0]
                                                                                : -1;
         }
-        add_conv_layouts(ctx, m, grown);
+        for (int32_t k : conv_layout_nodes(ctx, m))
+          if (!std::binary_search(grown.begin(), grown.end(), k))
+            grown.insert(std::upper_bound(grown.begin(), grown.end(), k), k);
         if (!visited.insert(grown).second) continue;
         if (!set.add(grown)) continue;
         queue.push_back(std::move(grown));

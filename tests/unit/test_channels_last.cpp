@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <string>
 
 #include "frontend/onnx_loader.h"
 #include "graph/constant.h"
@@ -134,8 +135,10 @@ TEST_CASE("channels-last: exact float32 keeps channels-first; tf32 takes channel
 TEST_CASE("channels-last: each Conv's group reads and writes through its three Transposes",
           "[planner][channels-last]") {
   const Graph g = compile(residual_block(17), Precision::Fp16);
+  const std::string planner = GENERATE(as<std::string>{}, "ilp", "greedy");
+  INFO("planner " << planner);
   PlannerOptions options;
-  options.planner = "ilp";
+  options.planner = planner;
   const FusionPlan plan = plan_fusion(g, options);
   int convs = 0, residuals = 0;
   for (const FusionGroup& group : plan.groups) {
@@ -183,4 +186,18 @@ TEST_CASE("channels-last: a ConvTranspose reads and writes NHWC in its library g
       CHECK(spec->channels_last);
     }
   CHECK(found == 1);
+}
+
+TEST_CASE("channels-last: a reduction over all axes with an omitted axes input moves too",
+          "[passes][channels-last]") {
+  ModelBuilder m(18);
+  m.input("x", kFloat, {1, 3, 5, 4}).output("y");
+  std::vector<float> w(2 * 3 * 9, 0.25f);
+  m.initializer_f32("w", {2, 3, 3, 3}, w);
+  m.node("Conv", {"x", "w"}, {"c"});
+  m.node("ReduceMean", {"c", ""}, {"y"});
+  const Graph g = compile(m, Precision::Fp16);
+  const Node* mean = nodes_of(g, OpKind::ReduceMean).at(0);
+  CHECK(g.tensor(mean->inputs[0]).shape == Shape{1, 3, 2, 2}); // the stored NHWC result
+  CHECK(g.tensor(mean->outputs[0]).shape == Shape{1, 1, 1, 1});
 }
