@@ -14,6 +14,7 @@
 #include "graph/constant.h"
 #include "graph/infer_context.h"
 #include "graph/op_params.h"
+#include "graph/reductions.h"
 #include "graph/topo_sort.h"
 
 namespace stitch {
@@ -103,13 +104,7 @@ public:
   }
 
 private:
-  std::string fresh_name(const std::string& want) {
-    std::string name = want;
-    for (int i = 1; names_.count(name); ++i)
-      name = fmt::format("{}_{}", want, i);
-    names_.insert(name);
-    return name;
-  }
+  std::string fresh_name(const std::string& want) { return stitch::fresh_name(names_, want); }
 
   TensorId add_tensor(const std::string& name, DType dtype, Shape shape) {
     Tensor t;
@@ -276,22 +271,10 @@ private:
            node.inputs.size() == 1 && node.outputs.size() == 1;
   }
 
+  // A Reduce* op of the reduction table (axes as an attribute or input), not a global pool.
   static bool reduce_op(OpKind op) {
-    switch (op) {
-    case OpKind::ReduceSum:
-    case OpKind::ReduceMean:
-    case OpKind::ReduceMax:
-    case OpKind::ReduceMin:
-    case OpKind::ReduceProd:
-    case OpKind::ReduceL1:
-    case OpKind::ReduceL2:
-    case OpKind::ReduceSumSquare:
-    case OpKind::ReduceLogSum:
-    case OpKind::ReduceLogSumExp:
-      return true;
-    default:
-      return false;
-    }
+    return reduction_rule(op) != nullptr && op != OpKind::GlobalAveragePool &&
+           op != OpKind::GlobalMaxPool;
   }
 
   // The logical axes a global pool or a Reduce* node keeping its dims reduces; empty when it

@@ -79,13 +79,7 @@ private:
     return class_of_[t];
   }
 
-  std::string fresh_name(const std::string& want) {
-    std::string name = want;
-    for (int i = 1; names_.count(name); ++i)
-      name = fmt::format("{}_{}", want, i);
-    names_.insert(name);
-    return name;
-  }
+  std::string fresh_name(const std::string& want) { return stitch::fresh_name(names_, want); }
 
   TensorId add_tensor(Tensor t) {
     TensorId id = graph_.add_tensor(std::move(t));

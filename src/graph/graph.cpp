@@ -1,6 +1,8 @@
 // Graph bookkeeping: tensor access, producer/consumer maps, compaction.
 #include "graph/graph.h"
 
+#include <fmt/format.h>
+
 #include "graph/checked_math.h"
 #include "graph/error.h"
 
@@ -29,6 +31,14 @@ Shape row_major_strides(const Shape& s) {
   for (size_t d = s.size(); d-- > 1;)
     strides[d - 1] = strides[d] * s[d];
   return strides;
+}
+
+std::string fresh_name(std::set<std::string>& taken, const std::string& want) {
+  std::string name = want;
+  for (int i = 1; taken.count(name); ++i)
+    name = fmt::format("{}_{}", want, i);
+  taken.insert(name);
+  return name;
 }
 
 std::vector<int64_t> channels_last_perm(size_t rank) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -30,6 +31,9 @@ Shape row_major_strides(const Shape& s);     // element strides of a dense, row-
 // [0, rank - 1, 1, ..., rank - 2].
 std::vector<int64_t> channels_last_perm(size_t rank);
 std::vector<int64_t> channels_first_perm(size_t rank);
+// `want`, or `want_1`, `want_2`, ... : the first not in `taken`, which it is added to (names
+// for the tensors a pass makes).
+std::string fresh_name(std::set<std::string>& taken, const std::string& want);
 
 // The bytes of a constant tensor (little-endian, dense, row-major).
 struct ConstantData {

@@ -155,13 +155,7 @@ private:
     return graph_.add_tensor(std::move(t));
   }
 
-  std::string fresh_name(const std::string& want) {
-    std::string name = want;
-    for (int i = 1; names_.count(name); ++i)
-      name = fmt::format("{}_{}", want, i);
-    names_.insert(name);
-    return name;
-  }
+  std::string fresh_name(const std::string& want) { return stitch::fresh_name(names_, want); }
 
   Graph& graph_;
   const Node& composite_;
