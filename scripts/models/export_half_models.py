@@ -65,6 +65,7 @@ MODELS = [
     ("vit", "dynamo", {"fp16": 18, "bf16": 22}),
     ("resnet18", "dynamo", {"fp16": 18, "bf16": 22}),
     ("mobilenet_v2", "dynamo", {"fp16": 18, "bf16": 22}),
+    ("llama", "dynamo", {"fp16": 18, "bf16": 22}),
 ]
 EXPORTER_TAG = {"torchscript": "ts", "dynamo": "dynamo"}
 

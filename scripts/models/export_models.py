@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Exports the real-model test fixtures in tests/models/: small ResNet-18, MobileNetV2 and
 EfficientNet-B0 from torchvision, BERT, GPT-2 and ViT from Hugging Face transformers with
-reduced configs, and a hand-written decoder block with a causal mask. Weights are random from
+reduced configs, a LLaMA-style decoder (RMSNorm, rotary embedding, SiLU-gated MLP, grouped-query
+attention) from transformers' LlamaForCausalLM, and a hand-written decoder block with a causal
+mask. Weights are random from
 fixed seeds (nothing is downloaded). Each model is written by torch.onnx.export, with the
 TorchScript exporter (dynamo=False) and with the dynamo exporter (dynamo=True), at the opsets
 in FIXTURES. Next to each <name>.onnx goes <name>.inputs.json, which says how to make random
@@ -52,6 +54,9 @@ def randomize_norms(module, generator):
             with torch.no_grad():
                 m.weight.copy_(1.0 + 0.1 * torch.randn(m.weight.shape, generator=generator))
                 m.bias.copy_(0.1 * torch.randn(m.bias.shape, generator=generator))
+        if type(m).__name__.endswith("RMSNorm") and getattr(m, "weight", None) is not None:
+            with torch.no_grad():  # RMSNorm has a scale and no bias
+                m.weight.copy_(1.0 + 0.1 * torch.randn(m.weight.shape, generator=generator))
         if isinstance(m, nn.BatchNorm2d):
             m.running_mean.copy_(0.1 * torch.randn(m.running_mean.shape, generator=generator))
             m.running_var.copy_(torch.rand(m.running_var.shape, generator=generator) + 0.5)
@@ -201,6 +206,36 @@ def build_vit(gen):
     return model, (x,), [image_input(x.shape)], ["logits"], config
 
 
+class LlamaLM(nn.Module):
+    """LlamaForCausalLM without a key-value cache, returning the logits only: RMSNorm, rotary
+    position embedding (rotate_half: Slice, Neg, Concat), grouped-query attention (two key-value
+    heads repeated for four query heads), a SiLU-gated MLP and a causal mask merged with the
+    attention mask input."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.llama = transformers.LlamaForCausalLM(config)
+
+    def forward(self, input_ids, attention_mask):
+        return self.llama(input_ids=input_ids, attention_mask=attention_mask, use_cache=False,
+                          return_dict=True).logits
+
+
+def build_llama(gen):
+    config = {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "intermediate_size": 176, "vocab_size": 1000,
+              "max_position_embeddings": 64, "rms_norm_eps": 1e-6, "batch": 2, "sequence": 16}
+    hf = transformers.LlamaConfig(**{k: v for k, v in config.items() if k not in ("batch", "sequence")},
+                                  tie_word_embeddings=False, use_cache=False,
+                                  bos_token_id=config["vocab_size"] - 1,
+                                  eos_token_id=config["vocab_size"] - 1, attn_implementation="eager")
+    model = LlamaLM(hf)
+    randomize_norms(model, gen)
+    inputs, specs = token_inputs(config["batch"], config["sequence"], config["vocab_size"],
+                                 ["input_ids", "attention_mask"])
+    return model, inputs, specs, ["logits"], config
+
+
 class DecoderBlock(nn.Module):
     """A pre-norm GPT-style block written by hand: LayerNorm, multi-head self-attention with a
     causal mask built from triu and applied with where, LayerNorm, MLP with GELU."""
@@ -244,6 +279,7 @@ BUILDERS = {
     "gpt2": build_gpt2,
     "vit": build_vit,
     "decoder_block": build_decoder_block,
+    "llama": build_llama,
 }
 
 # (fixture name, model, exporter, opset, dims made symbolic: {input name: {axis: dim name}}).
@@ -267,6 +303,8 @@ FIXTURES = [
     ("vit_dynamo21", "vit", "dynamo", 21, None),
     ("decoder_block_ts20", "decoder_block", "torchscript", 20, None),
     ("decoder_block_dynamo22", "decoder_block", "dynamo", 22, None),
+    ("llama_ts19", "llama", "torchscript", 19, None),
+    ("llama_dynamo18", "llama", "dynamo", 18, None),
 ]
 
 # ---------------------------------------------------------------------------------------------

@@ -167,6 +167,12 @@ TEST_CASE("fused models: ViT fused equals unfused on the host", "[fused][models]
   check_fixture("vit_ts18", {StitchScheme::Regional, StitchScheme::Local});
 }
 
+TEST_CASE("fused models: LLaMA fused equals unfused on the host", "[fused][models][host]") {
+  // Proves: the same for a LLaMA-style decoder (RMSNorm, rotary embedding's slices and concat,
+  // grouped-query attention's expanded key and value heads, a SiLU-gated MLP).
+  check_fixture("llama_ts19", {StitchScheme::Regional, StitchScheme::Local});
+}
+
 TEST_CASE("fused models: ResNet-18 fused equals unfused on the host", "[fused][models][host]") {
   // Proves: a CNN's fused groups (each Conv's residual add and Relu as its cuDNN epilogue;
   // GlobalAveragePool as a row reduction, in greedy's Regional group, and in the ILP's Global

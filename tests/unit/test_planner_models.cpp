@@ -53,6 +53,34 @@ std::vector<std::vector<int32_t>> expanded_layer_norms(const Graph& g) {
   return found;
 }
 
+// RMSNorm as exporters expand it: x*x (Pow 2 or Mul) -> ReduceMean -> Add eps -> Sqrt ->
+// Div or Reciprocal, found from the ReduceMean.
+std::vector<std::vector<int32_t>> rms_norms(const Graph& g) {
+  std::vector<std::vector<int32_t>> found;
+  auto producers = g.producers();
+  auto consumers = g.consumers();
+  auto only_consumer = [&](int32_t n) {
+    const std::vector<int32_t>& c = consumers[g.nodes[n].outputs[0]];
+    return c.size() == 1 ? c[0] : -1;
+  };
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    if (g.nodes[n].op != OpKind::ReduceMean) continue;
+    int32_t square = producers[g.nodes[n].inputs[0]];
+    if (square < 0 || (g.nodes[square].op != OpKind::Pow && g.nodes[square].op != OpKind::Mul))
+      continue;
+    int32_t eps = only_consumer(static_cast<int32_t>(n));
+    if (eps < 0 || g.nodes[eps].op != OpKind::Add) continue;
+    int32_t sqrt = only_consumer(eps);
+    if (sqrt < 0 || g.nodes[sqrt].op != OpKind::Sqrt) continue;
+    int32_t inverse = only_consumer(sqrt);
+    if (inverse < 0 ||
+        (g.nodes[inverse].op != OpKind::Div && g.nodes[inverse].op != OpKind::Reciprocal))
+      continue;
+    found.push_back({square, static_cast<int32_t>(n), eps, sqrt, inverse});
+  }
+  return found;
+}
+
 // Softmax as lower-composites writes it (and exporters expand it): ReduceMax -> Sub -> Exp ->
 // ReduceSum -> Div, found from the Div.
 std::vector<std::vector<int32_t>> softmaxes(const Graph& g) {
@@ -82,6 +110,12 @@ void check_transformer_plan(const Graph& g, const FusionPlan& ilp) {
   for (const std::vector<int32_t>& ln : expanded_layer_norms(g))
     for (int32_t n : ln)
       CHECK(group_of[n] == group_of[ln[0]]);
+  // Every RMSNorm's square, mean, epsilon, root and inverse in one group.
+  for (const std::vector<int32_t>& rms : rms_norms(g))
+    for (int32_t n : rms) {
+      INFO("rms norm " << g.nodes[rms[1]].name << " and " << g.nodes[n].name);
+      CHECK(group_of[n] == group_of[rms[1]]);
+    }
   // Softmax (lowered: ReduceMax, Sub, Exp, ReduceSum, Div) in one group, with the pointwise
   // producers of its row (the mask add, the scale).
   for (const std::vector<int32_t>& softmax : softmaxes(g)) {
@@ -132,6 +166,8 @@ TEST_CASE("planner models: fusion on the fixtures", "[planner][models]") {
                                  {"vit_dynamo21", true},
                                  {"decoder_block_ts20", true},
                                  {"decoder_block_dynamo22", true},
+                                 {"llama_ts19", true},
+                                 {"llama_dynamo18", true},
                                  {"resnet18_ts13", false},
                                  {"resnet18_dynamo18", false},
                                  {"mobilenet_v2_ts14", false},
