@@ -133,6 +133,10 @@ std::string ValueScope::value(TensorId t) {
 
 void emit_local_body(const GroupEmitContext& ctx, const FusedSignature& sig, const LocalSpec& spec,
                      const BlockRange& blocks, CodeWriter& out) {
+  if (!spec.moves.empty()) {
+    emit_remapped_local_body(ctx, sig, spec, blocks, out);
+    return;
+  }
   const Graph& g = ctx.graph();
   const Shape& shape = spec.iteration;
   const int64_t n = shape_elements(shape);
@@ -222,11 +226,16 @@ void emit_fused_local(const GroupEmitContext& ctx, CodeWriter& out) {
   const LocalSpec& spec = ctx.spec<LocalSpec>();
   const FusedSignature sig = fused_signature(ctx, spec.io);
   const std::string kernel = fused_kernel_name(ctx);
-  fused_kernel_banner(ctx, sig, group.nodes,
-                      fmt::format("Fused group {} (Local): {} pointwise nodes evaluated per "
-                                  "element in registers.",
-                                  group.id, group.nodes.size()),
-                      out);
+  fused_kernel_banner(
+      ctx, sig, group.nodes,
+      spec.moves.empty()
+          ? fmt::format("Fused group {} (Local): {} pointwise nodes evaluated per element in "
+                        "registers.",
+                        group.id, group.nodes.size())
+          : fmt::format("Fused group {} (Local): {} nodes evaluated per element in registers, "
+                        "{} of them movement nodes read through as index remappings.",
+                        group.id, group.nodes.size(), spec.moves.size()),
+      out);
   out.open(kernel_head(ctx, kernel, sig.params));
   emit_local_body(ctx, sig, spec, BlockRange{}, out);
   out.close();

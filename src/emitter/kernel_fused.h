@@ -4,6 +4,8 @@
 //   kernel_fused.cpp              dispatch, the kernel signature, values of pointwise chains,
 //                                 and LocalSpec (a flat grid-stride loop evaluating the chain per
 //                                 element in registers, 16-byte vectors where the spec says)
+//   kernel_fused_remapped.cpp     LocalSpec with movement nodes: values evaluated at the
+//                                 coordinates their consumers remap them to
 //   kernel_fused_regional.cpp     RegionalSpec: rows x row_length, a thread, warp or block per
 //                                 row, row reductions with their pointwise producers and
 //                                 consumers, the row read once from memory
@@ -87,6 +89,11 @@ private:
 // through `sig`'s names.
 void emit_local_body(const GroupEmitContext& ctx, const FusedSignature& sig, const LocalSpec& spec,
                      const BlockRange& blocks, CodeWriter& out);
+
+// A LocalSpec's body when it holds movement nodes (kernel_fused_remapped.cpp): the flat loop,
+// each value evaluated at the coordinates its consumers read it at.
+void emit_remapped_local_body(const GroupEmitContext& ctx, const FusedSignature& sig,
+                              const LocalSpec& spec, const BlockRange& blocks, CodeWriter& out);
 
 // A RegionalSpec's body: the loop over rows with the spec's mapping, its passes, its outputs;
 // reading and writing through `sig`'s names (a RowGemvSpec's head writes its vector to scratch

@@ -63,9 +63,10 @@ void open_group_function(const GroupEmitContext& ctx, CodeWriter& out) {
 
 // `T* const name = <pointer to t>;` with T t's storage type (const for inputs).
 void bind(const GroupEmitContext& ctx, CodeWriter& out, const std::string& name, TensorId t,
-          bool writable) {
-  out.linef("{}{}* const {} = {};", writable ? "" : "const ",
-            storage_ctype(ctx.tensor(t).dtype, ctx), name, ctx.pointer(t, writable));
+          bool writable, int64_t offset = 0) {
+  out.linef("{}{}* const {} = {}{};", writable ? "" : "const ",
+            storage_ctype(ctx.tensor(t).dtype, ctx), name, ctx.pointer(t, writable),
+            offset == 0 ? std::string() : fmt::format(" + {}", offset));
 }
 
 // The descriptor's dtype where the spec's differs from a fresh descriptor's (float32, in
@@ -183,13 +184,14 @@ bool open_gemm_function(const GroupEmitContext& ctx, CodeWriter& out, const Gemm
     const int32_t n = ctx.group().nodes[i];
     const char* role = n == spec.product                          ? ""
                        : n == spec.layout_a || n == spec.layout_b ? "operand layout: "
+                       : n == spec.slice_a || n == spec.slice_b   ? "operand slice: "
                        : n == spec.layout_result                  ? "result layout: "
                                                                   : "epilogue: ";
     out.comment(role + describe_node(ctx.graph(), ctx.node(i)));
   }
   open_group_function(ctx, out);
-  bind(ctx, out, "lhs", spec.a, false);
-  bind(ctx, out, "rhs", spec.b, false);
+  bind(ctx, out, "lhs", spec.a, false, spec.offset_a);
+  bind(ctx, out, "rhs", spec.b, false, spec.offset_b);
   for (const GemmSpec::Addend& addend : spec.addends)
     bind(ctx, out, addend_variable(addend), addend.tensor, false);
   bind(ctx, out, "result", spec.result, true);
@@ -259,6 +261,12 @@ void emit_gemm_call(const GroupEmitContext& ctx, CodeWriter& out) {
   if (spec.trans_a || spec.lda != spec.k) out.linef("desc.lda = {};", spec.lda);
   if (spec.trans_b) out.linef("desc.trans_b = 1; // B is stored [{}, {}]", spec.n, spec.k);
   if (spec.trans_b || spec.ldb != spec.n) out.linef("desc.ldb = {};", spec.ldb);
+  if (spec.slice_a >= 0)
+    out.comment(fmt::format("A is a slice of lhs {} from element {}, read in place: no copy",
+                            shape_to_string(ctx.tensor(spec.a).shape), spec.offset_a));
+  if (spec.slice_b >= 0)
+    out.comment(fmt::format("B is a slice of rhs {} from element {}, read in place: no copy",
+                            shape_to_string(ctx.tensor(spec.b).shape), spec.offset_b));
   if (spec.layout_a >= 0)
     out.comment(fmt::format("A is lhs {} read in place through the Transpose that feeds the "
                             "product: no copy",

@@ -10,7 +10,7 @@ namespace stitch {
 
 std::vector<TensorId> value_operands(const Node& node) {
   size_t values = node.inputs.size();
-  if (node.op == OpKind::CastLike || node.op == OpKind::Expand)
+  if (node.op == OpKind::CastLike || node.op == OpKind::Expand || node.op == OpKind::Slice)
     values = 1;
   else if (op_category(node.op) == OpCategory::Reduction)
     values = 1;

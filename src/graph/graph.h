@@ -76,8 +76,8 @@ struct Node {
 
 // The inputs of `node` that are element values where a kernel evaluates it: a pointwise node's
 // operands (not CastLike's target or Expand's shape; an omitted optional input stays in place as
-// kNoTensor, so that operand k is input k), a reduction's data (not its axes), and every input
-// of any other node.
+// kNoTensor, so that operand k is input k), a reduction's data (not its axes), a Slice's data
+// (not its starts, ends, axes and steps), and every input of any other node.
 std::vector<TensorId> value_operands(const Node& node);
 
 // The type a model declares for one of its outputs; checked against the inferred one.

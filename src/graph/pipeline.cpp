@@ -9,10 +9,12 @@
 #include "graph/eliminate_dead.h"
 #include "graph/error.h"
 #include "graph/fold_constants.h"
+#include "graph/fold_repeated_heads.h"
 #include "graph/graph_printer.h"
 #include "graph/infer_shapes.h"
 #include "graph/lower_composites.h"
 #include "graph/make_views.h"
+#include "graph/merge_matmuls.h"
 #include "graph/remove_identity.h"
 #include "graph/verify.h"
 
@@ -63,6 +65,11 @@ constexpr Pass kPasses[] = {
     // After canonicalize, which would compose a Conv's own Transposes away; before
     // remove-identity and eliminate-dead, which drop the pairs it cancels.
     {"channels-last", channels_last_pass, false},
+    // After canonicalize and channels-last (a converted weight is merged as converted);
+    // before make-views, so that the head-split Reshapes it moves are still Reshapes.
+    {"merge-matmuls", plain<merge_matmuls>, false},
+    // Before make-views and eliminate-dead, like merge-matmuls.
+    {"fold-repeated-heads", plain<fold_repeated_heads>, false},
     {"remove-identity", plain<remove_identity>, false},
     {"eliminate-dead", plain<eliminate_dead>, false},
     {"make-views", plain<make_views>, false},

@@ -9,8 +9,10 @@ namespace stitch {
 namespace {
 
 // HBM bytes the group moves beyond reading its inputs and writing its outputs once: full-row
-// inputs a Regional body reads again in later passes (RowCache::None), and a GEMM's fill
-// kernel, which writes the result and has the GEMM read it back as C.
+// inputs a Regional body reads again in later passes (RowCache::None), a GEMM's fill kernel,
+// which writes the result and has the GEMM read it back as C, and reads through layouts and
+// index remappings that move whole sectors for fewer useful bytes; less the parts of inputs a
+// Local group's Slices never read.
 int64_t extra_bytes(const Graph& g, const GroupSpec& spec) {
   if (const auto* regional = std::get_if<RegionalSpec>(&spec)) return regional->reread_bytes;
   if (const auto* gemv = std::get_if<RowGemvSpec>(&spec)) return gemv->head.reread_bytes;
@@ -19,10 +21,21 @@ int64_t extra_bytes(const Graph& g, const GroupSpec& spec) {
     for (const IndependentSpec::Part& part : independent->parts)
       if (const auto* regional = std::get_if<RegionalSpec>(&part.body))
         bytes += regional->reread_bytes;
+      else if (const auto* local = std::get_if<LocalSpec>(&part.body))
+        bytes += local->uncoalesced_bytes - local->unread_bytes;
     return bytes;
   }
   if (const auto* gemm = std::get_if<GemmSpec>(&spec))
     return gemm->uncoalesced_bytes + (gemm->fill.empty() ? 0 : 2 * g.tensor(gemm->result).bytes());
+  if (const auto* local = std::get_if<LocalSpec>(&spec))
+    return local->uncoalesced_bytes - local->unread_bytes;
+  // A float16/bfloat16 convolution on channels-first tensors: the library's tensor-core
+  // kernels read channels-last, so it transforms X and W into its workspace and the result
+  // back (a read and a write of each), or falls back to kernels without tensor cores.
+  if (const auto* conv = std::get_if<ConvSpec>(&spec))
+    if (!conv->channels_last && (conv->dtype == DType::Float16 || conv->dtype == DType::BFloat16))
+      return 2 * (g.tensor(conv->x).bytes() + g.tensor(conv->w).bytes() +
+                  g.tensor(conv->result).bytes());
   return 0;
 }
 

@@ -5,7 +5,12 @@
 //                stay inside the group cost nothing; plus what the spec moves beyond that: a
 //                Regional body's full-row inputs read again by later passes when it cannot
 //                keep them (RowCache::None), a GEMM's fill kernel writing the result that the
-//                GEMM then reads back as C
+//                GEMM then reads back as C, the sectors' extra bytes of reads whose adjacent
+//                elements are not adjacent in memory (a transposed operand a GEMM or a Local
+//                group reads through), less what a Local group's Slices leave unread, and a
+//                float16/bfloat16 convolution's transforms of channels-first X, W and result
+//                (a read and a write of each: the library's tensor-core kernels read
+//                channels-last)
 //   launch       one launch per group that does work (views are free; a GEMM with a fill
 //                kernel is two), launch_us of stream time expressed as the bytes HBM moves in
 //                that time

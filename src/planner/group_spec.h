@@ -117,15 +117,49 @@ struct OpSpec {
   bool scatter_distinct = false;
 };
 
-// Local: every node pointwise; one flat loop over `iteration`, the shape of every write; each
+// How a movement node inside a Local group (Transpose, Slice, Expand, Concat) reads its
+// operands: the element of the result at coordinates r is the element of one operand at
+// coordinates a, with a[j] = offset[j] + step[j] * r[source[j]] (source[j] = -1: a[j] =
+// offset[j], a broadcast axis). A Concat has one part per non-empty operand, part k covering
+// result coordinates [begin, end) of `axis`; the others have one part covering the result.
+//   Transpose perm [0,2,1,3]: source {0,2,1,3}, offsets 0, steps 1
+//   Slice axis 3 from 32 step 1: source {0,1,2,3}, offset {0,0,0,32}
+//   Expand [2,1,16,8] -> [2,2,16,8]: source {0,-1,2,3}
+//   Concat on axis 3 of [.., 32] and [.., 32]: parts [0,32) offset 0 and [32,64) offset -32
+struct MovementRead {
+  struct Part {
+    TensorId operand = kNoTensor;
+    std::vector<int32_t> source;
+    std::vector<int64_t> offset, step;
+    int64_t begin = 0, end = 0; // along `axis` (a Concat); else unused
+  };
+  int32_t node = -1;
+  int32_t axis = -1; // a Concat's axis; -1 for the others
+  std::vector<Part> parts;
+};
+
+// Local: pointwise nodes over one flat loop over `iteration`, the shape of every write; each
 // element evaluates the nodes in registers, reading each input at its broadcast index (a smaller
 // intermediate is recomputed per element). vector_width 4: every read is the full shape or one
 // element and every access 4 bytes: 16-byte vectors, a scalar tail.
+//
+// With `moves`, the group also holds movement nodes: each element of the iteration evaluates
+// the outputs at its coordinates and every other value at the coordinates its consumers ask
+// for (a Slice's operand at the sliced coordinates, each Concat part only where it covers the
+// element), so a value read at several coordinates is evaluated once per coordinates
+// (`recomputed` in the cost model), and no vectors.
 struct LocalSpec {
   std::vector<int32_t> nodes; // topological order
   Shape iteration;
   KernelInterface io;
   int vector_width = 1;
+  std::vector<MovementRead> moves; // in the order of `nodes`
+  // Reads through movement: bytes of the inputs no element of the group reads (a Slice's
+  // rest), and the memory sectors' extra bytes where consecutive elements of the iteration
+  // read elements of an input that are not adjacent (a transposed read): the cost model
+  // subtracts the first and adds the second.
+  int64_t unread_bytes = 0;
+  int64_t uncoalesced_bytes = 0;
 };
 
 // How a window folds its taps.
@@ -308,6 +342,10 @@ struct GemmSpec {
   // producing A or B (its input is `a` / `b`, read with the strides above), and a Transpose of
   // the result (the product is written straight into its layout). -1: none.
   int32_t layout_a = -1, layout_b = -1, layout_result = -1;
+  // Slices (of step 1) the call reads A or B through, before their Transposes: `a` / `b` is
+  // then the Slice's input, read from element offset_a / offset_b on. -1: none.
+  int32_t slice_a = -1, slice_b = -1;
+  int64_t offset_a = 0, offset_b = 0;
   // Bytes the cost model adds for strided operands whose unit-stride runs are shorter than a
   // 32-byte memory sector (each such access moves a whole sector).
   int64_t uncoalesced_bytes = 0;

@@ -105,6 +105,12 @@ int64_t cooperative_blocks_per_sm(const DeviceParams& device, int64_t block) {
                            device.registers_per_sm / (block * kCooperativeRegisters)));
 }
 
+int64_t sector_overhead(int64_t bytes, int64_t run_bytes) {
+  constexpr int64_t kSector = 32;
+  if (run_bytes >= kSector || run_bytes <= 0) return 0;
+  return bytes * (kSector - run_bytes) / run_bytes;
+}
+
 std::string_view class_sentence(NodeClass c) {
   switch (c) {
   case NodeClass::Alone:
@@ -125,6 +131,8 @@ std::string_view class_sentence(NodeClass c) {
     return "is a view";
   case NodeClass::Layout:
     return "is a transpose";
+  case NodeClass::Movement:
+    return "is an index remapping";
   }
   return "?";
 }
@@ -144,6 +152,22 @@ int vector_width_for(const Graph& g, const std::vector<TensorId>& inputs,
   if (element_bytes != 4 && element_bytes != 2) return 1;
   const int lanes = 16 / element_bytes;
   return shape_elements(iteration) >= lanes ? lanes : 1;
+}
+
+bool remapping_op(const Graph& g, const Node& node) {
+  if (node.outputs.size() != 1) return false;
+  switch (node.op) {
+  case OpKind::Transpose:
+  case OpKind::Expand:
+  case OpKind::Concat:
+    return true;
+  case OpKind::Slice:
+    for (size_t i = 1; i < node.inputs.size(); ++i)
+      if (node.inputs[i] != kNoTensor && !g.tensor(node.inputs[i]).is_constant()) return false;
+    return true;
+  default:
+    return false;
+  }
 }
 
 } // namespace legality
@@ -212,6 +236,7 @@ NodeClass classify(const Graph& g, const Node& node) {
   for (TensorId t : node.outputs)
     if (t != kNoTensor && g.tensor(t).elements() == 0) return NodeClass::Alone;
   if (op_is_pointwise(node.op)) return NodeClass::Pointwise;
+  if (remapping_op(g, node)) return NodeClass::Movement;
   // Only reductions of the reduction table fuse (not a scan, ArgMax, the composites).
   const ReductionRule* rule = reduction_rule(node.op);
   if (rule == nullptr) return NodeClass::Alone;
@@ -412,13 +437,16 @@ FusionDecision analyze_group(const FusionContext& ctx, const std::vector<int32_t
     column = column || ctx.node_class[n] == NodeClass::ColumnReduction;
     row = row || ctx.node_class[n] == NodeClass::RowOp;
   }
-  if ((!gemm && !conv) || row)
+  // A Transpose of a library dtype joins a library call as its layout, or a Local group (no
+  // row op, window or column reduction) as a Movement node.
+  if ((!gemm && !conv && (window || column)) || row)
     for (int32_t n : nodes)
-      if (ctx.node_class[n] == NodeClass::Layout)
-        return FusionDecision::no(fmt::format("{} is a transpose; it joins a group only as the "
-                                              "layout a matrix product's or a convolution's "
-                                              "library call reads or writes through",
-                                              ctx.describe(n)));
+      if (ctx.node_class[n] == NodeClass::Layout || ctx.node_class[n] == NodeClass::Movement)
+        return FusionDecision::no(fmt::format("{} {}; it joins a group only as the layout a "
+                                              "matrix product's or a convolution's library call "
+                                              "reads or writes through, or in a group of "
+                                              "pointwise ops",
+                                              ctx.describe(n), class_sentence(ctx.node_class[n])));
   if (gemm) {
     int32_t first = -1;
     for (int32_t n : nodes) {

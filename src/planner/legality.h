@@ -50,9 +50,11 @@ enum class NodeClass {
                    // and (a biased Conv) take a residual add and a Relu as its epilogue
   View,            // a view (reshape): alone an alias; in a group only on the path from row
                    // ops' per-row values to the matrix-vector product reading them
-  Layout,          // a Transpose of a library dtype: alone a kernel; in a group only as the
+  Layout,          // a Transpose of a library dtype: alone a kernel; in a group as the
                    // layout a MatMul's library call reads A or B or writes its result through,
-                   // or a Conv's channels-last X, W and result
+                   // or a Conv's channels-last X, W and result, or as a Movement node
+  Movement,        // a Transpose (of another dtype), Slice, Expand or Concat: alone a kernel;
+                   // in a Local group an index remapping its consumers read through
 };
 
 // A set of node indices as bits.

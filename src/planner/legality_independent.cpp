@@ -1,7 +1,8 @@
 // Independent groups (kernel_fused_independent.cpp prints them): unrelated parts launched
 // together, each on its own range of blocks of one 256-thread-block grid. A part is Local
-// (pointwise nodes) or Regional (row ops with their pointwise nodes, a thread or a warp per row:
-// a block per row would need its own block size); it keeps the blocks its own kernel would have.
+// (pointwise nodes, index remappings) or Regional (row ops with their pointwise nodes, a thread or
+// a warp per row: a block per row would need its own block size); it keeps the blocks its own
+// kernel would have.
 #include "planner/legality_internal.h"
 
 namespace stitch::legality {
@@ -18,9 +19,10 @@ FusionDecision analyze_independent(const FusionContext& ctx, GroupAnalysis& a,
     bool row = false;
     for (int32_t n : part) {
       const NodeClass c = ctx.node_class[n];
-      if (c != NodeClass::Pointwise && c != NodeClass::RowOp)
-        return FusionDecision::no(fmt::format("{} {}; an independent part holds pointwise ops "
-                                              "and row ops only",
+      if (c != NodeClass::Pointwise && c != NodeClass::RowOp && c != NodeClass::Movement &&
+          c != NodeClass::Layout)
+        return FusionDecision::no(fmt::format("{} {}; an independent part holds pointwise ops, "
+                                              "index remappings and row ops only",
                                               ctx.describe(n), class_sentence(c)));
       row = row || c == NodeClass::RowOp;
     }

@@ -61,6 +61,15 @@ int64_t cooperative_blocks_per_sm(const DeviceParams& device, int64_t block);
 
 std::string_view class_sentence(NodeClass c);
 
+// Bytes moved beyond a tensor's own `bytes` when it is read or written in adjacent runs of
+// `run_bytes`: every access moves whole 32-byte sectors.
+int64_t sector_overhead(int64_t bytes, int64_t run_bytes);
+
+// A Transpose, Expand, Concat or Slice with constant parameters, which a Local group reads
+// through as an index remapping (NodeClass::Movement, or Layout for a Transpose of a library
+// dtype).
+bool remapping_op(const Graph& g, const Node& node);
+
 // The lanes of a 16-byte vector access (4 for 4-byte elements, 8 for 2-byte ones) when every
 // output is `iteration` and every input `iteration` or one element, all of one element size of
 // 4 or 2 bytes; else 1 (scalar accesses).

@@ -104,19 +104,20 @@ FusionDecision epilogue_link(const FusionContext& ctx, int32_t prev, int32_t nex
 struct StridedMatrix {
   Shape shape;
   std::vector<int64_t> strides;
+  int64_t offset = 0; // of element 0, in elements of the stored tensor (a Slice's start)
 };
 
-StridedMatrix packed(const Shape& shape) { return {shape, row_major_strides(shape)}; }
+StridedMatrix packed(const Shape& shape) { return {shape, row_major_strides(shape), 0}; }
 
-// The logical tensor Transpose(x, perm) read through x's storage.
-StridedMatrix through_transpose(const Shape& x, const std::vector<int64_t>& perm) {
-  const std::vector<int64_t> stored = row_major_strides(x);
-  StridedMatrix view;
+// Transpose(view, perm): axis j is the view's axis perm[j].
+StridedMatrix permuted(const StridedMatrix& view, const std::vector<int64_t>& perm) {
+  StridedMatrix out;
+  out.offset = view.offset;
   for (int64_t axis : perm) {
-    view.shape.push_back(x[static_cast<size_t>(axis)]);
-    view.strides.push_back(stored[static_cast<size_t>(axis)]);
+    out.shape.push_back(view.shape[static_cast<size_t>(axis)]);
+    out.strides.push_back(view.strides[static_cast<size_t>(axis)]);
   }
-  return view;
+  return out;
 }
 
 // The product P written so that Transpose(P, perm) is stored contiguously: P's axis perm[j]
@@ -204,14 +205,6 @@ void split_matmul_batch(const std::vector<int64_t>& a, const std::vector<int64_t
   }
 }
 
-// Bytes moved beyond a tensor's own `bytes` when it is read or written in adjacent runs of
-// `run_bytes`: every access moves whole 32-byte sectors.
-int64_t sector_overhead(int64_t bytes, int64_t run_bytes) {
-  constexpr int64_t kSector = 32;
-  if (run_bytes >= kSector || run_bytes <= 0) return 0;
-  return bytes * (kSector - run_bytes) / run_bytes;
-}
-
 // Where each addend goes (GemmSpec::bias, c, fill). `columns_are_n`: the result's last axis is
 // the GEMM's n (false for a MatMul with a 1-D B, whose result's last axis is m).
 void place_addends(const Graph& g, GemmSpec& spec, bool columns_are_n) {
@@ -247,7 +240,8 @@ FusionDecision gemm_spec(const Graph& g, const std::vector<int32_t>& nodes,
   // The product: Transposes before it are A's or B's layout, one after its epilogue the
   // result's (analyze_gemm checked that each is read by the next alone).
   size_t at = 0;
-  while (at < nodes.size() && g.nodes[nodes[at]].op == OpKind::Transpose)
+  while (at < nodes.size() &&
+         (g.nodes[nodes[at]].op == OpKind::Transpose || g.nodes[nodes[at]].op == OpKind::Slice))
     ++at;
   if (at == nodes.size()) return FusionDecision::no("the group has no MatMul or Gemm");
   const Node& node = g.nodes[nodes[at]];
@@ -258,6 +252,7 @@ FusionDecision gemm_spec(const Graph& g, const std::vector<int32_t>& nodes,
   if (end - 1 > at && g.nodes[nodes[end - 1]].op == OpKind::Transpose)
     spec.layout_result = nodes[--end];
   for (size_t i = 0; i < at; ++i) {
+    if (g.nodes[nodes[i]].op != OpKind::Transpose) continue;
     const TensorId t = g.nodes[nodes[i]].outputs[0];
     if (t != node.inputs[0] && t != node.inputs[1])
       return FusionDecision::no(
@@ -265,7 +260,33 @@ FusionDecision gemm_spec(const Graph& g, const std::vector<int32_t>& nodes,
     if (t == node.inputs[0]) spec.layout_a = nodes[i]; // both, for a product of T with itself
     if (t == node.inputs[1]) spec.layout_b = nodes[i];
   }
-  const bool layouts = spec.layout_a >= 0 || spec.layout_b >= 0 || spec.layout_result >= 0;
+  // Slices: of A or B, or of the input of the Transpose it is read through.
+  for (size_t i = 0; i < at; ++i) {
+    if (g.nodes[nodes[i]].op != OpKind::Slice) continue;
+    const TensorId t = g.nodes[nodes[i]].outputs[0];
+    auto read_as = [&](int32_t layout, TensorId operand) {
+      return layout >= 0 ? g.nodes[layout].inputs[0] : operand;
+    };
+    for (const SliceAxis& axis : read_slice_params(NodeContext(g, g.nodes[nodes[i]])))
+      if (axis.step != 1)
+        return FusionDecision::no(fmt::format("'{}' (Slice) steps by {}: the library reads "
+                                              "through slices of step 1",
+                                              g.nodes[nodes[i]].name, axis.step));
+    bool used = false;
+    if (t == read_as(spec.layout_a, node.inputs[0])) {
+      spec.slice_a = nodes[i];
+      used = true;
+    }
+    if (t == read_as(spec.layout_b, node.inputs[1])) {
+      spec.slice_b = nodes[i];
+      used = true;
+    }
+    if (!used)
+      return FusionDecision::no(
+          fmt::format("'{}' (Slice) produces neither A nor B", g.nodes[nodes[i]].name));
+  }
+  const bool layouts = spec.layout_a >= 0 || spec.layout_b >= 0 || spec.layout_result >= 0 ||
+                       spec.slice_a >= 0 || spec.slice_b >= 0;
   if (layouts && node.op != OpKind::MatMul)
     return FusionDecision::no(
         fmt::format("only a MatMul reads or writes through a Transpose, not {}", op_name(node.op)));
@@ -315,19 +336,35 @@ FusionDecision gemm_spec(const Graph& g, const std::vector<int32_t>& nodes,
     Shape out = *out_batch;
     out.push_back(m);
     out.push_back(n);
-    // Each matrix as stored: packed, or the input of the Transpose the call reads through.
-    auto operand = [&](int32_t layout, const Shape& logical) {
-      if (layout < 0) return packed(logical);
-      const Node& t = g.nodes[layout];
-      return through_transpose(g.tensor(t.inputs[0]).shape, read_perm(NodeContext(g, t)));
+    // Each matrix as stored: packed, or read through its Slice and Transpose.
+    auto operand = [&](int32_t slice, int32_t layout, const Shape& logical) {
+      if (layout < 0 && slice < 0) return packed(logical);
+      StridedMatrix view;
+      if (slice >= 0) {
+        view = packed(g.tensor(g.nodes[slice].inputs[0]).shape);
+        for (const SliceAxis& s : read_slice_params(NodeContext(g, g.nodes[slice]))) {
+          view.offset += s.start * view.strides[s.axis];
+          view.strides[s.axis] *= s.step;
+          view.shape[s.axis] = s.length;
+        }
+      } else {
+        view = packed(g.tensor(g.nodes[layout].inputs[0]).shape);
+      }
+      if (layout >= 0) view = permuted(view, read_perm(NodeContext(g, g.nodes[layout])));
+      return view;
     };
-    const StridedMatrix va = operand(spec.layout_a, a), vb = operand(spec.layout_b, b);
+    const StridedMatrix va = operand(spec.slice_a, spec.layout_a, a),
+                        vb = operand(spec.slice_b, spec.layout_b, b);
     const StridedMatrix vd =
         spec.layout_result < 0
             ? packed(out)
             : into_transpose(out, read_perm(NodeContext(g, g.nodes[spec.layout_result])));
     if (spec.layout_a >= 0) spec.a = g.nodes[spec.layout_a].inputs[0];
     if (spec.layout_b >= 0) spec.b = g.nodes[spec.layout_b].inputs[0];
+    if (spec.slice_a >= 0) spec.a = g.nodes[spec.slice_a].inputs[0];
+    if (spec.slice_b >= 0) spec.b = g.nodes[spec.slice_b].inputs[0];
+    spec.offset_a = va.offset;
+    spec.offset_b = vb.offset;
     auto last_two = [](const StridedMatrix& v, size_t back) {
       return v.strides[v.strides.size() - back];
     };
@@ -353,12 +390,12 @@ FusionDecision gemm_spec(const Graph& g, const std::vector<int32_t>& nodes,
     split_matmul_batch(batch_strides(va), batch_strides(vb), batch_strides(vd), *out_batch, spec);
     // Absorbed layouts whose adjacent runs are shorter than a memory sector cost more bytes.
     const int64_t element = dtype_size(spec.dtype);
-    if (spec.layout_a >= 0)
+    if (spec.layout_a >= 0 || spec.slice_a >= 0)
       spec.uncoalesced_bytes +=
-          sector_overhead(g.tensor(spec.a).bytes(), (spec.trans_a ? m : k) * element);
-    if (spec.layout_b >= 0)
+          sector_overhead(shape_elements(va.shape) * element, (spec.trans_a ? m : k) * element);
+    if (spec.layout_b >= 0 || spec.slice_b >= 0)
       spec.uncoalesced_bytes +=
-          sector_overhead(g.tensor(spec.b).bytes(), (spec.trans_b ? k : n) * element);
+          sector_overhead(shape_elements(vb.shape) * element, (spec.trans_b ? k : n) * element);
     if (spec.layout_result >= 0)
       spec.uncoalesced_bytes += sector_overhead(shape_elements(out) * element, n * element);
   } else {
@@ -598,22 +635,34 @@ FusionDecision analyze_gemm(const FusionContext& ctx, GroupAnalysis& a) {
   while (at < a.nodes.size() && ctx.node_class[a.nodes[at]] != NodeClass::Gemm)
     ++at;
   const int32_t gemm = a.nodes[at];
-  // Before the product only the Transposes it reads A or B through (no copy is made).
+  // Before the product only the Transposes and Slices it reads A or B through (no copy is
+  // made): a Transpose of A or B, a Slice of A or B or of such a Transpose's input.
   for (size_t i = 0; i < at; ++i) {
     const int32_t n = a.nodes[i];
     const TensorId t = g.nodes[n].outputs[0];
     const bool operand = t == g.nodes[gemm].inputs[0] || t == g.nodes[gemm].inputs[1];
-    if (ctx.node_class[n] != NodeClass::Layout || !operand)
+    const bool slice = g.nodes[n].op == OpKind::Slice && ctx.node_class[n] == NodeClass::Movement;
+    // The node reading it: the product, or (a Slice) a Transpose of the group the product
+    // reads.
+    int32_t reader = gemm;
+    if (slice && !operand && ctx.consumers[t].size() == 1) {
+      const int32_t next = ctx.consumers[t][0];
+      const TensorId read = g.nodes[next].outputs[0];
+      if (contains(a.nodes, next) && ctx.node_class[next] == NodeClass::Layout &&
+          (read == g.nodes[gemm].inputs[0] || read == g.nodes[gemm].inputs[1]))
+        reader = next;
+    }
+    if ((ctx.node_class[n] != NodeClass::Layout && !slice) || (!operand && reader == gemm))
       return FusionDecision::no(fmt::format("{} comes before the matrix product in the group; "
-                                            "only its consumers, or a Transpose of A or B, can "
-                                            "join it",
+                                            "only its consumers, or a Transpose or Slice of A "
+                                            "or B, can join it",
                                             ctx.describe(n)));
     const auto& readers = ctx.consumers[t];
     if (ctx.graph_output[t] ||
-        std::any_of(readers.begin(), readers.end(), [&](int32_t c) { return c != gemm; }))
+        std::any_of(readers.begin(), readers.end(), [&](int32_t c) { return c != reader; }))
       return FusionDecision::no(fmt::format("{} is read elsewhere than by {}: the library reads "
                                             "through it only when no copy is needed",
-                                            ctx.describe(n), ctx.describe(gemm)));
+                                            ctx.describe(n), ctx.describe(reader)));
   }
   const Shape& d = g.tensor(g.nodes[gemm].outputs[0]).shape;
   bool bias = false, residual = false, activation = false;

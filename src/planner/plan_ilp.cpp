@@ -4,7 +4,9 @@
 // greedy); and legal convex sets of fusible nodes, either every subset (small graphs: the
 // search is then exact over all partitions) or sets grown from each node along producer and
 // consumer edges, to nodes after the seed, breadth first, at most max_group_nodes nodes and
-// max_candidates_per_seed sets per seed (a growth stops at an illegal set).
+// max_candidates_per_seed sets per seed (a growth stops at an illegal set), and one more chain
+// of sets per seed grown greedily (each neighbour that keeps the set legal, in node order), which
+// reaches the whole of a long branching chain the breadth-first sets run out before.
 //
 // The program: binary x_c per candidate, one equality row per node (covered exactly once),
 // minimum sum cost_c x_c. Cycles between groups are excluded lazily: when the optimum's groups
@@ -120,6 +122,32 @@ void add_grown_sets(const FusionContext& ctx, const PlannerOptions& options, Can
         if (!set.add(grown)) continue;
         queue.push_back(std::move(grown));
         if (++legal >= options.max_candidates_per_seed) break;
+      }
+    }
+    // The breadth-first sets stop at max_candidates_per_seed, which a chain of a dozen nodes
+    // with branches (rotary embedding's slices, negation and concat) exhausts before its
+    // whole: grow one set more, greedily, taking each neighbour that keeps it legal.
+    std::vector<int32_t> current = {static_cast<int32_t>(s)};
+    for (bool grew = true; grew && static_cast<int>(current.size()) < options.max_group_nodes;) {
+      grew = false;
+      std::set<int32_t> neighbours;
+      for (int32_t n : current) {
+        neighbours.insert(ctx.preds[n].begin(), ctx.preds[n].end());
+        neighbours.insert(ctx.succs[n].begin(), ctx.succs[n].end());
+      }
+      for (int32_t m : neighbours) {
+        if (m <= static_cast<int32_t>(s) || std::binary_search(current.begin(), current.end(), m) ||
+            ctx.node_class[m] == NodeClass::Alone || ctx.node_class[m] == NodeClass::View)
+          continue;
+        std::vector<int32_t> grown = current;
+        grown.insert(std::upper_bound(grown.begin(), grown.end(), m), m);
+        for (int32_t k : conv_layout_nodes(ctx, m))
+          if (!std::binary_search(grown.begin(), grown.end(), k))
+            grown.insert(std::upper_bound(grown.begin(), grown.end(), k), k);
+        if (static_cast<int>(grown.size()) > options.max_group_nodes || !set.add(grown)) continue;
+        current = std::move(grown);
+        grew = true;
+        break;
       }
     }
   }

@@ -57,12 +57,43 @@ nlohmann::json regional_json(const Graph& g, const RegionalSpec& spec) {
           {"reread_bytes", spec.reread_bytes}};
 }
 
+// A Local spec: its iteration, vectors, and the movement nodes read through as index
+// remappings, each operand's coordinates as "offset + step * r<d>" per axis.
+nlohmann::json local_json(const Graph& g, const LocalSpec& spec) {
+  nlohmann::json j = {{"iteration", spec.iteration}, {"vector_width", spec.vector_width}};
+  if (spec.moves.empty()) return j;
+  nlohmann::json moves = nlohmann::json::array();
+  for (const MovementRead& m : spec.moves) {
+    nlohmann::json parts = nlohmann::json::array();
+    for (const MovementRead::Part& part : m.parts) {
+      std::vector<std::string> axes;
+      for (size_t a = 0; a < part.source.size(); ++a) {
+        if (part.source[a] < 0) {
+          axes.push_back(std::to_string(part.offset[a]));
+          continue;
+        }
+        std::string r = fmt::format("r{}", part.source[a]);
+        if (part.step[a] != 1) r = fmt::format("{} * {}", part.step[a], r);
+        if (part.offset[a] != 0) r = fmt::format("{} + {}", part.offset[a], r);
+        axes.push_back(r);
+      }
+      nlohmann::json p = {{"operand", g.tensor(part.operand).name}, {"reads", axes}};
+      if (m.axis >= 0) p["covers"] = {part.begin, part.end};
+      parts.push_back(std::move(p));
+    }
+    moves.push_back({{"node", g.nodes[m.node].name}, {"parts", std::move(parts)}});
+  }
+  j["remappings"] = std::move(moves);
+  j["unread_bytes"] = spec.unread_bytes;
+  j["uncoalesced_bytes"] = spec.uncoalesced_bytes;
+  return j;
+}
+
 // What the group's spec decided, by kind (group_spec.h).
 nlohmann::json spec_json(const Graph& g, const GroupSpec& spec) {
   nlohmann::json j = {{"kind", spec_name(spec)}};
   if (const auto* local = std::get_if<LocalSpec>(&spec)) {
-    j["iteration"] = local->iteration;
-    j["vector_width"] = local->vector_width;
+    j.update(local_json(g, *local));
   } else if (const auto* window = std::get_if<WindowSpec>(&spec)) {
     j["window"] = g.nodes[window->window].name;
     j["producers"] = node_names(g, window->producers);
@@ -91,6 +122,7 @@ nlohmann::json spec_json(const Graph& g, const GroupSpec& spec) {
     for (const IndependentSpec::Part& part : independent->parts) {
       nlohmann::json p = {{"blocks", part.blocks}};
       if (const auto* l = std::get_if<LocalSpec>(&part.body)) {
+        p.update(local_json(g, *l));
         p["kind"] = "local";
         p["nodes"] = node_names(g, l->nodes);
       } else {
@@ -127,6 +159,10 @@ nlohmann::json spec_json(const Graph& g, const GroupSpec& spec) {
     if (gemm->layout_a >= 0) j["a_through"] = through(gemm->layout_a);
     if (gemm->layout_b >= 0) j["b_through"] = through(gemm->layout_b);
     if (gemm->layout_result >= 0) j["result_through"] = through(gemm->layout_result);
+    if (gemm->slice_a >= 0)
+      j["a_slice"] = {{"node", through(gemm->slice_a)}, {"offset", gemm->offset_a}};
+    if (gemm->slice_b >= 0)
+      j["b_slice"] = {{"node", through(gemm->slice_b)}, {"offset", gemm->offset_b}};
     if (!gemm->outer.empty()) j["calls"] = shape_elements(gemm->outer);
   } else if (const auto* conv = std::get_if<ConvSpec>(&spec)) {
     j["dtype"] = dtype_name(conv->dtype);

@@ -17,10 +17,12 @@
 //                over the 135,168 (132 SMs * 2048 / 2) it takes to saturate HBM, capped at
 //                8x; streamed = outputs and full-size inputs (broadcast operands are cached)
 //   + epilogue   1 KiB per cuBLASLt epilogue node (a tie-break toward generated kernels)
-//   + layouts    a library call reading or writing through a Transpose (GemmSpec::layout_*)
-//                moves whole 32-byte sectors: where the adjacent run of an operand is r < 32
-//                bytes, its bytes * (32 - r) / r more; and a loop of calls over batch axes no
-//                one stride describes is a launch per call
+//   + layouts    a library call reading or writing through a Transpose (GemmSpec::layout_*),
+//                or a Local group reading through one (LocalSpec::moves), moves whole 32-byte
+//                sectors: where the adjacent run of an operand is r < 32 bytes, its bytes *
+//                (32 - r) / r more; and a loop of calls over batch axes no one stride
+//                describes is a launch per call
+//   - unread     the part of an input a Local group's Slices never read
 // A plan costs the sum of its groups. Example: the expanded LayerNorm of x[4096,1024] fp32
 // (16 MiB), ReduceMean, Sub, Pow, ReduceMean, Add(eps), Sqrt, Div, Mul(gamma), Add(beta):
 //   none: 9 kernels; the full-row ones read 1 or 2 and write one 16 MiB tensor:
@@ -43,6 +45,20 @@
 //         chosen. At B = 32 the loop is 32 launches (371,931,648 in all against the copies'
 //         130,813,296) and the copies win; with D = 4 floats (16-byte runs) the strided reads
 //         would cost twice their bytes.
+// Example with index remappings: rotary embedding of Q [B=1, S=2048, H=32, D=128] fp32 (32 MiB)
+// read as [B,H,S,D] through a Transpose: x * cos + rotate_half(x) * sin, rotate_half = Concat(
+// Neg(Slice(x, D/2..D)), Slice(x, 0..D/2)), cos and sin [S,D] (1 MiB each):
+//   copies: 8 kernels (Transpose, 2 Slices, Neg, Concat, 2 Muls, Add), 505,413,632 bytes +
+//         8 * 10,050,000 = 585,813,632
+//   one Local group with the four movement nodes as index remappings (LocalSpec::moves):
+//         reads x, cos and sin once and writes the result: 69,206,016 + 10,050,000 =
+//         79,256,016, 7.4x less. D stays the innermost axis, so every read is coalesced.
+//   A read through a transpose of the innermost axes (K^T) is not: consecutive elements of
+//   the iteration read elements a row apart, a 32-byte sector each, so the group is charged
+//   the read's bytes * (32 - e) / e more (e the element size; 7x for fp32), more than a tiled
+//   copy kernel costs once the tensor passes a few MiB; there the transpose stays a copy or a
+//   library call's layout. A Slice that leaves part of its operand unread is charged only
+//   the part it reads (LocalSpec::unread_bytes).
 //
 // The ILP (plan_ilp.cpp): a binary x_c per candidate group c; minimize sum cost_c x_c
 // subject to each node covered exactly once. Candidates are the singletons, the groups

@@ -159,12 +159,19 @@ TEST_CASE("channels-last: each Conv's group reads and writes through its three T
 
 TEST_CASE("channels-last: a ConvTranspose reads and writes NHWC in its library group",
           "[planner][channels-last]") {
+  // A Conv before it keeps the activation between them channels-last (alone, a ConvTranspose
+  // this small is cheaper channels-first by the cost model: its transforms cost less than
+  // transposing the graph's input and output).
   ModelBuilder m(17);
-  m.input("x", kFloat, {1, 6, 5, 5}).output("y");
-  std::vector<float> w(6 * 2 * 3 * 3), b(4);
+  m.input("x0", kFloat, {1, 6, 5, 5}).output("y");
+  std::vector<float> w(6 * 2 * 3 * 3), b(4), w0(6 * 6), b0(6);
   for (size_t i = 0; i < w.size(); ++i)
     w[i] = static_cast<float>((i * 3 % 7) - 3) / 8.0f;
+  for (size_t i = 0; i < w0.size(); ++i)
+    w0[i] = static_cast<float>((i * 5 % 9) - 4) / 8.0f;
   m.initializer_f32("w", {6, 2, 3, 3}, w).initializer_f32("b", {4}, b);
+  m.initializer_f32("w0", {6, 6, 1, 1}, w0).initializer_f32("b0", {6}, b0);
+  m.node("Conv", {"x0", "w0", "b0"}, {"x"});
   auto& up = m.node("ConvTranspose", {"x", "w", "b"}, {"u"});
   test::set_attr_ints(up, "strides", {2, 2});
   test::set_attr_int(up, "group", 2);
@@ -180,9 +187,8 @@ TEST_CASE("channels-last: a ConvTranspose reads and writes NHWC in its library g
   const FusionPlan plan = plan_fusion(g, options);
   int found = 0;
   for (const FusionGroup& group : plan.groups)
-    if (const auto* spec = std::get_if<ConvSpec>(&group.spec)) {
+    if (const auto* spec = std::get_if<ConvSpec>(&group.spec); spec && spec->transpose) {
       ++found;
-      CHECK(spec->transpose);
       CHECK(spec->channels_last);
     }
   CHECK(found == 1);

@@ -480,3 +480,150 @@ TEST_CASE("planned Independent parts keep the blocks the plan gives them, on the
   CHECK(group.part_blocks[0] + group.part_blocks[1] == group.launch.grid[0]);
   check_fused_equals_unfused(g, group, "planned-independent", kRtol, kAtol);
 }
+
+namespace {
+
+// Rotary embedding as exporters write it: the head transpose, rotate_half (two Slices, Neg,
+// Concat) and x * cos + rotate_half(x) * sin, on [batch, sequence, heads, dim] input.
+ModelBuilder rotary_model() {
+  ModelBuilder m(17);
+  m.input("x", kFloat, {2, 8, 3, 16}).input("cos", kFloat, {8, 16}).input("sin", kFloat, {8, 16});
+  m.output("y");
+  m.initializer_i64("zero", {1}, {0});
+  m.initializer_i64("half", {1}, {8});
+  m.initializer_i64("end", {1}, {16});
+  m.initializer_i64("last", {1}, {3});
+  test::set_attr_ints(m.node("Transpose", {"x"}, {"q"}), "perm", {0, 2, 1, 3});
+  m.node("Slice", {"q", "zero", "half", "last"}, {"q1"});
+  m.node("Slice", {"q", "half", "end", "last"}, {"q2"});
+  m.node("Neg", {"q2"}, {"nq2"});
+  set_attr_int(m.node("Concat", {"nq2", "q1"}, {"rot"}), "axis", -1);
+  m.node("Mul", {"q", "cos"}, {"qc"});
+  m.node("Mul", {"rot", "sin"}, {"rs"});
+  m.node("Add", {"qc", "rs"}, {"y"});
+  return m;
+}
+
+} // namespace
+
+TEST_CASE("fused Local reads through rotary embedding's transpose, slices and concat on the host",
+          "[emitter][fused][host]") {
+  // Proves: a Local group holding the Transpose, both Slices and the Concat (index remappings
+  // its consumers read through, each Concat part on the elements it covers) computes what one
+  // kernel per op does, bit for bit.
+  Graph g = load_graph(rotary_model());
+  FusionGroup group = legal_group(g, all_nodes(g));
+  const auto& spec = std::get<LocalSpec>(group.spec);
+  REQUIRE(spec.moves.size() == 4);
+  REQUIRE(spec.vector_width == 1);
+  REQUIRE(group.outputs == std::vector<TensorId>{g.outputs[0]});
+  check_fused_equals_unfused(g, group, "rotary", 0, 0);
+}
+
+TEST_CASE("fused Local reads through a reversed strided slice and a three-part concat and writes "
+          "through a transpose on the host",
+          "[emitter][fused][host]") {
+  // Proves: a Slice with steps of -2 on two axes, a Concat whose parts are that slice, a view
+  // of another group's result and an input (an empty operand in between covers nothing),
+  // values cast to integers and back, and a Transpose after the last pointwise node (the
+  // iteration is the transposed shape, the operand read at permuted coordinates) give the
+  // per-op results bit for bit.
+  ModelBuilder m(17);
+  m.input("a", kFloat, {6, 10}).input("b", kFloat, {1, 5}).input("c", kFloat, {2, 5});
+  m.input("e", kFloat, {0, 5});
+  m.output("y");
+  m.initializer_i64("starts", {2}, {5, 9});
+  m.initializer_i64("ends", {2}, {-100, -100});
+  m.initializer_i64("axes", {2}, {0, 1});
+  m.initializer_i64("steps", {2}, {-2, -2});
+  m.initializer_i64("shape", {3}, {1, 2, 5});
+  m.node("Slice", {"a", "starts", "ends", "axes", "steps"}, {"s"}); // [3,5]: rows 5,3,1
+  m.node("Expand", {"b", "shape"}, {"bx"});                         // [1,2,5]
+  m.node("Relu", {"c"}, {"rc"});                                    // [2,5]
+  m.node("Add", {"rc", "bx"}, {"q"});                               // [1,2,5]
+  m.initializer_i64("flat", {2}, {2, 5});
+  m.node("Reshape", {"q", "flat"}, {"qf"});                                  // a view, outside
+  set_attr_int(m.node("Concat", {"s", "e", "qf", "c"}, {"cat"}), "axis", 0); // [7,5]
+  set_attr_int(m.node("Cast", {"cat"}, {"ci"}), "to", onnx::TensorProto::INT32);
+  set_attr_int(m.node("Cast", {"ci"}, {"cf"}), "to", kFloat);
+  m.node("Mul", {"cat", "cf"}, {"p"});
+  test::set_attr_ints(m.node("Transpose", {"p"}, {"y"}), "perm", {1, 0}); // [5,7]
+  Graph g = load_graph(m);
+  // The group: the Slice and what follows the view; the Expand, Relu and Add run per op.
+  std::vector<int32_t> after;
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const OpKind op = g.nodes[n].op;
+    if (op == OpKind::Slice || op == OpKind::Concat || op == OpKind::Cast || op == OpKind::Mul ||
+        op == OpKind::Transpose)
+      after.push_back(static_cast<int32_t>(n));
+  }
+  FusionGroup group = legal_group(g, after);
+  REQUIRE(std::get<LocalSpec>(group.spec).moves.size() == 3); // Slice, Concat, Transpose
+  check_fused_equals_unfused(g, group, "remapped", 0, 0);
+}
+
+TEST_CASE("merged gate and up projections on the host equal the separate MatMuls, bitwise",
+          "[emitter][fused][host]") {
+  // Proves: merge-matmuls' one MatMul over [Wg | Wu] and the Slices its SiLU-gated product
+  // reads through give what the two MatMuls give (each output element the same dot product),
+  // planned by the ILP and one kernel per op.
+  ModelBuilder m(17);
+  m.input("x", kFloat, {3, 5, 8}).output("y");
+  m.initializer_f32("wg", {8, 12}, random_values(96, 5, 0.25f, 2.0f, true));
+  m.initializer_f32("wu", {8, 12}, random_values(96, 6, 0.25f, 2.0f, true));
+  m.node("MatMul", {"x", "wg"}, {"gate"});
+  m.node("MatMul", {"x", "wu"}, {"up"});
+  m.node("Sigmoid", {"gate"}, {"sg"});
+  m.node("Mul", {"gate", "sg"}, {"silu"});
+  m.node("Mul", {"silu", "up"}, {"y"});
+  Graph merged = load_graph(m);
+  Graph separate = load_onnx(m.write());
+  PipelineOptions off;
+  off.disabled.insert("merge-matmuls");
+  run_pipeline(separate, off);
+  int matmuls = 0;
+  for (const Node& node : merged.nodes)
+    matmuls += node.op == OpKind::MatMul;
+  REQUIRE(matmuls == 1);
+  const auto inputs = random_inputs(merged, 29);
+  const auto want = run_on_host(separate, plan_one_kernel_per_op(separate, DeviceParams{}), inputs,
+                                "gate-up-separate");
+  PlannerOptions ilp;
+  ilp.planner = "ilp";
+  require_close(want,
+                run_on_host(merged, plan_one_kernel_per_op(merged, DeviceParams{}), inputs,
+                            "gate-up-merged-per-op"),
+                0, 0);
+  require_close(want, run_on_host(merged, plan_fusion(merged, ilp), inputs, "gate-up-merged-ilp"),
+                0, 0);
+}
+
+TEST_CASE("grouped-query scores without the repeated keys on the host equal the repeat, bitwise",
+          "[emitter][fused][host]") {
+  // Proves: fold-repeated-heads' one product per key head (Q viewed as [2,2,3*5,4]) gives the
+  // scores the MatMul of the repeated keys gives (each element the same dot product).
+  ModelBuilder m(17);
+  m.input("q", kFloat, {2, 6, 5, 4}).input("k", kFloat, {2, 2, 5, 4}).output("scores");
+  m.initializer_i64("axis", {1}, {2});
+  m.initializer_i64("repeat", {5}, {2, 2, 3, 5, 4});
+  m.initializer_i64("merged", {4}, {2, 6, 5, 4});
+  m.node("Unsqueeze", {"k", "axis"}, {"k1"});
+  m.node("Expand", {"k1", "repeat"}, {"ke"});
+  m.node("Reshape", {"ke", "merged"}, {"kr"});
+  test::set_attr_ints(m.node("Transpose", {"kr"}, {"kt"}), "perm", {0, 1, 3, 2});
+  m.node("MatMul", {"q", "kt"}, {"scores"});
+  Graph folded = load_graph(m);
+  Graph repeated = load_onnx(m.write());
+  PipelineOptions off;
+  off.disabled.insert("fold-repeated-heads");
+  run_pipeline(repeated, off);
+  int expands = 0;
+  for (const Node& node : folded.nodes)
+    expands += node.op == OpKind::Expand;
+  REQUIRE(expands == 0);
+  const auto inputs = random_inputs(folded, 41);
+  PlannerOptions ilp;
+  ilp.planner = "ilp";
+  require_close(run_on_host(repeated, plan_fusion(repeated, ilp), inputs, "gqa-repeated"),
+                run_on_host(folded, plan_fusion(folded, ilp), inputs, "gqa-folded"), 0, 0);
+}

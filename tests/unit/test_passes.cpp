@@ -212,3 +212,138 @@ TEST_CASE("a shared weight read transposed by a MatMul is not stored twice", "[p
   CHECK(count_op(unshared, OpKind::MatMul) == 1);
   CHECK(count_op(unshared, OpKind::Gemm) == 0);
 }
+
+namespace {
+
+// Attention's three projections of x [2,4,8] as exporters write Linear layers (MatMul, then a
+// bias Add), each split into heads of 4 and transposed; `k_out` makes K's product a graph
+// output too (it is then read by more than its bias Add).
+ModelBuilder qkv_model(bool k_out) {
+  ModelBuilder m(17);
+  m.input("x", kFloat, {2, 4, 8}).output("q").output("k").output("v");
+  if (k_out) m.output("kp");
+  const int64_t widths[] = {8, 4, 4};
+  const char* names[] = {"q", "k", "v"};
+  for (int i = 0; i < 3; ++i) {
+    const std::string p = names[i];
+    const int64_t n = widths[i];
+    std::vector<float> w(static_cast<size_t>(8 * n)), b(static_cast<size_t>(n));
+    for (size_t j = 0; j < w.size(); ++j)
+      w[j] = static_cast<float>(100 * i + static_cast<int>(j));
+    for (size_t j = 0; j < b.size(); ++j)
+      b[j] = static_cast<float>(-1 - 10 * i - static_cast<int>(j));
+    m.initializer_f32("w" + p, {8, n}, w).initializer_f32("b" + p, {n}, b);
+    m.initializer_i64("s" + p, {4}, {2, 4, n / 4, 4});
+    m.node("MatMul", {"x", "w" + p}, {p + "p"});
+    m.node("Add", {p + "p", "b" + p}, {p + "b"});
+    m.node("Reshape", {p + "b", "s" + p}, {p + "h"});
+    test::set_attr_ints(m.node("Transpose", {p + "h"}, {p}), "perm", {0, 2, 1, 3});
+  }
+  return m;
+}
+
+const Tensor* constant_of_shape(const Graph& g, const Shape& shape) {
+  for (const Node& node : g.nodes)
+    for (TensorId t : node.inputs)
+      if (t != kNoTensor && g.tensor(t).is_constant() && g.tensor(t).shape == shape)
+        return &g.tensor(t);
+  return nullptr;
+}
+
+} // namespace
+
+TEST_CASE("merge-matmuls makes one MatMul of projections sharing their input", "[passes]") {
+  // Proves: Q, K and V's MatMuls become one over the weights side by side ([8, 16]: each row
+  // Wq's row, then Wk's, then Wv's) with one bias Add of the three biases; each head-split
+  // Reshape becomes a Slice of the merged result viewed as [2, 4, 4, 4] (heads [0,2), [2,3),
+  // [3,4)), the Transposes reading them as before.
+  Graph g = compile(qkv_model(false));
+  CHECK(count_op(g, OpKind::MatMul) == 1);
+  CHECK(count_op(g, OpKind::Add) == 1);
+  CHECK(count_op(g, OpKind::Slice) == 3);
+  CHECK(count_op(g, OpKind::Transpose) == 3);
+  CHECK(count_op(g, OpKind::View) == 1);
+  const Tensor* w = constant_of_shape(g, {8, 16});
+  REQUIRE(w != nullptr);
+  std::vector<double> values = constant_as_double(*w);
+  CHECK(values[0] == 0);    // Wq[0, 0]
+  CHECK(values[8] == 100);  // Wk[0, 0]
+  CHECK(values[12] == 200); // Wv[0, 0]
+  CHECK(values[16] == 8);   // Wq[1, 0]
+  CHECK(values[24] == 104); // Wk[1, 0]
+  const Tensor* b = constant_of_shape(g, {16});
+  REQUIRE(b != nullptr);
+  CHECK(constant_as_double(*b)[8] == -11); // bk[0]
+  for (const Node& node : g.nodes) {
+    if (node.op != OpKind::Slice) continue;
+    CHECK(g.tensor(node.inputs[0]).shape == Shape{2, 4, 4, 4});
+  }
+  // --disable-pass keeps the three.
+  PipelineOptions off;
+  off.disabled.insert("merge-matmuls");
+  CHECK(count_op(compile(qkv_model(false), off), OpKind::MatMul) == 3);
+}
+
+TEST_CASE("merge-matmuls keeps the biases apart when a product is read elsewhere", "[passes]") {
+  // Proves: with K's product also a graph output, the Adds stay (reading last-axis Slices of
+  // the merged product [2,4,16]); the MatMuls are still merged.
+  Graph g = compile(qkv_model(true));
+  CHECK(count_op(g, OpKind::MatMul) == 1);
+  CHECK(count_op(g, OpKind::Add) == 3);
+  int last_axis_slices = 0;
+  for (const Node& node : g.nodes)
+    last_axis_slices +=
+        node.op == OpKind::Slice && g.tensor(node.inputs[0]).shape == Shape{2, 4, 16};
+  CHECK(last_axis_slices == 3);
+}
+
+namespace {
+
+// Grouped-query attention's scores and context as exporters write them: K and V [2,2,5,4]
+// repeated for 3 query heads each (Unsqueeze, Expand, Reshape to [2,6,5,4]); the scores
+// MatMul(Q, K^T), the context MatMul(P, V) followed by the head merge's Transpose.
+ModelBuilder grouped_attention_model() {
+  ModelBuilder m(17);
+  m.input("q", kFloat, {2, 6, 5, 4})
+      .input("k", kFloat, {2, 2, 5, 4})
+      .input("v", kFloat, {2, 2, 5, 4});
+  m.input("p", kFloat, {2, 6, 5, 5});
+  m.output("scores").output("context");
+  m.initializer_i64("axis", {1}, {2});
+  m.initializer_i64("repeat", {5}, {2, 2, 3, 5, 4});
+  m.initializer_i64("merged", {4}, {2, 6, 5, 4});
+  for (const std::string x : {"k", "v"}) {
+    m.node("Unsqueeze", {x, "axis"}, {x + "1"});
+    m.node("Expand", {x + "1", "repeat"}, {x + "e"});
+    m.node("Reshape", {x + "e", "merged"}, {x + "r"});
+  }
+  test::set_attr_ints(m.node("Transpose", {"kr"}, {"kt"}), "perm", {0, 1, 3, 2});
+  m.node("MatMul", {"q", "kt"}, {"scores"});
+  m.node("MatMul", {"p", "vr"}, {"ctx"});
+  test::set_attr_ints(m.node("Transpose", {"ctx"}, {"context"}), "perm", {0, 2, 1, 3});
+  return m;
+}
+
+} // namespace
+
+TEST_CASE("fold-repeated-heads computes grouped-query scores without repeating K", "[passes]") {
+  // Proves: the scores become one product per key head, Q viewed as [2,2,15,4] times K^T
+  // [2,2,4,5], reshaped back to [2,6,5,5]; K's Expand is gone. The context product, whose
+  // result the head merge's Transpose reads, keeps V's repeat.
+  Graph g = compile(grouped_attention_model());
+  CHECK(count_op(g, OpKind::Expand) == 1);
+  int grouped = 0;
+  for (const Node& node : g.nodes) {
+    if (node.op != OpKind::MatMul) continue;
+    const Shape& a = g.tensor(node.inputs[0]).shape;
+    if (a == Shape{2, 2, 15, 4}) {
+      ++grouped;
+      CHECK(g.tensor(node.inputs[1]).shape == Shape{2, 2, 4, 5});
+      CHECK(g.tensor(node.outputs[0]).shape == Shape{2, 2, 15, 5});
+    }
+  }
+  CHECK(grouped == 1);
+  PipelineOptions off;
+  off.disabled.insert("fold-repeated-heads");
+  CHECK(count_op(compile(grouped_attention_model(), off), OpKind::Expand) == 2);
+}

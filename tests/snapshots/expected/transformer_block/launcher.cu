@@ -8,15 +8,13 @@ extern "C" const unsigned char stitch_model_blob[];
 int32_t stitch_group_0(const stitch_abi_buffers* b, char* error, size_t error_size);
 int32_t stitch_group_1(const stitch_abi_buffers* b, char* error, size_t error_size);
 int32_t stitch_group_3(const stitch_abi_buffers* b, char* error, size_t error_size);
+int32_t stitch_group_4(const stitch_abi_buffers* b, char* error, size_t error_size);
 int32_t stitch_group_5(const stitch_abi_buffers* b, char* error, size_t error_size);
-int32_t stitch_group_6(const stitch_abi_buffers* b, char* error, size_t error_size);
+int32_t stitch_group_7(const stitch_abi_buffers* b, char* error, size_t error_size);
 int32_t stitch_group_8(const stitch_abi_buffers* b, char* error, size_t error_size);
 int32_t stitch_group_9(const stitch_abi_buffers* b, char* error, size_t error_size);
+int32_t stitch_group_10(const stitch_abi_buffers* b, char* error, size_t error_size);
 int32_t stitch_group_11(const stitch_abi_buffers* b, char* error, size_t error_size);
-int32_t stitch_group_12(const stitch_abi_buffers* b, char* error, size_t error_size);
-int32_t stitch_group_13(const stitch_abi_buffers* b, char* error, size_t error_size);
-int32_t stitch_group_14(const stitch_abi_buffers* b, char* error, size_t error_size);
-int32_t stitch_group_15(const stitch_abi_buffers* b, char* error, size_t error_size);
 
 static const char* stitch_blob_string(uint64_t offset) {
   return reinterpret_cast<const char*>(stitch_model_blob + offset);
@@ -26,45 +24,41 @@ static int32_t stitch_enqueue(const stitch_abi_buffers* b, char* error, size_t e
   int32_t status = 0;
   // group 0: kernel (9 nodes, first 'reducemean_0' ReduceMean)
   if ((status = stitch_group_0(b, error, error_size)) != 0) return status;
-  // group 1: cublaslt (2 nodes, first 'matmul_9' MatMul)
+  // group 1: cublaslt (2 nodes, first 'matmul_9/merged' MatMul)
   if ((status = stitch_group_1(b, error, error_size)) != 0) return status;
-  // group 3: cublaslt (2 nodes, first 'matmul_19' MatMul)
+  // group 3: cublaslt (5 nodes, first 'reshape_17' Slice)
   if ((status = stitch_group_3(b, error, error_size)) != 0) return status;
-  // group 5: cublaslt (3 nodes, first 'transpose_18' Transpose)
+  // group 4: kernel (6 nodes, first 'mul_41' Mul)
+  if ((status = stitch_group_4(b, error, error_size)) != 0) return status;
+  // group 5: cublaslt (4 nodes, first 'reshape_37' Slice)
   if ((status = stitch_group_5(b, error, error_size)) != 0) return status;
-  // group 6: cublaslt (2 nodes, first 'matmul_29' MatMul)
-  if ((status = stitch_group_6(b, error, error_size)) != 0) return status;
-  // group 8: kernel (6 nodes, first 'mul_41' Mul)
+  // group 7: cublaslt (3 nodes, first 'matmul_47' MatMul)
+  if ((status = stitch_group_7(b, error, error_size)) != 0) return status;
+  // group 8: kernel (9 nodes, first 'reducemean_50' ReduceMean)
   if ((status = stitch_group_8(b, error, error_size)) != 0) return status;
-  // group 9: cublaslt (3 nodes, first 'transpose_38' Transpose)
+  // group 9: cublaslt (1 node, first 'matmul_59' MatMul)
   if ((status = stitch_group_9(b, error, error_size)) != 0) return status;
-  // group 11: cublaslt (3 nodes, first 'matmul_47' MatMul)
+  // group 10: kernel (2 nodes, first 'add_60' Add)
+  if ((status = stitch_group_10(b, error, error_size)) != 0) return status;
+  // group 11: cublaslt (3 nodes, first 'matmul_66' MatMul)
   if ((status = stitch_group_11(b, error, error_size)) != 0) return status;
-  // group 12: kernel (9 nodes, first 'reducemean_50' ReduceMean)
-  if ((status = stitch_group_12(b, error, error_size)) != 0) return status;
-  // group 13: cublaslt (1 node, first 'matmul_59' MatMul)
-  if ((status = stitch_group_13(b, error, error_size)) != 0) return status;
-  // group 14: kernel (2 nodes, first 'add_60' Add)
-  if ((status = stitch_group_14(b, error, error_size)) != 0) return status;
-  // group 15: cublaslt (3 nodes, first 'matmul_66' MatMul)
-  if ((status = stitch_group_15(b, error, error_size)) != 0) return status;
   return status;
 }
 
 extern "C" const stitch_abi_model* stitch_generated_model(void) {
   static const stitch_abi_tensor inputs[] = {
-      {stitch_blob_string(200960), 1, 3, {2, 16, 64, 0, 0, 0, 0, 0}, 8192}};
+      {stitch_blob_string(203264), 1, 3, {2, 16, 64, 0, 0, 0, 0, 0}, 8192}};
   static const stitch_abi_tensor outputs[] = {
-      {stitch_blob_string(200967), 1, 3, {2, 16, 64, 0, 0, 0, 0, 0}, 8192}};
+      {stitch_blob_string(203271), 1, 3, {2, 16, 64, 0, 0, 0, 0, 0}, 8192}};
   static const stitch_abi_model model = {
     STITCH_ABI_VERSION,
     "cuda",
     1, 1,
     inputs, outputs,
-    98304ull, // arena bytes: the peak; all intermediates together are 139264 bytes
+    81920ull, // arena bytes: the peak; all intermediates together are 139264 bytes
     0ull, // workspace bytes the generated code needs (library calls bring their own)
     stitch_model_blob,
-    200960ull, // weights bytes
+    203264ull, // weights bytes
     stitch_enqueue,
     0, nullptr, // debug taps
   };

@@ -1,0 +1,204 @@
+// A Local group with movement nodes (LocalSpec::moves): one flat loop over the iteration shape;
+// each element asks for the outputs at its coordinates c0..cR-1, and each value asks for its
+// operands at the coordinates its node maps them to (a Transpose permutes them, a Slice offsets
+// and strides them, an Expand or a broadcast operand reads 0 on a widened axis, a Concat picks
+// the operand covering the element). Values are named once per coordinates in a scope; a Concat
+// opens one branch per part, each a scope of its own.
+//
+//   for (int64_t i = first; i < n; i += stride) {
+//     ... coordinates c0..c3 of i ...
+//     const float x0 = in0[c0 * 4096 + c2 * 256 + c1 * 64 + c3];  // through a Transpose
+//     float t0;                                                    // a Concat on axis 3
+//     if (c3 < 32) {
+//       const int64_t k0 = c3 + 32;
+//       const float x1 = in0[c0 * 4096 + c2 * 256 + c1 * 64 + k0];
+//       const float t1 = stitch::ops::neg(x1);
+//       t0 = t1;
+//     }
+//     else { ... }
+//     out0[i] = stitch::ops::add(stitch::ops::mul(x0, x2), stitch::ops::mul(t0, x3));
+//   }
+#include <cctype>
+
+#include "emitter/kernel_fused.h"
+#include "emitter/pointwise_expression.h"
+#include "graph/error.h"
+
+namespace stitch {
+
+namespace {
+
+class RemappedValues {
+public:
+  RemappedValues(const GroupEmitContext& ctx, const FusedSignature& sig, const LocalSpec& spec,
+                 CodeWriter& out)
+      : ctx_(ctx), sig_(sig), out_(out), frames_(1) {
+    for (const MovementRead& m : spec.moves)
+      moves_[ctx.graph().nodes[m.node].outputs[0]] = &m;
+    for (int32_t n : spec.nodes)
+      producer_[ctx.graph().nodes[n].outputs[0]] = n;
+  }
+
+  // The value of tensor t at coordinates `at` (one expression per axis of t).
+  std::string value(TensorId t, const std::vector<std::string>& at) {
+    const std::string key = fmt::format("{}@{}", t, fmt::join(at, ","));
+    if (const std::string* known = find(key, &Frame::values)) return *known;
+    if (auto literal = sig_.literals.find(t); literal != sig_.literals.end())
+      return literal->second;
+    std::string name;
+    if (auto move = moves_.find(t); move != moves_.end())
+      name = remapped(*move->second, at);
+    else if (auto p = producer_.find(t); p != producer_.end())
+      name = computed(ctx_.graph().nodes[p->second], at);
+    else
+      name = loaded(t, at);
+    frames_.back().values[key] = name;
+    return name;
+  }
+
+private:
+  struct Frame {
+    std::map<std::string, std::string> values;      // "tensor@coordinates" -> name
+    std::map<std::string, std::string> coordinates; // expression -> name
+  };
+
+  const std::string* find(const std::string& key, std::map<std::string, std::string> Frame::*m) {
+    for (auto f = frames_.rbegin(); f != frames_.rend(); ++f)
+      if (auto it = ((*f).*m).find(key); it != ((*f).*m).end()) return &it->second;
+    return nullptr;
+  }
+
+  static bool simple(const std::string& e) {
+    for (char c : e)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+    return true;
+  }
+
+  // offset + step * r as one name or number: an expression gets `const int64_t kN`.
+  std::string coordinate(const std::string& r, int64_t offset, int64_t step) {
+    std::string e = r;
+    if (step != 1) e = fmt::format("{} * {}", step, r);
+    if (offset > 0) e = fmt::format("{} + {}", e, offset);
+    if (offset < 0) e = fmt::format("{} - {}", e, -offset);
+    if (simple(e)) return e;
+    if (const std::string* known = find(e, &Frame::coordinates)) return *known;
+    std::string name = fmt::format("k{}", next_k_++);
+    out_.linef("const int64_t {} = {};", name, e);
+    frames_.back().coordinates[e] = name;
+    return name;
+  }
+
+  std::vector<std::string> operand_coordinates(const MovementRead::Part& part,
+                                               const std::vector<std::string>& at) {
+    std::vector<std::string> a;
+    for (size_t j = 0; j < part.source.size(); ++j)
+      a.push_back(part.source[j] < 0
+                      ? std::to_string(part.offset[j])
+                      : coordinate(at[part.source[j]], part.offset[j], part.step[j]));
+    return a;
+  }
+
+  std::string remapped(const MovementRead& m, const std::vector<std::string>& at) {
+    if (m.parts.empty()) ctx_.spec_error("a movement node with nothing to read");
+    if (m.axis < 0 || m.parts.size() == 1)
+      return value(m.parts[0].operand, operand_coordinates(m.parts[0], at));
+    const Tensor& result = ctx_.tensor(ctx_.graph().nodes[m.node].outputs[0]);
+    const std::string name = fmt::format("t{}", next_t_++);
+    out_.comment(fmt::format("{} = '{}' (Concat on axis {})", name, ctx_.graph().nodes[m.node].name,
+                             m.axis));
+    out_.linef("{} {};", ctype(result.dtype, ctx_), name);
+    for (size_t k = 0; k < m.parts.size(); ++k) {
+      const MovementRead::Part& part = m.parts[k];
+      if (k == 0)
+        out_.open(fmt::format("if ({} < {})", at[m.axis], part.end));
+      else if (k + 1 < m.parts.size())
+        out_.open(fmt::format("else if ({} < {})", at[m.axis], part.end));
+      else
+        out_.open("else");
+      frames_.emplace_back();
+      out_.linef("{} = {};", name, value(part.operand, operand_coordinates(part, at)));
+      frames_.pop_back();
+      out_.close();
+    }
+    return name;
+  }
+
+  std::string computed(const Node& node, const std::vector<std::string>& at) {
+    const Shape& result = ctx_.tensor(node.outputs[0]).shape;
+    std::vector<std::string> values;
+    for (TensorId operand : value_operands(node)) {
+      if (operand == kNoTensor) {
+        values.emplace_back();
+        continue;
+      }
+      values.push_back(value(operand, broadcast(ctx_.tensor(operand).shape, result, at)));
+    }
+    const std::string name = fmt::format("t{}", next_t_++);
+    out_.comment(fmt::format("{} = '{}' ({})", name, node.name, op_name(node.op)));
+    out_.linef("const {} {} = {};", ctype(ctx_.tensor(node.outputs[0]).dtype, ctx_), name,
+               pointwise_expression(ctx_, node, values));
+    return name;
+  }
+
+  // Coordinates of an operand of shape s, numpy-broadcast against `result`.
+  static std::vector<std::string> broadcast(const Shape& s, const Shape& result,
+                                            const std::vector<std::string>& at) {
+    const size_t lead = result.size() - s.size();
+    std::vector<std::string> a;
+    for (size_t j = 0; j < s.size(); ++j)
+      a.push_back(s[j] == 1 && result[j + lead] != 1 ? "0" : at[j + lead]);
+    return a;
+  }
+
+  std::string loaded(TensorId t, const std::vector<std::string>& at) {
+    auto param = sig_.inputs.find(t);
+    if (param == sig_.inputs.end())
+      ctx_.spec_error(fmt::format("'{}' is read but not in the kernel's interface",
+                                  ctx_.tensor(t).name));
+    const Tensor& x = ctx_.tensor(t);
+    const Shape strides = row_major_strides(x.shape);
+    std::vector<std::string> terms;
+    for (size_t j = 0; j < at.size(); ++j) {
+      if (at[j] == "0" || x.shape[j] == 1) continue;
+      terms.push_back(strides[j] == 1 ? at[j] : fmt::format("{} * {}", at[j], strides[j]));
+    }
+    const std::string name = fmt::format("x{}", next_x_++);
+    out_.linef("const {} {} = {}[{}];", ctype(x.dtype, ctx_), name, param->second,
+               terms.empty() ? "0" : fmt::format("{}", fmt::join(terms, " + ")));
+    return name;
+  }
+
+  const GroupEmitContext& ctx_;
+  const FusedSignature& sig_;
+  CodeWriter& out_;
+  std::map<TensorId, const MovementRead*> moves_;
+  std::map<TensorId, int32_t> producer_;
+  std::vector<Frame> frames_;
+  int next_t_ = 0, next_x_ = 0, next_k_ = 0;
+};
+
+} // namespace
+
+void emit_remapped_local_body(const GroupEmitContext& ctx, const FusedSignature& sig,
+                              const LocalSpec& spec, const BlockRange& blocks, CodeWriter& out) {
+  const Shape& shape = spec.iteration;
+  if (spec.vector_width != 1)
+    ctx.spec_error(fmt::format("vector width {} with movement nodes", spec.vector_width));
+  out.linef("const int64_t n = {};  // elements of {}", shape_elements(shape),
+            shape_to_string(shape));
+  out.linef("const int64_t first = int64_t({}) * blockDim.x + threadIdx.x;", blocks.index);
+  out.linef("const int64_t stride = int64_t({}) * blockDim.x;", blocks.count);
+  out.open("for (int64_t i = first; i < n; i += stride)");
+  std::vector<std::string> at;
+  if (!shape.empty()) emit_coordinates(out, shape);
+  for (size_t d = 0; d < shape.size(); ++d)
+    at.push_back(shape[d] == 1 ? "0" : fmt::format("c{}", d));
+  RemappedValues values(ctx, sig, spec, out);
+  for (TensorId t : spec.io.writes) {
+    const std::string v = values.value(t, at);
+    out.linef("{}[i] = {};", sig.outputs.at(t), v);
+  }
+  out.close();
+}
+
+} // namespace stitch

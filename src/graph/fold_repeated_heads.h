@@ -1,0 +1,28 @@
+// fold-repeated-heads: grouped-query attention repeats each key head for `rep` query heads
+// (Unsqueeze, Expand, Reshape: [B, KV, S, D] -> [B, KV, rep, S, D] -> [B, KV * rep, S, D]) before
+// the scores' MatMul; the copy is never needed. The rep query heads that share a key head are
+// adjacent in Q [B, KV * rep, S, D], so Q viewed as [B, KV, rep * S, D] has their rows one after
+// another, and one product per key head gives all their scores:
+//
+//   scores = MatMul(Q, Transpose(Reshape(Expand(Unsqueeze(K)))))       [B, KV*rep, S, S]
+// becomes
+//   scores = Reshape(MatMul(Reshape(Q, [B, KV, rep*S, D]), Transpose(K)), [B, KV*rep, S, S])
+//
+// (the same without the Transpose when the repeated tensor is read as it is). The Reshapes are
+// views; the Expand and its Reshape are left to eliminate-dead. A product whose result is read by
+// a Transpose keeps the repeat: the library writes through that Transpose (a result layout)
+// only when the product has the heads as a batch axis of its own, and the repeat copy is then
+// cheaper than the transpose copy the fold would need (attention's P V before the head merge).
+//
+// Runs after canonicalize, before make-views (the Reshapes it reads and writes are still
+// Reshapes) and eliminate-dead.
+#pragma once
+
+#include "graph/graph.h"
+
+namespace stitch {
+
+// Returns true when it changed the graph.
+bool fold_repeated_heads(Graph& graph);
+
+} // namespace stitch

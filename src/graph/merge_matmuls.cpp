@@ -1,0 +1,200 @@
+// merge-matmuls (merge_matmuls.h).
+#include "graph/merge_matmuls.h"
+
+#include <algorithm>
+#include <map>
+
+#include "graph/constant.h"
+#include "graph/pass_builder.h"
+#include "graph/topo_sort.h"
+
+namespace stitch {
+
+namespace {
+
+struct Sibling {
+  int32_t matmul = -1;
+  int32_t add = -1;              // its bias Add, when every sibling has one
+  TensorId bias = kNoTensor;     // that Add's constant row
+  int64_t n = 0, offset = 0;     // its columns of the merged result
+};
+
+class MergeMatMuls {
+public:
+  explicit MergeMatMuls(Graph& graph) : g_(graph), build_(graph) {
+    consumers_ = g_.consumers();
+    for (TensorId t : g_.outputs)
+      graph_output_.insert(t);
+  }
+
+  bool run() {
+    std::map<TensorId, std::vector<int32_t>> by_activation;
+    for (size_t n = 0; n < g_.nodes.size(); ++n)
+      if (mergeable(g_.nodes[n])) by_activation[g_.nodes[n].inputs[0]].push_back(static_cast<int32_t>(n));
+    bool changed = false;
+    for (const auto& [activation, matmuls] : by_activation) {
+      if (matmuls.size() < 2) continue;
+      merge(activation, matmuls);
+      changed = true;
+    }
+    if (!changed) return false;
+    g_.compact();
+    topo_sort(g_);
+    return true;
+  }
+
+private:
+  bool mergeable(const Node& node) const {
+    if (node.op != OpKind::MatMul || node.inputs.size() != 2 || node.outputs.size() != 1) return false;
+    const Tensor &a = g_.tensor(node.inputs[0]), &b = g_.tensor(node.inputs[1]),
+                 &y = g_.tensor(node.outputs[0]);
+    return !a.is_constant() && a.shape.size() >= 2 && b.is_constant() && b.view_of == kNoTensor &&
+           b.shape.size() == 2 && b.dtype == a.dtype && y.dtype == a.dtype &&
+           b.shape[0] == a.shape.back() && y.elements() > 0 && a.elements() > 0;
+  }
+
+  // The bias Add reading only `matmul`'s result: Add(result, row) with a constant row of the
+  // result's dtype and shape [N] (or [1, ..., N]); -1 when there is none.
+  int32_t bias_add(int32_t matmul, TensorId& row) const {
+    const TensorId y = g_.nodes[matmul].outputs[0];
+    if (graph_output_.count(y) || consumers_[y].size() != 1) return -1;
+    const int32_t add = consumers_[y][0];
+    const Node& node = g_.nodes[add];
+    if (node.op != OpKind::Add || node.inputs.size() != 2 || node.outputs.size() != 1) return -1;
+    const TensorId other = node.inputs[0] == y ? node.inputs[1] : node.inputs[0];
+    if (other == y) return -1;
+    const Tensor& r = g_.tensor(other);
+    const int64_t n = g_.tensor(y).shape.back();
+    if (!r.is_constant() || r.view_of != kNoTensor || r.dtype != g_.tensor(y).dtype ||
+        r.shape.empty() || r.shape.back() != n || r.elements() != n ||
+        g_.tensor(node.outputs[0]).shape != g_.tensor(y).shape)
+      return -1;
+    row = other;
+    return add;
+  }
+
+  // Slice(source, [begin, end) of `axis`) writing `output`.
+  Node slice(const std::string& name, TensorId source, int64_t begin, int64_t end, int64_t axis,
+             TensorId output) {
+    return build_.node(OpKind::Slice, name,
+                {source, build_.ints(name + "/starts", {begin}), build_.ints(name + "/ends", {end}),
+                 build_.ints(name + "/axes", {axis})},
+                output);
+  }
+
+  // The constant rows of `parts` side by side: row i of the result is row i of each part in
+  // turn ([K, N_j] parts make [K, sum N_j]; one-row biases make one row).
+  std::shared_ptr<ConstantData> side_by_side(const std::vector<TensorId>& parts, int64_t rows) {
+    auto data = std::make_shared<ConstantData>();
+    for (int64_t r = 0; r < rows; ++r)
+      for (TensorId p : parts) {
+        const std::string& bytes = g_.tensor(p).constant->bytes;
+        const size_t row = bytes.size() / static_cast<size_t>(rows);
+        data->bytes.append(bytes, static_cast<size_t>(r) * row, row);
+      }
+    return data;
+  }
+
+  void merge(TensorId activation, const std::vector<int32_t>& matmuls) {
+    std::vector<Sibling> siblings;
+    int64_t total = 0;
+    for (int32_t m : matmuls) {
+      Sibling s;
+      s.matmul = m;
+      s.n = g_.tensor(g_.nodes[m].inputs[1]).shape[1];
+      s.offset = total;
+      total += s.n;
+      s.add = bias_add(m, s.bias);
+      siblings.push_back(s);
+    }
+    const bool biased = std::all_of(siblings.begin(), siblings.end(),
+                                    [](const Sibling& s) { return s.add >= 0; });
+    const Node first = g_.nodes[matmuls[0]];
+    const Tensor& a = g_.tensor(activation);
+    const DType dtype = a.dtype;
+    const int64_t k = a.shape.back();
+    const std::string base = first.name + "/merged";
+
+    std::vector<TensorId> weights, biases;
+    for (const Sibling& s : siblings) {
+      weights.push_back(g_.nodes[s.matmul].inputs[1]);
+      biases.push_back(s.bias);
+    }
+    const TensorId w = build_.tensor(base + "/weight", dtype, {k, total});
+    g_.tensor(w).constant = side_by_side(weights, k);
+    Shape merged_shape = g_.tensor(first.outputs[0]).shape;
+    merged_shape.back() = total;
+    TensorId merged = build_.tensor(base, dtype, merged_shape);
+    std::vector<Node> added;
+    added.push_back(build_.node(OpKind::MatMul, base, {activation, w}, merged));
+    if (biased) {
+      const TensorId row = build_.tensor(base + "/bias", dtype, {total});
+      g_.tensor(row).constant = side_by_side(biases, 1);
+      const TensorId sum = build_.tensor(base + "/biased", dtype, merged_shape);
+      added.push_back(build_.node(OpKind::Add, base + "/bias_add", {merged, row}, sum));
+      merged = sum;
+    }
+    // Each sibling's result (its Add's, when biased) is now a slice of the merged one.
+    const auto last = static_cast<int64_t>(merged_shape.size()) - 1;
+    std::map<int64_t, TensorId> heads; // the merged result viewed as [..., total / d, d]
+    for (const Sibling& s : siblings) {
+      const int32_t replaced = biased ? s.add : s.matmul;
+      const TensorId result = g_.nodes[replaced].outputs[0];
+      const std::string name = g_.nodes[replaced].name;
+      g_.nodes[s.matmul].removed = true;
+      if (biased) g_.nodes[s.add].removed = true;
+      // Head splits of this result read the merged result's heads instead.
+      bool sliced = graph_output_.count(result) > 0;
+      for (int32_t reader : consumers_[result]) {
+        const int64_t d = head_size(reader, result, s, total);
+        if (d == 0) {
+          sliced = true;
+          continue;
+        }
+        auto [view, fresh] = heads.try_emplace(d, kNoTensor);
+        if (fresh) {
+          Shape shape = merged_shape;
+          shape.back() = total / d;
+          shape.push_back(d);
+          view->second = build_.tensor(base + "/heads", dtype, shape);
+          added.push_back(build_.node(OpKind::Reshape, base + "/heads",
+                               {merged, build_.ints(base + "/heads/shape", shape)}, view->second));
+        }
+        Node& reshape = g_.nodes[reader];
+        reshape.removed = true;
+        added.push_back(slice(reshape.name, view->second, s.offset / d, (s.offset + s.n) / d,
+                              last, reshape.outputs[0]));
+      }
+      if (sliced) added.push_back(slice(name, merged, s.offset, s.offset + s.n, last, result));
+    }
+    for (Node& node : added)
+      g_.nodes.push_back(std::move(node));
+  }
+
+  // d when `reader` is a Reshape of `result` splitting only its last axis, into [N / d, d], and
+  // d divides the sibling's offset and the merged width; else 0.
+  int64_t head_size(int32_t reader, TensorId result, const Sibling& s, int64_t total) const {
+    const Node& node = g_.nodes[reader];
+    if (node.op != OpKind::Reshape || node.inputs.empty() || node.inputs[0] != result ||
+        node.outputs.size() != 1 || node.outputs[0] == kNoTensor)
+      return 0;
+    const Shape& in = g_.tensor(result).shape;
+    const Shape& out = g_.tensor(node.outputs[0]).shape;
+    if (out.size() != in.size() + 1 || !std::equal(in.begin(), in.end() - 1, out.begin()))
+      return 0;
+    const int64_t d = out.back();
+    if (d <= 0 || out[out.size() - 2] * d != s.n || s.offset % d != 0 || total % d != 0) return 0;
+    return d;
+  }
+
+  Graph& g_;
+  PassBuilder build_;
+  std::vector<std::vector<int32_t>> consumers_;
+  std::set<TensorId> graph_output_;
+};
+
+} // namespace
+
+bool merge_matmuls(Graph& graph) { return MergeMatMuls(graph).run(); }
+
+} // namespace stitch

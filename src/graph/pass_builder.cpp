@@ -1,0 +1,48 @@
+// PassBuilder (pass_builder.h).
+#include "graph/pass_builder.h"
+
+#include <algorithm>
+
+#include "graph/constant.h"
+
+namespace stitch {
+
+PassBuilder::PassBuilder(Graph& graph) : g_(graph) {
+  for (const Tensor& t : g_.tensors)
+    names_.insert(t.name);
+}
+
+TensorId PassBuilder::tensor(const std::string& name, DType dtype, Shape shape) {
+  Tensor t;
+  t.name = fresh_name(names_, name);
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  t.typed = true;
+  return g_.add_tensor(std::move(t));
+}
+
+TensorId PassBuilder::ints(const std::string& name, const std::vector<int64_t>& values) {
+  const TensorId t = tensor(name, DType::Int64, {static_cast<int64_t>(values.size())});
+  g_.tensor(t).constant = make_constant_from_int64(DType::Int64, values);
+  return t;
+}
+
+Node PassBuilder::node(OpKind op, const std::string& name, std::vector<TensorId> inputs,
+                       TensorId output) const {
+  Node n;
+  n.op = op;
+  n.name = name;
+  n.opset = std::max(g_.opset, kOpset);
+  n.inputs = std::move(inputs);
+  n.outputs = {output};
+  return n;
+}
+
+TensorId PassBuilder::reshape(std::vector<Node>& added, TensorId from, const Shape& shape,
+                              const std::string& name) {
+  const TensorId to = tensor(name, g_.tensor(from).dtype, shape);
+  added.push_back(node(OpKind::Reshape, name, {from, ints(name + "/shape", shape)}, to));
+  return to;
+}
+
+} // namespace stitch

@@ -1,0 +1,37 @@
+// What a pass that adds nodes to the graph needs (merge-matmuls, fold-repeated-heads): tensors
+// with fresh names, int64 constant lists (Slice's and Reshape's parameters) and nodes. The nodes
+// take opset-13 semantics (parameters as inputs) whatever opset the model declares, so that a
+// pass writes one form.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace stitch {
+
+class PassBuilder {
+public:
+  static constexpr int kOpset = 13;
+
+  explicit PassBuilder(Graph& graph);
+
+  // A typed tensor named `name` (or `name_1`, ... when taken).
+  TensorId tensor(const std::string& name, DType dtype, Shape shape);
+  // A constant int64 list.
+  TensorId ints(const std::string& name, const std::vector<int64_t>& values);
+  // A node writing `output` (not yet in the graph).
+  Node node(OpKind op, const std::string& name, std::vector<TensorId> inputs,
+            TensorId output) const;
+  // Reshape(from, shape) into a new tensor, appended to `added`.
+  TensorId reshape(std::vector<Node>& added, TensorId from, const Shape& shape,
+                   const std::string& name);
+
+private:
+  Graph& g_;
+  std::set<std::string> names_;
+};
+
+} // namespace stitch
