@@ -153,8 +153,8 @@ private:
   std::string loaded(TensorId t, const std::vector<std::string>& at) {
     auto param = sig_.inputs.find(t);
     if (param == sig_.inputs.end())
-      ctx_.spec_error(fmt::format("'{}' is read but not in the kernel's interface",
-                                  ctx_.tensor(t).name));
+      ctx_.spec_error(
+          fmt::format("'{}' is read but not in the kernel's interface", ctx_.tensor(t).name));
     const Tensor& x = ctx_.tensor(t);
     const Shape strides = row_major_strides(x.shape);
     std::vector<std::string> terms;

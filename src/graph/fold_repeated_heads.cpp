@@ -44,8 +44,6 @@ private:
   bool fold(int32_t n) {
     const Node mm = g_.nodes[n];
     if (mm.op != OpKind::MatMul || mm.inputs.size() != 2 || mm.outputs.size() != 1) return false;
-    for (int32_t reader : consumers_[mm.outputs[0]])
-      if (g_.nodes[reader].op == OpKind::Transpose) return false; // a result layout
     TensorId b = mm.inputs[1];
     bool transposed = false;
     if (const Node* t = producer(b, OpKind::Transpose)) {
@@ -62,7 +60,7 @@ private:
     const Node* expand = producer(merge->inputs[0], OpKind::Expand);
     if (expand == nullptr) return false;
     // Copies: the tensors move as the pass adds more.
-    const Shape heads = g_.tensor(b).shape;                   // [..., KV * rep, S, D]
+    const Shape heads = g_.tensor(b).shape;                     // [..., KV * rep, S, D]
     const Shape repeated = g_.tensor(expand->outputs[0]).shape; // [..., KV, rep, S, D]
     const Shape single = g_.tensor(expand->inputs[0]).shape;    // [..., KV, 1, S, D]
     const TensorId expanded = expand->inputs[0];
@@ -114,8 +112,8 @@ private:
     p_shape.push_back(y_shape.back());
     const TensorId product = build_.tensor(base, dtype, p_shape);
     added.push_back(build_.node(OpKind::MatMul, base, {lhs, rhs}, product));
-    added.push_back(build_.node(OpKind::Reshape, mm.name, {product, build_.ints(base + "/shape", y_shape)},
-                         mm.outputs[0]));
+    added.push_back(build_.node(OpKind::Reshape, mm.name,
+                                {product, build_.ints(base + "/shape", y_shape)}, mm.outputs[0]));
     // The new nodes go last (topo_sort places them); later folds look at other products.
     g_.nodes[n].removed = true;
     for (Node& node : added)

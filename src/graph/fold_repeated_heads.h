@@ -8,11 +8,12 @@
 // becomes
 //   scores = Reshape(MatMul(Reshape(Q, [B, KV, rep*S, D]), Transpose(K)), [B, KV*rep, S, S])
 //
-// (the same without the Transpose when the repeated tensor is read as it is). The Reshapes are
-// views; the Expand and its Reshape are left to eliminate-dead. A product whose result is read by
-// a Transpose keeps the repeat: the library writes through that Transpose (a result layout)
-// only when the product has the heads as a batch axis of its own, and the repeat copy is then
-// cheaper than the transpose copy the fold would need (attention's P V before the head merge).
+// (the same without the Transpose when the repeated tensor is read as it is: the context
+// P V, P viewed as [B, KV, rep * S, S]). The Reshapes are views; the Expand and its Reshape are
+// left to eliminate-dead. A head merge's Transpose after the context product then reads a view
+// of it, which the library cannot write through, and becomes a copy (a Local group): it replaces
+// the repeat's copy of V, and the product is one batched call where writing through the merge
+// took a loop of calls over the batch (heads and batch are no single stride there).
 //
 // Runs after canonicalize, before make-views (the Reshapes it reads and writes are still
 // Reshapes) and eliminate-dead.

@@ -14,9 +14,9 @@ namespace {
 
 struct Sibling {
   int32_t matmul = -1;
-  int32_t add = -1;              // its bias Add, when every sibling has one
-  TensorId bias = kNoTensor;     // that Add's constant row
-  int64_t n = 0, offset = 0;     // its columns of the merged result
+  int32_t add = -1;          // its bias Add, when every sibling has one
+  TensorId bias = kNoTensor; // that Add's constant row
+  int64_t n = 0, offset = 0; // its columns of the merged result
 };
 
 class MergeMatMuls {
@@ -30,7 +30,8 @@ public:
   bool run() {
     std::map<TensorId, std::vector<int32_t>> by_activation;
     for (size_t n = 0; n < g_.nodes.size(); ++n)
-      if (mergeable(g_.nodes[n])) by_activation[g_.nodes[n].inputs[0]].push_back(static_cast<int32_t>(n));
+      if (mergeable(g_.nodes[n]))
+        by_activation[g_.nodes[n].inputs[0]].push_back(static_cast<int32_t>(n));
     bool changed = false;
     for (const auto& [activation, matmuls] : by_activation) {
       if (matmuls.size() < 2) continue;
@@ -45,7 +46,8 @@ public:
 
 private:
   bool mergeable(const Node& node) const {
-    if (node.op != OpKind::MatMul || node.inputs.size() != 2 || node.outputs.size() != 1) return false;
+    if (node.op != OpKind::MatMul || node.inputs.size() != 2 || node.outputs.size() != 1)
+      return false;
     const Tensor &a = g_.tensor(node.inputs[0]), &b = g_.tensor(node.inputs[1]),
                  &y = g_.tensor(node.outputs[0]);
     return !a.is_constant() && a.shape.size() >= 2 && b.is_constant() && b.view_of == kNoTensor &&
@@ -77,9 +79,9 @@ private:
   Node slice(const std::string& name, TensorId source, int64_t begin, int64_t end, int64_t axis,
              TensorId output) {
     return build_.node(OpKind::Slice, name,
-                {source, build_.ints(name + "/starts", {begin}), build_.ints(name + "/ends", {end}),
-                 build_.ints(name + "/axes", {axis})},
-                output);
+                       {source, build_.ints(name + "/starts", {begin}),
+                        build_.ints(name + "/ends", {end}), build_.ints(name + "/axes", {axis})},
+                       output);
   }
 
   // The constant rows of `parts` side by side: row i of the result is row i of each part in
@@ -107,8 +109,8 @@ private:
       s.add = bias_add(m, s.bias);
       siblings.push_back(s);
     }
-    const bool biased = std::all_of(siblings.begin(), siblings.end(),
-                                    [](const Sibling& s) { return s.add >= 0; });
+    const bool biased =
+        std::all_of(siblings.begin(), siblings.end(), [](const Sibling& s) { return s.add >= 0; });
     const Node first = g_.nodes[matmuls[0]];
     const Tensor& a = g_.tensor(activation);
     const DType dtype = a.dtype;
@@ -158,12 +160,13 @@ private:
           shape.push_back(d);
           view->second = build_.tensor(base + "/heads", dtype, shape);
           added.push_back(build_.node(OpKind::Reshape, base + "/heads",
-                               {merged, build_.ints(base + "/heads/shape", shape)}, view->second));
+                                      {merged, build_.ints(base + "/heads/shape", shape)},
+                                      view->second));
         }
         Node& reshape = g_.nodes[reader];
         reshape.removed = true;
-        added.push_back(slice(reshape.name, view->second, s.offset / d, (s.offset + s.n) / d,
-                              last, reshape.outputs[0]));
+        added.push_back(slice(reshape.name, view->second, s.offset / d, (s.offset + s.n) / d, last,
+                              reshape.outputs[0]));
       }
       if (sliced) added.push_back(slice(name, merged, s.offset, s.offset + s.n, last, result));
     }
@@ -180,8 +183,7 @@ private:
       return 0;
     const Shape& in = g_.tensor(result).shape;
     const Shape& out = g_.tensor(node.outputs[0]).shape;
-    if (out.size() != in.size() + 1 || !std::equal(in.begin(), in.end() - 1, out.begin()))
-      return 0;
+    if (out.size() != in.size() + 1 || !std::equal(in.begin(), in.end() - 1, out.begin())) return 0;
     const int64_t d = out.back();
     if (d <= 0 || out[out.size() - 2] * d != s.n || s.offset % d != 0 || total % d != 0) return 0;
     return d;

@@ -328,21 +328,27 @@ ModelBuilder grouped_attention_model() {
 
 TEST_CASE("fold-repeated-heads computes grouped-query scores without repeating K", "[passes]") {
   // Proves: the scores become one product per key head, Q viewed as [2,2,15,4] times K^T
-  // [2,2,4,5], reshaped back to [2,6,5,5]; K's Expand is gone. The context product, whose
-  // result the head merge's Transpose reads, keeps V's repeat.
+  // [2,2,4,5], reshaped back to [2,6,5,5]; the context likewise, P viewed as [2,2,15,5] times V
+  // [2,2,5,4], before the head merge's Transpose. Neither Expand is left.
   Graph g = compile(grouped_attention_model());
-  CHECK(count_op(g, OpKind::Expand) == 1);
-  int grouped = 0;
+  CHECK(count_op(g, OpKind::Expand) == 0);
+  int scores = 0, context = 0;
   for (const Node& node : g.nodes) {
     if (node.op != OpKind::MatMul) continue;
     const Shape& a = g.tensor(node.inputs[0]).shape;
     if (a == Shape{2, 2, 15, 4}) {
-      ++grouped;
+      ++scores;
       CHECK(g.tensor(node.inputs[1]).shape == Shape{2, 2, 4, 5});
       CHECK(g.tensor(node.outputs[0]).shape == Shape{2, 2, 15, 5});
     }
+    if (a == Shape{2, 2, 15, 5}) {
+      ++context;
+      CHECK(g.tensor(node.inputs[1]).shape == Shape{2, 2, 5, 4});
+      CHECK(g.tensor(node.outputs[0]).shape == Shape{2, 2, 15, 4});
+    }
   }
-  CHECK(grouped == 1);
+  CHECK(scores == 1);
+  CHECK(context == 1);
   PipelineOptions off;
   off.disabled.insert("fold-repeated-heads");
   CHECK(count_op(compile(grouped_attention_model(), off), OpKind::Expand) == 2);
