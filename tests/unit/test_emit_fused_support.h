@@ -228,7 +228,7 @@ inline std::vector<std::vector<float>> run_on_host(const Graph& g, const FusionP
   for (const std::vector<float>& v : inputs) {
     HostBytes b;
     b.bytes.resize(v.size() * sizeof(float));
-    std::memcpy(b.bytes.data(), v.data(), b.bytes.size());
+    if (!v.empty()) std::memcpy(b.bytes.data(), v.data(), b.bytes.size()); // an empty input
     in_bytes.push_back(std::move(b));
   }
   for (TensorId t : g.inputs)
@@ -238,7 +238,7 @@ inline std::vector<std::vector<float>> run_on_host(const Graph& g, const FusionP
   std::vector<std::vector<float>> outputs;
   for (const HostBytes& b : run_bytes_on_host(g, plan, in_bytes, tag)) {
     outputs.emplace_back(b.bytes.size() / sizeof(float));
-    std::memcpy(outputs.back().data(), b.bytes.data(), b.bytes.size());
+    if (!b.bytes.empty()) std::memcpy(outputs.back().data(), b.bytes.data(), b.bytes.size());
   }
   return outputs;
 }
