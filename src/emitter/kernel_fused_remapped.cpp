@@ -21,6 +21,7 @@
 #include <cctype>
 
 #include "emitter/kernel_fused.h"
+#include "emitter/kernel_movement.h"
 #include "emitter/pointwise_expression.h"
 #include "graph/error.h"
 
@@ -156,15 +157,12 @@ private:
       ctx_.spec_error(
           fmt::format("'{}' is read but not in the kernel's interface", ctx_.tensor(t).name));
     const Tensor& x = ctx_.tensor(t);
-    const Shape strides = row_major_strides(x.shape);
-    std::vector<std::string> terms;
-    for (size_t j = 0; j < at.size(); ++j) {
-      if (at[j] == "0" || x.shape[j] == 1) continue;
-      terms.push_back(strides[j] == 1 ? at[j] : fmt::format("{} * {}", at[j], strides[j]));
-    }
+    Shape strides = row_major_strides(x.shape);
+    for (size_t j = 0; j < strides.size(); ++j)
+      if (x.shape[j] == 1) strides[j] = 0; // its coordinate is 0, whatever expression names it
     const std::string name = fmt::format("x{}", next_x_++);
     out_.linef("const {} {} = {}[{}];", ctype(x.dtype, ctx_), name, param->second,
-               terms.empty() ? "0" : fmt::format("{}", fmt::join(terms, " + ")));
+               linear_index(at, strides));
     return name;
   }
 

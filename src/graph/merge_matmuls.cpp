@@ -158,10 +158,7 @@ private:
           Shape shape = merged_shape;
           shape.back() = total / d;
           shape.push_back(d);
-          view->second = build_.tensor(base + "/heads", dtype, shape);
-          added.push_back(build_.node(OpKind::Reshape, base + "/heads",
-                                      {merged, build_.ints(base + "/heads/shape", shape)},
-                                      view->second));
+          view->second = build_.reshape(added, merged, shape, base + "/heads");
         }
         Node& reshape = g_.nodes[reader];
         reshape.removed = true;

@@ -249,22 +249,17 @@ private:
   std::vector<Read> reads_;
 };
 
-// A Local group holding movement nodes: the walk decides what it costs.
-FusionDecision analyze_remapping(const FusionContext& ctx, GroupAnalysis& a, LocalSpec& spec) {
-  const Graph& g = ctx.graph;
+// A Local group holding movement nodes: the walk measures what it costs. (Every part reads a
+// non-empty operand: Concat drops empty ones, and the other movement ops with a non-empty
+// result read a non-empty operand.)
+void measure_remapping(const FusionContext& ctx, GroupAnalysis& a, LocalSpec& spec) {
   std::map<int32_t, const MovementRead*> moves;
   for (const MovementRead& m : spec.moves)
     moves[m.node] = &m;
-  for (const MovementRead& m : spec.moves)
-    for (const MovementRead::Part& part : m.parts)
-      if (g.tensor(part.operand).elements() == 0)
-        return FusionDecision::no(fmt::format("{} reads the empty '{}'", ctx.describe(m.node),
-                                              g.tensor(part.operand).name));
   AccessWalk walk(ctx, a, moves);
   walk.run();
   a.recomputed = walk.recomputed();
   walk.read_bytes(spec.unread_bytes, spec.uncoalesced_bytes);
-  return FusionDecision::ok();
 }
 
 } // namespace
@@ -291,7 +286,7 @@ FusionDecision analyze_local(const FusionContext& ctx, GroupAnalysis& a) {
           g.tensor(t).name));
   const int64_t elements = shape_elements(a.iteration);
   if (!spec.moves.empty()) {
-    if (FusionDecision d = analyze_remapping(ctx, a, spec); !d) return d;
+    measure_remapping(ctx, a, spec);
   } else {
     for (int32_t n : a.nodes) {
       const Tensor& r = g.tensor(g.nodes[n].outputs[0]);

@@ -81,43 +81,56 @@ void add_all_subsets(const FusionContext& ctx, const std::vector<int32_t>& fusib
   (void)ctx;
 }
 
-// Sets grown from each seed to later neighbours, breadth first (each set once per seed: its
-// smallest node is the seed). A view never seeds, and joins with the chain of views after it
-// and the node they feed in one step (alone with the nodes before it, a view is never legal);
-// a channels-last Conv and its three layouts join together (conv_layout_nodes).
+// The nodes next to `current` (producers and consumers) that a growth from `seed` may add: after
+// the seed, not in the set, not alone.
+std::set<int32_t> growable_neighbours(const FusionContext& ctx, int32_t seed,
+                                      const std::vector<int32_t>& current) {
+  std::set<int32_t> neighbours;
+  for (int32_t n : current) {
+    neighbours.insert(ctx.preds[n].begin(), ctx.preds[n].end());
+    neighbours.insert(ctx.succs[n].begin(), ctx.succs[n].end());
+  }
+  std::erase_if(neighbours, [&](int32_t m) {
+    return m <= seed || std::binary_search(current.begin(), current.end(), m) ||
+           ctx.node_class[m] == NodeClass::Alone;
+  });
+  return neighbours;
+}
+
+// `current` (sorted) with `m` added, and what joins with it in one step: a view brings the
+// chain of views after it and the node they feed (alone with the nodes before it, a view is
+// never legal); a channels-last Conv or one of its layouts brings the other three
+// (conv_layout_nodes).
+std::vector<int32_t> grown_by(const FusionContext& ctx, std::vector<int32_t> current, int32_t m) {
+  auto insert = [&](int32_t k) {
+    if (!std::binary_search(current.begin(), current.end(), k))
+      current.insert(std::upper_bound(current.begin(), current.end(), k), k);
+  };
+  for (int32_t k = m; k >= 0;) {
+    insert(k);
+    k = ctx.node_class[k] == NodeClass::View && ctx.succs[k].size() == 1 ? ctx.succs[k][0] : -1;
+  }
+  for (int32_t k : conv_layout_nodes(ctx, m))
+    insert(k);
+  return current;
+}
+
+// Sets grown from each seed to later neighbours (grown_by), breadth first (each set once per
+// seed: its smallest node is the seed; a view never seeds), then one more chain grown greedily.
 void add_grown_sets(const FusionContext& ctx, const PlannerOptions& options, CandidateSet& set) {
   for (size_t s = 0; s < ctx.size(); ++s) {
     NodeClass seed_class = ctx.node_class[s];
     if (seed_class == NodeClass::Alone || seed_class == NodeClass::View) continue;
-    std::deque<std::vector<int32_t>> queue = {{static_cast<int32_t>(s)}};
+    const auto seed = static_cast<int32_t>(s);
+    std::deque<std::vector<int32_t>> queue = {{seed}};
     std::set<std::vector<int32_t>> visited;
     int legal = 0;
     while (!queue.empty() && legal < options.max_candidates_per_seed) {
       std::vector<int32_t> current = std::move(queue.front());
       queue.pop_front();
       if (static_cast<int>(current.size()) >= options.max_group_nodes) continue;
-      std::set<int32_t> neighbours;
-      for (int32_t n : current) {
-        for (int32_t m : ctx.preds[n])
-          neighbours.insert(m);
-        for (int32_t m : ctx.succs[n])
-          neighbours.insert(m);
-      }
-      for (int32_t m : neighbours) {
-        if (m <= static_cast<int32_t>(s) || std::binary_search(current.begin(), current.end(), m))
-          continue;
-        if (ctx.node_class[m] == NodeClass::Alone) continue;
-        std::vector<int32_t> grown = current;
-        for (int32_t k = m; k >= 0;) {
-          if (!std::binary_search(grown.begin(), grown.end(), k))
-            grown.insert(std::upper_bound(grown.begin(), grown.end(), k), k);
-          // A view brings its single consumer along.
-          k = ctx.node_class[k] == NodeClass::View && ctx.succs[k].size() == 1 ? ctx.succs[k][0]
-                                                                               : -1;
-        }
-        for (int32_t k : conv_layout_nodes(ctx, m))
-          if (!std::binary_search(grown.begin(), grown.end(), k))
-            grown.insert(std::upper_bound(grown.begin(), grown.end(), k), k);
+      for (int32_t m : growable_neighbours(ctx, seed, current)) {
+        std::vector<int32_t> grown = grown_by(ctx, current, m);
         if (!visited.insert(grown).second) continue;
         if (!set.add(grown)) continue;
         queue.push_back(std::move(grown));
@@ -127,23 +140,11 @@ void add_grown_sets(const FusionContext& ctx, const PlannerOptions& options, Can
     // The breadth-first sets stop at max_candidates_per_seed, which a chain of a dozen nodes
     // with branches (rotary embedding's slices, negation and concat) exhausts before its
     // whole: grow one set more, greedily, taking each neighbour that keeps it legal.
-    std::vector<int32_t> current = {static_cast<int32_t>(s)};
+    std::vector<int32_t> current = {seed};
     for (bool grew = true; grew && static_cast<int>(current.size()) < options.max_group_nodes;) {
       grew = false;
-      std::set<int32_t> neighbours;
-      for (int32_t n : current) {
-        neighbours.insert(ctx.preds[n].begin(), ctx.preds[n].end());
-        neighbours.insert(ctx.succs[n].begin(), ctx.succs[n].end());
-      }
-      for (int32_t m : neighbours) {
-        if (m <= static_cast<int32_t>(s) || std::binary_search(current.begin(), current.end(), m) ||
-            ctx.node_class[m] == NodeClass::Alone || ctx.node_class[m] == NodeClass::View)
-          continue;
-        std::vector<int32_t> grown = current;
-        grown.insert(std::upper_bound(grown.begin(), grown.end(), m), m);
-        for (int32_t k : conv_layout_nodes(ctx, m))
-          if (!std::binary_search(grown.begin(), grown.end(), k))
-            grown.insert(std::upper_bound(grown.begin(), grown.end(), k), k);
+      for (int32_t m : growable_neighbours(ctx, seed, current)) {
+        std::vector<int32_t> grown = grown_by(ctx, current, m);
         if (static_cast<int>(grown.size()) > options.max_group_nodes || !set.add(grown)) continue;
         current = std::move(grown);
         grew = true;
