@@ -2,8 +2,9 @@
 // each element asks for the outputs at its coordinates c0..cR-1, and each value asks for its
 // operands at the coordinates its node maps them to (a Transpose permutes them, a Slice offsets
 // and strides them, an Expand or a broadcast operand reads 0 on a widened axis, a Concat picks
-// the operand covering the element). Values are named once per coordinates in a scope; a Concat
-// opens one branch per part, each a scope of its own.
+// the operand covering the element, a Pad its operand inside and the fill value outside). Values
+// are named once per coordinates in a scope; a Concat opens one branch per part, each a scope of
+// its own.
 //
 //   for (int64_t i = first; i < n; i += stride) {
 //     ... coordinates c0..c3 of i ...
@@ -100,26 +101,39 @@ private:
   }
 
   std::string remapped(const MovementRead& m, const std::vector<std::string>& at) {
-    if (m.parts.empty()) ctx_.spec_error("a movement node with nothing to read");
-    if (m.axis < 0 || m.parts.size() == 1)
-      return value(m.parts[0].operand, operand_coordinates(m.parts[0], at));
     const Tensor& result = ctx_.tensor(ctx_.graph().nodes[m.node].outputs[0]);
+    if (m.parts.empty() && !m.fills) ctx_.spec_error("a movement node with nothing to read");
+    if (!m.fills && (m.axis < 0 || m.parts.size() == 1))
+      return value(m.parts[0].operand, operand_coordinates(m.parts[0], at));
     const std::string name = fmt::format("t{}", next_t_++);
-    out_.comment(fmt::format("{} = '{}' (Concat on axis {})", name, ctx_.graph().nodes[m.node].name,
-                             m.axis));
+    out_.comment(fmt::format("{} = '{}' ({} on axis {})", name, ctx_.graph().nodes[m.node].name,
+                             m.fills ? "Pad" : "Concat", m.axis));
     out_.linef("{} {};", ctype(result.dtype, ctx_), name);
+    // A Concat's parts tile the axis (the last one takes the rest); a Pad's one part is
+    // tested at both ends and the fill value is the rest.
     for (size_t k = 0; k < m.parts.size(); ++k) {
       const MovementRead::Part& part = m.parts[k];
+      std::string test = fmt::format("{} < {}", at[m.axis], part.end);
+      if (m.fills && part.begin > 0)
+        test = fmt::format("{} >= {} && {}", at[m.axis], part.begin, test);
       if (k == 0)
-        out_.open(fmt::format("if ({} < {})", at[m.axis], part.end));
-      else if (k + 1 < m.parts.size())
-        out_.open(fmt::format("else if ({} < {})", at[m.axis], part.end));
+        out_.open(fmt::format("if ({})", test));
+      else if (k + 1 < m.parts.size() || m.fills)
+        out_.open(fmt::format("else if ({})", test));
       else
         out_.open("else");
       frames_.emplace_back();
       out_.linef("{} = {};", name, value(part.operand, operand_coordinates(part, at)));
       frames_.pop_back();
       out_.close();
+    }
+    if (m.fills) {
+      const std::string fill =
+          m.fill != kNoTensor ? value(m.fill, {}) : typed_literal(result.dtype, 0.0, ctx_);
+      if (m.parts.empty())
+        out_.linef("{} = {};", name, fill);
+      else
+        out_.linef("else {} = {};", name, fill);
     }
     return name;
   }

@@ -207,18 +207,93 @@ private:
     return cached->second;
   }
 
+  // The channels a channels-last Conv's input is padded to: a multiple of 16 bytes of
+  // elements (8 float16 or bfloat16, 4 float32), the alignment cuDNN's tensor-core kernels
+  // need to read NHWC; the same count when it is one already, or for a ConvTranspose or a
+  // grouped Conv (whose channels per group would change).
+  int64_t padded_channels(int32_t conv) const {
+    const Node& node = g_.nodes[conv];
+    const Tensor& x = g_.tensor(node.inputs[0]);
+    const int64_t channels = x.shape[1];
+    if (node.op != OpKind::Conv || NodeContext(g_, node).attr_int("group", 1) != 1) return channels;
+    const int64_t lanes = 16 / dtype_size(x.dtype);
+    return (channels + lanes - 1) / lanes * lanes;
+  }
+
+  // Pad(t, zeros after the last axis up to `channels`) of a channels-last t; one per tensor.
+  TensorId padded_last(TensorId t, int64_t channels) {
+    auto [cached, fresh] = padded_.try_emplace({t, channels}, kNoTensor);
+    if (!fresh) return cached->second;
+    const Shape& shape = g_.tensor(t).shape;
+    std::vector<int64_t> pads(2 * shape.size(), 0);
+    pads.back() = channels - shape.back();
+    Shape out = shape;
+    out.back() = channels;
+    const TensorId padded =
+        add_tensor(g_.tensor(t).name + "/padded", g_.tensor(t).dtype, std::move(out));
+    Node node;
+    node.op = OpKind::Pad;
+    node.name = g_.tensor(padded).name;
+    node.opset = g_.opset;
+    node.inputs = {t};
+    if (g_.opset < 11) {
+      node.attrs["pads"] = Attribute{pads};
+    } else {
+      const TensorId list = add_tensor(g_.tensor(padded).name + "/pads", DType::Int64,
+                                       {static_cast<int64_t>(pads.size())});
+      g_.tensor(list).constant = make_constant_from_int64(DType::Int64, pads);
+      node.inputs.push_back(list);
+    }
+    node.outputs = {padded};
+    g_.nodes.push_back(std::move(node));
+    const auto n = static_cast<int32_t>(g_.nodes.size()) - 1;
+    producer_[padded] = n;
+    for (TensorId input : g_.nodes[n].inputs)
+      consumers_[input].push_back(n);
+    cached->second = padded;
+    return padded;
+  }
+
+  // The filter W [K, C, k...] with zero filters for the channels C..channels-1 (one copy
+  // however many Convs read it).
+  TensorId padded_filter(TensorId w, int64_t channels) {
+    auto [cached, fresh] = padded_.try_emplace({w, channels}, kNoTensor);
+    if (!fresh) return cached->second;
+    const Tensor& source = g_.tensor(w);
+    const auto size = static_cast<size_t>(dtype_size(source.dtype));
+    const int64_t filters = source.shape[0], taps = shape_elements(source.shape) / filters;
+    const int64_t padded_taps = taps / source.shape[1] * channels;
+    auto data = std::make_shared<ConstantData>();
+    data->bytes.assign(static_cast<size_t>(filters * padded_taps) * size, '\0');
+    for (int64_t k = 0; k < filters; ++k)
+      data->bytes.replace(static_cast<size_t>(k * padded_taps) * size,
+                          static_cast<size_t>(taps) * size, source.constant->bytes,
+                          static_cast<size_t>(k * taps) * size, static_cast<size_t>(taps) * size);
+    Shape shape = source.shape;
+    shape[1] = channels;
+    const TensorId id = add_tensor(source.name + "/padded", source.dtype, std::move(shape));
+    g_.tensor(id).constant = std::move(data);
+    cached->second = id;
+    return id;
+  }
+
   // Step 1 for one Conv; returns the to_first Transpose that now produces its result.
   int32_t wrap(int32_t conv) {
     const size_t rank = g_.tensor(g_.nodes[conv].inputs[0]).shape.size();
     const std::vector<int64_t> to_last = channels_last_perm(rank),
                                to_first = channels_first_perm(rank);
+    const int64_t channels = padded_channels(conv);
     const TensorId x = g_.nodes[conv].inputs[0];
+    const bool pad = channels != g_.tensor(x).shape[1];
+    TensorId x_last = stored_last(x);
+    if (pad) x_last = padded_last(x_last, channels);
     const int32_t x_first =
-        add_transpose(stored_last(x), to_first, kNoTensor, g_.tensor(x).name + "/channels_first");
+        add_transpose(x_last, to_first, kNoTensor, g_.tensor(x).name + "/channels_first");
     set_input(conv, 0, g_.nodes[x_first].outputs[0]);
     attached_.insert(x_first);
 
-    const TensorId w = g_.nodes[conv].inputs[1];
+    TensorId w = g_.nodes[conv].inputs[1];
+    if (pad) w = padded_filter(w, channels);
     const int32_t w_first = add_transpose(permuted_constant(w, rank), to_first, kNoTensor,
                                           g_.tensor(w).name + "/channels_first");
     set_input(conv, 1, g_.nodes[w_first].outputs[0]);
@@ -377,6 +452,7 @@ private:
   std::map<TensorId, TensorId> last_of_; // a tensor -> its to_last Transpose's output
   std::set<int32_t> attached_;           // the Transposes a Conv reads or writes through
   std::map<std::pair<TensorId, size_t>, TensorId> permuted_; // (constant, rank) -> stored copy
+  std::map<std::pair<TensorId, int64_t>, TensorId> padded_;  // (tensor, channels) -> padded
 };
 
 } // namespace

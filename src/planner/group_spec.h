@@ -126,6 +126,9 @@ struct OpSpec {
 //   Slice axis 3 from 32 step 1: source {0,1,2,3}, offset {0,0,0,32}
 //   Expand [2,1,16,8] -> [2,2,16,8]: source {0,-1,2,3}
 //   Concat on axis 3 of [.., 32] and [.., 32]: parts [0,32) offset 0 and [32,64) offset -32
+// A Pad (constant mode, pads >= 0 on one axis) has one part covering [begin, end) of `axis`,
+// and `fills`: a coordinate outside it is the fill value (the scalar `fill`, or 0 without it).
+//   Pad axis 3 of [.., 3] by 0 before and 5 after: part [0,3) offset 0, fills
 struct MovementRead {
   struct Part {
     TensorId operand = kNoTensor;
@@ -134,8 +137,10 @@ struct MovementRead {
     int64_t begin = 0, end = 0; // along `axis` (a Concat); else unused
   };
   int32_t node = -1;
-  int32_t axis = -1; // a Concat's axis; -1 for the others
+  int32_t axis = -1; // a Concat's or a Pad's axis; -1 for the others
   std::vector<Part> parts;
+  bool fills = false;        // a Pad: coordinates outside the parts hold the fill value
+  TensorId fill = kNoTensor; // its constant_value (a scalar literal), or none: 0
 };
 
 // Local: pointwise nodes over one flat loop over `iteration`, the shape of every write; each

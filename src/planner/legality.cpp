@@ -42,6 +42,11 @@ bool is_scalar_float_literal(const Tensor& t) {
 
 std::vector<TensorId> present_operands(const Node& node) {
   std::vector<TensorId> operands = value_operands(node);
+  // A Pad reads its data and its fill value; the pads and axes are the plan's numbers.
+  if (node.op == OpKind::Pad && operands.size() > 1) {
+    operands = {operands[0]};
+    if (node.opset >= 11 && node.inputs.size() > 2) operands.push_back(node.inputs[2]);
+  }
   std::erase(operands, kNoTensor);
   return operands;
 }
@@ -165,9 +170,54 @@ bool remapping_op(const Graph& g, const Node& node) {
     for (size_t i = 1; i < node.inputs.size(); ++i)
       if (node.inputs[i] != kNoTensor && !g.tensor(node.inputs[i]).is_constant()) return false;
     return true;
+  case OpKind::Pad:
+    return constant_pad(g, node).has_value();
   default:
     return false;
   }
+}
+
+std::optional<ConstantPad> constant_pad(const Graph& g, const Node& node) {
+  if (node.op != OpKind::Pad || node.inputs.empty() || node.inputs[0] == kNoTensor ||
+      node.outputs.size() != 1 || node.outputs[0] == kNoTensor)
+    return std::nullopt;
+  NodeContext nc(g, node);
+  if (nc.attr_string("mode", "constant") != "constant") return std::nullopt;
+  const Tensor& data = g.tensor(node.inputs[0]);
+  const auto rank = static_cast<int64_t>(data.shape.size());
+  std::vector<int64_t> pads, axes;
+  ConstantPad pad;
+  if (node.opset < 11) {
+    if (!node.attrs.count("pads") || nc.attr_float("value", 0.0) != 0.0) return std::nullopt;
+    pads = nc.req_ints("pads");
+  } else {
+    for (size_t i = 1; i < node.inputs.size(); ++i)
+      if (node.inputs[i] != kNoTensor && !g.tensor(node.inputs[i]).is_constant())
+        return std::nullopt;
+    if (node.inputs.size() < 2 || node.inputs[1] == kNoTensor) return std::nullopt;
+    pads = nc.const_int_vector(1, "pads");
+    if (node.inputs.size() > 2 && node.inputs[2] != kNoTensor) {
+      // The fill is printed as a literal: a float scalar (an integer Pad fills with 0 only).
+      if (!is_scalar_float_literal(g.tensor(node.inputs[2]))) return std::nullopt;
+      pad.fill = node.inputs[2];
+    }
+    if (node.inputs.size() > 3 && node.inputs[3] != kNoTensor)
+      axes = nc.const_int_vector(3, "axes");
+  }
+  if (axes.empty())
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  axes = nc.normalize_axes(axes, rank, "axes");
+  if (pads.size() != 2 * axes.size()) return std::nullopt;
+  for (size_t j = 0; j < axes.size(); ++j) {
+    const int64_t begin = pads[j], end = pads[j + axes.size()];
+    if (begin < 0 || end < 0) return std::nullopt; // a crop: left to the Pad kernel
+    if (begin == 0 && end == 0) continue;
+    if (pad.axis >= 0 && pad.axis != axes[j]) return std::nullopt; // one padded axis only
+    pad.axis = static_cast<int32_t>(axes[j]);
+    pad.begin = begin;
+  }
+  return pad;
 }
 
 } // namespace legality

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,10 +66,20 @@ std::string_view class_sentence(NodeClass c);
 // `run_bytes`: every access moves whole 32-byte sectors.
 int64_t sector_overhead(int64_t bytes, int64_t run_bytes);
 
-// A Transpose, Expand, Concat or Slice with constant parameters, which a Local group reads
-// through as an index remapping (NodeClass::Movement, or Layout for a Transpose of a library
-// dtype).
+// A Transpose, Expand, Concat, Slice with constant parameters or a constant_pad, which a Local
+// group reads through as an index remapping (NodeClass::Movement, or Layout for a Transpose of
+// a library dtype).
 bool remapping_op(const Graph& g, const Node& node);
+
+// A Pad a Local group reads through: constant mode, constant pads >= 0 on at most one axis
+// (`axis`, -1 when none; `begin` before it), a fill that is absent (0) or a float scalar
+// constant (`fill`).
+struct ConstantPad {
+  int32_t axis = -1;
+  int64_t begin = 0;
+  TensorId fill = kNoTensor;
+};
+std::optional<ConstantPad> constant_pad(const Graph& g, const Node& node);
 
 // The lanes of a 16-byte vector access (4 for 4-byte elements, 8 for 2-byte ones) when every
 // output is `iteration` and every input `iteration` or one element, all of one element size of

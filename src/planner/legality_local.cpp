@@ -3,7 +3,8 @@
 // its broadcast index; a smaller intermediate is evaluated again for every element it feeds
 // (GroupAnalysis::recomputed, which the cost model charges).
 //
-// A Local group may also hold movement nodes (Transpose, Slice, Expand, Concat: remapping_op):
+// A Local group may also hold movement nodes (Transpose, Slice, Expand, Concat, Pad:
+// remapping_op):
 // they become index remappings (MovementRead) that their consumers read through, so that, say,
 // rotary embedding's Slices, Neg, Concat, Mul and Add with the head transpose before them are
 // one kernel. The analysis walks the group from its outputs as the kernel will: every value is
@@ -95,6 +96,20 @@ MovementRead movement_read(const Graph& g, int32_t n) {
       at += length;
       read.parts.push_back(std::move(part));
     }
+    break;
+  }
+  case OpKind::Pad: {
+    const ConstantPad pad = *constant_pad(g, node);
+    MovementRead::Part part = identity(node.inputs[0]);
+    if (pad.axis >= 0) {
+      read.axis = pad.axis;
+      read.fills = true;
+      read.fill = pad.fill;
+      part.offset[pad.axis] = -pad.begin;
+      part.begin = pad.begin;
+      part.end = pad.begin + g.tensor(node.inputs[0]).shape[pad.axis];
+    }
+    if (g.tensor(node.inputs[0]).elements() > 0) read.parts.push_back(std::move(part));
     break;
   }
   default:
@@ -250,8 +265,8 @@ private:
 };
 
 // A Local group holding movement nodes: the walk measures what it costs. (Every part reads a
-// non-empty operand: Concat drops empty ones, and the other movement ops with a non-empty
-// result read a non-empty operand.)
+// non-empty operand: Concat and Pad drop empty ones, and the other movement ops with a
+// non-empty result read a non-empty operand.)
 void measure_remapping(const FusionContext& ctx, GroupAnalysis& a, LocalSpec& spec) {
   std::map<int32_t, const MovementRead*> moves;
   for (const MovementRead& m : spec.moves)

@@ -149,7 +149,7 @@ TEST_CASE("channels-last: each Conv's group reads and writes through its three T
     CHECK(spec->layout_x >= 0);
     CHECK(spec->layout_w >= 0);
     CHECK(spec->layout_result >= 0);
-    CHECK(g.tensor(spec->x).shape == Shape{2, 6, 6, 4 * (convs == 1) + 8 * (convs == 2)});
+    CHECK(g.tensor(spec->x).shape == Shape{2, 6, 6, 8}); // the first's 4 channels padded to 8
     CHECK(g.tensor(spec->result).shape == Shape{2, 6, 6, 8});
     residuals += spec->residual != kNoTensor;
   }
@@ -206,4 +206,63 @@ TEST_CASE("channels-last: a reduction over all axes with an omitted axes input m
   const Node* mean = nodes_of(g, OpKind::ReduceMean).at(0);
   CHECK(g.tensor(mean->inputs[0]).shape == Shape{1, 3, 2, 2}); // the stored NHWC result
   CHECK(g.tensor(mean->outputs[0]).shape == Shape{1, 1, 1, 1});
+}
+
+TEST_CASE("channels-last: a Conv with unaligned input channels reads them padded with zeros",
+          "[passes][channels-last]") {
+  // An RGB stem (3 channels) and a grouped Conv after it: the stem's X is padded to 8 float16
+  // channels (4 float32 ones under tf32) through a Pad of the channels-last copy, its filter
+  // gets zero filters; the grouped Conv keeps its channels.
+  for (Precision precision : {Precision::Fp16, Precision::Tf32}) {
+    const int64_t lanes = precision == Precision::Fp16 ? 8 : 4;
+    for (int opset : {9, 18}) {
+      INFO("opset " << opset << " lanes " << lanes);
+      ModelBuilder m(opset);
+      m.input("x", kFloat, {1, 3, 6, 6}).output("y");
+      std::vector<float> w(4 * 3 * 9), wg(4 * 2 * 9);
+      for (size_t i = 0; i < w.size(); ++i)
+        w[i] = static_cast<float>((i * 7 % 13) + 1) / 16.0f;
+      for (size_t i = 0; i < wg.size(); ++i)
+        wg[i] = static_cast<float>((i * 5 % 11) - 5) / 16.0f;
+      m.initializer_f32("w", {4, 3, 3, 3}, w).initializer_f32("wg", {4, 2, 3, 3}, wg);
+      test::set_attr_ints(m.node("Conv", {"x", "w"}, {"c"}), "pads", {1, 1, 1, 1});
+      auto& grouped = m.node("Conv", {"c", "wg"}, {"y"});
+      test::set_attr_int(grouped, "group", 2);
+      const Graph g = compile(m, precision);
+      const auto pads = nodes_of(g, OpKind::Pad);
+      REQUIRE(pads.size() == 1);
+      CHECK(g.tensor(pads[0]->inputs[0]).shape == Shape{1, 6, 6, 3});
+      CHECK(g.tensor(pads[0]->outputs[0]).shape == Shape{1, 6, 6, lanes});
+      const Node* stem = nullptr;
+      for (const Node* conv : nodes_of(g, OpKind::Conv))
+        if (NodeContext(g, *conv).attr_int("group", 1) == 1) stem = conv;
+      REQUIRE(stem != nullptr);
+      CHECK(g.tensor(stem->inputs[0]).shape == Shape{1, lanes, 6, 6});
+      CHECK(producer_of(g, producer_of(g, stem->inputs[0])->inputs[0]) == pads[0]);
+      // The filter [4, 3, 3, lanes] stored channels-last: channel c of filter k is the model's
+      // where c < 3, else 0.
+      const Tensor& filter = g.tensor(producer_of(g, stem->inputs[1])->inputs[0]);
+      REQUIRE(filter.shape == Shape{4, 3, 3, lanes});
+      const std::vector<double> values = constant_as_double(filter);
+      for (int64_t k = 0; k < 4; ++k)
+        for (int64_t tap = 0; tap < 9; ++tap)
+          for (int64_t c = 0; c < lanes; ++c) {
+            const double want = c < 3 ? w[static_cast<size_t>((k * 3 + c) * 9 + tap)] : 0.0;
+            CHECK(values[static_cast<size_t>((k * 9 + tap) * lanes + c)] ==
+                  Approx(want).margin(1e-3));
+          }
+      const Node* other = nodes_of(g, OpKind::Conv).at(stem == nodes_of(g, OpKind::Conv)[0]);
+      CHECK(g.tensor(other->inputs[0]).shape == Shape{1, 4, 6, 6});
+      // The planner reads the input, transposes and pads it in one Local kernel.
+      PlannerOptions options;
+      options.planner = "ilp";
+      const FusionPlan plan = plan_fusion(g, options);
+      bool found = false;
+      for (const FusionGroup& group : plan.groups)
+        if (const auto* spec = std::get_if<LocalSpec>(&group.spec))
+          for (const MovementRead& move : spec->moves)
+            found = found || (move.fills && g.nodes[move.node].op == OpKind::Pad);
+      CHECK(found);
+    }
+  }
 }

@@ -5,6 +5,7 @@
 // operations in the same order, else within fp32 tolerance (rtol 1e-5, atol 1e-6).
 #include <catch2/catch.hpp>
 
+#include "planner/legality_internal.h"
 #include "planner/plan_common.h"
 #include "test_emit_fused_support.h"
 
@@ -560,6 +561,50 @@ TEST_CASE("fused Local reads through a reversed strided slice and a three-part c
   FusionGroup group = legal_group(g, after);
   REQUIRE(std::get<LocalSpec>(group.spec).moves.size() == 3); // Slice, Concat, Transpose
   check_fused_equals_unfused(g, group, "remapped", 0, 0);
+}
+
+TEST_CASE("fused Local reads through constant Pads (before, after, a fill value, a legacy "
+          "opset) on the host",
+          "[emitter][fused][host]") {
+  // Proves: a Pad of constant mode on one axis is an index remapping (its operand inside, the
+  // fill value outside) that its consumers and producers share a kernel with: a Transpose, a
+  // Pad with pads before and after and a fill of -2.5, a Pad at opset 7 (pads an attribute)
+  // and the pointwise nodes around them give the per-op results bit for bit; a Pad on two
+  // axes, one that crops, and a reflect Pad stay kernels of their own.
+  for (int opset : {7, 18}) {
+    INFO("opset " << opset);
+    ModelBuilder m(opset);
+    m.input("x", kFloat, {2, 3, 5}).input("b", kFloat, {2, 5, 8}).output("y");
+    test::set_attr_ints(m.node("Transpose", {"x"}, {"t"}), "perm", {0, 2, 1}); // [2,5,3]
+    m.node("Exp", {"t"}, {"e"});
+    if (opset < 11) {
+      test::set_attr_ints(m.node("Pad", {"e"}, {"p"}), "pads", {0, 0, 1, 0, 0, 4});
+    } else {
+      m.initializer_i64("pads", {6}, {0, 0, 1, 0, 0, 4});
+      m.initializer_f32("fill", {}, {-2.5f});
+      m.node("Pad", {"e", "pads", "fill"}, {"p"}); // [2,5,8]
+    }
+    m.node("Mul", {"p", "b"}, {"y"});
+    Graph g = load_graph(m);
+    std::vector<int32_t> nodes = all_nodes(g);
+    FusionGroup group = legal_group(g, nodes);
+    const auto& spec = std::get<LocalSpec>(group.spec);
+    REQUIRE(spec.moves.size() == 2); // the Transpose and the Pad
+    CHECK(spec.moves[1].fills);
+    CHECK(spec.moves[1].axis == 2);
+    check_fused_equals_unfused(g, group, opset < 11 ? "pad-legacy" : "pad-fill", 0, 0);
+  }
+  ModelBuilder m(18);
+  m.input("x", kFloat, {4, 5}).output("a").output("c").output("r");
+  m.initializer_i64("two_axes", {4}, {1, 0, 0, 1});
+  m.initializer_i64("crop", {4}, {0, -1, 0, 2});
+  m.initializer_i64("reflect", {4}, {0, 1, 0, 1});
+  m.node("Pad", {"x", "two_axes"}, {"a"});
+  m.node("Pad", {"x", "crop"}, {"c"});
+  test::set_attr_string(m.node("Pad", {"x", "reflect"}, {"r"}), "mode", "reflect");
+  Graph g = load_graph(m);
+  for (const Node& node : g.nodes)
+    CHECK_FALSE(legality::remapping_op(g, node));
 }
 
 TEST_CASE("merged gate and up projections on the host equal the separate MatMuls, bitwise",
