@@ -5,6 +5,7 @@
 #include <map>
 
 #include "graph/constant.h"
+#include "graph/infer_context.h"
 #include "graph/pass_builder.h"
 #include "graph/topo_sort.h"
 
@@ -38,6 +39,8 @@ public:
       merge(activation, matmuls);
       changed = true;
     }
+    for (size_t n = 0, count = g_.nodes.size(); n < count; ++n)
+      if (!g_.nodes[n].removed && split_heads(static_cast<int32_t>(n))) changed = true;
     if (!changed) return false;
     g_.compact();
     topo_sort(g_);
@@ -137,18 +140,36 @@ private:
       merged = sum;
     }
     // Each sibling's result (its Add's, when biased) is now a slice of the merged one.
-    const auto last = static_cast<int64_t>(merged_shape.size()) - 1;
-    std::map<int64_t, TensorId> heads; // the merged result viewed as [..., total / d, d]
+    std::vector<Part> parts;
     for (const Sibling& s : siblings) {
       const int32_t replaced = biased ? s.add : s.matmul;
-      const TensorId result = g_.nodes[replaced].outputs[0];
-      const std::string name = g_.nodes[replaced].name;
       g_.nodes[s.matmul].removed = true;
       if (biased) g_.nodes[s.add].removed = true;
-      // Head splits of this result read the merged result's heads instead.
-      bool sliced = graph_output_.count(result) > 0;
-      for (int32_t reader : consumers_[result]) {
-        const int64_t d = head_size(reader, result, s, total);
+      parts.push_back({s.offset, s.n, g_.nodes[replaced].outputs[0], g_.nodes[replaced].name});
+    }
+    slice_parts(merged, total, parts, base, added);
+    for (Node& node : added)
+      g_.nodes.push_back(std::move(node));
+  }
+
+  // One result of a merged tensor: its columns [offset, offset + n) of the last axis.
+  struct Part {
+    int64_t offset = 0, n = 0;
+    TensorId result = kNoTensor;
+    std::string name; // of the node that wrote it
+  };
+
+  // Each part's result becomes a Slice of `merged`'s last axis; a head split of it reads the
+  // merged result viewed as [..., total / d, d] (one view per d), sliced along its heads.
+  void slice_parts(TensorId merged, int64_t total, const std::vector<Part>& parts,
+                   const std::string& base, std::vector<Node>& added) {
+    const Shape merged_shape = g_.tensor(merged).shape;
+    const auto last = static_cast<int64_t>(merged_shape.size()) - 1;
+    std::map<int64_t, TensorId> heads;
+    for (const Part& part : parts) {
+      bool sliced = graph_output_.count(part.result) > 0;
+      for (int32_t reader : consumers_[part.result]) {
+        const int64_t d = head_size(reader, part, total);
         if (d == 0) {
           sliced = true;
           continue;
@@ -162,27 +183,61 @@ private:
         }
         Node& reshape = g_.nodes[reader];
         reshape.removed = true;
-        added.push_back(slice(reshape.name, view->second, s.offset / d, (s.offset + s.n) / d, last,
-                              reshape.outputs[0]));
+        added.push_back(slice(reshape.name, view->second, part.offset / d,
+                              (part.offset + part.n) / d, last, reshape.outputs[0]));
       }
-      if (sliced) added.push_back(slice(name, merged, s.offset, s.offset + s.n, last, result));
+      if (sliced)
+        added.push_back(
+            slice(part.name, merged, part.offset, part.offset + part.n, last, part.result));
     }
-    for (Node& node : added)
-      g_.nodes.push_back(std::move(node));
   }
 
-  // d when `reader` is a Reshape of `result` splitting only its last axis, into [N / d, d], and
-  // d divides the sibling's offset and the merged width; else 0.
-  int64_t head_size(int32_t reader, TensorId result, const Sibling& s, int64_t total) const {
+  // A Split of a runtime tensor's last axis whose every result is read only by head splits
+  // (GPT-2's attention projection, one Linear for Q, K and V, split after it): its results
+  // become head slices as a merge's are. Other Splits stay: one kernel writes all their parts,
+  // where Slices read by other kernels would be a copy each.
+  bool split_heads(int32_t n) {
+    const Node& node = g_.nodes[n];
+    if (node.op != OpKind::Split || node.inputs.empty() || node.inputs[0] == kNoTensor ||
+        node.outputs.size() < 2)
+      return false;
+    const Tensor& source = g_.tensor(node.inputs[0]);
+    if (source.is_constant() || source.shape.empty() || source.elements() == 0) return false;
+    const auto rank = static_cast<int64_t>(source.shape.size());
+    int64_t axis = NodeContext(g_, node).attr_int("axis", 0);
+    if (axis < 0) axis += rank;
+    if (axis != rank - 1) return false;
+    std::vector<Part> parts;
+    int64_t offset = 0;
+    for (TensorId t : node.outputs) {
+      if (t == kNoTensor || graph_output_.count(t) || consumers_[t].empty()) return false;
+      Part part{offset, g_.tensor(t).shape.back(), t, node.name};
+      for (int32_t reader : consumers_[t])
+        if (head_size(reader, part, source.shape.back()) == 0) return false;
+      offset += part.n;
+      parts.push_back(std::move(part));
+    }
+    std::vector<Node> added;
+    g_.nodes[n].removed = true;
+    slice_parts(node.inputs[0], source.shape.back(), parts, g_.nodes[n].name, added);
+    for (Node& a : added)
+      g_.nodes.push_back(std::move(a));
+    return true;
+  }
+
+  // d when `reader` is a Reshape of the part's result splitting only its last axis, into
+  // [n / d, d], and d divides the part's offset and the merged width; else 0.
+  int64_t head_size(int32_t reader, const Part& part, int64_t total) const {
     const Node& node = g_.nodes[reader];
-    if (node.op != OpKind::Reshape || node.inputs.empty() || node.inputs[0] != result ||
+    if (node.op != OpKind::Reshape || node.inputs.empty() || node.inputs[0] != part.result ||
         node.outputs.size() != 1 || node.outputs[0] == kNoTensor)
       return 0;
-    const Shape& in = g_.tensor(result).shape;
+    const Shape& in = g_.tensor(part.result).shape;
     const Shape& out = g_.tensor(node.outputs[0]).shape;
     if (out.size() != in.size() + 1 || !std::equal(in.begin(), in.end() - 1, out.begin())) return 0;
     const int64_t d = out.back();
-    if (d <= 0 || out[out.size() - 2] * d != s.n || s.offset % d != 0 || total % d != 0) return 0;
+    if (d <= 0 || out[out.size() - 2] * d != part.n || part.offset % d != 0 || total % d != 0)
+      return 0;
     return d;
   }
 

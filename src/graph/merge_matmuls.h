@@ -18,6 +18,11 @@
 // moves the Slice after it instead: the merged result is viewed as [..., sum N / d, d] once and
 // sliced along its heads, [o/d, (o + N)/d), when d divides every offset.
 //
+// A Split of a runtime tensor's last axis whose every result is read only by such head
+// splits (a model that merged the projections itself: GPT-2's one Linear for Q, K and V, split
+// after it) becomes the same head slices, so that its kernel goes too; a Split read otherwise
+// stays one kernel writing all its parts.
+//
 // Which MatMuls: a runtime A of rank 2 or more; B a constant [K, N] of A's dtype, every sibling
 // with the same K; non-empty results. Runs after canonicalize and channels-last, before
 // remove-identity, eliminate-dead (which drop the replaced nodes' leftovers) and make-views.

@@ -297,6 +297,54 @@ TEST_CASE("merge-matmuls keeps the biases apart when a product is read elsewhere
   CHECK(last_axis_slices == 3);
 }
 
+TEST_CASE("merge-matmuls turns a Split of Q, K and V read by head splits into head slices",
+          "[passes]") {
+  // Proves: one projection [2,4,24] split on its last axis into Q, K, V of 8 (opset 13, the
+  // sizes an input, and opset 18 by num_outputs), each read only by a head split into [2,4,2,4],
+  // becomes three Slices of the projection viewed as [2,4,6,4] (heads [0,2), [2,4), [4,6));
+  // a Split with a result read by anything else, or not on the last axis, stays.
+  for (int opset : {13, 18}) {
+    for (bool other_reader : {false, true}) {
+      INFO("opset " << opset << (other_reader ? ", K also read by a Relu" : ""));
+      ModelBuilder m(opset);
+      m.input("x", kFloat, {2, 4, 24}).output("q").output("k").output("v");
+      if (other_reader) m.output("r");
+      m.initializer_i64("heads", {4}, {2, 4, 2, 4});
+      if (opset < 18) {
+        m.initializer_i64("sizes", {3}, {8, 8, 8});
+        test::set_attr_int(m.node("Split", {"x", "sizes"}, {"qs", "ks", "vs"}), "axis", -1);
+      } else {
+        auto& split = m.node("Split", {"x"}, {"qs", "ks", "vs"});
+        test::set_attr_int(split, "axis", 2);
+        test::set_attr_int(split, "num_outputs", 3);
+      }
+      for (const std::string t : {"q", "k", "v"})
+        m.node("Reshape", {t + "s", "heads"}, {t + "h"});
+      for (const std::string t : {"q", "k", "v"})
+        test::set_attr_ints(m.node("Transpose", {t + "h"}, {t}), "perm", {0, 2, 1, 3});
+      if (other_reader) m.node("Relu", {"ks"}, {"r"});
+      Graph g = compile(m);
+      if (other_reader) {
+        CHECK(count_op(g, OpKind::Split) == 1);
+        CHECK(count_op(g, OpKind::Slice) == 0);
+        continue;
+      }
+      CHECK(count_op(g, OpKind::Split) == 0);
+      REQUIRE(count_op(g, OpKind::Slice) == 3);
+      std::vector<double> starts;
+      for (const Node& node : g.nodes) {
+        if (node.op != OpKind::Slice) continue;
+        CHECK(g.tensor(node.inputs[0]).shape == Shape{2, 4, 6, 4});
+        CHECK(g.tensor(node.outputs[0]).shape == Shape{2, 4, 2, 4});
+        CHECK(constant_as_double(g.tensor(node.inputs[3])) == std::vector<double>{2}); // heads
+        starts.push_back(constant_as_double(g.tensor(node.inputs[1])).at(0));
+      }
+      std::sort(starts.begin(), starts.end());
+      CHECK(starts == std::vector<double>{0, 2, 4});
+    }
+  }
+}
+
 namespace {
 
 // Grouped-query attention's scores and context as exporters write them: K and V [2,2,5,4]
