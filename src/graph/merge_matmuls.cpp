@@ -58,24 +58,9 @@ private:
            b.shape[0] == a.shape.back() && y.elements() > 0 && a.elements() > 0;
   }
 
-  // The bias Add reading only `matmul`'s result: Add(result, row) with a constant row of the
-  // result's dtype and shape [N] (or [1, ..., N]); -1 when there is none.
+  // The bias Add reading only `matmul`'s result (row_bias_add); -1 when there is none.
   int32_t bias_add(int32_t matmul, TensorId& row) const {
-    const TensorId y = g_.nodes[matmul].outputs[0];
-    if (graph_output_.count(y) || consumers_[y].size() != 1) return -1;
-    const int32_t add = consumers_[y][0];
-    const Node& node = g_.nodes[add];
-    if (node.op != OpKind::Add || node.inputs.size() != 2 || node.outputs.size() != 1) return -1;
-    const TensorId other = node.inputs[0] == y ? node.inputs[1] : node.inputs[0];
-    if (other == y) return -1;
-    const Tensor& r = g_.tensor(other);
-    const int64_t n = g_.tensor(y).shape.back();
-    if (!r.is_constant() || r.view_of != kNoTensor || r.dtype != g_.tensor(y).dtype ||
-        r.shape.empty() || r.shape.back() != n || r.elements() != n ||
-        g_.tensor(node.outputs[0]).shape != g_.tensor(y).shape)
-      return -1;
-    row = other;
-    return add;
+    return row_bias_add(g_, consumers_, graph_output_, g_.nodes[matmul].outputs[0], row);
   }
 
   // Slice(source, [begin, end) of `axis`) writing `output`.

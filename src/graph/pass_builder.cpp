@@ -45,4 +45,22 @@ TensorId PassBuilder::reshape(std::vector<Node>& added, TensorId from, const Sha
   return to;
 }
 
+int32_t row_bias_add(const Graph& g, const std::vector<std::vector<int32_t>>& consumers,
+                     const std::set<TensorId>& graph_outputs, TensorId y, TensorId& row) {
+  if (graph_outputs.count(y) || consumers[y].size() != 1) return -1;
+  const int32_t add = consumers[y][0];
+  const Node& node = g.nodes[add];
+  if (node.op != OpKind::Add || node.inputs.size() != 2 || node.outputs.size() != 1) return -1;
+  const TensorId other = node.inputs[0] == y ? node.inputs[1] : node.inputs[0];
+  if (other == y) return -1;
+  const Tensor& r = g.tensor(other);
+  const int64_t n = g.tensor(y).shape.back();
+  if (!r.is_constant() || r.view_of != kNoTensor || r.dtype != g.tensor(y).dtype ||
+      r.shape.empty() || r.shape.back() != n || r.elements() != n ||
+      g.tensor(node.outputs[0]).shape != g.tensor(y).shape)
+    return -1;
+  row = other;
+  return add;
+}
+
 } // namespace stitch

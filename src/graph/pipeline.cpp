@@ -3,6 +3,7 @@
 
 #include <chrono>
 
+#include "graph/align_gemm_columns.h"
 #include "graph/canonicalize.h"
 #include "graph/channels_last.h"
 #include "graph/convert_precision.h"
@@ -70,6 +71,9 @@ constexpr Pass kPasses[] = {
     {"merge-matmuls", plain<merge_matmuls>, false},
     // Before make-views and eliminate-dead, like merge-matmuls.
     {"fold-repeated-heads", plain<fold_repeated_heads>, false},
+    // After convert-precision (half weights) and merge-matmuls (a merged weight is aligned as
+    // one); before make-views.
+    {"align-gemm-columns", plain<align_gemm_columns>, false},
     {"remove-identity", plain<remove_identity>, false},
     {"eliminate-dead", plain<eliminate_dead>, false},
     {"make-views", plain<make_views>, false},
