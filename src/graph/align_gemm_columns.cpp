@@ -86,7 +86,8 @@ private:
     Shape wide = g_.tensor(y).shape;
     wide.back() = columns;
     const TensorId w = padded_constant(g_.nodes[matmul].inputs[1], columns);
-    const TensorId product = build_.tensor(g_.tensor(y).name + "/aligned", g_.tensor(y).dtype, wide);
+    const TensorId product =
+        build_.tensor(g_.tensor(y).name + "/aligned", g_.tensor(y).dtype, wide);
     g_.nodes[matmul].inputs[1] = w;
     g_.nodes[matmul].outputs[0] = product;
     // The bias Add, when there is one, adds the padded row and is sliced after.
@@ -104,11 +105,11 @@ private:
     }
     const auto axis = static_cast<int64_t>(wide.size()) - 1;
     const std::string slice = name + "/unaligned";
-    added.push_back(build_.node(OpKind::Slice, slice,
-                                {last, build_.ints(slice + "/starts", {0}),
-                                 build_.ints(slice + "/ends", {n}),
-                                 build_.ints(slice + "/axes", {axis})},
-                                result));
+    added.push_back(
+        build_.node(OpKind::Slice, slice,
+                    {last, build_.ints(slice + "/starts", {0}), build_.ints(slice + "/ends", {n}),
+                     build_.ints(slice + "/axes", {axis})},
+                    result));
   }
 
   Graph& g_;

@@ -396,6 +396,94 @@ private:
     }
   }
 
+  // Reshape(input, shape) into a new tensor named after `name`.
+  TensorId add_reshape(TensorId input, const Shape& shape, const std::string& name) {
+    const TensorId out = add_tensor(name, g_.tensor(input).dtype, shape);
+    const TensorId dims =
+        add_tensor(name + "/shape", DType::Int64, {static_cast<int64_t>(shape.size())});
+    g_.tensor(dims).constant = make_constant_from_int64(DType::Int64, shape);
+    Node node;
+    node.op = OpKind::Reshape;
+    node.name = g_.tensor(out).name;
+    node.opset = g_.opset;
+    node.inputs = {input, dims};
+    node.outputs = {out};
+    g_.nodes.push_back(std::move(node));
+    const auto n = static_cast<int32_t>(g_.nodes.size()) - 1;
+    producer_[out] = n;
+    consumers_[input].push_back(n);
+    consumers_[dims].push_back(n);
+    return out;
+  }
+
+  // Whether the pool `n` reading `shown` can pool the channels-last tensor instead: a MaxPool
+  // without its Indices output or an AveragePool, its pads explicit (or VALID).
+  bool pool_movable(int32_t n, TensorId shown) const {
+    const Node& node = g_.nodes[n];
+    if (node.op != OpKind::MaxPool && node.op != OpKind::AveragePool) return false;
+    if (node.inputs.size() != 1 || node.inputs[0] != shown || node.outputs.empty() ||
+        node.outputs[0] == kNoTensor)
+      return false;
+    for (size_t i = 1; i < node.outputs.size(); ++i)
+      if (node.outputs[i] != kNoTensor) return false;
+    const std::string auto_pad = NodeContext(g_, node).attr_string("auto_pad", "NOTSET");
+    return (auto_pad == "NOTSET" || auto_pad == "VALID") && node.attrs.count("kernel_shape");
+  }
+
+  // The pool `n` of the channels-last `stored` [N, spatial..., C]: the same pool over one more
+  // spatial axis, the channels (window 1, stride 1, no padding), of `stored` viewed as
+  // [N, 1, spatial..., C]; its result [N, 1, out..., C] viewed as [N, out..., C]. Each output
+  // element is the same fold of the same taps; a warp's threads read adjacent channels.
+  // Returns the to_first Transpose that now gives the pool's result.
+  int32_t pool_channels_last(int32_t n, TensorId stored) {
+    const std::string name =
+        g_.nodes[n].name.empty() ? g_.tensor(g_.nodes[n].outputs[0]).name : g_.nodes[n].name;
+    const Shape in = g_.tensor(stored).shape;
+    const TensorId out = g_.nodes[n].outputs[0];
+    const Shape out_first = g_.tensor(out).shape; // [N, C, out...]
+    const size_t spatial = in.size() - 2;
+    Shape in_windows = {in[0], 1};
+    in_windows.insert(in_windows.end(), in.begin() + 1, in.end());
+    const TensorId x = add_reshape(stored, in_windows, name + "/windows");
+    Shape out_windows = {out_first[0], 1}, out_last = {out_first[0]};
+    for (size_t i = 0; i < spatial; ++i) {
+      out_windows.push_back(out_first[2 + i]);
+      out_last.push_back(out_first[2 + i]);
+    }
+    out_windows.push_back(out_first[1]);
+    out_last.push_back(out_first[1]);
+
+    Node& node = g_.nodes[n];
+    const WindowParams w =
+        read_window_params(NodeContext(g_, node), NodeContext(g_, node).req_ints("kernel_shape"));
+    std::vector<int64_t> kernel = w.kernel, strides = w.strides, dilations = w.dilations, begins,
+                         ends;
+    for (size_t i = 0; i < spatial; ++i) {
+      const AxisPads pads = window_pads(w, i, in[1 + i], out_first[2 + i]);
+      begins.push_back(pads.begin);
+      ends.push_back(pads.end);
+    }
+    kernel.push_back(1);
+    strides.push_back(1);
+    dilations.push_back(1);
+    begins.push_back(0);
+    ends.push_back(0);
+    begins.insert(begins.end(), ends.begin(), ends.end());
+    node.attrs["kernel_shape"] = Attribute{kernel};
+    node.attrs["strides"] = Attribute{strides};
+    node.attrs["pads"] = Attribute{begins};
+    if (node.attrs.count("dilations")) node.attrs["dilations"] = Attribute{dilations};
+    node.attrs.erase("auto_pad");
+    node.attrs.erase("storage_order");
+    node.outputs.resize(1);
+    set_input(n, 0, x);
+    const TensorId pooled = add_tensor(name + "/windows_pooled", g_.tensor(out).dtype, out_windows);
+    g_.nodes[n].outputs[0] = pooled;
+    producer_[pooled] = n;
+    const TensorId last = add_reshape(pooled, out_last, g_.tensor(out).name + "/channels_last");
+    return add_transpose(last, channels_first_perm(in.size()), out, "");
+  }
+
   // Step 2 for the to_first Transpose `f`: its pointwise readers move past it, each leaving
   // a to_first Transpose of its own result (pushed to `work`).
   void sink(int32_t f, std::vector<int32_t>& work) {
@@ -410,6 +498,10 @@ private:
         node.op = OpKind::Identity;
         node.attrs.clear();
         set_input(n, 0, stored);
+        continue;
+      }
+      if (pool_movable(n, shown)) {
+        work.push_back(pool_channels_last(n, stored));
         continue;
       }
       if (!movable(n, shown, rank)) continue;

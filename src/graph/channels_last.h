@@ -24,9 +24,12 @@
 //      binary op's other operand is taken channels-last too (a constant permuted here, a
 //      broadcast scalar as it is, another such Transpose's input, or, for a non-constant
 //      operand of full rank, a to_last Transpose of it). A to_first Transpose read by a
-//      to_last one cancels. What stays (a reader that is not pointwise, such as MaxPool,
-//      Concat or a graph output) reads a to_first Transpose, which the planner runs as a
-//      copy.
+//      to_last one cancels. A MaxPool (without Indices) or AveragePool with explicit pads
+//      pools the channels-last tensor viewed as [N, 1, spatial..., C]: the same pool with one
+//      more spatial axis, the channels, of window 1 (every output element the same fold of the
+//      same taps), its result viewed back as [N, out..., C]. What stays (another reader that
+//      is not pointwise, such as Concat, or a graph output) reads a to_first Transpose, which
+//      the planner runs as a copy.
 // Runs after canonicalize (which would compose the Conv's own Transposes away) and before
 // remove-identity and eliminate-dead, which drop the cancelled pairs.
 #pragma once

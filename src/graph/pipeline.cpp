@@ -11,6 +11,7 @@
 #include "graph/error.h"
 #include "graph/fold_constants.h"
 #include "graph/fold_repeated_heads.h"
+#include "graph/fold_residual_bias.h"
 #include "graph/graph_printer.h"
 #include "graph/infer_shapes.h"
 #include "graph/lower_composites.h"
@@ -63,6 +64,8 @@ constexpr Pass kPasses[] = {
     // After lowering, so that lowered and exporter-expanded composites meet in one form;
     // before eliminate-dead, which drops what it leaves unread.
     {"canonicalize", plain<canonicalize>, false},
+    // Before channels-last, whose Transposes would sit between the Convs and their Add.
+    {"fold-residual-bias", plain<fold_residual_bias>, false},
     // After canonicalize, which would compose a Conv's own Transposes away; before
     // remove-identity and eliminate-dead, which drop the pairs it cancels.
     {"channels-last", channels_last_pass, false},

@@ -108,10 +108,16 @@ TEST_CASE("channels-last: float16 convolutions read and write NHWC through Trans
     REQUIRE(nodes_of(g, OpKind::ReduceMean).size() == 1);
     CHECK(read_reduce_params(NodeContext(g, *nodes_of(g, OpKind::ReduceMean)[0])).reduced ==
           std::vector<bool>{false, true, true, false});
-    // MaxPool (no channels-last form) reads a channels-first copy.
+    // MaxPool pools the NHWC tensor viewed as [N, 1, H, W, C], the channels one more spatial
+    // axis of window 1; its result is viewed back as [N, H, W, C].
     const Node* pool = nodes_of(g, OpKind::MaxPool).at(0);
-    CHECK(perm_of(g, producer_of(g, pool->inputs[0])) == to_first);
-    // The Transposes: three per Conv, X's copy to NHWC, MaxPool's input back.
+    CHECK(g.tensor(pool->inputs[0]).shape == Shape{2, 1, 6, 6, 8});
+    CHECK(g.tensor(pool->outputs[0]).shape == Shape{2, 1, 5, 5, 8});
+    CHECK(NodeContext(g, *pool).attr_ints("kernel_shape") == std::vector<int64_t>{2, 2, 1});
+    CHECK(NodeContext(g, *pool).attr_ints("pads") == std::vector<int64_t>(6, 0));
+    CHECK(g.tensor(pool->inputs[0]).view_of != kNoTensor);
+    // The Transposes: three per Conv, X's copy to NHWC, the pooled result back to NCHW (the
+    // graph output z).
     CHECK(nodes_of(g, OpKind::Transpose).size() == 8);
     int to_last_count = 0;
     for (const Node* t : nodes_of(g, OpKind::Transpose))

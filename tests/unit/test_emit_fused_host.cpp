@@ -689,6 +689,67 @@ TEST_CASE("a half MatMul over zero-padded columns on the host equals the unalign
   CHECK(weight_columns(g) == 4095);
 }
 
+TEST_CASE("float16 pools of channels-last tensors on the host equal the channels-first pools, "
+          "bitwise",
+          "[emitter][fused][host]") {
+  // Proves: a MaxPool (3x3, stride 2, pads, ceil_mode) and an AveragePool (count_include_pad)
+  // between float16 convolutions, which channels-last turns into pools of [N, 1, H, W, C]
+  // views (window 1 on the channels), give what they give on the channels-first tensors:
+  // every output element the same fold of the same taps. Also fold-residual-bias's one bias
+  // for a Conv sum, within float16 rounding of the partial sums it no longer makes.
+  ModelBuilder m(17);
+  m.input("x", kFloat, {2, 3, 13, 11}).output("y");
+  m.initializer_f32("w1", {8, 3, 3, 3}, random_values(8 * 27, 11, 0.25f, 1.0f, true));
+  m.initializer_f32("b1", {8}, random_values(8, 12, 0.25f, 1.0f, true));
+  m.initializer_f32("w2", {8, 8, 1, 1}, random_values(64, 13, 0.25f, 1.0f, true));
+  m.initializer_f32("b2", {8}, random_values(8, 14, 0.25f, 1.0f, true));
+  m.initializer_f32("w3", {8, 8, 1, 1}, random_values(64, 15, 0.25f, 1.0f, true));
+  m.initializer_f32("b3", {8}, random_values(8, 16, 0.25f, 1.0f, true));
+  test::set_attr_ints(m.node("Conv", {"x", "w1", "b1"}, {"c1"}), "pads", {1, 1, 1, 1});
+  m.node("Relu", {"c1"}, {"r1"});
+  auto& max = m.node("MaxPool", {"r1"}, {"p1"});
+  test::set_attr_ints(max, "kernel_shape", {3, 3});
+  test::set_attr_ints(max, "strides", {2, 2});
+  test::set_attr_ints(max, "pads", {1, 0, 1, 1});
+  test::set_attr_int(max, "ceil_mode", 1);
+  m.node("Conv", {"p1", "w2", "b2"}, {"c2"});
+  m.node("Conv", {"p1", "w3", "b3"}, {"c3"});
+  m.node("Add", {"c2", "c3"}, {"s"});
+  auto& average = m.node("AveragePool", {"s"}, {"y"});
+  test::set_attr_ints(average, "kernel_shape", {2, 2});
+  test::set_attr_ints(average, "strides", {2, 2});
+  test::set_attr_ints(average, "pads", {1, 1, 0, 0});
+  test::set_attr_int(average, "count_include_pad", 1);
+  auto compiled = [&](const std::set<std::string>& disabled) {
+    Graph g = load_onnx(m.write());
+    PipelineOptions options;
+    options.precision.precision = Precision::Fp16;
+    options.disabled = disabled;
+    run_pipeline(g, options);
+    return g;
+  };
+  Graph last = compiled({"fold-residual-bias"}),
+        first = compiled({"channels-last", "fold-residual-bias"});
+  int windows = 0;
+  for (const Node& node : last.nodes)
+    if (node.op == OpKind::MaxPool || node.op == OpKind::AveragePool)
+      windows += last.tensor(node.inputs[0]).shape.size() == 5;
+  REQUIRE(windows == 2);
+  PlannerOptions ilp;
+  ilp.planner = "ilp";
+  const auto inputs = random_inputs(last, 37);
+  const auto want = run_on_host(first, plan_fusion(first, ilp), inputs, "pools-channels-first");
+  require_close(want, run_on_host(last, plan_fusion(last, ilp), inputs, "pools-channels-last"), 0,
+                0);
+  Graph folded = compiled({});
+  int unbiased = 0;
+  for (const Node& node : folded.nodes)
+    unbiased += node.op == OpKind::Conv && node.inputs.size() == 2;
+  CHECK(unbiased == 1);
+  require_close(want, run_on_host(folded, plan_fusion(folded, ilp), inputs, "pools-folded-bias"),
+                2e-3, 2e-3);
+}
+
 TEST_CASE("grouped-query scores without the repeated keys on the host equal the repeat, bitwise",
           "[emitter][fused][host]") {
   // Proves: fold-repeated-heads' one product per key head (Q viewed as [2,2,3*5,4]) gives the

@@ -345,6 +345,48 @@ TEST_CASE("merge-matmuls turns a Split of Q, K and V read by head splits into he
   }
 }
 
+TEST_CASE("fold-residual-bias adds two convolutions' biases once", "[passes]") {
+  // Proves: Add(Conv(x, W1, b1), Conv(x, W2, b2)) keeps one bias, b1 + b2, on the first Conv;
+  // the second has none. A Conv result read elsewhere too, or a bias-less operand, leaves the
+  // biases where they are; --disable-pass keeps them.
+  for (int variant = 0; variant < 3; ++variant) {
+    INFO("variant " << variant);
+    ModelBuilder m(17);
+    m.input("x", kFloat, {1, 2, 5, 5}).output("y");
+    std::vector<float> w(3 * 2 * 9, 0.5f);
+    m.initializer_f32("w1", {3, 2, 3, 3}, w)
+        .initializer_f32("w2", {3, 2, 1, 1}, {1, 2, 3, 4, 5, 6});
+    m.initializer_f32("b1", {3}, {1.0f, 2.0f, 3.0f})
+        .initializer_f32("b2", {3}, {0.5f, -2.0f, 4.0f});
+    test::set_attr_ints(m.node("Conv", {"x", "w1", "b1"}, {"c1"}), "pads", {1, 1, 1, 1});
+    m.node("Conv",
+           variant == 2 ? std::vector<std::string>{"x", "w2"}
+                        : std::vector<std::string>{"x", "w2", "b2"},
+           {"c2"});
+    m.node("Add", {"c1", "c2"}, {"y"});
+    if (variant == 1) {
+      m.output("z");
+      m.node("Relu", {"c2"}, {"z"});
+    }
+    Graph g = compile(m);
+    std::vector<const Node*> convs;
+    for (const Node& node : g.nodes)
+      if (node.op == OpKind::Conv) convs.push_back(&node);
+    REQUIRE(convs.size() == 2);
+    const Node* first = g.tensor(convs[0]->inputs[1]).shape[2] == 3 ? convs[0] : convs[1];
+    const Node* second = first == convs[0] ? convs[1] : convs[0];
+    REQUIRE(first->inputs.size() == 3);
+    const std::vector<double> bias = constant_as_double(g.tensor(first->inputs[2]));
+    if (variant == 0) {
+      CHECK(bias == std::vector<double>{1.5, 0.0, 7.0});
+      CHECK(second->inputs.size() == 2);
+    } else {
+      CHECK(bias == std::vector<double>{1.0, 2.0, 3.0});
+      CHECK(second->inputs.size() == 3 - (variant == 2));
+    }
+  }
+}
+
 namespace {
 
 // Grouped-query attention's scores and context as exporters write them: K and V [2,2,5,4]

@@ -13,8 +13,8 @@
 // epilogue: node '/layer2/layer2.0/relu_1/Relu' (Relu): float32[1,32,8,8] <- float32[1,32,8,8]
 int32_t stitch_group_8(const stitch_abi_buffers* b, char* error, size_t error_size) {
   const float* const x = reinterpret_cast<const float*>((b->arena + 0));
-  const float* const w = reinterpret_cast<const float*>((b->weights + 68608));
-  const float* const bias = reinterpret_cast<const float*>((b->weights + 105472));
+  const float* const w = reinterpret_cast<const float*>((b->weights + 68352));
+  const float* const bias = reinterpret_cast<const float*>((b->weights + 105216));
   const float* const z = reinterpret_cast<const float*>((b->arena + 8192));
   float* const y = reinterpret_cast<float*>((b->arena + 16384));
   stitch_conv_desc desc = {};

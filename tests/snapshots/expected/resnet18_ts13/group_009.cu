@@ -11,8 +11,8 @@
 // epilogue: node '/layer2/layer2.1/relu/Relu' (Relu): float32[1,32,8,8] <- float32[1,32,8,8]
 int32_t stitch_group_9(const stitch_abi_buffers* b, char* error, size_t error_size) {
   const float* const x = reinterpret_cast<const float*>((b->arena + 16384));
-  const float* const w = reinterpret_cast<const float*>((b->weights + 105728));
-  const float* const bias = reinterpret_cast<const float*>((b->weights + 142592));
+  const float* const w = reinterpret_cast<const float*>((b->weights + 105472));
+  const float* const bias = reinterpret_cast<const float*>((b->weights + 142336));
   float* const y = reinterpret_cast<float*>((b->arena + 0));
   stitch_conv_desc desc = {};
   desc.spatial_rank = 2;

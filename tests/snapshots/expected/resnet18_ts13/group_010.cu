@@ -13,8 +13,8 @@
 // epilogue: node '/layer2/layer2.1/relu_1/Relu' (Relu): float32[1,32,8,8] <- float32[1,32,8,8]
 int32_t stitch_group_10(const stitch_abi_buffers* b, char* error, size_t error_size) {
   const float* const x = reinterpret_cast<const float*>((b->arena + 0));
-  const float* const w = reinterpret_cast<const float*>((b->weights + 142848));
-  const float* const bias = reinterpret_cast<const float*>((b->weights + 179712));
+  const float* const w = reinterpret_cast<const float*>((b->weights + 142592));
+  const float* const bias = reinterpret_cast<const float*>((b->weights + 179456));
   const float* const z = reinterpret_cast<const float*>((b->arena + 16384));
   float* const y = reinterpret_cast<float*>((b->arena + 8192));
   stitch_conv_desc desc = {};

@@ -13,8 +13,8 @@
 // epilogue: node '/layer3/layer3.0/relu_1/Relu' (Relu): float32[1,64,4,4] <- float32[1,64,4,4]
 int32_t stitch_group_13(const stitch_abi_buffers* b, char* error, size_t error_size) {
   const float* const x = reinterpret_cast<const float*>((b->arena + 0));
-  const float* const w = reinterpret_cast<const float*>((b->weights + 262400));
-  const float* const bias = reinterpret_cast<const float*>((b->weights + 409856));
+  const float* const w = reinterpret_cast<const float*>((b->weights + 261888));
+  const float* const bias = reinterpret_cast<const float*>((b->weights + 409344));
   const float* const z = reinterpret_cast<const float*>((b->arena + 4096));
   float* const y = reinterpret_cast<float*>((b->arena + 8192));
   stitch_conv_desc desc = {};

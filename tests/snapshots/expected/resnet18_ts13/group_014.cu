@@ -11,8 +11,8 @@
 // epilogue: node '/layer3/layer3.1/relu/Relu' (Relu): float32[1,64,4,4] <- float32[1,64,4,4]
 int32_t stitch_group_14(const stitch_abi_buffers* b, char* error, size_t error_size) {
   const float* const x = reinterpret_cast<const float*>((b->arena + 8192));
-  const float* const w = reinterpret_cast<const float*>((b->weights + 410112));
-  const float* const bias = reinterpret_cast<const float*>((b->weights + 557568));
+  const float* const w = reinterpret_cast<const float*>((b->weights + 409600));
+  const float* const bias = reinterpret_cast<const float*>((b->weights + 557056));
   float* const y = reinterpret_cast<float*>((b->arena + 0));
   stitch_conv_desc desc = {};
   desc.spatial_rank = 2;

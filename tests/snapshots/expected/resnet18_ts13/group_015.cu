@@ -13,8 +13,8 @@
 // epilogue: node '/layer3/layer3.1/relu_1/Relu' (Relu): float32[1,64,4,4] <- float32[1,64,4,4]
 int32_t stitch_group_15(const stitch_abi_buffers* b, char* error, size_t error_size) {
   const float* const x = reinterpret_cast<const float*>((b->arena + 0));
-  const float* const w = reinterpret_cast<const float*>((b->weights + 557824));
-  const float* const bias = reinterpret_cast<const float*>((b->weights + 705280));
+  const float* const w = reinterpret_cast<const float*>((b->weights + 557312));
+  const float* const bias = reinterpret_cast<const float*>((b->weights + 704768));
   const float* const z = reinterpret_cast<const float*>((b->arena + 8192));
   float* const y = reinterpret_cast<float*>((b->arena + 4096));
   stitch_conv_desc desc = {};

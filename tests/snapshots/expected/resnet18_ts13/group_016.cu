@@ -11,8 +11,8 @@
 // epilogue: node '/layer4/layer4.0/relu/Relu' (Relu): float32[1,128,2,2] <- float32[1,128,2,2]
 int32_t stitch_group_16(const stitch_abi_buffers* b, char* error, size_t error_size) {
   const float* const x = reinterpret_cast<const float*>((b->arena + 4096));
-  const float* const w = reinterpret_cast<const float*>((b->weights + 705536));
-  const float* const bias = reinterpret_cast<const float*>((b->weights + 1000448));
+  const float* const w = reinterpret_cast<const float*>((b->weights + 705024));
+  const float* const bias = reinterpret_cast<const float*>((b->weights + 999936));
   float* const y = reinterpret_cast<float*>((b->arena + 0));
   stitch_conv_desc desc = {};
   desc.spatial_rank = 2;

@@ -13,8 +13,8 @@
 // epilogue: node '/layer4/layer4.0/relu_1/Relu' (Relu): float32[1,128,2,2] <- float32[1,128,2,2]
 int32_t stitch_group_18(const stitch_abi_buffers* b, char* error, size_t error_size) {
   const float* const x = reinterpret_cast<const float*>((b->arena + 0));
-  const float* const w = reinterpret_cast<const float*>((b->weights + 1034240));
-  const float* const bias = reinterpret_cast<const float*>((b->weights + 1624064));
+  const float* const w = reinterpret_cast<const float*>((b->weights + 1033216));
+  const float* const bias = reinterpret_cast<const float*>((b->weights + 1623040));
   const float* const z = reinterpret_cast<const float*>((b->arena + 2048));
   float* const y = reinterpret_cast<float*>((b->arena + 4096));
   stitch_conv_desc desc = {};

@@ -11,8 +11,8 @@
 // epilogue: node '/layer4/layer4.1/relu/Relu' (Relu): float32[1,128,2,2] <- float32[1,128,2,2]
 int32_t stitch_group_19(const stitch_abi_buffers* b, char* error, size_t error_size) {
   const float* const x = reinterpret_cast<const float*>((b->arena + 4096));
-  const float* const w = reinterpret_cast<const float*>((b->weights + 1624576));
-  const float* const bias = reinterpret_cast<const float*>((b->weights + 2214400));
+  const float* const w = reinterpret_cast<const float*>((b->weights + 1623552));
+  const float* const bias = reinterpret_cast<const float*>((b->weights + 2213376));
   float* const y = reinterpret_cast<float*>((b->arena + 0));
   stitch_conv_desc desc = {};
   desc.spatial_rank = 2;

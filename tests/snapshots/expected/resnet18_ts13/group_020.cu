@@ -9,8 +9,8 @@
 // node '/layer4/layer4.1/conv2/Conv' (Conv): float32[1,128,2,2] <- float32[1,128,2,2], float32[128,128,3,3], float32[128]
 int32_t stitch_group_20(const stitch_abi_buffers* b, char* error, size_t error_size) {
   const float* const x = reinterpret_cast<const float*>((b->arena + 0));
-  const float* const w = reinterpret_cast<const float*>((b->weights + 2214912));
-  const float* const bias = reinterpret_cast<const float*>((b->weights + 2804736));
+  const float* const w = reinterpret_cast<const float*>((b->weights + 2213888));
+  const float* const bias = reinterpret_cast<const float*>((b->weights + 2803712));
   float* const y = reinterpret_cast<float*>((b->arena + 2048));
   stitch_conv_desc desc = {};
   desc.spatial_rank = 2;

@@ -72,8 +72,8 @@ __global__ void __launch_bounds__(256) stitch_g21_global(const float* __restrict
 int32_t stitch_group_21(const stitch_abi_buffers* b, char* error, size_t error_size) {
   auto* const a0 = reinterpret_cast<const float*>((b->arena + 2048));
   auto* const a1 = reinterpret_cast<const float*>((b->arena + 4096));
-  auto* const a2 = reinterpret_cast<const float*>((b->weights + 2805248));
-  auto* const a3 = reinterpret_cast<const float*>((b->weights + 2810368));
+  auto* const a2 = reinterpret_cast<const float*>((b->weights + 2804224));
+  auto* const a3 = reinterpret_cast<const float*>((b->weights + 2809344));
   auto* const a4 = reinterpret_cast<float*>(static_cast<unsigned char*>(b->outputs[0]));
   auto* const a5 = reinterpret_cast<float*>(b->arena + 0);
   const dim3 grid(2, 1, 1);

@@ -83,9 +83,9 @@ static int32_t stitch_enqueue(const stitch_abi_buffers* b, char* error, size_t e
 
 extern "C" const stitch_abi_model* stitch_generated_model(void) {
   static const stitch_abi_tensor inputs[] = {
-      {stitch_blob_string(2810624), 1, 4, {1, 3, 64, 64, 0, 0, 0, 0}, 49152}};
+      {stitch_blob_string(2809600), 1, 4, {1, 3, 64, 64, 0, 0, 0, 0}, 49152}};
   static const stitch_abi_tensor outputs[] = {
-      {stitch_blob_string(2810631), 1, 2, {1, 10, 0, 0, 0, 0, 0, 0}, 40}};
+      {stitch_blob_string(2809607), 1, 2, {1, 10, 0, 0, 0, 0, 0, 0}, 40}};
   static const stitch_abi_model model = {
     STITCH_ABI_VERSION,
     "cuda",
@@ -94,7 +94,7 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     81920ull, // arena bytes: the peak; all intermediates together are 219136 bytes
     0ull, // workspace bytes the generated code needs (library calls bring their own)
     stitch_model_blob,
-    2810624ull, // weights bytes
+    2809600ull, // weights bytes
     stitch_enqueue,
     0, nullptr, // debug taps
   };
