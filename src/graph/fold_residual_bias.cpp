@@ -38,8 +38,7 @@ bool fold_residual_bias(Graph& g) {
   bool changed = false;
   for (size_t n = 0, count = g.nodes.size(); n < count; ++n) {
     const Node& add = g.nodes[n];
-    if (add.op != OpKind::Add || add.inputs.size() != 2 || add.inputs[0] == add.inputs[1])
-      continue;
+    if (add.op != OpKind::Add || add.inputs.size() != 2 || add.inputs[0] == add.inputs[1]) continue;
     const int32_t first = biased_conv(g, producer, consumers, outputs, add.inputs[0]);
     const int32_t second = biased_conv(g, producer, consumers, outputs, add.inputs[1]);
     if (first < 0 || second < 0) continue;

@@ -32,10 +32,19 @@ int64_t extra_bytes(const Graph& g, const GroupSpec& spec) {
   // A float16/bfloat16 convolution on channels-first tensors: the library's tensor-core
   // kernels read channels-last, so it transforms X and W into its workspace and the result
   // back (a read and a write of each), or falls back to kernels without tensor cores.
-  if (const auto* conv = std::get_if<ConvSpec>(&spec))
+  // A channels-last one whose epilogue ends without Relu takes cuDNN's fused call with the
+  // identity activation, which cuDNN runs with one algorithm only; on an H100 it refused it for
+  // float16 NHWC tensors, and the bias (and a residual) went through cudnnAddTensor, each a
+  // pass over the result (conv_cuda.cpp's fallback).
+  if (const auto* conv = std::get_if<ConvSpec>(&spec)) {
     if (!conv->channels_last && (conv->dtype == DType::Float16 || conv->dtype == DType::BFloat16))
       return 2 * (g.tensor(conv->x).bytes() + g.tensor(conv->w).bytes() +
                   g.tensor(conv->result).bytes());
+    if (conv->channels_last && !conv->transpose && !conv->relu && conv->bias != kNoTensor) {
+      const int64_t pass = 2 * g.tensor(conv->result).bytes();
+      return conv->residual == kNoTensor ? pass : 2 * pass + g.tensor(conv->residual).bytes();
+    }
+  }
   return 0;
 }
 

@@ -10,7 +10,9 @@
 //                group reads through), less what a Local group's Slices leave unread, and a
 //                float16/bfloat16 convolution's transforms of channels-first X, W and result
 //                (a read and a write of each: the library's tensor-core kernels read
-//                channels-last)
+//                channels-last), and a channels-last convolution's bias and residual when its
+//                epilogue has no Relu (cuDNN's identity-activation call fell back to a pass
+//                over the result for each on an H100)
 //   launch       one launch per group that does work (views are free; a GEMM with a fill
 //                kernel is two), launch_us of stream time expressed as the bytes HBM moves in
 //                that time

@@ -272,3 +272,34 @@ TEST_CASE("channels-last: a Conv with unaligned input channels reads them padded
     }
   }
 }
+
+TEST_CASE("channels-last: a residual add without Relu stays out of cuDNN's identity epilogue",
+          "[planner][channels-last]") {
+  // cuDNN's fused call with the identity activation ran on an H100 as separate passes for the
+  // bias and the residual (cudnnAddTensor); the cost model charges them, so on a large result
+  // the residual add of a Conv without Relu after it is a Local kernel, while with a Relu after
+  // it (the fused call with Relu) it stays the Conv's epilogue.
+  for (bool relu : {false, true}) {
+    INFO((relu ? "with" : "without") << " Relu");
+    ModelBuilder m(17);
+    m.input("x", kFloat, {1, 16, 320, 320}).output("y");
+    std::vector<float> w(16 * 16 * 9, 0.125f), b(16, 0.5f);
+    m.initializer_f32("w", {16, 16, 3, 3}, w).initializer_f32("b", {16}, b);
+    test::set_attr_ints(m.node("Conv", {"x", "w", "b"}, {"c"}), "pads", {1, 1, 1, 1});
+    m.node("Add", {"c", "x"}, {relu ? "a" : "y"});
+    if (relu) m.node("Relu", {"a"}, {"y"});
+    const Graph g = compile(m, Precision::Fp16);
+    PlannerOptions options;
+    options.planner = "ilp";
+    const FusionPlan plan = plan_fusion(g, options);
+    int convs = 0;
+    for (const FusionGroup& group : plan.groups)
+      if (const auto* spec = std::get_if<ConvSpec>(&group.spec)) {
+        ++convs;
+        CHECK(spec->channels_last);
+        CHECK((spec->residual != kNoTensor) == relu);
+        CHECK(spec->relu == relu);
+      }
+    CHECK(convs == 1);
+  }
+}
