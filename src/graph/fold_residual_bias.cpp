@@ -2,6 +2,7 @@
 #include "graph/fold_residual_bias.h"
 
 #include <set>
+#include <utility>
 
 #include "graph/constant.h"
 
@@ -58,6 +59,20 @@ bool fold_residual_bias(Graph& g) {
     const TensorId id = g.add_tensor(std::move(folded));
     g.nodes[first].inputs[2] = id;
     g.nodes[second].inputs.resize(2);
+    // Neither result is the model's value any more: each gets a tensor of its own, so that the
+    // model's names (which debug taps compare with the reference) stay on model values.
+    for (auto [conv, suffix] : {std::pair{first, "/with_residual_bias"}, {second, "/unbiased"}}) {
+      const TensorId old = g.nodes[conv].outputs[0];
+      Tensor renamed;
+      renamed.name = fresh_name(names, g.tensor(old).name + suffix);
+      renamed.dtype = g.tensor(old).dtype;
+      renamed.shape = g.tensor(old).shape;
+      renamed.typed = true;
+      const TensorId fresh = g.add_tensor(std::move(renamed));
+      g.nodes[conv].outputs[0] = fresh;
+      for (TensorId& input : g.nodes[n].inputs)
+        if (input == old) input = fresh;
+    }
     changed = true;
   }
   return changed;

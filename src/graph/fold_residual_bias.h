@@ -9,7 +9,9 @@
 // float16 NHWC tensors it refused, and each such bias went through cudnnAddTensor, a pass over
 // the result (five calls of 76 us in a 3.3 ms ResNet-50 at batch 64). b1 + b2 is computed in
 // double and rounded once to the biases' type; the sum's value changes only by the rounding of
-// the two partial sums it no longer makes.
+// the two partial sums it no longer makes. The two Convs' results are no longer the model's
+// values: they get tensors of their own (`/with_residual_bias`, `/unbiased`), so that debug
+// taps find no model name on them.
 //
 // Which: a two-operand Add whose operands are each the result of a Conv (not a ConvTranspose)
 // read by nothing else and not a graph output, both with a constant bias of one shape and the

@@ -29,11 +29,21 @@ public:
   }
 
   bool run() {
+    // Gemms among siblings become MatMul (+ Add of C) first, the form merged below.
+    std::map<TensorId, std::vector<int32_t>> siblings;
+    for (size_t n = 0; n < g_.nodes.size(); ++n)
+      if (mergeable(g_.nodes[n]) || gemm_mergeable(g_.nodes[n]))
+        siblings[g_.nodes[n].inputs[0]].push_back(static_cast<int32_t>(n));
+    bool changed = false;
+    for (const auto& [activation, nodes] : siblings)
+      if (nodes.size() > 1)
+        for (int32_t n : nodes)
+          if (g_.nodes[n].op == OpKind::Gemm) changed = as_matmul(n) || changed;
+    if (changed) consumers_ = g_.consumers();
     std::map<TensorId, std::vector<int32_t>> by_activation;
     for (size_t n = 0; n < g_.nodes.size(); ++n)
       if (mergeable(g_.nodes[n]))
         by_activation[g_.nodes[n].inputs[0]].push_back(static_cast<int32_t>(n));
-    bool changed = false;
     for (const auto& [activation, matmuls] : by_activation) {
       if (matmuls.size() < 2) continue;
       merge(activation, matmuls);
@@ -56,6 +66,66 @@ private:
     return !a.is_constant() && a.shape.size() >= 2 && b.is_constant() && b.view_of == kNoTensor &&
            b.shape.size() == 2 && b.dtype == a.dtype && y.dtype == a.dtype &&
            b.shape[0] == a.shape.back() && y.elements() > 0 && a.elements() > 0;
+  }
+
+  // A Gemm computing A * B (+ C) with a runtime 2-D A, a constant B (transposed or not),
+  // alpha 1 and, with a C, beta 1 and C a constant of its dtype: a MatMul sibling in Gemm's
+  // spelling (a Linear layer on 2-D input).
+  bool gemm_mergeable(const Node& node) const {
+    if (node.op != OpKind::Gemm || node.inputs.size() < 2 || node.outputs.size() != 1 ||
+        node.inputs[0] == kNoTensor || node.inputs[1] == kNoTensor || node.outputs[0] == kNoTensor)
+      return false;
+    const NodeContext nc(g_, node);
+    const bool has_c = node.inputs.size() > 2 && node.inputs[2] != kNoTensor;
+    if (nc.attr_int("transA", 0) != 0 || nc.attr_float("alpha", 1.0) != 1.0 ||
+        (has_c && nc.attr_float("beta", 1.0) != 1.0))
+      return false;
+    const Tensor &a = g_.tensor(node.inputs[0]), &b = g_.tensor(node.inputs[1]),
+                 &y = g_.tensor(node.outputs[0]);
+    const int64_t k = nc.attr_int("transB", 0) != 0 ? 1 : 0;
+    if (a.is_constant() || a.shape.size() != 2 || !b.is_constant() || b.view_of != kNoTensor ||
+        b.shape.size() != 2 || b.dtype != a.dtype || y.dtype != a.dtype || y.elements() == 0 ||
+        a.elements() == 0 || b.shape[k] != a.shape[1])
+      return false;
+    if (!has_c) return true;
+    const Tensor& c = g_.tensor(node.inputs[2]);
+    return c.is_constant() && c.view_of == kNoTensor && c.dtype == y.dtype;
+  }
+
+  // The Gemm `n` (gemm_mergeable) as MatMul(A, B) (B transposed here when transB) writing its
+  // result, or, with a C, a product that Add(product, C) appended to the graph reads.
+  bool as_matmul(int32_t n) {
+    const bool transposed = NodeContext(g_, g_.nodes[n]).attr_int("transB", 0) != 0;
+    TensorId b = g_.nodes[n].inputs[1];
+    if (transposed) {
+      const Tensor& source = g_.tensor(b);
+      const int64_t rows = source.shape[0], cols = source.shape[1];
+      const auto size = static_cast<size_t>(dtype_size(source.dtype));
+      auto data = std::make_shared<ConstantData>();
+      data->bytes.resize(source.constant->bytes.size());
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c)
+          data->bytes.replace(static_cast<size_t>(c * rows + r) * size, size,
+                              source.constant->bytes, static_cast<size_t>(r * cols + c) * size,
+                              size);
+      const std::string name = source.name + "/transposed";
+      const DType dtype = source.dtype;
+      b = build_.tensor(name, dtype, {cols, rows}); // (may move `source`)
+      g_.tensor(b).constant = std::move(data);
+    }
+    Node& gemm = g_.nodes[n];
+    const TensorId y = gemm.outputs[0];
+    const TensorId c = gemm.inputs.size() > 2 ? gemm.inputs[2] : kNoTensor;
+    gemm.op = OpKind::MatMul;
+    gemm.attrs.clear();
+    gemm.inputs = {gemm.inputs[0], b};
+    if (c == kNoTensor) return true;
+    const TensorId product =
+        build_.tensor(g_.tensor(y).name + "/product", g_.tensor(y).dtype, g_.tensor(y).shape);
+    g_.nodes[n].outputs[0] = product;
+    Node add = build_.node(OpKind::Add, g_.nodes[n].name + "/c", {product, c}, y);
+    g_.nodes.push_back(std::move(add));
+    return true;
   }
 
   // The bias Add reading only `matmul`'s result (row_bias_add); -1 when there is none.

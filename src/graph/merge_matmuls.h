@@ -18,6 +18,11 @@
 // moves the Slice after it instead: the merged result is viewed as [..., sum N / d, d] once and
 // sliced along its heads, [o/d, (o + N)/d), when d divides every offset.
 //
+// A Gemm among such siblings (a Linear layer on 2-D input: A * B + C with transA 0, alpha 1,
+// beta 1, B constant and transposed or not, C a constant) is first rewritten as MatMul(A, B),
+// B transposed at compile time when transB, and Add(product, C), so that it merges as they do;
+// a lone Gemm stays a Gemm.
+//
 // A Split of a runtime tensor's last axis whose every result is read only by such head
 // splits (a model that merged the projections itself: GPT-2's one Linear for Q, K and V, split
 // after it) becomes the same head slices, so that its kernel goes too; a Split read otherwise

@@ -750,6 +750,41 @@ TEST_CASE("float16 pools of channels-last tensors on the host equal the channels
                 2e-3, 2e-3);
 }
 
+TEST_CASE("merged Gemm and MatMul siblings on the host equal the separate products",
+          "[emitter][fused][host]") {
+  // Proves: merge-matmuls rewrites Gemm siblings (transB with a bias C, plain without) as
+  // MatMul + Add and merges them with a MatMul sibling into one MatMul over the weights side by
+  // side (the transposed one transposed at compile time); the results equal the separate
+  // Gemms and MatMul.
+  ModelBuilder m(17);
+  m.input("x", kFloat, {6, 8}).output("q").output("k").output("v");
+  m.initializer_f32("wq", {12, 8}, random_values(96, 21, 0.25f, 2.0f, true)); // [N, K]
+  m.initializer_f32("bq", {12}, random_values(12, 22, 0.25f, 2.0f, true));
+  m.initializer_f32("wk", {8, 4}, random_values(32, 23, 0.25f, 2.0f, true));
+  m.initializer_f32("wv", {8, 4}, random_values(32, 24, 0.25f, 2.0f, true));
+  test::set_attr_int(m.node("Gemm", {"x", "wq", "bq"}, {"q"}), "transB", 1);
+  m.node("Gemm", {"x", "wk"}, {"k"});
+  m.node("MatMul", {"x", "wv"}, {"v"});
+  Graph merged = load_graph(m);
+  Graph separate = load_onnx(m.write());
+  PipelineOptions off;
+  off.disabled.insert("merge-matmuls");
+  run_pipeline(separate, off);
+  int products = 0;
+  for (const Node& node : merged.nodes)
+    if (node.op == OpKind::MatMul || node.op == OpKind::Gemm) {
+      ++products;
+      CHECK(merged.tensor(node.inputs[1]).shape == Shape{8, 20});
+    }
+  REQUIRE(products == 1);
+  const auto inputs = random_inputs(merged, 41);
+  PlannerOptions ilp;
+  ilp.planner = "ilp";
+  require_close(run_on_host(separate, plan_fusion(separate, ilp), inputs, "gemm-siblings-separate"),
+                run_on_host(merged, plan_fusion(merged, ilp), inputs, "gemm-siblings-merged"),
+                kRtol, kAtol);
+}
+
 TEST_CASE("grouped-query scores without the repeated keys on the host equal the repeat, bitwise",
           "[emitter][fused][host]") {
   // Proves: fold-repeated-heads' one product per key head (Q viewed as [2,2,3*5,4]) gives the

@@ -380,6 +380,9 @@ TEST_CASE("fold-residual-bias adds two convolutions' biases once", "[passes]") {
     if (variant == 0) {
       CHECK(bias == std::vector<double>{1.5, 0.0, 7.0});
       CHECK(second->inputs.size() == 2);
+      // Neither result keeps the model's name (its value is not the model's any more).
+      CHECK(g.tensor(first->outputs[0]).name == "c1/with_residual_bias");
+      CHECK(g.tensor(second->outputs[0]).name == "c2/unbiased");
     } else {
       CHECK(bias == std::vector<double>{1.0, 2.0, 3.0});
       CHECK(second->inputs.size() == 3 - (variant == 2));
