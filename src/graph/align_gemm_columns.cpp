@@ -5,6 +5,7 @@
 #include <set>
 
 #include "graph/constant.h"
+#include "graph/infer_context.h"
 #include "graph/pass_builder.h"
 #include "graph/topo_sort.h"
 
@@ -37,20 +38,34 @@ public:
   }
 
 private:
-  // The padded column count of an eligible MatMul (align_gemm_columns.h); 0 when it is not one.
+  // Whether the Gemm `node` reads its B transposed ([N, K]).
+  bool transposed_b(const Node& node) const {
+    return node.op == OpKind::Gemm && NodeContext(g_, node).attr_int("transB", 0) != 0;
+  }
+
+  // The padded column count of an eligible MatMul or Gemm (align_gemm_columns.h); 0 when it is
+  // not one.
   int64_t aligned_columns(const Node& node) const {
-    if (node.removed || node.op != OpKind::MatMul || node.inputs.size() != 2 ||
-        node.outputs.size() != 1 || node.outputs[0] == kNoTensor)
+    if (node.removed || node.outputs.size() != 1 || node.outputs[0] == kNoTensor ||
+        node.inputs.size() < 2 || node.inputs[0] == kNoTensor || node.inputs[1] == kNoTensor)
       return 0;
+    if (node.op != OpKind::Gemm && (node.op != OpKind::MatMul || node.inputs.size() != 2)) return 0;
     const Tensor &a = g_.tensor(node.inputs[0]), &b = g_.tensor(node.inputs[1]),
                  &y = g_.tensor(node.outputs[0]);
     if (a.dtype != DType::Float16 && a.dtype != DType::BFloat16) return 0;
     if (a.is_constant() || a.shape.size() < 2 || !b.is_constant() || b.view_of != kNoTensor ||
-        b.shape.size() != 2 || b.dtype != a.dtype || y.dtype != a.dtype || y.elements() == 0 ||
-        b.shape[0] != a.shape.back())
+        b.shape.size() != 2 || b.dtype != a.dtype || y.dtype != a.dtype || y.elements() == 0)
       return 0;
-    const int64_t size = dtype_size(b.dtype), lanes = kAlignBytes / size, n = b.shape[1];
-    if (n % lanes == 0 || b.elements() * size < kMinWeightBytes) return 0;
+    const bool transposed = transposed_b(node);
+    const int64_t size = dtype_size(b.dtype), lanes = kAlignBytes / size,
+                  n = b.shape[transposed ? 0 : 1];
+    if (n % lanes == 0 || b.elements() * size < kMinWeightBytes || y.shape.back() != n) return 0;
+    // A Gemm's C: absent, broadcast along the columns, or a constant padded with them.
+    if (node.op == OpKind::Gemm && node.inputs.size() > 2 && node.inputs[2] != kNoTensor) {
+      const Tensor& c = g_.tensor(node.inputs[2]);
+      if (!c.shape.empty() && c.shape.back() != 1 && (!c.is_constant() || c.view_of != kNoTensor))
+        return 0;
+    }
     return (n + lanes - 1) / lanes * lanes;
   }
 
@@ -66,14 +81,25 @@ private:
     return data;
   }
 
-  // A copy of constant `t` with its last axis padded with zeros to `columns`.
-  TensorId padded_constant(TensorId t, int64_t columns) {
+  // A copy of constant `t` with its last axis (its first, when `first_axis`) padded with
+  // zeros to `columns`.
+  TensorId padded_constant(TensorId t, int64_t columns, bool first_axis = false) {
     const Tensor& source = g_.tensor(t);
-    const int64_t n = source.shape.back();
     Shape shape = source.shape;
-    shape.back() = columns;
-    auto data = padded_rows(source.constant->bytes, source.elements() / n, n, columns,
-                            dtype_size(source.dtype));
+    std::shared_ptr<ConstantData> data;
+    if (first_axis) { // [N, K] -> [columns, K]: zero rows after
+      data = std::make_shared<ConstantData>();
+      data->bytes = source.constant->bytes;
+      data->bytes.resize(
+          static_cast<size_t>(columns * (source.elements() / shape[0]) * dtype_size(source.dtype)),
+          '\0');
+      shape[0] = columns;
+    } else {
+      const int64_t n = source.shape.back();
+      data = padded_rows(source.constant->bytes, source.elements() / n, n, columns,
+                         dtype_size(source.dtype));
+      shape.back() = columns;
+    }
     // (Adding a tensor may move `source`.)
     const TensorId id = build_.tensor(source.name + "/aligned", source.dtype, shape);
     g_.tensor(id).constant = std::move(data);
@@ -85,11 +111,19 @@ private:
     const int64_t n = g_.tensor(y).shape.back();
     Shape wide = g_.tensor(y).shape;
     wide.back() = columns;
-    const TensorId w = padded_constant(g_.nodes[matmul].inputs[1], columns);
+    const TensorId w =
+        padded_constant(g_.nodes[matmul].inputs[1], columns, transposed_b(g_.nodes[matmul]));
     const TensorId product =
         build_.tensor(g_.tensor(y).name + "/aligned", g_.tensor(y).dtype, wide);
     g_.nodes[matmul].inputs[1] = w;
     g_.nodes[matmul].outputs[0] = product;
+    // A Gemm's C with a column per output column gets zero columns too.
+    if (const Node& gemm = g_.nodes[matmul];
+        gemm.op == OpKind::Gemm && gemm.inputs.size() > 2 && gemm.inputs[2] != kNoTensor &&
+        !g_.tensor(gemm.inputs[2]).shape.empty() && g_.tensor(gemm.inputs[2]).shape.back() != 1) {
+      const TensorId padded = padded_constant(gemm.inputs[2], columns);
+      g_.nodes[matmul].inputs[2] = padded;
+    }
     // The bias Add, when there is one, adds the padded row and is sliced after.
     TensorId row = kNoTensor, result = y, last = product;
     std::string name = g_.nodes[matmul].name;

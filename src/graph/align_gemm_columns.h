@@ -15,7 +15,11 @@
 // reading only Y (a Linear layer) is padded too (its row with zeros) and sliced after, so that
 // it stays the GEMM's epilogue. Values are unchanged: the padded columns are never read.
 //
-// Which MatMuls: a runtime A of rank 2 or more; B a constant [K, N] of A's dtype, float16 or
+// A Gemm likewise (its B [K, N] padded with zero columns, or with transB its [N, K] with zero
+// rows; a C with a column per output column with zero columns): exporters write a tied LM head,
+// x times the embedding matrix transposed, as Gemm(x, E, transB=1).
+//
+// Which: a runtime A of rank 2 or more; B a constant [K, N] (or [N, K]) of A's dtype, float16 or
 // bfloat16, of 1 MiB or more (a projection as wide as a vocabulary; a small one's extra copy
 // would cost more than the kernel it saves). Runs after convert-precision (the weights are
 // half then) and merge-matmuls, before remove-identity, eliminate-dead and make-views.

@@ -678,6 +678,34 @@ TEST_CASE("a half MatMul over zero-padded columns on the host equals the unalign
   const auto inputs = random_inputs(aligned, 31);
   require_close(run_on_host(unaligned, plan_fusion(unaligned, ilp), inputs, "unaligned-columns"),
                 run_on_host(aligned, plan_fusion(aligned, ilp), inputs, "aligned-columns"), 0, 0);
+  // A tied LM head's spelling: Gemm(x, E, transB=1) with a bias C; E [8195, 64] gets zero rows.
+  ModelBuilder head(17);
+  head.input("x", kFloat, {15, 64}).output("y");
+  head.initializer_f32("e", {8195, 64}, random_values(64 * 8195, 17, 0.25f, 2.0f, true));
+  head.initializer_f32("c", {8195}, random_values(8195, 18, 0.25f, 2.0f, true));
+  test::set_attr_int(head.node("Gemm", {"x", "e", "c"}, {"g"}), "transB", 1);
+  head.node("Relu", {"g"}, {"y"});
+  auto head_graph = [&](bool align) {
+    Graph g = load_onnx(head.write());
+    PipelineOptions options;
+    options.precision.precision = Precision::Fp16;
+    if (!align) options.disabled.insert("align-gemm-columns");
+    run_pipeline(g, options);
+    return g;
+  };
+  Graph head_aligned = head_graph(true), head_unaligned = head_graph(false);
+  int gemms = 0;
+  for (const Node& node : head_aligned.nodes)
+    if (node.op == OpKind::Gemm) {
+      ++gemms;
+      CHECK(head_aligned.tensor(node.inputs[1]).shape == Shape{8200, 64});
+      CHECK(head_aligned.tensor(node.inputs[2]).shape == Shape{8200});
+    }
+  REQUIRE(gemms == 1);
+  const auto head_inputs = random_inputs(head_aligned, 43);
+  require_close(
+      run_on_host(head_unaligned, plan_fusion(head_unaligned, ilp), head_inputs, "head-unaligned"),
+      run_on_host(head_aligned, plan_fusion(head_aligned, ilp), head_inputs, "head-aligned"), 0, 0);
   ModelBuilder small(17);
   small.input("x", kFloat, {3, 64}).output("y");
   small.initializer_f32("w", {64, 4095}, random_values(64 * 4095, 9, 0.25f, 2.0f, true));
