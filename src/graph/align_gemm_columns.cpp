@@ -69,18 +69,6 @@ private:
     return (n + lanes - 1) / lanes * lanes;
   }
 
-  // `bytes` of a row-major [rows, n] constant with zero columns up to `columns`.
-  static std::shared_ptr<ConstantData> padded_rows(const std::string& bytes, int64_t rows,
-                                                   int64_t n, int64_t columns, int64_t size) {
-    auto data = std::make_shared<ConstantData>();
-    const auto row = static_cast<size_t>(n * size), padded = static_cast<size_t>(columns * size);
-    data->bytes.assign(static_cast<size_t>(rows) * padded, '\0');
-    for (int64_t r = 0; r < rows; ++r)
-      data->bytes.replace(static_cast<size_t>(r) * padded, row, bytes, static_cast<size_t>(r) * row,
-                          row);
-    return data;
-  }
-
   // A copy of constant `t` with its last axis (its first, when `first_axis`) padded with
   // zeros to `columns`.
   TensorId padded_constant(TensorId t, int64_t columns, bool first_axis = false) {
@@ -96,8 +84,11 @@ private:
       shape[0] = columns;
     } else {
       const int64_t n = source.shape.back();
-      data = padded_rows(source.constant->bytes, source.elements() / n, n, columns,
-                         dtype_size(source.dtype));
+      const auto size = static_cast<size_t>(dtype_size(source.dtype));
+      data = std::make_shared<ConstantData>();
+      data->bytes =
+          zero_padded_rows(source.constant->bytes, source.elements() / n,
+                           static_cast<size_t>(n) * size, static_cast<size_t>(columns) * size);
       shape.back() = columns;
     }
     // (Adding a tensor may move `source`.)

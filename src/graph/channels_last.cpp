@@ -34,28 +34,6 @@ Shape permuted(const Shape& shape, const std::vector<int64_t>& perm) {
   return out;
 }
 
-// The bytes of a row-major tensor of `shape` (elements of `size` bytes) transposed by `perm`
-// (axis j of the result is axis perm[j] of the source).
-std::string transpose_bytes(const std::string& bytes, const Shape& shape,
-                            const std::vector<int64_t>& perm, size_t size) {
-  const Shape source_strides = row_major_strides(shape);
-  const Shape out_shape = permuted(shape, perm);
-  const int64_t elements = shape_elements(shape);
-  std::string out(bytes.size(), '\0');
-  std::vector<int64_t> index(out_shape.size(), 0);
-  for (int64_t e = 0; e < elements; ++e) {
-    int64_t from = 0;
-    for (size_t j = 0; j < index.size(); ++j)
-      from += index[j] * source_strides[static_cast<size_t>(perm[j])];
-    out.replace(static_cast<size_t>(e) * size, size, bytes, static_cast<size_t>(from) * size, size);
-    for (size_t j = index.size(); j-- > 0;) {
-      if (++index[j] < out_shape[j]) break;
-      index[j] = 0;
-    }
-  }
-  return out;
-}
-
 // A Conv this pass stores channels-last (channels_last.h).
 bool chosen(const Graph& g, const Node& node, Precision precision) {
   if ((node.op != OpKind::Conv && node.op != OpKind::ConvTranspose) || node.inputs.size() < 2 ||
@@ -264,11 +242,9 @@ private:
     const int64_t filters = source.shape[0], taps = shape_elements(source.shape) / filters;
     const int64_t padded_taps = taps / source.shape[1] * channels;
     auto data = std::make_shared<ConstantData>();
-    data->bytes.assign(static_cast<size_t>(filters * padded_taps) * size, '\0');
-    for (int64_t k = 0; k < filters; ++k)
-      data->bytes.replace(static_cast<size_t>(k * padded_taps) * size,
-                          static_cast<size_t>(taps) * size, source.constant->bytes,
-                          static_cast<size_t>(k * taps) * size, static_cast<size_t>(taps) * size);
+    data->bytes =
+        zero_padded_rows(source.constant->bytes, filters, static_cast<size_t>(taps) * size,
+                         static_cast<size_t>(padded_taps) * size);
     Shape shape = source.shape;
     shape[1] = channels;
     const TensorId id = add_tensor(source.name + "/padded", source.dtype, std::move(shape));

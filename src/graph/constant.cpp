@@ -225,4 +225,35 @@ std::shared_ptr<const ConstantData> make_constant_from_double(DType dtype,
   return build(dtype, values);
 }
 
+// The bytes of a row-major tensor of `shape` (elements of `size` bytes) transposed by `perm`
+// (axis j of the result is axis perm[j] of the source).
+std::string transpose_bytes(const std::string& bytes, const Shape& shape,
+                            const std::vector<int64_t>& perm, size_t size) {
+  const Shape source_strides = row_major_strides(shape);
+  Shape out_shape;
+  for (int64_t axis : perm)
+    out_shape.push_back(shape[static_cast<size_t>(axis)]);
+  const int64_t elements = shape_elements(shape);
+  std::string out(bytes.size(), '\0');
+  std::vector<int64_t> index(out_shape.size(), 0);
+  for (int64_t e = 0; e < elements; ++e) {
+    int64_t from = 0;
+    for (size_t j = 0; j < index.size(); ++j)
+      from += index[j] * source_strides[static_cast<size_t>(perm[j])];
+    out.replace(static_cast<size_t>(e) * size, size, bytes, static_cast<size_t>(from) * size, size);
+    for (size_t j = index.size(); j-- > 0;) {
+      if (++index[j] < out_shape[j]) break;
+      index[j] = 0;
+    }
+  }
+  return out;
+}
+
+std::string zero_padded_rows(const std::string& bytes, int64_t rows, size_t row, size_t padded) {
+  std::string out(static_cast<size_t>(rows) * padded, '\0');
+  for (int64_t r = 0; r < rows; ++r)
+    out.replace(static_cast<size_t>(r) * padded, row, bytes, static_cast<size_t>(r) * row, row);
+  return out;
+}
+
 } // namespace stitch

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "graph/graph.h"
@@ -21,6 +22,14 @@ std::shared_ptr<const ConstantData> make_constant_from_int64(DType dtype,
                                                              const std::vector<int64_t>& values);
 std::shared_ptr<const ConstantData> make_constant_from_double(DType dtype,
                                                               const std::vector<double>& values);
+
+// The bytes of a row-major tensor of `shape` (elements of `size` bytes) transposed by `perm`:
+// axis j of the result is axis perm[j] of the source.
+std::string transpose_bytes(const std::string& bytes, const Shape& shape,
+                            const std::vector<int64_t>& perm, size_t size);
+
+// `rows` rows of `row` bytes each, each followed by zero bytes up to `padded` (>= row) bytes.
+std::string zero_padded_rows(const std::string& bytes, int64_t rows, size_t row, size_t padded);
 
 float half_to_float(uint16_t h);
 uint16_t float_to_half(float f);

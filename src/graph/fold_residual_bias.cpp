@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "graph/constant.h"
+#include "graph/pass_builder.h"
 
 namespace stitch {
 
@@ -33,9 +34,7 @@ bool fold_residual_bias(Graph& g) {
   const std::vector<int32_t> producer = g.producers();
   const std::vector<std::vector<int32_t>> consumers = g.consumers();
   const std::set<TensorId> outputs(g.outputs.begin(), g.outputs.end());
-  std::set<std::string> names;
-  for (const Tensor& t : g.tensors)
-    names.insert(t.name);
+  PassBuilder build(g);
   bool changed = false;
   for (size_t n = 0, count = g.nodes.size(); n < count; ++n) {
     const Node& add = g.nodes[n];
@@ -50,25 +49,17 @@ bool fold_residual_bias(Graph& g) {
     const std::vector<double> other = constant_as_double(g.tensor(b2));
     for (size_t i = 0; i < sum.size(); ++i)
       sum[i] += other[i];
-    Tensor folded;
-    folded.name = fresh_name(names, g.tensor(b1).name + "/residual_bias");
-    folded.dtype = g.tensor(b1).dtype;
-    folded.shape = g.tensor(b1).shape;
-    folded.typed = true;
-    folded.constant = make_constant_from_double(folded.dtype, sum);
-    const TensorId id = g.add_tensor(std::move(folded));
+    const TensorId id =
+        build.tensor(g.tensor(b1).name + "/residual_bias", g.tensor(b1).dtype, g.tensor(b1).shape);
+    g.tensor(id).constant = make_constant_from_double(g.tensor(id).dtype, sum);
     g.nodes[first].inputs[2] = id;
     g.nodes[second].inputs.resize(2);
     // Neither result is the model's value any more: each gets a tensor of its own, so that the
     // model's names (which debug taps compare with the reference) stay on model values.
     for (auto [conv, suffix] : {std::pair{first, "/with_residual_bias"}, {second, "/unbiased"}}) {
       const TensorId old = g.nodes[conv].outputs[0];
-      Tensor renamed;
-      renamed.name = fresh_name(names, g.tensor(old).name + suffix);
-      renamed.dtype = g.tensor(old).dtype;
-      renamed.shape = g.tensor(old).shape;
-      renamed.typed = true;
-      const TensorId fresh = g.add_tensor(std::move(renamed));
+      const TensorId fresh =
+          build.tensor(g.tensor(old).name + suffix, g.tensor(old).dtype, g.tensor(old).shape);
       g.nodes[conv].outputs[0] = fresh;
       for (TensorId& input : g.nodes[n].inputs)
         if (input == old) input = fresh;

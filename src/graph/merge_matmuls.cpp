@@ -100,14 +100,9 @@ private:
     if (transposed) {
       const Tensor& source = g_.tensor(b);
       const int64_t rows = source.shape[0], cols = source.shape[1];
-      const auto size = static_cast<size_t>(dtype_size(source.dtype));
       auto data = std::make_shared<ConstantData>();
-      data->bytes.resize(source.constant->bytes.size());
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < cols; ++c)
-          data->bytes.replace(static_cast<size_t>(c * rows + r) * size, size,
-                              source.constant->bytes, static_cast<size_t>(r * cols + c) * size,
-                              size);
+      data->bytes = transpose_bytes(source.constant->bytes, source.shape, {1, 0},
+                                    static_cast<size_t>(dtype_size(source.dtype)));
       const std::string name = source.name + "/transposed";
       const DType dtype = source.dtype;
       b = build_.tensor(name, dtype, {cols, rows}); // (may move `source`)

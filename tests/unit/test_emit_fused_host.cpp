@@ -17,6 +17,17 @@ namespace {
 constexpr int kFloat = onnx::TensorProto::FLOAT;
 constexpr double kRtol = 1e-5, kAtol = 1e-6;
 
+// `m` through the pipeline in `precision`, the passes `disabled` skipped.
+Graph compiled_in(const ModelBuilder& m, Precision precision,
+                  const std::set<std::string>& disabled = {}) {
+  Graph g = load_onnx(m.write());
+  PipelineOptions options;
+  options.precision.precision = precision;
+  options.disabled = disabled;
+  run_pipeline(g, options);
+  return g;
+}
+
 std::vector<int32_t> all_nodes(const Graph& g) {
   std::vector<int32_t> nodes;
   for (size_t n = 0; n < g.nodes.size(); ++n)
@@ -656,23 +667,16 @@ TEST_CASE("a half MatMul over zero-padded columns on the host equals the unalign
   m.node("MatMul", {"x", "w"}, {"p"});
   m.node("Add", {"p", "b"}, {"a"});
   m.node("Relu", {"a"}, {"y"});
-  auto compiled = [&](Precision precision, bool align) {
-    Graph g = load_onnx(m.write());
-    PipelineOptions options;
-    options.precision.precision = precision;
-    if (!align) options.disabled.insert("align-gemm-columns");
-    run_pipeline(g, options);
-    return g;
-  };
   auto weight_columns = [](const Graph& g) {
     for (const Node& node : g.nodes)
       if (node.op == OpKind::MatMul) return g.tensor(node.inputs[1]).shape.back();
     return int64_t{0};
   };
-  Graph aligned = compiled(Precision::Fp16, true), unaligned = compiled(Precision::Fp16, false);
+  Graph aligned = compiled_in(m, Precision::Fp16),
+        unaligned = compiled_in(m, Precision::Fp16, {"align-gemm-columns"});
   REQUIRE(weight_columns(aligned) == 8200);
   REQUIRE(weight_columns(unaligned) == 8195);
-  CHECK(weight_columns(compiled(Precision::Fp32, true)) == 8195);
+  CHECK(weight_columns(compiled_in(m, Precision::Fp32)) == 8195);
   PlannerOptions ilp;
   ilp.planner = "ilp";
   const auto inputs = random_inputs(aligned, 31);
@@ -685,15 +689,8 @@ TEST_CASE("a half MatMul over zero-padded columns on the host equals the unalign
   head.initializer_f32("c", {8195}, random_values(8195, 18, 0.25f, 2.0f, true));
   test::set_attr_int(head.node("Gemm", {"x", "e", "c"}, {"g"}), "transB", 1);
   head.node("Relu", {"g"}, {"y"});
-  auto head_graph = [&](bool align) {
-    Graph g = load_onnx(head.write());
-    PipelineOptions options;
-    options.precision.precision = Precision::Fp16;
-    if (!align) options.disabled.insert("align-gemm-columns");
-    run_pipeline(g, options);
-    return g;
-  };
-  Graph head_aligned = head_graph(true), head_unaligned = head_graph(false);
+  Graph head_aligned = compiled_in(head, Precision::Fp16),
+        head_unaligned = compiled_in(head, Precision::Fp16, {"align-gemm-columns"});
   int gemms = 0;
   for (const Node& node : head_aligned.nodes)
     if (node.op == OpKind::Gemm) {
@@ -710,11 +707,7 @@ TEST_CASE("a half MatMul over zero-padded columns on the host equals the unalign
   small.input("x", kFloat, {3, 64}).output("y");
   small.initializer_f32("w", {64, 4095}, random_values(64 * 4095, 9, 0.25f, 2.0f, true));
   small.node("MatMul", {"x", "w"}, {"y"});
-  Graph g = load_onnx(small.write());
-  PipelineOptions half;
-  half.precision.precision = Precision::Fp16;
-  run_pipeline(g, half);
-  CHECK(weight_columns(g) == 4095);
+  CHECK(weight_columns(compiled_in(small, Precision::Fp16)) == 4095);
 }
 
 TEST_CASE("float16 pools of channels-last tensors on the host equal the channels-first pools, "
@@ -748,16 +741,8 @@ TEST_CASE("float16 pools of channels-last tensors on the host equal the channels
   test::set_attr_ints(average, "strides", {2, 2});
   test::set_attr_ints(average, "pads", {1, 1, 0, 0});
   test::set_attr_int(average, "count_include_pad", 1);
-  auto compiled = [&](const std::set<std::string>& disabled) {
-    Graph g = load_onnx(m.write());
-    PipelineOptions options;
-    options.precision.precision = Precision::Fp16;
-    options.disabled = disabled;
-    run_pipeline(g, options);
-    return g;
-  };
-  Graph last = compiled({"fold-residual-bias"}),
-        first = compiled({"channels-last", "fold-residual-bias"});
+  Graph last = compiled_in(m, Precision::Fp16, {"fold-residual-bias"}),
+        first = compiled_in(m, Precision::Fp16, {"channels-last", "fold-residual-bias"});
   int windows = 0;
   for (const Node& node : last.nodes)
     if (node.op == OpKind::MaxPool || node.op == OpKind::AveragePool)
@@ -769,7 +754,7 @@ TEST_CASE("float16 pools of channels-last tensors on the host equal the channels
   const auto want = run_on_host(first, plan_fusion(first, ilp), inputs, "pools-channels-first");
   require_close(want, run_on_host(last, plan_fusion(last, ilp), inputs, "pools-channels-last"), 0,
                 0);
-  Graph folded = compiled({});
+  Graph folded = compiled_in(m, Precision::Fp16);
   int unbiased = 0;
   for (const Node& node : folded.nodes)
     unbiased += node.op == OpKind::Conv && node.inputs.size() == 2;
