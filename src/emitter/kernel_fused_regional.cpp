@@ -17,6 +17,14 @@
 //     if (lane == 0) out1[line] = r3;                  // per-row outputs
 //   }
 //
+// A Gather member (an embedding lookup) reads its index once per row and the picked data row
+// where its consumers read the result:
+//
+//     const int64_t g0_line = line;                      // the lookup's row
+//     const int64_t g0_index = stitch::movement::wrap_index(in1[g0_line], 30522);
+//     const int64_t g0_row = g0_index < 0 ? -1 : g0_index * 768;
+//     ... in a pass:  const float g0 = g0_row < 0 ? float(0) : float(in0[g0_row + k]);
+//
 // Inputs that hold a whole [rows, row_length] block are read once from global memory and kept
 // in registers or in dynamic shared memory (the spec's RowCache) when read by several passes;
 // smaller inputs (a scale per column, a mask broadcast over heads) are read where used. Every
@@ -90,6 +98,8 @@ private:
   int64_t threads_per_row() const;
   void write_pass(int pass, CodeWriter& out);
   void write_row_values(int stage, CodeWriter& out);
+  void write_gather_rows(int stage, CodeWriter& out);
+  std::string gathered_element(const RegionalSpec::GatherRow& gather) const;
 
   const GroupEmitContext& ctx_;
   const Graph& g_;
@@ -103,6 +113,7 @@ private:
   std::vector<std::string> per_row_load_names_;
   std::vector<RowStat> stats_;
   int next_row_ = 0;
+  std::map<TensorId, size_t> gather_of_; // a Gather's result -> its index in spec_.gathers
   std::map<TensorId, const RegionalSpec::CachedRow*> cached_;
   std::map<TensorId, std::string> cache_name_;
 };
@@ -137,11 +148,26 @@ RegionalWriter::RegionalWriter(const GroupEmitContext& ctx, const FusedSignature
     case RegionalSpec::Role::Reduce:
       add_row_op(m);
       break;
+    case RegionalSpec::Role::Gather:
+      stage_[y] = m.stage;
+      break;
     }
+  }
+  for (size_t k = 0; k < spec_.gathers.size(); ++k) {
+    const RegionalSpec::GatherRow& gather = spec_.gathers[k];
+    if (!sig_.inputs.count(gather.data) ||
+        (!gather.indices_in_group && !sig_.inputs.count(gather.indices)))
+      ctx_.spec_error(fmt::format("the lookup '{}' reads a table or indices that are not kernel "
+                                  "parameters",
+                                  g_.nodes[gather.node].name));
+    gather_of_[g_.nodes[gather.node].outputs[0]] = k;
   }
   for (const RegionalSpec::CachedRow& row : spec_.cached) {
     cached_[row.tensor] = &row;
-    cache_name_[row.tensor] = "row" + sig_.inputs.at(row.tensor).substr(2);
+    auto gather = gather_of_.find(row.tensor);
+    cache_name_[row.tensor] = gather != gather_of_.end()
+                                  ? fmt::format("row_g{}", gather->second)
+                                  : "row" + sig_.inputs.at(row.tensor).substr(2);
   }
 }
 
@@ -343,15 +369,20 @@ void RegionalWriter::write_pass(int pass, CodeWriter& out) {
                                     g_.tensor(t).name, pass));
       return row->second;
     }
-    // An input that varies along the row: from global memory, or from the row cache after
-    // the pass that read it first.
+    // An input that varies along the row (or a looked-up row): from global memory, or from the
+    // row cache after the pass that read it first.
+    const Tensor& tensor = g_.tensor(t);
+    const std::string type = ctype(tensor.dtype, ctx_);
+    auto gather = gather_of_.find(t);
     auto param = sig_.inputs.find(t);
-    if (param == sig_.inputs.end())
+    if (gather == gather_of_.end() && param == sig_.inputs.end())
       ctx_.spec_error(fmt::format("'{}' is read but is neither an input, a literal nor a row value",
                                   g_.tensor(t).name));
-    const Tensor& tensor = g_.tensor(t);
-    const std::string name = "x" + param->second.substr(2);
-    const std::string type = ctype(tensor.dtype, ctx_);
+    const std::string name = gather != gather_of_.end() ? fmt::format("g{}", gather->second)
+                                                        : "x" + param->second.substr(2);
+    if (gather != gather_of_.end() && stage_of(t) > pass)
+      ctx_.spec_error(fmt::format("the lookup '{}' is used in pass {} before its index exists",
+                                  tensor.name, pass));
     auto cached = cached_.find(t);
     std::string cache_element;
     if (cached != cached_.end())
@@ -360,7 +391,10 @@ void RegionalWriter::write_pass(int pass, CodeWriter& out) {
       out.linef("const {} {} = {};", type, name, cache_element);
       return name;
     }
-    out.linef("const {} {} = {}[{}];", type, name, param->second, element_index(tensor.shape));
+    if (gather != gather_of_.end())
+      out.linef("const {} {} = {};", type, name, gathered_element(spec_.gathers[gather->second]));
+    else
+      out.linef("const {} {} = {}[{}];", type, name, param->second, element_index(tensor.shape));
     if (cached != cached_.end()) out.linef("{} = {};", cache_element, name);
     return name;
   });
@@ -400,13 +434,57 @@ void RegionalWriter::write_row_values(int stage, CodeWriter& out) {
   }
 }
 
+// The lookups whose index exists from `stage` on (an input's: before pass 0): which data row
+// each reads for this row, -1 for an index out of range.
+void RegionalWriter::write_gather_rows(int stage, CodeWriter& out) {
+  for (size_t k = 0; k < spec_.gathers.size(); ++k) {
+    const RegionalSpec::GatherRow& gather = spec_.gathers[k];
+    const Node& node = g_.nodes[gather.node];
+    if (stage_of(node.outputs[0]) != stage) continue;
+    const Shape rows(spec_.space.begin(),
+                     spec_.space.begin() + static_cast<std::ptrdiff_t>(split_));
+    out.comment(fmt::format("g{} = '{}' (Gather): for each row, one row of {} of '{}'", k,
+                            node.name, spec_.row_length, g_.tensor(gather.data).name));
+    // The lookup's rows are (o, j): o over the data's axes before the gathered one (one value
+    // unless a batch of tables), j over the indices.
+    const bool tables = shape_elements(gather.out_rows) != gather.count;
+    std::string index;
+    if (gather.indices_in_group) {
+      index = row_value_.at(gather.indices);
+      out.linef("const int64_t g{}_line = line;", k);
+    } else {
+      out.linef("const int64_t g{}_line = {};", k, broadcast_offset(gather.out_rows, rows, "line"));
+      index =
+          tables ? fmt::format("{}[g{}_line % {}]", sig_.inputs.at(gather.indices), k, gather.count)
+                 : fmt::format("{}[g{}_line]", sig_.inputs.at(gather.indices), k);
+    }
+    out.linef("const int64_t g{0}_index = stitch::movement::wrap_index({1}, {2});", k, index,
+              gather.dim);
+    if (tables)
+      out.linef("const int64_t g{0}_row = g{0}_index < 0 ? -1 : (g{0}_line / {1} * {2} + "
+                "g{0}_index) * {3};",
+                k, gather.count, gather.dim, spec_.row_length);
+    else
+      out.linef("const int64_t g{0}_row = g{0}_index < 0 ? -1 : g{0}_index * {1};", k,
+                spec_.row_length);
+  }
+}
+
+// Element k of this row of a lookup; zero for an index out of range.
+std::string RegionalWriter::gathered_element(const RegionalSpec::GatherRow& gather) const {
+  const size_t k = gather_of_.at(g_.nodes[gather.node].outputs[0]);
+  const DType dtype = g_.tensor(gather.data).dtype;
+  return fmt::format("g{0}_row < 0 ? {1}(0) : {1}({2}[g{0}_row + k])", k, ctype(dtype, ctx_),
+                     sig_.inputs.at(gather.data));
+}
+
 void RegionalWriter::write(const BlockRange& blocks, CodeWriter& out) {
   open_lines(blocks, out);
   if (spec_.cache == RowCache::Registers)
     for (const auto& [t, name] : cache_name_)
       out.linef("{} {}[{}];  // this thread's elements of {}'s row",
                 ctype(g_.tensor(t).dtype, ctx_), name, spec_.elements_per_thread,
-                sig_.inputs.at(t));
+                gather_of_.count(t) ? fmt::format("g{}", gather_of_.at(t)) : sig_.inputs.at(t));
   for (TensorId t : spec_.row_inputs)
     out.linef("const {} {} = {}[{}];  // one per row", ctype(g_.tensor(t).dtype, ctx_),
               row_value_.at(t), sig_.inputs.at(t), row_index(g_.tensor(t).shape));
@@ -417,6 +495,7 @@ void RegionalWriter::write(const BlockRange& blocks, CodeWriter& out) {
               broadcast_offset(g_.tensor(load.tensor).shape, load.against, "line"));
   }
   write_row_values(0, out);
+  write_gather_rows(0, out);
   for (int p = 0; p < spec_.passes; ++p) {
     write_pass(p, out);
     for (const RowStat& s : stats_) {
@@ -427,6 +506,7 @@ void RegionalWriter::write(const BlockRange& blocks, CodeWriter& out) {
         out.line(line);
     }
     write_row_values(p + 1, out);
+    write_gather_rows(p + 1, out);
   }
   for (TensorId t : spec_.row_outputs)
     out.linef("{}{}[line] = {};", leader(), sig_.outputs.at(t), row_value_.at(t));

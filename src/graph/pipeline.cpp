@@ -18,6 +18,7 @@
 #include "graph/make_views.h"
 #include "graph/merge_matmuls.h"
 #include "graph/remove_identity.h"
+#include "graph/slice_constant_gathers.h"
 #include "graph/verify.h"
 
 namespace stitch {
@@ -64,6 +65,9 @@ constexpr Pass kPasses[] = {
     // After lowering, so that lowered and exporter-expanded composites meet in one form;
     // before eliminate-dead, which drops what it leaves unread.
     {"canonicalize", plain<canonicalize>, false},
+    // After fold-constants, which makes the indices computed from constants constant; before
+    // make-views, which makes the Reshapes it writes views.
+    {"slice-constant-gathers", plain<slice_constant_gathers>, false},
     // Before channels-last, whose Transposes would sit between the Convs and their Add.
     {"fold-residual-bias", plain<fold_residual_bias>, false},
     // After canonicalize, which would compose a Conv's own Transposes away; before

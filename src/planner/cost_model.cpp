@@ -56,6 +56,30 @@ int64_t extra_launches(const GroupSpec& spec) {
   return (gemm->fill.empty() ? 0 : 1) + (shape_elements(gemm->outer) - 1);
 }
 
+// Elements of each input the group reads: all of them, but a table that only the group's
+// Gathers read (an embedding) only in the rows they pick: the result's elements.
+std::vector<int64_t> input_elements_read(const FusionContext& ctx, const GroupAnalysis& group) {
+  const Graph& g = ctx.graph;
+  std::vector<int64_t> read;
+  for (TensorId t : group.inputs) {
+    int64_t picked = 0;
+    bool only_gathers = true;
+    for (int32_t n : group.nodes) {
+      const Node& node = g.nodes[n];
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        if (node.inputs[i] != t) continue;
+        if (node.op == OpKind::Gather && i == 0)
+          picked += g.tensor(node.outputs[0]).elements();
+        else
+          only_gathers = false;
+      }
+    }
+    const int64_t all = g.tensor(t).elements();
+    read.push_back(only_gathers && picked > 0 ? std::min(all, picked) : all);
+  }
+  return read;
+}
+
 int64_t threads_of(const LaunchConfig& launch) {
   return launch.grid[0] * launch.grid[1] * launch.grid[2] * launch.block[0] * launch.block[1] *
          launch.block[2];
@@ -71,8 +95,9 @@ GroupCost group_cost(const FusionContext& ctx, const GroupAnalysis& group) {
   GroupCost c;
   if (group.kind == GroupKind::Alias) return c; // a view: no work, no traffic
   const Graph& g = ctx.graph;
-  for (TensorId t : group.inputs)
-    c.bytes += g.tensor(t).bytes();
+  const std::vector<int64_t> read = input_elements_read(ctx, group);
+  for (size_t i = 0; i < group.inputs.size(); ++i)
+    c.bytes += read[i] * dtype_size(g.tensor(group.inputs[i]).dtype);
   for (TensorId t : group.outputs)
     c.bytes += g.tensor(t).bytes();
   c.bytes += extra_bytes(g, group.group.spec);
@@ -94,12 +119,12 @@ GroupCost group_cost(const FusionContext& ctx, const GroupAnalysis& group) {
     // every thread re-reads from cache, whatever the parallelism; charging it would make
     // fusing a bias into its consumer look worse than leaving it in a GEMM epilogue.
     int64_t largest = 0, streamed = 0;
-    for (TensorId t : group.inputs)
-      largest = std::max(largest, g.tensor(t).elements());
+    for (int64_t elements : read)
+      largest = std::max(largest, elements);
     for (TensorId t : group.outputs)
       largest = std::max(largest, g.tensor(t).elements());
-    for (TensorId t : group.inputs)
-      if (g.tensor(t).elements() == largest) streamed += g.tensor(t).bytes();
+    for (size_t i = 0; i < group.inputs.size(); ++i)
+      if (read[i] == largest) streamed += read[i] * dtype_size(g.tensor(group.inputs[i]).dtype);
     for (TensorId t : group.outputs)
       streamed += g.tensor(t).bytes();
     c.parallelism =

@@ -1,7 +1,8 @@
 // The planners' cost model: what one group costs, in bytes of HBM traffic (the unit every
 // term is converted to; see planner.h for the model and a worked example).
 //
-//   bytes        the group's inputs read once plus its outputs written once; tensors that
+//   bytes        the group's inputs read once plus its outputs written once (of a table only
+//                Gathers read, an embedding, the rows they pick); tensors that
 //                stay inside the group cost nothing; plus what the spec moves beyond that: a
 //                Regional body's full-row inputs read again by later passes when it cannot
 //                keep them (RowCache::None), a GEMM's fill kernel writing the result that the

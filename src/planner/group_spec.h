@@ -218,6 +218,21 @@ struct RegionalSpec {
     Element, // pointwise, its value varies along the row: computed in the passes that need it
     Row,     // pointwise on row values (or a per-row node): computed once per row
     Reduce,  // a row op: accumulates its input over the row in pass `stage`
+    Gather,  // a Gather picking one row of its data per row: loaded where used (`gathers`)
+  };
+  // A Gather whose result's row is one contiguous row of its data (an embedding lookup): the
+  // group's row `line` is the result's row `o * count + j` (`out_rows`: the result's shape
+  // without its row axes, broadcast into the space's), and reads data row `o * dim + index`,
+  // index = indices[j] (negative counts from the end; out of range reads zeros). The indices
+  // are a group input loaded once per row, or a row value of the group. Only the rows picked
+  // are read, which is what the cost model charges for the data.
+  struct GatherRow {
+    int32_t node = -1;
+    TensorId data = kNoTensor, indices = kNoTensor;
+    Shape out_rows;                // the result's shape before its row axes, padded to the space's
+    int64_t dim = 0;               // data's size along the gathered axis
+    int64_t count = 0;             // index elements
+    bool indices_in_group = false; // a row value of the group, not an input
   };
   // A per-row node's input, loaded once per row at its broadcast index into `against` (the
   // node's result: its element `line` is this row's value).
@@ -236,6 +251,7 @@ struct RegionalSpec {
     std::vector<int> loads;
   };
   std::vector<Member> members;           // the group's nodes, topological order
+  std::vector<GatherRow> gathers;        // the Gather members, in member order
   std::vector<TensorId> row_inputs;      // inputs constant along the row: loaded once per row
   std::vector<PerRowLoad> per_row_loads; // inputs of per-row nodes
   int passes = 0;

@@ -138,6 +138,8 @@ std::string_view class_sentence(NodeClass c) {
     return "is a transpose";
   case NodeClass::Movement:
     return "is an index remapping";
+  case NodeClass::Gather:
+    return "is a row lookup";
   }
   return "?";
 }
@@ -287,6 +289,9 @@ NodeClass classify(const Graph& g, const Node& node) {
     if (t != kNoTensor && g.tensor(t).elements() == 0) return NodeClass::Alone;
   if (op_is_pointwise(node.op)) return NodeClass::Pointwise;
   if (remapping_op(g, node)) return NodeClass::Movement;
+  if (node.op == OpKind::Gather && node.inputs.size() == 2 && node.inputs[1] != kNoTensor &&
+      g.tensor(node.inputs[0]).elements() > 0)
+    return NodeClass::Gather;
   // Only reductions of the reduction table fuse (not a scan, ArgMax, the composites).
   const ReductionRule* rule = reduction_rule(node.op);
   if (rule == nullptr) return NodeClass::Alone;
@@ -497,6 +502,13 @@ FusionDecision analyze_group(const FusionContext& ctx, const std::vector<int32_t
                                               "reads or writes through, or in a group of "
                                               "pointwise ops",
                                               ctx.describe(n), class_sentence(ctx.node_class[n])));
+  // A Gather joins a Regional group as a row load, nothing else.
+  if (!row || gemm || conv || window || column)
+    for (int32_t n : nodes)
+      if (ctx.node_class[n] == NodeClass::Gather)
+        return FusionDecision::no(fmt::format("{} {}; it joins a group only as the rows a group "
+                                              "of row ops reads",
+                                              ctx.describe(n), class_sentence(NodeClass::Gather)));
   if (gemm) {
     int32_t first = -1;
     for (int32_t n : nodes) {

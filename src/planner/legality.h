@@ -55,6 +55,8 @@ enum class NodeClass {
                    // or a Conv's channels-last X, W and result, or as a Movement node
   Movement,        // a Transpose (of another dtype), Slice, Expand or Concat: alone a kernel;
                    // in a Local group an index remapping its consumers read through
+  Gather,          // a Gather (an embedding lookup): alone a kernel; in a Regional group a
+                   // row of its data loaded per row where its consumers read it
 };
 
 // A set of node indices as bits.

@@ -20,9 +20,9 @@ FusionDecision analyze_independent(const FusionContext& ctx, GroupAnalysis& a,
     for (int32_t n : part) {
       const NodeClass c = ctx.node_class[n];
       if (c != NodeClass::Pointwise && c != NodeClass::RowOp && c != NodeClass::Movement &&
-          c != NodeClass::Layout)
+          c != NodeClass::Layout && c != NodeClass::Gather)
         return FusionDecision::no(fmt::format("{} {}; an independent part holds pointwise ops, "
-                                              "index remappings and row ops only",
+                                              "index remappings, row lookups and row ops only",
                                               ctx.describe(n), class_sentence(c)));
       row = row || c == NodeClass::RowOp;
     }

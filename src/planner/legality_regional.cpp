@@ -13,6 +13,11 @@
 // passes as the longest chain of row ops needs; a full-row input read by several passes is
 // loaded once and kept (in registers, or in shared memory with a block per row), or else read
 // again (which the cost model charges).
+//
+// A Gather whose result's row is one whole row of its data (an embedding lookup: [V, H] table,
+// ids per row) joins as a row load: the index is read once per row and the row's elements where
+// its consumers read them, so the looked-up rows feed the Add and LayerNorm after them without
+// being written out first.
 #include <map>
 #include <optional>
 #include <set>
@@ -42,7 +47,8 @@ int64_t cached_register_limit(ThreadMapping mapping) {
 }
 
 // The shape the row space is indexed by: the highest-rank tensor the nodes read or write that
-// holds rows x row_length elements (the first such, in node order, inputs before outputs).
+// holds rows x row_length elements (the first such, in node order, inputs before outputs; a
+// Gather's table and indices are not read in the row space's layout).
 Shape row_space_shape(const Graph& graph, const std::vector<int32_t>& nodes, int64_t rows,
                       int64_t row_length) {
   const int64_t elements = rows * row_length;
@@ -51,7 +57,9 @@ Shape row_space_shape(const Graph& graph, const std::vector<int32_t>& nodes, int
   for (int32_t n : nodes)
     for (const auto* list : {&graph.nodes[n].inputs, &graph.nodes[n].outputs})
       for (TensorId t : *list)
-        if (t != kNoTensor && graph.tensor(t).elements() == elements &&
+        if (t != kNoTensor &&
+            (list != &graph.nodes[n].inputs || graph.nodes[n].op != OpKind::Gather) &&
+            graph.tensor(t).elements() == elements &&
             (!found || graph.tensor(t).shape.size() > space.size())) {
           space = graph.tensor(t).shape;
           found = true;
@@ -77,6 +85,7 @@ private:
   FusionDecision input(TensorId t, int32_t reader);
   FusionDecision per_row_node(int32_t n);
   FusionDecision pointwise_node(int32_t n);
+  FusionDecision gather_node(int32_t n);
   FusionDecision row_op(int32_t n);
 
   bool produced(TensorId t) const { return contains(a_.nodes, ctx_.producer[t]); }
@@ -109,6 +118,7 @@ private:
   std::map<TensorId, int> stage_; // every value seen: the pass from which it exists
   std::set<TensorId> row_values_; // values constant along the row
   std::vector<int32_t> element_nodes_;
+  std::set<TensorId> gathered_; // the Gathers' results
 };
 
 FusionDecision RegionalAnalysis::row_space() {
@@ -118,7 +128,8 @@ FusionDecision RegionalAnalysis::row_space() {
       return FusionDecision::no(fmt::format("{} is a column reduction; the group's row ops need "
                                             "another thread mapping",
                                             what(n)));
-    if (ctx_.node_class[n] == NodeClass::Pointwise) continue;
+    if (ctx_.node_class[n] == NodeClass::Pointwise || ctx_.node_class[n] == NodeClass::Gather)
+      continue;
     if (ctx_.node_class[n] != NodeClass::RowOp)
       return FusionDecision::no(fmt::format("{} {}; a Regional group holds row ops and pointwise "
                                             "ops",
@@ -260,6 +271,69 @@ FusionDecision RegionalAnalysis::pointwise_node(int32_t n) {
   return FusionDecision::ok();
 }
 
+// A Gather: its result, broadcast to the row space, must hold each row of the space whole
+// (nothing broadcast along the row), and each of its rows must be one contiguous row of the
+// data, which the group does not compute. The indices are an input, or a row value of the
+// group with one value per row (then the gathered axis is the data's first, and row `line`
+// takes index `line`).
+FusionDecision RegionalAnalysis::gather_node(int32_t n) {
+  const Node& node = g_.nodes[n];
+  const TensorId data = node.inputs[0], indices = node.inputs[1], y = node.outputs[0];
+  const Tensor& d = g_.tensor(data);
+  const Tensor& idx = g_.tensor(indices);
+  const Tensor& out = g_.tensor(y);
+  if (produced(data) || literal(data))
+    return FusionDecision::no(fmt::format("{} looks up rows of '{}', which is {}; a group looks "
+                                          "up rows of a tensor in memory only",
+                                          what(n), d.name,
+                                          produced(data) ? "computed in the group" : "a literal"));
+  NodeContext nc(g_, node);
+  const auto axis = static_cast<size_t>(nc.normalize_axis(nc.attr_int("axis", 0), nc.rank(0)));
+  int64_t inner = 1, outer = 1;
+  for (size_t k = axis + 1; k < d.shape.size(); ++k)
+    inner *= d.shape[k];
+  for (size_t k = 0; k < axis; ++k)
+    outer *= d.shape[k];
+  if (inner != spec_.row_length)
+    return FusionDecision::no(fmt::format("{} picks rows of {} elements of '{}' {}; the group's "
+                                          "rows hold {}",
+                                          what(n), inner, d.name, shape_str(d.shape),
+                                          spec_.row_length));
+  if (!broadcasts_to_space(out.shape))
+    return FusionDecision::no(fmt::format("{}'s result {} does not broadcast to the row space {}",
+                                          what(n), shape_str(out.shape), shape_str(spec_.space)));
+  const Shape p = padded_to(out.shape, spec_.space);
+  int64_t along = 1;
+  for (size_t k = spec_.row_axes_from; k < p.size(); ++k)
+    along *= p[k];
+  if (along != spec_.row_length)
+    return FusionDecision::no(fmt::format("{}'s result {} is broadcast along the rows of {}",
+                                          what(n), shape_str(out.shape), shape_str(spec_.space)));
+  RegionalSpec::GatherRow gather;
+  gather.node = n;
+  gather.data = data;
+  gather.indices = indices;
+  gather.out_rows = Shape(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(spec_.row_axes_from));
+  gather.dim = d.shape[axis];
+  gather.count = idx.elements();
+  int stage = 0;
+  if (produced(indices)) {
+    if (!row_value(indices) || !per_row_layout(idx.shape) || outer != 1)
+      return FusionDecision::no(fmt::format("{} looks up rows at '{}' {}, computed in the group "
+                                            "but not one index per row",
+                                            what(n), idx.name, shape_str(idx.shape)));
+    gather.indices_in_group = true;
+    stage = stage_of(indices);
+  } else {
+    stage_[indices] = 0;
+  }
+  stage_[y] = stage;
+  gathered_.insert(y);
+  spec_.gathers.push_back(std::move(gather));
+  spec_.members.push_back({n, RegionalSpec::Role::Gather, stage, {}});
+  return FusionDecision::ok();
+}
+
 FusionDecision RegionalAnalysis::row_op(int32_t n) {
   const Node& node = g_.nodes[n];
   for (size_t i = 1; i < node.inputs.size(); ++i)
@@ -283,6 +357,7 @@ FusionDecision RegionalAnalysis::values() {
   for (int32_t n : a_.nodes) {
     const Node& node = g_.nodes[n];
     FusionDecision d = ctx_.node_class[n] == NodeClass::RowOp             ? row_op(n)
+                       : ctx_.node_class[n] == NodeClass::Gather          ? gather_node(n)
                        : per_row_layout(g_.tensor(node.outputs[0]).shape) ? per_row_node(n)
                                                                           : pointwise_node(n);
     if (!d) return d;
@@ -346,7 +421,8 @@ void RegionalAnalysis::passes_and_cache(const AnalysisOverrides& overrides) {
           roots.push_back(operand);
         continue;
       }
-      if (!produced(t) && g.tensor(t).elements() == full) reads[t].insert(p);
+      if ((!produced(t) || gathered_.count(t)) && g.tensor(t).elements() == full)
+        reads[t].insert(p);
     }
   }
 

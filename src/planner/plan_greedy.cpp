@@ -114,7 +114,10 @@ private:
             if (t == kNoTensor || ctx_.producer[t] < 0) continue;
             int32_t u = ctx_.producer[t];
             if (group_of_[u] == group || members_[group_of_[u]].size() != 1) continue;
-            if (ctx_.node_class[u] != NodeClass::Pointwise) continue;
+            // A Gather joins only a group of row ops (analyze_group refuses the rest).
+            if (ctx_.node_class[u] != NodeClass::Pointwise &&
+                ctx_.node_class[u] != NodeClass::Gather)
+              continue;
             bool all_inside = true;
             for (TensorId out : g.nodes[u].outputs)
               for (int32_t c : ctx_.consumers[out])

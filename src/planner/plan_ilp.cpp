@@ -4,7 +4,8 @@
 // greedy); and legal convex sets of fusible nodes, either every subset (small graphs: the
 // search is then exact over all partitions) or sets grown from each node along producer and
 // consumer edges, to nodes after the seed, breadth first, at most max_group_nodes nodes and
-// max_candidates_per_seed sets per seed (a growth stops at an illegal set), and one more chain
+// max_candidates_per_seed sets per seed (a growth stops at an illegal set; a view or a Gather
+// brings along the nodes without which it is never legal, see grown_by), and one more chain
 // of sets per seed grown greedily (each neighbour that keeps the set legal, in node order), which
 // reaches the whole of a long branching chain the breadth-first sets run out before.
 //
@@ -97,10 +98,35 @@ std::set<int32_t> growable_neighbours(const FusionContext& ctx, int32_t seed,
   return neighbours;
 }
 
+// The pointwise nodes from `m` (excluded) to the nearest row op reading its result through
+// them, and that row op, breadth first over consumers, at most kRowOpReach nodes away; empty
+// when there is none.
+constexpr int kRowOpReach = 6;
+std::vector<int32_t> path_to_row_op(const FusionContext& ctx, int32_t m) {
+  std::map<int32_t, int32_t> came_from = {{m, -1}};
+  std::deque<std::pair<int32_t, int>> queue = {{m, 0}};
+  while (!queue.empty()) {
+    const auto [k, depth] = queue.front();
+    queue.pop_front();
+    if (k != m && ctx.node_class[k] == NodeClass::RowOp) {
+      std::vector<int32_t> path;
+      for (int32_t at = k; at != m; at = came_from.at(at))
+        path.push_back(at);
+      return path;
+    }
+    if (depth == kRowOpReach || (k != m && ctx.node_class[k] != NodeClass::Pointwise)) continue;
+    for (int32_t next : ctx.succs[k])
+      if (came_from.emplace(next, k).second) queue.push_back({next, depth + 1});
+  }
+  return {};
+}
+
 // `current` (sorted) with `m` added, and what joins with it in one step: a view brings the
 // chain of views after it and the node they feed (alone with the nodes before it, a view is
 // never legal); a channels-last Conv or one of its layouts brings the other three
-// (conv_layout_nodes).
+// (conv_layout_nodes); a Gather (legal only with a row op) brings the pointwise nodes on its way
+// to the first row op reading it (an embedding's Adds to its LayerNorm), if there is one within
+// a few nodes.
 std::vector<int32_t> grown_by(const FusionContext& ctx, std::vector<int32_t> current, int32_t m) {
   auto insert = [&](int32_t k) {
     if (!std::binary_search(current.begin(), current.end(), k))
@@ -110,6 +136,9 @@ std::vector<int32_t> grown_by(const FusionContext& ctx, std::vector<int32_t> cur
     insert(k);
     k = ctx.node_class[k] == NodeClass::View && ctx.succs[k].size() == 1 ? ctx.succs[k][0] : -1;
   }
+  if (ctx.node_class[m] == NodeClass::Gather)
+    for (int32_t k : path_to_row_op(ctx, m))
+      insert(k);
   for (int32_t k : conv_layout_nodes(ctx, m))
     insert(k);
   return current;

@@ -45,16 +45,27 @@ nlohmann::json regional_json(const Graph& g, const RegionalSpec& spec) {
   nlohmann::json cached = nlohmann::json::array();
   for (const RegionalSpec::CachedRow& row : spec.cached)
     cached.push_back(g.tensor(row.tensor).name);
-  return {{"rows", spec.rows},
-          {"row_length", spec.row_length},
-          {"mapping", mapping_name(spec.mapping)},
-          {"passes", spec.passes},
-          {"row_cache", row_cache_name(spec.cache)},
-          {"cached_inputs", cached},
-          {"row_inputs", tensor_names(g, spec.row_inputs)},
-          {"element_outputs", tensor_names(g, spec.element_outputs)},
-          {"row_outputs", tensor_names(g, spec.row_outputs)},
-          {"reread_bytes", spec.reread_bytes}};
+  nlohmann::json j = {{"rows", spec.rows},
+                      {"row_length", spec.row_length},
+                      {"mapping", mapping_name(spec.mapping)},
+                      {"passes", spec.passes},
+                      {"row_cache", row_cache_name(spec.cache)},
+                      {"cached_inputs", cached},
+                      {"row_inputs", tensor_names(g, spec.row_inputs)},
+                      {"element_outputs", tensor_names(g, spec.element_outputs)},
+                      {"row_outputs", tensor_names(g, spec.row_outputs)},
+                      {"reread_bytes", spec.reread_bytes}};
+  // Row lookups (Gathers): which table each reads a row of, at which indices.
+  if (!spec.gathers.empty()) {
+    nlohmann::json lookups = nlohmann::json::array();
+    for (const RegionalSpec::GatherRow& gather : spec.gathers)
+      lookups.push_back({{"node", g.nodes[gather.node].name},
+                         {"table", g.tensor(gather.data).name},
+                         {"indices", g.tensor(gather.indices).name},
+                         {"indices_in_group", gather.indices_in_group}});
+    j["lookups"] = lookups;
+  }
+  return j;
 }
 
 // A Local spec: its iteration, vectors, and the movement nodes read through as index

@@ -18,6 +18,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models")
 F32 = TensorProto.FLOAT
+I64 = TensorProto.INT64
 
 
 class Model:
@@ -175,6 +176,22 @@ def regional_masked_softmax():
     t = m.node("Add", [t, qb], ["masked"])
     m.node("Softmax", [t], ["probs"], axis=-1)
     m.output("probs")
+    m.save()
+
+
+def regional_embedding():
+    # Regional with row lookups: BERT's embeddings, a word table and a token-type table looked
+    # up by the ids (Gathers), a position table added, LayerNormalization: one kernel, which
+    # reads each row's index once and only the table rows it picks.
+    m = Model("regional_embedding", seed=7)
+    ids, types = m.input("input_ids", [4, 32], I64), m.input("token_type_ids", [4, 32], I64)
+    w = m.node("Gather", [m.weight("word_table", [100, 64]), ids], ["words"])
+    t = m.node("Gather", [m.weight("type_table", [2, 64]), types], ["types"])
+    s = m.node("Add", [w, t], ["words_types"])
+    s = m.node("Add", [s, m.weight("positions", [32, 64])], ["embedded"])
+    m.node("LayerNormalization", [s, m.weight("gamma", [64]), m.weight("beta", [64])], ["y"],
+           axis=-1, epsilon=1e-12)
+    m.output("y")
     m.save()
 
 
@@ -386,7 +403,7 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     for make in [local_vec4, local_broadcast, window_maxpool, window_dwconv_avgpool,
                  regional_softmax, regional_layernorm, regional_long_row, regional_masked_softmax,
-                 global_column, global_gemv_gemm, global_gemv_matmul, independent,
+                 regional_embedding, global_column, global_gemv_gemm, global_gemv_matmul, independent,
                  single_movement, single_reduction, gemm_epilogues, gemm_fill, conv_epilogue,
                  views, half_layer]:
         make()

@@ -827,3 +827,144 @@ TEST_CASE("grouped-query scores without the repeated keys on the host equal the 
   require_close(run_on_host(repeated, plan_fusion(repeated, ilp), inputs, "gqa-repeated"),
                 run_on_host(folded, plan_fusion(folded, ilp), inputs, "gqa-folded"), 0, 0);
 }
+
+namespace {
+
+HostBytes float_bytes(const std::vector<float>& v) {
+  HostBytes b;
+  b.bytes.resize(v.size() * sizeof(float));
+  std::memcpy(b.bytes.data(), v.data(), b.bytes.size());
+  return b;
+}
+
+HostBytes int64_bytes(const std::vector<int64_t>& v) {
+  HostBytes b;
+  b.bytes.resize(v.size() * sizeof(int64_t));
+  std::memcpy(b.bytes.data(), v.data(), b.bytes.size());
+  return b;
+}
+
+} // namespace
+
+TEST_CASE("planned Regional group looks up embedding rows for its Adds and LayerNorm on the host",
+          "[emitter][fused][host]") {
+  // Proves: Gathers whose result rows are rows of their tables join the Regional group of the
+  // Adds and the LayerNorm after them: word ids with a negative index and indices out of range
+  // (zero rows), a two-row type table, a table gathered on axis 1 (a batch of tables), and
+  // indices computed in the group (a Cast, one per row); the ILP plan is that one kernel, and
+  // it equals the per-op kernels bitwise.
+  ModelBuilder m(13);
+  m.input("ids", onnx::TensorProto::INT64, {2, 8})
+      .input("types", onnx::TensorProto::INT64, {2, 8})
+      .input("pid", onnx::TensorProto::INT64, {8})
+      .input("idf", kFloat, {2, 8})
+      .input("ptab", kFloat, {2, 10, 64});
+  m.output("sum").output("y");
+  m.initializer_f32("wtab", {50, 64}, random_values(50 * 64, 3));
+  m.initializer_f32("ttab", {2, 64}, random_values(2 * 64, 4));
+  m.initializer_f32("ctab", {4, 64}, random_values(4 * 64, 5));
+  m.initializer_f32("gamma", {64}, random_values(64, 6));
+  m.initializer_f32("beta", {64}, random_values(64, 7));
+  m.initializer_f32("two", {}, {2.0f});
+  m.initializer_f32("eps", {}, {1e-5f});
+  m.node("Gather", {"wtab", "ids"}, {"w"});
+  m.node("Gather", {"ttab", "types"}, {"t"});
+  test::set_attr_int(m.node("Gather", {"ptab", "pid"}, {"p"}), "axis", 1);
+  test::set_attr_int(m.node("Cast", {"idf"}, {"ci"}), "to", onnx::TensorProto::INT64);
+  m.node("Gather", {"ctab", "ci"}, {"c"});
+  m.node("Add", {"w", "t"}, {"s1"});
+  m.node("Add", {"s1", "p"}, {"s2"});
+  m.node("Add", {"s2", "c"}, {"sum"});
+  test::set_attr_ints(m.node("ReduceMean", {"sum"}, {"mean"}), "axes", {-1});
+  m.node("Sub", {"sum", "mean"}, {"d"});
+  m.node("Pow", {"d", "two"}, {"d2"});
+  test::set_attr_ints(m.node("ReduceMean", {"d2"}, {"var"}), "axes", {-1});
+  m.node("Add", {"var", "eps"}, {"ve"});
+  m.node("Sqrt", {"ve"}, {"sd"});
+  m.node("Div", {"d", "sd"}, {"n"});
+  m.node("Mul", {"n", "gamma"}, {"ng"});
+  m.node("Add", {"ng", "beta"}, {"y"});
+  Graph g = load_graph(m);
+
+  FusionGroup group = planned_group(g, all_nodes(g));
+  REQUIRE(group.scheme == StitchScheme::Regional);
+  const auto& spec = std::get<RegionalSpec>(group.spec);
+  CHECK(spec.rows == 16);
+  CHECK(spec.row_length == 64);
+  REQUIRE(spec.gathers.size() == 4);
+  int in_group = 0;
+  for (const RegionalSpec::GatherRow& gather : spec.gathers)
+    in_group += gather.indices_in_group;
+  CHECK(in_group == 1);
+  PlannerOptions ilp;
+  ilp.planner = "ilp";
+  const FusionPlan plan = plan_fusion(g, ilp);
+  int kernels = 0;
+  std::string groups;
+  for (const FusionGroup& planned : plan.groups) {
+    kernels += planned.kind != GroupKind::Alias;
+    groups += "[";
+    for (int32_t n : planned.nodes)
+      groups += " " + g.nodes[n].name;
+    groups += " ] ";
+  }
+  for (const RejectedFusion& r : plan.rejected)
+    groups += "; rejected: " + r.reason;
+  INFO("the plan's groups: " << groups);
+  CHECK(kernels == 1);
+
+  std::vector<float> idf = random_values(16, 8, 0.25f, 4.5f);
+  const std::vector<HostBytes> inputs = {
+      int64_bytes({0, 49, -1, -50, 50, 7, 13, 2, 3, 1000, 21, -51, 8, 9, 40, 0}),
+      int64_bytes({0, 1, 1, 0, -1, 0, 1, 2, 0, 0, 1, 1, -2, 0, 1, 0}),
+      int64_bytes({9, 0, -1, 3, 4, 10, 6, 2}),
+      float_bytes(idf),
+      float_bytes(random_values(2 * 10 * 64, 9)),
+  };
+  const auto unfused =
+      run_bytes_on_host(g, plan_one_kernel_per_op(g, DeviceParams{}), inputs, "lookup-unfused");
+  const auto fused = run_bytes_on_host(g, plan_with(g, group), inputs, "lookup-fused");
+  const auto planned = run_bytes_on_host(g, plan, inputs, "lookup-ilp");
+  REQUIRE(unfused.size() == 2);
+  for (size_t o = 0; o < unfused.size(); ++o) {
+    INFO("output " << o);
+    CHECK(fused[o].bytes == unfused[o].bytes);
+    CHECK(planned[o].bytes == unfused[o].bytes);
+  }
+  // The rows picked by an index out of range are zeros, in both: the sum of row 4 (word id 50,
+  // type 0 is row 0, position index 10 is out of range too) is the type row and the Cast row.
+  std::vector<float> sum(unfused[0].bytes.size() / sizeof(float));
+  std::memcpy(sum.data(), unfused[0].bytes.data(), unfused[0].bytes.size());
+  CHECK(std::isfinite(sum[4 * 64]));
+}
+
+TEST_CASE("constant-index gathers as slices and views on the host equal the gathers, bitwise",
+          "[emitter][fused][host]") {
+  // Proves: slice-constant-gathers' Slices and Reshapes compute what the Gathers did: a first
+  // token (Gather of index 0 on axis 1), a stepped Gather with a negative index, and a GatherND
+  // of every (b, s) pair in order.
+  ModelBuilder m(13);
+  m.input("h", kFloat, {2, 5, 4}).input("m", kFloat, {2, 3});
+  m.output("first").output("stepped").output("pairs");
+  m.initializer_i64("zero", {}, {0});
+  m.initializer_i64("odd", {2}, {-4, 3});
+  m.initializer_i64("bs", {2, 1, 3, 2}, {0, 0, 0, 1, 0, 2, 1, 0, 1, 1, 1, 2});
+  m.initializer_f32("one", {}, {1.0f});
+  test::set_attr_int(m.node("Gather", {"h", "zero"}, {"g0"}), "axis", 1);
+  m.node("Add", {"g0", "one"}, {"first"});
+  test::set_attr_int(m.node("Gather", {"h", "odd"}, {"g1"}), "axis", 1);
+  m.node("Mul", {"g1", "g1"}, {"stepped"});
+  m.node("GatherND", {"m", "bs"}, {"g2"});
+  m.node("Sub", {"g2", "one"}, {"pairs"});
+  const Graph sliced = compiled_in(m, Precision::Fp32);
+  const Graph gathers = compiled_in(m, Precision::Fp32, {"slice-constant-gathers"});
+  int left = 0;
+  for (const Node& node : sliced.nodes)
+    left += node.op == OpKind::Gather || node.op == OpKind::GatherND;
+  CHECK(left == 0);
+  const auto inputs = random_inputs(sliced, 51);
+  PlannerOptions ilp;
+  ilp.planner = "ilp";
+  require_close(run_on_host(gathers, plan_fusion(gathers, ilp), inputs, "constant-gathers"),
+                run_on_host(sliced, plan_fusion(sliced, ilp), inputs, "constant-slices"), 0, 0);
+}

@@ -446,3 +446,56 @@ TEST_CASE("fold-repeated-heads computes grouped-query scores without repeating K
   off.disabled.insert("fold-repeated-heads");
   CHECK(count_op(compile(grouped_attention_model(), off), OpKind::Expand) == 2);
 }
+
+TEST_CASE("slice-constant-gathers makes constant-index gathers slices and views", "[passes]") {
+  // Proves: a Gather or GatherND whose constant indices pick positions start + step * i becomes
+  // a Slice (none when they are the whole axis in order) and a Reshape writing the Gather's own
+  // result, which make-views turns into views; indices out of order keep the gather. (Indices
+  // out of range are refused by shape inference.)
+  struct Case {
+    std::string name;
+    std::string op;
+    std::vector<int64_t> data, index_dims, indices;
+    int64_t axis;
+    int slices; // Slices expected; -1: the gather stays
+  };
+  const std::vector<Case> cases = {
+      {"first token", "Gather", {2, 5, 4}, {}, {0}, 1, 1},
+      {"whole axis in order", "Gather", {6, 1}, {2, 1, 3}, {0, 1, 2, 3, 4, 5}, 0, 0},
+      {"negative, stepped", "Gather", {2, 7}, {3}, {-6, 3, 5}, 1, 1},
+      {"out of order", "Gather", {2, 7}, {3}, {0, 2, 1}, 1, -1},
+      {"tuples in order",
+       "GatherND",
+       {2, 3},
+       {2, 1, 3, 2},
+       {0, 0, 0, 1, 0, 2, 1, 0, 1, 1, 1, 2},
+       0,
+       0},
+      {"tuples, second row", "GatherND", {2, 3, 4}, {1, 1}, {1}, 0, 1},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    ModelBuilder m(13);
+    m.input("x", kFloat, c.data).output("y");
+    m.initializer_i64("i", c.index_dims, c.indices);
+    auto& node = m.node(c.op, {"x", "i"}, {"y"});
+    if (c.op == "Gather") test::set_attr_int(node, "axis", c.axis);
+    Graph g = compile(m);
+    int gathers = 0, slices = 0;
+    for (const Node& n : g.nodes) {
+      gathers += n.op == OpKind::Gather || n.op == OpKind::GatherND;
+      slices += n.op == OpKind::Slice;
+    }
+    if (c.slices < 0) {
+      CHECK(gathers == 1);
+      continue;
+    }
+    CHECK(gathers == 0);
+    CHECK(slices == c.slices);
+    CHECK(g.tensor(g.outputs[0]).name == "y");
+    PipelineOptions off;
+    off.disabled.insert("slice-constant-gathers");
+    const Graph kept = compile(m, off);
+    CHECK(kept.tensor(kept.outputs[0]).shape == g.tensor(g.outputs[0]).shape);
+  }
+}

@@ -1,0 +1,147 @@
+// slice-constant-gathers (slice_constant_gathers.h).
+#include "graph/slice_constant_gathers.h"
+
+#include <optional>
+
+#include "graph/constant.h"
+#include "graph/infer_context.h"
+#include "graph/pass_builder.h"
+#include "graph/topo_sort.h"
+
+namespace stitch {
+
+namespace {
+
+// Positions start + step * i, i in [0, count).
+struct Progression {
+  int64_t start = 0, step = 1, count = 0;
+};
+
+// The progression `positions` are, when they are one with step >= 1.
+std::optional<Progression> progression(const std::vector<int64_t>& positions) {
+  if (positions.empty()) return std::nullopt;
+  Progression p;
+  p.start = positions[0];
+  p.count = static_cast<int64_t>(positions.size());
+  if (positions.size() > 1) p.step = positions[1] - positions[0];
+  if (p.step < 1) return std::nullopt;
+  for (size_t i = 0; i < positions.size(); ++i)
+    if (positions[i] != p.start + p.step * static_cast<int64_t>(i)) return std::nullopt;
+  return p;
+}
+
+class Rewriter {
+public:
+  explicit Rewriter(Graph& g) : g_(g), build_(g) {}
+
+  // Gather(data, indices, axis): the positions along `axis`.
+  bool gather(Node& node) {
+    NodeContext nc(g_, node);
+    const Shape& shape = g_.tensor(node.inputs[0]).shape;
+    if (shape.empty()) return false;
+    const int64_t axis = nc.normalize_axis(nc.attr_int("axis", 0), nc.rank(0));
+    const int64_t dim = shape[static_cast<size_t>(axis)];
+    std::vector<int64_t> positions = constant_as_int64(g_.tensor(node.inputs[1]));
+    for (int64_t& p : positions) {
+      if (p < 0) p += dim;
+      if (p < 0 || p >= dim) return false;
+    }
+    const std::optional<Progression> p = progression(positions);
+    if (!p) return false;
+    replace(node, node.inputs[0], axis, *p);
+    return true;
+  }
+
+  // GatherND(data, indices [..., q]) with batch_dims 0: each tuple's row-major position in the
+  // data's first q axes, sliced from the data viewed as [positions, rest...].
+  bool gather_nd(Node& node) {
+    NodeContext nc(g_, node);
+    if (nc.attr_int("batch_dims", 0) != 0) return false;
+    const Tensor& data = g_.tensor(node.inputs[0]);
+    const Tensor& indices = g_.tensor(node.inputs[1]);
+    if (indices.shape.empty()) return false;
+    const auto q = static_cast<size_t>(indices.shape.back());
+    if (q < 1 || q > data.shape.size()) return false;
+    const std::vector<int64_t> values = constant_as_int64(indices);
+    std::vector<int64_t> positions;
+    for (size_t t = 0; t + q <= values.size(); t += q) {
+      int64_t position = 0;
+      for (size_t j = 0; j < q; ++j) {
+        int64_t v = values[t + j];
+        if (v < 0) v += data.shape[j];
+        if (v < 0 || v >= data.shape[j]) return false;
+        position = position * data.shape[j] + v;
+      }
+      positions.push_back(position);
+    }
+    const std::optional<Progression> p = progression(positions);
+    if (!p) return false;
+    Shape flat = {1};
+    for (size_t j = 0; j < data.shape.size(); ++j)
+      if (j < q)
+        flat[0] *= data.shape[j];
+      else
+        flat.push_back(data.shape[j]);
+    const TensorId viewed = build_.reshape(added_, node.inputs[0], flat, node.name + "/positions");
+    replace(node, viewed, 0, *p);
+    return true;
+  }
+
+  std::vector<Node> added_;
+
+private:
+  // `node`'s result as positions `p` of `source`'s axis `axis`: a Slice unless they are the
+  // whole axis in order, then a Reshape writing the result.
+  void replace(Node& node, TensorId source, int64_t axis, const Progression& p) {
+    Shape shape = g_.tensor(source).shape; // copies: adding tensors moves them
+    const DType dtype = g_.tensor(source).dtype;
+    TensorId picked = source;
+    if (!(p.start == 0 && p.step == 1 && p.count == shape[static_cast<size_t>(axis)])) {
+      shape[static_cast<size_t>(axis)] = p.count;
+      const std::string name = node.name + "/slice";
+      picked = build_.tensor(name, dtype, shape);
+      added_.push_back(build_.node(OpKind::Slice, name,
+                                   {source, build_.ints(name + "/starts", {p.start}),
+                                    build_.ints(name + "/ends", {p.start + p.step * (p.count - 1) + 1}),
+                                    build_.ints(name + "/axes", {axis}),
+                                    build_.ints(name + "/steps", {p.step})},
+                                   picked));
+    }
+    const TensorId result = node.outputs[0];
+    const Shape out = g_.tensor(result).shape;
+    added_.push_back(build_.node(OpKind::Reshape, node.name + "/reshape",
+                                 {picked, build_.ints(node.name + "/shape", out)}, result));
+    node.removed = true;
+  }
+
+  Graph& g_;
+  PassBuilder build_;
+};
+
+} // namespace
+
+bool slice_constant_gathers(Graph& g) {
+  Rewriter rewrite(g);
+  bool changed = false;
+  for (size_t n = 0, count = g.nodes.size(); n < count; ++n) {
+    Node& node = g.nodes[n];
+    if (node.removed || (node.op != OpKind::Gather && node.op != OpKind::GatherND) ||
+        node.inputs.size() != 2 || node.outputs.size() != 1 || node.inputs[1] == kNoTensor)
+      continue;
+    const Tensor& data = g.tensor(node.inputs[0]);
+    const Tensor& indices = g.tensor(node.inputs[1]);
+    if (data.is_constant() || !indices.is_constant() || indices.elements() == 0 ||
+        data.elements() == 0)
+      continue;
+    const bool done = node.op == OpKind::Gather ? rewrite.gather(g.nodes[n]) : rewrite.gather_nd(g.nodes[n]);
+    changed = done || changed;
+  }
+  if (!changed) return false;
+  for (Node& node : rewrite.added_)
+    g.nodes.push_back(std::move(node));
+  g.compact();
+  topo_sort(g);
+  return true;
+}
+
+} // namespace stitch
