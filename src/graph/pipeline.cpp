@@ -17,8 +17,8 @@
 #include "graph/lower_composites.h"
 #include "graph/make_views.h"
 #include "graph/merge_matmuls.h"
+#include "graph/movement_as_remappings.h"
 #include "graph/remove_identity.h"
-#include "graph/slice_constant_gathers.h"
 #include "graph/verify.h"
 
 namespace stitch {
@@ -65,9 +65,6 @@ constexpr Pass kPasses[] = {
     // After lowering, so that lowered and exporter-expanded composites meet in one form;
     // before eliminate-dead, which drops what it leaves unread.
     {"canonicalize", plain<canonicalize>, false},
-    // After fold-constants, which makes the indices computed from constants constant; before
-    // make-views, which makes the Reshapes it writes views.
-    {"slice-constant-gathers", plain<slice_constant_gathers>, false},
     // Before channels-last, whose Transposes would sit between the Convs and their Add.
     {"fold-residual-bias", plain<fold_residual_bias>, false},
     // After canonicalize, which would compose a Conv's own Transposes away; before
@@ -81,6 +78,10 @@ constexpr Pass kPasses[] = {
     // After convert-precision (half weights) and merge-matmuls (a merged weight is aligned as
     // one); before make-views.
     {"align-gemm-columns", plain<align_gemm_columns>, false},
+    // After fold-constants (indices computed from constants are constant) and merge-matmuls
+    // (which makes a Split read by head splits head slices of its own); before make-views,
+    // which makes the Reshapes it writes views.
+    {"movement-as-remappings", plain<movement_as_remappings>, false},
     {"remove-identity", plain<remove_identity>, false},
     {"eliminate-dead", plain<eliminate_dead>, false},
     {"make-views", plain<make_views>, false},

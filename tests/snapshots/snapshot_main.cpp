@@ -52,13 +52,14 @@ namespace {
 constexpr double kIlpTimeLimitSeconds = 120.0;
 constexpr size_t kDiffLinesPerFile = 40;
 
-// One case of cases.txt: NAME MODEL [planner=P] [shape=INPUT=DIMS]... [expect=A+B]..., on one
-// line and the indented lines after it.
+// One case of cases.txt: NAME MODEL [planner=P] [shape=INPUT=DIMS]... [disable=PASS]...
+// [expect=A+B]..., on one line and the indented lines after it.
 struct Case {
   std::string name;
   std::string model; // relative to the repository
   std::string planner = "ilp";
   std::map<std::string, Shape> shapes;
+  std::set<std::string> disabled; // passes skipped (--disable-pass)
   // Each entry: tokens that must all describe one group of the plan (see group_tokens).
   std::vector<std::vector<std::string>> expect;
 };
@@ -115,8 +116,11 @@ std::vector<Case> read_cases(const fs::path& file) {
         c.shapes[value.substr(0, at)] = *shape;
       } else if (key == "expect" && !value.empty()) {
         c.expect.push_back(split(value, '+'));
+      } else if (key == "disable" && !value.empty()) {
+        c.disabled.insert(value);
       } else {
-        manifest_error(where, "'" + word + "' is not planner=P, shape=INPUT=DIMS or expect=A+B");
+        manifest_error(
+            where, "'" + word + "' is not planner=P, shape=INPUT=DIMS, disable=PASS or expect=A+B");
       }
     }
   }
@@ -257,7 +261,10 @@ Snapshot generate(const fs::path& root, const Case& c) {
   bind_fixture_shapes(root / c.model, load);
   Graph graph = load_onnx((root / c.model).string(), load);
   graph.source_file = c.model; // the emitter's banners name it: relative, the same everywhere
-  run_pipeline(graph, PipelineOptions{});
+  PipelineOptions pipeline;
+  pipeline.disabled = c.disabled;
+  check_pipeline_options(pipeline);
+  run_pipeline(graph, pipeline);
   PlannerOptions options;
   options.planner = c.planner;
   options.ilp_time_limit_s = kIlpTimeLimitSeconds;

@@ -938,14 +938,24 @@ TEST_CASE("planned Regional group looks up embedding rows for its Adds and Layer
   CHECK(std::isfinite(sum[4 * 64]));
 }
 
-TEST_CASE("constant-index gathers as slices and views on the host equal the gathers, bitwise",
+TEST_CASE("movement as slices and views on the host equals the gathers and the split, bitwise",
           "[emitter][fused][host]") {
-  // Proves: slice-constant-gathers' Slices and Reshapes compute what the Gathers did: a first
-  // token (Gather of index 0 on axis 1), a stepped Gather with a negative index, and a GatherND
-  // of every (b, s) pair in order.
+  // Proves: movement-as-remappings' Slices and Reshapes compute what the Gathers and the Split
+  // did: a first token (Gather of index 0 on axis 1), a stepped Gather with a negative index, a
+  // GatherND of every (b, s) pair in order, a Split into three parts read by pointwise ops, and
+  // a Tile of two axes.
   ModelBuilder m(13);
   m.input("h", kFloat, {2, 5, 4}).input("m", kFloat, {2, 3});
-  m.output("first").output("stepped").output("pairs");
+  m.output("first").output("stepped").output("pairs").output("gated").output("rest");
+  m.output("tiled");
+  m.initializer_i64("repeats", {3}, {3, 1, 2});
+  m.node("Tile", {"h", "repeats"}, {"t"});
+  m.node("Abs", {"t"}, {"tiled"});
+  m.initializer_i64("split", {3}, {2, 2, 1});
+  test::set_attr_int(m.node("Split", {"h", "split"}, {"p0", "p1", "p2"}), "axis", 1);
+  m.node("Sigmoid", {"p0"}, {"s0"});
+  m.node("Mul", {"s0", "p1"}, {"gated"});
+  m.node("Neg", {"p2"}, {"rest"});
   m.initializer_i64("zero", {}, {0});
   m.initializer_i64("odd", {2}, {-4, 3});
   m.initializer_i64("bs", {2, 1, 3, 2}, {0, 0, 0, 1, 0, 2, 1, 0, 1, 1, 1, 2});
@@ -957,10 +967,11 @@ TEST_CASE("constant-index gathers as slices and views on the host equal the gath
   m.node("GatherND", {"m", "bs"}, {"g2"});
   m.node("Sub", {"g2", "one"}, {"pairs"});
   const Graph sliced = compiled_in(m, Precision::Fp32);
-  const Graph gathers = compiled_in(m, Precision::Fp32, {"slice-constant-gathers"});
+  const Graph gathers = compiled_in(m, Precision::Fp32, {"movement-as-remappings"});
   int left = 0;
   for (const Node& node : sliced.nodes)
-    left += node.op == OpKind::Gather || node.op == OpKind::GatherND;
+    left += node.op == OpKind::Gather || node.op == OpKind::GatherND || node.op == OpKind::Split ||
+            node.op == OpKind::Tile;
   CHECK(left == 0);
   const auto inputs = random_inputs(sliced, 51);
   PlannerOptions ilp;

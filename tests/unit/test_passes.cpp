@@ -447,7 +447,7 @@ TEST_CASE("fold-repeated-heads computes grouped-query scores without repeating K
   CHECK(count_op(compile(grouped_attention_model(), off), OpKind::Expand) == 2);
 }
 
-TEST_CASE("slice-constant-gathers makes constant-index gathers slices and views", "[passes]") {
+TEST_CASE("movement-as-remappings makes constant-index gathers slices and views", "[passes]") {
   // Proves: a Gather or GatherND whose constant indices pick positions start + step * i becomes
   // a Slice (none when they are the whole axis in order) and a Reshape writing the Gather's own
   // result, which make-views turns into views; indices out of order keep the gather. (Indices
@@ -494,8 +494,63 @@ TEST_CASE("slice-constant-gathers makes constant-index gathers slices and views"
     CHECK(slices == c.slices);
     CHECK(g.tensor(g.outputs[0]).name == "y");
     PipelineOptions off;
-    off.disabled.insert("slice-constant-gathers");
+    off.disabled.insert("movement-as-remappings");
     const Graph kept = compile(m, off);
     CHECK(kept.tensor(kept.outputs[0]).shape == g.tensor(g.outputs[0]).shape);
+  }
+}
+
+TEST_CASE("movement-as-remappings makes a Split one Slice per part", "[passes]") {
+  // Proves: a Split (sizes from its split input, or equal parts) becomes one Slice of the axis
+  // per output, each writing the output's own tensor; --disable-pass keeps the Split.
+  for (bool sizes : {true, false}) {
+    INFO("split sizes given: " << sizes);
+    ModelBuilder m(13);
+    m.input("x", kFloat, {2, 6, 3}).output("a").output("b").output("c");
+    std::vector<std::string> inputs = {"x"};
+    if (sizes) {
+      m.initializer_i64("split", {3}, {1, 2, 3});
+      inputs.push_back("split");
+    }
+    test::set_attr_int(m.node("Split", inputs, {"a", "b", "c"}), "axis", -2);
+    Graph g = compile(m);
+    CHECK(count_op(g, OpKind::Split) == 0);
+    REQUIRE(count_op(g, OpKind::Slice) == 3);
+    std::vector<int64_t> starts;
+    for (const Node& node : g.nodes)
+      if (node.op == OpKind::Slice)
+        starts.push_back(constant_as_int64(g.tensor(node.inputs[1]))[0]);
+    CHECK(starts == (sizes ? std::vector<int64_t>{0, 1, 3} : std::vector<int64_t>{0, 2, 4}));
+    CHECK(g.tensor(g.outputs[1]).name == "b");
+    CHECK(g.tensor(g.outputs[2]).shape == (sizes ? Shape{2, 3, 3} : Shape{2, 2, 3}));
+    PipelineOptions off;
+    off.disabled.insert("movement-as-remappings");
+    CHECK(count_op(compile(m, off), OpKind::Split) == 1);
+  }
+}
+
+TEST_CASE("movement-as-remappings makes a Tile Concats of copies and an Expand", "[passes]") {
+  // Proves: a Tile repeating an axis of several elements is a Concat of that many copies of it,
+  // one repeating axes of one element an Expand, both when both occur; more than 8 copies keep
+  // the Tile.
+  struct Case {
+    Shape in;
+    std::vector<int64_t> repeats;
+    int concats, expands, tiles;
+  };
+  for (const Case& c : std::vector<Case>{{{2, 1, 3}, {2, 4, 1}, 1, 1, 0},
+                                         {{2, 3}, {1, 3}, 1, 0, 0},
+                                         {{2, 1}, {1, 5}, 0, 1, 0},
+                                         {{2, 3}, {9, 1}, 0, 0, 1}}) {
+    INFO("repeats " << c.repeats[0] << ", " << c.repeats[1]);
+    ModelBuilder m(13);
+    m.input("x", kFloat, c.in).output("y");
+    m.initializer_i64("repeats", {static_cast<int64_t>(c.repeats.size())}, c.repeats);
+    m.node("Tile", {"x", "repeats"}, {"y"});
+    Graph g = compile(m);
+    CHECK(count_op(g, OpKind::Concat) == c.concats);
+    CHECK(count_op(g, OpKind::Expand) == c.expands);
+    CHECK(count_op(g, OpKind::Tile) == c.tiles);
+    CHECK(g.tensor(g.outputs[0]).name == "y");
   }
 }

@@ -1,7 +1,9 @@
-// slice-constant-gathers (slice_constant_gathers.h).
-#include "graph/slice_constant_gathers.h"
+// movement-as-remappings (movement_as_remappings.h).
+#include "graph/movement_as_remappings.h"
 
 #include <optional>
+
+#include <fmt/format.h>
 
 #include "graph/constant.h"
 #include "graph/infer_context.h"
@@ -29,6 +31,10 @@ std::optional<Progression> progression(const std::vector<int64_t>& positions) {
     if (positions[i] != p.start + p.step * static_cast<int64_t>(i)) return std::nullopt;
   return p;
 }
+
+// A Tile of an axis into more copies than this stays a Tile (a Concat of that many parts would
+// branch too much per element).
+constexpr int64_t kMaxCopies = 8;
 
 class Rewriter {
 public:
@@ -87,6 +93,73 @@ public:
     return true;
   }
 
+  // Split: output i is the Slice [offset_i, offset_i + size_i) of the axis, the sizes those
+  // shape inference gave the outputs.
+  bool split(Node& node) {
+    NodeContext nc(g_, node);
+    const int64_t axis = nc.normalize_axis(nc.attr_int("axis", 0), nc.rank(0));
+    int64_t offset = 0;
+    std::vector<Node> slices;
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      const TensorId out = node.outputs[i];
+      if (out == kNoTensor) return false;
+      const int64_t size = g_.tensor(out).shape[static_cast<size_t>(axis)];
+      const std::string name = fmt::format("{}/part{}", node.name, i);
+      slices.push_back(build_.node(OpKind::Slice, name,
+                                   {node.inputs[0], build_.ints(name + "/starts", {offset}),
+                                    build_.ints(name + "/ends", {offset + size}),
+                                    build_.ints(name + "/axes", {axis})},
+                                   out));
+      offset += size;
+    }
+    for (Node& slice : slices)
+      added_.push_back(std::move(slice));
+    node.removed = true;
+    return true;
+  }
+
+  // Tile: each axis repeated with more than one element is a Concat of that many copies along
+  // it (at most kMaxCopies); the axes of one element repeated are broadcast, one Expand.
+  bool tile(Node& node) {
+    const Shape in = g_.tensor(node.inputs[0]).shape;
+    const std::vector<int64_t> repeats = constant_as_int64(g_.tensor(node.inputs[1]));
+    if (repeats.size() != in.size()) return false;
+    for (size_t j = 0; j < in.size(); ++j)
+      if (in[j] > 1 && repeats[j] > kMaxCopies) return false;
+    const DType dtype = g_.tensor(node.inputs[0]).dtype;
+    const TensorId result = node.outputs[0];
+    const Shape out = g_.tensor(result).shape;
+    std::vector<size_t> copied; // axes of more than one element repeated
+    bool broadcast = false;
+    for (size_t j = 0; j < in.size(); ++j) {
+      if (repeats[j] == 1) continue;
+      if (in[j] == 1)
+        broadcast = true;
+      else
+        copied.push_back(j);
+    }
+    TensorId at = node.inputs[0];
+    Shape shape = in;
+    for (size_t j : copied) {
+      shape[j] *= repeats[j];
+      const std::string name = fmt::format("{}/copies{}", node.name, j);
+      const bool last = j == copied.back() && !broadcast;
+      const TensorId copies = last ? result : build_.tensor(name, dtype, shape);
+      Node concat = build_.node(OpKind::Concat, name,
+                                std::vector<TensorId>(static_cast<size_t>(repeats[j]), at), copies);
+      concat.attrs["axis"] = Attribute{static_cast<int64_t>(j)};
+      added_.push_back(std::move(concat));
+      at = copies;
+    }
+    if (broadcast)
+      added_.push_back(build_.node(OpKind::Expand, node.name + "/broadcast",
+                                   {at, build_.ints(node.name + "/shape", out)}, result));
+    else if (at != result) // every repeat 1
+      added_.push_back(build_.node(OpKind::Identity, node.name + "/identity", {at}, result));
+    node.removed = true;
+    return true;
+  }
+
   std::vector<Node> added_;
 
 private:
@@ -100,12 +173,12 @@ private:
       shape[static_cast<size_t>(axis)] = p.count;
       const std::string name = node.name + "/slice";
       picked = build_.tensor(name, dtype, shape);
-      added_.push_back(build_.node(OpKind::Slice, name,
-                                   {source, build_.ints(name + "/starts", {p.start}),
-                                    build_.ints(name + "/ends", {p.start + p.step * (p.count - 1) + 1}),
-                                    build_.ints(name + "/axes", {axis}),
-                                    build_.ints(name + "/steps", {p.step})},
-                                   picked));
+      added_.push_back(
+          build_.node(OpKind::Slice, name,
+                      {source, build_.ints(name + "/starts", {p.start}),
+                       build_.ints(name + "/ends", {p.start + p.step * (p.count - 1) + 1}),
+                       build_.ints(name + "/axes", {axis}), build_.ints(name + "/steps", {p.step})},
+                      picked));
     }
     const TensorId result = node.outputs[0];
     const Shape out = g_.tensor(result).shape;
@@ -120,11 +193,23 @@ private:
 
 } // namespace
 
-bool slice_constant_gathers(Graph& g) {
+bool movement_as_remappings(Graph& g) {
   Rewriter rewrite(g);
   bool changed = false;
   for (size_t n = 0, count = g.nodes.size(); n < count; ++n) {
     Node& node = g.nodes[n];
+    if (!node.removed && node.op == OpKind::Split && !node.inputs.empty() &&
+        node.inputs[0] != kNoTensor && !g.tensor(node.inputs[0]).is_constant()) {
+      changed = rewrite.split(node) || changed;
+      continue;
+    }
+    if (!node.removed && node.op == OpKind::Tile && node.inputs.size() == 2 &&
+        node.inputs[1] != kNoTensor && g.tensor(node.inputs[1]).is_constant() &&
+        !g.tensor(node.inputs[0]).is_constant() && g.tensor(node.inputs[0]).elements() > 0 &&
+        g.tensor(node.outputs[0]).elements() > 0) {
+      changed = rewrite.tile(node) || changed;
+      continue;
+    }
     if (node.removed || (node.op != OpKind::Gather && node.op != OpKind::GatherND) ||
         node.inputs.size() != 2 || node.outputs.size() != 1 || node.inputs[1] == kNoTensor)
       continue;
@@ -133,7 +218,8 @@ bool slice_constant_gathers(Graph& g) {
     if (data.is_constant() || !indices.is_constant() || indices.elements() == 0 ||
         data.elements() == 0)
       continue;
-    const bool done = node.op == OpKind::Gather ? rewrite.gather(g.nodes[n]) : rewrite.gather_nd(g.nodes[n]);
+    const bool done =
+        node.op == OpKind::Gather ? rewrite.gather(g.nodes[n]) : rewrite.gather_nd(g.nodes[n]);
     changed = done || changed;
   }
   if (!changed) return false;
