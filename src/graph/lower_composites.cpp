@@ -2,6 +2,7 @@
 #include "graph/lower_composites.h"
 
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "graph/constant.h"
@@ -82,8 +83,27 @@ public:
     return op(OpKind::Reshape, {x, target}, role, std::move(attrs));
   }
 
+  TensorId ints(const std::string& role, const std::vector<int64_t>& values) {
+    return int64_constant(role, {static_cast<int64_t>(values.size())}, values);
+  }
+
+  // Slice of `x` along `axis`: [start, end) by `step`.
+  TensorId slice(TensorId x, int64_t axis, int64_t start, int64_t end, int64_t step,
+                 const std::string& role) {
+    std::vector<TensorId> inputs = {x, int64_constant(role + "Starts", {1}, {start}),
+                                    int64_constant(role + "Ends", {1}, {end}),
+                                    int64_constant(role + "Axes", {1}, {axis})};
+    if (step != 1) inputs.push_back(int64_constant(role + "Steps", {1}, {step}));
+    return op(OpKind::Slice, std::move(inputs), role);
+  }
+
   TensorId scalar(const std::string& role, DType dtype, double value) {
     return constant(base_ + "/" + role, dtype, {}, {value});
+  }
+  // A constant "<composite>/<role>".
+  TensorId values(const std::string& role, DType dtype, Shape shape,
+                  const std::vector<double>& values) {
+    return constant(base_ + "/" + role, dtype, std::move(shape), values);
   }
   TensorId constant(const std::string& name, DType dtype, Shape shape,
                     const std::vector<double>& values) {
@@ -207,6 +227,17 @@ Normalized normalize(Lowering& l, TensorId x, const std::vector<int64_t>& axes, 
   return r;
 }
 
+// Softmax (or LogSoftmax) of `x` over `axes`, max-subtracted, in the statistics type.
+TensorId softmax_of(Lowering& l, TensorId x, const std::vector<int64_t>& axes, bool log) {
+  x = l.cast(x, l.dtype(x) == DType::Float64 ? DType::Float64 : DType::Float32);
+  TensorId max = l.reduce(OpKind::ReduceMax, x, axes, "Max");
+  TensorId shifted = l.op(OpKind::Sub, {x, max}, "Shifted");
+  TensorId exp = l.op(OpKind::Exp, {shifted}, "Exp");
+  TensorId sum = l.reduce(OpKind::ReduceSum, exp, axes, "Sum");
+  return log ? l.op(OpKind::Sub, {shifted, l.op(OpKind::Log, {sum}, "LogSum")}, "LogSoftmax")
+             : l.op(OpKind::Div, {exp, sum}, "Softmax");
+}
+
 void lower_softmax(Lowering& l, bool log) {
   NodeContext ctx = l.context();
   const int64_t rank = ctx.rank(0);
@@ -218,15 +249,7 @@ void lower_softmax(Lowering& l, bool log) {
     int64_t axis = ctx.attr_int("axis", 1);
     axes = axes_from(axis < 0 ? axis + rank : axis, rank);
   }
-  const DType t = statistics_type(l, false);
-  TensorId x = l.cast(l.input(0), t);
-  TensorId max = l.reduce(OpKind::ReduceMax, x, axes, "Max");
-  TensorId shifted = l.op(OpKind::Sub, {x, max}, "Shifted");
-  TensorId exp = l.op(OpKind::Exp, {shifted}, "Exp");
-  TensorId sum = l.reduce(OpKind::ReduceSum, exp, axes, "Sum");
-  TensorId y = log ? l.op(OpKind::Sub, {shifted, l.op(OpKind::Log, {sum}, "LogSum")}, "LogSoftmax")
-                   : l.op(OpKind::Div, {exp, sum}, "Softmax");
-  l.bind(y, l.output(0));
+  l.bind(softmax_of(l, l.input(0), axes, log), l.output(0));
 }
 
 void lower_layer_norm(Lowering& l) {
@@ -334,6 +357,200 @@ void lower_batch_norm(Lowering& l) {
   l.bind(l.op(OpKind::Add, {y, b}, "Shifted"), l.output(0));
 }
 
+// RotaryEmbedding as the ONNX function body computes it: X as [batch, sequence, heads, head]
+// (a 4-D X transposed, a 3-D one reshaped), the rotated part's halves (or its even and odd
+// elements, interleaved) x1 and x2 with the caches' first rotary/2 values per position (looked
+// up by position_ids when given): x1 cos - x2 sin and x1 sin + x2 cos, side by side (or
+// interleaved again), then the part not rotated, in X's layout. The Slices, Concats and the
+// head transposes are index remappings the planner fuses into one kernel with the arithmetic.
+void lower_rotary_embedding(Lowering& l) {
+  NodeContext ctx = l.context();
+  const Shape xs = l.shape(l.input(0));
+  const bool four = xs.size() == 4;
+  const int64_t batch = xs[0], sequence = four ? xs[2] : xs[1];
+  const int64_t heads = four ? xs[1] : ctx.attr_int("num_heads", 1);
+  const int64_t head = four ? xs[3] : xs[2] / heads;
+  const int64_t rotary =
+      ctx.attr_int("rotary_embedding_dim", 0) == 0 ? head : ctx.attr_int("rotary_embedding_dim", 0);
+  const int64_t half = rotary / 2;
+  const bool interleaved = ctx.attr_int("interleaved", 0) != 0;
+  const std::map<std::string, Attribute> swap_heads = {
+      {"perm", Attribute{std::vector<int64_t>{0, 2, 1, 3}}}};
+  TensorId x = four ? l.op(OpKind::Transpose, {l.input(0)}, "XIn", swap_heads)
+                    : l.reshape(l.input(0), {batch, sequence, heads, head}, "XIn");
+  TensorId trig[2] = {l.input(1), l.input(2)};
+  const char* names[2] = {"Cos", "Sin"};
+  for (int i = 0; i < 2; ++i) {
+    if (l.input(3) != kNoTensor)
+      trig[i] = l.op(OpKind::Gather, {trig[i], l.input(3)}, std::string(names[i]) + "Gathered");
+    if (l.shape(trig[i]).back() != half)
+      trig[i] = l.slice(trig[i], 2, 0, half, 1, std::string(names[i]) + "Sliced");
+    trig[i] = l.reshape(trig[i], {batch, sequence, 1, half}, std::string(names[i]) + "PerHead");
+  }
+  const TensorId rotated_part = rotary == head ? x : l.slice(x, 3, 0, rotary, 1, "XToRotate");
+  const TensorId x1 = interleaved ? l.slice(rotated_part, 3, 0, rotary, 2, "X1")
+                                  : l.slice(rotated_part, 3, 0, half, 1, "X1");
+  const TensorId x2 = interleaved ? l.slice(rotated_part, 3, 1, rotary, 2, "X2")
+                                  : l.slice(rotated_part, 3, half, rotary, 1, "X2");
+  const TensorId real =
+      l.op(OpKind::Sub,
+           {l.op(OpKind::Mul, {trig[0], x1}, "CosX1"), l.op(OpKind::Mul, {trig[1], x2}, "SinX2")},
+           "Real");
+  const TensorId imaginary =
+      l.op(OpKind::Add,
+           {l.op(OpKind::Mul, {trig[1], x1}, "SinX1"), l.op(OpKind::Mul, {trig[0], x2}, "CosX2")},
+           "Imaginary");
+  TensorId rotated;
+  if (interleaved) {
+    const Shape pairs = {batch, sequence, heads, half, 1};
+    const TensorId both =
+        l.op(OpKind::Concat,
+             {l.reshape(real, pairs, "RealPairs"), l.reshape(imaginary, pairs, "ImaginaryPairs")},
+             "Interleaved", {{"axis", Attribute{int64_t{4}}}});
+    rotated = l.reshape(both, {batch, sequence, heads, rotary}, "XRotated");
+  } else {
+    rotated =
+        l.op(OpKind::Concat, {real, imaginary}, "XRotated", {{"axis", Attribute{int64_t{3}}}});
+  }
+  if (rotary < head)
+    rotated = l.op(OpKind::Concat, {rotated, l.slice(x, 3, rotary, head, 1, "XNoRotate")},
+                   "XConcat", {{"axis", Attribute{int64_t{3}}}});
+  const TensorId y =
+      four ? l.op(OpKind::Transpose, {rotated}, "Y", swap_heads) : l.reshape(rotated, xs, "Y");
+  l.bind(y, l.output(0));
+}
+
+// Attention as the ONNX function body computes it (opset 23): 3-D Q, K and V split into heads
+// ([batch, heads, sequence, head]); past keys and values before the new ones (the present
+// outputs); K and V repeated for grouped-query heads (kv head j serves q heads j*g .. j*g+g-1,
+// an Expand the GEMM reads in place); scores (Q sqrt(scale)) (K^T sqrt(scale)); the mask added
+// (a bool one as 0 / -inf) and the causal mask (key j after query i + past: -inf); softcap
+// c tanh(s / c); softmax over the keys, in float32; times V; 3-D: heads merged again. The
+// scores at the stage qk_matmul_output_mode names are that output. The planner then runs it as
+// the chain it plans for attention written out by an exporter. A mask shorter than the keys is
+// padded with -inf (false); nonpad_kv_seqlen (opset 24) masks each batch's keys from its count
+// on.
+void lower_attention(Lowering& l) {
+  NodeContext ctx = l.context();
+  const DType t = l.dtype(l.input(0));
+  const Shape qs = l.shape(l.input(0)), ks = l.shape(l.input(1)), vs = l.shape(l.input(2));
+  const bool three = qs.size() == 3;
+  const int64_t batch = qs[0];
+  const int64_t q_heads = three ? ctx.attr_int("q_num_heads", 1) : qs[1];
+  const int64_t kv_heads = three ? ctx.attr_int("kv_num_heads", 1) : ks[1];
+  const int64_t q_sequence = three ? qs[1] : qs[2], kv_sequence = three ? ks[1] : ks[2];
+  const int64_t head = three ? qs[2] / q_heads : qs[3];
+  const int64_t v_head = three ? vs[2] / kv_heads : vs[3];
+  const std::map<std::string, Attribute> swap_heads = {
+      {"perm", Attribute{std::vector<int64_t>{0, 2, 1, 3}}}};
+  auto heads_of = [&](TensorId x, int64_t sequence, int64_t heads, int64_t size,
+                      const std::string& role) {
+    if (!three) return x;
+    return l.op(OpKind::Transpose, {l.reshape(x, {batch, sequence, heads, size}, role + "Heads")},
+                role, swap_heads);
+  };
+  const TensorId q = heads_of(l.input(0), q_sequence, q_heads, head, "Q");
+  TensorId k = heads_of(l.input(1), kv_sequence, kv_heads, head, "K");
+  TensorId v = heads_of(l.input(2), kv_sequence, kv_heads, v_head, "V");
+  int64_t past = 0;
+  if (l.input(4) != kNoTensor) {
+    past = l.shape(l.input(4))[2];
+    const std::map<std::string, Attribute> on_sequence = {{"axis", Attribute{int64_t{2}}}};
+    k = l.op(OpKind::Concat, {l.input(4), k}, "PresentKey", on_sequence);
+    v = l.op(OpKind::Concat, {l.input(5), v}, "PresentValue", on_sequence);
+  }
+  const int64_t total = past + kv_sequence;
+  const int64_t group = q_heads / kv_heads;
+  auto repeated = [&](TensorId x, int64_t size, const std::string& role) {
+    if (group == 1) return x;
+    const TensorId one = l.reshape(x, {batch, kv_heads, 1, total, size}, role + "PerGroup");
+    const TensorId wide =
+        l.op(OpKind::Expand, {one, l.ints(role + "Shape", {batch, kv_heads, group, total, size})},
+             role + "Repeated");
+    return l.reshape(wide, {batch, q_heads, total, size}, role + "ForHeads");
+  };
+  const TensorId keys = repeated(k, head, "K");
+  const TensorId values = repeated(v, v_head, "V");
+  const double scale = ctx.has_attr("scale") ? ctx.attr_float("scale", 1.0)
+                                             : 1.0 / std::sqrt(static_cast<double>(head));
+  const TensorId root = l.scalar("ScaleSqrt", t, std::sqrt(scale));
+  const TensorId key_t = l.op(OpKind::Transpose, {keys}, "KTranspose",
+                              {{"perm", Attribute{std::vector<int64_t>{0, 1, 3, 2}}}});
+  TensorId scores =
+      l.op(OpKind::MatMul,
+           {l.op(OpKind::Mul, {q, root}, "QScaled"), l.op(OpKind::Mul, {key_t, root}, "KScaled")},
+           "Scores");
+  TensorId stage[4] = {scores, kNoTensor, kNoTensor, kNoTensor};
+  TensorId bias = kNoTensor;
+  const double inf = std::numeric_limits<double>::infinity();
+  if (l.input(3) != kNoTensor) {
+    bias = l.input(3);
+    // A mask shorter than the keys: the keys after it are masked out.
+    if (const Shape ms = l.shape(bias); !ms.empty() && ms.back() < total) {
+      std::vector<int64_t> pads(2 * ms.size(), 0);
+      pads[2 * ms.size() - 1] = total - ms.back();
+      std::vector<TensorId> inputs = {bias, l.ints("MaskPads", pads)};
+      if (l.dtype(bias) != DType::Bool) inputs.push_back(l.scalar("MaskPadValue", t, -inf));
+      bias = l.op(OpKind::Pad, std::move(inputs), "MaskPadded");
+    }
+    if (l.dtype(bias) == DType::Bool)
+      bias = l.op(OpKind::Where, {bias, l.scalar("Zero", t, 0.0), l.scalar("NegInf", t, -inf)},
+                  "MaskBias");
+  }
+  if (ctx.attr_int("is_causal", 0) != 0) {
+    std::vector<double> causal(static_cast<size_t>(q_sequence * total));
+    for (int64_t i = 0; i < q_sequence; ++i)
+      for (int64_t j = 0; j < total; ++j)
+        causal[static_cast<size_t>(i * total + j)] = i + past < j ? -inf : 0.0;
+    const TensorId mask = l.values("CausalMask", t, {q_sequence, total}, causal);
+    bias = bias == kNoTensor ? mask : l.op(OpKind::Add, {bias, mask}, "Bias");
+  }
+  if (l.input(6) != kNoTensor) {
+    // Key j of batch b is padding from nonpad_kv_seqlen[b] on.
+    std::vector<double> positions(static_cast<size_t>(total));
+    for (int64_t j = 0; j < total; ++j)
+      positions[static_cast<size_t>(j)] = static_cast<double>(j);
+    const TensorId valid = l.op(OpKind::Less,
+                                {l.values("KeyPositions", DType::Int64, {1, total}, positions),
+                                 l.reshape(l.input(6), {batch, 1}, "ValidKeys")},
+                                "KeyIsValid");
+    const TensorId padding =
+        l.op(OpKind::Where, {valid, l.scalar("Zero", t, 0.0), l.scalar("NegInf", t, -inf)},
+             "PaddingBias");
+    const TensorId per_batch = l.reshape(padding, {batch, 1, 1, total}, "PaddingBiasPerBatch");
+    bias = bias == kNoTensor ? per_batch : l.op(OpKind::Add, {bias, per_batch}, "Bias");
+  }
+  if (bias != kNoTensor) scores = l.op(OpKind::Add, {scores, bias}, "BiasedScores");
+  stage[1] = scores;
+  const double softcap = ctx.attr_float("softcap", 0.0);
+  if (softcap > 0) {
+    const TensorId c = l.scalar("Softcap", t, softcap);
+    scores =
+        l.op(OpKind::Mul,
+             {l.op(OpKind::Tanh, {l.op(OpKind::Div, {scores, c}, "SoftcapDiv")}, "SoftcapTanh"), c},
+             "CappedScores");
+  }
+  stage[2] = scores;
+  const TensorId weights = l.cast(softmax_of(l, scores, {3}, false), t);
+  stage[3] = weights;
+  TensorId y = l.op(OpKind::MatMul, {weights, values}, "Output");
+  if (three)
+    y = l.reshape(l.op(OpKind::Transpose, {y}, "OutputMerged", swap_heads),
+                  {batch, q_sequence, q_heads * v_head}, "Y");
+  // The outputs, once every node is made (binding renames a value in the nodes made so far). A
+  // present output that is the model's own K or V (no past, 4-D) is a copy of it.
+  for (int i : {1, 2}) {
+    TensorId present = i == 1 ? k : v;
+    if (l.output(i) == kNoTensor) continue;
+    if (present == l.input(i))
+      present = l.op(OpKind::Identity, {present}, i == 1 ? "KeyCopy" : "ValueCopy");
+    l.bind(present, l.output(i));
+  }
+  if (l.output(3) != kNoTensor)
+    l.bind(stage[ctx.attr_int("qk_matmul_output_mode", 0)], l.output(3));
+  l.bind(y, l.output(0));
+}
+
 // Lowers `node` into `out`; false when it is not a composite.
 bool lower_node(Graph& graph, const Node& node, std::set<std::string>& names,
                 std::vector<Node>& out) {
@@ -359,6 +576,12 @@ bool lower_node(Graph& graph, const Node& node, std::set<std::string>& names,
     return true;
   case OpKind::BatchNormalization:
     lower_batch_norm(l);
+    return true;
+  case OpKind::RotaryEmbedding:
+    lower_rotary_embedding(l);
+    return true;
+  case OpKind::Attention:
+    lower_attention(l);
     return true;
   default:
     return false;

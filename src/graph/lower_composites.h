@@ -11,6 +11,13 @@
 //                  (opset 18) or per channel (opset 21)
 //   BatchNorm      Mul(x, s) and Add b' per channel, s = scale / sqrt(var + eps),
 //                  b' = B - mean * s, computed here when the statistics are constants
+//   RotaryEmbedding  Slices of the rotated halves (or even and odd elements), x1 cos - x2 sin
+//                  and x1 sin + x2 cos, Concats, the caches looked up by position_ids (Gather),
+//                  the head transposes: index remappings and pointwise ops one Local kernel runs
+//   Attention      heads split, past keys and values concatenated, K and V repeated for
+//                  grouped-query heads (Expand), MatMul of the scaled Q and K^T, the masks
+//                  added (bool as 0 / -inf, causal as a constant), softcap, Softmax (as above),
+//                  MatMul with V, heads merged
 //
 // The forms follow the ONNX spec's function bodies except where the numerics call for more:
 // the variance is two-pass (the mean of squared deviations, never E[x^2] - E[x]^2), softmax

@@ -361,4 +361,97 @@ void rule_topk(InferContext& ctx) {
   ctx.set_output(1, DType::Int64, out);
 }
 
+// Attention (opset 23): Q [batch, q_heads, q_sequence, head] with K [batch, kv_heads,
+// kv_sequence, head] and V [batch, kv_heads, kv_sequence, v_head], or all 3-D
+// [batch, sequence, heads * head] with q_num_heads and kv_num_heads; q_heads a multiple of
+// kv_heads (grouped-query heads). past_key and past_value [batch, kv_heads, past, head] come
+// before K and V (present_key and present_value are the concatenations); attn_mask, bool or of
+// Q's type, broadcasts to [batch, q_heads, q_sequence, past + kv_sequence] (a shorter last axis
+// is padded with -inf, or false); nonpad_kv_seqlen (opset 24, int64 [batch]) counts each
+// batch's valid keys. Y is
+// [batch, q_heads, q_sequence, v_head] (3-D: [batch, q_sequence, q_heads * v_head]);
+// qk_matmul_output the scores [batch, q_heads, q_sequence, past + kv_sequence].
+void rule_attention(InferContext& ctx) {
+  ctx.require_opset(23);
+  ctx.expect_inputs(3, 7);
+  for (int i = 0; i < 3; ++i)
+    ctx.expect_float_input(i);
+  const DType t = ctx.dtype(0);
+  for (int i : {1, 2, 4, 5})
+    if (ctx.has_input(i) && ctx.dtype(i) != t)
+      ctx.fail("input {} is {}, Q is {}", i, dtype_name(ctx.dtype(i)), dtype_name(t));
+  const int64_t rank = ctx.rank(0);
+  if ((rank != 3 && rank != 4) || ctx.rank(1) != rank || ctx.rank(2) != rank)
+    ctx.fail("Q, K and V must all be 3-D or all 4-D, got {}, {} and {}",
+             shape_to_string(ctx.shape(0)), shape_to_string(ctx.shape(1)),
+             shape_to_string(ctx.shape(2)));
+  const Shape &q = ctx.shape(0), &k = ctx.shape(1), &v = ctx.shape(2);
+  int64_t q_heads, kv_heads, head, k_head, v_head;
+  const int64_t batch = q[0], q_sequence = rank == 4 ? q[2] : q[1];
+  const int64_t kv_sequence = rank == 4 ? k[2] : k[1];
+  if (rank == 4) {
+    q_heads = q[1], kv_heads = k[1], head = q[3], k_head = k[3], v_head = v[3];
+    if (v[1] != kv_heads || v[2] != kv_sequence)
+      ctx.fail("V {} must have K's heads and sequence ({})", shape_to_string(v),
+               shape_to_string(k));
+  } else {
+    if (!ctx.has_attr("q_num_heads") || !ctx.has_attr("kv_num_heads"))
+      ctx.fail("3-D Q, K and V need the attributes q_num_heads and kv_num_heads");
+    q_heads = ctx.attr_int("q_num_heads", 0);
+    kv_heads = ctx.attr_int("kv_num_heads", 0);
+    if (q_heads <= 0 || kv_heads <= 0 || q[2] % q_heads != 0 || k[2] % kv_heads != 0 ||
+        v[2] % kv_heads != 0)
+      ctx.fail("q_num_heads {} and kv_num_heads {} must divide the hidden sizes of Q {}, K {} "
+               "and V {}",
+               q_heads, kv_heads, shape_to_string(q), shape_to_string(k), shape_to_string(v));
+    head = q[2] / q_heads, k_head = k[2] / kv_heads, v_head = v[2] / kv_heads;
+    if (v[1] != kv_sequence)
+      ctx.fail("V {} must have K's sequence ({})", shape_to_string(v), shape_to_string(k));
+  }
+  if (k[0] != batch || v[0] != batch)
+    ctx.fail("Q, K and V must have one batch size, got {}, {} and {}", batch, k[0], v[0]);
+  if (k_head != head) ctx.fail("K's head size {} is not Q's {}", k_head, head);
+  if (head <= 0) ctx.fail("the head size must be positive");
+  if (kv_heads <= 0 || q_heads % kv_heads != 0)
+    ctx.fail("Q's {} heads are not a multiple of K's and V's {}", q_heads, kv_heads);
+  int64_t past = 0;
+  if (ctx.has_input(4) != ctx.has_input(5)) ctx.fail("past_key and past_value come together");
+  if (ctx.has_input(4)) {
+    const Shape &pk = ctx.shape(4), &pv = ctx.shape(5);
+    if (pk.size() != 4 || pv.size() != 4 || pk[0] != batch || pk[1] != kv_heads || pk[3] != head ||
+        pv[0] != batch || pv[1] != kv_heads || pv[2] != pk[2] || pv[3] != v_head)
+      ctx.fail("past_key {} and past_value {} must be [batch, kv_heads, past, head] = [{}, {}, "
+               "past, {} and {}]",
+               shape_to_string(pk), shape_to_string(pv), batch, kv_heads, head, v_head);
+    past = pk[2];
+  }
+  const int64_t total = ctx.checked_add(past, kv_sequence, "past and new keys");
+  if (ctx.has_input(3)) {
+    const DType m = ctx.dtype(3);
+    if (m != DType::Bool && m != t)
+      ctx.fail("attn_mask must be bool or {}, got {}", dtype_name(t), dtype_name(m));
+    const Shape scores = {batch, q_heads, q_sequence, total};
+    Shape padded = ctx.shape(3);
+    if (!padded.empty() && padded.back() < total) padded.back() = total;
+    const std::optional<Shape> b = broadcast_shapes(padded, scores);
+    if (!b || *b != scores)
+      ctx.fail("attn_mask {} does not broadcast to the scores {}", shape_to_string(ctx.shape(3)),
+               shape_to_string(scores));
+  }
+  if (ctx.has_input(6)) {
+    ctx.require_opset(24);
+    if (ctx.dtype(6) != DType::Int64 || ctx.shape(6) != Shape{batch})
+      ctx.fail("nonpad_kv_seqlen must be int64 [batch] = [{}]", batch);
+  }
+  if (ctx.num_outputs() > 4) ctx.fail("Attention has at most 4 outputs");
+  if (ctx.attr_int("qk_matmul_output_mode", 0) < 0 || ctx.attr_int("qk_matmul_output_mode", 0) > 3)
+    ctx.fail("qk_matmul_output_mode must be 0, 1, 2 or 3");
+  ctx.set_output(0, t,
+                 rank == 4 ? Shape{batch, q_heads, q_sequence, v_head}
+                           : Shape{batch, q_sequence, ctx.checked_mul(q_heads, v_head, "Y")});
+  if (ctx.has_output(1)) ctx.set_output(1, t, {batch, kv_heads, total, head});
+  if (ctx.has_output(2)) ctx.set_output(2, t, {batch, kv_heads, total, v_head});
+  if (ctx.has_output(3)) ctx.set_output(3, t, {batch, q_heads, q_sequence, total});
+}
+
 } // namespace stitch

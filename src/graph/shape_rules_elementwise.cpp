@@ -221,4 +221,52 @@ void rule_batch_norm(InferContext& ctx) {
   ctx.set_output(0, ctx.dtype(0), ctx.shape(0));
 }
 
+// RotaryEmbedding (opset 23): X [batch, heads, sequence, head] or, with num_heads,
+// [batch, sequence, heads * head]; cos and sin caches of half the rotary dimension (or more) per
+// position, [positions, n] indexed by position_ids [batch, sequence], or [batch, sequence, n]
+// without them. Y is X's shape and type.
+void rule_rotary_embedding(InferContext& ctx) {
+  ctx.require_opset(23);
+  ctx.expect_inputs(3, 4);
+  ctx.expect_float_input(0);
+  const Shape& x = ctx.shape(0);
+  if (x.size() != 3 && x.size() != 4)
+    ctx.fail("X must be [batch, heads, sequence, head] or [batch, sequence, hidden], got {}",
+             shape_to_string(x));
+  int64_t head = x.back();
+  if (x.size() == 3) {
+    if (!ctx.has_attr("num_heads")) ctx.fail("a 3-D X needs the attribute num_heads");
+    const int64_t heads = ctx.attr_int("num_heads", 0);
+    if (heads <= 0 || x[2] % heads != 0)
+      ctx.fail("num_heads {} does not divide X's hidden size {}", heads, x[2]);
+    head = x[2] / heads;
+  }
+  const int64_t rotary =
+      ctx.attr_int("rotary_embedding_dim", 0) == 0 ? head : ctx.attr_int("rotary_embedding_dim", 0);
+  if (rotary < 0 || rotary > head || rotary % 2 != 0)
+    ctx.fail("rotary_embedding_dim {} must be even and at most the head size {}", rotary, head);
+  const int64_t batch = x[0], sequence = x.size() == 4 ? x[2] : x[1];
+  const bool positions = ctx.has_input(3);
+  for (int i : {1, 2}) {
+    const char* what = i == 1 ? "cos_cache" : "sin_cache";
+    if (ctx.dtype(i) != ctx.dtype(0))
+      ctx.fail("{} is {}, X is {}", what, dtype_name(ctx.dtype(i)), dtype_name(ctx.dtype(0)));
+    const Shape& c = ctx.shape(i);
+    const bool ok = positions
+                        ? c.size() == 2 && c[1] >= rotary / 2
+                        : c.size() == 3 && c[0] == batch && c[1] == sequence && c[2] >= rotary / 2;
+    if (!ok)
+      ctx.fail("{} {} must be {} with at least {} values per position", what, shape_to_string(c),
+               positions ? "[positions, n]" : "[batch, sequence, n] without position_ids",
+               rotary / 2);
+  }
+  if (positions) {
+    if (ctx.dtype(3) != DType::Int64) ctx.fail("position_ids must be int64");
+    if (ctx.shape(3) != Shape{batch, sequence})
+      ctx.fail("position_ids {} must be [batch, sequence] = [{}, {}]",
+               shape_to_string(ctx.shape(3)), batch, sequence);
+  }
+  ctx.set_output(0, ctx.dtype(0), x);
+}
+
 } // namespace stitch

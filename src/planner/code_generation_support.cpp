@@ -23,6 +23,8 @@ bool has_kernel(OpKind op) {
   case OpKind::InstanceNormalization:
   case OpKind::GroupNormalization:
   case OpKind::RMSNormalization:
+  case OpKind::RotaryEmbedding:
+  case OpKind::Attention:
   case OpKind::BatchNormalization:
   case OpKind::Shape:
   case OpKind::Size:

@@ -361,3 +361,125 @@ TEST_CASE("canonicalize composes chained Transposes", "[passes][canonicalize]") 
   CHECK(g.tensor(g.outputs[1]).shape == Shape{2, 16, 4, 8});
   CHECK(g.tensor(g.outputs[0]).shape == Shape{2, 4, 8, 16});
 }
+
+TEST_CASE("RotaryEmbedding lowers to remappings and arithmetic the ILP runs as one kernel",
+          "[passes][lower]") {
+  // Proves: a RotaryEmbedding (4-D, caches per batch and position, half and interleaved forms,
+  // a partial rotary dimension) becomes Slices, Mul, Sub, Add, Concat and the head Transposes,
+  // which the ILP plans as one generated kernel; the output keeps its name. (The interleaved
+  // form pairs real and imaginary parts through reshapes, views that no fused group reads
+  // through yet: its chain is four kernels.)
+  for (int interleaved : {0, 1}) {
+    INFO("interleaved " << interleaved);
+    ModelBuilder m(23);
+    m.input("x", kFloat, {2, 4, 6, 8})
+        .input("cos", kFloat, {2, 6, 3})
+        .input("sin", kFloat, {2, 6, 3});
+    m.output("y");
+    auto& node = m.node("RotaryEmbedding", {"x", "cos", "sin"}, {"y"});
+    test::set_attr_int(node, "interleaved", interleaved);
+    test::set_attr_int(node, "rotary_embedding_dim", 6);
+    Graph g = compile(m);
+    for (const Node& n : g.nodes)
+      CHECK(n.op != OpKind::RotaryEmbedding);
+    CHECK(g.tensor(g.outputs[0]).name == "y");
+    CHECK(g.tensor(g.outputs[0]).shape == Shape{2, 4, 6, 8});
+    PlannerOptions ilp;
+    ilp.planner = "ilp";
+    const FusionPlan plan = plan_fusion(g, ilp);
+    int kernels = 0;
+    for (const FusionGroup& group : plan.groups)
+      kernels += group.kind != GroupKind::Alias;
+    CHECK(kernels == (interleaved ? 4 : 1));
+  }
+}
+
+TEST_CASE("Attention lowers to the scores GEMM, the masked softmax and the output GEMM",
+          "[passes][lower]") {
+  // Proves: a 3-D grouped-query Attention with a causal mask, past keys and values and every
+  // output becomes the head split, Concats of the past, the repeated keys and values (Expand),
+  // two MatMuls around a max-subtracted Softmax; present_key, present_value and the scores keep
+  // their names and shapes.
+  ModelBuilder m(23);
+  m.input("q", kFloat, {2, 4, 6 * 8})
+      .input("k", kFloat, {2, 4, 2 * 8})
+      .input("v", kFloat, {2, 4, 2 * 5})
+      .input("mask", onnx::TensorProto::BOOL, {4, 7})
+      .input("past_k", kFloat, {2, 2, 3, 8})
+      .input("past_v", kFloat, {2, 2, 3, 5});
+  m.output("y").output("present_k").output("present_v").output("scores");
+  auto& node = m.node("Attention", {"q", "k", "v", "mask", "past_k", "past_v"},
+                      {"y", "present_k", "present_v", "scores"});
+  test::set_attr_int(node, "q_num_heads", 6);
+  test::set_attr_int(node, "kv_num_heads", 2);
+  test::set_attr_int(node, "is_causal", 1);
+  test::set_attr_int(node, "qk_matmul_output_mode", 1);
+  Graph g = compile(m);
+  int matmuls = 0, max = 0;
+  for (const Node& n : g.nodes) {
+    CHECK(n.op != OpKind::Attention);
+    matmuls += n.op == OpKind::MatMul;
+    max += n.op == OpKind::ReduceMax;
+  }
+  CHECK(matmuls == 2);
+  CHECK(max == 1);
+  std::map<std::string, Shape> outputs;
+  for (TensorId t : g.outputs)
+    outputs[g.tensor(t).name] = g.tensor(t).shape;
+  CHECK(outputs.at("y") == Shape{2, 4, 6 * 5});
+  CHECK(outputs.at("present_k") == Shape{2, 2, 7, 8});
+  CHECK(outputs.at("present_v") == Shape{2, 2, 7, 5});
+  CHECK(outputs.at("scores") == Shape{2, 6, 4, 7});
+}
+
+TEST_CASE("Attention and RotaryEmbedding refuse malformed inputs naming the node",
+          "[passes][lower]") {
+  // Proves: heads that do not divide, a missing num_heads, a mask that does not broadcast and
+  // an odd rotary dimension are user errors of the shape rules.
+  auto fails = [](const ModelBuilder& m, const std::string& words) {
+    INFO(words);
+    try {
+      Graph g = load_onnx(m.write());
+      run_pipeline(g, {});
+      FAIL("no error");
+    } catch (const UserError& e) {
+      CHECK_THAT(e.what(), Catch::Contains(words));
+    }
+  };
+  {
+    ModelBuilder m(23);
+    m.input("q", kFloat, {1, 6, 4, 8})
+        .input("k", kFloat, {1, 4, 4, 8})
+        .input("v", kFloat, {1, 4, 4, 8});
+    m.output("y");
+    m.node("Attention", {"q", "k", "v"}, {"y"});
+    fails(m, "not a multiple of K's and V's 4");
+  }
+  {
+    ModelBuilder m(23);
+    m.input("q", kFloat, {1, 4, 16}).input("k", kFloat, {1, 4, 16}).input("v", kFloat, {1, 4, 16});
+    m.output("y");
+    m.node("Attention", {"q", "k", "v"}, {"y"});
+    fails(m, "need the attributes q_num_heads and kv_num_heads");
+  }
+  {
+    ModelBuilder m(23);
+    m.input("q", kFloat, {1, 2, 4, 8})
+        .input("k", kFloat, {1, 2, 4, 8})
+        .input("v", kFloat, {1, 2, 4, 8});
+    m.input("mask", kFloat, {3, 4});
+    m.output("y");
+    m.node("Attention", {"q", "k", "v", "mask"}, {"y"});
+    fails(m, "does not broadcast to the scores");
+  }
+  {
+    ModelBuilder m(23);
+    m.input("x", kFloat, {1, 2, 4, 8})
+        .input("cos", kFloat, {1, 4, 4})
+        .input("sin", kFloat, {1, 4, 4});
+    m.output("y");
+    test::set_attr_int(m.node("RotaryEmbedding", {"x", "cos", "sin"}, {"y"}),
+                       "rotary_embedding_dim", 5);
+    fails(m, "must be even");
+  }
+}
