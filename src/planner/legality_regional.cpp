@@ -324,8 +324,6 @@ FusionDecision RegionalAnalysis::gather_node(int32_t n) {
                                             what(n), idx.name, shape_str(idx.shape)));
     gather.indices_in_group = true;
     stage = stage_of(indices);
-  } else {
-    stage_[indices] = 0;
   }
   stage_[y] = stage;
   gathered_.insert(y);
