@@ -99,7 +99,7 @@ private:
   void write_pass(int pass, CodeWriter& out);
   void write_row_values(int stage, CodeWriter& out);
   void write_gather_rows(int stage, CodeWriter& out);
-  std::string gathered_element(const RegionalSpec::GatherRow& gather) const;
+  std::string gathered_element(size_t k) const;
 
   const GroupEmitContext& ctx_;
   const Graph& g_;
@@ -392,7 +392,7 @@ void RegionalWriter::write_pass(int pass, CodeWriter& out) {
       return name;
     }
     if (gather != gather_of_.end())
-      out.linef("const {} {} = {};", type, name, gathered_element(spec_.gathers[gather->second]));
+      out.linef("const {} {} = {};", type, name, gathered_element(gather->second));
     else
       out.linef("const {} {} = {}[{}];", type, name, param->second, element_index(tensor.shape));
     if (cached != cached_.end()) out.linef("{} = {};", cache_element, name);
@@ -470,9 +470,9 @@ void RegionalWriter::write_gather_rows(int stage, CodeWriter& out) {
   }
 }
 
-// Element k of this row of a lookup; zero for an index out of range.
-std::string RegionalWriter::gathered_element(const RegionalSpec::GatherRow& gather) const {
-  const size_t k = gather_of_.at(g_.nodes[gather.node].outputs[0]);
+// Element k of this row of lookup `g`k; zero for an index out of range.
+std::string RegionalWriter::gathered_element(size_t k) const {
+  const RegionalSpec::GatherRow& gather = spec_.gathers[k];
   const DType dtype = g_.tensor(gather.data).dtype;
   return fmt::format("g{0}_row < 0 ? {1}(0) : {1}({2}[g{0}_row + k])", k, ctype(dtype, ctx_),
                      sig_.inputs.at(gather.data));

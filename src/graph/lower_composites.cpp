@@ -364,16 +364,11 @@ void lower_batch_norm(Lowering& l) {
 // interleaved again), then the part not rotated, in X's layout. The Slices, Concats and the
 // head transposes are index remappings the planner fuses into one kernel with the arithmetic.
 void lower_rotary_embedding(Lowering& l) {
-  NodeContext ctx = l.context();
+  const RotaryParams r = read_rotary_params(l.context());
   const Shape xs = l.shape(l.input(0));
-  const bool four = xs.size() == 4;
-  const int64_t batch = xs[0], sequence = four ? xs[2] : xs[1];
-  const int64_t heads = four ? xs[1] : ctx.attr_int("num_heads", 1);
-  const int64_t head = four ? xs[3] : xs[2] / heads;
-  const int64_t rotary =
-      ctx.attr_int("rotary_embedding_dim", 0) == 0 ? head : ctx.attr_int("rotary_embedding_dim", 0);
-  const int64_t half = rotary / 2;
-  const bool interleaved = ctx.attr_int("interleaved", 0) != 0;
+  const bool four = r.four_d, interleaved = r.interleaved;
+  const int64_t batch = r.batch, sequence = r.sequence, heads = r.heads, head = r.head;
+  const int64_t rotary = r.rotary, half = rotary / 2;
   const std::map<std::string, Attribute> swap_heads = {
       {"perm", Attribute{std::vector<int64_t>{0, 2, 1, 3}}}};
   TensorId x = four ? l.op(OpKind::Transpose, {l.input(0)}, "XIn", swap_heads)
@@ -433,14 +428,11 @@ void lower_rotary_embedding(Lowering& l) {
 void lower_attention(Lowering& l) {
   NodeContext ctx = l.context();
   const DType t = l.dtype(l.input(0));
-  const Shape qs = l.shape(l.input(0)), ks = l.shape(l.input(1)), vs = l.shape(l.input(2));
-  const bool three = qs.size() == 3;
-  const int64_t batch = qs[0];
-  const int64_t q_heads = three ? ctx.attr_int("q_num_heads", 1) : qs[1];
-  const int64_t kv_heads = three ? ctx.attr_int("kv_num_heads", 1) : ks[1];
-  const int64_t q_sequence = three ? qs[1] : qs[2], kv_sequence = three ? ks[1] : ks[2];
-  const int64_t head = three ? qs[2] / q_heads : qs[3];
-  const int64_t v_head = three ? vs[2] / kv_heads : vs[3];
+  const AttentionParams a = read_attention_params(ctx);
+  const bool three = !a.four_d;
+  const int64_t batch = a.batch, q_heads = a.q_heads, kv_heads = a.kv_heads;
+  const int64_t q_sequence = a.q_sequence, kv_sequence = a.kv_sequence;
+  const int64_t head = a.head, v_head = a.v_head, past = a.past, total = a.total;
   const std::map<std::string, Attribute> swap_heads = {
       {"perm", Attribute{std::vector<int64_t>{0, 2, 1, 3}}}};
   auto heads_of = [&](TensorId x, int64_t sequence, int64_t heads, int64_t size,
@@ -452,14 +444,11 @@ void lower_attention(Lowering& l) {
   const TensorId q = heads_of(l.input(0), q_sequence, q_heads, head, "Q");
   TensorId k = heads_of(l.input(1), kv_sequence, kv_heads, head, "K");
   TensorId v = heads_of(l.input(2), kv_sequence, kv_heads, v_head, "V");
-  int64_t past = 0;
   if (l.input(4) != kNoTensor) {
-    past = l.shape(l.input(4))[2];
     const std::map<std::string, Attribute> on_sequence = {{"axis", Attribute{int64_t{2}}}};
     k = l.op(OpKind::Concat, {l.input(4), k}, "PresentKey", on_sequence);
     v = l.op(OpKind::Concat, {l.input(5), v}, "PresentValue", on_sequence);
   }
-  const int64_t total = past + kv_sequence;
   const int64_t group = q_heads / kv_heads;
   auto repeated = [&](TensorId x, int64_t size, const std::string& role) {
     if (group == 1) return x;

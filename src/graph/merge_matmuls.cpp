@@ -128,15 +128,6 @@ private:
     return row_bias_add(g_, consumers_, graph_output_, g_.nodes[matmul].outputs[0], row);
   }
 
-  // Slice(source, [begin, end) of `axis`) writing `output`.
-  Node slice(const std::string& name, TensorId source, int64_t begin, int64_t end, int64_t axis,
-             TensorId output) {
-    return build_.node(OpKind::Slice, name,
-                       {source, build_.ints(name + "/starts", {begin}),
-                        build_.ints(name + "/ends", {end}), build_.ints(name + "/axes", {axis})},
-                       output);
-  }
-
   // The constant rows of `parts` side by side: row i of the result is row i of each part in
   // turn ([K, N_j] parts make [K, sum N_j]; one-row biases make one row).
   std::shared_ptr<ConstantData> side_by_side(const std::vector<TensorId>& parts, int64_t rows) {
@@ -233,12 +224,12 @@ private:
         }
         Node& reshape = g_.nodes[reader];
         reshape.removed = true;
-        added.push_back(slice(reshape.name, view->second, part.offset / d,
-                              (part.offset + part.n) / d, last, reshape.outputs[0]));
+        added.push_back(build_.slice(reshape.name, view->second, part.offset / d,
+                                     (part.offset + part.n) / d, last, reshape.outputs[0]));
       }
       if (sliced)
         added.push_back(
-            slice(part.name, merged, part.offset, part.offset + part.n, last, part.result));
+            build_.slice(part.name, merged, part.offset, part.offset + part.n, last, part.result));
     }
   }
 

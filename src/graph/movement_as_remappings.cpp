@@ -104,12 +104,8 @@ public:
       const TensorId out = node.outputs[i];
       if (out == kNoTensor) return false;
       const int64_t size = g_.tensor(out).shape[static_cast<size_t>(axis)];
-      const std::string name = fmt::format("{}/part{}", node.name, i);
-      slices.push_back(build_.node(OpKind::Slice, name,
-                                   {node.inputs[0], build_.ints(name + "/starts", {offset}),
-                                    build_.ints(name + "/ends", {offset + size}),
-                                    build_.ints(name + "/axes", {axis})},
-                                   out));
+      slices.push_back(build_.slice(fmt::format("{}/part{}", node.name, i), node.inputs[0], offset,
+                                    offset + size, axis, out));
       offset += size;
     }
     for (Node& slice : slices)
@@ -160,6 +156,30 @@ public:
     return true;
   }
 
+  // Rewrites `node` when it is one of the ops above, of a tensor that is not a constant
+  // (fold-constants folds those) with constant parameters; true when it did.
+  bool rewrite(Node& node) {
+    if (node.removed || node.inputs.empty() || node.inputs[0] == kNoTensor) return false;
+    const Tensor& data = g_.tensor(node.inputs[0]);
+    if (data.is_constant() || data.elements() == 0) return false;
+    if (node.op == OpKind::Split) return split(node);
+    const bool constant_operand = node.inputs.size() == 2 && node.inputs[1] != kNoTensor &&
+                                  g_.tensor(node.inputs[1]).is_constant() &&
+                                  node.outputs.size() == 1 &&
+                                  g_.tensor(node.outputs[0]).elements() > 0;
+    if (!constant_operand) return false;
+    switch (node.op) {
+    case OpKind::Tile:
+      return tile(node);
+    case OpKind::Gather:
+      return gather(node);
+    case OpKind::GatherND:
+      return gather_nd(node);
+    default:
+      return false;
+    }
+  }
+
   std::vector<Node> added_;
 
 private:
@@ -173,12 +193,8 @@ private:
       shape[static_cast<size_t>(axis)] = p.count;
       const std::string name = node.name + "/slice";
       picked = build_.tensor(name, dtype, shape);
-      added_.push_back(
-          build_.node(OpKind::Slice, name,
-                      {source, build_.ints(name + "/starts", {p.start}),
-                       build_.ints(name + "/ends", {p.start + p.step * (p.count - 1) + 1}),
-                       build_.ints(name + "/axes", {axis}), build_.ints(name + "/steps", {p.step})},
-                      picked));
+      added_.push_back(build_.slice(name, source, p.start, p.start + p.step * (p.count - 1) + 1,
+                                    axis, picked, p.step));
     }
     const TensorId result = node.outputs[0];
     const Shape out = g_.tensor(result).shape;
@@ -196,32 +212,8 @@ private:
 bool movement_as_remappings(Graph& g) {
   Rewriter rewrite(g);
   bool changed = false;
-  for (size_t n = 0, count = g.nodes.size(); n < count; ++n) {
-    Node& node = g.nodes[n];
-    if (!node.removed && node.op == OpKind::Split && !node.inputs.empty() &&
-        node.inputs[0] != kNoTensor && !g.tensor(node.inputs[0]).is_constant()) {
-      changed = rewrite.split(node) || changed;
-      continue;
-    }
-    if (!node.removed && node.op == OpKind::Tile && node.inputs.size() == 2 &&
-        node.inputs[1] != kNoTensor && g.tensor(node.inputs[1]).is_constant() &&
-        !g.tensor(node.inputs[0]).is_constant() && g.tensor(node.inputs[0]).elements() > 0 &&
-        g.tensor(node.outputs[0]).elements() > 0) {
-      changed = rewrite.tile(node) || changed;
-      continue;
-    }
-    if (node.removed || (node.op != OpKind::Gather && node.op != OpKind::GatherND) ||
-        node.inputs.size() != 2 || node.outputs.size() != 1 || node.inputs[1] == kNoTensor)
-      continue;
-    const Tensor& data = g.tensor(node.inputs[0]);
-    const Tensor& indices = g.tensor(node.inputs[1]);
-    if (data.is_constant() || !indices.is_constant() || indices.elements() == 0 ||
-        data.elements() == 0)
-      continue;
-    const bool done =
-        node.op == OpKind::Gather ? rewrite.gather(g.nodes[n]) : rewrite.gather_nd(g.nodes[n]);
-    changed = done || changed;
-  }
+  for (Node& node : g.nodes)
+    changed = rewrite.rewrite(node) || changed;
   if (!changed) return false;
   for (Node& node : rewrite.added_)
     g.nodes.push_back(std::move(node));

@@ -109,4 +109,25 @@ struct FillValue {
 };
 FillValue read_fill_value(const NodeContext& ctx);
 
+// ---- Composites lowered by lower-composites (the rule and the lowering read these) ----
+
+// RotaryEmbedding's heads: X [batch, heads, sequence, head] or, with num_heads,
+// [batch, sequence, heads * head]; the rotated part of each head (rotary_embedding_dim, 0: the
+// whole head), even and at most the head.
+struct RotaryParams {
+  int64_t batch = 0, sequence = 0, heads = 0, head = 0, rotary = 0;
+  bool four_d = true, interleaved = false;
+};
+RotaryParams read_rotary_params(const NodeContext& ctx);
+
+// Attention's dimensions: Q, K and V all 4-D [batch, heads, sequence, head] or all 3-D
+// [batch, sequence, heads * head] with q_num_heads and kv_num_heads; q_heads a multiple of
+// kv_heads; past keys (input 4, if any) before the new ones: total = past + kv_sequence.
+struct AttentionParams {
+  int64_t batch = 0, q_heads = 0, kv_heads = 0, q_sequence = 0, kv_sequence = 0;
+  int64_t head = 0, v_head = 0, past = 0, total = 0;
+  bool four_d = true;
+};
+AttentionParams read_attention_params(const NodeContext& ctx);
+
 } // namespace stitch

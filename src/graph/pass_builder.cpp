@@ -45,6 +45,14 @@ TensorId PassBuilder::reshape(std::vector<Node>& added, TensorId from, const Sha
   return to;
 }
 
+Node PassBuilder::slice(const std::string& name, TensorId source, int64_t begin, int64_t end,
+                        int64_t axis, TensorId output, int64_t step) {
+  std::vector<TensorId> inputs = {source, ints(name + "/starts", {begin}),
+                                  ints(name + "/ends", {end}), ints(name + "/axes", {axis})};
+  if (step != 1) inputs.push_back(ints(name + "/steps", {step}));
+  return node(OpKind::Slice, name, std::move(inputs), output);
+}
+
 int32_t row_bias_add(const Graph& g, const std::vector<std::vector<int32_t>>& consumers,
                      const std::set<TensorId>& graph_outputs, TensorId y, TensorId& row) {
   if (graph_outputs.count(y) || consumers[y].size() != 1) return -1;

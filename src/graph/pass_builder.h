@@ -28,6 +28,9 @@ public:
   // Reshape(from, shape) into a new tensor, appended to `added`.
   TensorId reshape(std::vector<Node>& added, TensorId from, const Shape& shape,
                    const std::string& name);
+  // Slice(source, [begin, end) of `axis` by `step`) writing `output` (not yet in the graph).
+  Node slice(const std::string& name, TensorId source, int64_t begin, int64_t end, int64_t axis,
+             TensorId output, int64_t step = 1);
 
 private:
   Graph& g_;

@@ -380,52 +380,10 @@ void rule_attention(InferContext& ctx) {
   for (int i : {1, 2, 4, 5})
     if (ctx.has_input(i) && ctx.dtype(i) != t)
       ctx.fail("input {} is {}, Q is {}", i, dtype_name(ctx.dtype(i)), dtype_name(t));
-  const int64_t rank = ctx.rank(0);
-  if ((rank != 3 && rank != 4) || ctx.rank(1) != rank || ctx.rank(2) != rank)
-    ctx.fail("Q, K and V must all be 3-D or all 4-D, got {}, {} and {}",
-             shape_to_string(ctx.shape(0)), shape_to_string(ctx.shape(1)),
-             shape_to_string(ctx.shape(2)));
-  const Shape &q = ctx.shape(0), &k = ctx.shape(1), &v = ctx.shape(2);
-  int64_t q_heads, kv_heads, head, k_head, v_head;
-  const int64_t batch = q[0], q_sequence = rank == 4 ? q[2] : q[1];
-  const int64_t kv_sequence = rank == 4 ? k[2] : k[1];
-  if (rank == 4) {
-    q_heads = q[1], kv_heads = k[1], head = q[3], k_head = k[3], v_head = v[3];
-    if (v[1] != kv_heads || v[2] != kv_sequence)
-      ctx.fail("V {} must have K's heads and sequence ({})", shape_to_string(v),
-               shape_to_string(k));
-  } else {
-    if (!ctx.has_attr("q_num_heads") || !ctx.has_attr("kv_num_heads"))
-      ctx.fail("3-D Q, K and V need the attributes q_num_heads and kv_num_heads");
-    q_heads = ctx.attr_int("q_num_heads", 0);
-    kv_heads = ctx.attr_int("kv_num_heads", 0);
-    if (q_heads <= 0 || kv_heads <= 0 || q[2] % q_heads != 0 || k[2] % kv_heads != 0 ||
-        v[2] % kv_heads != 0)
-      ctx.fail("q_num_heads {} and kv_num_heads {} must divide the hidden sizes of Q {}, K {} "
-               "and V {}",
-               q_heads, kv_heads, shape_to_string(q), shape_to_string(k), shape_to_string(v));
-    head = q[2] / q_heads, k_head = k[2] / kv_heads, v_head = v[2] / kv_heads;
-    if (v[1] != kv_sequence)
-      ctx.fail("V {} must have K's sequence ({})", shape_to_string(v), shape_to_string(k));
-  }
-  if (k[0] != batch || v[0] != batch)
-    ctx.fail("Q, K and V must have one batch size, got {}, {} and {}", batch, k[0], v[0]);
-  if (k_head != head) ctx.fail("K's head size {} is not Q's {}", k_head, head);
-  if (head <= 0) ctx.fail("the head size must be positive");
-  if (kv_heads <= 0 || q_heads % kv_heads != 0)
-    ctx.fail("Q's {} heads are not a multiple of K's and V's {}", q_heads, kv_heads);
-  int64_t past = 0;
-  if (ctx.has_input(4) != ctx.has_input(5)) ctx.fail("past_key and past_value come together");
-  if (ctx.has_input(4)) {
-    const Shape &pk = ctx.shape(4), &pv = ctx.shape(5);
-    if (pk.size() != 4 || pv.size() != 4 || pk[0] != batch || pk[1] != kv_heads || pk[3] != head ||
-        pv[0] != batch || pv[1] != kv_heads || pv[2] != pk[2] || pv[3] != v_head)
-      ctx.fail("past_key {} and past_value {} must be [batch, kv_heads, past, head] = [{}, {}, "
-               "past, {} and {}]",
-               shape_to_string(pk), shape_to_string(pv), batch, kv_heads, head, v_head);
-    past = pk[2];
-  }
-  const int64_t total = ctx.checked_add(past, kv_sequence, "past and new keys");
+  const AttentionParams a = read_attention_params(ctx);
+  const int64_t batch = a.batch, q_heads = a.q_heads, kv_heads = a.kv_heads,
+                q_sequence = a.q_sequence, head = a.head, v_head = a.v_head, total = a.total;
+  const int64_t rank = a.four_d ? 4 : 3;
   if (ctx.has_input(3)) {
     const DType m = ctx.dtype(3);
     if (m != DType::Bool && m != t)

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "graph/error.h"
+#include "graph/op_params.h"
 #include "graph/shape_rules.h"
 
 namespace stitch {
@@ -230,22 +231,8 @@ void rule_rotary_embedding(InferContext& ctx) {
   ctx.expect_inputs(3, 4);
   ctx.expect_float_input(0);
   const Shape& x = ctx.shape(0);
-  if (x.size() != 3 && x.size() != 4)
-    ctx.fail("X must be [batch, heads, sequence, head] or [batch, sequence, hidden], got {}",
-             shape_to_string(x));
-  int64_t head = x.back();
-  if (x.size() == 3) {
-    if (!ctx.has_attr("num_heads")) ctx.fail("a 3-D X needs the attribute num_heads");
-    const int64_t heads = ctx.attr_int("num_heads", 0);
-    if (heads <= 0 || x[2] % heads != 0)
-      ctx.fail("num_heads {} does not divide X's hidden size {}", heads, x[2]);
-    head = x[2] / heads;
-  }
-  const int64_t rotary =
-      ctx.attr_int("rotary_embedding_dim", 0) == 0 ? head : ctx.attr_int("rotary_embedding_dim", 0);
-  if (rotary < 0 || rotary > head || rotary % 2 != 0)
-    ctx.fail("rotary_embedding_dim {} must be even and at most the head size {}", rotary, head);
-  const int64_t batch = x[0], sequence = x.size() == 4 ? x[2] : x[1];
+  const RotaryParams r = read_rotary_params(ctx);
+  const int64_t batch = r.batch, sequence = r.sequence, rotary = r.rotary;
   const bool positions = ctx.has_input(3);
   for (int i : {1, 2}) {
     const char* what = i == 1 ? "cos_cache" : "sin_cache";

@@ -633,10 +633,7 @@ TEST_CASE("merged gate and up projections on the host equal the separate MatMuls
   m.node("Mul", {"gate", "sg"}, {"silu"});
   m.node("Mul", {"silu", "up"}, {"y"});
   Graph merged = load_graph(m);
-  Graph separate = load_onnx(m.write());
-  PipelineOptions off;
-  off.disabled.insert("merge-matmuls");
-  run_pipeline(separate, off);
+  Graph separate = compiled_in(m, Precision::Fp32, {"merge-matmuls"});
   int matmuls = 0;
   for (const Node& node : merged.nodes)
     matmuls += node.op == OpKind::MatMul;
@@ -779,10 +776,7 @@ TEST_CASE("merged Gemm and MatMul siblings on the host equal the separate produc
   m.node("Gemm", {"x", "wk"}, {"k"});
   m.node("MatMul", {"x", "wv"}, {"v"});
   Graph merged = load_graph(m);
-  Graph separate = load_onnx(m.write());
-  PipelineOptions off;
-  off.disabled.insert("merge-matmuls");
-  run_pipeline(separate, off);
+  Graph separate = compiled_in(m, Precision::Fp32, {"merge-matmuls"});
   int products = 0;
   for (const Node& node : merged.nodes)
     if (node.op == OpKind::MatMul || node.op == OpKind::Gemm) {
@@ -813,10 +807,7 @@ TEST_CASE("grouped-query scores without the repeated keys on the host equal the 
   test::set_attr_ints(m.node("Transpose", {"kr"}, {"kt"}), "perm", {0, 1, 3, 2});
   m.node("MatMul", {"q", "kt"}, {"scores"});
   Graph folded = load_graph(m);
-  Graph repeated = load_onnx(m.write());
-  PipelineOptions off;
-  off.disabled.insert("fold-repeated-heads");
-  run_pipeline(repeated, off);
+  Graph repeated = compiled_in(m, Precision::Fp32, {"fold-repeated-heads"});
   int expands = 0;
   for (const Node& node : folded.nodes)
     expands += node.op == OpKind::Expand;
@@ -827,24 +818,6 @@ TEST_CASE("grouped-query scores without the repeated keys on the host equal the 
   require_close(run_on_host(repeated, plan_fusion(repeated, ilp), inputs, "gqa-repeated"),
                 run_on_host(folded, plan_fusion(folded, ilp), inputs, "gqa-folded"), 0, 0);
 }
-
-namespace {
-
-HostBytes float_bytes(const std::vector<float>& v) {
-  HostBytes b;
-  b.bytes.resize(v.size() * sizeof(float));
-  std::memcpy(b.bytes.data(), v.data(), b.bytes.size());
-  return b;
-}
-
-HostBytes int64_bytes(const std::vector<int64_t>& v) {
-  HostBytes b;
-  b.bytes.resize(v.size() * sizeof(int64_t));
-  std::memcpy(b.bytes.data(), v.data(), b.bytes.size());
-  return b;
-}
-
-} // namespace
 
 TEST_CASE("planned Regional group looks up embedding rows for its Adds and LayerNorm on the host",
           "[emitter][fused][host]") {
@@ -913,14 +886,13 @@ TEST_CASE("planned Regional group looks up embedding rows for its Adds and Layer
   INFO("the plan's groups: " << groups);
   CHECK(kernels == 1);
 
-  std::vector<float> idf = random_values(16, 8, 0.25f, 4.5f);
-  const std::vector<HostBytes> inputs = {
-      int64_bytes({0, 49, -1, -50, 50, 7, 13, 2, 3, 1000, 21, -51, 8, 9, 40, 0}),
-      int64_bytes({0, 1, 1, 0, -1, 0, 1, 2, 0, 0, 1, 1, -2, 0, 1, 0}),
-      int64_bytes({9, 0, -1, 3, 4, 10, 6, 2}),
-      float_bytes(idf),
-      float_bytes(random_values(2 * 10 * 64, 9)),
-  };
+  const std::vector<int64_t> ids = {0, 49, -1, -50, 50, 7, 13, 2, 3, 1000, 21, -51, 8, 9, 40, 0};
+  const std::vector<int64_t> types = {0, 1, 1, 0, -1, 0, 1, 2, 0, 0, 1, 1, -2, 0, 1, 0};
+  const std::vector<int64_t> pid = {9, 0, -1, 3, 4, 10, 6, 2};
+  const std::vector<float> idf = random_values(16, 8, 0.25f, 4.5f);
+  const std::vector<float> ptab = random_values(2 * 10 * 64, 9);
+  const std::vector<HostBytes> inputs = {as_bytes(ids), as_bytes(types), as_bytes(pid),
+                                         as_bytes(idf), as_bytes(ptab)};
   const auto unfused =
       run_bytes_on_host(g, plan_one_kernel_per_op(g, DeviceParams{}), inputs, "lookup-unfused");
   const auto fused = run_bytes_on_host(g, plan_with(g, group), inputs, "lookup-fused");
@@ -931,11 +903,32 @@ TEST_CASE("planned Regional group looks up embedding rows for its Adds and Layer
     CHECK(fused[o].bytes == unfused[o].bytes);
     CHECK(planned[o].bytes == unfused[o].bytes);
   }
-  // The rows picked by an index out of range are zeros, in both: the sum of row 4 (word id 50,
-  // type 0 is row 0, position index 10 is out of range too) is the type row and the Cast row.
-  std::vector<float> sum(unfused[0].bytes.size() / sizeof(float));
+  // The sum against the lookups done here: a negative index counts from the end, one out of
+  // range reads a row of zeros.
+  auto row = [](const std::vector<float>& table, int64_t rows, int64_t index, int64_t k) {
+    if (index < 0) index += rows;
+    return index < 0 || index >= rows ? 0.0f : table[static_cast<size_t>(index * 64 + k)];
+  };
+  const std::vector<float> wtab = random_values(50 * 64, 3), ttab = random_values(2 * 64, 4),
+                           ctab = random_values(4 * 64, 5);
+  std::vector<float> want(16 * 64);
+  for (int64_t r = 0; r < 16; ++r) {
+    const int64_t b = r / 8, s = r % 8;
+    int64_t p = pid[static_cast<size_t>(s)];
+    if (p < 0) p += 10;
+    for (int64_t k = 0; k < 64; ++k) {
+      const float positional =
+          p < 0 || p >= 10 ? 0.0f : ptab[static_cast<size_t>((b * 10 + p) * 64 + k)];
+      want[static_cast<size_t>(r * 64 + k)] =
+          row(wtab, 50, ids[static_cast<size_t>(r)], k) +
+          row(ttab, 2, types[static_cast<size_t>(r)], k) + positional +
+          row(ctab, 4, static_cast<int64_t>(idf[static_cast<size_t>(r)]), k);
+    }
+  }
+  std::vector<float> sum(want.size());
+  REQUIRE(unfused[0].bytes.size() == sum.size() * sizeof(float));
   std::memcpy(sum.data(), unfused[0].bytes.data(), unfused[0].bytes.size());
-  CHECK(std::isfinite(sum[4 * 64]));
+  require_close({want}, {sum}, 1e-6, 1e-6);
 }
 
 TEST_CASE("movement as slices and views on the host equals the gathers and the split, bitwise",

@@ -147,6 +147,14 @@ struct HostBytes {
   std::vector<unsigned char> bytes;
 };
 
+// `values` as a tensor's bytes (host order).
+template <typename T> HostBytes as_bytes(const std::vector<T>& values) {
+  HostBytes b;
+  b.bytes.resize(values.size() * sizeof(T));
+  if (!values.empty()) std::memcpy(b.bytes.data(), values.data(), b.bytes.size());
+  return b;
+}
+
 // Compiles `plan` for the host target through build_library, runs it on `inputs` (one byte
 // buffer per graph input, in order, each of its tensor's dtype and size) and returns every
 // graph output's bytes. The build folder is removed after a successful run.
@@ -225,12 +233,8 @@ inline std::vector<std::vector<float>> run_on_host(const Graph& g, const FusionP
                                                    const std::vector<std::vector<float>>& inputs,
                                                    const std::string& tag) {
   std::vector<HostBytes> in_bytes;
-  for (const std::vector<float>& v : inputs) {
-    HostBytes b;
-    b.bytes.resize(v.size() * sizeof(float));
-    if (!v.empty()) std::memcpy(b.bytes.data(), v.data(), b.bytes.size()); // an empty input
-    in_bytes.push_back(std::move(b));
-  }
+  for (const std::vector<float>& v : inputs)
+    in_bytes.push_back(as_bytes(v));
   for (TensorId t : g.inputs)
     REQUIRE(g.tensor(t).dtype == DType::Float32);
   for (TensorId t : g.outputs)

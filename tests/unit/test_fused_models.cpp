@@ -34,13 +34,6 @@ struct Fixture {
   std::vector<HostBytes> inputs;
 };
 
-template <typename T> HostBytes as_bytes(const std::vector<T>& values) {
-  HostBytes b;
-  b.bytes.resize(values.size() * sizeof(T));
-  std::memcpy(b.bytes.data(), values.data(), b.bytes.size());
-  return b;
-}
-
 // Loads a fixture the way the driver does (symbolic dims bound from its inputs.json) and draws
 // its inputs by the fixture's recipe.
 Fixture load_fixture(const std::string& name, unsigned seed) {
