@@ -16,6 +16,12 @@
  *   equal to serial runs. stitch_model_destroy must not race with any other use of that
  *   model or its contexts; destroy the contexts first.
  *
+ * Several models in one process
+ *   Every library exports these functions under the names below. Two libraries linked into
+ *   one program need different names: `stitchc --symbol-prefix bert` exports them as
+ *   bert_model_create, bert_run, ... instead (the types keep their stitch_ names), declared
+ *   by <stitch/stitch_prefixed.h> with STITCH_SYMBOL_PREFIX defined to bert.
+ *
  * Errors
  *   Every function returns a stitch_status. On failure, stitch_last_error() returns a
  *   message for the calling thread's last failed call (naming the failed CUDA, cuBLASLt or
@@ -38,7 +44,9 @@ extern "C" {
 #define STITCH_API
 #endif
 
-#define STITCH_API_VERSION 2
+/* Version 3 added stitch_library_build_info, lookups by name, the model's device, contexts in
+ * caller-provided memory and runs without stitchc's CUDA Graph. */
+#define STITCH_API_VERSION 3
 #define STITCH_MAX_RANK 8
 
 typedef enum stitch_status {
@@ -102,9 +110,26 @@ typedef struct stitch_tap_info {
   const char* node;          /* the ONNX node that produces it; valid while the model lives */
 } stitch_tap_info;
 
+/* How the library was built: what `stitchc --version` printed, the model file's SHA-256, and
+ * the choices that shaped the code. Every string is non-null and lives as long as the library
+ * is loaded. */
+typedef struct stitch_build_info {
+  const char* stitchc_version; /* the stitchc that compiled it, e.g. "0.9.0" */
+  const char* model_sha256;    /* SHA-256 of the .onnx file, 64 lowercase hex digits */
+  const char* model_file;      /* the model's file name, without its folder */
+  const char* target;          /* "cuda" or "host" */
+  const char* archs;           /* the CUDA target's GPU architectures ("sm_90"); "" for host */
+  const char* planner;         /* "ilp", "greedy" or "none" */
+  const char* precision;       /* "fp32", "tf32", "fp16" or "bf16" */
+  const char* flags;           /* stitchc's arguments, as given */
+  const char* symbol_prefix;   /* the prefix of the exported C API: "stitch", or --symbol-prefix */
+} stitch_build_info;
+
 /* Which target the library was built for: "cuda" or "host". */
 STITCH_API const char* stitch_target(void);
 STITCH_API int stitch_api_version(void);
+/* Fills `out_info` (API version 3). */
+STITCH_API stitch_status stitch_library_build_info(stitch_build_info* out_info);
 
 STITCH_API stitch_status stitch_model_create(stitch_model** out_model);
 STITCH_API stitch_status stitch_model_destroy(stitch_model* model);
@@ -121,7 +146,30 @@ STITCH_API stitch_status stitch_model_num_taps(const stitch_model* model, size_t
 STITCH_API stitch_status stitch_model_tap(const stitch_model* model, size_t index,
                                           stitch_tap_info* out_info);
 
+/* The index, in model order, of the input or output named `name` (API version 3);
+ * STITCH_ERROR_INVALID_ARGUMENT when the model has none of that name. */
+STITCH_API stitch_status stitch_model_input_index(const stitch_model* model, const char* name,
+                                                  size_t* out_index);
+STITCH_API stitch_status stitch_model_output_index(const stitch_model* model, const char* name,
+                                                   size_t* out_index);
+
+/* The CUDA device the model lives on: the one current at stitch_model_create (0 on the host
+ * target). Every call switches to it for its duration. */
+STITCH_API stitch_status stitch_model_device(const stitch_model* model, int* out_device);
+
+/* The device memory one context of this model works in: its arena of intermediates, the
+ * workspace of its cuBLASLt and cuDNN calls and its debug taps, each part 256-byte aligned.
+ * The libraries' handles allocate a little of their own besides. */
+STITCH_API stitch_status stitch_model_context_memory(const stitch_model* model,
+                                                     uint64_t* out_bytes);
+
 STITCH_API stitch_status stitch_context_create(stitch_model* model, stitch_context** out_context);
+/* A context that works in caller-provided device memory (host memory on the host target):
+ * `memory` is 256-byte aligned and `bytes` at least stitch_model_context_memory(). The caller
+ * keeps it alive and does not touch it until the context is destroyed. (API version 3) */
+STITCH_API stitch_status stitch_context_create_in_memory(stitch_model* model, void* memory,
+                                                         uint64_t bytes,
+                                                         stitch_context** out_context);
 STITCH_API stitch_status stitch_context_destroy(stitch_context* context);
 
 /* Runs the whole model on `stream` (a cudaStream_t; NULL is the legacy default stream).
@@ -130,6 +178,25 @@ STITCH_API stitch_status stitch_context_destroy(stitch_context* context);
 STITCH_API stitch_status stitch_run(stitch_context* context, const stitch_tensor* inputs,
                                     size_t num_inputs, const stitch_tensor* outputs,
                                     size_t num_outputs, void* stream);
+
+/* Options of stitch_run_with_options (API version 3). Zero-initialize, then set. */
+typedef struct stitch_run_options {
+  uint32_t flags; /* STITCH_RUN_* bits */
+} stitch_run_options;
+
+/* Enqueue the model's kernels and library calls on `stream` directly instead of capturing and
+ * replaying the context's CUDA Graph, so that the application can capture the run into a graph
+ * of its own (cudaStreamBeginCapture ... stitch_run_with_options ... cudaStreamEndCapture),
+ * which then replays with the same inputs, outputs and context. The caller orders such runs of
+ * one context (one stream, or events) and synchronizes before destroying the context or reading
+ * its taps. A no-op on the host target, whose runs are synchronous. */
+#define STITCH_RUN_NO_GRAPH 1u
+
+/* stitch_run with options; `options` NULL is stitch_run. */
+STITCH_API stitch_status stitch_run_with_options(stitch_context* context,
+                                                 const stitch_tensor* inputs, size_t num_inputs,
+                                                 const stitch_tensor* outputs, size_t num_outputs,
+                                                 void* stream, const stitch_run_options* options);
 
 /* Copies tap `index` as the context's last run left it into host memory at `data` (`bytes`
  * at least the tap's size). Waits for that run to finish first. */

@@ -64,6 +64,34 @@ public:
     }
     return out;
   }
+  // The index of an input or output by name; throws Error when the model has none.
+  size_t input_index(const std::string& name) const {
+    size_t index = 0;
+    check(stitch_model_input_index(model_, name.c_str(), &index));
+    return index;
+  }
+  size_t output_index(const std::string& name) const {
+    size_t index = 0;
+    check(stitch_model_output_index(model_, name.c_str(), &index));
+    return index;
+  }
+  int device() const {
+    int device = 0;
+    check(stitch_model_device(model_, &device));
+    return device;
+  }
+  // Device memory a Context placed in caller memory needs.
+  uint64_t context_memory() const {
+    uint64_t bytes = 0;
+    check(stitch_model_context_memory(model_, &bytes));
+    return bytes;
+  }
+  // How the library was built.
+  static stitch_build_info build_info() {
+    stitch_build_info info{};
+    check(stitch_library_build_info(&info));
+    return info;
+  }
   stitch_model* get() const { return model_; }
 
 private:
@@ -88,6 +116,11 @@ private:
 class Context {
 public:
   explicit Context(Model& model) { check(stitch_context_create(model.get(), &context_)); }
+  // A context working in caller-provided device memory (Model::context_memory() bytes,
+  // 256-byte aligned), kept alive by the caller until the context is destroyed.
+  Context(Model& model, void* memory, uint64_t bytes) {
+    check(stitch_context_create_in_memory(model.get(), memory, bytes, &context_));
+  }
   ~Context() {
     if (context_) stitch_context_destroy(context_);
   }
@@ -99,6 +132,13 @@ public:
            void* stream = nullptr) {
     check(
         stitch_run(context_, inputs.data(), inputs.size(), outputs.data(), outputs.size(), stream));
+  }
+
+  // Enqueues one run with options, e.g. {STITCH_RUN_NO_GRAPH} inside the caller's own capture.
+  void run(const std::vector<stitch_tensor>& inputs, const std::vector<stitch_tensor>& outputs,
+           void* stream, const stitch_run_options& options) {
+    check(stitch_run_with_options(context_, inputs.data(), inputs.size(), outputs.data(),
+                                  outputs.size(), stream, &options));
   }
 
   // Copies tap `index` of the last run to host memory (waits for the run).

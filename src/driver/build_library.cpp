@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +17,7 @@
 #include "driver/progress.h"
 #include "driver/subprocess.h"
 #include "graph/error.h"
+#include "stitch/stitch_prefixed.h"
 
 namespace fs = std::filesystem;
 
@@ -133,13 +136,32 @@ std::string host_pch_dir(const std::string& cxx) {
   return dir.string();
 }
 
+// The C API's function names without "stitch_", from the header's one list.
+std::vector<std::string> api_function_names() {
+#define STITCH_NAME_OF(type, name, params) #name,
+  return {STITCH_API_FUNCTIONS(STITCH_NAME_OF)};
+#undef STITCH_NAME_OF
+}
+
 } // namespace
+
+bool is_symbol_prefix(const std::string& prefix) {
+  if (prefix.empty() || prefix.size() > 64) return false;
+  if (!std::isalpha(static_cast<unsigned char>(prefix[0])) && prefix[0] != '_') return false;
+  return std::all_of(prefix.begin(), prefix.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
 
 std::string runtime_library_dir() {
   if (const char* env = std::getenv("STITCH_RUNTIME_DIR")) return env;
   std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return (exe.parent_path() / "runtime").string();
+  fs::path bin = fs::read_symlink("/proc/self/exe", ec).parent_path();
+  // A build tree keeps the runtime beside stitchc; an installed stitchc (bin/) finds it in
+  // lib/stitch/runtime of the same prefix.
+  fs::path installed = bin.parent_path() / "lib" / "stitch" / "runtime";
+  if (!fs::is_directory(bin / "runtime") && fs::is_directory(installed)) return installed.string();
+  return (bin / "runtime").string();
 }
 
 void build_library(const GeneratedModel& model, const BuildOptions& o) {
@@ -162,11 +184,20 @@ void build_library(const GeneratedModel& model, const BuildOptions& o) {
   compiles.push_back(
       {{cxx, "-c", model.blob_stub.name, "-o", "model_blob.o"}, "assembling the model blob"});
   objects.push_back("model_blob.o");
-  // Only the C API (stitch_*) is exported; everything else stays local, so that two
-  // compiled models can live in one process.
-  write_file(dir / "exports.map", std::string("{ global: stitch_*; local: *; };\n"));
-  std::vector<std::string> link = {cxx, "-shared", "-o", fs::absolute(o.output).string(),
-                                   "-Wl,--version-script=exports.map"};
+  // Only the C API is exported; everything else stays local, so that two compiled models can
+  // live in one process. With a symbol prefix each API function is exported under its
+  // prefixed name alone (an alias the linker defines), so that two libraries also link into
+  // one program side by side. The SONAME is the library's file name.
+  write_file(dir / "exports.map", fmt::format("{{ global: {}_*; local: *; }};\n", o.symbol_prefix));
+  std::vector<std::string> link = {cxx,
+                                   "-shared",
+                                   "-o",
+                                   fs::absolute(o.output).string(),
+                                   "-Wl,--version-script=exports.map",
+                                   "-Wl,-soname," + fs::path(o.output).filename().string()};
+  if (o.symbol_prefix != "stitch")
+    for (const std::string& name : api_function_names())
+      link.push_back(fmt::format("-Wl,--defsym={}_{}=stitch_{}", o.symbol_prefix, name, name));
   if (o.target == "host") {
     // One translation unit: the host target compiles the very same sources as nvcc would.
     std::string unity = "// unity_host.cpp: every generated source, for the host target.\n";

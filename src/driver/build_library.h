@@ -19,12 +19,19 @@ struct BuildOptions {
   int jobs = 0;              // parallel compiles (0 = the number of cores)
   int timeout_seconds = 900; // per compiler run
   bool verbose = false;      // print each command
+  // The exported C API's names: "stitch" (stitch_run, ...) or --symbol-prefix's NAME
+  // (NAME_run, ...; include/stitch/stitch_prefixed.h).
+  std::string symbol_prefix = "stitch";
 };
 
 void build_library(const GeneratedModel& model, const BuildOptions& options);
 
 // The folder holding the prebuilt runtime archives: $STITCH_RUNTIME_DIR, or "runtime" beside
-// the stitchc executable.
+// the stitchc executable (a build tree), or else lib/stitch/runtime of the prefix stitchc is
+// installed in (bin/stitchc).
 std::string runtime_library_dir();
+
+// Whether `prefix` can prefix the exported C API's names: a C identifier, at most 64 chars.
+bool is_symbol_prefix(const std::string& prefix);
 
 } // namespace stitch

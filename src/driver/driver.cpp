@@ -11,12 +11,14 @@
 
 #include "driver/progress.h"
 #include "driver/report_html.h"
+#include "driver/sha256.h"
 #include "emitter/emit_model.h"
 #include "graph/error.h"
 #include "graph/graph_json.h"
 #include "planner/code_generation_support.h"
 #include "planner/legality.h"
 #include "planner/plan_json.h"
+#include "stitch_version.h"
 
 namespace stitch {
 
@@ -38,10 +40,49 @@ void write_text_file(const std::string& path, const std::string& text) {
   if (!f.flush()) user_fail({}, "writing '{}' failed", path);
 }
 
+// The arguments as a shell would take them back: plain words bare, the others single-quoted.
+std::string quoted_arguments(int argc, char** argv) {
+  std::string out;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    const bool plain = !arg.empty() && std::all_of(arg.begin(), arg.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("-_=+./,:@%", c);
+    });
+    if (!out.empty()) out += ' ';
+    if (plain) {
+      out += arg;
+      continue;
+    }
+    out += '\'';
+    for (char c : arg)
+      out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    out += '\'';
+  }
+  return out;
+}
+
+// What the library embeds about its making (stitch_library_build_info).
+BuildInfo build_info(const DriverOptions& options) {
+  BuildInfo info;
+  info.stitchc_version = STITCHC_VERSION;
+  info.model_sha256 = sha256_file_hex(options.model_path);
+  info.model_file = std::filesystem::path(options.model_path).filename().string();
+  if (options.build.target == "cuda")
+    info.archs = fmt::format("{}", fmt::join(options.build.archs, ","));
+  info.planner = options.planner.planner;
+  info.precision = std::string(precision_name(options.pipeline.precision.precision));
+  info.flags = options.arguments;
+  info.symbol_prefix = options.build.symbol_prefix;
+  return info;
+}
+
 } // namespace
 
 int parse_command_line(int argc, char** argv, DriverOptions& options) {
   CLI::App app{"stitchc: compiles an ONNX model into one CUDA shared library"};
+  app.set_version_flag("--version", "stitchc " STITCHC_VERSION,
+                       "print stitchc's version (every library it builds embeds it) and exit");
+  options.arguments = quoted_arguments(argc, argv);
   std::vector<std::string> input_shapes, print_after, disabled;
   app.add_option("model", options.model_path, "the .onnx model")->required();
   app.add_option("--input-shape", input_shapes,
@@ -58,6 +99,10 @@ int parse_command_line(int argc, char** argv, DriverOptions& options) {
   app.add_option("--arch", options.build.archs,
                  "GPU architectures for the CUDA target (default sm_90)")
       ->delimiter(',');
+  app.add_option("--symbol-prefix", options.build.symbol_prefix,
+                 "export the C API as NAME_run, NAME_model_create, ... instead of stitch_run, "
+                 "... so that several models link into one program "
+                 "(include/stitch/stitch_prefixed.h; default stitch)");
   app.add_option("--emit-dir", options.build.emit_dir, "keep the generated sources in DIR");
   app.add_option("--planner", options.planner.planner,
                  "fusion planner: ilp (the plan of least modeled cost, solved with GLPK; the "
@@ -142,6 +187,9 @@ int parse_command_line(int argc, char** argv, DriverOptions& options) {
   options.pipeline.print_after = {print_after.begin(), print_after.end()};
   options.pipeline.disabled = {disabled.begin(), disabled.end()};
   check_pipeline_options(options.pipeline);
+  if (!is_symbol_prefix(options.build.symbol_prefix))
+    user_fail({}, "--symbol-prefix '{}' is not a C identifier of at most 64 characters",
+              options.build.symbol_prefix);
   return -1;
 }
 
@@ -228,7 +276,9 @@ void run_driver(const DriverOptions& options, std::ostream& out) {
     if (options.build.output.empty()) return;
     GeneratedModel model = [&] {
       PhaseTimer timer("emit");
-      return emit_model(graph, plan, memory, options.build.target, options.emit);
+      EmitOptions emit = options.emit;
+      emit.build = build_info(options);
+      return emit_model(graph, plan, memory, options.build.target, emit);
     }();
     build_library(model, options.build);
   } catch (const UserError& e) {

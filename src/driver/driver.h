@@ -22,8 +22,9 @@ struct DriverOptions {
   LoadOptions load;
   PipelineOptions pipeline;
   PlannerOptions planner;
-  BuildOptions build; // build.output empty: stop after the passes
-  EmitOptions emit;   // --debug-taps, --test-plant-wrong-group
+  BuildOptions build;    // build.output empty: stop after the passes
+  EmitOptions emit;      // --debug-taps, --test-plant-wrong-group
+  std::string arguments; // the command line after the program name, for the build info
 };
 
 // Parses argv; returns the process exit code to use now when parsing ends the run (help,

@@ -43,9 +43,11 @@ struct Blob {
   std::string bytes;
   std::vector<int64_t> input_name_offsets, output_name_offsets;
   std::vector<int64_t> tap_name_offsets, tap_node_offsets;
+  std::vector<int64_t> build_info_offsets; // stitch_abi_build_info's strings, in its order
 };
 
-Blob build_blob(const Graph& g, const MemoryPlan& memory, const std::vector<Tap>& taps) {
+Blob build_blob(const Graph& g, const MemoryPlan& memory, const std::vector<Tap>& taps,
+                const std::string& target, const BuildInfo& build) {
   Blob blob;
   blob.bytes.assign(static_cast<size_t>(memory.weights_bytes), '\0');
   for (size_t t = 0; t < g.tensors.size(); ++t) {
@@ -71,6 +73,10 @@ Blob build_blob(const Graph& g, const MemoryPlan& memory, const std::vector<Tap>
     blob.tap_name_offsets.push_back(add_name(tap.tensor));
     blob.tap_node_offsets.push_back(add_string(g.nodes[tap.node].name));
   }
+  for (const std::string* text :
+       {&build.stitchc_version, &build.model_sha256, &build.model_file, &target, &build.archs,
+        &build.planner, &build.precision, &build.flags, &build.symbol_prefix})
+    blob.build_info_offsets.push_back(add_string(*text));
   return blob;
 }
 
@@ -218,6 +224,14 @@ GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const Memory
   w.linef("static const stitch_abi_tensor outputs[] = {};",
           tensor_table(g, g.outputs, blob.output_name_offsets));
   if (!taps.empty()) w.linef("static const stitch_abi_tap taps[] = {};", tap_table(g, taps, blob));
+  w.comment("How the library was built (stitch_library_build_info); the strings are in the blob.");
+  w.open("static const stitch_abi_build_info build_info =");
+  static const char* const kBuildFields[] = {
+      "stitchc version", "model SHA-256", "model file",        "target",      "architectures",
+      "planner",         "precision",     "stitchc arguments", "C API prefix"};
+  for (size_t i = 0; i < blob.build_info_offsets.size(); ++i)
+    w.linef("stitch_blob_string({}), // {}", blob.build_info_offsets[i], kBuildFields[i]);
+  w.close(";");
   w.open("static const stitch_abi_model model =");
   w.line("STITCH_ABI_VERSION,");
   w.linef("\"{}\",", target);
@@ -231,6 +245,7 @@ GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const Memory
   w.linef("{}ull, // weights bytes", memory.weights_bytes);
   w.line("stitch_enqueue,");
   w.linef("{}, {}, // debug taps", taps.size(), taps.empty() ? "nullptr" : "taps");
+  w.line("&build_info,");
   w.close(";");
   w.line("return &model;");
   w.close();
@@ -274,7 +289,7 @@ GeneratedModel emit_model(const Graph& g, const FusionPlan& plan, const MemoryPl
     groups_with_code.push_back(group.id);
   }
   std::vector<Tap> taps = options.debug_taps ? list_taps(g, plan) : std::vector<Tap>{};
-  Blob blob = build_blob(g, memory, taps);
+  Blob blob = build_blob(g, memory, taps, target, options.build);
   model.launcher = emit_launcher(g, plan, memory, blob, groups_with_code, taps, target, options);
   model.blob = std::move(blob.bytes);
   model.blob_stub = {"model_blob.S",

@@ -26,8 +26,23 @@ struct GeneratedModel {
   std::string blob;                  // the bytes of model.bin
 };
 
-// Debugging aids; neither changes the plan nor any kernel of it.
+// How the library was built, embedded for stitch_library_build_info (include/stitch/stitch.h).
+// The launcher reads every string from the blob: none becomes code.
+struct BuildInfo {
+  std::string stitchc_version;
+  std::string model_sha256; // hex
+  std::string model_file;   // without its folder
+  std::string archs;        // "sm_80,sm_90"; "" for the host target
+  std::string planner;
+  std::string precision;
+  std::string flags;                    // stitchc's arguments
+  std::string symbol_prefix = "stitch"; // the exported C API's prefix
+};
+
+// What the library embeds besides the model, and debugging aids; none of it changes the plan
+// or any kernel of it.
 struct EmitOptions {
+  BuildInfo build;
   // --debug-taps: after each group, the launcher copies every tensor the group writes to
   // memory into a buffer of its own (stitch_abi_tap), readable after the run.
   bool debug_taps = false;

@@ -64,6 +64,10 @@ onnx::ModelProto read_model(const std::string& path) {
 
 bool is_default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
 
+// An input dim written as -1 (paddle2onnx and some converters): unknown, like an unnamed dim,
+// bound with --input-shape.
+constexpr int64_t kUnknownDim = -1;
+
 int default_opset(const onnx::ModelProto& model, const std::string& path) {
   int64_t opset = 0;
   for (const auto& imp : model.opset_import())
@@ -217,7 +221,7 @@ private:
         for (int i = 0; i < tt.shape().dim_size(); ++i) {
           const auto& dim = tt.shape().dim(i);
           int64_t v = given->second[i];
-          if (dim.has_dim_value() && dim.dim_value() != v)
+          if (dim.has_dim_value() && dim.dim_value() != kUnknownDim && dim.dim_value() != v)
             user_fail(site(), "--input-shape {} gives dim {} = {}, but the model fixes it to {}",
                       in.name(), i, v, dim.dim_value());
           if (dim.has_dim_param()) {
@@ -244,7 +248,7 @@ private:
         const auto& shape = in.type().tensor_type().shape();
         for (int i = 0; i < shape.dim_size(); ++i) {
           const auto& dim = shape.dim(i);
-          if (dim.has_dim_value()) {
+          if (dim.has_dim_value() && dim.dim_value() != kUnknownDim) {
             if (dim.dim_value() < 0)
               user_fail(site(), "graph input '{}' has negative dim {} = {}", in.name(), i,
                         dim.dim_value());
@@ -257,7 +261,9 @@ private:
             continue;
           }
           unbound.push_back(fmt::format("{}[{}]{}", in.name(), i,
-                                        dim.has_dim_param() ? " '" + dim.dim_param() + "'" : ""));
+                                        dim.has_dim_param()   ? " '" + dim.dim_param() + "'"
+                                        : dim.has_dim_value() ? " (written as -1)"
+                                                              : ""));
           t.shape.push_back(0);
         }
       }

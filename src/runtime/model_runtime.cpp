@@ -19,7 +19,9 @@
 #include "model_runtime_registry.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <new>
 #include <optional>
 
@@ -108,24 +110,55 @@ std::unique_ptr<Model> create_model() {
   return model;
 }
 
-std::unique_ptr<Context> create_context(const Model& model) {
+// A context on its own allocations, or, with `memory`, on parts of that block (`bytes` long).
+std::unique_ptr<Context> create_context(const Model& model, void* memory, uint64_t bytes) {
   const stitch_abi_model& abi = *model.abi;
+  const ContextLayout layout = context_layout(abi);
+  if (memory != nullptr) {
+    if (reinterpret_cast<std::uintptr_t>(memory) % ContextLayout::kAlignment != 0)
+      fail(STITCH_ERROR_INVALID_ARGUMENT, "memory is not 256-byte aligned");
+    if (bytes < layout.total_bytes)
+      fail(STITCH_ERROR_INVALID_ARGUMENT,
+           "memory is " + std::to_string(bytes) + " bytes but a context needs " +
+               std::to_string(layout.total_bytes) + " (stitch_model_context_memory)");
+  }
+  unsigned char* const block = static_cast<unsigned char*>(memory);
+  const auto part = [&](DeviceBuffer& buffer, uint64_t offset, uint64_t size, const char* purpose) {
+    if (block == nullptr)
+      buffer.allocate(size, purpose);
+    else
+      buffer.borrow(size > 0 ? block + offset : nullptr, purpose);
+  };
   auto context = std::make_unique<Context>();
   context->model = &model;
   context->inputs.resize(static_cast<std::size_t>(abi.num_inputs));
   context->outputs.resize(static_cast<std::size_t>(abi.num_outputs));
-  context->arena.allocate(abi.arena_bytes, "arena");
-  context->workspace.allocate(std::max(abi.workspace_bytes, stitch_library_workspace_bytes()),
-                              "library workspace");
+  part(context->arena, 0, layout.arena_bytes, "arena");
+  part(context->workspace, layout.workspace_offset, layout.workspace_bytes, "library workspace");
   char message[1024] = {};
   check_library(stitch_libraries_create(&context->libraries, message, sizeof(message)), message);
   for (int32_t t = 0; t < abi.num_taps; ++t) {
     context->tap_buffers.push_back(std::make_unique<DeviceBuffer>());
-    context->tap_buffers.back()->allocate(abi.taps[t].tensor.bytes, "debug tap");
+    part(*context->tap_buffers.back(), layout.tap_offsets[static_cast<std::size_t>(t)],
+         abi.taps[t].tensor.bytes, "debug tap");
     context->taps.push_back(context->tap_buffers.back()->get());
   }
   context->launcher = std::make_unique<Launcher>(model);
   return context;
+}
+
+// The index of the tensor named `name` in `table`.
+std::size_t index_of(const stitch_abi_tensor* table, int32_t count, const char* name,
+                     const char* kind) {
+  require_out(name, "name");
+  for (int32_t i = 0; i < count; ++i)
+    if (std::strcmp(table[i].name, name) == 0) return static_cast<std::size_t>(i);
+  std::string names;
+  for (int32_t i = 0; i < count && i < 16; ++i)
+    names += std::string(i > 0 ? ", '" : "'") + table[i].name + "'";
+  fail(STITCH_ERROR_INVALID_ARGUMENT, std::string("the model has no ") + kind + " named '" + name +
+                                          "' (its " + kind +
+                                          "s: " + (names.empty() ? "none" : names) + ")");
 }
 
 // Frees everything the context owns, going on past failures (a sticky CUDA error fails every
@@ -167,6 +200,18 @@ const char* stitch_target(void) {
 }
 
 int stitch_api_version(void) { return STITCH_API_VERSION; }
+
+stitch_status stitch_library_build_info(stitch_build_info* out_info) {
+  return guarded("stitch_library_build_info", [&] {
+    require_out(out_info, "out_info");
+    const stitch_abi_model* abi = stitch_generated_model();
+    check_generated_model(abi);
+    const stitch_abi_build_info& info = *abi->build_info;
+    *out_info = {info.stitchc_version, info.model_sha256, info.model_file,
+                 info.target,          info.archs,        info.planner,
+                 info.precision,       info.flags,        info.symbol_prefix};
+  });
+}
 
 stitch_status stitch_model_create(stitch_model** out_model) {
   return guarded("stitch_model_create", [&] {
@@ -242,8 +287,56 @@ stitch_status stitch_context_create(stitch_model* model, stitch_context** out_co
     HandleRegistry& registry = HandleRegistry::instance();
     const Model& live = registry.model(model);
     const DeviceScope scope(live.device);
-    std::unique_ptr<Context> context = create_context(live);
+    std::unique_ptr<Context> context = create_context(live, nullptr, 0);
     *out_context = registry.add_context(model, std::move(context));
+  });
+}
+
+stitch_status stitch_context_create_in_memory(stitch_model* model, void* memory, uint64_t bytes,
+                                              stitch_context** out_context) {
+  return guarded("stitch_context_create_in_memory", [&] {
+    require_out(out_context, "out_context");
+    *out_context = nullptr;
+    require_out(memory, "memory");
+    HandleRegistry& registry = HandleRegistry::instance();
+    const Model& live = registry.model(model);
+    const DeviceScope scope(live.device);
+    std::unique_ptr<Context> context = create_context(live, memory, bytes);
+    *out_context = registry.add_context(model, std::move(context));
+  });
+}
+
+stitch_status stitch_model_input_index(const stitch_model* model, const char* name,
+                                       size_t* out_index) {
+  return guarded("stitch_model_input_index", [&] {
+    const Model& live = HandleRegistry::instance().model(model);
+    require_out(out_index, "out_index");
+    *out_index = index_of(live.abi->inputs, live.abi->num_inputs, name, "input");
+  });
+}
+
+stitch_status stitch_model_output_index(const stitch_model* model, const char* name,
+                                        size_t* out_index) {
+  return guarded("stitch_model_output_index", [&] {
+    const Model& live = HandleRegistry::instance().model(model);
+    require_out(out_index, "out_index");
+    *out_index = index_of(live.abi->outputs, live.abi->num_outputs, name, "output");
+  });
+}
+
+stitch_status stitch_model_device(const stitch_model* model, int* out_device) {
+  return guarded("stitch_model_device", [&] {
+    const Model& live = HandleRegistry::instance().model(model);
+    require_out(out_device, "out_device");
+    *out_device = live.device;
+  });
+}
+
+stitch_status stitch_model_context_memory(const stitch_model* model, uint64_t* out_bytes) {
+  return guarded("stitch_model_context_memory", [&] {
+    const Model& live = HandleRegistry::instance().model(model);
+    require_out(out_bytes, "out_bytes");
+    *out_bytes = context_layout(*live.abi).total_bytes;
   });
 }
 
@@ -255,9 +348,20 @@ stitch_status stitch_context_destroy(stitch_context* context) {
   });
 }
 
-stitch_status stitch_run(stitch_context* context, const stitch_tensor* inputs, size_t num_inputs,
-                         const stitch_tensor* outputs, size_t num_outputs, void* stream) {
-  return guarded("stitch_run", [&] {
+} // extern "C"
+
+namespace {
+
+// stitch_run and stitch_run_with_options, `function` naming the one called in messages.
+stitch_status run_context(const char* function, stitch_context* context,
+                          const stitch_tensor* inputs, size_t num_inputs,
+                          const stitch_tensor* outputs, size_t num_outputs, void* stream,
+                          const stitch_run_options* options) {
+  return guarded(function, [&] {
+    const uint32_t flags = options != nullptr ? options->flags : 0u;
+    if ((flags & ~STITCH_RUN_NO_GRAPH) != 0)
+      fail(STITCH_ERROR_INVALID_ARGUMENT,
+           "unknown run option flags " + std::to_string(flags & ~STITCH_RUN_NO_GRAPH));
     Context& live = HandleRegistry::instance().context(context);
     const Model& model = *live.model;
     check_run_tensors(*model.abi, inputs, num_inputs, outputs, num_outputs);
@@ -274,9 +378,27 @@ stitch_status stitch_run(stitch_context* context, const stitch_tensor* inputs, s
     buffers.libraries = live.libraries;
     buffers.taps = live.taps.empty() ? nullptr : live.taps.data();
     const DeviceScope scope(model.device);
-    live.launcher->run(model, buffers, stream);
+    live.launcher->run(model, buffers, stream, (flags & STITCH_RUN_NO_GRAPH) != 0);
     live.has_run = true;
   });
+}
+
+} // namespace
+
+extern "C" {
+
+stitch_status stitch_run(stitch_context* context, const stitch_tensor* inputs, size_t num_inputs,
+                         const stitch_tensor* outputs, size_t num_outputs, void* stream) {
+  return run_context("stitch_run", context, inputs, num_inputs, outputs, num_outputs, stream,
+                     nullptr);
+}
+
+stitch_status stitch_run_with_options(stitch_context* context, const stitch_tensor* inputs,
+                                      size_t num_inputs, const stitch_tensor* outputs,
+                                      size_t num_outputs, void* stream,
+                                      const stitch_run_options* options) {
+  return run_context("stitch_run_with_options", context, inputs, num_inputs, outputs, num_outputs,
+                     stream, options);
 }
 
 stitch_status stitch_context_read_tap(stitch_context* context, size_t index, void* data,

@@ -66,8 +66,9 @@ void check_cuda(cudaError_t result, const std::string& what);
 // "<what> failed: <error name> (<error string>)".
 std::string describe_cuda_failure(cudaError_t result, const std::string& what);
 
-// One cudaMalloc allocation. release() frees it and reports a failing cudaFree; the destructor
-// frees what is left without reporting (it runs on error paths).
+// One cudaMalloc allocation, or a part of caller-provided memory (borrow), which it never frees.
+// release() frees it and reports a failing cudaFree; the destructor frees what is left without
+// reporting (it runs on error paths).
 class DeviceBuffer {
 public:
   DeviceBuffer() = default;
@@ -77,13 +78,28 @@ public:
 
   // `bytes` of 0 allocates nothing and leaves get() null. `purpose` names it in messages.
   void allocate(uint64_t bytes, const char* purpose);
+  // Uses `data` (null for an empty part) without owning it.
+  void borrow(void* data, const char* purpose);
   void release();
   void* get() const { return data_; }
 
 private:
   void* data_ = nullptr;
+  bool owned_ = false;
   const char* purpose_ = "";
 };
+
+// Where a context's device memory goes, as offsets into one block (stitch_model_context_memory,
+// stitch_context_create_in_memory): the arena, the library workspace, then each debug tap, each
+// part 256-byte aligned.
+struct ContextLayout {
+  static constexpr uint64_t kAlignment = 256;
+  uint64_t arena_bytes = 0, workspace_bytes = 0;
+  uint64_t workspace_offset = 0;
+  std::vector<uint64_t> tap_offsets;
+  uint64_t total_bytes = 0;
+};
+ContextLayout context_layout(const stitch_abi_model& abi);
 
 // The CUDA device that is current while the object lives: the model's device, switched to for
 // the duration of a call when the caller's thread has another one current (and switched
@@ -121,8 +137,10 @@ public:
   Launcher& operator=(const Launcher&) = delete;
   ~Launcher();
 
-  // Runs the model on `stream` with `buffers` (its stream member is set here).
-  void run(const Model& model, stitch_abi_buffers buffers, void* stream);
+  // Runs the model on `stream` with `buffers` (its stream member is set here): through the
+  // context's CUDA Graph, or with `direct` its work enqueued on `stream` as it is (so that a
+  // caller's capture of the stream takes it in).
+  void run(const Model& model, stitch_abi_buffers buffers, void* stream, bool direct);
   // Blocks until every run started through this launcher has finished.
   void wait_idle();
   // Destroys the launcher's CUDA objects, reporting the first failure (after trying them all).

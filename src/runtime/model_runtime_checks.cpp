@@ -234,6 +234,12 @@ void check_generated_model(const stitch_abi_model* abi) {
     check_generated_tensor("tap", static_cast<std::size_t>(t), abi->taps[t].tensor);
     if (abi->taps[t].node == nullptr) fail_generated("tap " + std::to_string(t) + " names no node");
   }
+  const stitch_abi_build_info* info = abi->build_info;
+  if (info == nullptr) fail_generated("it has no build info");
+  for (const char* text :
+       {info->stitchc_version, info->model_sha256, info->model_file, info->target, info->archs,
+        info->planner, info->precision, info->flags, info->symbol_prefix})
+    if (text == nullptr) fail_generated("a string of its build info is null");
 }
 
 void check_run_tensors(const stitch_abi_model& abi, const stitch_tensor* inputs,

@@ -185,15 +185,32 @@ Launcher::Launcher(const Model& model) : state_(std::make_unique<State>()) {
 
 Launcher::~Launcher() = default;
 
-void Launcher::run(const Model& model, stitch_abi_buffers buffers, void* caller_stream) {
+void Launcher::run(const Model& model, stitch_abi_buffers buffers, void* caller_stream,
+                   bool direct) {
   State& state = *state_;
   const auto stream = static_cast<cudaStream_t>(caller_stream);
-  if (!state.captured_for_pointers(model, buffers)) {
-    const stitch_abi_model& abi = *model.abi;
+  const stitch_abi_model& abi = *model.abi;
+  const auto check_locations = [&] {
     for (int32_t i = 0; i < abi.num_inputs; ++i)
       check_buffer_location(model, "input", i, abi.inputs[i], buffers.inputs[i]);
     for (int32_t o = 0; o < abi.num_outputs; ++o)
       check_buffer_location(model, "output", o, abi.outputs[o], buffers.outputs[o]);
+  };
+  if (direct) {
+    // The work goes onto the caller's stream as it is, captured there if the caller captures.
+    // The caller orders runs of this context; the event is recorded only outside a capture
+    // (for wait_idle), where recording cannot join the caller's graph.
+    check_locations();
+    buffers.stream = stream;
+    enqueue_model(abi, buffers);
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    check_cuda(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing");
+    if (capture == cudaStreamCaptureStatusNone)
+      check_cuda(cudaEventRecord(state.finished, stream), "cudaEventRecord after the run");
+    return;
+  }
+  if (!state.captured_for_pointers(model, buffers)) {
+    check_locations();
     state.captured_for.clear(); // until a graph for the new pointers is installed
     CapturedGraph graph;
     state.capture(model, buffers, graph);

@@ -3,6 +3,7 @@
 // and the host emulation, which keeps the CUDA runtime's names.
 #include "model_runtime.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace stitch::runtime {
@@ -29,7 +30,7 @@ void check_cuda(cudaError_t result, const std::string& what) {
 }
 
 DeviceBuffer::~DeviceBuffer() {
-  if (data_ != nullptr) (void)cudaFree(data_);
+  if (data_ != nullptr && owned_) (void)cudaFree(data_);
 }
 
 void DeviceBuffer::allocate(uint64_t bytes, const char* purpose) {
@@ -40,12 +41,41 @@ void DeviceBuffer::allocate(uint64_t bytes, const char* purpose) {
   check_cuda(cudaMalloc(&data, static_cast<std::size_t>(bytes)),
              "cudaMalloc of " + std::to_string(bytes) + " bytes for the " + purpose);
   data_ = data;
+  owned_ = true;
+}
+
+void DeviceBuffer::borrow(void* data, const char* purpose) {
+  if (data_ != nullptr) fail(STITCH_ERROR_INTERNAL, std::string(purpose) + " allocated twice");
+  purpose_ = purpose;
+  data_ = data;
+  owned_ = false;
 }
 
 void DeviceBuffer::release() {
   void* const data = data_;
+  const bool owned = owned_;
   data_ = nullptr;
-  if (data != nullptr) check_cuda(cudaFree(data), std::string("cudaFree of the ") + purpose_);
+  owned_ = false;
+  if (data != nullptr && owned)
+    check_cuda(cudaFree(data), std::string("cudaFree of the ") + purpose_);
+}
+
+ContextLayout context_layout(const stitch_abi_model& abi) {
+  const auto aligned = [](uint64_t bytes) {
+    return (bytes + ContextLayout::kAlignment - 1) / ContextLayout::kAlignment *
+           ContextLayout::kAlignment;
+  };
+  ContextLayout layout;
+  layout.arena_bytes = abi.arena_bytes;
+  layout.workspace_bytes = std::max(abi.workspace_bytes, stitch_library_workspace_bytes());
+  layout.workspace_offset = aligned(layout.arena_bytes);
+  uint64_t end = layout.workspace_offset + aligned(layout.workspace_bytes);
+  for (int32_t t = 0; t < abi.num_taps; ++t) {
+    layout.tap_offsets.push_back(end);
+    end += aligned(abi.taps[t].tensor.bytes);
+  }
+  layout.total_bytes = end;
+  return layout;
 }
 
 void enqueue_model(const stitch_abi_model& abi, const stitch_abi_buffers& buffers) {

@@ -22,7 +22,8 @@ struct Launcher::State {};
 Launcher::Launcher(const Model& /*model*/) {}
 Launcher::~Launcher() = default;
 
-void Launcher::run(const Model& model, stitch_abi_buffers buffers, void* /*stream*/) {
+void Launcher::run(const Model& model, stitch_abi_buffers buffers, void* /*stream*/,
+                   bool /*direct*/) {
   buffers.stream = nullptr;
   enqueue_model(*model.abi, buffers);
 }

@@ -16,7 +16,7 @@
 
 #include "stitch_cuda.h"
 
-#define STITCH_ABI_VERSION 2
+#define STITCH_ABI_VERSION 3
 #define STITCH_ABI_MAX_RANK 8
 
 extern "C" {
@@ -36,6 +36,19 @@ struct stitch_abi_tap {
   stitch_abi_tensor tensor; // the tensor, as the compiled graph holds it
   int32_t group;            // the fusion group that writes it (group_<id>.cu)
   const char* node;         // the ONNX node that produces it
+};
+
+// How the library was built (stitch_build_info of stitch.h): strings in the embedded blob.
+struct stitch_abi_build_info {
+  const char* stitchc_version;
+  const char* model_sha256;
+  const char* model_file;
+  const char* target;
+  const char* archs;
+  const char* planner;
+  const char* precision;
+  const char* flags;
+  const char* symbol_prefix;
 };
 
 // Per-context library state the generated code passes to library calls (null on the host
@@ -71,6 +84,7 @@ struct stitch_abi_model {
   // Debug taps, in the order the groups run (0 and null unless built with --debug-taps).
   int32_t num_taps;
   const stitch_abi_tap* taps;
+  const stitch_abi_build_info* build_info;
 };
 
 // Defined by the generated launcher of each model.

@@ -110,6 +110,17 @@ const stitch_abi_tap kTaps[] = {
     {{"weighted", 1, 2, {kRows, kCols}, affine::kInputBytes}, 0, "weigh"},
     {{"z", 1, 1, {kRows}, affine::kSumBytes}, 1, "row_sum"}};
 
+const stitch_abi_build_info kBuildInfo = {
+    "0.0.0-test",
+    "0000000000000000000000000000000000000000000000000000000000000000",
+    "affine.onnx",
+    kTarget,
+    "",
+    "none",
+    "fp32",
+    "hand-written",
+    "stitch"};
+
 const stitch_abi_model kModel = {
     STITCH_ABI_VERSION,
     kTarget,
@@ -124,6 +135,7 @@ const stitch_abi_model kModel = {
     enqueue,
     2, // debug taps
     kTaps,
+    &kBuildInfo,
 };
 
 stitch_abi_model with_fault(int fault) {

@@ -2,6 +2,7 @@
 // the affine model library (host target): what it reports about the model, what a run computes,
 // and what the library exports.
 #include "model_runtime_test_support.h"
+#include "stitch/stitch_prefixed.h"
 
 #include <dlfcn.h>
 
@@ -40,6 +41,12 @@ private:
 TEST_CASE("model runtime: target, version and tensor info", "[model_runtime]") {
   REQUIRE(std::string(stitch_target()) == "host");
   REQUIRE(stitch_api_version() == STITCH_API_VERSION);
+  stitch_build_info build{};
+  require_ok(stitch_library_build_info(&build));
+  REQUIRE(std::string(build.model_file) == "affine.onnx");
+  REQUIRE(std::string(build.target) == "host");
+  REQUIRE(std::string(build.symbol_prefix) == "stitch");
+  REQUIRE(stitch_library_build_info(nullptr) == STITCH_ERROR_INVALID_ARGUMENT);
   OwnedModel model;
   size_t inputs = 0, outputs = 0;
   require_ok(stitch_model_num_inputs(model.get(), &inputs));
@@ -181,15 +188,12 @@ TEST_CASE("model runtime: status names", "[model_runtime]") {
 // own input; and a handle of one library is not a handle of the other.
 TEST_CASE("model runtime: exports, and each library binds its own model", "[model_runtime]") {
   TwinLibrary twin;
-  for (const char* name :
-       {"stitch_target", "stitch_api_version", "stitch_model_create", "stitch_model_destroy",
-        "stitch_model_num_inputs", "stitch_model_num_outputs", "stitch_model_input",
-        "stitch_model_output", "stitch_model_num_taps", "stitch_model_tap", "stitch_context_create",
-        "stitch_context_destroy", "stitch_run", "stitch_context_read_tap", "stitch_status_name",
-        "stitch_last_error"}) {
+#define STITCH_NAME_OF(type, name, params) "stitch_" #name,
+  for (const char* name : {STITCH_API_FUNCTIONS(STITCH_NAME_OF)}) {
     INFO("symbol " << name);
     REQUIRE(twin.symbol(name) != nullptr);
   }
+#undef STITCH_NAME_OF
   REQUIRE(twin.symbol("stitch_generated_model") == nullptr);
 
   const auto create = twin.function<stitch_status (*)(stitch_model**)>("stitch_model_create");

@@ -108,6 +108,16 @@ extern "C" {
 STITCH_API const char* stitch_target(void) { return "host"; }
 STITCH_API int stitch_api_version(void) { return FAKE_MODEL_API_VERSION; }
 
+STITCH_API stitch_status stitch_library_build_info(stitch_build_info* out_info) {
+  if (out_info == nullptr) return STITCH_ERROR_INVALID_ARGUMENT;
+  *out_info = {"0.0.0-fake", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+               "fake.onnx",  "host",
+               "",           "none",
+               "fp32",       "fake_model.cpp",
+               "stitch"};
+  return STITCH_OK;
+}
+
 STITCH_API stitch_status stitch_model_create(stitch_model** out_model) {
   if (out_model == nullptr) return fail(STITCH_ERROR_INVALID_ARGUMENT, "out_model is null");
   auto* model = new (std::nothrow) stitch_model{};

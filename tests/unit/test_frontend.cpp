@@ -138,6 +138,35 @@ TEST_CASE("unbound symbolic dims are refused with the list to bind", "[frontend]
   CHECK_THAT(load_error(path, opts), Catch::Contains("the model fixes it to 8"));
 }
 
+// Proves: the forms other exporters write load: an input dim written as -1 (paddle2onnx) or
+// without name or value is unknown, listed as such and bound with --input-shape; another
+// domain's opset import that no node uses is no obstacle.
+TEST_CASE("dims written as -1 or unnamed bind with --input-shape; unused domain imports load",
+          "[frontend]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {-1, 8, -1}).output("y");
+  m.node("Relu", {"x"}, {"y"});
+  m.proto()
+      .mutable_graph()
+      ->mutable_input(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(0)
+      ->set_dim_value(-1);
+  auto* unused = m.proto().add_opset_import();
+  unused->set_domain("com.microsoft");
+  unused->set_version(1);
+  std::string path = m.write();
+  CHECK_THAT(load_error(path), Catch::Contains("x[0] (written as -1), x[2]"));
+  LoadOptions opts;
+  opts.input_shapes["x"] = {3, 8, 5};
+  Graph g = load_onnx(path, opts);
+  CHECK(g.tensor(g.inputs[0]).shape == Shape{3, 8, 5});
+  opts.input_shapes["x"] = {3, 7, 5};
+  CHECK_THAT(load_error(path, opts), Catch::Contains("the model fixes it to 8"));
+}
+
 TEST_CASE("a dim_param bound on one input binds the same name on another", "[frontend]") {
   ModelBuilder m;
   m.input("a", kFloat, {-1, 4}, {"n"}).input("b", kFloat, {-1, 4}, {"n"}).output("y");

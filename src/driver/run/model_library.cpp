@@ -4,6 +4,9 @@
 
 #include <dlfcn.h>
 
+#include <filesystem>
+#include <type_traits>
+
 #include "driver/run/host_tensor.h"
 #include "driver/run/run_error.h"
 
@@ -20,15 +23,6 @@ std::string dlopen_path(const std::string& path) {
 bool ends_with(const std::string& text, const std::string& suffix) {
   return text.size() >= suffix.size() &&
          text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-template <typename Function>
-void resolve(void* handle, const char* symbol, const std::string& path, Function* out) {
-  dlerror();
-  void* address = dlsym(handle, symbol);
-  if (address == nullptr)
-    run_fail("{}: not a complete stitchc library: the symbol '{}' is missing", path, symbol);
-  *out = reinterpret_cast<Function>(address);
 }
 
 void check_info(const stitch_tensor_info& info, const char* kind, size_t index,
@@ -50,7 +44,8 @@ void check_info(const stitch_tensor_info& info, const char* kind, size_t index,
 
 } // namespace
 
-ModelLibrary::ModelLibrary(const std::string& path) : path_(path) {
+ModelLibrary::ModelLibrary(const std::string& path, const std::string& symbol_prefix)
+    : path_(path) {
   handle_ = dlopen(dlopen_path(path).c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle_ == nullptr) {
     const char* reason = dlerror();
@@ -59,33 +54,57 @@ ModelLibrary::ModelLibrary(const std::string& path) : path_(path) {
     run_fail("{}: cannot load the library{}: {}", path, hint,
              reason != nullptr ? reason : "unknown error");
   }
-  dlerror();
-  if (dlsym(handle_, "stitch_api_version") == nullptr) {
-    dlclose(handle_);
-    run_fail("{}: not a stitchc library: it does not export stitch_api_version", path);
+  auto exports = [&](const std::string& prefix) {
+    dlerror();
+    return dlsym(handle_, (prefix + "_api_version").c_str()) != nullptr;
+  };
+  prefix_ = symbol_prefix.empty() ? "stitch" : symbol_prefix;
+  if (symbol_prefix.empty() && !exports(prefix_)) {
+    // A library built with --symbol-prefix NAME is usually named libNAME.so.
+    std::string file = std::filesystem::path(path).filename().string();
+    if (file.rfind("lib", 0) == 0 && file.find('.') != std::string::npos) {
+      std::string guess = file.substr(3, file.find('.') - 3);
+      if (!guess.empty() && exports(guess)) prefix_ = guess;
+    }
   }
+  if (!exports(prefix_)) {
+    dlclose(handle_);
+    run_fail("{}: not a stitchc library: it does not export {}_api_version{}", path, prefix_,
+             symbol_prefix.empty() ? " (built with stitchc --symbol-prefix NAME? then pass "
+                                     "--symbol-prefix NAME)"
+                                   : "");
+  }
+  auto resolve = [&](const char* name, auto* out) {
+    std::string symbol = prefix_ + "_" + name;
+    dlerror();
+    void* address = dlsym(handle_, symbol.c_str());
+    if (address == nullptr)
+      run_fail("{}: not a complete stitchc library: the symbol '{}' is missing", path, symbol);
+    *out = reinterpret_cast<std::remove_pointer_t<decltype(out)>>(address);
+  };
   try {
-    resolve(handle_, "stitch_api_version", path, &api_.api_version);
+    resolve("api_version", &api_.api_version);
     int version = api_.api_version();
     if (version != STITCH_API_VERSION)
       run_fail("{}: the library has stitch API version {}, but this stitch-run speaks version {}; "
                "use the stitch-run of the stitchc that built it",
                path, version, STITCH_API_VERSION);
-    resolve(handle_, "stitch_target", path, &api_.target);
-    resolve(handle_, "stitch_model_create", path, &api_.model_create);
-    resolve(handle_, "stitch_model_destroy", path, &api_.model_destroy);
-    resolve(handle_, "stitch_model_num_inputs", path, &api_.model_num_inputs);
-    resolve(handle_, "stitch_model_num_outputs", path, &api_.model_num_outputs);
-    resolve(handle_, "stitch_model_input", path, &api_.model_input);
-    resolve(handle_, "stitch_model_output", path, &api_.model_output);
-    resolve(handle_, "stitch_context_create", path, &api_.context_create);
-    resolve(handle_, "stitch_context_destroy", path, &api_.context_destroy);
-    resolve(handle_, "stitch_run", path, &api_.run);
-    resolve(handle_, "stitch_model_num_taps", path, &api_.model_num_taps);
-    resolve(handle_, "stitch_model_tap", path, &api_.model_tap);
-    resolve(handle_, "stitch_context_read_tap", path, &api_.context_read_tap);
-    resolve(handle_, "stitch_status_name", path, &api_.status_name);
-    resolve(handle_, "stitch_last_error", path, &api_.last_error);
+    resolve("target", &api_.target);
+    resolve("model_create", &api_.model_create);
+    resolve("model_destroy", &api_.model_destroy);
+    resolve("model_num_inputs", &api_.model_num_inputs);
+    resolve("model_num_outputs", &api_.model_num_outputs);
+    resolve("model_input", &api_.model_input);
+    resolve("model_output", &api_.model_output);
+    resolve("context_create", &api_.context_create);
+    resolve("context_destroy", &api_.context_destroy);
+    resolve("run", &api_.run);
+    resolve("model_num_taps", &api_.model_num_taps);
+    resolve("model_tap", &api_.model_tap);
+    resolve("context_read_tap", &api_.context_read_tap);
+    resolve("status_name", &api_.status_name);
+    resolve("last_error", &api_.last_error);
+    resolve("library_build_info", &api_.library_build_info);
     const char* target = api_.target();
     target_ = target != nullptr ? target : "";
     if (target_ != "cuda" && target_ != "host")
@@ -95,6 +114,21 @@ ModelLibrary::ModelLibrary(const std::string& path) : path_(path) {
     dlclose(handle_);
     throw;
   }
+}
+
+std::vector<std::pair<std::string, std::string>> ModelLibrary::build_info() const {
+  stitch_build_info info{};
+  check(api_.library_build_info(&info), "stitch_library_build_info");
+  auto text = [](const char* s) { return std::string(s != nullptr ? s : ""); };
+  return {{"stitchc", text(info.stitchc_version)},
+          {"model", text(info.model_file)},
+          {"model sha256", text(info.model_sha256)},
+          {"target", text(info.target)},
+          {"archs", text(info.archs)},
+          {"planner", text(info.planner)},
+          {"precision", text(info.precision)},
+          {"symbol prefix", text(info.symbol_prefix)},
+          {"stitchc arguments", text(info.flags)}};
 }
 
 ModelLibrary::~ModelLibrary() { dlclose(handle_); }

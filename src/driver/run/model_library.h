@@ -1,6 +1,7 @@
 // ModelLibrary: one library stitchc compiled, opened with dlopen(RTLD_NOW | RTLD_LOCAL) and
-// its C API (include/stitch/stitch.h) resolved with dlsym. Opening checks, in order, that the
-// file loads, that it exports stitch_api_version (else it is not a stitchc library), that the
+// its C API (include/stitch/stitch.h, or its prefixed names) resolved with dlsym. Opening
+// checks, in order, that the file loads, that it exports PREFIX_api_version (else it is not a
+// stitchc library), that the
 // version is the one this tool was built against, that every other API symbol is there, and
 // that stitch_target() names a target the tool can drive ("cuda" or "host").
 //
@@ -35,6 +36,7 @@ struct StitchApi {
   stitch_status (*context_read_tap)(stitch_context*, size_t, void*, uint64_t) = nullptr;
   const char* (*status_name)(stitch_status) = nullptr;
   const char* (*last_error)(void) = nullptr;
+  stitch_status (*library_build_info)(stitch_build_info*) = nullptr;
 };
 
 // A model input or output as the library describes it, copied out of stitch_tensor_info.
@@ -54,7 +56,9 @@ struct TapInfo {
 
 class ModelLibrary {
 public:
-  explicit ModelLibrary(const std::string& path);
+  // `symbol_prefix`: the prefix of the library's exported C API (stitchc --symbol-prefix);
+  // empty: "stitch", else, for a file libNAME.so, NAME when the library exports NAME_*.
+  explicit ModelLibrary(const std::string& path, const std::string& symbol_prefix = "");
   ~ModelLibrary();
   ModelLibrary(const ModelLibrary&) = delete;
   ModelLibrary& operator=(const ModelLibrary&) = delete;
@@ -63,6 +67,9 @@ public:
   const std::string& target() const { return target_; }
   bool is_cuda_target() const { return target_ == "cuda"; }
   const StitchApi& api() const { return api_; }
+  const std::string& symbol_prefix() const { return prefix_; }
+  // How the library was built (stitch_library_build_info), as label and value pairs.
+  std::vector<std::pair<std::string, std::string>> build_info() const;
 
   // Throws a RunError "CALL failed: STATUS_NAME: last error" unless `status` is STITCH_OK.
   void check(stitch_status status, const char* call) const;
@@ -71,6 +78,7 @@ private:
   void* handle_ = nullptr;
   std::string path_;
   std::string target_;
+  std::string prefix_;
   StitchApi api_;
 };
 

@@ -149,10 +149,25 @@ void time_runs(const RunOptions& options, RunTarget& target, ModelInstance& mode
 
 int run_checked(const RunOptions& options, std::ostream& out) {
   check_options(options);
-  ModelLibrary library(options.library_path);
+  ModelLibrary library(options.library_path, options.symbol_prefix);
+  if (options.info) {
+    out << fmt::format("library {} (stitch API {}, C API prefix {})\n", library.path(),
+                       STITCH_API_VERSION, library.symbol_prefix());
+    for (const auto& [label, value] : library.build_info())
+      out << fmt::format("  {:<18} {}\n", label + ":", value);
+    out.flush();
+  }
   std::unique_ptr<RunTarget> target =
       library.is_cuda_target() ? make_cuda_target() : make_host_target();
   ModelInstance model(library);
+  if (options.info) {
+    for (const auto& [kind, infos] :
+         {std::pair{"input ", &model.inputs()}, std::pair{"output", &model.outputs()}})
+      for (const TensorInfo& info : *infos)
+        out << fmt::format("  {} {}: {}\n", kind, display_name(info.name),
+                           describe_type(info.dtype, info.dims));
+    return kExitAllMatch;
+  }
   std::vector<SourcedTensor> inputs = gather_inputs(model.inputs(), options.sources);
   std::vector<std::optional<SourcedTensor>> expected =
       gather_expected(model.outputs(), options.sources);

@@ -22,6 +22,9 @@ constexpr int kExitError = 2;
 
 struct RunOptions {
   std::string library_path;
+  std::string
+      symbol_prefix; // the library's C API prefix; empty: stitch, or guessed from libNAME.so
+  bool info = false; // --info: print how the library was built and its tensors, run nothing
   TensorSourceOptions sources;
   bool force_random = false; // --random: every input without --input is random
   std::string output_dir;

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "driver/run/run_tool.h"
+#include "stitch_version.h"
 
 namespace {
 
@@ -28,8 +29,16 @@ constexpr const char* kDescription =
 // (after --help or a usage error), or -1 to go on.
 int parse_command_line(int argc, char** argv, stitch::run::RunOptions& options) {
   CLI::App app{kDescription, "stitch-run"};
+  app.set_version_flag("--version", "stitch-run " STITCHC_VERSION, "print the version and exit");
   stitch::run::TensorSourceOptions& sources = options.sources;
   app.add_option("library", options.library_path, "the model library (libmodel.so)")->required();
+  app.add_flag("--info", options.info,
+               "print how the library was built (stitchc's version, the model's SHA-256, target, "
+               "architectures, planner, precision, stitchc's arguments) and its inputs and "
+               "outputs; run nothing");
+  app.add_option("--symbol-prefix", options.symbol_prefix,
+                 "the library's C API prefix (stitchc --symbol-prefix; default stitch, or NAME "
+                 "for a libNAME.so that exports NAME_*)");
   app.add_option("--input", sources.input_args,
                  "NAME=FILE: the input NAME from a .npy or .pb (ONNX TensorProto) file "
                  "(repeatable)")

@@ -27,6 +27,18 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
   static const stitch_abi_tensor outputs[] = {
       {stitch_blob_string(11778), 1, 4, {1, 16, 16, 16, 0, 0, 0, 0}, 16384},
       {stitch_blob_string(11784), 1, 4, {1, 8, 32, 32, 0, 0, 0, 0}, 32768}};
+  // How the library was built (stitch_library_build_info); the strings are in the blob.
+  static const stitch_abi_build_info build_info = {
+    stitch_blob_string(11786), // stitchc version
+    stitch_blob_string(11787), // model SHA-256
+    stitch_blob_string(11788), // model file
+    stitch_blob_string(11789), // target
+    stitch_blob_string(11794), // architectures
+    stitch_blob_string(11795), // planner
+    stitch_blob_string(11796), // precision
+    stitch_blob_string(11797), // stitchc arguments
+    stitch_blob_string(11798), // C API prefix
+  };
   static const stitch_abi_model model = {
     STITCH_ABI_VERSION,
     "cuda",
@@ -38,6 +50,7 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     11776ull, // weights bytes
     stitch_enqueue,
     0, nullptr, // debug taps
+    &build_info,
   };
   return &model;
 }

@@ -28,6 +28,18 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
   static const stitch_abi_tensor outputs[] = {
       {stitch_blob_string(16907), 1, 2, {32, 64, 0, 0, 0, 0, 0, 0}, 8192},
       {stitch_blob_string(16914), 1, 2, {32, 32, 0, 0, 0, 0, 0, 0}, 4096}};
+  // How the library was built (stitch_library_build_info); the strings are in the blob.
+  static const stitch_abi_build_info build_info = {
+    stitch_blob_string(16916), // stitchc version
+    stitch_blob_string(16917), // model SHA-256
+    stitch_blob_string(16918), // model file
+    stitch_blob_string(16919), // target
+    stitch_blob_string(16924), // architectures
+    stitch_blob_string(16925), // planner
+    stitch_blob_string(16926), // precision
+    stitch_blob_string(16927), // stitchc arguments
+    stitch_blob_string(16928), // C API prefix
+  };
   static const stitch_abi_model model = {
     STITCH_ABI_VERSION,
     "cuda",
@@ -39,6 +51,7 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     16896ull, // weights bytes
     stitch_enqueue,
     0, nullptr, // debug taps
+    &build_info,
   };
   return &model;
 }

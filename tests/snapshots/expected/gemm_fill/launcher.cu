@@ -24,6 +24,18 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
       {stitch_blob_string(8450), 1, 2, {32, 64, 0, 0, 0, 0, 0, 0}, 8192}};
   static const stitch_abi_tensor outputs[] = {
       {stitch_blob_string(8459), 1, 2, {32, 64, 0, 0, 0, 0, 0, 0}, 8192}};
+  // How the library was built (stitch_library_build_info); the strings are in the blob.
+  static const stitch_abi_build_info build_info = {
+    stitch_blob_string(8461), // stitchc version
+    stitch_blob_string(8462), // model SHA-256
+    stitch_blob_string(8463), // model file
+    stitch_blob_string(8464), // target
+    stitch_blob_string(8469), // architectures
+    stitch_blob_string(8470), // planner
+    stitch_blob_string(8471), // precision
+    stitch_blob_string(8472), // stitchc arguments
+    stitch_blob_string(8473), // C API prefix
+  };
   static const stitch_abi_model model = {
     STITCH_ABI_VERSION,
     "cuda",
@@ -35,6 +47,7 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     8448ull, // weights bytes
     stitch_enqueue,
     0, nullptr, // debug taps
+    &build_info,
   };
   return &model;
 }

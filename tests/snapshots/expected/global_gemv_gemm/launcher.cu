@@ -23,6 +23,18 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
       {stitch_blob_string(16640), 1, 4, {1, 128, 7, 7, 0, 0, 0, 0}, 25088}};
   static const stitch_abi_tensor outputs[] = {
       {stitch_blob_string(16642), 1, 2, {1, 32, 0, 0, 0, 0, 0, 0}, 128}};
+  // How the library was built (stitch_library_build_info); the strings are in the blob.
+  static const stitch_abi_build_info build_info = {
+    stitch_blob_string(16644), // stitchc version
+    stitch_blob_string(16645), // model SHA-256
+    stitch_blob_string(16646), // model file
+    stitch_blob_string(16647), // target
+    stitch_blob_string(16652), // architectures
+    stitch_blob_string(16653), // planner
+    stitch_blob_string(16654), // precision
+    stitch_blob_string(16655), // stitchc arguments
+    stitch_blob_string(16656), // C API prefix
+  };
   static const stitch_abi_model model = {
     STITCH_ABI_VERSION,
     "cuda",
@@ -34,6 +46,7 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     16640ull, // weights bytes
     stitch_enqueue,
     0, nullptr, // debug taps
+    &build_info,
   };
   return &model;
 }

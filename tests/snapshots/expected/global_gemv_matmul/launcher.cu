@@ -24,6 +24,18 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
       {stitch_blob_string(1538), 1, 3, {1, 24, 1, 0, 0, 0, 0, 0}, 96}};
   static const stitch_abi_tensor outputs[] = {
       {stitch_blob_string(1544), 1, 2, {1, 10, 0, 0, 0, 0, 0, 0}, 40}};
+  // How the library was built (stitch_library_build_info); the strings are in the blob.
+  static const stitch_abi_build_info build_info = {
+    stitch_blob_string(1546), // stitchc version
+    stitch_blob_string(1547), // model SHA-256
+    stitch_blob_string(1548), // model file
+    stitch_blob_string(1549), // target
+    stitch_blob_string(1554), // architectures
+    stitch_blob_string(1555), // planner
+    stitch_blob_string(1556), // precision
+    stitch_blob_string(1557), // stitchc arguments
+    stitch_blob_string(1558), // C API prefix
+  };
   static const stitch_abi_model model = {
     STITCH_ABI_VERSION,
     "cuda",
@@ -35,6 +47,7 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     1536ull, // weights bytes
     stitch_enqueue,
     0, nullptr, // debug taps
+    &build_info,
   };
   return &model;
 }

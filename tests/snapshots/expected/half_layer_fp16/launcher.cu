@@ -33,6 +33,18 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
       {stitch_blob_string(68621), 10, 2, {64, 256, 0, 0, 0, 0, 0, 0}, 32768},
       {stitch_blob_string(68625), 10, 2, {64, 128, 0, 0, 0, 0, 0, 0}, 16384},
       {stitch_blob_string(68627), 10, 2, {64, 256, 0, 0, 0, 0, 0, 0}, 32768}};
+  // How the library was built (stitch_library_build_info); the strings are in the blob.
+  static const stitch_abi_build_info build_info = {
+    stitch_blob_string(68629), // stitchc version
+    stitch_blob_string(68630), // model SHA-256
+    stitch_blob_string(68631), // model file
+    stitch_blob_string(68632), // target
+    stitch_blob_string(68637), // architectures
+    stitch_blob_string(68638), // planner
+    stitch_blob_string(68639), // precision
+    stitch_blob_string(68640), // stitchc arguments
+    stitch_blob_string(68641), // C API prefix
+  };
   static const stitch_abi_model model = {
     STITCH_ABI_VERSION,
     "cuda",
@@ -44,6 +56,7 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     68608ull, // weights bytes
     stitch_enqueue,
     0, nullptr, // debug taps
+    &build_info,
   };
   return &model;
 }

@@ -25,6 +25,18 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
   static const stitch_abi_tensor outputs[] = {
       {stitch_blob_string(260), 1, 2, {64, 64, 0, 0, 0, 0, 0, 0}, 16384},
       {stitch_blob_string(262), 1, 2, {33, 1, 0, 0, 0, 0, 0, 0}, 132}};
+  // How the library was built (stitch_library_build_info); the strings are in the blob.
+  static const stitch_abi_build_info build_info = {
+    stitch_blob_string(264), // stitchc version
+    stitch_blob_string(265), // model SHA-256
+    stitch_blob_string(266), // model file
+    stitch_blob_string(267), // target
+    stitch_blob_string(272), // architectures
+    stitch_blob_string(273), // planner
+    stitch_blob_string(274), // precision
+    stitch_blob_string(275), // stitchc arguments
+    stitch_blob_string(276), // C API prefix
+  };
   static const stitch_abi_model model = {
     STITCH_ABI_VERSION,
     "cuda",
@@ -36,6 +48,7 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     256ull, // weights bytes
     stitch_enqueue,
     0, nullptr, // debug taps
+    &build_info,
   };
   return &model;
 }

@@ -25,6 +25,18 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
   static const stitch_abi_tensor outputs[] = {
       {stitch_blob_string(1028), 1, 2, {64, 96, 0, 0, 0, 0, 0, 0}, 24576},
       {stitch_blob_string(1030), 1, 2, {64, 96, 0, 0, 0, 0, 0, 0}, 24576}};
+  // How the library was built (stitch_library_build_info); the strings are in the blob.
+  static const stitch_abi_build_info build_info = {
+    stitch_blob_string(1041), // stitchc version
+    stitch_blob_string(1042), // model SHA-256
+    stitch_blob_string(1043), // model file
+    stitch_blob_string(1044), // target
+    stitch_blob_string(1049), // architectures
+    stitch_blob_string(1050), // planner
+    stitch_blob_string(1051), // precision
+    stitch_blob_string(1052), // stitchc arguments
+    stitch_blob_string(1053), // C API prefix
+  };
   static const stitch_abi_model model = {
     STITCH_ABI_VERSION,
     "cuda",
@@ -36,6 +48,7 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     1024ull, // weights bytes
     stitch_enqueue,
     0, nullptr, // debug taps
+    &build_info,
   };
   return &model;
 }

@@ -24,6 +24,18 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
       {stitch_blob_string(258), 1, 2, {128, 256, 0, 0, 0, 0, 0, 0}, 131072}};
   static const stitch_abi_tensor outputs[] = {
       {stitch_blob_string(260), 1, 2, {128, 256, 0, 0, 0, 0, 0, 0}, 131072}};
+  // How the library was built (stitch_library_build_info); the strings are in the blob.
+  static const stitch_abi_build_info build_info = {
+    stitch_blob_string(262), // stitchc version
+    stitch_blob_string(263), // model SHA-256
+    stitch_blob_string(264), // model file
+    stitch_blob_string(265), // target
+    stitch_blob_string(270), // architectures
+    stitch_blob_string(271), // planner
+    stitch_blob_string(272), // precision
+    stitch_blob_string(273), // stitchc arguments
+    stitch_blob_string(274), // C API prefix
+  };
   static const stitch_abi_model model = {
     STITCH_ABI_VERSION,
     "cuda",
@@ -35,6 +47,7 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     256ull, // weights bytes
     stitch_enqueue,
     0, nullptr, // debug taps
+    &build_info,
   };
   return &model;
 }

@@ -24,6 +24,18 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
       {stitch_blob_string(35082), 7, 2, {4, 32, 0, 0, 0, 0, 0, 0}, 1024}};
   static const stitch_abi_tensor outputs[] = {
       {stitch_blob_string(35097), 1, 3, {4, 32, 64, 0, 0, 0, 0, 0}, 32768}};
+  // How the library was built (stitch_library_build_info); the strings are in the blob.
+  static const stitch_abi_build_info build_info = {
+    stitch_blob_string(35099), // stitchc version
+    stitch_blob_string(35100), // model SHA-256
+    stitch_blob_string(35101), // model file
+    stitch_blob_string(35102), // target
+    stitch_blob_string(35107), // architectures
+    stitch_blob_string(35108), // planner
+    stitch_blob_string(35109), // precision
+    stitch_blob_string(35110), // stitchc arguments
+    stitch_blob_string(35111), // C API prefix
+  };
   static const stitch_abi_model model = {
     STITCH_ABI_VERSION,
     "cuda",
@@ -35,6 +47,7 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     35072ull, // weights bytes
     stitch_enqueue,
     0, nullptr, // debug taps
+    &build_info,
   };
   return &model;
 }

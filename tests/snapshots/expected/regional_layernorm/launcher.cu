@@ -25,6 +25,18 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
   static const stitch_abi_tensor outputs[] = {
       {stitch_blob_string(6411), 1, 2, {2048, 768, 0, 0, 0, 0, 0, 0}, 6291456},
       {stitch_blob_string(6415), 1, 2, {2048, 768, 0, 0, 0, 0, 0, 0}, 6291456}};
+  // How the library was built (stitch_library_build_info); the strings are in the blob.
+  static const stitch_abi_build_info build_info = {
+    stitch_blob_string(6417), // stitchc version
+    stitch_blob_string(6418), // model SHA-256
+    stitch_blob_string(6419), // model file
+    stitch_blob_string(6420), // target
+    stitch_blob_string(6425), // architectures
+    stitch_blob_string(6426), // planner
+    stitch_blob_string(6427), // precision
+    stitch_blob_string(6428), // stitchc arguments
+    stitch_blob_string(6429), // C API prefix
+  };
   static const stitch_abi_model model = {
     STITCH_ABI_VERSION,
     "cuda",
@@ -36,6 +48,7 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     6400ull, // weights bytes
     stitch_enqueue,
     0, nullptr, // debug taps
+    &build_info,
   };
   return &model;
 }

@@ -25,6 +25,18 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
       {stitch_blob_string(264), 1, 1, {16384, 0, 0, 0, 0, 0, 0, 0}, 65536}};
   static const stitch_abi_tensor outputs[] = {
       {stitch_blob_string(269), 1, 2, {8, 16384, 0, 0, 0, 0, 0, 0}, 524288}};
+  // How the library was built (stitch_library_build_info); the strings are in the blob.
+  static const stitch_abi_build_info build_info = {
+    stitch_blob_string(271), // stitchc version
+    stitch_blob_string(272), // model SHA-256
+    stitch_blob_string(273), // model file
+    stitch_blob_string(274), // target
+    stitch_blob_string(279), // architectures
+    stitch_blob_string(280), // planner
+    stitch_blob_string(281), // precision
+    stitch_blob_string(282), // stitchc arguments
+    stitch_blob_string(283), // C API prefix
+  };
   static const stitch_abi_model model = {
     STITCH_ABI_VERSION,
     "cuda",
@@ -36,6 +48,7 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     256ull, // weights bytes
     stitch_enqueue,
     0, nullptr, // debug taps
+    &build_info,
   };
   return &model;
 }

@@ -25,6 +25,18 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
       {stitch_blob_string(1040), 1, 4, {2, 4, 16, 1, 0, 0, 0, 0}, 512}};
   static const stitch_abi_tensor outputs[] = {
       {stitch_blob_string(1051), 1, 4, {2, 4, 16, 32, 0, 0, 0, 0}, 16384}};
+  // How the library was built (stitch_library_build_info); the strings are in the blob.
+  static const stitch_abi_build_info build_info = {
+    stitch_blob_string(1057), // stitchc version
+    stitch_blob_string(1058), // model SHA-256
+    stitch_blob_string(1059), // model file
+    stitch_blob_string(1060), // target
+    stitch_blob_string(1065), // architectures
+    stitch_blob_string(1066), // planner
+    stitch_blob_string(1067), // precision
+    stitch_blob_string(1068), // stitchc arguments
+    stitch_blob_string(1069), // C API prefix
+  };
   static const stitch_abi_model model = {
     STITCH_ABI_VERSION,
     "cuda",
@@ -36,6 +48,7 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     1024ull, // weights bytes
     stitch_enqueue,
     0, nullptr, // debug taps
+    &build_info,
   };
   return &model;
 }

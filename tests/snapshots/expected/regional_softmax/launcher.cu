@@ -23,6 +23,18 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
       {stitch_blob_string(512), 1, 2, {4096, 256, 0, 0, 0, 0, 0, 0}, 4194304}};
   static const stitch_abi_tensor outputs[] = {
       {stitch_blob_string(514), 1, 2, {4096, 256, 0, 0, 0, 0, 0, 0}, 4194304}};
+  // How the library was built (stitch_library_build_info); the strings are in the blob.
+  static const stitch_abi_build_info build_info = {
+    stitch_blob_string(516), // stitchc version
+    stitch_blob_string(517), // model SHA-256
+    stitch_blob_string(518), // model file
+    stitch_blob_string(519), // target
+    stitch_blob_string(524), // architectures
+    stitch_blob_string(525), // planner
+    stitch_blob_string(526), // precision
+    stitch_blob_string(527), // stitchc arguments
+    stitch_blob_string(528), // C API prefix
+  };
   static const stitch_abi_model model = {
     STITCH_ABI_VERSION,
     "cuda",
@@ -34,6 +46,7 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     512ull, // weights bytes
     stitch_enqueue,
     0, nullptr, // debug taps
+    &build_info,
   };
   return &model;
 }

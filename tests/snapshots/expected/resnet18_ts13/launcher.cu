@@ -86,6 +86,18 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
       {stitch_blob_string(2809600), 1, 4, {1, 3, 64, 64, 0, 0, 0, 0}, 49152}};
   static const stitch_abi_tensor outputs[] = {
       {stitch_blob_string(2809607), 1, 2, {1, 10, 0, 0, 0, 0, 0, 0}, 40}};
+  // How the library was built (stitch_library_build_info); the strings are in the blob.
+  static const stitch_abi_build_info build_info = {
+    stitch_blob_string(2809614), // stitchc version
+    stitch_blob_string(2809615), // model SHA-256
+    stitch_blob_string(2809616), // model file
+    stitch_blob_string(2809617), // target
+    stitch_blob_string(2809622), // architectures
+    stitch_blob_string(2809623), // planner
+    stitch_blob_string(2809624), // precision
+    stitch_blob_string(2809625), // stitchc arguments
+    stitch_blob_string(2809626), // C API prefix
+  };
   static const stitch_abi_model model = {
     STITCH_ABI_VERSION,
     "cuda",
@@ -97,6 +109,7 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     2809600ull, // weights bytes
     stitch_enqueue,
     0, nullptr, // debug taps
+    &build_info,
   };
   return &model;
 }

@@ -69,6 +69,18 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
       {stitch_blob_string(13324), 1, 4, {2, 4, 32, 5, 0, 0, 0, 0}, 5120},
       {stitch_blob_string(13333), 1, 4, {2, 32, 32, 3, 0, 0, 0, 0}, 24576},
       {stitch_blob_string(13344), 7, 4, {2, 32, 32, 3, 0, 0, 0, 0}, 49152}};
+  // How the library was built (stitch_library_build_info); the strings are in the blob.
+  static const stitch_abi_build_info build_info = {
+    stitch_blob_string(13356), // stitchc version
+    stitch_blob_string(13357), // model SHA-256
+    stitch_blob_string(13358), // model file
+    stitch_blob_string(13359), // target
+    stitch_blob_string(13364), // architectures
+    stitch_blob_string(13365), // planner
+    stitch_blob_string(13366), // precision
+    stitch_blob_string(13367), // stitchc arguments
+    stitch_blob_string(13368), // C API prefix
+  };
   static const stitch_abi_model model = {
     STITCH_ABI_VERSION,
     "cuda",
@@ -80,6 +92,7 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     13312ull, // weights bytes
     stitch_enqueue,
     0, nullptr, // debug taps
+    &build_info,
   };
   return &model;
 }

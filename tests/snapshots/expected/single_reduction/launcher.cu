@@ -55,6 +55,18 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
       {stitch_blob_string(2630), 1, 4, {4, 6, 1, 1, 0, 0, 0, 0}, 96},
       {stitch_blob_string(2634), 1, 4, {4, 6, 8, 5, 0, 0, 0, 0}, 3840},
       {stitch_blob_string(2641), 7, 3, {4, 6, 8, 0, 0, 0, 0, 0}, 1536}};
+  // How the library was built (stitch_library_build_info); the strings are in the blob.
+  static const stitch_abi_build_info build_info = {
+    stitch_blob_string(2648), // stitchc version
+    stitch_blob_string(2649), // model SHA-256
+    stitch_blob_string(2650), // model file
+    stitch_blob_string(2651), // target
+    stitch_blob_string(2656), // architectures
+    stitch_blob_string(2657), // planner
+    stitch_blob_string(2658), // precision
+    stitch_blob_string(2659), // stitchc arguments
+    stitch_blob_string(2660), // C API prefix
+  };
   static const stitch_abi_model model = {
     STITCH_ABI_VERSION,
     "cuda",
@@ -66,6 +78,7 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     2560ull, // weights bytes
     stitch_enqueue,
     0, nullptr, // debug taps
+    &build_info,
   };
   return &model;
 }

@@ -50,6 +50,18 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
       {stitch_blob_string(203264), 1, 3, {2, 16, 64, 0, 0, 0, 0, 0}, 8192}};
   static const stitch_abi_tensor outputs[] = {
       {stitch_blob_string(203271), 1, 3, {2, 16, 64, 0, 0, 0, 0, 0}, 8192}};
+  // How the library was built (stitch_library_build_info); the strings are in the blob.
+  static const stitch_abi_build_info build_info = {
+    stitch_blob_string(203282), // stitchc version
+    stitch_blob_string(203283), // model SHA-256
+    stitch_blob_string(203284), // model file
+    stitch_blob_string(203285), // target
+    stitch_blob_string(203290), // architectures
+    stitch_blob_string(203291), // planner
+    stitch_blob_string(203292), // precision
+    stitch_blob_string(203293), // stitchc arguments
+    stitch_blob_string(203294), // C API prefix
+  };
   static const stitch_abi_model model = {
     STITCH_ABI_VERSION,
     "cuda",
@@ -61,6 +73,7 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     203264ull, // weights bytes
     stitch_enqueue,
     0, nullptr, // debug taps
+    &build_info,
   };
   return &model;
 }

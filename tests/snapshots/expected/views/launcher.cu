@@ -26,6 +26,18 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
   static const stitch_abi_tensor outputs[] = {
       {stitch_blob_string(2), 1, 2, {32, 16, 0, 0, 0, 0, 0, 0}, 2048},
       {stitch_blob_string(9), 1, 2, {4, 128, 0, 0, 0, 0, 0, 0}, 2048}};
+  // How the library was built (stitch_library_build_info); the strings are in the blob.
+  static const stitch_abi_build_info build_info = {
+    stitch_blob_string(14), // stitchc version
+    stitch_blob_string(15), // model SHA-256
+    stitch_blob_string(16), // model file
+    stitch_blob_string(17), // target
+    stitch_blob_string(22), // architectures
+    stitch_blob_string(23), // planner
+    stitch_blob_string(24), // precision
+    stitch_blob_string(25), // stitchc arguments
+    stitch_blob_string(26), // C API prefix
+  };
   static const stitch_abi_model model = {
     STITCH_ABI_VERSION,
     "cuda",
@@ -37,6 +49,7 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     0ull, // weights bytes
     stitch_enqueue,
     0, nullptr, // debug taps
+    &build_info,
   };
   return &model;
 }

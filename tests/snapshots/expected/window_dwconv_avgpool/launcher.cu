@@ -26,6 +26,18 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
       {stitch_blob_string(2560), 1, 4, {1, 32, 28, 28, 0, 0, 0, 0}, 100352}};
   static const stitch_abi_tensor outputs[] = {
       {stitch_blob_string(2562), 1, 4, {1, 32, 14, 14, 0, 0, 0, 0}, 25088}};
+  // How the library was built (stitch_library_build_info); the strings are in the blob.
+  static const stitch_abi_build_info build_info = {
+    stitch_blob_string(2564), // stitchc version
+    stitch_blob_string(2565), // model SHA-256
+    stitch_blob_string(2566), // model file
+    stitch_blob_string(2567), // target
+    stitch_blob_string(2572), // architectures
+    stitch_blob_string(2573), // planner
+    stitch_blob_string(2574), // precision
+    stitch_blob_string(2575), // stitchc arguments
+    stitch_blob_string(2576), // C API prefix
+  };
   static const stitch_abi_model model = {
     STITCH_ABI_VERSION,
     "cuda",
@@ -37,6 +49,7 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     2560ull, // weights bytes
     stitch_enqueue,
     0, nullptr, // debug taps
+    &build_info,
   };
   return &model;
 }

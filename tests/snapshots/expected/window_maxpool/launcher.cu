@@ -23,6 +23,18 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
       {stitch_blob_string(768), 1, 4, {2, 16, 32, 32, 0, 0, 0, 0}, 131072}};
   static const stitch_abi_tensor outputs[] = {
       {stitch_blob_string(770), 1, 4, {2, 16, 16, 16, 0, 0, 0, 0}, 32768}};
+  // How the library was built (stitch_library_build_info); the strings are in the blob.
+  static const stitch_abi_build_info build_info = {
+    stitch_blob_string(772), // stitchc version
+    stitch_blob_string(773), // model SHA-256
+    stitch_blob_string(774), // model file
+    stitch_blob_string(775), // target
+    stitch_blob_string(780), // architectures
+    stitch_blob_string(781), // planner
+    stitch_blob_string(782), // precision
+    stitch_blob_string(783), // stitchc arguments
+    stitch_blob_string(784), // C API prefix
+  };
   static const stitch_abi_model model = {
     STITCH_ABI_VERSION,
     "cuda",
@@ -34,6 +46,7 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     768ull, // weights bytes
     stitch_enqueue,
     0, nullptr, // debug taps
+    &build_info,
   };
   return &model;
 }
