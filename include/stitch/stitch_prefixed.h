@@ -65,7 +65,7 @@
 #ifdef STITCH_SYMBOL_PREFIX
 #define STITCH_PREFIXED_NAME_(prefix, name) prefix##_##name
 #define STITCH_PREFIXED_NAME(prefix, name) STITCH_PREFIXED_NAME_(prefix, name)
-#define STITCH_DECLARE_PREFIXED(type, name, params)                                              \
+#define STITCH_DECLARE_PREFIXED(type, name, params)                                                \
   STITCH_API type STITCH_PREFIXED_NAME(STITCH_SYMBOL_PREFIX, name) params;
 #ifdef __cplusplus
 extern "C" {

@@ -74,8 +74,8 @@ private:
     uint32_t a = state_[0], b = state_[1], c = state_[2], d = state_[3], e = state_[4],
              f = state_[5], g = state_[6], h = state_[7];
     for (int i = 0; i < 64; ++i) {
-      const uint32_t t1 =
-          h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + kRoundConstants[i] + w[i];
+      const uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) +
+                          kRoundConstants[i] + w[i];
       const uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
       h = g;
       g = f;

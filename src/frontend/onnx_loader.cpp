@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "frontend/onnx_attributes.h"
+#include "frontend/onnx_legacy.h"
 #include "frontend/onnx_tensor.h"
 #include "graph/checked_math.h"
 #include "graph/error.h"
@@ -23,7 +24,7 @@ namespace stitch {
 namespace {
 
 constexpr int kNewestOpset = 25;
-constexpr int kOldestOpset = 7;
+constexpr int kOldestOpset = 1;               // opsets 1-6 are read as 7 (onnx_legacy.h)
 constexpr int64_t kProtobufLimit = INT32_MAX; // protobuf's 2 GiB message limit
 
 std::string folder_of(const std::string& path) {
@@ -134,16 +135,18 @@ public:
 
   Graph build() {
     onnx::GraphProto& g = *model_.mutable_graph();
-    check_ops_supported(g, path_);
-    graph_.opset = default_opset(model_, path_);
     graph_.limits = options_.limits;
     if (g.node_size() > options_.limits.max_nodes)
       user_fail(site(), "the graph has {} nodes, more than the limit of {} (--max-nodes)",
                 g.node_size(), options_.limits.max_nodes);
+    const int opset = default_opset(model_, path_);
+    node_opsets_ = upgrade_legacy_forms(model_, opset, path_);
+    graph_.opset = upgraded_opset(opset);
+    check_ops_supported(g, path_);
     add_initializers(g);
     add_inputs(g);
-    for (auto& node : *g.mutable_node())
-      add_node(node);
+    for (int i = 0; i < g.node_size(); ++i)
+      add_node(*g.mutable_node(i), node_opsets_.at(static_cast<size_t>(i)));
     add_outputs(g);
     topo_sort(graph_);
     return std::move(graph_);
@@ -312,11 +315,12 @@ private:
     define(std::move(t), site());
   }
 
-  void add_node(onnx::NodeProto& proto) {
+  // `opset`: the form the node has when it differs from the graph's (0: the graph's).
+  void add_node(onnx::NodeProto& proto, int opset) {
     Node node;
     node.op = *op_from_onnx(proto.op_type()); // checked by check_ops_supported
     node.name = proto.name();
-    node.opset = graph_.opset;
+    node.opset = opset > 0 ? opset : graph_.opset;
     ErrorSite where{path_, proto.name(), proto.op_type(), first_output(proto)};
     for (const std::string& in : proto.input()) {
       if (in.empty()) {
@@ -399,6 +403,7 @@ private:
   std::set<std::string> initializer_names_;
   ConstantBudget budget_{options_.limits};
   std::vector<PendingInput> pending_inputs_;
+  std::vector<int> node_opsets_; // per node: its form's opset where it is not the graph's
 };
 
 } // namespace

@@ -57,10 +57,32 @@ def opset_too_new(d):
     return relu_model(opset=26)
 
 
-@case("unsupported opset 6: older than the oldest stitchc supports (7)")
-def opset_too_old(d):
-    """A default-domain opset older than stitchc supports is refused."""
-    return relu_model(opset=6)
+@case("node 'tile0' (Tile): Tile of opset 5 (repeats given as 'tiles' and 'axis'): stitchc "
+      "reads Tile from opset 6 on")
+def opset_old_form_unknown(d):
+    """An op whose form before opset 7 stitchc does not read is refused by name and version."""
+    nodes = [helper.make_node("Tile", ["x", "tiles", "axis"], ["y"], name="tile0")]
+    return model(nodes, [vi("x", [2, 3]), vi("tiles", [], I64), vi("axis", [], I64)],
+                 [vi("y", [2, 6])], opset=5)
+
+
+@case("node 'bn0' (BatchNormalization): is_test is 0 (training mode); stitchc compiles "
+      "inference only")
+def opset_old_training_batchnorm(d):
+    """A BatchNormalization of opset 6 in training mode is refused, not run as inference."""
+    params = [floats(n, [3], [1, 2, 3]) for n in ("scale", "bias", "mean", "var")]
+    nodes = [helper.make_node("BatchNormalization", ["x", "scale", "bias", "mean", "var"], ["y"],
+                              name="bn0", is_test=0)]
+    return model(nodes, [vi("x", [2, 3, 4])], [vi("y", [2, 3, 4])], params, opset=6)
+
+
+@case("node 'add0' (Add): broadcasts 'b' onto 'a' from axis 1 (opset 6), which needs both "
+      "ranks, but the rank of 'a' is unknown")
+def opset_old_broadcast_rank_unknown(d):
+    """Legacy broadcasting from an axis needs both ranks; an input without a shape has none."""
+    a = helper.make_tensor_value_info("a", F, None)
+    nodes = [helper.make_node("Add", ["a", "b"], ["y"], name="add0", broadcast=1, axis=1)]
+    return model(nodes, [a, vi("b", [3])], [vi("y", [2, 3, 4])], opset=6)
 
 
 @case("unsupported opset 1099511627776: newer than the newest stitchc knows (25)")

@@ -38,9 +38,8 @@ TEST_CASE("model runtime: inputs and outputs by name", "[model_runtime]") {
   REQUIRE(index == 1);
   require_ok(stitch_model_output_index(model.get(), "y", &index));
   REQUIRE(index == 0);
-  require_failure(stitch_model_input_index(model.get(), "y", &index),
-                  STITCH_ERROR_INVALID_ARGUMENT, "stitch_model_input_index",
-                  "the model has no input named 'y' (its inputs: 'x')");
+  require_failure(stitch_model_input_index(model.get(), "y", &index), STITCH_ERROR_INVALID_ARGUMENT,
+                  "stitch_model_input_index", "the model has no input named 'y' (its inputs: 'x')");
   require_failure(stitch_model_output_index(model.get(), nullptr, &index),
                   STITCH_ERROR_INVALID_ARGUMENT, "stitch_model_output_index", "name is null");
   require_failure(stitch_model_input_index(model.get(), "x", nullptr),

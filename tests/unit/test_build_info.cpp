@@ -26,7 +26,8 @@ TEST_CASE("sha256 digests match the standard's examples", "[driver]") {
   std::string bytes;
   for (int i = 0; i < 3 * (1 << 20) + 77; ++i)
     bytes += static_cast<char>((i * 131) >> 3);
-  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   REQUIRE(sha256_file_hex(path.string()) == sha256_hex(bytes));
   std::filesystem::remove(path);
 }

@@ -2,16 +2,22 @@
 // graph structure errors, and the size of graphs the loader walks.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
 #include "frontend/onnx_loader.h"
 #include "graph/constant.h"
 #include "graph/error.h"
+#include "graph/pipeline.h"
 #include "model_builder.h"
 
 using namespace stitch;
 using stitch::test::ModelBuilder;
+using stitch::test::set_attr_float;
+using stitch::test::set_attr_int;
+using stitch::test::set_attr_ints;
+using stitch::test::set_attr_string;
 namespace fs = std::filesystem;
 
 namespace {
@@ -263,4 +269,152 @@ TEST_CASE("parse_shape_spec reads NAMExDIMS forms", "[frontend]") {
   CHECK_FALSE(parse_shape_spec("1x-3"));
   CHECK_FALSE(parse_shape_spec("1xx3"));
   CHECK_FALSE(parse_shape_spec("99999999999999999999"));
+}
+
+namespace {
+
+const Node& only_node(const Graph& g, OpKind op) {
+  const Node* found = nullptr;
+  for (const Node& n : g.nodes)
+    if (n.op == op) {
+      REQUIRE(found == nullptr);
+      found = &n;
+    }
+  REQUIRE(found != nullptr);
+  return *found;
+}
+
+} // namespace
+
+// Proves: a model of opset 4 loads in its opset-7 forms: consumed_inputs gone, Cast's type name
+// a number, Reshape's shape attribute a constant input.
+TEST_CASE("opset 4 forms: consumed_inputs, Cast to a type name, Reshape's shape attribute",
+          "[frontend][legacy]") {
+  ModelBuilder m(4);
+  m.input("x", kFloat, {2, 6}).output("y");
+  set_attr_ints(m.node("Relu", {"x"}, {"r"}, "relu0"), "consumed_inputs", {0});
+  set_attr_ints(m.node("Reshape", {"r"}, {"s"}, "reshape0"), "shape", {3, 4});
+  set_attr_string(m.node("Cast", {"s"}, {"y"}, "cast0"), "to", "DOUBLE");
+  Graph g = load_onnx(m.write());
+  CHECK(g.opset == 7);
+  CHECK(only_node(g, OpKind::Relu).attrs.count("consumed_inputs") == 0);
+  const Node& reshape = only_node(g, OpKind::Reshape);
+  REQUIRE(reshape.inputs.size() == 2);
+  CHECK(constant_as_int64(g.tensor(reshape.inputs[1])) == std::vector<int64_t>{3, 4});
+  CHECK(reshape.attrs.count("shape") == 0);
+  CHECK(std::get<int64_t>(only_node(g, OpKind::Cast).attrs.at("to").value) ==
+        onnx::TensorProto::DOUBLE);
+
+  ModelBuilder bad(5);
+  bad.input("x", kFloat, {2}).output("y");
+  set_attr_string(bad.node("Cast", {"x"}, {"y"}, "cast0"), "to", "QUATERNION");
+  CHECK_THAT(load_error(bad.write()),
+             Catch::Contains("attribute 'to' names the unknown type \"QUATERNION\""));
+}
+
+// Proves: Concat's axis defaults to 1 before opset 4; Pad's `paddings` (opset 1) is `pads`;
+// Split's sizes given as a constant input (opset 1) become the attribute.
+TEST_CASE("opset 1-3 forms: Concat's default axis, Pad's paddings, Split's sizes input",
+          "[frontend][legacy]") {
+  ModelBuilder m(1);
+  m.input("a", kFloat, {2, 3}).input("b", kFloat, {2, 5}).output("p").output("s1").output("s2");
+  m.node("Concat", {"a", "b"}, {"c"}, "concat0");
+  set_attr_ints(m.node("Pad", {"c"}, {"p"}, "pad0"), "paddings", {0, 1, 0, 2});
+  m.initializer_i64("sizes", {2}, {3, 5});
+  set_attr_int(m.node("Split", {"c", "sizes"}, {"s1", "s2"}, "split0"), "axis", 1);
+  Graph g = load_onnx(m.write());
+  CHECK(std::get<int64_t>(only_node(g, OpKind::Concat).attrs.at("axis").value) == 1);
+  const Node& pad = only_node(g, OpKind::Pad);
+  CHECK(std::get<std::vector<int64_t>>(pad.attrs.at("pads").value) ==
+        std::vector<int64_t>{0, 1, 0, 2});
+  CHECK(pad.attrs.count("paddings") == 0);
+  const Node& split = only_node(g, OpKind::Split);
+  CHECK(split.inputs.size() == 1);
+  CHECK(std::get<std::vector<int64_t>>(split.attrs.at("split").value) ==
+        std::vector<int64_t>{3, 5});
+}
+
+// Proves: before opset 7, Add broadcasting B from an axis of A (the rank of A inferred through a
+// Relu) computes A[i,j,k] + B[j], and Mul broadcasting a suffix computes A[i,j,k] * C[k]: the
+// values constant folding gives equal the legacy rule's, on values that are not all equal.
+TEST_CASE("opset 6 broadcasting from an axis computes the legacy rule", "[frontend][legacy]") {
+  ModelBuilder m(6);
+  m.output("y");
+  std::vector<float> a(24), b = {10, 20, 30}, c = {2, 3, 5, 7};
+  for (int i = 0; i < 24; ++i)
+    a[i] = static_cast<float>(i % 5) - 1.5f * static_cast<float>(i % 3);
+  m.initializer_f32("a", {2, 3, 4}, a).initializer_f32("b", {3}, b).initializer_f32("c", {4}, c);
+  m.node("Relu", {"a"}, {"r"}, "relu0");
+  onnx::NodeProto& add = m.node("Add", {"r", "b"}, {"s"}, "add0");
+  set_attr_int(add, "broadcast", 1);
+  set_attr_int(add, "axis", 1);
+  set_attr_int(m.node("Mul", {"s", "c"}, {"y"}, "mul0"), "broadcast", 1);
+  Graph g = load_onnx(m.write());
+  REQUIRE(std::none_of(g.nodes.begin(), g.nodes.end(), [](const Node& n) {
+    return n.attrs.count("broadcast") || n.attrs.count("axis") > 0 && n.op != OpKind::Unsqueeze;
+  }));
+  run_pipeline(g, PipelineOptions{});
+  const Tensor& y = g.tensor(g.outputs[0]);
+  REQUIRE(y.is_constant());
+  REQUIRE(y.shape == Shape{2, 3, 4});
+  const std::vector<double> got = constant_as_double(y);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 4; ++k) {
+        const int e = (i * 3 + j) * 4 + k;
+        INFO("element " << e);
+        CHECK(got[e] == (std::max(a[e], 0.0f) + b[j]) * c[k]);
+      }
+}
+
+// Proves: BatchNormalization's and Dropout's is_test and Gemm's broadcast (opset 6) are dropped;
+// Upsample (opset 7: scales attribute; opset 9: scales input) becomes a Resize of opset 10 in a
+// model of an older opset, nearest or linear (BILINEAR of opset 1 too).
+TEST_CASE("opset 6 inference attributes and Upsample as Resize", "[frontend][legacy]") {
+  ModelBuilder m(6);
+  m.input("x", kFloat, {2, 3}).output("y");
+  for (const char* n : {"scale", "bias", "mean", "var"})
+    m.initializer_f32(n, {3}, {1, 2, 3});
+  m.initializer_f32("w", {3, 3}, {1, 0, 0, 0, 1, 0, 0, 0, 1}).initializer_f32("c", {3}, {1, 2, 3});
+  set_attr_int(m.node("BatchNormalization", {"x", "scale", "bias", "mean", "var"}, {"n"}, "bn0"),
+               "is_test", 1);
+  set_attr_int(m.node("Dropout", {"n"}, {"d"}, "drop0"), "is_test", 1);
+  set_attr_int(m.node("Gemm", {"d", "w", "c"}, {"y"}, "gemm0"), "broadcast", 1);
+  Graph g = load_onnx(m.write());
+  CHECK(only_node(g, OpKind::BatchNormalization).attrs.count("is_test") == 0);
+  CHECK(only_node(g, OpKind::Dropout).attrs.count("is_test") == 0);
+  CHECK(only_node(g, OpKind::Gemm).attrs.count("broadcast") == 0);
+
+  for (int opset : {1, 7, 9}) {
+    INFO("opset " << opset);
+    ModelBuilder u(opset);
+    u.input("x", kFloat, {1, 2, 3, 4}).output("y");
+    onnx::NodeProto& up =
+        u.node("Upsample",
+               opset == 9 ? std::vector<std::string>{"x", "scales"} : std::vector<std::string>{"x"},
+               {"y"}, "up0");
+    if (opset == 1) {
+      set_attr_float(up, "height_scale", 2.0f);
+      set_attr_float(up, "width_scale", 3.0f);
+      set_attr_string(up, "mode", "BILINEAR");
+    } else if (opset == 7) {
+      onnx::AttributeProto& scales = *up.add_attribute();
+      scales.set_name("scales");
+      scales.set_type(onnx::AttributeProto::FLOATS);
+      for (float s : {1.0f, 1.0f, 2.0f, 3.0f})
+        scales.add_floats(s);
+    } else {
+      u.initializer_f32("scales", {4}, {1, 1, 2, 3});
+    }
+    Graph ug = load_onnx(u.write());
+    const Node& resize = only_node(ug, OpKind::Resize);
+    CHECK(resize.opset == 10);
+    CHECK(ug.opset == std::max(opset, 7));
+    REQUIRE(resize.inputs.size() == 2);
+    CHECK(constant_as_double(ug.tensor(resize.inputs[1])) == std::vector<double>{1, 1, 2, 3});
+    CHECK(std::get<std::string>(resize.attrs.at("mode").value) ==
+          (opset == 1 ? "linear" : "nearest"));
+    run_pipeline(ug, PipelineOptions{});
+    CHECK(ug.tensor(ug.outputs[0]).shape == Shape{1, 2, 6, 12});
+  }
 }

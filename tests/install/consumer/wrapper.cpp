@@ -30,8 +30,8 @@ int main() {
 
     // On the host target, "device memory" is host memory.
     const uint64_t bytes = model.context_memory();
-    std::unique_ptr<void, void (*)(void*)> memory(std::aligned_alloc(256, (bytes + 255) / 256 * 256),
-                                                  &std::free);
+    std::unique_ptr<void, void (*)(void*)> memory(
+        std::aligned_alloc(256, (bytes + 255) / 256 * 256), &std::free);
     stitch::Context context(model, memory.get(), bytes);
 
     std::mt19937 engine(5);

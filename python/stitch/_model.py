@@ -1,0 +1,344 @@
+"""Model and Context: a loaded library, its stitch_model and the stitch_contexts runs use.
+
+Ownership. A _NativeModel owns the stitch_model and the stitch_contexts created from it (it
+keeps a registry of them), and destroys the contexts before the model, whichever of close(),
+a Context's garbage collection or its own comes first. Model and every Context reference the
+_NativeModel, so it outlives them unless all are dropped together.
+
+Threads. A stitch_model may be used by many threads, a stitch_context by one at a time.
+Model.run uses one Context per calling thread (created on its first run, destroyed with its
+thread); a Context held by the caller serializes its runs with a lock. Locks: a context's lock
+is held around its C calls only (no Python code runs under it but ctypes' argument passing), so
+that a finalizer never waits for a lock its own thread holds; the model's lock is held around
+creating and registering a context and around close(), which takes each registered context's
+lock in turn, so it waits for runs in flight. A context leaves the registry only once it is
+destroyed, so close() never destroys the model before a context another thread is closing.
+"""
+
+import ctypes
+import os
+import re
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _capi, _cuda, _dtypes, _host
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """A model input or output as the library was compiled for it."""
+
+    name: str
+    dtype: np.dtype  # numpy dtype of its arrays; bfloat16: see dtype_name
+    shape: tuple
+    nbytes: int
+    dtype_name: str  # the library's name of the type: "float32", "bfloat16", ...
+
+    def describe(self):
+        return f"{self.dtype_name}{list(self.shape)}"
+
+
+def _tensor_info(info):
+    return TensorInfo(
+        name=info.name.decode(),
+        dtype=_dtypes.numpy_dtype(info.dtype),
+        shape=tuple(info.dims[d] for d in range(info.rank)),
+        nbytes=info.bytes,
+        dtype_name=_dtypes.NAMES[info.dtype],
+    )
+
+
+def _c_tensor(data, info):
+    """The stitch_tensor for `info`'s tensor at address `data`."""
+    return _capi.stitch_tensor(data, _dtypes.CODES[info.dtype_name], len(info.shape),
+                        (ctypes.c_int64 * len(info.shape))(*info.shape), info.nbytes)
+
+
+def _in_model_order(kind, infos, values, optional=False):
+    """`values`, a mapping by name or a sequence in model order, as a list in model order;
+    where `optional`, a name left out is None."""
+    names = [info.name for info in infos]
+    if values is None:
+        values = {}
+    if not isinstance(values, Mapping):
+        values = list(values)
+        if len(values) != len(infos):
+            raise ValueError(f"{len(values)} {kind}s given but the model has {len(infos)}: "
+                             f"{names}")
+        return values
+    unknown = [name for name in values if name not in names]
+    missing = [] if optional else [name for name in names if name not in values]
+    if unknown or missing:
+        problems = [f"unknown {kind} {name!r}" for name in unknown]
+        problems += [f"missing {kind} {name!r}" for name in missing]
+        raise ValueError(f"{'; '.join(problems)} (the model's {kind}s: {names})")
+    return [values.get(name) for name in names]
+
+
+class _NativeModel:
+    """The library's functions, its stitch_model and the registry of its live contexts."""
+
+    def __init__(self, library, symbol_prefix, path):
+        self.api = _capi.CApi(library, symbol_prefix, path)
+        self.path = path
+        self.symbol_prefix = symbol_prefix
+        self.lock = threading.Lock()
+        self.contexts = set()  # the _ContextHandles not destroyed yet
+        self.pointer = None
+        handle = ctypes.c_void_p()
+        self.api.check(self.api.model_create(ctypes.byref(handle)))
+        self.pointer = handle.value
+        self.target = self.api.target().decode()
+        # The CUDA target takes device tensors by pointer, the host target numpy arrays. Tests
+        # set it on a host library to drive the CUDA paths with host memory.
+        self.device_tensors = self.target == "cuda"
+        self.device = None
+        if self.api.model_device is not None:
+            device = ctypes.c_int()
+            self.api.check(self.api.model_device(self.pointer, ctypes.byref(device)))
+            self.device = device.value
+        self.inputs = self._infos(self.api.model_num_inputs, self.api.model_input)
+        self.outputs = self._infos(self.api.model_num_outputs, self.api.model_output)
+
+    def _infos(self, count_function, info_function):
+        count = ctypes.c_size_t()
+        self.api.check(count_function(self.pointer, ctypes.byref(count)))
+        infos = []
+        for index in range(count.value):
+            info = _capi.stitch_tensor_info()
+            self.api.check(info_function(self.pointer, index, ctypes.byref(info)))
+            infos.append(_tensor_info(info))
+        return infos
+
+    def create_context(self):
+        with self.lock:
+            if self.pointer is None:
+                raise ValueError(f"the model of {self.path} is closed")
+            handle = ctypes.c_void_p()
+            self.api.check(self.api.context_create(self.pointer, ctypes.byref(handle)))
+            context = _ContextHandle(self.api, handle.value)
+            self.contexts.add(context)
+            return context
+
+    def destroy_context(self, context):
+        context.destroy()
+        self.contexts.discard(context)
+
+    def close(self):
+        with self.lock:
+            if self.pointer is None:
+                return
+            for context in list(self.contexts):
+                self.destroy_context(context)
+            pointer, self.pointer = self.pointer, None
+            self.api.check(self.api.model_destroy(pointer))
+
+    def __del__(self):
+        if getattr(self, "pointer", None) is not None:
+            self.close()
+
+
+class _ContextHandle:
+    """One stitch_context and the lock its C calls are made under."""
+
+    def __init__(self, api, pointer):
+        self.api = api
+        self.pointer = pointer
+        self.lock = threading.Lock()
+
+    def destroy(self):
+        """Destroys the stitch_context, once."""
+        with self.lock:
+            pointer, self.pointer = self.pointer, None
+            status = _capi.STITCH_OK if pointer is None else self.api.context_destroy(pointer)
+        self.api.check(status)
+
+
+class Context:
+    """A stitch_context: what one run needs (the intermediate arena; on the CUDA target the
+    captured CUDA Graph). Make one per thread with Model.context(), or let Model.run keep one
+    per thread. Closing the model closes its contexts."""
+
+    def __init__(self, native):
+        self._native = native
+        self._handle = native.create_context()
+
+    @property
+    def closed(self):
+        return self._handle.pointer is None
+
+    def run(self, inputs=None, outputs=None, stream=None):
+        """Runs the model; see Model.run."""
+        native = self._native
+        inputs = _in_model_order("input", native.inputs, inputs)
+        outputs = _in_model_order("output", native.outputs, outputs, optional=True)
+        stream = _cuda.stream_handle(stream)
+        prepare = self._device_tensors if native.device_tensors else self._host_tensors
+        # keepalive (host copies, DLPack capsules) stays referenced until the run returns.
+        c_inputs, c_outputs, results, keepalive = prepare(inputs, outputs, stream)
+        input_array = (_capi.stitch_tensor * len(c_inputs))(*c_inputs)
+        output_array = (_capi.stitch_tensor * len(c_outputs))(*c_outputs)
+        with self._handle.lock:
+            pointer = self._handle.pointer
+            status = None if pointer is None else native.api.run(
+                pointer, input_array, len(c_inputs), output_array, len(c_outputs), stream)
+        if status is None:
+            raise ValueError(f"the context of {native.path} is closed")
+        native.api.check(status)  # on this thread: stitch_last_error() is per thread
+        return {info.name: result for info, result in zip(native.outputs, results)}
+
+    def _host_tensors(self, inputs, outputs, stream):
+        native = self._native
+        arrays = [_host.input_array(value, info, f"input {info.name!r}", native.path)
+                  for info, value in zip(native.inputs, inputs)]
+        results = [_host.output_array(value, info, f"output {info.name!r}")
+                   for info, value in zip(native.outputs, outputs)]
+        c_inputs = [_c_tensor(a.ctypes.data, info) for a, info in zip(arrays, native.inputs)]
+        c_outputs = [_c_tensor(a.ctypes.data, info) for a, info in zip(results, native.outputs)]
+        return c_inputs, c_outputs, results, arrays
+
+    def _device_tensors(self, inputs, outputs, stream):
+        native = self._native
+        outputs = [_cuda.torch_empty(info, native.device) if value is None else value
+                   for info, value in zip(native.outputs, outputs)]
+        keepalive = []
+        c_tensors = []
+        for kind, infos, values in (("input", native.inputs, inputs),
+                                    ("output", native.outputs, outputs)):
+            for info, value in zip(infos, values):
+                label = f"{kind} {info.name!r}"
+                tensor = _cuda.device_tensor(value, stream, label)
+                _cuda.check_device_tensor(tensor, info, native.device, label, kind == "output")
+                keepalive.append(tensor.keepalive)
+                c_tensors.append(_c_tensor(tensor.data, info))
+        count = len(native.inputs)
+        return c_tensors[:count], c_tensors[count:], outputs, keepalive
+
+    def close(self):
+        """Destroys the stitch_context (also done when the Context is garbage collected)."""
+        self._native.destroy_context(self._handle)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if hasattr(self, "_handle"):
+            self.close()
+
+
+class Model:
+    """A library stitchc compiled, loaded, and its stitch_model created. Use stitch.load."""
+
+    def __init__(self, path, symbol_prefix="stitch"):
+        if not isinstance(symbol_prefix, str) or not re.fullmatch(r"[A-Za-z_]\w*",
+                                                                 symbol_prefix, re.ASCII):
+            raise ValueError(f"symbol_prefix {symbol_prefix!r} is not a C identifier")
+        path = os.fspath(path)
+        # A path, not a name for the dynamic loader to search for.
+        library = ctypes.CDLL(os.path.abspath(path))
+        self._native = _NativeModel(library, symbol_prefix, path)
+        self._local = threading.local()
+
+    @property
+    def path(self):
+        return self._native.path
+
+    @property
+    def inputs(self):
+        """The inputs, in model order (a list of TensorInfo)."""
+        return list(self._native.inputs)
+
+    @property
+    def outputs(self):
+        """The outputs, in model order (a list of TensorInfo)."""
+        return list(self._native.outputs)
+
+    @property
+    def target(self):
+        """The library's target: "host" or "cuda"."""
+        return self._native.target
+
+    @property
+    def api_version(self):
+        return self._native.api.api_version()
+
+    @property
+    def symbol_prefix(self):
+        return self._native.symbol_prefix
+
+    @property
+    def device(self):
+        """The CUDA device the model lives on (0 on the host target); None for libraries of
+        API versions before 3, which do not say."""
+        return self._native.device
+
+    @property
+    def build_info(self):
+        """How the library was built (stitch_library_build_info: stitchc_version,
+        model_sha256, model_file, target, archs, planner, precision, flags, symbol_prefix), or
+        None for libraries of API versions before 3."""
+        api = self._native.api
+        if api.library_build_info is None:
+            return None
+        info = _capi.stitch_build_info()
+        api.check(api.library_build_info(ctypes.byref(info)))
+        return {name: (getattr(info, name) or b"").decode()
+                for name, _ in _capi.stitch_build_info._fields_}
+
+    @property
+    def closed(self):
+        return self._native.pointer is None
+
+    def context(self):
+        """A new Context of this model, for one thread at a time."""
+        return Context(self._native)
+
+    def run(self, inputs=None, outputs=None, stream=None):
+        """Runs the model through the calling thread's Context.
+
+        inputs: a dict name -> tensor, or a sequence in model order.
+        outputs: optional, the same (a dict may name some outputs only): tensors to write in
+            place; the others are made.
+        Returns a dict name -> output tensor, in model order.
+
+        Host target: tensors are numpy arrays (or objects numpy reads without a copy) of the
+        model's dtype and shape, exactly; misaligned or non-contiguous inputs are copied once,
+        outputs given are written in place. The run is done when it returns.
+
+        CUDA target: tensors are CUDA tensors (__cuda_array_interface__ or __dlpack__: torch,
+        CuPy), C-contiguous and 16-byte aligned, read and written by pointer; outputs not
+        given are made as torch tensors on the model's device. The run is enqueued on
+        `stream` (an int cudaStream_t, an object with .cuda_stream or .ptr; None: the legacy
+        default stream) and not waited for.
+        """
+        context = getattr(self._local, "context", None)
+        if context is None or context.closed:
+            context = self._local.context = Context(self._native)
+        return context.run(inputs, outputs, stream)
+
+    def close(self):
+        """Destroys every context of the model, then the stitch_model (also done when the
+        Model and its Contexts are garbage collected). Later runs raise ValueError."""
+        self._native.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        state = "closed" if self.closed else f"target={self.target!r}"
+        return f"<stitch.Model {self.path!r} {state}>"
+
+
+def load(path, symbol_prefix="stitch"):
+    """Loads a library stitchc compiled. `symbol_prefix` is the --symbol-prefix it was built
+    with ("stitch" unless one was given): its C API functions are <symbol_prefix>_run, ..."""
+    return Model(path, symbol_prefix)
