@@ -143,9 +143,8 @@ private:
                 "Tile of opset {} (repeats given as 'tiles' and 'axis'): stitchc reads Tile from "
                 "opset 6 on",
                 opset_);
-    static const std::set<std::string> broadcasting = {"Add", "Sub", "Mul",   "Div",
-                                                       "Pow", "And", "Or",    "Xor",
-                                                       "Equal", "Greater", "Less"};
+    static const std::set<std::string> broadcasting = {
+        "Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor", "Equal", "Greater", "Less"};
     if (broadcasting.count(op)) return legacy_broadcast(index);
   }
 
@@ -169,7 +168,8 @@ private:
   void reshape(onnx::NodeProto& node) {
     if (opset_ >= 5) return;
     const onnx::AttributeProto* shape = find_attr(node, "shape");
-    if (shape == nullptr) user_fail(site(node), "Reshape of opset {} has no attribute 'shape'", opset_);
+    if (shape == nullptr)
+      user_fail(site(node), "Reshape of opset {} has no attribute 'shape'", opset_);
     std::vector<int64_t> dims(shape->ints().begin(), shape->ints().end());
     const std::string name = add_constant(node, "shape", dims, {});
     remove_attr(node, "shape");
@@ -361,7 +361,9 @@ private:
 
 } // namespace
 
-int upgraded_opset(int opset) { return opset > 0 && opset < kUpgradedOpset ? kUpgradedOpset : opset; }
+int upgraded_opset(int opset) {
+  return opset > 0 && opset < kUpgradedOpset ? kUpgradedOpset : opset;
+}
 
 std::vector<int> upgrade_legacy_forms(onnx::ModelProto& model, int opset, const std::string& path) {
   return LegacyRewriter(model, opset, path).run();

@@ -7,7 +7,9 @@
 // the CUDA call.
 // With one: runs that exercise CUDA Graph capture, replay after the inputs change in place,
 // recapture for new pointers, the legacy NULL stream and cudaStreamPerThread, a host pointer
-// refused, a failing launch reported and recovered from, and double destroy; every output is
+// refused, a failing launch reported and recovered from, runs without the context's graph
+// (STITCH_RUN_NO_GRAPH) directly and captured into the application's own graph and replayed,
+// and double destroy; every output is
 // compared bitwise with affine_reference. (Written without a GPU at hand: the device half had
 // not been run when it was added.)
 //
@@ -45,6 +47,8 @@ struct Api {
   stitch_status (*context_destroy)(stitch_context*);
   stitch_status (*run)(stitch_context*, const stitch_tensor*, size_t, const stitch_tensor*, size_t,
                        void*);
+  stitch_status (*run_with_options)(stitch_context*, const stitch_tensor*, size_t,
+                                    const stitch_tensor*, size_t, void*, const stitch_run_options*);
   const char* (*last_error)();
   void (*set_fault)(int);
 };
@@ -120,6 +124,74 @@ void run_and_compare(const Api& api, stitch_context* context, DeviceTensors& ten
   expect(same_bytes(z, expected_z), what + ": z equals the reference");
 }
 
+// Fills x with values from `seed` and returns what the outputs must be.
+void fill_input(DeviceTensors& tensors, uint32_t seed, std::vector<float>& expected_y,
+                std::vector<float>& expected_z, const std::string& what) {
+  std::mt19937 generator(seed);
+  std::uniform_real_distribution<float> value(-4.0f, 4.0f);
+  std::vector<float> x(affine::kRows * affine::kCols);
+  for (float& element : x)
+    element = value(generator);
+  expect(cudaMemcpy(tensors.x, x.data(), affine::kInputBytes, cudaMemcpyHostToDevice) ==
+             cudaSuccess,
+         what + ": copy x");
+  expect(cudaMemset(tensors.y, 0xFF, affine::kInputBytes) == cudaSuccess, what + ": clear y");
+  expect(cudaMemset(tensors.z, 0xFF, affine::kSumBytes) == cudaSuccess, what + ": clear z");
+  expected_y.resize(x.size());
+  expected_z.resize(affine::kRows);
+  affine::affine_reference(x.data(), expected_y.data(), expected_z.data());
+}
+
+void compare_outputs(const DeviceTensors& tensors, const std::vector<float>& expected_y,
+                     const std::vector<float>& expected_z, const std::string& what) {
+  std::vector<float> y(expected_y.size()), z(expected_z.size());
+  expect(cudaMemcpy(y.data(), tensors.y, affine::kInputBytes, cudaMemcpyDeviceToHost) ==
+             cudaSuccess,
+         what + ": copy y back");
+  expect(cudaMemcpy(z.data(), tensors.z, affine::kSumBytes, cudaMemcpyDeviceToHost) == cudaSuccess,
+         what + ": copy z back");
+  expect(same_bytes(y, expected_y), what + ": y equals the reference");
+  expect(same_bytes(z, expected_z), what + ": z equals the reference");
+}
+
+// STITCH_RUN_NO_GRAPH: a run captured into the application's own CUDA Graph (global capture
+// mode, the strictest) replays with new input values, and a direct run outside a capture works.
+void check_application_capture(const Api& api, stitch_context* context, DeviceTensors& tensors,
+                               cudaStream_t stream) {
+  const stitch_run_options direct{STITCH_RUN_NO_GRAPH};
+  const stitch_tensor inputs[] = {{tensors.x, STITCH_FLOAT32, 2, kInputDims, affine::kInputBytes}};
+  const stitch_tensor outputs[] = {{tensors.y, STITCH_FLOAT32, 2, kInputDims, affine::kInputBytes},
+                                   {tensors.z, STITCH_FLOAT32, 1, kSumDims, affine::kSumBytes}};
+  std::vector<float> expected_y, expected_z;
+
+  fill_input(tensors, 11, expected_y, expected_z, "direct run");
+  expect(api.run_with_options(context, inputs, 1, outputs, 2, stream, &direct) == STITCH_OK,
+         std::string("direct run: ") + api.last_error());
+  expect(cudaStreamSynchronize(stream) == cudaSuccess, "direct run: synchronize");
+  compare_outputs(tensors, expected_y, expected_z, "direct run");
+
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  expect(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal) == cudaSuccess,
+         "application capture: begin");
+  const stitch_status captured =
+      api.run_with_options(context, inputs, 1, outputs, 2, stream, &direct);
+  expect(cudaStreamEndCapture(stream, &graph) == cudaSuccess, "application capture: end");
+  expect(captured == STITCH_OK,
+         std::string("run inside the application's capture: ") + api.last_error());
+  if (graph == nullptr) return;
+  expect(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess, "application graph: instantiate");
+  for (uint32_t seed : {12u, 13u}) {
+    const std::string what = "application graph replay, seed " + std::to_string(seed);
+    fill_input(tensors, seed, expected_y, expected_z, what);
+    expect(cudaGraphLaunch(exec, stream) == cudaSuccess, what + ": launch");
+    expect(cudaStreamSynchronize(stream) == cudaSuccess, what + ": synchronize");
+    compare_outputs(tensors, expected_y, expected_z, what);
+  }
+  if (exec != nullptr) cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+}
+
 void check_on_device(const Api& api) {
   stitch_model* model = nullptr;
   stitch_context* context = nullptr;
@@ -155,6 +227,8 @@ void check_on_device(const Api& api) {
                std::strstr(api.last_error(), "affine_and_weigh") != nullptr,
            std::string("failing launch reported: ") + api.last_error());
     run_and_compare(api, context, a, stream, 7, "after a failed capture");
+    check_application_capture(api, context, b, stream);
+    run_and_compare(api, context, a, stream, 8, "the context's own graph after direct runs");
   }
   expect(api.context_destroy(context) == STITCH_OK,
          std::string("context destroy: ") + api.last_error());
@@ -184,6 +258,7 @@ int main(int argc, char** argv) {
   resolve(library, "stitch_context_create", &api.context_create);
   resolve(library, "stitch_context_destroy", &api.context_destroy);
   resolve(library, "stitch_run", &api.run);
+  resolve(library, "stitch_run_with_options", &api.run_with_options);
   resolve(library, "stitch_last_error", &api.last_error);
   resolve(library, "affine_model_set_fault", &api.set_fault);
   for (const char* name : {"stitch_model_num_inputs", "stitch_model_num_outputs",
