@@ -147,6 +147,18 @@ std::unique_ptr<Context> create_context(const Model& model, void* memory, uint64
   return context;
 }
 
+// A new context of `model` (on `memory` when not null) in the registry; `out_context` is
+// checked and cleared first, so that it is null whenever creating fails.
+stitch_context* add_context(stitch_model* model, void* memory, uint64_t bytes,
+                            stitch_context** out_context) {
+  require_out(out_context, "out_context");
+  *out_context = nullptr;
+  HandleRegistry& registry = HandleRegistry::instance();
+  const Model& live = registry.model(model);
+  const DeviceScope scope(live.device);
+  return registry.add_context(model, create_context(live, memory, bytes));
+}
+
 // The index of the tensor named `name` in `table`.
 std::size_t index_of(const stitch_abi_tensor* table, int32_t count, const char* name,
                      const char* kind) {
@@ -281,28 +293,16 @@ stitch_status stitch_model_tap(const stitch_model* model, size_t index, stitch_t
 }
 
 stitch_status stitch_context_create(stitch_model* model, stitch_context** out_context) {
-  return guarded("stitch_context_create", [&] {
-    require_out(out_context, "out_context");
-    *out_context = nullptr;
-    HandleRegistry& registry = HandleRegistry::instance();
-    const Model& live = registry.model(model);
-    const DeviceScope scope(live.device);
-    std::unique_ptr<Context> context = create_context(live, nullptr, 0);
-    *out_context = registry.add_context(model, std::move(context));
-  });
+  return guarded("stitch_context_create",
+                 [&] { *out_context = add_context(model, nullptr, 0, out_context); });
 }
 
 stitch_status stitch_context_create_in_memory(stitch_model* model, void* memory, uint64_t bytes,
                                               stitch_context** out_context) {
   return guarded("stitch_context_create_in_memory", [&] {
-    require_out(out_context, "out_context");
-    *out_context = nullptr;
+    if (out_context != nullptr) *out_context = nullptr;
     require_out(memory, "memory");
-    HandleRegistry& registry = HandleRegistry::instance();
-    const Model& live = registry.model(model);
-    const DeviceScope scope(live.device);
-    std::unique_ptr<Context> context = create_context(live, memory, bytes);
-    *out_context = registry.add_context(model, std::move(context));
+    *out_context = add_context(model, memory, bytes, out_context);
   });
 }
 

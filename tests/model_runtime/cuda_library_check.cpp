@@ -94,36 +94,6 @@ stitch_status run_on(const Api& api, stitch_context* context, void* x, void* y, 
   return api.run(context, inputs, 1, outputs, 2, stream);
 }
 
-// Fills x with fresh values, runs on `stream`, and compares both outputs with the reference.
-void run_and_compare(const Api& api, stitch_context* context, DeviceTensors& tensors,
-                     cudaStream_t stream, uint32_t seed, const std::string& what) {
-  std::mt19937 generator(seed);
-  std::uniform_real_distribution<float> value(-4.0f, 4.0f);
-  std::vector<float> x(affine::kRows * affine::kCols);
-  for (float& element : x)
-    element = value(generator);
-  expect(cudaMemcpy(tensors.x, x.data(), affine::kInputBytes, cudaMemcpyHostToDevice) ==
-             cudaSuccess,
-         what + ": copy x");
-  expect(cudaMemset(tensors.y, 0xFF, affine::kInputBytes) == cudaSuccess, what + ": clear y");
-  expect(cudaMemset(tensors.z, 0xFF, affine::kSumBytes) == cudaSuccess, what + ": clear z");
-  expect(cudaDeviceSynchronize() == cudaSuccess, what + ": synchronize before the run");
-
-  const stitch_status status = run_on(api, context, tensors.x, tensors.y, tensors.z, stream);
-  expect(status == STITCH_OK, what + ": stitch_run: " + api.last_error());
-  expect(cudaStreamSynchronize(stream) == cudaSuccess, what + ": synchronize after the run");
-
-  std::vector<float> y(x.size()), z(affine::kRows), expected_y(x.size()), expected_z(affine::kRows);
-  expect(cudaMemcpy(y.data(), tensors.y, affine::kInputBytes, cudaMemcpyDeviceToHost) ==
-             cudaSuccess,
-         what + ": copy y back");
-  expect(cudaMemcpy(z.data(), tensors.z, affine::kSumBytes, cudaMemcpyDeviceToHost) == cudaSuccess,
-         what + ": copy z back");
-  affine::affine_reference(x.data(), expected_y.data(), expected_z.data());
-  expect(same_bytes(y, expected_y), what + ": y equals the reference");
-  expect(same_bytes(z, expected_z), what + ": z equals the reference");
-}
-
 // Fills x with values from `seed` and returns what the outputs must be.
 void fill_input(DeviceTensors& tensors, uint32_t seed, std::vector<float>& expected_y,
                 std::vector<float>& expected_z, const std::string& what) {
@@ -152,6 +122,18 @@ void compare_outputs(const DeviceTensors& tensors, const std::vector<float>& exp
          what + ": copy z back");
   expect(same_bytes(y, expected_y), what + ": y equals the reference");
   expect(same_bytes(z, expected_z), what + ": z equals the reference");
+}
+
+// Fills x with fresh values, runs on `stream`, and compares both outputs with the reference.
+void run_and_compare(const Api& api, stitch_context* context, DeviceTensors& tensors,
+                     cudaStream_t stream, uint32_t seed, const std::string& what) {
+  std::vector<float> expected_y, expected_z;
+  fill_input(tensors, seed, expected_y, expected_z, what);
+  expect(cudaDeviceSynchronize() == cudaSuccess, what + ": synchronize before the run");
+  const stitch_status status = run_on(api, context, tensors.x, tensors.y, tensors.z, stream);
+  expect(status == STITCH_OK, what + ": stitch_run: " + api.last_error());
+  expect(cudaStreamSynchronize(stream) == cudaSuccess, what + ": synchronize after the run");
+  compare_outputs(tensors, expected_y, expected_z, what);
 }
 
 // STITCH_RUN_NO_GRAPH: a run captured into the application's own CUDA Graph (global capture
