@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -97,33 +98,57 @@ std::string describe_node(const onnx::NodeProto& node) {
   return "unnamed writing '" + first_output(node) + "'";
 }
 
-// Refuses nodes of other domains, then every unsupported op of the default domain, each
-// with its count and first node names, in one message.
-void check_ops_supported(const onnx::GraphProto& g, const std::string& path) {
-  struct Seen {
-    int count = 0;
-    std::vector<std::string> first;
-  };
-  std::map<std::string, Seen> foreign, unsupported;
+struct SeenOps {
+  int count = 0;
+  std::vector<std::string> first;
+};
+
+// "KEY xN (first: 'a', 'b')" for each key, joined by "; ".
+std::string describe_seen(const std::map<std::string, SeenOps>& seen) {
+  std::vector<std::string> parts;
+  for (const auto& [key, s] : seen)
+    parts.push_back(fmt::format("{} x{} (first: {})", key, s.count, fmt::join(s.first, ", ")));
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
+// Counts the nodes for which `key` gives a key (a domain, an op type), keeping the first names.
+template <typename Key>
+std::map<std::string, SeenOps> count_nodes(const onnx::GraphProto& g, Key&& key) {
+  std::map<std::string, SeenOps> seen;
   for (const auto& node : g.node()) {
-    bool foreign_domain = !is_default_domain(node.domain());
-    if (!foreign_domain && op_from_onnx(node.op_type())) continue;
-    Seen& s = foreign_domain ? foreign[node.domain()] : unsupported[node.op_type()];
+    std::optional<std::string> k = key(node);
+    if (!k) continue;
+    SeenOps& s = seen[*k];
     ++s.count;
     if (s.first.size() < 3) s.first.push_back(describe_node(node));
   }
-  auto describe = [](const std::map<std::string, Seen>& m) {
-    std::vector<std::string> parts;
-    for (const auto& [key, s] : m)
-      parts.push_back(fmt::format("{} x{} (first: {})", key, s.count, fmt::join(s.first, ", ")));
-    return fmt::format("{}", fmt::join(parts, "; "));
-  };
+  return seen;
+}
+
+// Refuses nodes of other domains, each domain with its count and first node names, in one
+// message (before the default domain's opset is read: a model of another domain's ops alone
+// imports none).
+void check_domains(const onnx::GraphProto& g, const std::string& path) {
+  auto foreign = count_nodes(g, [](const onnx::NodeProto& node) -> std::optional<std::string> {
+    if (is_default_domain(node.domain())) return std::nullopt;
+    return node.domain();
+  });
   if (!foreign.empty())
     user_fail({path, "", ""},
               "unsupported op domain: {}; stitchc supports the default ONNX "
               "domain only",
-              describe(foreign));
-  if (!unsupported.empty()) user_fail({path, "", ""}, "unsupported ops: {}", describe(unsupported));
+              describe_seen(foreign));
+}
+
+// Refuses every unsupported op of the default domain (after older forms are rewritten), each
+// with its count and first node names, in one message.
+void check_ops_supported(const onnx::GraphProto& g, const std::string& path) {
+  auto unsupported = count_nodes(g, [](const onnx::NodeProto& node) -> std::optional<std::string> {
+    if (op_from_onnx(node.op_type())) return std::nullopt;
+    return node.op_type();
+  });
+  if (!unsupported.empty())
+    user_fail({path, "", ""}, "unsupported ops: {}", describe_seen(unsupported));
 }
 
 class GraphBuilder {
@@ -139,6 +164,7 @@ public:
     if (g.node_size() > options_.limits.max_nodes)
       user_fail(site(), "the graph has {} nodes, more than the limit of {} (--max-nodes)",
                 g.node_size(), options_.limits.max_nodes);
+    check_domains(g, path_);
     const int opset = default_opset(model_, path_);
     node_opsets_ = upgrade_legacy_forms(model_, opset, path_);
     graph_.opset = upgraded_opset(opset);
