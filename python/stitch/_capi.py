@@ -11,6 +11,7 @@ import os
 
 STITCH_MAX_RANK = 8
 STITCH_OK = 0
+STITCH_RUN_NO_GRAPH = 1  # stitch_run_options.flags: enqueue directly, no context graph
 # Every tensor's data must be this aligned (generated kernels use 16-byte vector accesses).
 TENSOR_ALIGNMENT = 16
 
@@ -58,6 +59,10 @@ class stitch_build_info(ctypes.Structure):  # API version 3
     ]
 
 
+class stitch_run_options(ctypes.Structure):  # API version 3
+    _fields_ = [("flags", ctypes.c_uint32)]
+
+
 _status = ctypes.c_int
 _handle = ctypes.c_void_p  # stitch_model* and stitch_context*, opaque
 _size_p = ctypes.POINTER(ctypes.c_size_t)
@@ -86,6 +91,8 @@ _REQUIRED = {
 _OPTIONAL = {
     "library_build_info": (_status, [ctypes.POINTER(stitch_build_info)]),
     "model_device": (_status, [_handle, ctypes.POINTER(ctypes.c_int)]),
+    "run_with_options": (_status, [_handle, _tensors, ctypes.c_size_t, _tensors, ctypes.c_size_t,
+                                   ctypes.c_void_p, ctypes.POINTER(stitch_run_options)]),
 }
 
 

@@ -170,9 +170,12 @@ class Context:
     def closed(self):
         return self._handle.pointer is None
 
-    def run(self, inputs=None, outputs=None, stream=None):
+    def run(self, inputs=None, outputs=None, stream=None, graph=True):
         """Runs the model; see Model.run."""
         native = self._native
+        if not graph and native.api.run_with_options is None:
+            raise ValueError(f"{native.path} has stitch API version {native.api.api_version()}; "
+                             "graph=False needs version 3")
         inputs = _in_model_order("input", native.inputs, inputs)
         outputs = _in_model_order("output", native.outputs, outputs, optional=True)
         stream = _cuda.stream_handle(stream)
@@ -183,8 +186,16 @@ class Context:
         output_array = (_capi.stitch_tensor * len(c_outputs))(*c_outputs)
         with self._handle.lock:
             pointer = self._handle.pointer
-            status = None if pointer is None else native.api.run(
-                pointer, input_array, len(c_inputs), output_array, len(c_outputs), stream)
+            if pointer is None:
+                status = None
+            elif graph:
+                status = native.api.run(pointer, input_array, len(c_inputs), output_array,
+                                        len(c_outputs), stream)
+            else:
+                options = _capi.stitch_run_options(_capi.STITCH_RUN_NO_GRAPH)
+                status = native.api.run_with_options(pointer, input_array, len(c_inputs),
+                                                     output_array, len(c_outputs), stream,
+                                                     ctypes.byref(options))
         if status is None:
             raise ValueError(f"the context of {native.path} is closed")
         native.api.check(status)  # on this thread: stitch_last_error() is per thread
@@ -299,7 +310,7 @@ class Model:
         """A new Context of this model, for one thread at a time."""
         return Context(self._native)
 
-    def run(self, inputs=None, outputs=None, stream=None):
+    def run(self, inputs=None, outputs=None, stream=None, graph=True):
         """Runs the model through the calling thread's Context.
 
         inputs: a dict name -> tensor, or a sequence in model order.
@@ -316,11 +327,16 @@ class Model:
         given are made as torch tensors on the model's device. The run is enqueued on
         `stream` (an int cudaStream_t, an object with .cuda_stream or .ptr; None: the legacy
         default stream) and not waited for.
+
+        graph=False (API version 3) enqueues the model's work on `stream` directly instead of
+        through the context's own CUDA Graph, so that a capture of `stream` by the caller
+        (torch.cuda.graph, cudaStreamBeginCapture) takes the run in; the caller then orders the
+        context's runs. The host target runs the same either way.
         """
         context = getattr(self._local, "context", None)
         if context is None or context.closed:
             context = self._local.context = Context(self._native)
-        return context.run(inputs, outputs, stream)
+        return context.run(inputs, outputs, stream, graph)
 
     def close(self):
         """Destroys every context of the model, then the stitch_model (also done when the

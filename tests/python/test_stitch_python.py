@@ -124,6 +124,16 @@ class RunTest(unittest.TestCase):
             got = model.run({"x": strided, "b": misaligned})["y"]
             np.testing.assert_array_equal(got, expected)
 
+    def test_run_without_the_context_graph(self):
+        """graph=False (STITCH_RUN_NO_GRAPH) computes what a run through the context's graph
+        computes, bitwise."""
+        with stitch.load(support.library("two_in_two_out")) as model:
+            inputs = support.random_inputs(model, self.rng)
+            through_graph = model.run(inputs)
+            direct = model.run(inputs, graph=False)
+            for key in through_graph:
+                np.testing.assert_array_equal(direct[key], through_graph[key], err_msg=key)
+
     def test_outputs_written_in_place(self):
         """Given output arrays are written and returned; outputs not named are made."""
         with stitch.load(support.library("two_in_two_out")) as model:
