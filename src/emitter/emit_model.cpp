@@ -43,7 +43,8 @@ struct Blob {
   std::string bytes;
   std::vector<int64_t> input_name_offsets, output_name_offsets;
   std::vector<int64_t> tap_name_offsets, tap_node_offsets;
-  std::vector<int64_t> build_info_offsets; // stitch_abi_build_info's strings, in its order
+  // stitch_abi_build_info's strings, in its order: what each is, and its offset.
+  std::vector<std::pair<const char*, int64_t>> build_info;
 };
 
 Blob build_blob(const Graph& g, const MemoryPlan& memory, const std::vector<Tap>& taps,
@@ -73,10 +74,18 @@ Blob build_blob(const Graph& g, const MemoryPlan& memory, const std::vector<Tap>
     blob.tap_name_offsets.push_back(add_name(tap.tensor));
     blob.tap_node_offsets.push_back(add_string(g.nodes[tap.node].name));
   }
-  for (const std::string* text :
-       {&build.stitchc_version, &build.model_sha256, &build.model_file, &target, &build.archs,
-        &build.planner, &build.precision, &build.flags, &build.symbol_prefix})
-    blob.build_info_offsets.push_back(add_string(*text));
+  const std::pair<const char*, const std::string*> fields[] = {
+      {"stitchc version", &build.stitchc_version},
+      {"model SHA-256", &build.model_sha256},
+      {"model file", &build.model_file},
+      {"target", &target},
+      {"architectures", &build.archs},
+      {"planner", &build.planner},
+      {"precision", &build.precision},
+      {"stitchc arguments", &build.flags},
+      {"C API prefix", &build.symbol_prefix}};
+  for (const auto& [label, text] : fields)
+    blob.build_info.emplace_back(label, add_string(*text));
   return blob;
 }
 
@@ -226,11 +235,8 @@ GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const Memory
   if (!taps.empty()) w.linef("static const stitch_abi_tap taps[] = {};", tap_table(g, taps, blob));
   w.comment("How the library was built (stitch_library_build_info); the strings are in the blob.");
   w.open("static const stitch_abi_build_info build_info =");
-  static const char* const kBuildFields[] = {
-      "stitchc version", "model SHA-256", "model file",        "target",      "architectures",
-      "planner",         "precision",     "stitchc arguments", "C API prefix"};
-  for (size_t i = 0; i < blob.build_info_offsets.size(); ++i)
-    w.linef("stitch_blob_string({}), // {}", blob.build_info_offsets[i], kBuildFields[i]);
+  for (const auto& [label, offset] : blob.build_info)
+    w.linef("stitch_blob_string({}), // {}", offset, label);
   w.close(";");
   w.open("static const stitch_abi_model model =");
   w.line("STITCH_ABI_VERSION,");

@@ -20,8 +20,6 @@ namespace {
 constexpr int kUpgradedOpset = 7;
 constexpr int kResizeOpset = 10; // the Resize whose (X, scales) form Upsample computes
 
-bool is_default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
-
 const onnx::AttributeProto* find_attr(const onnx::NodeProto& node, const std::string& name) {
   for (const auto& a : node.attribute())
     if (a.name() == name) return &a;
@@ -85,13 +83,7 @@ public:
 
 private:
   ErrorSite site(const onnx::NodeProto& node) const {
-    std::string output;
-    for (const auto& out : node.output())
-      if (!out.empty()) {
-        output = out;
-        break;
-      }
-    return {path_, node.name(), node.op_type(), output};
+    return {path_, node.name(), node.op_type(), first_output(node)};
   }
 
   std::string fresh_name(const onnx::NodeProto& node, const std::string& what) {
@@ -360,6 +352,14 @@ private:
 };
 
 } // namespace
+
+bool is_default_domain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
+
+std::string first_output(const onnx::NodeProto& node) {
+  for (const std::string& out : node.output())
+    if (!out.empty()) return out;
+  return "";
+}
 
 int upgraded_opset(int opset) {
   return opset > 0 && opset < kUpgradedOpset ? kUpgradedOpset : opset;

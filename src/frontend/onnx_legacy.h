@@ -33,6 +33,12 @@
 
 namespace stitch {
 
+// Whether `domain` names the default ONNX domain ("" or "ai.onnx"). Shared with the loader.
+bool is_default_domain(const std::string& domain);
+
+// A node's first non-empty output, which names a node that has no name; "" when it has none.
+std::string first_output(const onnx::NodeProto& node);
+
 // Rewrites the older forms of `model` (default-domain opset `opset`) in place. Returns, per node
 // of the graph (in the graph's order, nodes it added included), the opset whose form the node
 // now has where that differs from the model's (a Resize made from an Upsample: 10), else 0.

@@ -64,8 +64,6 @@ onnx::ModelProto read_model(const std::string& path) {
   return model;
 }
 
-bool is_default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
-
 // An input dim written as -1 (paddle2onnx and some converters): unknown, like an unnamed dim,
 // bound with --input-shape.
 constexpr int64_t kUnknownDim = -1;
@@ -83,13 +81,6 @@ int default_opset(const onnx::ModelProto& model, const std::string& path) {
     user_fail({path, "", ""}, "unsupported opset {}: newer than the newest stitchc knows ({})",
               opset, kNewestOpset);
   return static_cast<int>(opset);
-}
-
-// The node's first output, which identifies a node that has no name; "" when it has none.
-std::string first_output(const onnx::NodeProto& node) {
-  for (const std::string& out : node.output())
-    if (!out.empty()) return out;
-  return "";
 }
 
 // How a list of nodes shows one: 'NAME', or, for a node without a name, unnamed writing 'y'.
