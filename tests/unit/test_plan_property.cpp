@@ -22,6 +22,11 @@
 // A failure names the seed, the planner, and the refused group or the mismatching output
 // with the plan's fused groups. About 185 CPU-seconds in all (two cores, host compiles), in six
 // cases of at most 50.
+//
+// Under AddressSanitizer (the test command's sanitizer stage) each sweep takes every
+// kSanitizedStride-th seed of its range: there the sweeps look for memory errors in the planner,
+// the emitter and the generated kernels, which a third of the seeds exercise at three times the
+// cost per seed; the unsanitized build checks every seed's results.
 #include <catch2/catch.hpp>
 
 #include "plan_agreement.h"
@@ -33,6 +38,12 @@ using namespace stitch::test;
 namespace {
 
 constexpr int kDagsPerModel = 4;
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr uint32_t kSeedStride = 3;
+#else
+constexpr uint32_t kSeedStride = 1;
+#endif
 
 // The model of `seed` with `components` DAGs after the passes; a model the pipeline refuses
 // is a bug of the generator (or of the frontend) and fails the check.
@@ -59,7 +70,7 @@ int absorbed_layouts(const FusionPlan& plan) {
 // Returns how many transposes the ilp plans absorbed into library calls.
 int check_emission(uint32_t first, uint32_t last, int float_type = onnx::TensorProto::FLOAT) {
   int layouts = 0;
-  for (uint32_t seed = first; seed < last; ++seed) {
+  for (uint32_t seed = first; seed < last; seed += kSeedStride) {
     Graph g;
     if (!load_random_model(seed, 1, g, float_type)) continue;
     for (const std::string& planner : all_planners()) {
@@ -74,8 +85,8 @@ int check_emission(uint32_t first, uint32_t last, int float_type = onnx::TensorP
 
 void check_results(uint32_t first, uint32_t last, int float_type = onnx::TensorProto::FLOAT,
                    PlanTolerance tolerance = {}) {
-  int models = static_cast<int>(last - first), compiled = 0, layouts = 0;
-  for (uint32_t seed = first; seed < last; ++seed) {
+  int models = 0, compiled = 0, layouts = 0;
+  for (uint32_t seed = first; seed < last; seed += kSeedStride, ++models) {
     Graph g;
     if (!load_random_model(seed, kDagsPerModel, g, float_type)) continue;
     layouts += absorbed_layouts(plan_for_host(g, "ilp"));
@@ -84,7 +95,8 @@ void check_results(uint32_t first, uint32_t last, int float_type = onnx::TensorP
   // Most fused plans differ from the per-op plan, and so are compiled and compared; some read
   // or write through transposes in their library calls.
   CHECK(compiled >= 2 * models);
-  CHECK(layouts > 0);
+  // (A property of the whole seed range, which only the unsanitized build sweeps.)
+  if (kSeedStride == 1) CHECK(layouts > 0);
 }
 
 } // namespace
@@ -96,7 +108,7 @@ TEST_CASE("plan property: every plan of a random DAG emits, seeds 0-999", "[plan
 TEST_CASE("plan property: every plan of a random DAG emits, seeds 1000-1999",
           "[planner][property]") {
   // The ilp plans read or write through many transposes in their library calls.
-  CHECK(check_emission(1000, 2000) >= 50);
+  CHECK(check_emission(1000, 2000) >= 50 / static_cast<int>(kSeedStride));
 }
 
 // Proves: the greedy and ilp plans of random DAGs compute what the per-op plan computes.

@@ -1,0 +1,297 @@
+// Attention in one pass over the keys, FlashAttention-2 style, for generated kernels: each
+// block computes softmax(logit(Q Kᵀ)) V for one head and one tile of queries, streaming K and V
+// through shared memory in tiles and never writing the queries x keys scores anywhere.
+//
+//   FlashConfig<HeadDim, ValueDim, Warps, RowsPerWarp, KeyTile>
+//        the tile geometry: a block of Warps warps (Warps * 32 threads, one-dimensional), each
+//        warp owning RowsPerWarp query rows of the block's QueryTile = Warps * RowsPerWarp; key
+//        tiles of KeyTile keys (a multiple of 32: each lane scores KeyTile / 32 keys); Q·K over
+//        HeadDim, outputs of ValueDim (each 1..256; lane l accumulates output dims l, l + 32,
+//        ...). shared_bytes: the dynamic shared memory the block needs.
+//   flash_attention_tile<Config>(problem, head, first_query, shared)
+//        every thread of the block calls; writes the outputs of queries [first_query,
+//        first_query + QueryTile) of `head` (those below problem.queries) through
+//        problem.store. `shared` holds Config::shared_bytes (dynamic shared memory).
+//   flash_attention_partial / flash_attention_combine
+//        the same over keys [key_begin, key_end) only (flash-decoding: several blocks share a
+//        head's keys), leaving each query row's running maximum, sum and unnormalized output in
+//        a Partial; combine merges the splits of one row in split order.
+//
+// The problem is any type with (head: a flat index over the batch axes; i: query; j: key; d:
+// dim):
+//   int64_t queries, keys;
+//   float query(int64_t head, int64_t i, int d) const;   // Q, K, V elements as float
+//   float key(int64_t head, int64_t j, int d) const;
+//   float value(int64_t head, int64_t j, int d) const;
+//   float logit(int64_t head, int64_t i, int64_t j, float dot) const;
+//        the softmax input of query i and key j from dot = Σ_d q·k (in fp32, d ascending): the
+//        model's scale, biases, masks and caps; -infinity excludes the key
+//   int64_t key_end(int64_t head, int64_t last_query) const;
+//        keys from here on add exactly nothing for queries up to last_query (a causal mask
+//        stops at last_query + 1 + offset); `keys` when no such bound is known
+//   void store(int64_t head, int64_t i, int d, float value) const;
+//
+// Numerics, as the unfused graph computes softmax(x) = exp(x - max) / Σ exp(x - max) and then
+// P V, in fp32 throughout: the running maximum m (NaN-propagating, like ReduceMax) and sum l of
+// exp(x - m) per query row, the output accumulated unnormalized and rescaled by exp(m_old -
+// m_new) when the maximum grows, divided by l at the end. Rows that differ from the reference
+// only by rounding; the special cases agree with it: a row whose every logit is -infinity gives
+// NaN (0 / 0, as exp(-inf - -inf) makes the reference's), a NaN logit makes its row NaN, no
+// keys at all give zeros (an empty sum). The order of every sum is fixed (d ascending in a dot,
+// keys in tile order, a butterfly across lanes), so results are bitwise deterministic.
+#pragma once
+
+#include "stitch_cuda.h"
+
+#include <stdint.h>
+
+#include <math.h>
+
+namespace stitch {
+namespace attention {
+
+template <int HeadDim, int ValueDim, int Warps, int RowsPerWarp, int KeyTile> struct FlashConfig {
+  static_assert(HeadDim >= 1 && HeadDim <= 256, "head dims of 1 to 256");
+  static_assert(ValueDim >= 1 && ValueDim <= 256, "value dims of 1 to 256");
+  static_assert(KeyTile >= 32 && KeyTile % 32 == 0, "whole warps of keys per tile");
+  static_assert(Warps >= 1 && Warps <= 32 && RowsPerWarp >= 1, "a block of 1 to 32 warps");
+
+  static constexpr int kHeadDim = HeadDim;
+  static constexpr int kValueDim = ValueDim;
+  static constexpr int kWarps = Warps;
+  static constexpr int kRowsPerWarp = RowsPerWarp;
+  static constexpr int kKeyTile = KeyTile;
+  static constexpr int kQueryTile = Warps * RowsPerWarp;
+  static constexpr int kThreads = Warps * 32;
+  static constexpr int kKeysPerLane = KeyTile / 32;
+  static constexpr int kValueChunks = (ValueDim + 31) / 32;
+  // An odd stride between the keys' rows: lanes reading one dim of 32 different keys hit 32
+  // different banks.
+  static constexpr int kKeyStride = HeadDim | 1;
+  // Shared memory, in floats: the query tile, a key tile, a value tile, each row's
+  // probabilities of the key tile.
+  static constexpr int kQueryFloats = kQueryTile * HeadDim;
+  static constexpr int kKeyFloats = KeyTile * kKeyStride;
+  static constexpr int kValueFloats = KeyTile * ValueDim;
+  static constexpr int kProbabilityFloats = kQueryTile * KeyTile;
+  static constexpr int64_t shared_bytes =
+      int64_t(kQueryFloats + kKeyFloats + kValueFloats + kProbabilityFloats) * 4;
+};
+
+// One query row's state after some keys: the running maximum, the sum of exp(logit - maximum),
+// and lane l's output dims l, l + 32, ... unnormalized.
+template <class Config> struct RowState {
+  float maximum;
+  float sum;
+  float out[Config::kValueChunks];
+};
+
+// What a split leaves of one query row (flash_attention_partial): its maximum and sum and the
+// unnormalized output dims, for flash_attention_combine.
+struct Partial {
+  float maximum;
+  float sum;
+};
+
+namespace detail {
+
+__device__ __forceinline__ float max_nan(float a, float b) { return (a != a || a > b) ? a : b; }
+
+__device__ __forceinline__ float warp_max_nan(float v) {
+  for (int offset = 16; offset > 0; offset >>= 1)
+    v = max_nan(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int offset = 16; offset > 0; offset >>= 1)
+    v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+// Streams keys [key_begin, key_end) of `head` through shared memory, updating every row state
+// of the calling warp. Every thread of the block calls (the tiles are loaded together).
+template <class Config, class Problem>
+__device__ void attend_keys(const Problem& p, int64_t head, int64_t first_query,
+                            int64_t key_begin, int64_t key_end, float* shared,
+                            RowState<Config> (&rows)[Config::kRowsPerWarp]) {
+  constexpr int D = Config::kHeadDim, DV = Config::kValueDim, BK = Config::kKeyTile;
+  constexpr int R = Config::kRowsPerWarp, T = Config::kThreads;
+  constexpr int KS = Config::kKeyStride;
+  float* const q_tile = shared;
+  float* const k_tile = q_tile + Config::kQueryFloats;
+  float* const v_tile = k_tile + Config::kKeyFloats;
+  float* const p_tile = v_tile + Config::kValueFloats;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int lane = tid & 31, warp = tid >> 5;
+  constexpr float kNegInf = -INFINITY;
+
+  // The query tile, once (rows past the last query hold zeros and are never stored).
+  for (int e = tid; e < Config::kQueryFloats; e += T) {
+    const int r = e / D, d = e % D;
+    const int64_t i = first_query + r;
+    q_tile[e] = i < p.queries ? p.query(head, i, d) : 0.0f;
+  }
+
+  for (int64_t k0 = key_begin; k0 < key_end; k0 += BK) {
+    __syncthreads(); // the query tile is in; the previous key tile's readers are done
+    for (int e = tid; e < BK * D; e += T) {
+      const int j = e / D, d = e % D;
+      k_tile[j * KS + d] = k0 + j < key_end ? p.key(head, k0 + j, d) : 0.0f;
+    }
+    for (int e = tid; e < BK * DV; e += T) {
+      const int j = e / DV, d = e % DV;
+      v_tile[e] = k0 + j < key_end ? p.value(head, k0 + j, d) : 0.0f;
+    }
+    __syncthreads();
+
+    // Lane l scores keys l, l + 32, ... of the tile for each of the warp's rows.
+    float s[R][Config::kKeysPerLane];
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < Config::kKeysPerLane; ++c)
+        s[r][c] = 0.0f;
+    for (int c = 0; c < Config::kKeysPerLane; ++c) {
+      const float* k_row = k_tile + (lane + 32 * c) * KS;
+      for (int d = 0; d < D; ++d) {
+        const float k = k_row[d];
+        for (int r = 0; r < R; ++r)
+          s[r][c] = fmaf(q_tile[(warp * R + r) * D + d], k, s[r][c]);
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      const int row = warp * R + r;
+      const int64_t i = first_query + row;
+      RowState<Config>& st = rows[r];
+      float tile_max = kNegInf;
+      for (int c = 0; c < Config::kKeysPerLane; ++c) {
+        const int64_t j = k0 + lane + 32 * c;
+        s[r][c] = (i < p.queries && j < key_end) ? p.logit(head, i, j, s[r][c]) : kNegInf;
+        tile_max = max_nan(tile_max, s[r][c]);
+      }
+      const float m_new = max_nan(st.maximum, warp_max_nan(tile_max));
+      // Every logit so far -infinity: nothing to add yet (exp(-inf - -inf) would be NaN here,
+      // while later finite logits must still win).
+      const bool none = m_new == kNegInf;
+      const float correction = none ? 1.0f : expf(st.maximum - m_new);
+      float tile_sum = 0.0f;
+      for (int c = 0; c < Config::kKeysPerLane; ++c) {
+        const float e = none ? 0.0f : expf(s[r][c] - m_new);
+        p_tile[row * BK + lane + 32 * c] = e;
+        tile_sum += e;
+      }
+      st.sum = st.sum * correction + warp_sum(tile_sum);
+      st.maximum = m_new;
+      for (int v = 0; v < Config::kValueChunks; ++v)
+        st.out[v] *= correction;
+    }
+    __syncwarp();
+
+    // out[r][d] += Σ_j p[r][j] v[j][d], keys in order; lane l owns dims l, l + 32, ...
+    for (int j = 0; j < BK; ++j) {
+      for (int v = 0; v < Config::kValueChunks; ++v) {
+        const int d = lane + 32 * v;
+        const float value = d < DV ? v_tile[j * DV + d] : 0.0f;
+        for (int r = 0; r < R; ++r)
+          rows[r].out[v] = fmaf(p_tile[(warp * R + r) * BK + j], value, rows[r].out[v]);
+      }
+    }
+  }
+}
+
+template <class Config> __device__ void reset_rows(RowState<Config> (&rows)[Config::kRowsPerWarp]) {
+  for (int r = 0; r < Config::kRowsPerWarp; ++r) {
+    rows[r].maximum = -INFINITY;
+    rows[r].sum = 0.0f;
+    for (int v = 0; v < Config::kValueChunks; ++v)
+      rows[r].out[v] = 0.0f;
+  }
+}
+
+} // namespace detail
+
+template <class Config, class Problem>
+__device__ void flash_attention_tile(const Problem& p, int64_t head, int64_t first_query,
+                                     float* shared) {
+  constexpr int R = Config::kRowsPerWarp;
+  const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
+  RowState<Config> rows[R];
+  detail::reset_rows<Config>(rows);
+  const int64_t last_query =
+      (first_query + Config::kQueryTile < p.queries ? first_query + Config::kQueryTile
+                                                    : p.queries) - 1;
+  int64_t key_end = p.key_end(head, last_query);
+  key_end = key_end < p.keys ? key_end : p.keys;
+  detail::attend_keys<Config>(p, head, first_query, 0, key_end, shared, rows);
+  for (int r = 0; r < R; ++r) {
+    const int64_t i = first_query + warp * R + r;
+    if (i >= p.queries) continue;
+    // No keys: the empty sum, zeros. Every key excluded: 0 / 0, NaN, as the reference.
+    const float inverse = p.keys == 0 ? 0.0f : 1.0f / rows[r].sum;
+    for (int v = 0; v < Config::kValueChunks; ++v) {
+      const int d = lane + 32 * v;
+      if (d < Config::kValueDim) p.store(head, i, d, rows[r].out[v] * inverse);
+    }
+  }
+}
+
+// Split `split` of `splits` over the keys: keys [split * per_split, (split + 1) * per_split)
+// (per_split a multiple of KeyTile). Writes, per query row i below problem.queries,
+// stats[(head_slot * splits + split) * QueryTile + row] and the unnormalized outputs
+// out[((head_slot * splits + split) * QueryTile + row) * ValueDim + d], where head_slot is the
+// caller's index of this (head, query tile) pair.
+template <class Config, class Problem>
+__device__ void flash_attention_partial(const Problem& p, int64_t head, int64_t first_query,
+                                        int64_t head_slot, int split, int splits,
+                                        int64_t per_split, Partial* stats, float* out,
+                                        float* shared) {
+  constexpr int R = Config::kRowsPerWarp;
+  const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
+  RowState<Config> rows[R];
+  detail::reset_rows<Config>(rows);
+  const int64_t last_query =
+      (first_query + Config::kQueryTile < p.queries ? first_query + Config::kQueryTile
+                                                    : p.queries) - 1;
+  int64_t key_end = p.key_end(head, last_query);
+  key_end = key_end < p.keys ? key_end : p.keys;
+  const int64_t begin = split * per_split;
+  const int64_t end = begin + per_split < key_end ? begin + per_split : key_end;
+  detail::attend_keys<Config>(p, head, first_query, begin, end, shared, rows);
+  for (int r = 0; r < R; ++r) {
+    const int row = warp * R + r;
+    if (first_query + row >= p.queries) continue;
+    const int64_t slot = (head_slot * splits + split) * Config::kQueryTile + row;
+    if (lane == 0) stats[slot] = Partial{rows[r].maximum, rows[r].sum};
+    for (int v = 0; v < Config::kValueChunks; ++v) {
+      const int d = lane + 32 * v;
+      if (d < Config::kValueDim) out[slot * Config::kValueDim + d] = rows[r].out[v];
+    }
+  }
+}
+
+// Merges the splits of query row `row` of (head, query tile) `head_slot` and stores its output
+// dim d through problem.store: m = max over splits, l = Σ l_s exp(m_s - m), out = Σ out_s
+// exp(m_s - m) / l, splits in order (a split whose keys were all excluded adds nothing).
+template <class Config, class Problem>
+__device__ void flash_attention_combine(const Problem& p, int64_t head, int64_t first_query,
+                                        int64_t head_slot, int splits, const Partial* stats,
+                                        const float* out, int row, int d) {
+  const int64_t i = first_query + row;
+  if (i >= p.queries || d >= Config::kValueDim) return;
+  constexpr float kNegInf = -INFINITY;
+  float m = kNegInf;
+  for (int s = 0; s < splits; ++s)
+    m = detail::max_nan(m, stats[(head_slot * splits + s) * Config::kQueryTile + row].maximum);
+  float sum = 0.0f, acc = 0.0f;
+  for (int s = 0; s < splits; ++s) {
+    const int64_t slot = (head_slot * splits + s) * Config::kQueryTile + row;
+    const Partial part = stats[slot];
+    if (part.maximum == kNegInf) continue;
+    const float w = expf(part.maximum - m);
+    sum = fmaf(part.sum, w, sum);
+    acc = fmaf(out[slot * Config::kValueDim + d], w, acc);
+  }
+  p.store(head, i, d, p.keys == 0 ? 0.0f : acc / sum);
+}
+
+} // namespace attention
+} // namespace stitch
