@@ -82,6 +82,17 @@ def layer_stats(plan):
     return (max(per_layer.values()), max(movement_per_layer.values()), movement)
 
 
+def attention_stats(plan):
+    """(softmaxes, attention groups) of the plan: a softmax is a ReduceMax node, as lowering
+    writes Softmax."""
+    softmaxes = attention = 0
+    for group in plan["groups"]:
+        ops = [n["op"] for n in group["nodes"]]
+        softmaxes += ops.count("ReduceMax")
+        attention += 1 if group["kind"] == "attention" else 0
+    return softmaxes, attention
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stitchc", default=os.path.join(ROOT, "build", "stitchc"))
@@ -94,7 +105,7 @@ def main():
         plans = {p: plan(args.stitchc, model, p) for p in ("none", "greedy", "ilp")}
         totals = {p: plans[p]["totals"] for p in plans}
         layers = {p: layer_stats(plans[p]) for p in plans}
-        rows.append((name, totals, plans["ilp"]["ilp"], layers))
+        rows.append((name, totals, plans["ilp"]["ilp"], layers, attention_stats(plans["ilp"])))
 
     lines = [
         "# Fusion plans of the model fixtures",
@@ -111,7 +122,7 @@ def main():
         "| model | launches none | greedy | ilp | KiB none | greedy | ilp | candidates | gap | solve ms |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for name, t, ilp, _ in rows:
+    for name, t, ilp, _, _ in rows:
         lines.append(
             f"| `{name}` | {t['none']['launches']} | {t['greedy']['launches']} | "
             f"{t['ilp']['launches']} | {t['none']['estimated_bytes'] / 1024:.0f} | "
@@ -133,7 +144,7 @@ def main():
         "| lone movement in all none | greedy | ilp |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for name, _, _, layers in rows:
+    for name, _, _, layers, _ in rows:
         if not has_layers(name):
             continue
         cell = lambda v: "-" if v is None else str(v)  # noqa: E731
@@ -142,6 +153,21 @@ def main():
             f"{cell(layers['ilp'][0])} | {cell(layers['none'][1])} | {cell(layers['greedy'][1])} | "
             f"{cell(layers['ilp'][1])} | {layers['none'][2]} | {layers['greedy'][2]} | "
             f"{layers['ilp'][2]} |")
+    lines += [
+        "",
+        "## Attention",
+        "",
+        "Softmaxes (a ReduceMax over the keys, as lowering writes Softmax) in the ilp plan, and "
+        "its `attention` groups: softmax(logits(Q Kᵀ)) V in one kernel with the head split and "
+        "merge read and written through (`src/planner/legality_attention.cpp`). Fixtures "
+        "without a softmax are left out.",
+        "",
+        "| model | softmaxes | attention groups |",
+        "|---|---|---|",
+    ]
+    for name, _, _, _, (softmaxes, attention) in rows:
+        if softmaxes:
+            lines.append(f"| `{name}` | {softmaxes} | {attention} |")
     text = "\n".join(lines) + "\n"
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:

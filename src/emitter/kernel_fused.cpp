@@ -259,6 +259,8 @@ bool emit_fused(const GroupEmitContext& ctx, CodeWriter& out) {
     emit_fused_row_gemv(ctx, out);
   else if (std::holds_alternative<IndependentSpec>(spec))
     emit_fused_independent(ctx, out);
+  else if (std::holds_alternative<AttentionSpec>(spec))
+    emit_attention(ctx, out);
   else
     return false; // single ops, library calls, aliases
   return true;

@@ -14,6 +14,7 @@
 //   kernel_fused_gemv.cpp         RowGemvSpec: row ops, a grid-wide barrier, the one-row matrix
 //                                 product their per-row values feed, its consumers
 //   kernel_fused_window.cpp       WindowSpec: producers per tap, consumers per output element
+//   kernel_attention.cpp          AttentionSpec: softmax(logits(Q Kᵀ)) V, one pass over the keys
 //
 // A writer prints what its spec says and decides nothing about the group's structure; a spec
 // it cannot print is an internal error (GroupEmitContext::spec_error). A body writer gets a
@@ -110,6 +111,7 @@ void emit_fused_independent(const GroupEmitContext& ctx, CodeWriter& out);
 void emit_fused_global(const GroupEmitContext& ctx, CodeWriter& out);
 void emit_fused_window(const GroupEmitContext& ctx, CodeWriter& out);
 void emit_fused_row_gemv(const GroupEmitContext& ctx, CodeWriter& out);
+void emit_attention(const GroupEmitContext& ctx, CodeWriter& out);
 
 // The name of the group's fused kernel: "stitch_g3_regional".
 std::string fused_kernel_name(const GroupEmitContext& ctx);

@@ -29,6 +29,8 @@ int64_t extra_bytes(const Graph& g, const GroupSpec& spec) {
     return gemm->uncoalesced_bytes + (gemm->fill.empty() ? 0 : 2 * g.tensor(gemm->result).bytes());
   if (const auto* local = std::get_if<LocalSpec>(&spec))
     return local->uncoalesced_bytes - local->unread_bytes;
+  if (const auto* attention = std::get_if<AttentionSpec>(&spec))
+    return attention->uncoalesced_bytes;
   // A float16/bfloat16 convolution on channels-first tensors: the library's tensor-core
   // kernels read channels-last, so it transforms X and W into its workspace and the result
   // back (a read and a write of each), or falls back to kernels without tensor cores.
@@ -107,7 +109,7 @@ GroupCost group_cost(const FusionContext& ctx, const GroupAnalysis& group) {
       std::llround(static_cast<double>(group.recomputed) * ctx.device.recompute_bytes_per_element));
   c.epilogue = group.epilogue_nodes * ctx.device.epilogue_node_bytes;
   // Libraries pick their own launch; only generated kernels are charged for parallelism.
-  if (group.kind == GroupKind::Kernel) {
+  if (group.kind == GroupKind::Kernel || group.kind == GroupKind::Attention) {
     // Loads in flight, not threads, saturate HBM: a thread with 16-byte vectors counts as four.
     double threads = static_cast<double>(
         std::max<int64_t>(threads_of(group.group.launch) * group.group.launch.vector_width, 1));

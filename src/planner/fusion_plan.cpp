@@ -11,6 +11,8 @@ std::string_view group_kind_name(GroupKind k) {
     return "cublaslt";
   case GroupKind::ConvLibrary:
     return "cudnn";
+  case GroupKind::Attention:
+    return "attention";
   case GroupKind::Alias:
     return "alias";
   }
@@ -73,6 +75,7 @@ std::string_view spec_name(const GroupSpec& spec) {
     std::string_view operator()(const IndependentSpec&) const { return "independent"; }
     std::string_view operator()(const GemmSpec&) const { return "gemm"; }
     std::string_view operator()(const ConvSpec&) const { return "conv"; }
+    std::string_view operator()(const AttentionSpec&) const { return "attention"; }
     std::string_view operator()(const AliasSpec&) const { return "alias"; }
   };
   return std::visit(Name{}, spec);

@@ -30,6 +30,7 @@ enum class GroupKind {
   Kernel,      // a kernel stitchc generates
   GemmLibrary, // a cuBLASLt matrix multiply
   ConvLibrary, // a cuDNN convolution
+  Attention,   // a generated attention kernel: one pass over the keys (AttentionSpec)
   Alias,       // views: the outputs share storage with the inputs, no work
 };
 

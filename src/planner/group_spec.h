@@ -20,6 +20,7 @@
 //   IndependentSpec unrelated Local or Regional parts in one launch
 //   GemmSpec        a cuBLASLt call and its epilogue (bias, C, a fill kernel, activation)
 //   ConvSpec        a cuDNN convolution and its fused epilogue (residual add, Relu)
+//   AttentionSpec   softmax(logits(Q Kᵀ)) V in one pass over the keys, the scores never stored
 //   AliasSpec       views: no work
 #pragma once
 
@@ -407,14 +408,57 @@ struct ConvSpec {
   std::vector<int32_t> epilogue;
 };
 
+// Attention: softmax(logits(Q Kᵀ)) V of every head in one kernel (kernel_attention.cpp over
+// stitch_attention.cuh), a block per (head, tile of queries) streaming the keys and values
+// through shared memory; the scores, the logits and the probabilities never reach memory. The
+// group holds the two MatMuls, the Slices and Transposes Q, Kᵀ and V are read and the output
+// written through, the pointwise nodes from the scores to the softmax's input (the logit
+// nodes: the scale, biases and masks broadcast against the scores, a cap), the softmax as
+// lowering writes it (ReduceMax, Sub, Exp, ReduceSum, Div over the keys) and Casts of the
+// probabilities. The logit nodes are evaluated per (query, key) in registers from the product
+// rounded to the scores' type, as the unfused graph computes them; the softmax and P·V run in
+// fp32 (the probabilities are not rounded to a 2-byte type before P·V, as FlashAttention).
+struct AttentionSpec {
+  // An operand as the kernel reads it (q: query x dim, k: key x dim, v: key x dim) or writes it
+  // (out: query x dim): element (batch..., row, col) of `tensor`, the stored tensor (the input
+  // of the Slice or Transpose it is read through; the output of the Transpose it is written
+  // through) at offset + Σ_j batch_j * batch_strides[j] + row * row_stride + col * col_stride.
+  struct Operand {
+    TensorId tensor = kNoTensor;
+    int64_t offset = 0;
+    std::vector<int64_t> batch_strides; // per axis of `batch`; 0 where the operand broadcasts
+    int64_t row_stride = 0, col_stride = 0;
+  };
+  int32_t scores = -1;                    // MatMul(Q, Kᵀ)
+  int32_t product = -1;                   // MatMul(P, V)
+  std::vector<int32_t> layouts;           // Slices and Transposes read or written through
+  std::vector<int32_t> logit_nodes;       // pointwise, scores to the softmax input, in order
+  TensorId logits = kNoTensor;            // the softmax's input (the scores without logit nodes)
+  std::vector<int32_t> softmax;           // ReduceMax, Sub, Exp, ReduceSum, Div
+  std::vector<int32_t> probability_casts; // Casts from the softmax to P·V
+  Shape batch;                            // the scores' batch axes, [batch, heads]
+  int64_t heads = 0;                      // their product: the kernel's flat head index
+  int64_t queries = 0, keys = 0, head_dim = 0, value_dim = 0;
+  Operand q, k, v, out;
+  // The tile geometry (stitch::attention::FlashConfig): warps of `rows_per_warp` query rows
+  // each, `key_tile` keys per tile; the launch is heads x query_tiles blocks of warps x 32
+  // threads with `shared_bytes` of dynamic shared memory.
+  int warps = 0, rows_per_warp = 0, key_tile = 0;
+  int64_t query_tiles = 0;
+  int64_t shared_bytes = 0;
+  // Bytes the cost model adds for operands whose rows have fewer adjacent bytes than a sector.
+  int64_t uncoalesced_bytes = 0;
+  KernelInterface io; // reads: the stored Q, K, V and the logit nodes' inputs; writes: out
+};
+
 // Alias: views, no work.
 struct AliasSpec {};
 
 using GroupSpec = std::variant<OpSpec, LocalSpec, WindowSpec, RegionalSpec, ColumnSpec, RowGemvSpec,
-                               IndependentSpec, GemmSpec, ConvSpec, AliasSpec>;
+                               IndependentSpec, GemmSpec, ConvSpec, AttentionSpec, AliasSpec>;
 
 // The spec's name for the report and for messages: "op", "local", "window", "regional",
-// "column", "row_gemv", "independent", "gemm", "conv", "alias".
+// "column", "row_gemv", "independent", "gemm", "conv", "attention", "alias".
 std::string_view spec_name(const GroupSpec& spec);
 
 } // namespace stitch

@@ -492,6 +492,12 @@ FusionDecision analyze_group(const FusionContext& ctx, const std::vector<int32_t
     column = column || ctx.node_class[n] == NodeClass::ColumnReduction;
     row = row || ctx.node_class[n] == NodeClass::RowOp;
   }
+  int gemms = 0;
+  for (int32_t n : nodes)
+    gemms += ctx.node_class[n] == NodeClass::Gemm;
+  // Two matrix products with row ops between them: an attention (legality_attention.cpp),
+  // which reads and writes through Slices and Transposes.
+  if (gemms == 2 && row && !conv && !window && !column) return analyze_attention(ctx, a);
   // A Transpose of a library dtype joins a library call as its layout, or a Local group (no
   // row op, window or column reduction) as a Movement node.
   if ((!gemm && !conv && (window || column)) || row)

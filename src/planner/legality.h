@@ -149,6 +149,13 @@ FusionDecision analyze_group(const FusionContext& ctx, const std::vector<int32_t
 // its shapes call for (legality_single.cpp). An internal error for a node that no group can
 // hold (check_code_generation refuses those before planning).
 FusionGroup single_node_group(const Graph& graph, int32_t node, const DeviceParams& device);
+
+// The nodes of the attention whose P·V is the MatMul `product` (legality_attention.cpp): the
+// softmax and the Casts before it, the logit nodes back to the MatMul of the scores, the Slices
+// and Transposes Q, Kᵀ and V are read through and a Transpose of the output; sorted. Empty
+// when `product` reads no softmax of a product. The planners offer it as one candidate group
+// (analyze_group decides whether it is legal).
+std::vector<int32_t> attention_candidate(const FusionContext& ctx, int32_t product);
 GroupKind group_kind_of(const Node& node);
 
 } // namespace stitch

@@ -99,6 +99,7 @@ FusionDecision analyze_independent(const FusionContext& ctx, GroupAnalysis& a,
                                    std::vector<std::vector<int32_t>> parts,
                                    const AnalysisOverrides& overrides);
 FusionDecision analyze_gemm(const FusionContext& ctx, GroupAnalysis& a);
+FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a);
 FusionDecision analyze_conv(const FusionContext& ctx, GroupAnalysis& a);
 
 // The Regional spec of a.nodes, without deciding the group (analyze_regional and the head of a
@@ -113,6 +114,22 @@ FusionDecision gemm_spec(const Graph& g, const std::vector<int32_t>& nodes,
 FusionDecision conv_spec(const Graph& g, const std::vector<int32_t>& nodes, ConvSpec& spec);
 // The element types the library calls take (float32, float16, bfloat16).
 bool library_dtype(DType t);
+
+// A MatMul operand or result as it is stored: its logical axes (batch..., rows, columns) and
+// each axis's element stride in the stored tensor (legality_library.cpp; library calls and
+// attention read and write through Slices and Transposes this way).
+struct StridedMatrix {
+  Shape shape;
+  std::vector<int64_t> strides;
+  int64_t offset = 0; // of element 0, in elements of the stored tensor (a Slice's start)
+};
+// A tensor of `shape` stored packed (row-major).
+StridedMatrix packed(const Shape& shape);
+// Transpose(view, perm): axis j is the view's axis perm[j].
+StridedMatrix permuted(const StridedMatrix& view, const std::vector<int64_t>& perm);
+// The product P written so that Transpose(P, perm) is stored contiguously: P's axis perm[j]
+// has the stride of the stored result's axis j.
+StridedMatrix into_transpose(const Shape& product, const std::vector<int64_t>& perm);
 
 // A window op's geometry, pads resolved (legality_window.cpp).
 WindowGeometry window_geometry(const Graph& g, const Node& node);

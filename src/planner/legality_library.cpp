@@ -99,40 +99,6 @@ FusionDecision epilogue_link(const FusionContext& ctx, int32_t prev, int32_t nex
                                         ctx.describe(prev), ctx.describe(next)));
 }
 
-// A MatMul operand or result as the library reads or writes it: its logical axes (batch...,
-// rows, columns) and each axis's element stride in the stored tensor.
-struct StridedMatrix {
-  Shape shape;
-  std::vector<int64_t> strides;
-  int64_t offset = 0; // of element 0, in elements of the stored tensor (a Slice's start)
-};
-
-StridedMatrix packed(const Shape& shape) { return {shape, row_major_strides(shape), 0}; }
-
-// Transpose(view, perm): axis j is the view's axis perm[j].
-StridedMatrix permuted(const StridedMatrix& view, const std::vector<int64_t>& perm) {
-  StridedMatrix out;
-  out.offset = view.offset;
-  for (int64_t axis : perm) {
-    out.shape.push_back(view.shape[static_cast<size_t>(axis)]);
-    out.strides.push_back(view.strides[static_cast<size_t>(axis)]);
-  }
-  return out;
-}
-
-// The product P written so that Transpose(P, perm) is stored contiguously: P's axis perm[j]
-// has the stride of the stored result's axis j.
-StridedMatrix into_transpose(const Shape& product, const std::vector<int64_t>& perm) {
-  Shape result;
-  for (int64_t axis : perm)
-    result.push_back(product[static_cast<size_t>(axis)]);
-  const std::vector<int64_t> stored = row_major_strides(result);
-  StridedMatrix view{product, std::vector<int64_t>(product.size(), 0)};
-  for (size_t j = 0; j < perm.size(); ++j)
-    view.strides[static_cast<size_t>(perm[j])] = stored[j];
-  return view;
-}
-
 // One matrix's layout for the library: `trans` false when rows are `ld` apart and columns
 // adjacent (stored rows x cols), true when columns are `ld` apart and rows adjacent (stored
 // cols x rows, used transposed). False when neither axis has unit stride.
@@ -229,6 +195,29 @@ void place_addends(const Graph& g, GemmSpec& spec, bool columns_are_n) {
 }
 
 } // namespace
+
+StridedMatrix packed(const Shape& shape) { return {shape, row_major_strides(shape), 0}; }
+
+StridedMatrix permuted(const StridedMatrix& view, const std::vector<int64_t>& perm) {
+  StridedMatrix out;
+  out.offset = view.offset;
+  for (int64_t axis : perm) {
+    out.shape.push_back(view.shape[static_cast<size_t>(axis)]);
+    out.strides.push_back(view.strides[static_cast<size_t>(axis)]);
+  }
+  return out;
+}
+
+StridedMatrix into_transpose(const Shape& product, const std::vector<int64_t>& perm) {
+  Shape result;
+  for (int64_t axis : perm)
+    result.push_back(product[static_cast<size_t>(axis)]);
+  const std::vector<int64_t> stored = row_major_strides(result);
+  StridedMatrix view{product, std::vector<int64_t>(product.size(), 0)};
+  for (size_t j = 0; j < perm.size(); ++j)
+    view.strides[static_cast<size_t>(perm[j])] = stored[j];
+  return view;
+}
 
 bool library_dtype(DType t) {
   return t == DType::Float32 || t == DType::Float16 || t == DType::BFloat16;

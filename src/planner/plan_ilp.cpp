@@ -1,7 +1,9 @@
 // plan_ilp: FusionStitching's global search for the fusion plan (planner.h states the model).
 //
 // Candidates: every node alone; the groups greedy picks (so the ILP is never worse than
-// greedy); and legal convex sets of fusible nodes, either every subset (small graphs: the
+// greedy); each attention (attention_candidate: its two products, the softmax between them and
+// the layouts they read through), with and without its layouts; and legal convex sets of
+// fusible nodes, either every subset (small graphs: the
 // search is then exact over all partitions) or sets grown from each node along producer and
 // consumer edges, to nodes after the seed, breadth first, at most max_group_nodes nodes and
 // max_candidates_per_seed sets per seed (a growth stops at an illegal set; a view or a Gather
@@ -350,6 +352,18 @@ FusionPlan plan_ilp(const Graph& graph, const PlannerOptions& options) {
     add_all_subsets(ctx, fusible, candidates);
   else
     add_grown_sets(ctx, options, candidates);
+  // Each attention whole (more nodes than grown sets reach), and without the Slices and
+  // Transposes it reads through, in case those cannot join.
+  for (size_t n = 0; n < ctx.size(); ++n) {
+    if (ctx.node_class[n] != NodeClass::Gemm) continue;
+    std::vector<int32_t> nodes = attention_candidate(ctx, static_cast<int32_t>(n));
+    if (nodes.empty()) continue;
+    candidates.add(nodes);
+    std::erase_if(nodes, [&](int32_t k) {
+      return ctx.graph.nodes[k].op == OpKind::Transpose || ctx.graph.nodes[k].op == OpKind::Slice;
+    });
+    candidates.add(nodes);
+  }
   FusionPlan greedy = plan_greedy(graph, options);
   for (const FusionGroup& group : greedy.groups)
     candidates.add(group.nodes);

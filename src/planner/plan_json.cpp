@@ -175,6 +175,33 @@ nlohmann::json spec_json(const Graph& g, const GroupSpec& spec) {
     if (gemm->slice_b >= 0)
       j["b_slice"] = {{"node", through(gemm->slice_b)}, {"offset", gemm->offset_b}};
     if (!gemm->outer.empty()) j["calls"] = shape_elements(gemm->outer);
+  } else if (const auto* attention = std::get_if<AttentionSpec>(&spec)) {
+    j["scores"] = g.nodes[attention->scores].name;
+    j["product"] = g.nodes[attention->product].name;
+    j["layouts"] = node_names(g, attention->layouts);
+    j["logit_nodes"] = node_names(g, attention->logit_nodes);
+    j["softmax"] = node_names(g, attention->softmax);
+    j["batch"] = attention->batch;
+    j["queries"] = attention->queries;
+    j["keys"] = attention->keys;
+    j["head_dim"] = attention->head_dim;
+    j["value_dim"] = attention->value_dim;
+    auto operand = [&](const AttentionSpec::Operand& o) {
+      return nlohmann::json{{"tensor", g.tensor(o.tensor).name},
+                            {"offset", o.offset},
+                            {"batch_strides", o.batch_strides},
+                            {"row_stride", o.row_stride},
+                            {"col_stride", o.col_stride}};
+    };
+    j["q"] = operand(attention->q);
+    j["k"] = operand(attention->k);
+    j["v"] = operand(attention->v);
+    j["out"] = operand(attention->out);
+    j["warps"] = attention->warps;
+    j["rows_per_warp"] = attention->rows_per_warp;
+    j["key_tile"] = attention->key_tile;
+    j["query_tiles"] = attention->query_tiles;
+    j["uncoalesced_bytes"] = attention->uncoalesced_bytes;
   } else if (const auto* conv = std::get_if<ConvSpec>(&spec)) {
     j["dtype"] = dtype_name(conv->dtype);
     j["math"] = library_math_name(conv->math);
@@ -212,7 +239,7 @@ nlohmann::json plan_to_json(const Graph& g, const FusionPlan& plan, const Memory
     gj["inputs"] = tensor_names(g, group.inputs);
     gj["outputs"] = tensor_names(g, group.outputs);
     gj["spec"] = spec_json(g, group.spec);
-    if (group.kind == GroupKind::Kernel) {
+    if (group.kind == GroupKind::Kernel || group.kind == GroupKind::Attention) {
       gj["file"] = fmt::format("group_{:03}.cu", group.id);
       gj["scheme"] = scheme_name(group.scheme);
       gj["mapping"] = mapping_name(group.mapping);

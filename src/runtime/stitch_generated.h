@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "device/stitch_attention.cuh"
 #include "device/stitch_half.cuh"
 #include "device/stitch_movement.cuh"
 #include "device/stitch_ops.cuh"

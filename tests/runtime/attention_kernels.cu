@@ -7,7 +7,6 @@
 
 #include "attention_kernels.h"
 
-
 namespace stitch::test {
 namespace {
 
@@ -53,14 +52,14 @@ template <class Config> __global__ void flash_kernel(DenseProblem p) {
 }
 
 template <class Config>
-__global__ void flash_partial_kernel(DenseProblem p, int splits, int64_t per_split,
-                                     Partial* stats, float* partial_out) {
+__global__ void flash_partial_kernel(DenseProblem p, int splits, int64_t per_split, Partial* stats,
+                                     float* partial_out) {
   STITCH_DYNAMIC_SHARED(float, shared);
   const int64_t tiles = (p.queries + Config::kQueryTile - 1) / Config::kQueryTile;
   const int64_t slot = blockIdx.x; // (head, query tile)
   attention::flash_attention_partial<Config>(p, slot / tiles, (slot % tiles) * Config::kQueryTile,
-                                             slot, static_cast<int>(blockIdx.y), splits,
-                                             per_split, stats, partial_out, shared);
+                                             slot, static_cast<int>(blockIdx.y), splits, per_split,
+                                             stats, partial_out, shared);
 }
 
 template <class Config>
@@ -76,18 +75,17 @@ __global__ void flash_combine_kernel(DenseProblem p, int splits, const Partial* 
 }
 
 template <class Config> cudaError_t check_dims(const AttentionProblemArgs& a) {
-  return a.head_dim == Config::kHeadDim && a.value_dim == Config::kValueDim
-             ? cudaSuccess
-             : cudaErrorInvalidValue;
+  return a.head_dim == Config::kHeadDim && a.value_dim == Config::kValueDim ? cudaSuccess
+                                                                            : cudaErrorInvalidValue;
 }
 
 template <class Config> cudaError_t run(const AttentionProblemArgs& a) {
   if (cudaError_t e = check_dims<Config>(a); e != cudaSuccess) return e;
   const int64_t tiles = (a.queries + Config::kQueryTile - 1) / Config::kQueryTile;
   if (a.heads * tiles == 0) return cudaSuccess;
-  if (cudaError_t e = cudaFuncSetAttribute(flash_kernel<Config>,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(Config::shared_bytes));
+  if (cudaError_t e =
+          cudaFuncSetAttribute(flash_kernel<Config>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(Config::shared_bytes));
       e != cudaSuccess)
     return e;
   const DenseProblem p{a, a.queries, a.keys};
@@ -136,10 +134,14 @@ using Single = FlashConfig<1, 1, 1, 1, 32>;
 
 cudaError_t launch_flash_attention(AttentionGeometry geometry, const AttentionProblemArgs& args) {
   switch (geometry) {
-  case AttentionGeometry::Dim64: return run<Dim64>(args);
-  case AttentionGeometry::Odd: return run<Odd>(args);
-  case AttentionGeometry::Wide: return run<Wide>(args);
-  case AttentionGeometry::Single: return run<Single>(args);
+  case AttentionGeometry::Dim64:
+    return run<Dim64>(args);
+  case AttentionGeometry::Odd:
+    return run<Odd>(args);
+  case AttentionGeometry::Wide:
+    return run<Wide>(args);
+  case AttentionGeometry::Single:
+    return run<Single>(args);
   }
   return cudaErrorInvalidValue;
 }
@@ -147,10 +149,14 @@ cudaError_t launch_flash_attention(AttentionGeometry geometry, const AttentionPr
 cudaError_t launch_flash_attention_split(AttentionGeometry geometry,
                                          const AttentionProblemArgs& args, int splits) {
   switch (geometry) {
-  case AttentionGeometry::Dim64: return run_split<Dim64>(args, splits);
-  case AttentionGeometry::Odd: return run_split<Odd>(args, splits);
-  case AttentionGeometry::Wide: return run_split<Wide>(args, splits);
-  case AttentionGeometry::Single: return run_split<Single>(args, splits);
+  case AttentionGeometry::Dim64:
+    return run_split<Dim64>(args, splits);
+  case AttentionGeometry::Odd:
+    return run_split<Odd>(args, splits);
+  case AttentionGeometry::Wide:
+    return run_split<Wide>(args, splits);
+  case AttentionGeometry::Single:
+    return run_split<Single>(args, splits);
   }
   return cudaErrorInvalidValue;
 }

@@ -12,10 +12,10 @@ namespace stitch::test {
 // The tile geometries the tests instantiate (FlashConfig<head dim, value dim, warps, rows per
 // warp, key tile>).
 enum class AttentionGeometry {
-  Dim64,   // <64, 64, 4, 4, 32>
-  Odd,     // <40, 24, 2, 3, 64>: dims that are no multiple of 32, two keys per lane
-  Wide,    // <256, 256, 4, 2, 32>: the largest head, over 48 KiB of shared memory
-  Single,  // <1, 1, 1, 1, 32>
+  Dim64,  // <64, 64, 4, 4, 32>
+  Odd,    // <40, 24, 2, 3, 64>: dims that are no multiple of 32, two keys per lane
+  Wide,   // <256, 256, 4, 2, 32>: the largest head, over 48 KiB of shared memory
+  Single, // <1, 1, 1, 1, 32>
 };
 
 // q [heads, queries, head_dim], k [heads, keys, head_dim], v [heads, keys, value_dim], the

@@ -94,8 +94,9 @@ std::vector<float> run_case(const Case& c, const Inputs& in) {
   args.scale = c.scale;
   args.causal = c.causal;
   args.causal_offset = c.causal_offset;
-  const cudaError_t status = c.splits == 0 ? launch_flash_attention(c.geometry, args)
-                                           : launch_flash_attention_split(c.geometry, args, c.splits);
+  const cudaError_t status = c.splits == 0
+                                 ? launch_flash_attention(c.geometry, args)
+                                 : launch_flash_attention_split(c.geometry, args, c.splits);
   REQUIRE(status == cudaSuccess);
   REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
   return out.download();

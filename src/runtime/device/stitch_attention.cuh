@@ -112,8 +112,8 @@ __device__ __forceinline__ float warp_sum(float v) {
 // Streams keys [key_begin, key_end) of `head` through shared memory, updating every row state
 // of the calling warp. Every thread of the block calls (the tiles are loaded together).
 template <class Config, class Problem>
-__device__ void attend_keys(const Problem& p, int64_t head, int64_t first_query,
-                            int64_t key_begin, int64_t key_end, float* shared,
+__device__ void attend_keys(const Problem& p, int64_t head, int64_t first_query, int64_t key_begin,
+                            int64_t key_end, float* shared,
                             RowState<Config> (&rows)[Config::kRowsPerWarp]) {
   constexpr int D = Config::kHeadDim, DV = Config::kValueDim, BK = Config::kKeyTile;
   constexpr int R = Config::kRowsPerWarp, T = Config::kThreads;
@@ -198,6 +198,16 @@ __device__ void attend_keys(const Problem& p, int64_t head, int64_t first_query,
   }
 }
 
+// The keys the query tile from first_query needs: the problem's bound for its last query, at
+// most every key.
+template <class Config, class Problem>
+__device__ int64_t tile_key_end(const Problem& p, int64_t head, int64_t first_query) {
+  const int64_t end_query =
+      first_query + Config::kQueryTile < p.queries ? first_query + Config::kQueryTile : p.queries;
+  const int64_t end = p.key_end(head, end_query - 1);
+  return end < p.keys ? end : p.keys;
+}
+
 template <class Config> __device__ void reset_rows(RowState<Config> (&rows)[Config::kRowsPerWarp]) {
   for (int r = 0; r < Config::kRowsPerWarp; ++r) {
     rows[r].maximum = -INFINITY;
@@ -216,11 +226,7 @@ __device__ void flash_attention_tile(const Problem& p, int64_t head, int64_t fir
   const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
   RowState<Config> rows[R];
   detail::reset_rows<Config>(rows);
-  const int64_t last_query =
-      (first_query + Config::kQueryTile < p.queries ? first_query + Config::kQueryTile
-                                                    : p.queries) - 1;
-  int64_t key_end = p.key_end(head, last_query);
-  key_end = key_end < p.keys ? key_end : p.keys;
+  const int64_t key_end = detail::tile_key_end<Config>(p, head, first_query);
   detail::attend_keys<Config>(p, head, first_query, 0, key_end, shared, rows);
   for (int r = 0; r < R; ++r) {
     const int64_t i = first_query + warp * R + r;
@@ -241,18 +247,13 @@ __device__ void flash_attention_tile(const Problem& p, int64_t head, int64_t fir
 // caller's index of this (head, query tile) pair.
 template <class Config, class Problem>
 __device__ void flash_attention_partial(const Problem& p, int64_t head, int64_t first_query,
-                                        int64_t head_slot, int split, int splits,
-                                        int64_t per_split, Partial* stats, float* out,
-                                        float* shared) {
+                                        int64_t head_slot, int split, int splits, int64_t per_split,
+                                        Partial* stats, float* out, float* shared) {
   constexpr int R = Config::kRowsPerWarp;
   const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
   RowState<Config> rows[R];
   detail::reset_rows<Config>(rows);
-  const int64_t last_query =
-      (first_query + Config::kQueryTile < p.queries ? first_query + Config::kQueryTile
-                                                    : p.queries) - 1;
-  int64_t key_end = p.key_end(head, last_query);
-  key_end = key_end < p.keys ? key_end : p.keys;
+  const int64_t key_end = detail::tile_key_end<Config>(p, head, first_query);
   const int64_t begin = split * per_split;
   const int64_t end = begin + per_split < key_end ? begin + per_split : key_end;
   detail::attend_keys<Config>(p, head, first_query, begin, end, shared, rows);

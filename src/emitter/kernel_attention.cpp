@@ -1,0 +1,173 @@
+// AttentionSpec: softmax(logits(Q Kᵀ)) V in one kernel over stitch::attention (device/
+// stitch_attention.cuh). The group's source holds
+//
+//   using stitch_g4_tiles = stitch::attention::FlashConfig<64, 64, 4, 4, 64>;
+//   struct stitch_g4_problem {      // what the device code asks of the model
+//     in0, in1, ..., out0;          // the kernel's pointers
+//     query(head, i, d)             // Q, K and V elements through their strides as float
+//     key(head, j, d), value(head, j, d)
+//     logit(head, i, j, dot)        // the logit nodes per (query, key), from the product
+//                                   // rounded to the scores' type, as the graph computes them
+//     key_end(head, last_query)     // every key
+//     store(head, i, d, value)      // the output through its strides
+//   };
+//   __global__ void stitch_g4_attention(...)   // a block per (head, query tile)
+//
+// The flat head index runs over the scores' batch axes, the last fastest.
+#include <fmt/format.h>
+
+#include "emitter/kernel_fused.h"
+#include "emitter/kernels.h"
+#include "emitter/pointwise_expression.h"
+#include "emitter/row_kernel.h"
+
+namespace stitch {
+
+namespace {
+
+// `const int64_t b0 = ..., b1 = ...;` decomposing `head` over the batch axes.
+void emit_batch_coordinates(CodeWriter& out, const Shape& batch) {
+  if (batch.empty()) return;
+  out.line("int64_t rest = head;");
+  for (size_t j = batch.size(); j-- > 1;) {
+    out.linef("const int64_t b{} = rest % {};", j, batch[j]);
+    out.linef("rest /= {};", batch[j]);
+  }
+  out.line("const int64_t b0 = rest;");
+}
+
+// The element index of (head's batch coordinates, row, col) in an operand.
+std::string operand_index(const AttentionSpec::Operand& o, const std::string& row,
+                          const std::string& col) {
+  std::string index = fmt::format("{}", o.offset);
+  for (size_t j = 0; j < o.batch_strides.size(); ++j)
+    if (o.batch_strides[j] != 0) index += fmt::format(" + b{} * {}", j, o.batch_strides[j]);
+  index += fmt::format(" + {} * {}", row, o.row_stride);
+  index +=
+      o.col_stride == 1 ? fmt::format(" + {}", col) : fmt::format(" + {} * {}", col, o.col_stride);
+  return index;
+}
+
+bool uses_batch(const AttentionSpec::Operand& o) {
+  for (int64_t s : o.batch_strides)
+    if (s != 0) return true;
+  return false;
+}
+
+// One accessor of the problem struct: `float NAME(int64_t head, int64_t row, int dim)`.
+void emit_load(CodeWriter& out, const std::string& name, const std::string& pointer,
+               const AttentionSpec& spec, const AttentionSpec::Operand& o) {
+  out.open(fmt::format("__device__ float {}(int64_t head, int64_t row, int dim) const", name));
+  if (uses_batch(o))
+    emit_batch_coordinates(out, spec.batch);
+  else
+    out.line("(void)head;");
+  out.linef("return {}[{}];", pointer, operand_index(o, "row", "dim"));
+  out.close();
+}
+
+} // namespace
+
+void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
+  const Graph& g = ctx.graph();
+  const FusionGroup& group = ctx.group();
+  const AttentionSpec& spec = ctx.spec<AttentionSpec>();
+  const FusedSignature sig = fused_signature(ctx, spec.io);
+  const std::string kernel = fmt::format("stitch_g{}_attention", group.id);
+  const std::string tiles = fmt::format("stitch_g{}_tiles", group.id);
+  const std::string problem = fmt::format("stitch_g{}_problem", group.id);
+  auto param = [&](TensorId t, const char* what) -> std::string {
+    auto in = sig.inputs.find(t);
+    if (in != sig.inputs.end()) return in->second;
+    auto o = sig.outputs.find(t);
+    if (o != sig.outputs.end()) return o->second;
+    ctx.spec_error(fmt::format("the attention's {} '{}' is not in the kernel's interface", what,
+                               g.tensor(t).name));
+  };
+  const int64_t query_tile = int64_t{spec.warps} * spec.rows_per_warp;
+
+  fused_kernel_banner(
+      ctx, sig, group.nodes,
+      fmt::format("Fused group {} (attention): softmax(logits(Q Kᵀ)) V of {} heads ({}), {} "
+                  "queries x {} keys, head dims {} and {}, in one pass over the keys; the "
+                  "scores never reach memory. A block per (head, tile of {} queries): {} warps "
+                  "of {} query rows, key tiles of {} through shared memory, an online softmax in "
+                  "fp32.",
+                  group.id, spec.heads, shape_to_string(spec.batch), spec.queries, spec.keys,
+                  spec.head_dim, spec.value_dim, query_tile, spec.warps, spec.rows_per_warp,
+                  spec.key_tile),
+      out);
+  out.linef("using {} = stitch::attention::FlashConfig<{}, {}, {}, {}, {}>;", tiles, spec.head_dim,
+            spec.value_dim, spec.warps, spec.rows_per_warp, spec.key_tile);
+  out.linef("static_assert({}::shared_bytes == {}, \"the plan's shared memory\");", tiles,
+            spec.shared_bytes);
+  out.line();
+
+  out.comment("What stitch::attention asks of this model: its operands, logits and output.");
+  out.open(fmt::format("struct {}", problem));
+  for (const std::string& p : sig.params)
+    out.linef("{};", p);
+  out.line("int64_t queries, keys;");
+  out.line();
+  emit_load(out, "query", param(spec.q.tensor, "Q"), spec, spec.q);
+  emit_load(out, "key", param(spec.k.tensor, "K"), spec, spec.k);
+  emit_load(out, "value", param(spec.v.tensor, "V"), spec, spec.v);
+
+  // The logit of (query, key): the logit nodes over the score space's coordinates c0..cR-1
+  // (batch..., query, key) and linear index i.
+  const TensorId scores = g.nodes[spec.scores].outputs[0];
+  const Shape& score_shape = g.tensor(scores).shape;
+  const size_t rank = score_shape.size();
+  out.open("__device__ float logit(int64_t head, int64_t query, int64_t key, float dot) const");
+  bool coordinates = false;
+  for (TensorId t : spec.io.reads)
+    coordinates = coordinates || (t != spec.q.tensor && t != spec.k.tensor && t != spec.v.tensor &&
+                                  needs_coordinates(g.tensor(t).shape, score_shape));
+  out.linef("const int64_t i = (head * {} + query) * {} + key;", spec.queries, spec.keys);
+  if (coordinates) {
+    emit_batch_coordinates(out, spec.batch);
+    for (size_t j = 0; j + 2 < rank; ++j)
+      out.linef("const int64_t c{0} = b{0};", j);
+    out.linef("const int64_t c{} = query;", rank - 2);
+    out.linef("const int64_t c{} = key;", rank - 1);
+  }
+  out.line("(void)i;");
+  ValueScope scope(ctx, spec.logit_nodes, out, [&](TensorId t) -> std::string {
+    if (t == scores) {
+      out.comment(fmt::format("the product '{}' as the graph stores it", g.tensor(t).name));
+      out.linef("const float s = {};", rounded_to(g.tensor(t).dtype, "dot"));
+      return "s";
+    }
+    return load_broadcast(ctx, sig, t, score_shape, out);
+  });
+  out.linef("return {};", scope.value(spec.logits));
+  out.close();
+  out.line("__device__ int64_t key_end(int64_t, int64_t) const { return keys; }");
+  out.open("__device__ void store(int64_t head, int64_t row, int dim, float value) const");
+  if (uses_batch(spec.out))
+    emit_batch_coordinates(out, spec.batch);
+  else
+    out.line("(void)head;");
+  out.linef("{}[{}] = value;", param(spec.out.tensor, "output"),
+            operand_index(spec.out, "row", "dim"));
+  out.close();
+  out.close(";");
+  out.line();
+
+  out.open(kernel_head(ctx, kernel, sig.params));
+  out.line("STITCH_DYNAMIC_SHARED(float, shared);");
+  // Aggregate initialization follows the struct's member order: the parameters in order.
+  std::vector<std::string> members;
+  for (const std::string& p : sig.params)
+    members.push_back(p.substr(p.rfind(' ') + 1));
+  out.linef("const {} p{{{}, {}, {}}};", problem, fmt::join(members, ", "), spec.queries,
+            spec.keys);
+  out.line("const int64_t block = blockIdx.x;");
+  out.linef("stitch::attention::flash_attention_tile<{}>(p, block / {}, block % {} * {}, shared);",
+            tiles, spec.query_tiles, spec.query_tiles, query_tile);
+  out.close();
+  out.line();
+  emit_launch(ctx, out, kernel, sig.args);
+}
+
+} // namespace stitch

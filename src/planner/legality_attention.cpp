@@ -1,0 +1,420 @@
+// Attention groups (kernel_attention.cpp prints them over stitch_attention.cuh): scaled
+// dot-product attention as canonicalization and lowering leave it, recognized structurally.
+//
+//   scores = MatMul(Q, Kᵀ)          Q and Kᵀ read through Slices and Transposes (head split)
+//   x = logit nodes(scores, ...)    pointwise, each reading the scores' chain and tensors that
+//                                   broadcast against the scores (scale, biases, masks, a cap)
+//   m = ReduceMax(x), e = Exp(x - m), p = e / ReduceSum(e)   over the keys (the last axis)
+//   out = MatMul(Cast*(p), V)       V read through Slices and Transposes, the result written
+//                                   through one Transpose (head merge)
+//
+// The batch axes of the scores ([batch, heads]) are the kernel's flat head index; an operand
+// with a size-1 batch axis is broadcast (multi-query K and V). The tile geometry: up to 4 warps
+// of up to 4 query rows each (2 for head dims over 128), as many as the queries fill, and key
+// tiles of 64 (32 for head dims over 128, or 32 keys or fewer).
+#include <algorithm>
+
+#include "graph/op_params.h"
+#include "planner/legality_internal.h"
+#include "planner/reduction_mapping.h"
+
+namespace stitch::legality {
+
+namespace {
+
+constexpr int64_t kMaxHeadDim = 256;
+
+// The one consumer of `t`, when it is in the group and `t` is no graph output; else -1.
+int32_t only_consumer(const FusionContext& ctx, const std::vector<int32_t>& nodes, TensorId t) {
+  const std::vector<int32_t>& readers = ctx.consumers[t];
+  if (readers.size() != 1 || ctx.graph_output[t] || !contains(nodes, readers[0])) return -1;
+  return readers[0];
+}
+
+// `node` is `op` over the last axis of its input alone, keeping it (as lowering writes
+// Softmax's ReduceMax and ReduceSum).
+bool reduces_last_axis(const Graph& g, const Node& node, OpKind op) {
+  if (node.op != op || node.inputs.empty() || node.outputs.size() != 1) return false;
+  const Shape& in = g.tensor(node.inputs[0]).shape;
+  if (in.empty()) return false;
+  Shape kept = in;
+  kept.back() = 1;
+  if (g.tensor(node.outputs[0]).shape != kept) return false;
+  const ReductionSpace space = reduction_space(g, node);
+  return space.rows() && space.length == in.back();
+}
+
+bool reads(const Node& node, OpKind op, TensorId first, TensorId second) {
+  return node.op == op && node.inputs.size() == 2 && node.inputs[0] == first &&
+         node.inputs[1] == second;
+}
+
+// `t` as stored: back through the group's Slices and Transposes producing it (each read by the
+// next alone) to the tensor in memory, and the strided view of it they make.
+struct StoredView {
+  TensorId stored = kNoTensor;
+  StridedMatrix view;
+  std::vector<int32_t> layouts;
+};
+
+FusionDecision read_through(const FusionContext& ctx, const std::vector<int32_t>& nodes, TensorId t,
+                            int32_t reader, StoredView& r) {
+  const Graph& g = ctx.graph;
+  std::vector<int32_t> chain; // from t back
+  TensorId at = t;
+  int32_t next = reader;
+  for (;;) {
+    const int32_t p = ctx.producer[at];
+    if (p < 0 || !contains(nodes, p)) break;
+    if (only_consumer(ctx, nodes, at) != next)
+      return FusionDecision::no(
+          fmt::format("'{}' is read by more than {}", g.tensor(at).name, ctx.describe(next)));
+    const Node& n = g.nodes[p];
+    if (n.op != OpKind::Transpose && n.op != OpKind::Slice)
+      return FusionDecision::no(fmt::format("{} feeds a matrix product of the attention and is "
+                                            "neither a Slice nor a Transpose",
+                                            ctx.describe(p)));
+    chain.push_back(p);
+    next = p;
+    at = n.inputs[0];
+  }
+  r.stored = at;
+  r.view = packed(g.tensor(at).shape);
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    const Node& n = g.nodes[*it];
+    if (n.op == OpKind::Transpose) {
+      r.view = permuted(r.view, read_perm(NodeContext(g, n)));
+    } else {
+      for (const SliceAxis& s : read_slice_params(NodeContext(g, n))) {
+        r.view.offset += s.start * r.view.strides[s.axis];
+        r.view.strides[s.axis] *= s.step;
+        r.view.shape[s.axis] = s.length;
+      }
+    }
+    if (r.view.shape != g.tensor(n.outputs[0]).shape)
+      return FusionDecision::no(
+          fmt::format("{} does not read as a strided view", ctx.describe(*it)));
+  }
+  r.layouts = chain;
+  return FusionDecision::ok();
+}
+
+// The operand's batch strides against the scores' batch axes (right-aligned, 0 where the
+// operand has no such axis or a size-1 one), and its row and column strides.
+AttentionSpec::Operand operand_of(const StoredView& v, const Shape& batch, bool swap_rows) {
+  AttentionSpec::Operand o;
+  o.tensor = v.stored;
+  o.offset = v.view.offset;
+  const size_t rank = v.view.shape.size();
+  const size_t axes = rank - 2;
+  o.batch_strides.assign(batch.size(), 0);
+  for (size_t j = 0; j < axes; ++j)
+    if (v.view.shape[j] != 1) o.batch_strides[batch.size() - axes + j] = v.view.strides[j];
+  o.row_stride = v.view.strides[swap_rows ? rank - 1 : rank - 2];
+  o.col_stride = v.view.strides[swap_rows ? rank - 2 : rank - 1];
+  return o;
+}
+
+bool attention_dtype(DType t) {
+  return t == DType::Float32 || t == DType::Float16 || t == DType::BFloat16;
+}
+
+} // namespace
+
+FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
+  const Graph& g = ctx.graph;
+  const std::vector<int32_t>& nodes = a.nodes;
+  AttentionSpec spec;
+  std::vector<int32_t> products;
+  for (int32_t n : nodes)
+    if (ctx.node_class[n] == NodeClass::Gemm) products.push_back(n);
+  if (products.size() != 2) return FusionDecision::no("an attention has two matrix products");
+  spec.scores = products[0];
+  spec.product = products[1];
+  const Node& qk = g.nodes[spec.scores];
+  const Node& pv = g.nodes[spec.product];
+  if (qk.op != OpKind::MatMul || pv.op != OpKind::MatMul)
+    return FusionDecision::no(fmt::format("{} and {}: an attention's products are MatMuls",
+                                          ctx.describe(spec.scores), ctx.describe(spec.product)));
+  const TensorId scores = qk.outputs[0];
+
+  // The softmax over the keys: ReduceMax, Sub, Exp, ReduceSum, Div.
+  int32_t max_node = -1;
+  for (int32_t n : nodes)
+    if (g.nodes[n].op == OpKind::ReduceMax) {
+      if (max_node >= 0)
+        return FusionDecision::no(fmt::format("{} and {} are two ReduceMax in one attention",
+                                              ctx.describe(max_node), ctx.describe(n)));
+      max_node = n;
+    }
+  if (max_node < 0)
+    return FusionDecision::no("no softmax over the keys joins the two matrix products");
+  const Node& max = g.nodes[max_node];
+  if (!reduces_last_axis(g, max, OpKind::ReduceMax))
+    return FusionDecision::no(
+        fmt::format("{} does not reduce the last axis alone", ctx.describe(max_node)));
+  spec.logits = max.inputs[0];
+  const int32_t sub_node = only_consumer(ctx, nodes, max.outputs[0]);
+  if (sub_node < 0 || !reads(g.nodes[sub_node], OpKind::Sub, spec.logits, max.outputs[0]))
+    return FusionDecision::no(
+        fmt::format("{} is not the softmax's: x - max(x) does not follow", ctx.describe(max_node)));
+  const int32_t exp_node = only_consumer(ctx, nodes, g.nodes[sub_node].outputs[0]);
+  if (exp_node < 0 || g.nodes[exp_node].op != OpKind::Exp)
+    return FusionDecision::no(
+        fmt::format("{} is not followed by the softmax's Exp", ctx.describe(sub_node)));
+  const TensorId exp = g.nodes[exp_node].outputs[0];
+  const std::vector<int32_t>& exp_readers = ctx.consumers[exp];
+  int32_t sum_node = -1, div_node = -1;
+  for (int32_t n : exp_readers) {
+    if (reduces_last_axis(g, g.nodes[n], OpKind::ReduceSum) && sum_node < 0)
+      sum_node = n;
+    else if (g.nodes[n].op == OpKind::Div && div_node < 0)
+      div_node = n;
+  }
+  if (exp_readers.size() != 2 || ctx.graph_output[exp] || sum_node < 0 || div_node < 0 ||
+      !contains(nodes, sum_node) || !contains(nodes, div_node) ||
+      only_consumer(ctx, nodes, g.nodes[sum_node].outputs[0]) != div_node ||
+      !reads(g.nodes[div_node], OpKind::Div, exp, g.nodes[sum_node].outputs[0]))
+    return FusionDecision::no(fmt::format("{} is not normalized by the sum over the keys as "
+                                          "a softmax",
+                                          ctx.describe(exp_node)));
+  {
+    std::vector<int32_t> readers = ctx.consumers[spec.logits];
+    std::sort(readers.begin(), readers.end());
+    if (ctx.graph_output[spec.logits] ||
+        readers != std::vector<int32_t>{std::min(max_node, sub_node), std::max(max_node, sub_node)})
+      return FusionDecision::no(
+          fmt::format("the softmax's input '{}' is read outside it", g.tensor(spec.logits).name));
+  }
+  if (g.tensor(spec.logits).dtype != DType::Float32)
+    return FusionDecision::no(fmt::format("the softmax computes in {}, not float32",
+                                          dtype_name(g.tensor(spec.logits).dtype)));
+  spec.softmax = {max_node, sub_node, exp_node, sum_node, div_node};
+
+  // Casts of the probabilities to P·V's A.
+  for (TensorId at = g.nodes[div_node].outputs[0]; at != pv.inputs[0];) {
+    const int32_t c = only_consumer(ctx, nodes, at);
+    if (c < 0 || g.nodes[c].op != OpKind::Cast ||
+        !dtype_is_float(g.tensor(g.nodes[c].outputs[0]).dtype))
+      return FusionDecision::no(fmt::format("the probabilities '{}' reach {} through more than "
+                                            "Casts",
+                                            g.tensor(at).name, ctx.describe(spec.product)));
+    spec.probability_casts.push_back(c);
+    at = g.nodes[c].outputs[0];
+  }
+  if (only_consumer(ctx, nodes, pv.inputs[0]) != spec.product)
+    return FusionDecision::no(fmt::format("the probabilities '{}' are read outside the attention",
+                                          g.tensor(pv.inputs[0]).name));
+
+  // Q, Kᵀ and V as stored, the output as written.
+  StoredView q, k, v, out;
+  if (FusionDecision d = read_through(ctx, nodes, qk.inputs[0], spec.scores, q); !d) return d;
+  if (FusionDecision d = read_through(ctx, nodes, qk.inputs[1], spec.scores, k); !d) return d;
+  if (FusionDecision d = read_through(ctx, nodes, pv.inputs[1], spec.product, v); !d) return d;
+  const TensorId product = pv.outputs[0];
+  const Shape& product_shape = g.tensor(product).shape;
+  out.stored = product;
+  out.view = packed(product_shape);
+  if (const int32_t t = only_consumer(ctx, nodes, product); t >= 0) {
+    if (g.nodes[t].op != OpKind::Transpose)
+      return FusionDecision::no(
+          fmt::format("{} after the attention's output is no Transpose", ctx.describe(t)));
+    out.stored = g.nodes[t].outputs[0];
+    out.view = into_transpose(product_shape, read_perm(NodeContext(g, g.nodes[t])));
+    out.layouts = {t};
+  }
+  if (a.outputs != std::vector<TensorId>{out.stored})
+    return FusionDecision::no("the attention's scores, logits or probabilities are read outside "
+                              "the group");
+
+  // The shapes: Q [..., S, D], Kᵀ [..., D, T], V [..., T, Dv], scores [batch..., S, T].
+  const Shape& s = g.tensor(scores).shape;
+  for (const StoredView* view : {&q, &k, &v})
+    if (view->view.shape.size() < 2)
+      return FusionDecision::no("an attention's operands are matrices (or batches of them)");
+  if (s.size() < 2 || product_shape.size() != s.size())
+    return FusionDecision::no("the attention's scores and output differ in batch axes");
+  spec.batch.assign(s.begin(), s.end() - 2);
+  spec.queries = s[s.size() - 2];
+  spec.keys = s.back();
+  spec.head_dim = q.view.shape.back();
+  spec.value_dim = v.view.shape.back();
+  if (Shape(product_shape.begin(), product_shape.end() - 2) != spec.batch ||
+      product_shape[product_shape.size() - 2] != spec.queries)
+    return FusionDecision::no("the attention's values broadcast its scores to more heads");
+  spec.heads = shape_elements(spec.batch);
+  if (spec.queries < 1 || spec.keys < 1 || spec.heads < 1)
+    return FusionDecision::no("the attention has no queries, keys or heads");
+  if (spec.head_dim < 1 || spec.head_dim > kMaxHeadDim || spec.value_dim < 1 ||
+      spec.value_dim > kMaxHeadDim)
+    return FusionDecision::no(fmt::format("head dims {} and {}: the attention kernel takes 1 to {}",
+                                          spec.head_dim, spec.value_dim, kMaxHeadDim));
+  for (TensorId t : {qk.inputs[0], qk.inputs[1], pv.inputs[0], pv.inputs[1], product})
+    if (!attention_dtype(g.tensor(t).dtype))
+      return FusionDecision::no(fmt::format("'{}' is {}: the attention kernel reads float32, "
+                                            "float16 and bfloat16",
+                                            g.tensor(t).name, dtype_name(g.tensor(t).dtype)));
+  spec.q = operand_of(q, spec.batch, false);
+  spec.k = operand_of(k, spec.batch, true); // Kᵀ: the keys are its columns
+  spec.v = operand_of(v, spec.batch, false);
+  spec.out = operand_of(out, spec.batch, false);
+  for (const StoredView* view : {&q, &k, &v, &out})
+    spec.layouts.insert(spec.layouts.end(), view->layouts.begin(), view->layouts.end());
+  std::sort(spec.layouts.begin(), spec.layouts.end());
+
+  // The logit nodes: every other node, pointwise on the scores' shape, reading the scores'
+  // chain (and tensors from outside the group).
+  for (int32_t n : nodes) {
+    if (n == spec.scores || n == spec.product || contains(spec.layouts, n) ||
+        std::find(spec.softmax.begin(), spec.softmax.end(), n) != spec.softmax.end() ||
+        std::find(spec.probability_casts.begin(), spec.probability_casts.end(), n) !=
+            spec.probability_casts.end())
+      continue;
+    const Node& node = g.nodes[n];
+    if (ctx.node_class[n] != NodeClass::Pointwise || node.outputs.size() != 1 ||
+        g.tensor(node.outputs[0]).shape != s)
+      return FusionDecision::no(fmt::format("{} is no pointwise step from the scores to the "
+                                            "softmax",
+                                            ctx.describe(n)));
+    bool chained = false;
+    for (TensorId t : present_operands(node))
+      chained = chained || (ctx.producer[t] >= 0 && contains(nodes, ctx.producer[t]));
+    if (!chained)
+      return FusionDecision::no(fmt::format("{} does not read the scores", ctx.describe(n)));
+    spec.logit_nodes.push_back(n);
+  }
+  if (spec.logit_nodes.empty() && spec.logits != scores)
+    return FusionDecision::no("the softmax does not read the scores");
+  for (int32_t n : spec.logit_nodes)
+    for (TensorId t : present_operands(g.nodes[n])) {
+      const int32_t p = ctx.producer[t];
+      if (p >= 0 && contains(nodes, p) && p != spec.scores &&
+          std::find(spec.logit_nodes.begin(), spec.logit_nodes.end(), p) == spec.logit_nodes.end())
+        return FusionDecision::no(fmt::format("{} reads '{}' of the attention's other nodes",
+                                              ctx.describe(n), g.tensor(t).name));
+      if ((p < 0 || !contains(nodes, p)) && !broadcasts_to(g.tensor(t).shape, s))
+        return FusionDecision::no(fmt::format("'{}' {} does not broadcast against the scores {}",
+                                              g.tensor(t).name, shape_str(g.tensor(t).shape),
+                                              shape_str(s)));
+    }
+
+  // The tile geometry.
+  const bool wide = spec.head_dim > 128 || spec.value_dim > 128;
+  const int64_t rows = std::min<int64_t>(spec.queries, wide ? 8 : 16);
+  spec.warps = static_cast<int>(std::min<int64_t>(4, rows));
+  spec.rows_per_warp = static_cast<int>((rows + spec.warps - 1) / spec.warps);
+  spec.key_tile = spec.keys > 32 && !wide ? 64 : 32;
+  const int64_t query_tile = int64_t{spec.warps} * spec.rows_per_warp;
+  spec.query_tiles = (spec.queries + query_tile - 1) / query_tile;
+  spec.shared_bytes = 4 * (query_tile * spec.head_dim + spec.key_tile * (spec.head_dim | 1) +
+                           spec.key_tile * spec.value_dim + query_tile * spec.key_tile);
+  if (spec.shared_bytes > ctx.device.max_shared_per_block)
+    return FusionDecision::no(fmt::format("the attention's tiles take {} bytes of shared memory, "
+                                          "over the {} a block may have",
+                                          spec.shared_bytes, ctx.device.max_shared_per_block));
+  const int64_t blocks = spec.heads * spec.query_tiles;
+  if (blocks > int64_t{0x7fffffff})
+    return FusionDecision::no(fmt::format("{} blocks exceed one grid dimension", blocks));
+
+  // Reads and writes whose adjacent runs are shorter than a memory sector.
+  auto overhead = [&](const StoredView& view, const AttentionSpec::Operand& o, int64_t cols) {
+    const int64_t element = dtype_size(g.tensor(o.tensor).dtype);
+    return sector_overhead(shape_elements(view.view.shape) * element,
+                           (o.col_stride == 1 ? cols : 1) * element);
+  };
+  spec.uncoalesced_bytes = overhead(q, spec.q, spec.head_dim) + overhead(k, spec.k, spec.head_dim) +
+                           overhead(v, spec.v, spec.value_dim) +
+                           overhead(out, spec.out, spec.value_dim);
+  spec.io = kernel_interface(ctx, nodes, a.inputs, a.outputs);
+
+  a.kind = GroupKind::Attention;
+  a.scheme = StitchScheme::Regional;
+  a.rows = spec.heads * spec.queries;
+  a.row_length = spec.keys;
+  a.iteration = s;
+  a.shared_bytes = spec.shared_bytes;
+  a.registers = kBaseRegisters + kRegistersPerNode * static_cast<int64_t>(spec.logit_nodes.size()) +
+                spec.rows_per_warp * ((spec.value_dim + 31) / 32 + spec.key_tile / 32 + 2);
+  if (FusionDecision d = fits_registers(ctx, a); !d) return d;
+  a.group.mapping = ThreadMapping::WarpPerRow;
+  a.group.launch = LaunchConfig{};
+  a.group.launch.grid = {blocks, 1, 1};
+  a.group.launch.block = {int64_t{spec.warps} * 32, 1, 1};
+  a.group.launch.dynamic_shared_bytes = spec.shared_bytes;
+  a.group.spec = std::move(spec);
+  return FusionDecision::ok();
+}
+
+} // namespace stitch::legality
+
+namespace stitch {
+
+std::vector<int32_t> attention_candidate(const FusionContext& ctx, int32_t product) {
+  const Graph& g = ctx.graph;
+  const Node& pv = g.nodes[product];
+  if (pv.op != OpKind::MatMul || pv.inputs.size() < 2) return {};
+  std::vector<int32_t> nodes = {product};
+  // Back from P·V's A through Casts to the softmax's Div, Exp, ReduceSum, Sub and ReduceMax.
+  int32_t at = ctx.producer[pv.inputs[0]];
+  while (at >= 0 && g.nodes[at].op == OpKind::Cast) {
+    nodes.push_back(at);
+    at = ctx.producer[g.nodes[at].inputs[0]];
+  }
+  if (at < 0 || g.nodes[at].op != OpKind::Div) return {};
+  const int32_t div = at;
+  const int32_t exp = ctx.producer[g.nodes[div].inputs[0]];
+  const int32_t sum = ctx.producer[g.nodes[div].inputs[1]];
+  if (exp < 0 || sum < 0 || g.nodes[exp].op != OpKind::Exp || g.nodes[sum].op != OpKind::ReduceSum)
+    return {};
+  const int32_t sub = ctx.producer[g.nodes[exp].inputs[0]];
+  if (sub < 0 || g.nodes[sub].op != OpKind::Sub) return {};
+  const int32_t max = ctx.producer[g.nodes[sub].inputs[1]];
+  if (max < 0 || g.nodes[max].op != OpKind::ReduceMax) return {};
+  nodes.insert(nodes.end(), {div, exp, sum, sub, max});
+  // Back from the softmax's input through pointwise nodes downstream of a MatMul: the logit
+  // nodes and the scores' product.
+  int32_t scores = -1;
+  std::vector<TensorId> frontier = {g.nodes[max].inputs[0]};
+  std::vector<int32_t> logit;
+  while (!frontier.empty()) {
+    const TensorId t = frontier.back();
+    frontier.pop_back();
+    const int32_t p = ctx.producer[t];
+    if (p < 0 || std::find(logit.begin(), logit.end(), p) != logit.end() || p == scores) continue;
+    if (ctx.node_class[p] == NodeClass::Gemm) {
+      if (scores >= 0) return {};
+      scores = p;
+      continue;
+    }
+    if (ctx.node_class[p] != NodeClass::Pointwise) continue;
+    logit.push_back(p);
+    for (TensorId operand : legality::present_operands(g.nodes[p]))
+      frontier.push_back(operand);
+  }
+  if (scores < 0) return {};
+  // Only the pointwise nodes downstream of the scores are logit nodes (a mask's own chain is
+  // not).
+  for (int32_t n : logit)
+    if (ctx.ancestors[n].test(scores)) nodes.push_back(n);
+  nodes.push_back(scores);
+  // The Slices and Transposes Q, Kᵀ and V are read through, and a Transpose of the output.
+  auto layouts_of = [&](TensorId t) {
+    for (int32_t p = ctx.producer[t];
+         p >= 0 && (g.nodes[p].op == OpKind::Transpose || g.nodes[p].op == OpKind::Slice) &&
+         ctx.node_class[p] != NodeClass::Alone && ctx.consumers[g.nodes[p].outputs[0]].size() == 1;
+         p = ctx.producer[g.nodes[p].inputs[0]])
+      nodes.push_back(p);
+  };
+  layouts_of(g.nodes[scores].inputs[0]);
+  layouts_of(g.nodes[scores].inputs[1]);
+  layouts_of(pv.inputs[1]);
+  const std::vector<int32_t>& readers = ctx.consumers[pv.outputs[0]];
+  if (readers.size() == 1 && !ctx.graph_output[pv.outputs[0]] &&
+      g.nodes[readers[0]].op == OpKind::Transpose && ctx.node_class[readers[0]] != NodeClass::Alone)
+    nodes.push_back(readers[0]);
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  return nodes;
+}
+
+} // namespace stitch

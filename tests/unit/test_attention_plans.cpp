@@ -1,0 +1,194 @@
+// Attention groups (legality_attention.cpp, kernel_attention.cpp): scaled dot-product attention
+// in the spellings exporters write, built by hand, planned by every planner for the host
+// target; the ilp plan must hold exactly one "attention" group (or none, where the group would
+// be wrong: the scores read outside it, a head dim over 256), and every fused plan must compute
+// what the per-op plan computes on random inputs (plan_agreement.h).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <numeric>
+
+#include "plan_agreement.h"
+
+using namespace stitch;
+using namespace stitch::test;
+
+namespace {
+
+constexpr int kFloat = onnx::TensorProto::FLOAT;
+
+struct AttentionModel {
+  int64_t batch = 2, heads = 3, kv_heads = 3, queries = 5, keys = 7, head_dim = 8, value_dim = 8;
+  enum class Scale { Mul, Div, None } scale = Scale::Mul;
+  bool padding_bias = false;  // Add of a bias [B, 1, 1, T] (an attention mask made additive)
+  bool head_bias = false;     // Add of a bias [1, H, S, T] (per-head position biases)
+  bool causal = false;        // Where(key <= query + T - S, scores, -inf), a constant mask
+  bool softcap = false;       // 30 * tanh(x / 30)
+  bool k_transposed = false;  // K arrives as [B, KH, D, T]
+  bool scores_output = false; // the scores are a graph output too
+  int dtype = kFloat;         // FLOAT16 or BFLOAT16: the inputs cast to it, the output back
+};
+
+// q [B,S,H,D], k [B,T,KH,D] (or [B,KH,D,T]), v [B,T,KH,Dv] -> y [B,S,H,Dv]: the heads split by
+// Transposes, softmax(logits(Q Kᵀ)) V, the heads merged by a Transpose.
+Graph attention_graph(const AttentionModel& a) {
+  ModelBuilder m(17);
+  m.input("q_in", kFloat, {a.batch, a.queries, a.heads, a.head_dim});
+  if (a.k_transposed)
+    m.input("k_in", kFloat, {a.batch, a.kv_heads, a.head_dim, a.keys});
+  else
+    m.input("k_in", kFloat, {a.batch, a.keys, a.kv_heads, a.head_dim});
+  m.input("v_in", kFloat, {a.batch, a.keys, a.kv_heads, a.value_dim});
+  m.output("y");
+  const bool half = a.dtype != kFloat;
+  auto typed = [&](const std::string& x) {
+    if (!half) return x;
+    set_attr_int(m.node("Cast", {x}, {x + "_t"}), "to", a.dtype);
+    return x + "_t";
+  };
+  set_attr_ints(m.node("Transpose", {typed("q_in")}, {"q"}), "perm", {0, 2, 1, 3});
+  if (a.k_transposed)
+    m.node("Identity", {typed("k_in")}, {"kt"});
+  else
+    set_attr_ints(m.node("Transpose", {typed("k_in")}, {"kt"}), "perm", {0, 2, 3, 1});
+  set_attr_ints(m.node("Transpose", {typed("v_in")}, {"v"}), "perm", {0, 2, 1, 3});
+  m.node("MatMul", {"q", "kt"}, {"scores"});
+  std::string x = "scores";
+  auto step = [&](const std::string& op, const std::vector<std::string>& others) {
+    std::vector<std::string> inputs = {x};
+    inputs.insert(inputs.end(), others.begin(), others.end());
+    const std::string out = x + "_" + op;
+    m.node(op, inputs, {out});
+    x = out;
+  };
+  auto constant = [&](const std::string& name, float value) {
+    m.initializer_f32(name, {}, {value});
+    return typed(name);
+  };
+  const float root = std::sqrt(static_cast<float>(a.head_dim));
+  if (a.scale == AttentionModel::Scale::Mul) step("Mul", {constant("scale", 1.0f / root)});
+  if (a.scale == AttentionModel::Scale::Div) step("Div", {constant("root", root)});
+  if (a.padding_bias) {
+    m.input("padding", kFloat, {a.batch, 1, 1, a.keys});
+    step("Add", {typed("padding")});
+  }
+  if (a.head_bias) {
+    m.input("position", kFloat, {1, a.heads, a.queries, a.keys});
+    step("Add", {typed("position")});
+  }
+  if (a.causal) {
+    std::vector<int64_t> rows(a.queries), cols(a.keys);
+    std::iota(rows.begin(), rows.end(), a.keys - a.queries);
+    std::iota(cols.begin(), cols.end(), 0);
+    m.initializer_i64("rows", {a.queries, 1}, rows);
+    m.initializer_i64("cols", {1, a.keys}, cols);
+    m.node("LessOrEqual", {"cols", "rows"}, {"visible"});
+    const std::string hidden = constant("hidden", -INFINITY);
+    m.node("Where", {"visible", x, hidden}, {x + "_masked"});
+    x += "_masked";
+  }
+  if (a.softcap) {
+    const std::string cap = constant("cap", 30.0f);
+    step("Div", {cap});
+    step("Tanh", {});
+    step("Mul", {cap});
+  }
+  set_attr_int(m.node("Softmax", {x}, {"p"}), "axis", -1);
+  m.node("MatMul", {"p", "v"}, {"o"});
+  set_attr_ints(m.node("Transpose", {"o"}, {"o_t"}), "perm", {0, 2, 1, 3});
+  if (half)
+    set_attr_int(m.node("Cast", {"o_t"}, {"y"}), "to", kFloat);
+  else
+    m.node("Identity", {"o_t"}, {"y"});
+  if (a.scores_output) {
+    m.output("scores_out");
+    if (half)
+      set_attr_int(m.node("Cast", {"scores"}, {"scores_out"}), "to", kFloat);
+    else
+      m.node("Identity", {"scores"}, {"scores_out"});
+  }
+  return load_graph(m);
+}
+
+int attention_groups(const FusionPlan& plan) {
+  int count = 0;
+  for (const FusionGroup& group : plan.groups)
+    count += group.kind == GroupKind::Attention;
+  return count;
+}
+
+// Every planner's plan agrees with the per-op plan; the ilp plan has `expected` attention
+// groups, and their report says "attention".
+void check_attention(const AttentionModel& a, unsigned seed, int expected,
+                     PlanTolerance tolerance = {}) {
+  const Graph g = attention_graph(a);
+  const FusionPlan ilp = plan_for_host(g, "ilp");
+  INFO("ilp plan:\n" << describe_plan(g, ilp));
+  CHECK(attention_groups(ilp) == expected);
+  for (const FusionGroup& group : ilp.groups)
+    if (group.kind == GroupKind::Attention) {
+      CHECK(group_kind_name(group.kind) == "attention");
+      CHECK(spec_name(group.spec) == "attention");
+    }
+  CHECK(check_planners_agree(g, seed, "attention", tolerance) >= 2);
+}
+
+} // namespace
+
+TEST_CASE("attention: exporters' spellings plan as one attention group equal to the per-op plan",
+          "[planner][attention]") {
+  // Proves: Q Kᵀ with K transposed by the model or arriving transposed, the scale as Mul or Div
+  // or none, additive padding and per-head biases, a constant causal mask through Where, a
+  // tanh softcap, multi-query K and V (one head broadcast to all), and ragged sizes (a head dim
+  // no multiple of 32, a single query, a value dim unlike the head dim) each plan as one
+  // attention group whose results match the per-op plan's.
+  AttentionModel a;
+  unsigned seed = 1;
+  SECTION("Mul by 1/sqrt(D), K transposed by the graph") { seed = 11; }
+  SECTION("Div by sqrt(D), K arriving transposed") {
+    a.scale = AttentionModel::Scale::Div, a.k_transposed = true, seed = 12;
+  }
+  SECTION("no scale, a padding bias and a per-head bias") {
+    a.scale = AttentionModel::Scale::None, a.padding_bias = a.head_bias = true, seed = 13;
+  }
+  SECTION("a causal mask of -infinity and a softcap") { a.causal = a.softcap = true, seed = 14; }
+  SECTION("multi-query: one K and V head for every query head") { a.kv_heads = 1, seed = 15; }
+  SECTION("one query (decoding) over 70 keys") {
+    a.queries = 1, a.keys = 70, a.causal = true, seed = 16;
+  }
+  SECTION("head dim 40, value dim 24, 37 queries, 130 keys") {
+    a.head_dim = 40, a.value_dim = 24, a.queries = 37, a.keys = 130, a.padding_bias = true;
+    seed = 17;
+  }
+  SECTION("head dim 256") {
+    a.head_dim = a.value_dim = 256, a.heads = a.kv_heads = 2, a.queries = 9, a.keys = 33;
+    seed = 18;
+  }
+  check_attention(a, seed, 1);
+}
+
+TEST_CASE("attention: float16 and bfloat16 attention groups equal the per-op plan",
+          "[planner][attention][half]") {
+  // Proves: with 2-byte Q, K, V (the softmax in float32 between Casts, as lowering writes it)
+  // the attention group forms and agrees with the per-op plan within 8 units in the last place
+  // of the type (the group keeps the probabilities in fp32 where the per-op plan rounds them).
+  AttentionModel a;
+  a.padding_bias = a.causal = true;
+  SECTION("float16") {
+    a.dtype = onnx::TensorProto::FLOAT16;
+    check_attention(a, 21, 1, {0x1p-8, 0x1p-8});
+  }
+  SECTION("bfloat16") {
+    a.dtype = onnx::TensorProto::BFLOAT16;
+    check_attention(a, 22, 1, {0x1p-5, 0x1p-5});
+  }
+}
+
+TEST_CASE("attention: no attention group where the kernel cannot hold it", "[planner][attention]") {
+  // Proves: scores that are also a graph output, and a head dim over 256, keep the unfused
+  // plan's products and softmax (no attention group), which still agree with the per-op plan.
+  AttentionModel a;
+  SECTION("the scores are a graph output") { a.scores_output = true; }
+  SECTION("head dim 264") { a.head_dim = a.value_dim = 264, a.heads = a.kv_heads = 1; }
+  check_attention(a, 31, 0);
+}
