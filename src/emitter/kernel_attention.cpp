@@ -14,6 +14,8 @@
 //   __global__ void stitch_g4_attention(...)   // a block per (head, query tile)
 //
 // The flat head index runs over the scores' batch axes, the last fastest.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "emitter/kernel_fused.h"
@@ -25,10 +27,11 @@ namespace stitch {
 
 namespace {
 
-// `const int64_t b0 = ..., b1 = ...;` decomposing `head` over the batch axes.
-void emit_batch_coordinates(CodeWriter& out, const Shape& batch) {
+// `const int64_t b0 = ..., b1 = ...;` decomposing `index` over the batch axes.
+void emit_batch_coordinates(CodeWriter& out, const Shape& batch,
+                            const std::string& index = "head") {
   if (batch.empty()) return;
-  out.line("int64_t rest = head;");
+  out.linef("int64_t rest = {};", index);
   for (size_t j = batch.size(); j-- > 1;) {
     out.linef("const int64_t b{} = rest % {};", j, batch[j]);
     out.linef("rest /= {};", batch[j]);
@@ -54,15 +57,36 @@ bool uses_batch(const AttentionSpec::Operand& o) {
   return false;
 }
 
+// The operand's batch coordinates b0, b1, ... of the attention's (head, row), and the name of
+// its row: grouped-query heads read K and V at head / G; Q and an output of products that fold
+// G heads into one take the flat row head * queries + row apart into their own head and row.
+std::string emit_operand_coordinates(CodeWriter& out, const AttentionSpec& spec,
+                                     const AttentionSpec::Operand& o) {
+  std::string row = "row", head = "head";
+  if (o.rows_per_head > 0) {
+    out.linef("const int64_t flat_row = head * {} + row;", spec.queries);
+    out.linef("const int64_t grouped_head = flat_row / {};", o.rows_per_head);
+    out.linef("const int64_t grouped_row = flat_row % {};", o.rows_per_head);
+    head = "grouped_head";
+    row = "grouped_row";
+  } else if (o.head_divisor > 1) {
+    out.linef("const int64_t grouped_head = head / {};  // {} query heads per key head",
+              o.head_divisor, o.head_divisor);
+    head = "grouped_head";
+  }
+  if (uses_batch(o))
+    emit_batch_coordinates(out, o.batch, head);
+  else
+    out.linef("(void){};", head);
+  return row;
+}
+
 // One accessor of the problem struct: `float NAME(int64_t head, int64_t row, int dim)`.
 void emit_load(CodeWriter& out, const std::string& name, const std::string& pointer,
                const AttentionSpec& spec, const AttentionSpec::Operand& o) {
   out.open(fmt::format("__device__ float {}(int64_t head, int64_t row, int dim) const", name));
-  if (uses_batch(o))
-    emit_batch_coordinates(out, spec.batch);
-  else
-    out.line("(void)head;");
-  out.linef("return {}[{}];", pointer, operand_index(o, "row", "dim"));
+  const std::string row = emit_operand_coordinates(out, spec, o);
+  out.linef("return {}[{}];", pointer, operand_index(o, row, "dim"));
   out.close();
 }
 
@@ -113,10 +137,10 @@ void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
   emit_load(out, "key", param(spec.k.tensor, "K"), spec, spec.k);
   emit_load(out, "value", param(spec.v.tensor, "V"), spec, spec.v);
 
-  // The logit of (query, key): the logit nodes over the score space's coordinates c0..cR-1
-  // (batch..., query, key) and linear index i.
+  // The logit of (query, key): the logit nodes over the logits' coordinates c0..cR-1
+  // (batch..., query, key) and linear index i (the same in the scores and their Views).
   const TensorId scores = g.nodes[spec.scores].outputs[0];
-  const Shape& score_shape = g.tensor(scores).shape;
+  const Shape& score_shape = spec.logit_shape;
   const size_t rank = score_shape.size();
   out.open("__device__ float logit(int64_t head, int64_t query, int64_t key, float dot) const");
   bool coordinates = false;
@@ -132,8 +156,13 @@ void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
     out.linef("const int64_t c{} = key;", rank - 1);
   }
   out.line("(void)i;");
+  std::vector<TensorId> score_views = {scores};
+  for (int32_t n : spec.views)
+    if (std::find(score_views.begin(), score_views.end(), g.nodes[n].inputs[0]) !=
+        score_views.end())
+      score_views.push_back(g.nodes[n].outputs[0]);
   ValueScope scope(ctx, spec.logit_nodes, out, [&](TensorId t) -> std::string {
-    if (t == scores) {
+    if (std::find(score_views.begin(), score_views.end(), t) != score_views.end()) {
       out.comment(fmt::format("the product '{}' as the graph stores it", g.tensor(t).name));
       out.linef("const float s = {};", rounded_to(g.tensor(t).dtype, "dot"));
       return "s";
@@ -144,12 +173,9 @@ void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
   out.close();
   out.line("__device__ int64_t key_end(int64_t, int64_t) const { return keys; }");
   out.open("__device__ void store(int64_t head, int64_t row, int dim, float value) const");
-  if (uses_batch(spec.out))
-    emit_batch_coordinates(out, spec.batch);
-  else
-    out.line("(void)head;");
+  const std::string out_row = emit_operand_coordinates(out, spec, spec.out);
   out.linef("{}[{}] = value;", param(spec.out.tensor, "output"),
-            operand_index(spec.out, "row", "dim"));
+            operand_index(spec.out, out_row, "dim"));
   out.close();
   out.close(";");
   out.line();

@@ -423,11 +423,21 @@ struct AttentionSpec {
   // (out: query x dim): element (batch..., row, col) of `tensor`, the stored tensor (the input
   // of the Slice or Transpose it is read through; the output of the Transpose it is written
   // through) at offset + Σ_j batch_j * batch_strides[j] + row * row_stride + col * col_stride.
+  //
+  // Grouped-query heads folded into fewer, taller products (fold_repeated_heads: Q viewed as
+  // [B, KV, G * S, D] against K [B, KV, T, D]) are read in the attention's own heads [B, H = KV *
+  // G] and queries S: an operand of the grouped products indexes its own `batch` (the grouped
+  // heads) with head / head_divisor (K and V: head_divisor G), or, with rows_per_head (Q, an
+  // output written before the heads are unfolded), as flat row r = head * queries + row split
+  // into its head r / rows_per_head and row r % rows_per_head.
   struct Operand {
     TensorId tensor = kNoTensor;
     int64_t offset = 0;
+    Shape batch;                        // the batch axes `batch_strides` index
     std::vector<int64_t> batch_strides; // per axis of `batch`; 0 where the operand broadcasts
     int64_t row_stride = 0, col_stride = 0;
+    int64_t head_divisor = 1;
+    int64_t rows_per_head = 0; // 0: rows are the attention's rows
   };
   int32_t scores = -1;                    // MatMul(Q, Kᵀ)
   int32_t product = -1;                   // MatMul(P, V)
@@ -436,7 +446,9 @@ struct AttentionSpec {
   TensorId logits = kNoTensor;            // the softmax's input (the scores without logit nodes)
   std::vector<int32_t> softmax;           // ReduceMax, Sub, Exp, ReduceSum, Div
   std::vector<int32_t> probability_casts; // Casts from the softmax to P·V
-  Shape batch;                            // the scores' batch axes, [batch, heads]
+  std::vector<int32_t> views;             // Views of the scores, the probabilities, the output
+  Shape logit_shape;                      // the logit nodes' shape: [batch..., queries, keys]
+  Shape batch;                            // its batch axes, [batch, heads]
   int64_t heads = 0;                      // their product: the kernel's flat head index
   int64_t queries = 0, keys = 0, head_dim = 0, value_dim = 0;
   Operand q, k, v, out;

@@ -105,6 +105,7 @@ AttentionSpec::Operand operand_of(const StoredView& v, const Shape& batch, bool 
   AttentionSpec::Operand o;
   o.tensor = v.stored;
   o.offset = v.view.offset;
+  o.batch = batch;
   const size_t rank = v.view.shape.size();
   const size_t axes = rank - 2;
   o.batch_strides.assign(batch.size(), 0);
@@ -191,15 +192,17 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
                                           dtype_name(g.tensor(spec.logits).dtype)));
   spec.softmax = {max_node, sub_node, exp_node, sum_node, div_node};
 
-  // Casts of the probabilities to P·V's A.
+  // Casts and Views of the probabilities to P·V's A.
   for (TensorId at = g.nodes[div_node].outputs[0]; at != pv.inputs[0];) {
     const int32_t c = only_consumer(ctx, nodes, at);
-    if (c < 0 || g.nodes[c].op != OpKind::Cast ||
-        !dtype_is_float(g.tensor(g.nodes[c].outputs[0]).dtype))
+    const bool cast = c >= 0 && g.nodes[c].op == OpKind::Cast &&
+                      dtype_is_float(g.tensor(g.nodes[c].outputs[0]).dtype);
+    const bool view = c >= 0 && g.nodes[c].op == OpKind::View;
+    if (!cast && !view)
       return FusionDecision::no(fmt::format("the probabilities '{}' reach {} through more than "
-                                            "Casts",
+                                            "Casts and Views",
                                             g.tensor(at).name, ctx.describe(spec.product)));
-    spec.probability_casts.push_back(c);
+    (cast ? spec.probability_casts : spec.views).push_back(c);
     at = g.nodes[c].outputs[0];
   }
   if (only_consumer(ctx, nodes, pv.inputs[0]) != spec.product)
@@ -212,10 +215,18 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
   if (FusionDecision d = read_through(ctx, nodes, qk.inputs[1], spec.scores, k); !d) return d;
   if (FusionDecision d = read_through(ctx, nodes, pv.inputs[1], spec.product, v); !d) return d;
   const TensorId product = pv.outputs[0];
-  const Shape& product_shape = g.tensor(product).shape;
-  out.stored = product;
+  // The output in the attention's heads: the product, or its View unfolding grouped heads.
+  TensorId merged = product;
+  int32_t output_view = -1;
+  if (const int32_t c = only_consumer(ctx, nodes, product);
+      c >= 0 && g.nodes[c].op == OpKind::View) {
+    output_view = c;
+    merged = g.nodes[c].outputs[0];
+  }
+  const Shape& product_shape = g.tensor(merged).shape;
+  out.stored = merged;
   out.view = packed(product_shape);
-  if (const int32_t t = only_consumer(ctx, nodes, product); t >= 0) {
+  if (const int32_t t = only_consumer(ctx, nodes, merged); t >= 0) {
     if (g.nodes[t].op != OpKind::Transpose)
       return FusionDecision::no(
           fmt::format("{} after the attention's output is no Transpose", ctx.describe(t)));
@@ -227,24 +238,53 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
     return FusionDecision::no("the attention's scores, logits or probabilities are read outside "
                               "the group");
 
-  // The shapes: Q [..., S, D], Kᵀ [..., D, T], V [..., T, Dv], scores [batch..., S, T].
-  const Shape& s = g.tensor(scores).shape;
+  // The logit nodes' shape: the scores, or a View of them (grouped heads unfolded).
+  TensorId viewed = scores;
+  for (int32_t c; (c = only_consumer(ctx, nodes, viewed)) >= 0 && g.nodes[c].op == OpKind::View;) {
+    spec.views.push_back(c);
+    viewed = g.nodes[c].outputs[0];
+  }
+
+  // The shapes: Q [..., G S, D], Kᵀ [..., D, T], V [..., T, Dv], the scores [grouped..., G S, T],
+  // the logits [batch..., S, T], the output [grouped..., G S, Dv] or [batch..., S, Dv].
+  const Shape& grouped = g.tensor(scores).shape;
+  const Shape& logit_shape = g.tensor(viewed).shape;
   for (const StoredView* view : {&q, &k, &v})
     if (view->view.shape.size() < 2)
       return FusionDecision::no("an attention's operands are matrices (or batches of them)");
-  if (s.size() < 2 || product_shape.size() != s.size())
-    return FusionDecision::no("the attention's scores and output differ in batch axes");
-  spec.batch.assign(s.begin(), s.end() - 2);
-  spec.queries = s[s.size() - 2];
-  spec.keys = s.back();
+  if (grouped.size() < 2 || logit_shape.size() < 2 || logit_shape.back() != grouped.back())
+    return FusionDecision::no("the View of the attention's scores moves its keys");
+  spec.logit_shape = logit_shape;
+  spec.batch.assign(logit_shape.begin(), logit_shape.end() - 2);
+  spec.queries = logit_shape[logit_shape.size() - 2];
+  spec.keys = logit_shape.back();
   spec.head_dim = q.view.shape.back();
   spec.value_dim = v.view.shape.back();
-  if (Shape(product_shape.begin(), product_shape.end() - 2) != spec.batch ||
-      product_shape[product_shape.size() - 2] != spec.queries)
-    return FusionDecision::no("the attention's values broadcast its scores to more heads");
   spec.heads = shape_elements(spec.batch);
   if (spec.queries < 1 || spec.keys < 1 || spec.heads < 1)
     return FusionDecision::no("the attention has no queries, keys or heads");
+  const Shape grouped_batch(grouped.begin(), grouped.end() - 2);
+  const int64_t grouped_queries = grouped[grouped.size() - 2];
+  const int64_t group = grouped_queries / spec.queries;
+  if (grouped_queries % spec.queries != 0 || shape_elements(grouped_batch) * group != spec.heads)
+    return FusionDecision::no(fmt::format("the scores {} are no grouping of the logits' heads {}",
+                                          shape_str(grouped), shape_str(logit_shape)));
+  const bool regrouped = grouped_batch != spec.batch;
+  const Shape& pv_shape = g.tensor(product).shape;
+  if (g.tensor(pv.inputs[0]).shape != grouped ||
+      Shape(pv_shape.begin(), pv_shape.end() - 2) != grouped_batch ||
+      pv_shape[pv_shape.size() - 2] != grouped_queries)
+    return FusionDecision::no("the attention's values broadcast its scores to more heads");
+  if (output_view >= 0) {
+    Shape heads_out = spec.batch;
+    heads_out.insert(heads_out.end(), {spec.queries, spec.value_dim});
+    if (product_shape != heads_out)
+      return FusionDecision::no(fmt::format("the View of the attention's output {} is not its "
+                                            "heads {}",
+                                            shape_str(product_shape), shape_str(heads_out)));
+    spec.views.push_back(output_view);
+  }
+  std::sort(spec.views.begin(), spec.views.end());
   if (spec.head_dim < 1 || spec.head_dim > kMaxHeadDim || spec.value_dim < 1 ||
       spec.value_dim > kMaxHeadDim)
     return FusionDecision::no(fmt::format("head dims {} and {}: the attention kernel takes 1 to {}",
@@ -254,10 +294,17 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
       return FusionDecision::no(fmt::format("'{}' is {}: the attention kernel reads float32, "
                                             "float16 and bfloat16",
                                             g.tensor(t).name, dtype_name(g.tensor(t).dtype)));
-  spec.q = operand_of(q, spec.batch, false);
-  spec.k = operand_of(k, spec.batch, true); // Kᵀ: the keys are its columns
-  spec.v = operand_of(v, spec.batch, false);
-  spec.out = operand_of(out, spec.batch, false);
+  spec.q = operand_of(q, grouped_batch, false);
+  spec.k = operand_of(k, grouped_batch, true); // Kᵀ: the keys are its columns
+  spec.v = operand_of(v, grouped_batch, false);
+  spec.k.head_divisor = spec.v.head_divisor = group;
+  if (regrouped) spec.q.rows_per_head = grouped_queries;
+  if (output_view >= 0) {
+    spec.out = operand_of(out, spec.batch, false);
+  } else {
+    spec.out = operand_of(out, grouped_batch, false);
+    if (regrouped) spec.out.rows_per_head = grouped_queries;
+  }
   for (const StoredView* view : {&q, &k, &v, &out})
     spec.layouts.insert(spec.layouts.end(), view->layouts.begin(), view->layouts.end());
   std::sort(spec.layouts.begin(), spec.layouts.end());
@@ -266,13 +313,14 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
   // chain (and tensors from outside the group).
   for (int32_t n : nodes) {
     if (n == spec.scores || n == spec.product || contains(spec.layouts, n) ||
+        contains(spec.views, n) ||
         std::find(spec.softmax.begin(), spec.softmax.end(), n) != spec.softmax.end() ||
         std::find(spec.probability_casts.begin(), spec.probability_casts.end(), n) !=
             spec.probability_casts.end())
       continue;
     const Node& node = g.nodes[n];
     if (ctx.node_class[n] != NodeClass::Pointwise || node.outputs.size() != 1 ||
-        g.tensor(node.outputs[0]).shape != s)
+        g.tensor(node.outputs[0]).shape != logit_shape)
       return FusionDecision::no(fmt::format("{} is no pointwise step from the scores to the "
                                             "softmax",
                                             ctx.describe(n)));
@@ -283,19 +331,19 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
       return FusionDecision::no(fmt::format("{} does not read the scores", ctx.describe(n)));
     spec.logit_nodes.push_back(n);
   }
-  if (spec.logit_nodes.empty() && spec.logits != scores)
+  if (spec.logit_nodes.empty() && spec.logits != viewed)
     return FusionDecision::no("the softmax does not read the scores");
   for (int32_t n : spec.logit_nodes)
     for (TensorId t : present_operands(g.nodes[n])) {
       const int32_t p = ctx.producer[t];
-      if (p >= 0 && contains(nodes, p) && p != spec.scores &&
+      if (p >= 0 && contains(nodes, p) && p != spec.scores && !contains(spec.views, p) &&
           std::find(spec.logit_nodes.begin(), spec.logit_nodes.end(), p) == spec.logit_nodes.end())
         return FusionDecision::no(fmt::format("{} reads '{}' of the attention's other nodes",
                                               ctx.describe(n), g.tensor(t).name));
-      if ((p < 0 || !contains(nodes, p)) && !broadcasts_to(g.tensor(t).shape, s))
+      if ((p < 0 || !contains(nodes, p)) && !broadcasts_to(g.tensor(t).shape, logit_shape))
         return FusionDecision::no(fmt::format("'{}' {} does not broadcast against the scores {}",
                                               g.tensor(t).name, shape_str(g.tensor(t).shape),
-                                              shape_str(s)));
+                                              shape_str(logit_shape)));
     }
 
   // The tile geometry.
@@ -331,7 +379,7 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
   a.scheme = StitchScheme::Regional;
   a.rows = spec.heads * spec.queries;
   a.row_length = spec.keys;
-  a.iteration = s;
+  a.iteration = logit_shape;
   a.shared_bytes = spec.shared_bytes;
   a.registers = kBaseRegisters + kRegistersPerNode * static_cast<int64_t>(spec.logit_nodes.size()) +
                 spec.rows_per_warp * ((spec.value_dim + 31) / 32 + spec.key_tile / 32 + 2);
@@ -356,7 +404,7 @@ std::vector<int32_t> attention_candidate(const FusionContext& ctx, int32_t produ
   std::vector<int32_t> nodes = {product};
   // Back from P·V's A through Casts to the softmax's Div, Exp, ReduceSum, Sub and ReduceMax.
   int32_t at = ctx.producer[pv.inputs[0]];
-  while (at >= 0 && g.nodes[at].op == OpKind::Cast) {
+  while (at >= 0 && (g.nodes[at].op == OpKind::Cast || g.nodes[at].op == OpKind::View)) {
     nodes.push_back(at);
     at = ctx.producer[g.nodes[at].inputs[0]];
   }
@@ -371,8 +419,8 @@ std::vector<int32_t> attention_candidate(const FusionContext& ctx, int32_t produ
   const int32_t max = ctx.producer[g.nodes[sub].inputs[1]];
   if (max < 0 || g.nodes[max].op != OpKind::ReduceMax) return {};
   nodes.insert(nodes.end(), {div, exp, sum, sub, max});
-  // Back from the softmax's input through pointwise nodes downstream of a MatMul: the logit
-  // nodes and the scores' product.
+  // Back from the softmax's input through pointwise nodes and Views downstream of a MatMul:
+  // the logit nodes, the Views of the scores and the scores' product.
   int32_t scores = -1;
   std::vector<TensorId> frontier = {g.nodes[max].inputs[0]};
   std::vector<int32_t> logit;
@@ -380,13 +428,14 @@ std::vector<int32_t> attention_candidate(const FusionContext& ctx, int32_t produ
     const TensorId t = frontier.back();
     frontier.pop_back();
     const int32_t p = ctx.producer[t];
-    if (p < 0 || std::find(logit.begin(), logit.end(), p) != logit.end() || p == scores) continue;
+    if (p < 0 || std::find(logit.begin(), logit.end(), p) != logit.end()) continue;
     if (ctx.node_class[p] == NodeClass::Gemm) {
-      if (scores >= 0) return {};
-      scores = p;
+      // The scores' product is the latest one: a mask's or a bias's chain may reach earlier
+      // products, never a later one.
+      scores = std::max(scores, p);
       continue;
     }
-    if (ctx.node_class[p] != NodeClass::Pointwise) continue;
+    if (ctx.node_class[p] != NodeClass::Pointwise && ctx.node_class[p] != NodeClass::View) continue;
     logit.push_back(p);
     for (TensorId operand : legality::present_operands(g.nodes[p]))
       frontier.push_back(operand);
@@ -408,10 +457,21 @@ std::vector<int32_t> attention_candidate(const FusionContext& ctx, int32_t produ
   layouts_of(g.nodes[scores].inputs[0]);
   layouts_of(g.nodes[scores].inputs[1]);
   layouts_of(pv.inputs[1]);
-  const std::vector<int32_t>& readers = ctx.consumers[pv.outputs[0]];
-  if (readers.size() == 1 && !ctx.graph_output[pv.outputs[0]] &&
-      g.nodes[readers[0]].op == OpKind::Transpose && ctx.node_class[readers[0]] != NodeClass::Alone)
-    nodes.push_back(readers[0]);
+  // The output's View unfolding grouped heads, and the head merge's Transpose.
+  TensorId out = pv.outputs[0];
+  for (int step = 0; step < 2; ++step) {
+    const std::vector<int32_t>& readers = ctx.consumers[out];
+    if (readers.size() != 1 || ctx.graph_output[out]) break;
+    const Node& next = g.nodes[readers[0]];
+    if ((step == 0 && next.op == OpKind::View) ||
+        (next.op == OpKind::Transpose && ctx.node_class[readers[0]] != NodeClass::Alone)) {
+      nodes.push_back(readers[0]);
+      out = next.outputs[0];
+      if (next.op == OpKind::Transpose) break;
+    } else {
+      break;
+    }
+  }
   std::sort(nodes.begin(), nodes.end());
   nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
   return nodes;

@@ -180,6 +180,8 @@ nlohmann::json spec_json(const Graph& g, const GroupSpec& spec) {
     j["product"] = g.nodes[attention->product].name;
     j["layouts"] = node_names(g, attention->layouts);
     j["logit_nodes"] = node_names(g, attention->logit_nodes);
+    j["views"] = node_names(g, attention->views);
+    j["logit_shape"] = attention->logit_shape;
     j["softmax"] = node_names(g, attention->softmax);
     j["batch"] = attention->batch;
     j["queries"] = attention->queries;
@@ -187,11 +189,11 @@ nlohmann::json spec_json(const Graph& g, const GroupSpec& spec) {
     j["head_dim"] = attention->head_dim;
     j["value_dim"] = attention->value_dim;
     auto operand = [&](const AttentionSpec::Operand& o) {
-      return nlohmann::json{{"tensor", g.tensor(o.tensor).name},
-                            {"offset", o.offset},
-                            {"batch_strides", o.batch_strides},
-                            {"row_stride", o.row_stride},
-                            {"col_stride", o.col_stride}};
+      return nlohmann::json{
+          {"tensor", g.tensor(o.tensor).name}, {"offset", o.offset},
+          {"batch_strides", o.batch_strides},  {"row_stride", o.row_stride},
+          {"col_stride", o.col_stride},        {"batch", o.batch},
+          {"head_divisor", o.head_divisor},    {"rows_per_head", o.rows_per_head}};
     };
     j["q"] = operand(attention->q);
     j["k"] = operand(attention->k);

@@ -25,6 +25,7 @@ struct AttentionModel {
   bool causal = false;        // Where(key <= query + T - S, scores, -inf), a constant mask
   bool softcap = false;       // 30 * tanh(x / 30)
   bool k_transposed = false;  // K arrives as [B, KH, D, T]
+  bool repeat_kv = false;     // K and V heads repeated H / KH times (Unsqueeze, Expand, Reshape)
   bool scores_output = false; // the scores are a graph output too
   int dtype = kFloat;         // FLOAT16 or BFLOAT16: the inputs cast to it, the output back
 };
@@ -47,11 +48,31 @@ Graph attention_graph(const AttentionModel& a) {
     return x + "_t";
   };
   set_attr_ints(m.node("Transpose", {typed("q_in")}, {"q"}), "perm", {0, 2, 1, 3});
-  if (a.k_transposed)
-    m.node("Identity", {typed("k_in")}, {"kt"});
-  else
-    set_attr_ints(m.node("Transpose", {typed("k_in")}, {"kt"}), "perm", {0, 2, 3, 1});
-  set_attr_ints(m.node("Transpose", {typed("v_in")}, {"v"}), "perm", {0, 2, 1, 3});
+  // [B, KH, T, X] -> [B, KH, 1, T, X] -> [B, KH, H / KH, T, X] -> [B, H, T, X], as exporters
+  // write grouped-query attention's repeat_kv.
+  auto repeat = [&](const std::string& x, int64_t dim, const std::string& out) {
+    m.initializer_i64(x + "_axes", {1}, {2});
+    m.initializer_i64(x + "_expanded", {5},
+                      {a.batch, a.kv_heads, a.heads / a.kv_heads, a.keys, dim});
+    m.initializer_i64(x + "_heads", {4}, {a.batch, a.heads, a.keys, dim});
+    m.node("Unsqueeze", {x, x + "_axes"}, {x + "_1"});
+    m.node("Expand", {x + "_1", x + "_expanded"}, {x + "_2"});
+    m.node("Reshape", {x + "_2", x + "_heads"}, {out});
+    return out;
+  };
+  if (a.repeat_kv) {
+    set_attr_ints(m.node("Transpose", {typed("k_in")}, {"k4"}), "perm", {0, 2, 1, 3});
+    set_attr_ints(m.node("Transpose", {repeat("k4", a.head_dim, "k_r")}, {"kt"}), "perm",
+                  {0, 1, 3, 2});
+    set_attr_ints(m.node("Transpose", {typed("v_in")}, {"v4"}), "perm", {0, 2, 1, 3});
+    repeat("v4", a.value_dim, "v");
+  } else {
+    if (a.k_transposed)
+      m.node("Identity", {typed("k_in")}, {"kt"});
+    else
+      set_attr_ints(m.node("Transpose", {typed("k_in")}, {"kt"}), "perm", {0, 2, 3, 1});
+    set_attr_ints(m.node("Transpose", {typed("v_in")}, {"v"}), "perm", {0, 2, 1, 3});
+  }
   m.node("MatMul", {"q", "kt"}, {"scores"});
   std::string x = "scores";
   auto step = [&](const std::string& op, const std::vector<std::string>& others) {
@@ -139,7 +160,9 @@ TEST_CASE("attention: exporters' spellings plan as one attention group equal to 
           "[planner][attention]") {
   // Proves: Q Kᵀ with K transposed by the model or arriving transposed, the scale as Mul or Div
   // or none, additive padding and per-head biases, a constant causal mask through Where, a
-  // tanh softcap, multi-query K and V (one head broadcast to all), and ragged sizes (a head dim
+  // tanh softcap, multi-query K and V (one head broadcast to all), grouped-query K and V heads
+  // repeated as exporters write it (folded by fold-repeated-heads into grouped products, read
+  // back in the attention's own heads), and ragged sizes (a head dim
   // no multiple of 32, a single query, a value dim unlike the head dim) each plan as one
   // attention group whose results match the per-op plan's.
   AttentionModel a;
@@ -153,6 +176,12 @@ TEST_CASE("attention: exporters' spellings plan as one attention group equal to 
   }
   SECTION("a causal mask of -infinity and a softcap") { a.causal = a.softcap = true, seed = 14; }
   SECTION("multi-query: one K and V head for every query head") { a.kv_heads = 1, seed = 15; }
+  SECTION("grouped-query: K and V heads repeated, a causal mask and a padding bias") {
+    a.heads = 6, a.kv_heads = 2, a.repeat_kv = a.causal = a.padding_bias = true, seed = 19;
+  }
+  SECTION("grouped-query over one K and V head, one query") {
+    a.heads = 4, a.kv_heads = 1, a.repeat_kv = true, a.queries = 1, a.keys = 40, seed = 20;
+  }
   SECTION("one query (decoding) over 70 keys") {
     a.queries = 1, a.keys = 70, a.causal = true, seed = 16;
   }
@@ -169,11 +198,13 @@ TEST_CASE("attention: exporters' spellings plan as one attention group equal to 
 
 TEST_CASE("attention: float16 and bfloat16 attention groups equal the per-op plan",
           "[planner][attention][half]") {
-  // Proves: with 2-byte Q, K, V (the softmax in float32 between Casts, as lowering writes it)
-  // the attention group forms and agrees with the per-op plan within 8 units in the last place
-  // of the type (the group keeps the probabilities in fp32 where the per-op plan rounds them).
+  // Proves: with 2-byte Q, K, V (the softmax in float32 between Casts, as lowering writes it),
+  // grouped-query heads, a causal mask and a padding bias, the attention group forms and agrees
+  // with the per-op plan within 8 units in the last place of the type (the group keeps the
+  // probabilities in fp32 where the per-op plan rounds them).
   AttentionModel a;
   a.padding_bias = a.causal = true;
+  a.heads = 4, a.kv_heads = 2, a.repeat_kv = true;
   SECTION("float16") {
     a.dtype = onnx::TensorProto::FLOAT16;
     check_attention(a, 21, 1, {0x1p-8, 0x1p-8});
