@@ -60,7 +60,8 @@ def launches_of(group):
     if group["kind"] == "alias":
         return 0
     spec = group.get("spec", {})
-    return 1 + (1 if spec.get("fill_kernel") else 0) + (spec.get("calls", 1) - 1)
+    return (1 + (1 if spec.get("fill_kernel") else 0) + (spec.get("calls", 1) - 1)
+            + (1 if spec.get("splits", 1) > 1 else 0))
 
 
 def layer_stats(plan):

@@ -119,7 +119,12 @@ void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
                   "fp32.",
                   group.id, spec.heads, shape_to_string(spec.batch), spec.queries, spec.keys,
                   spec.head_dim, spec.value_dim, query_tile, spec.warps, spec.rows_per_warp,
-                  spec.key_tile),
+                  spec.key_tile) +
+          (spec.splits > 1
+               ? fmt::format(" Flash-decoding: the keys in {} splits of {}, a block per (head, "
+                             "query tile, split), merged by a second kernel.",
+                             spec.splits, spec.keys_per_split)
+               : std::string()),
       out);
   out.linef("using {} = stitch::attention::FlashConfig<{}, {}, {}, {}, {}>;", tiles, spec.head_dim,
             spec.value_dim, spec.warps, spec.rows_per_warp, spec.key_tile);
@@ -180,20 +185,88 @@ void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
   out.close(";");
   out.line();
 
-  out.open(kernel_head(ctx, kernel, sig.params));
-  out.line("STITCH_DYNAMIC_SHARED(float, shared);");
   // Aggregate initialization follows the struct's member order: the parameters in order.
   std::vector<std::string> members;
   for (const std::string& p : sig.params)
     members.push_back(p.substr(p.rfind(' ') + 1));
-  out.linef("const {} p{{{}, {}, {}}};", problem, fmt::join(members, ", "), spec.queries,
-            spec.keys);
+  const std::string problem_value = fmt::format("const {} p{{{}, {}, {}}};", problem,
+                                                fmt::join(members, ", "), spec.queries, spec.keys);
+  if (spec.splits <= 1) {
+    out.open(kernel_head(ctx, kernel, sig.params));
+    out.line("STITCH_DYNAMIC_SHARED(float, shared);");
+    out.line(problem_value);
+    out.line("const int64_t block = blockIdx.x;");
+    out.linef("stitch::attention::flash_attention_tile<{}>(p, block / {}, block % {} * {}, "
+              "shared);",
+              tiles, spec.query_tiles, spec.query_tiles, query_tile);
+    out.close();
+    out.line();
+    emit_launch(ctx, out, kernel, sig.args);
+    return;
+  }
+
+  // Flash-decoding: the splits, then their merge; partial results in the group's scratch.
+  const int64_t blocks = group.launch.grid[0];
+  const int64_t rows = blocks * spec.splits * query_tile;
+  std::vector<std::string> params = sig.params;
+  params.push_back("stitch::attention::Partial* __restrict__ stats");
+  params.push_back("float* __restrict__ partial");
+  out.comment(fmt::format("Split {} of {} over the keys ({} keys each; blockIdx.y): this block's "
+                          "rows' maximum, sum and unnormalized output into the scratch.",
+                          "blockIdx.y", spec.splits, spec.keys_per_split));
+  out.open(kernel_head(ctx, kernel, params));
+  out.line("STITCH_DYNAMIC_SHARED(float, shared);");
+  out.line(problem_value);
   out.line("const int64_t block = blockIdx.x;");
-  out.linef("stitch::attention::flash_attention_tile<{}>(p, block / {}, block % {} * {}, shared);",
-            tiles, spec.query_tiles, spec.query_tiles, query_tile);
+  out.linef("stitch::attention::flash_attention_partial<{}>(p, block / {}, block % {} * {}, block, "
+            "static_cast<int>(blockIdx.y), {}, {}, stats, partial, shared);",
+            tiles, spec.query_tiles, spec.query_tiles, query_tile, spec.splits,
+            spec.keys_per_split);
   out.close();
   out.line();
-  emit_launch(ctx, out, kernel, sig.args);
+  const std::string combine = kernel + "_combine";
+  constexpr int kCombineThreads = 128;
+  std::vector<std::string> combine_params = sig.params;
+  combine_params.push_back("const stitch::attention::Partial* __restrict__ stats");
+  combine_params.push_back("const float* __restrict__ partial");
+  out.comment("The splits of each row merged in order: a thread per (query row, output dim).");
+  out.open(fmt::format("__global__ void __launch_bounds__({}) {}({})", kCombineThreads, combine,
+                       fmt::join(combine_params, ", ")));
+  out.line(problem_value);
+  out.line("const int64_t block = blockIdx.x;");
+  out.linef("for (int e = threadIdx.x; e < {}; e += blockDim.x)", query_tile * spec.value_dim);
+  out.linef("  stitch::attention::flash_attention_combine<{}>(p, block / {}, block % {} * {}, "
+            "block, {}, stats, partial, e / {}, e % {});",
+            tiles, spec.query_tiles, spec.query_tiles, query_tile, spec.splits, spec.value_dim,
+            spec.value_dim);
+  out.close();
+  out.line();
+
+  const LaunchConfig& l = group.launch;
+  out.open(fmt::format(fmt::runtime(kGroupSignature), ctx.group_function()));
+  std::vector<std::string> names;
+  for (size_t k = 0; k < sig.args.size(); ++k) {
+    out.linef("auto* const a{} = {};", k, sig.args[k]);
+    names.push_back(fmt::format("a{}", k));
+  }
+  out.linef("auto* const stats = {};", ctx.scratch_pointer("stitch::attention::Partial"));
+  out.linef("auto* const partial = reinterpret_cast<float*>(stats + {});  // after {} stats", rows,
+            rows);
+  names.push_back("stats");
+  names.push_back("partial");
+  emit_shared_memory_opt_in(out, kernel, l.dynamic_shared_bytes, group.id);
+  out.linef(
+      "cudaError_t status = STITCH_LAUNCH({}, dim3({}, {}, 1), dim3({}, 1, 1), {}, b->stream, "
+      "{});",
+      kernel, l.grid[0], l.grid[1], l.block[0], l.dynamic_shared_bytes, fmt::join(names, ", "));
+  out.linef("if (status != cudaSuccess) return stitch_launch_result(status, \"{}\", {}, error, "
+            "error_size);",
+            kernel, group.id);
+  out.linef("status = STITCH_LAUNCH({}, dim3({}, 1, 1), dim3({}, 1, 1), 0, b->stream, {});",
+            combine, l.grid[0], kCombineThreads, fmt::join(names, ", "));
+  out.linef("return stitch_launch_result(status, \"{}\", {}, error, error_size);", combine,
+            group.id);
+  out.close();
 }
 
 } // namespace stitch

@@ -29,8 +29,13 @@ int64_t extra_bytes(const Graph& g, const GroupSpec& spec) {
     return gemm->uncoalesced_bytes + (gemm->fill.empty() ? 0 : 2 * g.tensor(gemm->result).bytes());
   if (const auto* local = std::get_if<LocalSpec>(&spec))
     return local->uncoalesced_bytes - local->unread_bytes;
-  if (const auto* attention = std::get_if<AttentionSpec>(&spec))
-    return attention->uncoalesced_bytes;
+  // Flash-decoding's partial results: written by the splits, read by the combine.
+  if (const auto* attention = std::get_if<AttentionSpec>(&spec)) {
+    if (attention->splits <= 1) return attention->uncoalesced_bytes;
+    const int64_t rows = attention->heads * attention->query_tiles * attention->splits *
+                         attention->warps * attention->rows_per_warp;
+    return attention->uncoalesced_bytes + 2 * rows * (8 + 4 * attention->value_dim);
+  }
   // A float16/bfloat16 convolution on channels-first tensors: the library's tensor-core
   // kernels read channels-last, so it transforms X and W into its workspace and the result
   // back (a read and a write of each), or falls back to kernels without tensor cores.
@@ -50,9 +55,12 @@ int64_t extra_bytes(const Graph& g, const GroupSpec& spec) {
   return 0;
 }
 
-// Launches beyond the group's own: a GEMM's fill kernel, and one library call per index of its
-// outer batch axes (strides cannot express them as one batched call).
+// Launches beyond the group's own: a GEMM's fill kernel, one library call per index of its
+// outer batch axes (strides cannot express them as one batched call), and the kernel merging
+// an attention's flash-decoding splits.
 int64_t extra_launches(const GroupSpec& spec) {
+  if (const auto* attention = std::get_if<AttentionSpec>(&spec))
+    return attention->splits > 1 ? 1 : 0; // flash-decoding's combine
   const auto* gemm = std::get_if<GemmSpec>(&spec);
   if (gemm == nullptr) return 0;
   return (gemm->fill.empty() ? 0 : 1) + (shape_elements(gemm->outer) - 1);

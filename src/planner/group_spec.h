@@ -458,6 +458,13 @@ struct AttentionSpec {
   int warps = 0, rows_per_warp = 0, key_tile = 0;
   int64_t query_tiles = 0;
   int64_t shared_bytes = 0;
+  // Flash-decoding, when heads x query tiles would leave SMs idle and the keys are many: the keys
+  // in `splits` ranges of `keys_per_split` (whole key tiles), a block per (head, query tile,
+  // split) leaving each row's maximum, sum and unnormalized output in the group's scratch (the
+  // stats, then the outputs: FusionGroup::scratch_bytes), and a second kernel merging the splits
+  // in order. splits 1: one kernel.
+  int splits = 1;
+  int64_t keys_per_split = 0;
   // Bytes the cost model adds for operands whose rows have fewer adjacent bytes than a sector.
   int64_t uncoalesced_bytes = 0;
   KernelInterface io; // reads: the stored Q, K, V and the logit nodes' inputs; writes: out

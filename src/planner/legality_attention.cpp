@@ -23,6 +23,8 @@ namespace stitch::legality {
 namespace {
 
 constexpr int64_t kMaxHeadDim = 256;
+constexpr int64_t kTilesPerSplit = 2; // key tiles per flash-decoding split, at least
+constexpr int64_t kMaxSplits = 32;
 
 // The one consumer of `t`, when it is in the group and `t` is no graph output; else -1.
 int32_t only_consumer(const FusionContext& ctx, const std::vector<int32_t>& nodes, TensorId t) {
@@ -363,6 +365,22 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
   const int64_t blocks = spec.heads * spec.query_tiles;
   if (blocks > int64_t{0x7fffffff})
     return FusionDecision::no(fmt::format("{} blocks exceed one grid dimension", blocks));
+  // Flash-decoding: fewer blocks than SMs and at least kTilesPerSplit key tiles for each of
+  // two or more splits: as many splits as give each SM two blocks, at most kMaxSplits.
+  const int64_t key_tiles = (spec.keys + spec.key_tile - 1) / spec.key_tile;
+  const int64_t want = (2 * int64_t{ctx.device.sm_count} + blocks - 1) / blocks;
+  const int64_t splits = std::min({want, key_tiles / kTilesPerSplit, kMaxSplits});
+  if (blocks < ctx.device.sm_count && splits >= 2) {
+    spec.keys_per_split = (key_tiles + splits - 1) / splits * spec.key_tile;
+    spec.splits = static_cast<int>((spec.keys + spec.keys_per_split - 1) / spec.keys_per_split);
+    const int64_t rows = blocks * spec.splits * query_tile;
+    a.scratch_bytes = rows * 8 + rows * spec.value_dim * 4; // stats, then outputs
+    if (a.scratch_bytes > ctx.device.max_global_scratch) {
+      spec.splits = 1;
+      spec.keys_per_split = 0;
+      a.scratch_bytes = 0;
+    }
+  }
 
   // Reads and writes whose adjacent runs are shorter than a memory sector.
   auto overhead = [&](const StoredView& view, const AttentionSpec::Operand& o, int64_t cols) {
@@ -386,7 +404,7 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
   if (FusionDecision d = fits_registers(ctx, a); !d) return d;
   a.group.mapping = ThreadMapping::WarpPerRow;
   a.group.launch = LaunchConfig{};
-  a.group.launch.grid = {blocks, 1, 1};
+  a.group.launch.grid = {blocks, spec.splits, 1};
   a.group.launch.block = {int64_t{spec.warps} * 32, 1, 1};
   a.group.launch.dynamic_shared_bytes = spec.shared_bytes;
   a.group.spec = std::move(spec);

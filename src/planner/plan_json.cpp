@@ -203,6 +203,8 @@ nlohmann::json spec_json(const Graph& g, const GroupSpec& spec) {
     j["rows_per_warp"] = attention->rows_per_warp;
     j["key_tile"] = attention->key_tile;
     j["query_tiles"] = attention->query_tiles;
+    j["splits"] = attention->splits;
+    j["keys_per_split"] = attention->keys_per_split;
     j["uncoalesced_bytes"] = attention->uncoalesced_bytes;
   } else if (const auto* conv = std::get_if<ConvSpec>(&spec)) {
     j["dtype"] = dtype_name(conv->dtype);

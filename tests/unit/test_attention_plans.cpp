@@ -146,6 +146,13 @@ void check_attention(const AttentionModel& a, unsigned seed, int expected,
   const FusionPlan ilp = plan_for_host(g, "ilp");
   INFO("ilp plan:\n" << describe_plan(g, ilp));
   CHECK(attention_groups(ilp) == expected);
+  // Flash-decoding where heads x query tiles leave SMs idle and the keys fill several splits.
+  for (const FusionGroup& group : ilp.groups)
+    if (const auto* attention = std::get_if<AttentionSpec>(&group.spec)) {
+      const bool idle = group.launch.grid[0] < host_target_device().sm_count;
+      const int64_t key_tiles = (a.keys + attention->key_tile - 1) / attention->key_tile;
+      CHECK((attention->splits > 1) == (idle && key_tiles >= 4));
+    }
   for (const FusionGroup& group : ilp.groups)
     if (group.kind == GroupKind::Attention) {
       CHECK(group_kind_name(group.kind) == "attention");
@@ -184,6 +191,12 @@ TEST_CASE("attention: exporters' spellings plan as one attention group equal to 
   }
   SECTION("one query (decoding) over 70 keys") {
     a.queries = 1, a.keys = 70, a.causal = true, seed = 16;
+  }
+  SECTION("flash-decoding: one query over 600 keys in splits, a causal mask and a bias") {
+    a.queries = 1, a.keys = 600, a.causal = a.padding_bias = true, seed = 23;
+  }
+  SECTION("flash-decoding with grouped-query heads and 3 queries") {
+    a.heads = 4, a.kv_heads = 2, a.repeat_kv = true, a.queries = 3, a.keys = 300, seed = 24;
   }
   SECTION("head dim 40, value dim 24, 37 queries, 130 keys") {
     a.head_dim = 40, a.value_dim = 24, a.queries = 37, a.keys = 130, a.padding_bias = true;
