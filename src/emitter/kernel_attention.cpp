@@ -108,7 +108,7 @@ void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
     ctx.spec_error(fmt::format("the attention's {} '{}' is not in the kernel's interface", what,
                                g.tensor(t).name));
   };
-  const int64_t query_tile = int64_t{spec.warps} * spec.rows_per_warp;
+  const int64_t query_tile = spec.query_tile();
 
   fused_kernel_banner(
       ctx, sig, group.nodes,
@@ -185,10 +185,12 @@ void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
   out.close(";");
   out.line();
 
-  // Aggregate initialization follows the struct's member order: the parameters in order.
+  // Aggregate initialization in the struct's member order: sig.params', reads then writes.
   std::vector<std::string> members;
-  for (const std::string& p : sig.params)
-    members.push_back(p.substr(p.rfind(' ') + 1));
+  for (TensorId t : spec.io.reads)
+    members.push_back(sig.inputs.at(t));
+  for (TensorId t : spec.io.writes)
+    members.push_back(sig.outputs.at(t));
   const std::string problem_value = fmt::format("const {} p{{{}, {}, {}}};", problem,
                                                 fmt::join(members, ", "), spec.queries, spec.keys);
   if (spec.splits <= 1) {
@@ -206,8 +208,7 @@ void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
   }
 
   // Flash-decoding: the splits, then their merge; partial results in the group's scratch.
-  const int64_t blocks = group.launch.grid[0];
-  const int64_t rows = blocks * spec.splits * query_tile;
+  const int64_t rows = spec.partial_rows();
   std::vector<std::string> params = sig.params;
   params.push_back("stitch::attention::Partial* __restrict__ stats");
   params.push_back("float* __restrict__ partial");

@@ -32,9 +32,7 @@ int64_t extra_bytes(const Graph& g, const GroupSpec& spec) {
   // Flash-decoding's partial results: written by the splits, read by the combine.
   if (const auto* attention = std::get_if<AttentionSpec>(&spec)) {
     if (attention->splits <= 1) return attention->uncoalesced_bytes;
-    const int64_t rows = attention->heads * attention->query_tiles * attention->splits *
-                         attention->warps * attention->rows_per_warp;
-    return attention->uncoalesced_bytes + 2 * rows * (8 + 4 * attention->value_dim);
+    return attention->uncoalesced_bytes + 2 * attention->partial_bytes();
   }
   // A float16/bfloat16 convolution on channels-first tensors: the library's tensor-core
   // kernels read channels-last, so it transforms X and W into its workspace and the result

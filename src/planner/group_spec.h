@@ -465,6 +465,11 @@ struct AttentionSpec {
   // in order. splits 1: one kernel.
   int splits = 1;
   int64_t keys_per_split = 0;
+  int64_t query_tile() const { return int64_t{warps} * rows_per_warp; }
+  // Flash-decoding's partial rows (a query row of each block and split) and their scratch: a
+  // stitch::attention::Partial (8 bytes) each, then value_dim floats each.
+  int64_t partial_rows() const { return heads * query_tiles * splits * query_tile(); }
+  int64_t partial_bytes() const { return partial_rows() * (8 + 4 * value_dim); }
   // Bytes the cost model adds for operands whose rows have fewer adjacent bytes than a sector.
   int64_t uncoalesced_bytes = 0;
   KernelInterface io; // reads: the stored Q, K, V and the logit nodes' inputs; writes: out

@@ -354,7 +354,7 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
   spec.warps = static_cast<int>(std::min<int64_t>(4, rows));
   spec.rows_per_warp = static_cast<int>((rows + spec.warps - 1) / spec.warps);
   spec.key_tile = spec.keys > 32 && !wide ? 64 : 32;
-  const int64_t query_tile = int64_t{spec.warps} * spec.rows_per_warp;
+  const int64_t query_tile = spec.query_tile();
   spec.query_tiles = (spec.queries + query_tile - 1) / query_tile;
   spec.shared_bytes = 4 * (query_tile * spec.head_dim + spec.key_tile * (spec.head_dim | 1) +
                            spec.key_tile * spec.value_dim + query_tile * spec.key_tile);
@@ -373,8 +373,7 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
   if (blocks < ctx.device.sm_count && splits >= 2) {
     spec.keys_per_split = (key_tiles + splits - 1) / splits * spec.key_tile;
     spec.splits = static_cast<int>((spec.keys + spec.keys_per_split - 1) / spec.keys_per_split);
-    const int64_t rows = blocks * spec.splits * query_tile;
-    a.scratch_bytes = rows * 8 + rows * spec.value_dim * 4; // stats, then outputs
+    a.scratch_bytes = spec.partial_bytes();
     if (a.scratch_bytes > ctx.device.max_global_scratch) {
       spec.splits = 1;
       spec.keys_per_split = 0;
