@@ -250,12 +250,27 @@ void build_library(const GeneratedModel& model, const BuildOptions& o) {
       objects.push_back(obj);
     };
     // Every nvcc run pays for the headers once: the group files (and the launcher) are
-    // compiled in as many chunks as there are parallel jobs, each including its share.
+    // compiled in as many chunks as there are parallel jobs, each including its share. The
+    // files with a grid barrier all go into chunk 0 (with the launcher), so that one run alone
+    // pays for device/stitch_grid.cuh, which costs that run about as much as the other chunks'
+    // groups; the others are dealt out in turn, over chunks 1.. when chunk 0 has barrier files.
     size_t chunks = std::min(model.groups.size(), static_cast<size_t>(jobs_for(o)));
+    std::vector<std::vector<std::string>> chunk_files(chunks);
+    bool any_barrier = false;
+    for (const GeneratedFile& f : model.groups)
+      if (f.grid_barrier) {
+        chunk_files[0].push_back(f.name);
+        any_barrier = true;
+      }
+    const size_t first = any_barrier && chunks > 1 ? 1 : 0;
+    size_t dealt = 0;
+    for (const GeneratedFile& f : model.groups)
+      if (!f.grid_barrier) chunk_files[first + dealt++ % (chunks - first)].push_back(f.name);
     for (size_t c = 0; c < chunks; ++c) {
+      if (c > 0 && chunk_files[c].empty()) continue;
       std::string text = fmt::format("// chunk_{:03}.cu: group sources compiled together.\n", c);
-      for (size_t gi = c; gi < model.groups.size(); gi += chunks)
-        text += "#include \"" + model.groups[gi].name + "\"\n";
+      for (const std::string& file : chunk_files[c])
+        text += "#include \"" + file + "\"\n";
       if (c == 0) text += "#include \"" + model.launcher.name + "\"\n";
       std::string name = fmt::format("chunk_{:03}.cu", c);
       write_file(dir / name, text);

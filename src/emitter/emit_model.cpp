@@ -288,10 +288,12 @@ GeneratedModel emit_model(const Graph& g, const FusionPlan& plan, const MemoryPl
     for (int32_t n : group.nodes)
       w.comment("  " + describe_node(g, g.nodes[n]));
     w.line("#include \"stitch_generated.h\"");
+    const bool grid_barrier = group.launch.cooperative;
+    if (grid_barrier) w.line("#include \"device/stitch_grid.cuh\" // stitch_grid_sync()");
     w.line();
     emit_group(ctx, w);
     if (group.id == options.plant_wrong_group) emit_planted_error(ctx, w);
-    model.groups.push_back({fmt::format("group_{:03}.cu", group.id), w.str()});
+    model.groups.push_back({fmt::format("group_{:03}.cu", group.id), w.str(), grid_barrier});
     groups_with_code.push_back(group.id);
   }
   std::vector<Tap> taps = options.debug_taps ? list_taps(g, plan) : std::vector<Tap>{};

@@ -17,6 +17,9 @@ namespace stitch {
 struct GeneratedFile {
   std::string name; // a file name made by stitchc ("group_003.cu")
   std::string text;
+  // It includes device/stitch_grid.cuh (its group launches cooperatively): the CUDA target's
+  // build compiles such files together, since that header is expensive for nvcc.
+  bool grid_barrier = false;
 };
 
 struct GeneratedModel {

@@ -2,8 +2,8 @@
 // helper (.cuh) includes first. It gives kernels one spelling that means the same thing on two
 // targets:
 //
-//  - CUDA (compiled by nvcc): the real <cuda_runtime.h> and <cooperative_groups.h>; the stitchc
-//    macros below expand to their plain CUDA meaning.
+//  - CUDA (compiled by nvcc): the real <cuda_runtime.h>; the stitchc macros below expand to
+//    their plain CUDA meaning.
 //  - The host target (compiled by g++ -x c++ -DSTITCH_HOST_TARGET): host/ emulates the CUDA
 //    execution model. Every thread of a block runs as a fiber that runs until it blocks at a
 //    barrier, warp collective or exit; shared memory starts as 0xFF garbage; launch errors and
@@ -32,7 +32,9 @@
 //       resident at once, so the kernel may call stitch_grid_sync(). A grid larger than the
 //       device can hold resident fails with cudaErrorCooperativeLaunchTooLarge.
 //   stitch_grid_sync()
-//       Grid-wide barrier (cooperative_groups::this_grid().sync()). Only in cooperative launches.
+//       Grid-wide barrier (cooperative_groups::this_grid().sync()). Only in cooperative launches,
+//       and only in sources that include device/stitch_grid.cuh (see there why it has a header
+//       of its own).
 //
 // Everything else keeps its CUDA spelling on both targets: __global__, __device__, __host__,
 // __forceinline__, __restrict__, __launch_bounds__, __align__, threadIdx, blockIdx, blockDim,
@@ -52,7 +54,6 @@
 
 #if defined(__CUDACC__)
 
-#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -65,8 +66,6 @@
   type* const name = reinterpret_cast<type*>(stitch_dynamic_shared_bytes)
 
 // Grid-wide barrier of a cooperative launch.
-__device__ __forceinline__ void stitch_grid_sync() { cooperative_groups::this_grid().sync(); }
-
 namespace stitch {
 
 // Launches through cudaLaunchKernelEx so that ordinary and cooperative launches share one path

@@ -3,6 +3,7 @@
 // and that the host target compiles as C++ and runs (test_device_helpers.cpp).
 #include "stitch_cuda.h"
 
+#include "device/stitch_grid.cuh"
 #include "device/stitch_math.cuh"
 #include "device/stitch_reduce.cuh"
 #include "device/stitch_vector.cuh"

@@ -5,6 +5,8 @@
 // that exits early) are errors rather than hangs.
 #include "stitch_cuda.h"
 
+#include "device/stitch_grid.cuh"
+
 #include "portable_kernels.h"
 #include "runtime_test_support.h"
 

@@ -7,10 +7,19 @@
 // argument) so that a deadlock or divergence report names the line. Shuffles accept any
 // trivially copyable type of at most 8 bytes, as CUDA's overloads do for int, unsigned, long
 // long, float, double, ...
+//
+// The intrinsics reach the fiber scheduler through four entry points (scheduler_* below). In
+// header-only builds they call it inline; stitchc's generated sources (-DSTITCH_HOST_LINKED_LAUNCH)
+// call the copies compiled once into libstitch_runtime_host.a (launch_linked.cpp), so that a
+// model's translation unit neither parses the scheduler nor instantiates what it uses.
 #pragma once
 
-#include "fiber_scheduler.h"
 #include "thread_state.h"
+#include "warp_collectives.h"
+
+#if !defined(STITCH_HOST_LINKED_LAUNCH)
+#include "fiber_scheduler.h"
+#endif
 
 #include <atomic>
 #include <cstdint>
@@ -19,6 +28,43 @@
 #include <type_traits>
 
 namespace stitch::host {
+
+// The scheduler's entry points as compiled into libstitch_runtime_host.a (launch_linked.cpp).
+std::uint64_t linked_warp_collective(EmulatedThread& thread, const WarpCall& call,
+                                     const SourceSite& site);
+void linked_block_barrier(EmulatedThread& thread, const SourceSite& site, int predicate);
+void linked_grid_barrier(EmulatedThread& thread, const SourceSite& site);
+void linked_yield(EmulatedThread& thread);
+
+namespace detail {
+
+#if defined(STITCH_HOST_LINKED_LAUNCH)
+inline std::uint64_t scheduler_warp_collective(EmulatedThread& thread, const WarpCall& call,
+                                               const SourceSite& site) {
+  return linked_warp_collective(thread, call, site);
+}
+inline void scheduler_block_barrier(EmulatedThread& thread, const SourceSite& site, int predicate) {
+  linked_block_barrier(thread, site, predicate);
+}
+inline void scheduler_grid_barrier(EmulatedThread& thread, const SourceSite& site) {
+  linked_grid_barrier(thread, site);
+}
+inline void scheduler_yield(EmulatedThread& thread) { linked_yield(thread); }
+#else
+inline std::uint64_t scheduler_warp_collective(EmulatedThread& thread, const WarpCall& call,
+                                               const SourceSite& site) {
+  return thread.scheduler->warp_collective(thread, call, site);
+}
+inline void scheduler_block_barrier(EmulatedThread& thread, const SourceSite& site, int predicate) {
+  thread.scheduler->block_barrier(thread, site, predicate);
+}
+inline void scheduler_grid_barrier(EmulatedThread& thread, const SourceSite& site) {
+  thread.scheduler->grid_barrier(thread, site);
+}
+inline void scheduler_yield(EmulatedThread& thread) { thread.scheduler->yield(thread); }
+#endif
+
+} // namespace detail
 
 template <typename T> inline T* block_shared_array(const SharedSlot& slot, std::size_t count) {
   EmulatedThread& thread = running_thread("STITCH_SHARED");
@@ -39,7 +85,7 @@ inline T warp_exchange(WarpCollectiveKind kind, unsigned mask, T value, int oper
   std::uint64_t bits = 0;
   std::memcpy(&bits, &value, sizeof(T));
   EmulatedThread& thread = running_thread(collective_name(kind));
-  const std::uint64_t result = thread.scheduler->warp_collective(
+  const std::uint64_t result = scheduler_warp_collective(
       thread, WarpCall{kind, mask, bits, operand, width}, SourceSite::from(site));
   T out;
   std::memcpy(&out, &result, sizeof(T));
@@ -49,13 +95,13 @@ inline T warp_exchange(WarpCollectiveKind kind, unsigned mask, T value, int oper
 inline unsigned warp_vote(WarpCollectiveKind kind, unsigned mask, int predicate,
                           const std::source_location& site) {
   EmulatedThread& thread = running_thread(collective_name(kind));
-  return static_cast<unsigned>(thread.scheduler->warp_collective(
+  return static_cast<unsigned>(scheduler_warp_collective(
       thread, WarpCall{kind, mask, predicate != 0 ? 1u : 0u, 0, 32}, SourceSite::from(site)));
 }
 
 inline int block_barrier(int predicate, const std::source_location& site) {
   EmulatedThread& thread = running_thread("__syncthreads");
-  thread.scheduler->block_barrier(thread, SourceSite::from(site), predicate);
+  scheduler_block_barrier(thread, SourceSite::from(site), predicate);
   return static_cast<int>(thread.collective_result);
 }
 
@@ -83,7 +129,7 @@ inline int __syncthreads_or(int predicate,
 
 inline void stitch_grid_sync(std::source_location site = std::source_location::current()) {
   stitch::host::EmulatedThread& thread = stitch::host::running_thread("stitch_grid_sync");
-  thread.scheduler->grid_barrier(thread, stitch::host::SourceSite::from(site));
+  stitch::host::detail::scheduler_grid_barrier(thread, stitch::host::SourceSite::from(site));
 }
 
 // ---- Warp collectives ----
@@ -139,7 +185,7 @@ inline int __all_sync(unsigned mask, int predicate,
 // Yields to the other threads of the resident set (a spin-wait must call it to make progress).
 inline void __nanosleep(unsigned int /*nanoseconds*/) {
   stitch::host::EmulatedThread& thread = stitch::host::running_thread("__nanosleep");
-  thread.scheduler->yield(thread);
+  stitch::host::detail::scheduler_yield(thread);
 }
 
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }

@@ -26,6 +26,7 @@
 
 #include "fiber_stacks.h"
 #include "host_config.h"
+#include "launch_request.h"
 #include "stall_report.h"
 #include "thread_state.h"
 
@@ -42,18 +43,6 @@
 #include <vector>
 
 namespace stitch::host {
-
-// The kernel with its arguments bound, callable by every emulated thread.
-struct KernelInvoker {
-  void (*call)(const void* bound);
-  const void* bound;
-};
-
-struct LaunchFailure {
-  cudaError_t code = cudaSuccess;
-  std::string message;
-  explicit operator bool() const { return code != cudaSuccess; }
-};
 
 // Linear thread ids of a block in the order they run; the same for every phase and block.
 inline std::vector<unsigned> schedule_order(const HostDeviceConfig& config, unsigned threads) {

@@ -21,7 +21,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <thread>
 
 namespace stitch::host {
 
@@ -92,13 +91,6 @@ inline HostDeviceConfig& host_config() {
     return initial;
   }();
   return config;
-}
-
-// OS threads an ordinary launch may use (the launching thread included).
-inline unsigned launch_worker_count(const HostDeviceConfig& config) {
-  if (config.worker_threads > 0) return config.worker_threads;
-  const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
-  return std::min(4u, hardware);
 }
 
 // Blocks of `threads_per_block` threads and `shared_bytes` dynamic shared memory that one

@@ -11,7 +11,6 @@
 #pragma once
 
 #include "error_status.h"
-#include "fiber_scheduler.h"
 #include "host_types.h"
 #include "launch_request.h"
 

@@ -1,13 +1,18 @@
-// What a kernel launch asks for on the host target, and the per-kernel attributes
-// (cudaFuncSetAttribute) its checks read.
+// What a kernel launch asks for on the host target (the request, the kernel with its arguments
+// bound), how it failed, and the per-kernel attributes (cudaFuncSetAttribute) its checks read.
 #pragma once
 
+#include "error_status.h"
 #include "host_config.h"
 #include "host_types.h"
 
 #include <cstddef>
+#include <string>
+
+#if !defined(STITCH_HOST_LINKED_LAUNCH)
 #include <mutex>
 #include <unordered_map>
+#endif
 
 namespace stitch::host {
 
@@ -22,6 +27,19 @@ struct LaunchRequest {
   std::size_t dynamic_shared_bytes;
 };
 
+// The kernel with its arguments bound, callable by every emulated thread.
+struct KernelInvoker {
+  void (*call)(const void* bound);
+  const void* bound;
+};
+
+struct LaunchFailure {
+  cudaError_t code = cudaSuccess;
+  std::string message;
+  explicit operator bool() const { return code != cudaSuccess; }
+};
+
+#if !defined(STITCH_HOST_LINKED_LAUNCH)
 // Per-kernel limits raised with cudaFuncSetAttribute(kernel, ..MaxDynamicSharedMemorySize, n).
 class KernelAttributes {
 public:
@@ -43,5 +61,22 @@ private:
   std::mutex mutex_;
   std::unordered_map<const void*, std::size_t> max_dynamic_shared_;
 };
+#endif
+
+// KernelAttributes' setter as compiled into libstitch_runtime_host.a (launch_linked.cpp), which
+// stitchc's generated sources (-DSTITCH_HOST_LINKED_LAUNCH) call instead of the class.
+void linked_set_max_dynamic_shared(const void* kernel, std::size_t bytes);
+
+namespace detail {
+
+inline void set_max_dynamic_shared(const void* kernel, std::size_t bytes) {
+#if defined(STITCH_HOST_LINKED_LAUNCH)
+  linked_set_max_dynamic_shared(kernel, bytes);
+#else
+  KernelAttributes::instance().set_max_dynamic_shared(kernel, bytes);
+#endif
+}
+
+} // namespace detail
 
 } // namespace stitch::host

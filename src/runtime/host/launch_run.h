@@ -22,8 +22,16 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 namespace stitch::host {
+
+// OS threads an ordinary launch may use (the launching thread included).
+inline unsigned launch_worker_count(const HostDeviceConfig& config) {
+  if (config.worker_threads > 0) return config.worker_threads;
+  const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
+  return std::min(4u, hardware);
+}
 
 // The launch's geometry, or the error CUDA would return for it.
 inline std::optional<LaunchFailure> check_launch(const LaunchRequest& request,

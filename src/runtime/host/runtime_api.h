@@ -24,9 +24,12 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <string>
+
+#if !defined(STITCH_HOST_LINKED_LAUNCH)
+#include <mutex>
 #include <unordered_map>
+#endif
 
 enum cudaMemcpyKind {
   cudaMemcpyHostToHost = 0,
@@ -56,6 +59,7 @@ enum cudaDeviceAttr {
 
 namespace stitch::host {
 
+#if !defined(STITCH_HOST_LINKED_LAUNCH)
 // The live cudaMalloc allocations, so that a bad or double cudaFree is an error, not a crash.
 class DeviceAllocations {
 public:
@@ -76,6 +80,32 @@ private:
   std::mutex mutex_;
   std::unordered_map<void*, std::size_t> sizes_;
 };
+#endif
+
+// The allocation table as compiled into libstitch_runtime_host.a (launch_linked.cpp), which
+// stitchc's generated sources (-DSTITCH_HOST_LINKED_LAUNCH) use instead of the class.
+void linked_add_allocation(void* pointer, std::size_t bytes);
+bool linked_remove_allocation(void* pointer);
+
+namespace detail {
+
+inline void add_allocation(void* pointer, std::size_t bytes) {
+#if defined(STITCH_HOST_LINKED_LAUNCH)
+  linked_add_allocation(pointer, bytes);
+#else
+  DeviceAllocations::instance().add(pointer, bytes);
+#endif
+}
+
+inline bool remove_allocation(void* pointer) {
+#if defined(STITCH_HOST_LINKED_LAUNCH)
+  return linked_remove_allocation(pointer);
+#else
+  return DeviceAllocations::instance().remove(pointer);
+#endif
+}
+
+} // namespace detail
 
 inline cudaError_t copy_bytes(const char* call, void* destination, const void* source,
                               std::size_t bytes) {
@@ -109,7 +139,7 @@ inline cudaError_t cudaMalloc(void** pointer, std::size_t bytes) {
     return stitch::host::report_error(cudaErrorMemoryAllocation,
                                       "cudaMalloc of " + std::to_string(bytes) + " bytes");
   if (stitch::host::host_config().poison_allocations) std::memset(memory, 0xFF, rounded);
-  stitch::host::DeviceAllocations::instance().add(memory, rounded);
+  stitch::host::detail::add_allocation(memory, rounded);
   *pointer = memory;
   return cudaSuccess;
 }
@@ -119,7 +149,7 @@ template <typename T> inline cudaError_t cudaMalloc(T** pointer, std::size_t byt
 
 inline cudaError_t cudaFree(void* pointer) {
   if (pointer == nullptr) return cudaSuccess;
-  if (!stitch::host::DeviceAllocations::instance().remove(pointer))
+  if (!stitch::host::detail::remove_allocation(pointer))
     return stitch::host::report_error(
         cudaErrorInvalidValue, "cudaFree: pointer is not from cudaMalloc or was already freed");
   std::free(pointer);
@@ -277,8 +307,8 @@ inline cudaError_t cudaFuncSetAttribute(Kernel* kernel, cudaFuncAttribute attrib
         cudaErrorInvalidValue, "cudaFuncSetAttribute: " + std::to_string(value) +
                                    " bytes of dynamic shared memory exceed the opt-in limit of " +
                                    std::to_string(config.max_shared_bytes_per_block_optin));
-  stitch::host::KernelAttributes::instance().set_max_dynamic_shared(
-      reinterpret_cast<const void*>(kernel), static_cast<std::size_t>(value));
+  stitch::host::detail::set_max_dynamic_shared(reinterpret_cast<const void*>(kernel),
+                                               static_cast<std::size_t>(value));
   return cudaSuccess;
 }
 

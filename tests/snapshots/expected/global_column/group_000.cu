@@ -5,6 +5,7 @@
 //   node 'centered/Sub' (Sub): float32[8192,96] <- float32[8192,96], float32[1,96]
 //   node 'y/Mul' (Mul): float32[8192,96] <- float32[8192,96], float32[8192,96]
 #include "stitch_generated.h"
+#include "device/stitch_grid.cuh" // stitch_grid_sync()
 
 // Fused group 0 (Global): a reduction over 8192 rows of 96 columns and its consumers (0 per column, 2 per element), two grid-wide barriers, 528 blocks.
 //   node 'mean/ReduceMean' (ReduceMean): float32[1,96] <- float32[8192,96], int64[1]

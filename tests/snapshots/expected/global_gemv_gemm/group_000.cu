@@ -6,6 +6,7 @@
 //   node 'fc/Gemm' (Gemm): float32[1,32] <- float32[1,128], float32[32,128], float32[32]
 //   node 'y/Relu' (Relu): float32[1,32] <- float32[1,32]
 #include "stitch_generated.h"
+#include "device/stitch_grid.cuh" // stitch_grid_sync()
 
 // Fused group 0 (Global): row ops over 128 rows of 49, whose per-row values are the vector of 'fc/Gemm' (Gemm), a grid-wide barrier, then the product (32 outputs, a warp per output) and 1 consumer(s); 16 blocks.
 //   node 'pooled/GlobalAveragePool' (GlobalAveragePool): float32[1,128,1,1] <- float32[1,128,7,7]

@@ -7,6 +7,7 @@
 //   node 'shifted/Add' (Add): float32[1,10] <- float32[1,10], float32[10]
 //   node 'y/Sigmoid' (Sigmoid): float32[1,10] <- float32[1,10]
 #include "stitch_generated.h"
+#include "device/stitch_grid.cuh" // stitch_grid_sync()
 
 // Fused group 0 (Global): row ops over 24 rows of 40, whose per-row values are the vector of 'product/MatMul' (MatMul), a grid-wide barrier, then the product (10 outputs, a thread per output) and 2 consumer(s); 3 blocks.
 //   node 'scaled/Mul' (Mul): float32[1,24,40] <- float32[1,24,40], float32[1,24,1]

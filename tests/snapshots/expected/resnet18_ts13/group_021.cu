@@ -7,6 +7,7 @@
 //   node '/Flatten' (View): float32[1,128] <- float32[1,128,1,1]
 //   node '/fc/Gemm' (Gemm): float32[1,10] <- float32[1,128], float32[10,128], float32[10]
 #include "stitch_generated.h"
+#include "device/stitch_grid.cuh" // stitch_grid_sync()
 
 // Fused group 21 (Global): row ops over 128 rows of 4, whose per-row values are the vector of '/fc/Gemm' (Gemm), a grid-wide barrier, then the product (10 outputs, a warp per output) and 0 consumer(s); 2 blocks.
 //   node '/layer4/layer4.1/Add' (Add): float32[1,128,2,2] <- float32[1,128,2,2], float32[1,128,2,2]
