@@ -81,12 +81,33 @@ std::string emit_operand_coordinates(CodeWriter& out, const AttentionSpec& spec,
   return row;
 }
 
-// One accessor of the problem struct: `float NAME(int64_t head, int64_t row, int dim)`.
-void emit_load(CodeWriter& out, const std::string& name, const std::string& pointer,
-               const AttentionSpec& spec, const AttentionSpec::Operand& o) {
+// One accessor of the problem struct: `float NAME(int64_t head, int64_t row, int dim)`, the
+// element through the operand's strides and its scalings (each rounded to its type, as the
+// graph computes them).
+void emit_load(const GroupEmitContext& ctx, const FusedSignature& sig, CodeWriter& out,
+               const std::string& name, const std::string& pointer, const AttentionSpec& spec,
+               const AttentionSpec::Operand& o) {
   out.open(fmt::format("__device__ float {}(int64_t head, int64_t row, int dim) const", name));
   const std::string row = emit_operand_coordinates(out, spec, o);
-  out.linef("return {}[{}];", pointer, operand_index(o, row, "dim"));
+  if (o.scalings.empty()) {
+    out.linef("return {}[{}];", pointer, operand_index(o, row, "dim"));
+    out.close();
+    return;
+  }
+  const Graph& g = ctx.graph();
+  out.linef("const float x = {}[{}];", pointer, operand_index(o, row, "dim"));
+  ValueScope scope(ctx, o.scalings, out, [&](TensorId t) -> std::string {
+    if (std::find(o.scalars.begin(), o.scalars.end(), t) == o.scalars.end()) return "x";
+    if (auto literal = sig.literals.find(t); literal != sig.literals.end()) return literal->second;
+    auto param = sig.inputs.find(t);
+    if (param == sig.inputs.end())
+      ctx.spec_error(
+          fmt::format("the scalar '{}' is not in the kernel's interface", g.tensor(t).name));
+    const std::string scalar = "x" + param->second.substr(2);
+    out.linef("const {} {} = {}[0];", ctype(g.tensor(t).dtype, ctx), scalar, param->second);
+    return scalar;
+  });
+  out.linef("return {};", scope.value(g.nodes[o.scalings.back()].outputs[0]));
   out.close();
 }
 
@@ -138,9 +159,9 @@ void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
     out.linef("{};", p);
   out.line("int64_t queries, keys;");
   out.line();
-  emit_load(out, "query", param(spec.q.tensor, "Q"), spec, spec.q);
-  emit_load(out, "key", param(spec.k.tensor, "K"), spec, spec.k);
-  emit_load(out, "value", param(spec.v.tensor, "V"), spec, spec.v);
+  emit_load(ctx, sig, out, "query", param(spec.q.tensor, "Q"), spec, spec.q);
+  emit_load(ctx, sig, out, "key", param(spec.k.tensor, "K"), spec, spec.k);
+  emit_load(ctx, sig, out, "value", param(spec.v.tensor, "V"), spec, spec.v);
 
   // The logit of (query, key): the logit nodes over the logits' coordinates c0..cR-1
   // (batch..., query, key) and linear index i (the same in the scores and their Views).

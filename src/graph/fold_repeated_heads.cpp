@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "graph/infer_context.h"
 #include "graph/op_params.h"
 #include "graph/pass_builder.h"
@@ -39,12 +41,46 @@ private:
     return &g_.nodes[p];
   }
 
+  // The scalar Muls and Divs (by one element of the same type) `b` is read through, each read
+  // alone, appended from `b` back; `b` becomes the tensor they scale. False when one of them is
+  // read by more than the next.
+  struct Scaling {
+    Node node;
+    size_t operand; // the input that is scaled (the other is the scalar)
+  };
+
+  bool take_scalings(TensorId& b, std::vector<Scaling>& scalings) const {
+    for (;;) {
+      const int32_t p = b == kNoTensor ? -1 : producer_[b];
+      if (p < 0) return true;
+      const Node& node = g_.nodes[p];
+      if ((node.op != OpKind::Mul && node.op != OpKind::Div) || node.inputs.size() != 2 ||
+          node.outputs.size() != 1)
+        return true;
+      auto scalar = [&](TensorId c) {
+        return g_.tensor(c).elements() == 1 && g_.tensor(c).dtype == g_.tensor(b).dtype;
+      };
+      size_t operand = 2;
+      if (scalar(node.inputs[1]))
+        operand = 0;
+      else if (node.op == OpKind::Mul && scalar(node.inputs[0]))
+        operand = 1;
+      if (operand == 2 || g_.tensor(node.inputs[operand]).shape != g_.tensor(b).shape) return true;
+      if (consumers_[b].size() != 1 || graph_output_.count(b)) return false;
+      scalings.push_back({node, operand});
+      b = node.inputs[operand];
+    }
+  }
+
   // Folds MatMul `n` when its B is a repeat of key-value heads (read directly or through a
-  // Transpose of its last two axes).
+  // Transpose of its last two axes, and scalar Muls and Divs, which move onto the key-value
+  // heads' operand: a scalar times a repeated element is the repeat of the scaled one).
   bool fold(int32_t n) {
     const Node mm = g_.nodes[n];
     if (mm.op != OpKind::MatMul || mm.inputs.size() != 2 || mm.outputs.size() != 1) return false;
     TensorId b = mm.inputs[1];
+    std::vector<Scaling> scalings; // from the product back
+    if (!take_scalings(b, scalings)) return false;
     bool transposed = false;
     if (const Node* t = producer(b, OpKind::Transpose)) {
       const std::vector<int64_t> perm = read_perm(NodeContext(g_, *t));
@@ -54,6 +90,7 @@ private:
       if (consumers_[b].size() != 1 || graph_output_.count(b)) return false;
       transposed = true;
       b = t->inputs[0];
+      if (!take_scalings(b, scalings)) return false;
     }
     const Node* merge = producer(b, OpKind::Reshape);
     if (merge == nullptr) return false;
@@ -103,6 +140,15 @@ private:
       std::swap(perm[rank - 1], perm[rank - 2]);
       t.attrs["perm"] = Attribute{perm};
       added.push_back(std::move(t));
+    }
+    // The scalings, in their order, on the key-value heads' operand.
+    for (size_t i = scalings.size(); i-- > 0;) {
+      const std::string name = fmt::format("{}/kv_scaled_{}", base, scalings.size() - 1 - i);
+      const TensorId scaled = build_.tensor(name, dtype, g_.tensor(rhs).shape);
+      std::vector<TensorId> inputs = scalings[i].node.inputs;
+      inputs[scalings[i].operand] = rhs;
+      added.push_back(build_.node(scalings[i].node.op, name, inputs, scaled));
+      rhs = scaled;
     }
     Shape a_shape(a.shape.begin(), a.shape.begin() + static_cast<int64_t>(kv));
     a_shape.insert(a_shape.end(), {kv_heads, rep_count * m, k});

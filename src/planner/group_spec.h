@@ -438,10 +438,14 @@ struct AttentionSpec {
     int64_t row_stride = 0, col_stride = 0;
     int64_t head_divisor = 1;
     int64_t rows_per_head = 0; // 0: rows are the attention's rows
+    // Scalar Muls and Divs on the way from the stored tensor (an exporter's fourth-root scale
+    // on Q and Kᵀ), applied to each element as it loads, in this order, and their scalars.
+    std::vector<int32_t> scalings;
+    std::vector<TensorId> scalars;
   };
   int32_t scores = -1;                    // MatMul(Q, Kᵀ)
   int32_t product = -1;                   // MatMul(P, V)
-  std::vector<int32_t> layouts;           // Slices and Transposes read or written through
+  std::vector<int32_t> layouts;           // Slices, Transposes, Views read or written through
   std::vector<int32_t> logit_nodes;       // pointwise, scores to the softmax input, in order
   TensorId logits = kNoTensor;            // the softmax's input (the scores without logit nodes)
   std::vector<int32_t> softmax;           // ReduceMax, Sub, Exp, ReduceSum, Div

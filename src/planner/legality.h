@@ -151,11 +151,14 @@ FusionDecision analyze_group(const FusionContext& ctx, const std::vector<int32_t
 FusionGroup single_node_group(const Graph& graph, int32_t node, const DeviceParams& device);
 
 // The nodes of the attention whose P·V is the MatMul `product` (legality_attention.cpp): the
-// softmax and the Casts before it, the logit nodes back to the MatMul of the scores, the Slices
-// and Transposes Q, Kᵀ and V are read through and a Transpose of the output; sorted. Empty
-// when `product` reads no softmax of a product. The planners offer it as one candidate group
-// (analyze_group decides whether it is legal).
-std::vector<int32_t> attention_candidate(const FusionContext& ctx, int32_t product);
+// softmax and the Casts before it, the logit nodes back to the MatMul of the scores, the Slices,
+// Transposes, Views and scalar Muls and Divs Q, Kᵀ and V are read through and a Transpose of
+// the output; sorted. Empty when `product` reads no softmax of a product. The planners offer it
+// as one candidate group (analyze_group decides whether it is legal). `read_through`, when
+// given, gets the nodes on the operands' and the output's ways (the candidate without them is
+// worth offering too).
+std::vector<int32_t> attention_candidate(const FusionContext& ctx, int32_t product,
+                                         std::vector<int32_t>* read_through = nullptr);
 GroupKind group_kind_of(const Node& node);
 
 } // namespace stitch

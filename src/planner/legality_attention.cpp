@@ -13,6 +13,7 @@
 // of up to 4 query rows each (2 for head dims over 128), as many as the queries fill, and key
 // tiles of 64 (32 for head dims over 128, or 32 keys or fewer).
 #include <algorithm>
+#include <optional>
 
 #include "graph/op_params.h"
 #include "planner/legality_internal.h"
@@ -51,13 +52,128 @@ bool reads(const Node& node, OpKind op, TensorId first, TensorId second) {
          node.inputs[1] == second;
 }
 
-// `t` as stored: back through the group's Slices and Transposes producing it (each read by the
-// next alone) to the tensor in memory, and the strided view of it they make.
+// The scalar operand of `node` when it is Mul(x, c), Mul(c, x) or Div(x, c) with c a single
+// element from outside the group, and x its other operand; else kNoTensor.
+TensorId scaled_operand(const FusionContext& ctx, const std::vector<int32_t>& nodes,
+                        const Node& node) {
+  if ((node.op != OpKind::Mul && node.op != OpKind::Div) || node.inputs.size() != 2 ||
+      node.outputs.size() != 1)
+    return kNoTensor;
+  const Graph& g = ctx.graph;
+  auto scalar = [&](TensorId c) {
+    const int32_t p = ctx.producer[c];
+    return g.tensor(c).elements() == 1 && (p < 0 || !contains(nodes, p)) &&
+           g.tensor(c).dtype == g.tensor(node.outputs[0]).dtype;
+  };
+  if (scalar(node.inputs[1])) return node.inputs[0];
+  if (node.op == OpKind::Mul && scalar(node.inputs[0])) return node.inputs[1];
+  return kNoTensor;
+}
+
+// The view read in `to`'s shape, as a View (a reshape) reads it: each run of the view's axes
+// that `to` merges or splits must be contiguous within itself (a stride its inner neighbour's
+// extent times that neighbour's stride); size-1 axes come and go freely. nullopt where a copy
+// would be needed.
+std::optional<StridedMatrix> reshaped(const StridedMatrix& view, const Shape& to) {
+  std::vector<int64_t> extents, strides; // the view's axes longer than 1
+  for (size_t j = 0; j < view.shape.size(); ++j) {
+    if (view.shape[j] < 1) return std::nullopt;
+    if (view.shape[j] != 1) {
+      extents.push_back(view.shape[j]);
+      strides.push_back(view.strides[j]);
+    }
+  }
+  StridedMatrix r;
+  r.shape = to;
+  r.offset = view.offset;
+  r.strides.assign(to.size(), 0);
+  size_t from = 0, at = 0;
+  while (at < to.size() || from < extents.size()) {
+    if (at < to.size() && to[at] == 1) {
+      ++at;
+      continue;
+    }
+    if (at >= to.size() || from >= extents.size() || to[at] < 1) return std::nullopt;
+    // The shortest runs of old axes [from, old_end] and new axes [at, new_end] of equal size.
+    size_t old_end = from, new_end = at;
+    int64_t old_size = extents[from], new_size = to[at];
+    while (old_size != new_size) {
+      if (old_size < new_size) {
+        if (++old_end >= extents.size()) return std::nullopt;
+        old_size *= extents[old_end];
+      } else {
+        if (++new_end >= to.size()) return std::nullopt;
+        new_size *= to[new_end];
+      }
+    }
+    for (size_t k = from; k < old_end; ++k)
+      if (strides[k] != strides[k + 1] * extents[k + 1]) return std::nullopt;
+    int64_t stride = strides[old_end];
+    for (size_t k = new_end + 1; k-- > at;) {
+      r.strides[k] = stride;
+      stride *= to[k];
+    }
+    from = old_end + 1;
+    at = new_end + 1;
+  }
+  return r;
+}
+
+// `t` as stored: back through the group's Slices, Transposes and Views producing it, and its
+// scalar Muls and Divs (each read by the next alone), to the tensor in memory, the strided view
+// of it they make and the scalings to apply to each element.
 struct StoredView {
   TensorId stored = kNoTensor;
   StridedMatrix view;
   std::vector<int32_t> layouts;
+  std::vector<int32_t> scalings; // from the stored tensor on
 };
+
+// The strided view of `stored` that the chain of nodes `forward` (each reading the previous
+// one's output, the first reading `stored`) makes, and its scalings.
+FusionDecision follow(const FusionContext& ctx, TensorId stored,
+                      const std::vector<int32_t>& forward, StoredView& r) {
+  const Graph& g = ctx.graph;
+  r.stored = stored;
+  r.view = packed(g.tensor(stored).shape);
+  r.layouts.clear();
+  r.scalings.clear();
+  for (int32_t node : forward) {
+    const Node& n = g.nodes[node];
+    if (n.op == OpKind::Transpose) {
+      r.view = permuted(r.view, read_perm(NodeContext(g, n)));
+    } else if (n.op == OpKind::Slice) {
+      for (const SliceAxis& s : read_slice_params(NodeContext(g, n))) {
+        r.view.offset += s.start * r.view.strides[s.axis];
+        r.view.strides[s.axis] *= s.step;
+        r.view.shape[s.axis] = s.length;
+      }
+    } else if (n.op == OpKind::View) {
+      std::optional<StridedMatrix> viewed = reshaped(r.view, g.tensor(n.outputs[0]).shape);
+      if (!viewed)
+        return FusionDecision::no(fmt::format("{} reshapes a strided view of '{}' into axes no "
+                                              "strides describe",
+                                              ctx.describe(node), g.tensor(stored).name));
+      r.view = *viewed;
+    }
+    (n.op == OpKind::Transpose || n.op == OpKind::Slice || n.op == OpKind::View ? r.layouts
+                                                                                : r.scalings)
+        .push_back(node);
+    if (r.view.shape != g.tensor(n.outputs[0]).shape)
+      return FusionDecision::no(
+          fmt::format("{} does not read as a strided view", ctx.describe(node)));
+  }
+  return FusionDecision::ok();
+}
+
+// The tensor a step on an operand's way reads: a Slice's, Transpose's or View's input, a scalar
+// Mul's or Div's other operand; kNoTensor for any other node.
+TensorId step_source(const FusionContext& ctx, const std::vector<int32_t>& nodes, int32_t p) {
+  const Node& n = ctx.graph.nodes[p];
+  if (n.op == OpKind::Transpose || n.op == OpKind::Slice || n.op == OpKind::View)
+    return n.inputs.empty() ? kNoTensor : n.inputs[0];
+  return scaled_operand(ctx, nodes, n);
+}
 
 FusionDecision read_through(const FusionContext& ctx, const std::vector<int32_t>& nodes, TensorId t,
                             int32_t reader, StoredView& r) {
@@ -71,33 +187,20 @@ FusionDecision read_through(const FusionContext& ctx, const std::vector<int32_t>
     if (only_consumer(ctx, nodes, at) != next)
       return FusionDecision::no(
           fmt::format("'{}' is read by more than {}", g.tensor(at).name, ctx.describe(next)));
-    const Node& n = g.nodes[p];
-    if (n.op != OpKind::Transpose && n.op != OpKind::Slice)
+    const TensorId from = step_source(ctx, nodes, p);
+    if (from == kNoTensor)
       return FusionDecision::no(fmt::format("{} feeds a matrix product of the attention and is "
-                                            "neither a Slice nor a Transpose",
+                                            "no Slice, Transpose, View or scalar Mul or Div",
                                             ctx.describe(p)));
     chain.push_back(p);
     next = p;
-    at = n.inputs[0];
+    at = from;
   }
-  r.stored = at;
-  r.view = packed(g.tensor(at).shape);
-  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-    const Node& n = g.nodes[*it];
-    if (n.op == OpKind::Transpose) {
-      r.view = permuted(r.view, read_perm(NodeContext(g, n)));
-    } else {
-      for (const SliceAxis& s : read_slice_params(NodeContext(g, n))) {
-        r.view.offset += s.start * r.view.strides[s.axis];
-        r.view.strides[s.axis] *= s.step;
-        r.view.shape[s.axis] = s.length;
-      }
-    }
-    if (r.view.shape != g.tensor(n.outputs[0]).shape)
-      return FusionDecision::no(
-          fmt::format("{} does not read as a strided view", ctx.describe(*it)));
-  }
-  r.layouts = chain;
+  std::reverse(chain.begin(), chain.end());
+  if (FusionDecision d = follow(ctx, at, chain, r); !d) return d;
+  if (r.view.shape != g.tensor(t).shape)
+    return FusionDecision::no(fmt::format("'{}' does not read as a strided view of '{}'",
+                                          g.tensor(t).name, g.tensor(r.stored).name));
   return FusionDecision::ok();
 }
 
@@ -307,15 +410,27 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
     spec.out = operand_of(out, grouped_batch, false);
     if (regrouped) spec.out.rows_per_head = grouped_queries;
   }
+  for (auto [view, o] : {std::pair{&q, &spec.q}, std::pair{&k, &spec.k}, std::pair{&v, &spec.v}}) {
+    o->scalings = view->scalings;
+    for (int32_t n : view->scalings) {
+      const Node& node = g.nodes[n];
+      const TensorId x = scaled_operand(ctx, nodes, node);
+      o->scalars.push_back(node.inputs[0] == x ? node.inputs[1] : node.inputs[0]);
+    }
+  }
   for (const StoredView* view : {&q, &k, &v, &out})
     spec.layouts.insert(spec.layouts.end(), view->layouts.begin(), view->layouts.end());
   std::sort(spec.layouts.begin(), spec.layouts.end());
+  std::vector<int32_t> scalings = q.scalings;
+  scalings.insert(scalings.end(), k.scalings.begin(), k.scalings.end());
+  scalings.insert(scalings.end(), v.scalings.begin(), v.scalings.end());
+  std::sort(scalings.begin(), scalings.end());
 
   // The logit nodes: every other node, pointwise on the scores' shape, reading the scores'
   // chain (and tensors from outside the group).
   for (int32_t n : nodes) {
     if (n == spec.scores || n == spec.product || contains(spec.layouts, n) ||
-        contains(spec.views, n) ||
+        contains(spec.views, n) || contains(scalings, n) ||
         std::find(spec.softmax.begin(), spec.softmax.end(), n) != spec.softmax.end() ||
         std::find(spec.probability_casts.begin(), spec.probability_casts.end(), n) !=
             spec.probability_casts.end())
@@ -414,7 +529,8 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
 
 namespace stitch {
 
-std::vector<int32_t> attention_candidate(const FusionContext& ctx, int32_t product) {
+std::vector<int32_t> attention_candidate(const FusionContext& ctx, int32_t product,
+                                         std::vector<int32_t>* read_through) {
   const Graph& g = ctx.graph;
   const Node& pv = g.nodes[product];
   if (pv.op != OpKind::MatMul || pv.inputs.size() < 2) return {};
@@ -463,13 +579,31 @@ std::vector<int32_t> attention_candidate(const FusionContext& ctx, int32_t produ
   for (int32_t n : logit)
     if (ctx.ancestors[n].test(scores)) nodes.push_back(n);
   nodes.push_back(scores);
-  // The Slices and Transposes Q, Kᵀ and V are read through, and a Transpose of the output.
+  // The Slices, Transposes, Views and scalar Muls and Divs Q, Kᵀ and V are read through (as far
+  // as they make a strided view), and a Transpose of the output.
   auto layouts_of = [&](TensorId t) {
-    for (int32_t p = ctx.producer[t];
-         p >= 0 && (g.nodes[p].op == OpKind::Transpose || g.nodes[p].op == OpKind::Slice) &&
-         ctx.node_class[p] != NodeClass::Alone && ctx.consumers[g.nodes[p].outputs[0]].size() == 1;
-         p = ctx.producer[g.nodes[p].inputs[0]])
-      nodes.push_back(p);
+    std::vector<int32_t> way; // from t back
+    std::vector<TensorId> sources;
+    const std::vector<int32_t> none;
+    for (int32_t p = ctx.producer[t]; p >= 0 && ctx.node_class[p] != NodeClass::Alone &&
+                                      ctx.consumers[g.nodes[p].outputs[0]].size() == 1 &&
+                                      !ctx.graph_output[g.nodes[p].outputs[0]];) {
+      const TensorId from = legality::step_source(ctx, none, p);
+      if (from == kNoTensor) break;
+      way.push_back(p);
+      sources.push_back(from);
+      p = ctx.producer[from];
+    }
+    // The longest part next to the product that reads as a strided view.
+    for (size_t take = way.size(); take > 0; --take) {
+      std::vector<int32_t> forward(way.begin(), way.begin() + static_cast<int64_t>(take));
+      std::reverse(forward.begin(), forward.end());
+      legality::StoredView view;
+      if (!legality::follow(ctx, sources[take - 1], forward, view)) continue;
+      nodes.insert(nodes.end(), forward.begin(), forward.end());
+      if (read_through) read_through->insert(read_through->end(), forward.begin(), forward.end());
+      return;
+    }
   };
   layouts_of(g.nodes[scores].inputs[0]);
   layouts_of(g.nodes[scores].inputs[1]);
@@ -484,7 +618,10 @@ std::vector<int32_t> attention_candidate(const FusionContext& ctx, int32_t produ
         (next.op == OpKind::Transpose && ctx.node_class[readers[0]] != NodeClass::Alone)) {
       nodes.push_back(readers[0]);
       out = next.outputs[0];
-      if (next.op == OpKind::Transpose) break;
+      if (next.op == OpKind::Transpose) {
+        if (read_through) read_through->push_back(readers[0]);
+        break;
+      }
     } else {
       break;
     }

@@ -352,15 +352,16 @@ FusionPlan plan_ilp(const Graph& graph, const PlannerOptions& options) {
     add_all_subsets(ctx, fusible, candidates);
   else
     add_grown_sets(ctx, options, candidates);
-  // Each attention whole (more nodes than grown sets reach), and without the Slices and
-  // Transposes it reads through, in case those cannot join.
+  // Each attention whole (more nodes than grown sets reach), and without the Slices,
+  // Transposes, Views and scalings it reads through, in case those cannot join.
   for (size_t n = 0; n < ctx.size(); ++n) {
     if (ctx.node_class[n] != NodeClass::Gemm) continue;
-    std::vector<int32_t> nodes = attention_candidate(ctx, static_cast<int32_t>(n));
+    std::vector<int32_t> read_through;
+    std::vector<int32_t> nodes = attention_candidate(ctx, static_cast<int32_t>(n), &read_through);
     if (nodes.empty()) continue;
     candidates.add(nodes);
     std::erase_if(nodes, [&](int32_t k) {
-      return ctx.graph.nodes[k].op == OpKind::Transpose || ctx.graph.nodes[k].op == OpKind::Slice;
+      return std::find(read_through.begin(), read_through.end(), k) != read_through.end();
     });
     candidates.add(nodes);
   }

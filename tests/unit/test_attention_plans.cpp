@@ -19,7 +19,9 @@ constexpr int kFloat = onnx::TensorProto::FLOAT;
 
 struct AttentionModel {
   int64_t batch = 2, heads = 3, kv_heads = 3, queries = 5, keys = 7, head_dim = 8, value_dim = 8;
-  enum class Scale { Mul, Div, None } scale = Scale::Mul;
+  // FourthRoot: Q and Kᵀ each times D^-1/4 before the product (the ONNX Attention op's function
+  // body, torch's decomposition of scaled_dot_product_attention).
+  enum class Scale { Mul, Div, None, FourthRoot } scale = Scale::Mul;
   bool padding_bias = false;  // Add of a bias [B, 1, 1, T] (an attention mask made additive)
   bool head_bias = false;     // Add of a bias [1, H, S, T] (per-head position biases)
   bool causal = false;        // Where(key <= query + T - S, scores, -inf), a constant mask
@@ -73,7 +75,19 @@ Graph attention_graph(const AttentionModel& a) {
       set_attr_ints(m.node("Transpose", {typed("k_in")}, {"kt"}), "perm", {0, 2, 3, 1});
     set_attr_ints(m.node("Transpose", {typed("v_in")}, {"v"}), "perm", {0, 2, 1, 3});
   }
-  m.node("MatMul", {"q", "kt"}, {"scores"});
+  auto constant = [&](const std::string& name, float value) {
+    m.initializer_f32(name, {}, {value});
+    return typed(name);
+  };
+  if (a.scale == AttentionModel::Scale::FourthRoot) {
+    const std::string quarter =
+        constant("quarter", 1.0f / std::sqrt(std::sqrt(static_cast<float>(a.head_dim))));
+    m.node("Mul", {"q", quarter}, {"q_scaled"});
+    m.node("Mul", {quarter, "kt"}, {"kt_scaled"}); // the scalar first: either order is written
+    m.node("MatMul", {"q_scaled", "kt_scaled"}, {"scores"});
+  } else {
+    m.node("MatMul", {"q", "kt"}, {"scores"});
+  }
   std::string x = "scores";
   auto step = [&](const std::string& op, const std::vector<std::string>& others) {
     std::vector<std::string> inputs = {x};
@@ -81,10 +95,6 @@ Graph attention_graph(const AttentionModel& a) {
     const std::string out = x + "_" + op;
     m.node(op, inputs, {out});
     x = out;
-  };
-  auto constant = [&](const std::string& name, float value) {
-    m.initializer_f32(name, {}, {value});
-    return typed(name);
   };
   const float root = std::sqrt(static_cast<float>(a.head_dim));
   if (a.scale == AttentionModel::Scale::Mul) step("Mul", {constant("scale", 1.0f / root)});
@@ -131,6 +141,14 @@ Graph attention_graph(const AttentionModel& a) {
   return load_graph(m);
 }
 
+// Groups that launch work (not Views).
+int launches(const FusionPlan& plan) {
+  int count = 0;
+  for (const FusionGroup& group : plan.groups)
+    count += group.kind != GroupKind::Alias;
+  return count;
+}
+
 int attention_groups(const FusionPlan& plan) {
   int count = 0;
   for (const FusionGroup& group : plan.groups)
@@ -141,11 +159,12 @@ int attention_groups(const FusionPlan& plan) {
 // Every planner's plan agrees with the per-op plan; the ilp plan has `expected` attention
 // groups, and their report says "attention".
 void check_attention(const AttentionModel& a, unsigned seed, int expected,
-                     PlanTolerance tolerance = {}) {
+                     PlanTolerance tolerance = {}, int expected_launches = 0) {
   const Graph g = attention_graph(a);
   const FusionPlan ilp = plan_for_host(g, "ilp");
   INFO("ilp plan:\n" << describe_plan(g, ilp));
   CHECK(attention_groups(ilp) == expected);
+  if (expected_launches > 0) CHECK(launches(ilp) == expected_launches);
   // Flash-decoding where heads x query tiles leave SMs idle and the keys fill several splits.
   for (const FusionGroup& group : ilp.groups)
     if (const auto* attention = std::get_if<AttentionSpec>(&group.spec)) {
@@ -206,7 +225,25 @@ TEST_CASE("attention: exporters' spellings plan as one attention group equal to 
     a.head_dim = a.value_dim = 256, a.heads = a.kv_heads = 2, a.queries = 9, a.keys = 33;
     seed = 18;
   }
+  SECTION("grouped-query heads with a fourth-root scale on Q and the repeated Kᵀ") {
+    a.heads = 6, a.kv_heads = 2, a.repeat_kv = a.causal = true, seed = 26;
+    a.scale = AttentionModel::Scale::FourthRoot;
+  }
   check_attention(a, seed, 1);
+}
+
+TEST_CASE("attention: the scale on Q and Kᵀ loads with them, in one launch",
+          "[planner][attention]") {
+  // Proves: a fourth-root scale on Q and on Kᵀ (either operand order of the Mul) joins the
+  // attention group, applied to each element as the kernel loads it: the head split, the
+  // scalings, the attention and the head merge are one launch, equal to the per-op plan.
+  AttentionModel a;
+  a.scale = AttentionModel::Scale::FourthRoot;
+  SECTION("no mask") { check_attention(a, 25, 1, {}, 1); }
+  SECTION("a padding bias and a softcap, K arriving transposed") {
+    a.padding_bias = a.softcap = a.k_transposed = true;
+    check_attention(a, 27, 1, {}, 1);
+  }
 }
 
 TEST_CASE("attention: float16 and bfloat16 attention groups equal the per-op plan",
@@ -225,6 +262,11 @@ TEST_CASE("attention: float16 and bfloat16 attention groups equal the per-op pla
   SECTION("bfloat16") {
     a.dtype = onnx::TensorProto::BFLOAT16;
     check_attention(a, 22, 1, {0x1p-5, 0x1p-5});
+  }
+  SECTION("float16 with a fourth-root scale on Q and the repeated Kᵀ") {
+    a.dtype = onnx::TensorProto::FLOAT16;
+    a.scale = AttentionModel::Scale::FourthRoot;
+    check_attention(a, 28, 1, {0x1p-8, 0x1p-8});
   }
 }
 
