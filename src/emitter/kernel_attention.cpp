@@ -98,14 +98,7 @@ void emit_load(const GroupEmitContext& ctx, const FusedSignature& sig, CodeWrite
   out.linef("const float x = {}[{}];", pointer, operand_index(o, row, "dim"));
   ValueScope scope(ctx, o.scalings, out, [&](TensorId t) -> std::string {
     if (std::find(o.scalars.begin(), o.scalars.end(), t) == o.scalars.end()) return "x";
-    if (auto literal = sig.literals.find(t); literal != sig.literals.end()) return literal->second;
-    auto param = sig.inputs.find(t);
-    if (param == sig.inputs.end())
-      ctx.spec_error(
-          fmt::format("the scalar '{}' is not in the kernel's interface", g.tensor(t).name));
-    const std::string scalar = "x" + param->second.substr(2);
-    out.linef("const {} {} = {}[0];", ctype(g.tensor(t).dtype, ctx), scalar, param->second);
-    return scalar;
+    return load_broadcast(ctx, sig, t, g.tensor(t).shape, out, "0"); // its one element
   });
   out.linef("return {};", scope.value(g.nodes[o.scalings.back()].outputs[0]));
   out.close();

@@ -41,17 +41,17 @@ private:
     return &g_.nodes[p];
   }
 
-  // The scalar Muls and Divs (by one element of the same type) `b` is read through, each read
-  // alone, appended from `b` back; `b` becomes the tensor they scale. False when one of them is
-  // read by more than the next.
   struct Scaling {
     Node node;
     size_t operand; // the input that is scaled (the other is the scalar)
   };
 
+  // The scalar Muls and Divs (by one element of the same type) `b` is read through, each read
+  // alone, appended from `b` back; `b` becomes the tensor they scale. False when one of them is
+  // read by more than the next.
   bool take_scalings(TensorId& b, std::vector<Scaling>& scalings) const {
     for (;;) {
-      const int32_t p = b == kNoTensor ? -1 : producer_[b];
+      const int32_t p = producer_[b];
       if (p < 0) return true;
       const Node& node = g_.nodes[p];
       if ((node.op != OpKind::Mul && node.op != OpKind::Div) || node.inputs.size() != 2 ||

@@ -13,7 +13,6 @@
 // of up to 4 query rows each (2 for head dims over 128), as many as the queries fill, and key
 // tiles of 64 (32 for head dims over 128, or 32 keys or fewer).
 #include <algorithm>
-#include <optional>
 
 #include "graph/op_params.h"
 #include "planner/legality_internal.h"
@@ -70,55 +69,6 @@ TensorId scaled_operand(const FusionContext& ctx, const std::vector<int32_t>& no
   return kNoTensor;
 }
 
-// The view read in `to`'s shape, as a View (a reshape) reads it: each run of the view's axes
-// that `to` merges or splits must be contiguous within itself (a stride its inner neighbour's
-// extent times that neighbour's stride); size-1 axes come and go freely. nullopt where a copy
-// would be needed.
-std::optional<StridedMatrix> reshaped(const StridedMatrix& view, const Shape& to) {
-  std::vector<int64_t> extents, strides; // the view's axes longer than 1
-  for (size_t j = 0; j < view.shape.size(); ++j) {
-    if (view.shape[j] < 1) return std::nullopt;
-    if (view.shape[j] != 1) {
-      extents.push_back(view.shape[j]);
-      strides.push_back(view.strides[j]);
-    }
-  }
-  StridedMatrix r;
-  r.shape = to;
-  r.offset = view.offset;
-  r.strides.assign(to.size(), 0);
-  size_t from = 0, at = 0;
-  while (at < to.size() || from < extents.size()) {
-    if (at < to.size() && to[at] == 1) {
-      ++at;
-      continue;
-    }
-    if (at >= to.size() || from >= extents.size() || to[at] < 1) return std::nullopt;
-    // The shortest runs of old axes [from, old_end] and new axes [at, new_end] of equal size.
-    size_t old_end = from, new_end = at;
-    int64_t old_size = extents[from], new_size = to[at];
-    while (old_size != new_size) {
-      if (old_size < new_size) {
-        if (++old_end >= extents.size()) return std::nullopt;
-        old_size *= extents[old_end];
-      } else {
-        if (++new_end >= to.size()) return std::nullopt;
-        new_size *= to[new_end];
-      }
-    }
-    for (size_t k = from; k < old_end; ++k)
-      if (strides[k] != strides[k + 1] * extents[k + 1]) return std::nullopt;
-    int64_t stride = strides[old_end];
-    for (size_t k = new_end + 1; k-- > at;) {
-      r.strides[k] = stride;
-      stride *= to[k];
-    }
-    from = old_end + 1;
-    at = new_end + 1;
-  }
-  return r;
-}
-
 // `t` as stored: back through the group's Slices, Transposes and Views producing it, and its
 // scalar Muls and Divs (each read by the next alone), to the tensor in memory, the strided view
 // of it they make and the scalings to apply to each element.
@@ -127,6 +77,7 @@ struct StoredView {
   StridedMatrix view;
   std::vector<int32_t> layouts;
   std::vector<int32_t> scalings; // from the stored tensor on
+  std::vector<TensorId> scalars; // each scaling's other operand
 };
 
 // The strided view of `stored` that the chain of nodes `forward` (each reading the previous
@@ -138,6 +89,8 @@ FusionDecision follow(const FusionContext& ctx, TensorId stored,
   r.view = packed(g.tensor(stored).shape);
   r.layouts.clear();
   r.scalings.clear();
+  r.scalars.clear();
+  TensorId at = stored; // the operand's value so far
   for (int32_t node : forward) {
     const Node& n = g.nodes[node];
     if (n.op == OpKind::Transpose) {
@@ -156,9 +109,13 @@ FusionDecision follow(const FusionContext& ctx, TensorId stored,
                                               ctx.describe(node), g.tensor(stored).name));
       r.view = *viewed;
     }
-    (n.op == OpKind::Transpose || n.op == OpKind::Slice || n.op == OpKind::View ? r.layouts
-                                                                                : r.scalings)
-        .push_back(node);
+    if (n.op == OpKind::Transpose || n.op == OpKind::Slice || n.op == OpKind::View) {
+      r.layouts.push_back(node);
+    } else {
+      r.scalings.push_back(node);
+      r.scalars.push_back(n.inputs[0] == at ? n.inputs[1] : n.inputs[0]);
+    }
+    at = n.outputs[0];
     if (r.view.shape != g.tensor(n.outputs[0]).shape)
       return FusionDecision::no(
           fmt::format("{} does not read as a strided view", ctx.describe(node)));
@@ -412,11 +369,7 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
   }
   for (auto [view, o] : {std::pair{&q, &spec.q}, std::pair{&k, &spec.k}, std::pair{&v, &spec.v}}) {
     o->scalings = view->scalings;
-    for (int32_t n : view->scalings) {
-      const Node& node = g.nodes[n];
-      const TensorId x = scaled_operand(ctx, nodes, node);
-      o->scalars.push_back(node.inputs[0] == x ? node.inputs[1] : node.inputs[0]);
-    }
+    o->scalars = view->scalars;
   }
   for (const StoredView* view : {&q, &k, &v, &out})
     spec.layouts.insert(spec.layouts.end(), view->layouts.begin(), view->layouts.end());

@@ -130,6 +130,9 @@ StridedMatrix permuted(const StridedMatrix& view, const std::vector<int64_t>& pe
 // The product P written so that Transpose(P, perm) is stored contiguously: P's axis perm[j]
 // has the stride of the stored result's axis j.
 StridedMatrix into_transpose(const Shape& product, const std::vector<int64_t>& perm);
+// The view read in `to`'s shape, as a View (a reshape) reads it; nullopt where the strides
+// cannot describe it (a copy would be needed).
+std::optional<StridedMatrix> reshaped(const StridedMatrix& view, const Shape& to);
 
 // A window op's geometry, pads resolved (legality_window.cpp).
 WindowGeometry window_geometry(const Graph& g, const Node& node);

@@ -208,6 +208,55 @@ StridedMatrix permuted(const StridedMatrix& view, const std::vector<int64_t>& pe
   return out;
 }
 
+// The view read in `to`'s shape, as a View (a reshape) reads it: each run of the view's axes
+// that `to` merges or splits must be contiguous within itself (a stride its inner neighbour's
+// extent times that neighbour's stride); size-1 axes come and go freely. nullopt where a copy
+// would be needed.
+std::optional<StridedMatrix> reshaped(const StridedMatrix& view, const Shape& to) {
+  std::vector<int64_t> extents, strides; // the view's axes longer than 1
+  for (size_t j = 0; j < view.shape.size(); ++j) {
+    if (view.shape[j] < 1) return std::nullopt;
+    if (view.shape[j] != 1) {
+      extents.push_back(view.shape[j]);
+      strides.push_back(view.strides[j]);
+    }
+  }
+  StridedMatrix r;
+  r.shape = to;
+  r.offset = view.offset;
+  r.strides.assign(to.size(), 0);
+  size_t from = 0, at = 0;
+  while (at < to.size() || from < extents.size()) {
+    if (at < to.size() && to[at] == 1) {
+      ++at;
+      continue;
+    }
+    if (at >= to.size() || from >= extents.size() || to[at] < 1) return std::nullopt;
+    // The shortest runs of old axes [from, old_end] and new axes [at, new_end] of equal size.
+    size_t old_end = from, new_end = at;
+    int64_t old_size = extents[from], new_size = to[at];
+    while (old_size != new_size) {
+      if (old_size < new_size) {
+        if (++old_end >= extents.size()) return std::nullopt;
+        old_size *= extents[old_end];
+      } else {
+        if (++new_end >= to.size()) return std::nullopt;
+        new_size *= to[new_end];
+      }
+    }
+    for (size_t k = from; k < old_end; ++k)
+      if (strides[k] != strides[k + 1] * extents[k + 1]) return std::nullopt;
+    int64_t stride = strides[old_end];
+    for (size_t k = new_end + 1; k-- > at;) {
+      r.strides[k] = stride;
+      stride *= to[k];
+    }
+    from = old_end + 1;
+    at = new_end + 1;
+  }
+  return r;
+}
+
 StridedMatrix into_transpose(const Shape& product, const std::vector<int64_t>& perm) {
   Shape result;
   for (int64_t axis : perm)

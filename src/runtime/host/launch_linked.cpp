@@ -2,8 +2,12 @@
 // the runtime calls' tables (allocations, kernel attributes), compiled once into
 // libstitch_runtime_host.a: the sources stitchc generates are compiled with
 // -DSTITCH_HOST_LINKED_LAUNCH and call these.
+#if defined(STITCH_HOST_LINKED_LAUNCH)
+#error                                                                                             \
+    "launch_linked.cpp is the header-only path compiled once; build it without STITCH_HOST_LINKED_LAUNCH"
+#endif
+
 #include "device_intrinsics.h"
-#include "fiber_scheduler.h"
 #include "launch_run.h"
 #include "runtime_api.h"
 
@@ -13,31 +17,31 @@ cudaError_t run_launch_linked(const LaunchRequest& request, KernelInvoker kernel
   return run_launch(request, kernel);
 }
 
+// This library is compiled without STITCH_HOST_LINKED_LAUNCH: each linked_* entry point is the
+// header-only path, compiled once.
 std::uint64_t linked_warp_collective(EmulatedThread& thread, const WarpCall& call,
                                      const SourceSite& site) {
-  return thread.scheduler->warp_collective(thread, call, site);
+  return detail::scheduler_warp_collective(thread, call, site);
 }
 
 void linked_block_barrier(EmulatedThread& thread, const SourceSite& site, int predicate) {
-  thread.scheduler->block_barrier(thread, site, predicate);
+  detail::scheduler_block_barrier(thread, site, predicate);
 }
 
 void linked_grid_barrier(EmulatedThread& thread, const SourceSite& site) {
-  thread.scheduler->grid_barrier(thread, site);
+  detail::scheduler_grid_barrier(thread, site);
 }
 
-void linked_yield(EmulatedThread& thread) { thread.scheduler->yield(thread); }
+void linked_yield(EmulatedThread& thread) { detail::scheduler_yield(thread); }
 
 void linked_add_allocation(void* pointer, std::size_t bytes) {
-  DeviceAllocations::instance().add(pointer, bytes);
+  detail::add_allocation(pointer, bytes);
 }
 
-bool linked_remove_allocation(void* pointer) {
-  return DeviceAllocations::instance().remove(pointer);
-}
+bool linked_remove_allocation(void* pointer) { return detail::remove_allocation(pointer); }
 
 void linked_set_max_dynamic_shared(const void* kernel, std::size_t bytes) {
-  KernelAttributes::instance().set_max_dynamic_shared(kernel, bytes);
+  detail::set_max_dynamic_shared(kernel, bytes);
 }
 
 } // namespace stitch::host
