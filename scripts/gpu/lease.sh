@@ -5,15 +5,19 @@
 #
 #   scripts/gpu/lease.sh OUTBASE [--deadline S] [--shard I/N] [--models LIST]
 #                        [--precisions LIST] [--systems LIST] [--jobs N]
-#                        [--target cuda|host] [--quick]   (the last two for a dry run here)
+#                        [--no-attention] [--target cuda|host] [--quick]
+#                        (the last two for a dry run here)
 #
 # Phase 1 (in parallel, CPU-bound, the GPU barely used):
 #   check  run.sh OUTBASE/check: setup, fixtures, half, sanitizer (memcheck only), taking the
 #          libraries prebuild.sh put in the pack; then run.sh OUTBASE/conf: the conformance
 #          allowlist's --shard (default 0/8, every 8th test) with what is left of phase 1
 #   build  run.sh OUTBASE/bench: setup, export and compile of --models in --precisions
-# Phase 2 (alone, so that no other process disturbs the timing): run.sh OUTBASE/bench: check,
-#   bench, report until the deadline (default 560 s after the start; run.sh's --budget keeps
+#   attention-check  run.sh OUTBASE/attcheck: the attention stage's checks and compute-sanitizer
+#          (memcheck, racecheck), no timing (skipped with --no-attention)
+# Phase 2 (alone, so that no other process disturbs the timing): run.sh OUTBASE/atttime: the
+#   attention stage's timing (stitchc fused and unfused, torch's SDPA); then run.sh
+#   OUTBASE/bench: check, bench, report until the deadline (default 560 s after the start; run.sh's --budget keeps
 #   30 s for the report).
 # Every part writes its logs and stages.tsv in its folder; OUTBASE/lease.txt has the phases.
 # With $OUT set (the device tool), the bundles, results.json, table.md and lease.txt go there.
@@ -22,7 +26,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 [ $# -ge 1 ] || { sed -n 2,20p "$0"; exit 2; }
 base="$1"; shift
 deadline=560 shard="0/8" models="bert_b1,bert_b32,resnet50_b64" precisions="fp16,fp32"
-systems="stitchc,eager,compile,xla" jobs=8 common=()
+systems="stitchc,eager,compile,xla" jobs=8 common=() attention=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --deadline) deadline="$2"; shift 2 ;;
@@ -31,6 +35,7 @@ while [ $# -gt 0 ]; do
     --precisions) precisions="$2"; shift 2 ;;
     --systems) systems="$2"; shift 2 ;;
     --jobs) jobs="$2"; shift 2 ;;
+    --no-attention) attention=0; shift ;;
     --target) common+=(--target "$2"); shift 2 ;;
     --quick) common+=(--quick); shift ;;
     *) echo "lease.sh: unknown argument $1" >&2; exit 2 ;;
@@ -55,21 +60,37 @@ log "phase 1: check and build in parallel, until $phase1 s"
   else echo "no time left for conformance" > "$base/conf.out"; fi
 ) &
 check_pid=$!
+att_pid=""
+if [ "$attention" = 1 ]; then
+  "$here/run.sh" "$base/attcheck" "${common[@]}" --stages attention --no-timing --budget "$phase1" --jobs 4 \
+    > "$base/attcheck.out" 2>&1 &
+  att_pid=$!
+fi
 "$here/run.sh" "$base/bench" "${common[@]}" --stages setup,export,compile --models "$models" --precisions "$precisions" \
   --budget "$phase1" --jobs "$jobs" > "$base/build.out" 2>&1
 log "build done: $(cut -f1,2,4 "$base/bench/stages.tsv" | tr '\t\n' ' ;')"
 wait "$check_pid"
+if [ -n "$att_pid" ]; then
+  wait "$att_pid"
+  log "attention check done: $(cut -f1,2,4 "$base/attcheck/stages.tsv" | tr '\t\n' ' ;')"
+fi
 log "check done: $(cut -f1,2,4 "$base/check/stages.tsv" | tr '\t\n' ' ;')"
 [ -f "$base/conf/stages.tsv" ] && log "conformance done: $(cut -f1,2,4 "$base/conf/stages.tsv" | tr '\t\n' ' ;')"
 cp "$base/bench/stages.tsv" "$base/bench/stages-build.tsv"
 
+if [ "$attention" = 1 ]; then
+  log "phase 2: attention timing alone, $(left) s left"
+  "$here/run.sh" "$base/atttime" "${common[@]}" --stages attention --sanitizer-tools "" \
+    --budget "$(( $(left) / 3 ))" > "$base/atttime.out" 2>&1
+  log "attention timing done: $(cut -f1,2,4 "$base/atttime/stages.tsv" | tr '\t\n' ' ;')"
+fi
 log "phase 2: check, bench, report alone, $(left) s left"
 "$here/run.sh" "$base/bench" "${common[@]}" --stages check,bench,report --models "$models" --precisions "$precisions" \
   --systems "$systems" --iters 100 --warmup 10 --budget "$(left)" > "$base/bench.out" 2>&1
 log "bench done: $(cut -f1,2,4 "$base/bench/stages.tsv" | tr '\t\n' ' ;')"
 
 cp "$base/build.out" "$base/bench/build.out"
-for part in check conf bench; do
+for part in check conf bench attcheck atttime; do
   [ -d "$base/$part" ] || continue
   cp "$base/$part.out" "$base/$part/run.out" 2>/dev/null
   tar czf "$base/lease-$part.tgz" -C "$base" --exclude='*.onnx' --exclude='*.so' --exclude='*.npy' \
@@ -80,8 +101,11 @@ if [ -n "${OUT:-}" ]; then
   cp "$base/bench/results.json" "$base/bench/table.md" "$OUT/" 2>/dev/null
 fi
 echo; cat "$base/lease.txt"
-for part in check conf bench; do
+for part in check conf attcheck atttime bench; do
   [ -f "$base/$part/stages.tsv" ] && { echo "== $part"; (column -t -s $'\t' "$base/$part/stages.tsv" 2>/dev/null || cat "$base/$part/stages.tsv"); }
+done
+for part in attcheck atttime; do
+  [ -f "$base/$part/attention/attention.md" ] && { echo; echo "== $part"; cat "$base/$part/attention/attention.md"; }
 done
 [ -f "$base/bench/table.txt" ] && { echo; cat "$base/bench/table.txt"; }
 exit 0

@@ -66,6 +66,10 @@ xargs -P "$jobs" -L 1 bash -c '
   echo "stitchc: $(head -2 "$pack/MANIFEST.txt" | tr '\n' ' ')"
   (cd "$out" && find . -name '*.so' | sort)
 } > "$out/prebuilt.txt"
+# The attention benchmark's cases (run.sh's attention stage): the models only; the GPU machine
+# compiles their 16 small libraries in its first attention stage (the pack must stay small).
+rm -rf "$pack/attention"
+"$python" "$here/attention_bench.py" models "$pack/attention/models"
 n=$(find "$out" -name '*.so' | wc -l) size="$(du -sh "$out" | cut -f1)"
 rm -f "$pack/prebuilt.tar.xz"
 tar cJf "$pack/prebuilt.tar.xz" -C "$pack" prebuilt && rm -rf "$out"

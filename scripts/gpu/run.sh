@@ -5,7 +5,7 @@
 #                      [--systems LIST] [--shard I/N] [--budget SECONDS] [--iters N]
 #                      [--warmup N] [--jobs N] [--pack DIR] [--bundle FILE]
 #                      [--precisions LIST] [--io-precision reduced|model]
-#                      [--sanitizer-tools LIST]
+#                      [--sanitizer-tools LIST] [--no-timing]
 #
 # Stages (--stages, comma-separated; default: all, in this order):
 #   setup        the carried stitchc works here (pack's libraries, nvcc, cuDNN, python);
@@ -21,6 +21,11 @@
 #                every kernel kind (tests/conformance's nvcc sample) and every stitching scheme
 #                (make_scheme_models.py, and the BERT and ResNet fixtures); on the host target
 #                the subset runs without the sanitizer
+#   attention    attention_bench.py: the attention group against its unfused plan and torch's
+#                scaled_dot_product_attention (sequence 128, 512, 2048; a decode step; float32
+#                and float16): check, latency, compute-sanitizer on the smaller cases
+#                (--sanitizer-tools); prebuild.sh's models in PACK/attention, built there once;
+#                --no-timing: checks and sanitizer only (lease.sh runs those beside other work)
 #   export       export_bench_models.py: the benchmark models, inputs, PyTorch's outputs
 #   compile      stitchc on each benchmark model in each precision (--report plan.json,
 #                --time-passes; --precision fp16|bf16|tf32)
@@ -50,13 +55,13 @@ set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 
-usage() { sed -n 2,41p "$0"; }
+usage() { sed -n 2,53p "$0"; }
 [ $# -ge 1 ] || { usage; exit 2; }
 case "$1" in -h|--help) usage; exit 0 ;; esac
 out="$1"; shift
 target=cuda quick=0 stages="" models="" systems="" shard="" budget=0 iters="" warmup="" jobs=""
 pack="$repo/.gpu-pack" bundle="" precisions="fp32,fp16,bf16" io_precision=reduced
-sanitizer_tools="memcheck,racecheck"
+sanitizer_tools="memcheck,racecheck" no_timing=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --target) target="$2"; shift 2 ;;
@@ -74,6 +79,7 @@ while [ $# -gt 0 ]; do
     --precisions) precisions="$2"; shift 2 ;;
     --io-precision) io_precision="$2"; shift 2 ;;
     --sanitizer-tools) sanitizer_tools="$2"; shift 2 ;;
+    --no-timing) no_timing=(--no-timing); shift ;;
     *) echo "run.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
   esac
 done
@@ -82,7 +88,7 @@ case "$io_precision" in reduced|model) ;; *) echo "run.sh: --io-precision reduce
 for p in ${precisions//,/ }; do
   case "$p" in fp32|tf32|fp16|bf16) ;; *) echo "run.sh: unknown precision '$p' in --precisions (fp32, tf32, fp16, bf16)" >&2; exit 2 ;; esac
 done
-all_stages="setup conformance fixtures half sanitizer export compile check bench report"
+all_stages="setup conformance fixtures half sanitizer attention export compile check bench report"
 stages="${stages:-${all_stages// /,}}"
 all_models="bert_b1,bert_b32,gpt2,vit_b1,vit_b32,resnet50_b1,resnet50_b64"
 models="${models:-$all_models}"
@@ -385,6 +391,33 @@ stage_sanitizer() {
   [ $failed = 0 ]
 }
 
+# The attention group (issue 18) against its unfused plan and torch's SDPA. The cases' models are
+# written here; their libraries come from the pack (prebuild.sh) or are built now.
+stage_attention() {
+  local d="$out/attention" models="$pack/attention/models" libs="$pack/attention/libs" q=()
+  [ "$quick" = 1 ] && q=(--quick)
+  mkdir -p "$d"
+  if [ ! -f "$models/cases.json" ] || [ "$quick" = 1 ]; then
+    models="$d/models"
+    "$PYTHON" "$here/attention_bench.py" models "$models" "${q[@]}" || return 1
+  fi
+  # Built once per pack and target (lease.sh's second attention run finds the first one's).
+  [ "$target" = cuda ] && [ "$models" = "$pack/attention/models" ] || libs="$d/libs"
+  if [ ! -f "$libs/target.txt" ]; then
+    timeout "$(remaining)" "$PYTHON" "$here/attention_bench.py" build "$models" --stitchc "$STITCHC" \
+      --out "$libs" --target "$target" --jobs "$jobs" || return 1
+  fi
+  local tools="$sanitizer_tools"
+  [ "$target" = host ] && tools=""
+  timeout "$(remaining)" "$PYTHON" "$here/attention_bench.py" run "$models" --libs "$libs" \
+    --stitch-run "$STITCH_RUN" --bench-model "$BENCH_MODEL" --out "$d" --sanitizer "$tools" \
+    --iters "$(( iters < 100 ? iters : 100 ))" --warmup "$(( warmup < 10 ? warmup : 10 ))" \
+    --budget "$(( $(remaining) - 20 ))" "${no_timing[@]}"
+  local rc=$?
+  note="$(grep -c ' PASS ' "$d/attention.md" 2>/dev/null || echo 0) attention cases pass; table in attention/attention.md"
+  return $rc
+}
+
 stage_export() {
   local q=(); [ "$quick" = 1 ] && q=(--quick)
   # Models in parallel processes with 8 or more jobs (each traces on the CPU; the references
@@ -495,6 +528,7 @@ run_stage conformance stage_conformance
 run_stage fixtures stage_fixtures
 run_stage half stage_half
 run_stage sanitizer stage_sanitizer
+run_stage attention stage_attention
 run_stage export stage_export
 run_stage compile stage_compile
 run_stage check stage_check
