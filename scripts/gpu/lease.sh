@@ -81,7 +81,7 @@ cp "$base/bench/stages.tsv" "$base/bench/stages-build.tsv"
 if [ "$attention" = 1 ]; then
   log "phase 2: attention timing alone, $(left) s left"
   "$here/run.sh" "$base/atttime" "${common[@]}" --stages attention --sanitizer-tools "" \
-    --budget "$(( $(left) / 3 ))" > "$base/atttime.out" 2>&1
+    --budget "$(( $(left) / 2 ))" > "$base/atttime.out" 2>&1
   log "attention timing done: $(cut -f1,2,4 "$base/atttime/stages.tsv" | tr '\t\n' ' ;')"
 fi
 log "phase 2: check, bench, report alone, $(left) s left"
