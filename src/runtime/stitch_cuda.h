@@ -62,7 +62,7 @@
 #define STITCH_SHARED(type, name, count) __shared__ type name[count]
 #define STITCH_SHARED_2D(type, name, rows, cols) __shared__ type name[rows][cols]
 #define STITCH_DYNAMIC_SHARED(type, name)                                                          \
-  extern __shared__ __align__(16) unsigned char stitch_dynamic_shared_bytes[];                     \
+  extern __shared__ __align__(128) unsigned char stitch_dynamic_shared_bytes[];                    \
   type* const name = reinterpret_cast<type*>(stitch_dynamic_shared_bytes)
 
 // Grid-wide barrier of a cooperative launch.

@@ -11,6 +11,7 @@ namespace stitch::test {
 namespace {
 
 using attention::FlashConfig;
+using attention::FlashMmaConfig;
 using attention::Partial;
 
 // The attention_kernels.h problem: contiguous per-head tensors.
@@ -129,6 +130,9 @@ using Dim64 = FlashConfig<64, 64, 4, 4, 32>;
 using Odd = FlashConfig<40, 24, 2, 3, 64>;
 using Wide = FlashConfig<256, 256, 4, 2, 32>;
 using Single = FlashConfig<1, 1, 1, 1, 32>;
+using MmaHalf = FlashMmaConfig<float16, 64, 64, 4, 64>;
+using MmaBf16Odd = FlashMmaConfig<bfloat16, 40, 24, 2, 32>;
+using MmaHalfWide = FlashMmaConfig<float16, 256, 256, 2, 32>;
 
 } // namespace
 
@@ -142,6 +146,12 @@ cudaError_t launch_flash_attention(AttentionGeometry geometry, const AttentionPr
     return run<Wide>(args);
   case AttentionGeometry::Single:
     return run<Single>(args);
+  case AttentionGeometry::MmaHalf:
+    return run<MmaHalf>(args);
+  case AttentionGeometry::MmaBf16Odd:
+    return run<MmaBf16Odd>(args);
+  case AttentionGeometry::MmaHalfWide:
+    return run<MmaHalfWide>(args);
   }
   return cudaErrorInvalidValue;
 }
@@ -157,6 +167,12 @@ cudaError_t launch_flash_attention_split(AttentionGeometry geometry,
     return run_split<Wide>(args, splits);
   case AttentionGeometry::Single:
     return run_split<Single>(args, splits);
+  case AttentionGeometry::MmaHalf:
+    return run_split<MmaHalf>(args, splits);
+  case AttentionGeometry::MmaBf16Odd:
+    return run_split<MmaBf16Odd>(args, splits);
+  case AttentionGeometry::MmaHalfWide:
+    return run_split<MmaHalfWide>(args, splits);
   }
   return cudaErrorInvalidValue;
 }

@@ -16,6 +16,11 @@ enum class AttentionGeometry {
   Odd,    // <40, 24, 2, 3, 64>: dims that are no multiple of 32, two keys per lane
   Wide,   // <256, 256, 4, 2, 32>: the largest head, over 48 KiB of shared memory
   Single, // <1, 1, 1, 1, 32>
+  // Tensor cores (FlashMmaConfig<element, head dim, value dim, warps, key tile>): the inputs must
+  // hold values of the element type (the tests round them).
+  MmaHalf,     // <float16, 64, 64, 4, 64>
+  MmaBf16Odd,  // <bfloat16, 40, 24, 2, 32>: dims padded to 48 and 32
+  MmaHalfWide, // <float16, 256, 256, 2, 32>
 };
 
 // q [heads, queries, head_dim], k [heads, keys, head_dim], v [heads, keys, value_dim], the

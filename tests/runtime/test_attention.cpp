@@ -2,8 +2,11 @@
 // against a reference that computes each logit as the unfused graph does (the dot in fp32, d
 // ascending, then the scale and the bias in fp32) and the softmax and P·V in double, on random
 // inputs; the special rows (every key excluded, a NaN logit, logits near ±1e4, no keys); the
-// split over keys (flash-decoding) against the same reference; bitwise determinism.
+// split over keys (flash-decoding) against the same reference; bitwise determinism. The
+// tensor-core geometries run on inputs rounded to float16 or bfloat16 and round the
+// probabilities to that type before P·V, so they are held to the type's precision.
 #include "attention_kernels.h"
+#include "device/stitch_half.cuh"
 #include "runtime_test_support.h"
 
 #include <cmath>
@@ -31,11 +34,28 @@ struct Inputs {
   std::vector<float> q, k, v, bias;
 };
 
+bool bfloat(const Case& c) { return c.geometry == AttentionGeometry::MmaBf16Odd; }
+bool half(const Case& c) {
+  return c.geometry == AttentionGeometry::MmaHalf || c.geometry == AttentionGeometry::MmaHalfWide;
+}
+
+// The tolerance relative to max(1, |reference|): fp32 rounding; or the rounding of each
+// probability to the 16-bit type (half an ulp: 2^-11 for float16, 2^-8 for bfloat16) times the
+// largest |v|, 1, doubled.
+double tolerance(const Case& c) { return half(c) ? 0x1p-10 : bfloat(c) ? 0x1p-7 : 2e-5; }
+
+std::vector<float> operand(const Case& c, int64_t n, unsigned salt) {
+  std::vector<float> x = random_floats(n, -1.0f, 1.0f, salt);
+  for (float& v : x)
+    v = half(c) ? stitch::round_to_float16(v) : bfloat(c) ? stitch::round_to_bfloat16(v) : v;
+  return x;
+}
+
 Inputs make_inputs(const Case& c, unsigned salt) {
   Inputs in;
-  in.q = random_floats(c.heads * c.queries * c.head_dim, -1.0f, 1.0f, salt);
-  in.k = random_floats(c.heads * c.keys * c.head_dim, -1.0f, 1.0f, salt + 1);
-  in.v = random_floats(c.heads * c.keys * c.value_dim, -1.0f, 1.0f, salt + 2);
+  in.q = operand(c, c.heads * c.queries * c.head_dim, salt);
+  in.k = operand(c, c.heads * c.keys * c.head_dim, salt + 1);
+  in.v = operand(c, c.heads * c.keys * c.value_dim, salt + 2);
   if (c.bias)
     in.bias = random_floats(c.heads * c.queries * c.keys, c.bias_low, c.bias_high, salt + 3);
   return in;
@@ -102,7 +122,7 @@ std::vector<float> run_case(const Case& c, const Inputs& in) {
   return out.download();
 }
 
-// Every output within 2e-5 (relative, floor 1 for the absolute part) of the reference; NaN
+// Every output within tolerance(c) (relative, floor 1 for the absolute part) of the reference; NaN
 // exactly where the reference is NaN. Returns the number of NaN rows' elements.
 int64_t check_against_reference(const Case& c, unsigned salt) {
   const Inputs in = make_inputs(c, salt);
@@ -116,7 +136,7 @@ int64_t check_against_reference(const Case& c, unsigned salt) {
       ++nans;
       CHECK(std::isnan(got[e]));
     } else {
-      CHECK(std::abs(got[e] - want[e]) <= 2e-5 * std::max(1.0, std::abs(want[e])));
+      CHECK(std::abs(got[e] - want[e]) <= tolerance(c) * std::max(1.0, std::abs(want[e])));
     }
   }
   return nans;
@@ -141,12 +161,25 @@ TEST_CASE("flash attention matches the reference for every geometry and ragged t
   SECTION("one dim, one query, one key") {
     c.geometry = AttentionGeometry::Single, c.head_dim = 1, c.value_dim = 1, c.scale = 1.0f;
   }
+  SECTION("tensor cores, float16: queries and keys no multiple of the tiles, a bias") {
+    c.geometry = AttentionGeometry::MmaHalf;
+    c.heads = 3, c.queries = 37, c.keys = 70, c.bias = true;
+  }
+  SECTION("tensor cores, bfloat16: dims no multiple of 16") {
+    c.geometry = AttentionGeometry::MmaBf16Odd, c.head_dim = 40, c.value_dim = 24;
+    c.heads = 2, c.queries = 13, c.keys = 130, c.bias = true;
+  }
+  SECTION("tensor cores, float16, 256-dim heads") {
+    c.geometry = AttentionGeometry::MmaHalfWide, c.head_dim = 256, c.value_dim = 256;
+    c.heads = 2, c.queries = 9, c.keys = 33, c.scale = 0.0625f;
+  }
   CHECK(check_against_reference(c, 11) == 0);
 }
 
 TEST_CASE("flash attention: causal masks skip key tiles and rows with no key give NaN",
           "[runtime][attention]") {
   Case c;
+  c.geometry = GENERATE(AttentionGeometry::Dim64, AttentionGeometry::MmaHalf);
   c.heads = 2, c.queries = 40, c.keys = 90, c.causal = true;
   SECTION("decoding: every query sees the keys before it and 50 more") {
     c.causal_offset = 50;
@@ -165,6 +198,7 @@ TEST_CASE("flash attention: causal masks skip key tiles and rows with no key giv
 TEST_CASE("flash attention: logits near ±1e4 and masks of -1e4 stay finite and exact",
           "[runtime][attention]") {
   Case c;
+  c.geometry = GENERATE(AttentionGeometry::Dim64, AttentionGeometry::MmaHalf);
   c.heads = 2, c.queries = 20, c.keys = 75, c.bias = true;
   SECTION("biases of -1e4 to 1e4") { c.bias_low = -1e4f, c.bias_high = 1e4f; }
   SECTION("every bias -1e4: the scores decide") { c.bias_low = -1e4f, c.bias_high = -1e4f; }
@@ -175,6 +209,7 @@ TEST_CASE("flash attention: logits near ±1e4 and masks of -1e4 stay finite and 
 TEST_CASE("flash attention: a NaN logit makes its row NaN, -infinity excludes a key",
           "[runtime][attention]") {
   Case c;
+  c.geometry = GENERATE(AttentionGeometry::Dim64, AttentionGeometry::MmaHalf);
   c.heads = 1, c.queries = 6, c.keys = 40, c.bias = true;
   Inputs in = make_inputs(c, 41);
   const float inf = std::numeric_limits<float>::infinity();
@@ -195,7 +230,7 @@ TEST_CASE("flash attention: a NaN logit makes its row NaN, -infinity excludes a 
           CHECK(std::isnan(got[e]));
           CHECK(std::isnan(want[e]));
         } else {
-          CHECK(std::abs(got[e] - want[e]) <= 2e-5 * std::max(1.0, std::abs(want[e])));
+          CHECK(std::abs(got[e] - want[e]) <= tolerance(c) * std::max(1.0, std::abs(want[e])));
         }
       }
   }
@@ -203,6 +238,7 @@ TEST_CASE("flash attention: a NaN logit makes its row NaN, -infinity excludes a 
 
 TEST_CASE("flash attention: no keys give zeros, no queries write nothing", "[runtime][attention]") {
   Case c;
+  c.geometry = GENERATE(AttentionGeometry::Dim64, AttentionGeometry::MmaHalf);
   c.heads = 2, c.queries = 5, c.keys = 0;
   const std::vector<float> got = run_case(c, make_inputs(c, 51));
   for (float x : got)
@@ -213,6 +249,7 @@ TEST_CASE("flash attention: no keys give zeros, no queries write nothing", "[run
 
 TEST_CASE("flash attention is bitwise deterministic, split or not", "[runtime][attention]") {
   Case c;
+  c.geometry = GENERATE(AttentionGeometry::Dim64, AttentionGeometry::MmaHalf);
   c.heads = 2, c.queries = 33, c.keys = 100, c.bias = true;
   const Inputs in = make_inputs(c, 61);
   const std::vector<float> first = run_case(c, in);

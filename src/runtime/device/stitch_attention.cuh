@@ -8,6 +8,13 @@
 //        tiles of KeyTile keys (a multiple of 32: each lane scores KeyTile / 32 keys); Q·K over
 //        HeadDim, outputs of ValueDim (each 1..256; lane l accumulates output dims l, l + 32,
 //        ...). shared_bytes: the dynamic shared memory the block needs.
+//   FlashMmaConfig<T, HeadDim, ValueDim, Warps, KeyTile>
+//        the tensor-core geometry for float16 or bfloat16 operands (T): a block of Warps warps,
+//        each owning 16 query rows; Q·Kᵀ and P·V as 16 x 16 x 16 warp products
+//        (device/stitch_mma.cuh) over tiles of T in shared memory (Q, K and V converted from the
+//        problem's floats, which are values of T, so exactly), fp32 accumulators; the scores and
+//        each row's output in fp32 shared memory, the probabilities rounded to T for P·V (as the
+//        graph rounds them to T before its P·V). Dims are padded to multiples of 16 with zeros.
 //   flash_attention_tile<Config>(problem, head, first_query, shared)
 //        every thread of the block calls; writes the outputs of queries [first_query,
 //        first_query + QueryTile) of `head` (those below problem.queries) through
@@ -42,6 +49,7 @@
 #pragma once
 
 #include "stitch_cuda.h"
+#include "stitch_mma.cuh"
 
 #include <stdint.h>
 
@@ -56,6 +64,7 @@ template <int HeadDim, int ValueDim, int Warps, int RowsPerWarp, int KeyTile> st
   static_assert(KeyTile >= 32 && KeyTile % 32 == 0, "whole warps of keys per tile");
   static_assert(Warps >= 1 && Warps <= 32 && RowsPerWarp >= 1, "a block of 1 to 32 warps");
 
+  static constexpr bool kTensorCores = false;
   static constexpr int kHeadDim = HeadDim;
   static constexpr int kValueDim = ValueDim;
   static constexpr int kWarps = Warps;
@@ -76,6 +85,46 @@ template <int HeadDim, int ValueDim, int Warps, int RowsPerWarp, int KeyTile> st
   static constexpr int kProbabilityFloats = kQueryTile * KeyTile;
   static constexpr int64_t shared_bytes =
       int64_t(kQueryFloats + kKeyFloats + kValueFloats + kProbabilityFloats) * 4;
+};
+
+template <class T, int HeadDim, int ValueDim, int Warps, int KeyTile> struct FlashMmaConfig {
+  static_assert(HeadDim >= 1 && HeadDim <= 256, "head dims of 1 to 256");
+  static_assert(ValueDim >= 1 && ValueDim <= 256, "value dims of 1 to 256");
+  static_assert(KeyTile >= 32 && KeyTile % 32 == 0, "whole warps of keys per tile");
+  static_assert(Warps >= 1 && Warps <= 8, "a block of 1 to 8 warps");
+
+  using Element = T;
+  static constexpr bool kTensorCores = true;
+  static constexpr int kHeadDim = HeadDim;
+  static constexpr int kValueDim = ValueDim;
+  static constexpr int kWarps = Warps;
+  static constexpr int kRowsPerWarp = mma::kTile;
+  static constexpr int kKeyTile = KeyTile;
+  static constexpr int kQueryTile = Warps * kRowsPerWarp;
+  static constexpr int kThreads = Warps * 32;
+  static constexpr int kKeysPerLane = KeyTile / 32;
+  static constexpr int kDimTiles = (HeadDim + 15) / 16;
+  static constexpr int kValueTiles = (ValueDim + 15) / 16;
+  static constexpr int kKeyTiles = KeyTile / 16;
+  // Row strides in elements: 16 bytes past a multiple of 32 (no two rows of a 16 x 16 load in
+  // one bank), each a multiple of 8 elements of T or 4 floats, as the warp loads need.
+  static constexpr int kQStride = kDimTiles * 16 + 8;   // Q and K rows, T
+  static constexpr int kVStride = kValueTiles * 16 + 8; // V rows, T
+  static constexpr int kPStride = KeyTile + 8;          // probability rows, T
+  static constexpr int kSStride = KeyTile + 4;          // score rows, float
+  static constexpr int kOStride = kValueTiles * 16 + 4; // output rows, float
+  // Byte offsets of the Q tile, a K tile, a V tile, each warp's probabilities, scores and
+  // outputs (each a multiple of 32 bytes, as the warp loads need).
+  static constexpr int64_t kQOffset = 0;
+  static constexpr int64_t kKOffset = kQOffset + int64_t(kQueryTile) * kQStride * 2;
+  static constexpr int64_t kVOffset = kKOffset + int64_t(KeyTile) * kQStride * 2;
+  static constexpr int64_t kPOffset = kVOffset + int64_t(KeyTile) * kVStride * 2;
+  static constexpr int64_t kSOffset = kPOffset + int64_t(kQueryTile) * kPStride * 2;
+  static constexpr int64_t kOOffset = kSOffset + int64_t(kQueryTile) * kSStride * 4;
+  static constexpr int64_t shared_bytes = kOOffset + int64_t(kQueryTile) * kOStride * 4;
+  static_assert(kKOffset % 32 == 0 && kVOffset % 32 == 0 && kPOffset % 32 == 0 &&
+                    kSOffset % 32 == 0 && kOOffset % 32 == 0,
+                "32-byte aligned tiles");
 };
 
 // One query row's state after some keys: the running maximum, the sum of exp(logit - maximum),
@@ -198,6 +247,127 @@ __device__ void attend_keys(const Problem& p, int64_t head, int64_t first_query,
   }
 }
 
+// The tensor-core path: each warp's 16 rows' running maxima and sums (the same in every lane);
+// their unnormalized outputs stay in the warp's fp32 output rows in shared memory.
+struct MmaRows {
+  float maximum[mma::kTile];
+  float sum[mma::kTile];
+};
+
+template <class Config> struct MmaTiles {
+  using T = typename Config::Element;
+  T *q, *k, *v, *p;
+  float *s, *o;
+  __device__ explicit MmaTiles(float* shared, int warp) {
+    unsigned char* const base = reinterpret_cast<unsigned char*>(shared);
+    q = reinterpret_cast<T*>(base + Config::kQOffset);
+    k = reinterpret_cast<T*>(base + Config::kKOffset);
+    v = reinterpret_cast<T*>(base + Config::kVOffset);
+    p = reinterpret_cast<T*>(base + Config::kPOffset) + warp * mma::kTile * Config::kPStride;
+    s = reinterpret_cast<float*>(base + Config::kSOffset) + warp * mma::kTile * Config::kSStride;
+    o = reinterpret_cast<float*>(base + Config::kOOffset) + warp * mma::kTile * Config::kOStride;
+  }
+};
+
+// attend_keys on tensor cores: the block's Q tile once, then per key tile S = Q Kᵀ (each warp its
+// 16 rows), the online softmax over S's rows (lane l: keys l, l + 32, ...), the warp's output
+// rows rescaled, O += P V. Every thread of the block calls.
+template <class Config, class Problem>
+__device__ void attend_keys_mma(const Problem& p, int64_t head, int64_t first_query,
+                                int64_t key_begin, int64_t key_end, float* shared, MmaRows& rows) {
+  using T = typename Config::Element;
+  constexpr int D = Config::kHeadDim, DV = Config::kValueDim, BK = Config::kKeyTile;
+  constexpr int QS = Config::kQStride, VS = Config::kVStride, PS = Config::kPStride;
+  constexpr int SS = Config::kSStride, OS = Config::kOStride, NT = Config::kThreads;
+  constexpr int R = mma::kTile;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int lane = tid & 31, warp = tid >> 5;
+  const MmaTiles<Config> t(shared, warp);
+  constexpr float kNegInf = -INFINITY;
+
+  for (int e = tid; e < Config::kQueryTile * QS; e += NT) {
+    const int r = e / QS, d = e % QS;
+    const int64_t i = first_query + r;
+    t.q[e] = T(d < D && i < p.queries ? p.query(head, i, d) : 0.0f);
+  }
+  for (int e = lane; e < R * OS; e += 32)
+    t.o[e] = 0.0f;
+  __syncwarp(); // with no key tile the zeros are read as they are, by other lanes
+  for (int r = 0; r < R; ++r) {
+    rows.maximum[r] = kNegInf;
+    rows.sum[r] = 0.0f;
+  }
+
+  for (int64_t k0 = key_begin; k0 < key_end; k0 += BK) {
+    __syncthreads(); // the Q tile is in; the previous K and V tiles' readers are done
+    for (int e = tid; e < BK * QS; e += NT) {
+      const int j = e / QS, d = e % QS;
+      t.k[e] = T(d < D && k0 + j < key_end ? p.key(head, k0 + j, d) : 0.0f);
+    }
+    for (int e = tid; e < BK * VS; e += NT) {
+      const int j = e / VS, d = e % VS;
+      t.v[e] = T(d < DV && k0 + j < key_end ? p.value(head, k0 + j, d) : 0.0f);
+    }
+    __syncthreads();
+
+    // S = Q Kᵀ for the warp's rows: K's rows are Kᵀ's columns.
+    for (int n = 0; n < Config::kKeyTiles; ++n) {
+      mma::Accumulator acc;
+      mma::zero(acc);
+      for (int kk = 0; kk < Config::kDimTiles; ++kk) {
+        mma::A<T> a;
+        mma::B<T, mma::ColMajor> b;
+        mma::load(a, t.q + warp * R * QS + kk * 16, QS);
+        mma::load(b, t.k + n * 16 * QS + kk * 16, QS);
+        mma::multiply_add(acc, a, b);
+      }
+      mma::store(t.s + n * 16, acc, SS);
+    }
+    __syncwarp();
+
+    for (int r = 0; r < R; ++r) {
+      const int64_t i = first_query + warp * R + r;
+      float x[Config::kKeysPerLane];
+      float tile_max = kNegInf;
+      for (int c = 0; c < Config::kKeysPerLane; ++c) {
+        const int64_t j = k0 + lane + 32 * c;
+        x[c] = (i < p.queries && j < key_end) ? p.logit(head, i, j, t.s[r * SS + lane + 32 * c])
+                                              : kNegInf;
+        tile_max = max_nan(tile_max, x[c]);
+      }
+      const float m_new = max_nan(rows.maximum[r], warp_max_nan(tile_max));
+      const bool none = m_new == kNegInf; // as attend_keys
+      const float correction = none ? 1.0f : expf(rows.maximum[r] - m_new);
+      float tile_sum = 0.0f;
+      for (int c = 0; c < Config::kKeysPerLane; ++c) {
+        const float e = none ? 0.0f : expf(x[c] - m_new);
+        t.p[r * PS + lane + 32 * c] = T(e);
+        tile_sum += e;
+      }
+      rows.sum[r] = rows.sum[r] * correction + warp_sum(tile_sum);
+      rows.maximum[r] = m_new;
+      for (int d = lane; d < DV; d += 32)
+        t.o[r * OS + d] *= correction;
+    }
+    __syncwarp();
+
+    // O += P V, the keys of the tile in order.
+    for (int n = 0; n < Config::kValueTiles; ++n) {
+      mma::Accumulator acc;
+      mma::load(acc, t.o + n * 16, OS);
+      for (int kk = 0; kk < Config::kKeyTiles; ++kk) {
+        mma::A<T> a;
+        mma::B<T, mma::RowMajor> b;
+        mma::load(a, t.p + kk * 16, PS);
+        mma::load(b, t.v + kk * 16 * VS + n * 16, VS);
+        mma::multiply_add(acc, a, b);
+      }
+      mma::store(t.o + n * 16, acc, OS);
+    }
+    __syncwarp();
+  }
+}
+
 // The keys the query tile from first_query needs: the problem's bound for its last query, at
 // most every key.
 template <class Config, class Problem>
@@ -224,18 +394,31 @@ __device__ void flash_attention_tile(const Problem& p, int64_t head, int64_t fir
                                      float* shared) {
   constexpr int R = Config::kRowsPerWarp;
   const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
-  RowState<Config> rows[R];
-  detail::reset_rows<Config>(rows);
   const int64_t key_end = detail::tile_key_end<Config>(p, head, first_query);
-  detail::attend_keys<Config>(p, head, first_query, 0, key_end, shared, rows);
-  for (int r = 0; r < R; ++r) {
-    const int64_t i = first_query + warp * R + r;
-    if (i >= p.queries) continue;
-    // No keys: the empty sum, zeros. Every key excluded: 0 / 0, NaN, as the reference.
-    const float inverse = p.keys == 0 ? 0.0f : 1.0f / rows[r].sum;
-    for (int v = 0; v < Config::kValueChunks; ++v) {
-      const int d = lane + 32 * v;
-      if (d < Config::kValueDim) p.store(head, i, d, rows[r].out[v] * inverse);
+  if constexpr (Config::kTensorCores) {
+    detail::MmaRows rows;
+    detail::attend_keys_mma<Config>(p, head, first_query, 0, key_end, shared, rows);
+    const detail::MmaTiles<Config> t(shared, warp);
+    for (int r = 0; r < R; ++r) {
+      const int64_t i = first_query + warp * R + r;
+      if (i >= p.queries) continue;
+      const float inverse = p.keys == 0 ? 0.0f : 1.0f / rows.sum[r]; // as below
+      for (int d = lane; d < Config::kValueDim; d += 32)
+        p.store(head, i, d, t.o[r * Config::kOStride + d] * inverse);
+    }
+  } else {
+    RowState<Config> rows[R];
+    detail::reset_rows<Config>(rows);
+    detail::attend_keys<Config>(p, head, first_query, 0, key_end, shared, rows);
+    for (int r = 0; r < R; ++r) {
+      const int64_t i = first_query + warp * R + r;
+      if (i >= p.queries) continue;
+      // No keys: the empty sum, zeros. Every key excluded: 0 / 0, NaN, as the reference.
+      const float inverse = p.keys == 0 ? 0.0f : 1.0f / rows[r].sum;
+      for (int v = 0; v < Config::kValueChunks; ++v) {
+        const int d = lane + 32 * v;
+        if (d < Config::kValueDim) p.store(head, i, d, rows[r].out[v] * inverse);
+      }
     }
   }
 }
@@ -251,20 +434,34 @@ __device__ void flash_attention_partial(const Problem& p, int64_t head, int64_t 
                                         Partial* stats, float* out, float* shared) {
   constexpr int R = Config::kRowsPerWarp;
   const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
-  RowState<Config> rows[R];
-  detail::reset_rows<Config>(rows);
   const int64_t key_end = detail::tile_key_end<Config>(p, head, first_query);
   const int64_t begin = split * per_split;
   const int64_t end = begin + per_split < key_end ? begin + per_split : key_end;
-  detail::attend_keys<Config>(p, head, first_query, begin, end, shared, rows);
-  for (int r = 0; r < R; ++r) {
-    const int row = warp * R + r;
-    if (first_query + row >= p.queries) continue;
-    const int64_t slot = (head_slot * splits + split) * Config::kQueryTile + row;
-    if (lane == 0) stats[slot] = Partial{rows[r].maximum, rows[r].sum};
-    for (int v = 0; v < Config::kValueChunks; ++v) {
-      const int d = lane + 32 * v;
-      if (d < Config::kValueDim) out[slot * Config::kValueDim + d] = rows[r].out[v];
+  if constexpr (Config::kTensorCores) {
+    detail::MmaRows rows;
+    detail::attend_keys_mma<Config>(p, head, first_query, begin, end, shared, rows);
+    const detail::MmaTiles<Config> t(shared, warp);
+    for (int r = 0; r < R; ++r) {
+      const int row = warp * R + r;
+      if (first_query + row >= p.queries) continue;
+      const int64_t slot = (head_slot * splits + split) * Config::kQueryTile + row;
+      if (lane == 0) stats[slot] = Partial{rows.maximum[r], rows.sum[r]};
+      for (int d = lane; d < Config::kValueDim; d += 32)
+        out[slot * Config::kValueDim + d] = t.o[r * Config::kOStride + d];
+    }
+  } else {
+    RowState<Config> rows[R];
+    detail::reset_rows<Config>(rows);
+    detail::attend_keys<Config>(p, head, first_query, begin, end, shared, rows);
+    for (int r = 0; r < R; ++r) {
+      const int row = warp * R + r;
+      if (first_query + row >= p.queries) continue;
+      const int64_t slot = (head_slot * splits + split) * Config::kQueryTile + row;
+      if (lane == 0) stats[slot] = Partial{rows[r].maximum, rows[r].sum};
+      for (int v = 0; v < Config::kValueChunks; ++v) {
+        const int d = lane + 32 * v;
+        if (d < Config::kValueDim) out[slot * Config::kValueDim + d] = rows[r].out[v];
+      }
     }
   }
 }
