@@ -145,6 +145,14 @@ std::vector<std::string> api_function_names() {
 
 } // namespace
 
+int arch_compute_capability(const std::string& arch) {
+  if (arch.rfind("sm_", 0) != 0 || arch.size() < 5 || arch.size() > 7) return -1;
+  std::string digits = arch.substr(3);
+  if (digits.back() == 'a') digits.pop_back();
+  if (digits.size() < 2 || digits.find_first_not_of("0123456789") != std::string::npos) return -1;
+  return std::stoi(digits);
+}
+
 bool is_symbol_prefix(const std::string& prefix) {
   if (prefix.empty() || prefix.size() > 64) return false;
   if (!std::isalpha(static_cast<unsigned char>(prefix[0])) && prefix[0] != '_') return false;
@@ -233,8 +241,7 @@ void build_library(const GeneratedModel& model, const BuildOptions& o) {
         require_program({"nvcc", "/usr/local/cuda/bin/nvcc"}, "nvcc (the CUDA compiler)");
     std::vector<std::string> arch_flags;
     for (const std::string& a : o.archs) {
-      if (a.rfind("sm_", 0) != 0 || a.size() > 8 ||
-          a.find_first_not_of("0123456789a", 3) != std::string::npos)
+      if (arch_compute_capability(a) < 0)
         user_fail({}, "--arch '{}' is not a GPU architecture like sm_90", a);
       arch_flags.push_back("-gencode=arch=compute_" + a.substr(3) + ",code=" + a);
     }

@@ -34,4 +34,8 @@ std::string runtime_library_dir();
 // Whether `prefix` can prefix the exported C API's names: a C identifier, at most 64 chars.
 bool is_symbol_prefix(const std::string& prefix);
 
+// The compute capability of an --arch like sm_90 (90) or sm_90a (90); -1 when `arch` is not
+// one.
+int arch_compute_capability(const std::string& arch);
+
 } // namespace stitch

@@ -183,6 +183,16 @@ int parse_command_line(int argc, char** argv, DriverOptions& options) {
   if (*io == IoPrecision::Reduced && !reduced_dtype(*chosen))
     user_fail({}, "--io-precision reduced needs --precision fp16 or bf16 (got {})", precision);
   options.pipeline.precision = {*chosen, *io};
+  // The planner plans for the oldest architecture the library is built for (the host target
+  // plans as the CUDA target would, so that both run the same plan).
+  if (options.build.archs.empty()) user_fail({}, "--arch needs at least one architecture");
+  int oldest = 0;
+  for (const std::string& a : options.build.archs) {
+    const int capability = arch_compute_capability(a);
+    if (capability < 0) user_fail({}, "--arch '{}' is not a GPU architecture like sm_90", a);
+    oldest = oldest == 0 ? capability : std::min(oldest, capability);
+  }
+  options.planner.device.min_compute_capability = oldest;
   options.planner.tf32 = *chosen == Precision::Tf32;
   options.pipeline.print_after = {print_after.begin(), print_after.end()};
   options.pipeline.disabled = {disabled.begin(), disabled.end()};

@@ -2,6 +2,8 @@
 // stitch_attention.cuh). The group's source holds
 //
 //   using stitch_g4_tiles = stitch::attention::FlashConfig<64, 64, 4, 4, 64>;
+//                                   // or, on tensor cores, FlashMmaConfig<stitch::float16, 64,
+//                                   // 64, 4, 64> (element, dims, warps, key tile)
 //   struct stitch_g4_problem {      // what the device code asks of the model
 //     in0, in1, ..., out0;          // the kernel's pointers
 //     query(head, i, d)             // Q, K and V elements through their strides as float
@@ -130,18 +132,27 @@ void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
                   "queries x {} keys, head dims {} and {}, in one pass over the keys; the "
                   "scores never reach memory. A block per (head, tile of {} queries): {} warps "
                   "of {} query rows, key tiles of {} through shared memory, an online softmax in "
-                  "fp32.",
+                  "fp32; {}.",
                   group.id, spec.heads, shape_to_string(spec.batch), spec.queries, spec.keys,
                   spec.head_dim, spec.value_dim, query_tile, spec.warps, spec.rows_per_warp,
-                  spec.key_tile) +
+                  spec.key_tile,
+                  spec.tensor_cores
+                      ? fmt::format("Q·Kᵀ and P·V on tensor cores ({} tiles, fp32 accumulators)",
+                                    dtype_name(spec.element))
+                      : std::string("Q·Kᵀ and P·V in fp32 FMA")) +
           (spec.splits > 1
                ? fmt::format(" Flash-decoding: the keys in {} splits of {}, a block per (head, "
                              "query tile, split), merged by a second kernel.",
                              spec.splits, spec.keys_per_split)
                : std::string()),
       out);
-  out.linef("using {} = stitch::attention::FlashConfig<{}, {}, {}, {}, {}>;", tiles, spec.head_dim,
-            spec.value_dim, spec.warps, spec.rows_per_warp, spec.key_tile);
+  if (spec.tensor_cores)
+    out.linef("using {} = stitch::attention::FlashMmaConfig<{}, {}, {}, {}, {}>;", tiles,
+              storage_ctype(spec.element, ctx), spec.head_dim, spec.value_dim, spec.warps,
+              spec.key_tile);
+  else
+    out.linef("using {} = stitch::attention::FlashConfig<{}, {}, {}, {}, {}>;", tiles,
+              spec.head_dim, spec.value_dim, spec.warps, spec.rows_per_warp, spec.key_tile);
   out.linef("static_assert({}::shared_bytes == {}, \"the plan's shared memory\");", tiles,
             spec.shared_bytes);
   out.line();

@@ -114,8 +114,23 @@ GroupCost group_cost(const FusionContext& ctx, const GroupAnalysis& group) {
   c.recompute = static_cast<int64_t>(
       std::llround(static_cast<double>(group.recomputed) * ctx.device.recompute_bytes_per_element));
   c.epilogue = group.epilogue_nodes * ctx.device.epilogue_node_bytes;
-  // Libraries pick their own launch; only generated kernels are charged for parallelism.
-  if (group.kind == GroupKind::Kernel || group.kind == GroupKind::Attention) {
+  if (const auto* attention = std::get_if<AttentionSpec>(&group.group.spec)) {
+    const double flops = 2.0 * static_cast<double>(attention->heads) *
+                         static_cast<double>(attention->queries) *
+                         static_cast<double>(attention->keys) *
+                         static_cast<double>(attention->head_dim + attention->value_dim);
+    const double rate =
+        attention->tensor_cores ? ctx.device.tensor_core_flops_per_us : ctx.device.fma_flops_per_us;
+    // Fewer blocks than SMs leave the others idle: the rate falls with them.
+    const double blocks = static_cast<double>(
+        std::max<int64_t>(group.group.launch.grid[0] * group.group.launch.grid[1], 1));
+    const double busy = std::min(1.0, blocks / static_cast<double>(ctx.device.sm_count));
+    c.compute =
+        static_cast<int64_t>(std::llround(flops / (rate * busy) * ctx.device.hbm_bytes_per_us));
+  }
+  // Libraries pick their own launch; only generated kernels are charged for parallelism (an
+  // attention kernel is compute-bound: its parallelism is in `compute`).
+  if (group.kind == GroupKind::Kernel) {
     // Loads in flight, not threads, saturate HBM: a thread with 16-byte vectors counts as four.
     double threads = static_cast<double>(
         std::max<int64_t>(threads_of(group.group.launch) * group.group.launch.vector_width, 1));

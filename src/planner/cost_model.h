@@ -24,6 +24,12 @@
 //                input is a broadcast operand served from cache) cost 1/utilization (at
 //                most kMaxSlowdown) times as much
 //   epilogue     a small charge per cuBLASLt epilogue node (launch_config.h says why)
+//   compute      an attention group's two matrix products (2 · heads · queries · keys · (head
+//                dim + value dim) operations) at its kernel's rate, FMA or tensor cores
+//                (launch_config.h), over the fraction of SMs its blocks occupy, as the bytes
+//                HBM moves in that time: the fused kernel is compute-bound where the scores it
+//                saves are small (it is charged this instead of `parallelism`). Library GEMMs
+//                are not charged (cuBLASLt runs them near the tensor cores' peak).
 // Costs are integers so that plan costs add exactly (the exhaustive test compares sums).
 #pragma once
 
@@ -40,7 +46,8 @@ struct GroupCost {
   int64_t recompute = 0;
   int64_t parallelism = 0;
   int64_t epilogue = 0;
-  int64_t total() const { return bytes + launch + recompute + parallelism + epilogue; }
+  int64_t compute = 0;
+  int64_t total() const { return bytes + launch + recompute + parallelism + epilogue + compute; }
 };
 
 // A kernel running on too few threads is at most this many times slower than at full

@@ -462,6 +462,11 @@ struct AttentionSpec {
   int warps = 0, rows_per_warp = 0, key_tile = 0;
   int64_t query_tiles = 0;
   int64_t shared_bytes = 0;
+  // Q·Kᵀ and P·V on tensor cores (stitch::attention::FlashMmaConfig: 16 query rows per warp,
+  // tiles of `element`, float16 or bfloat16, with fp32 accumulators) when both products read
+  // that type and every target architecture has them; else fp32 FMA (FlashConfig).
+  bool tensor_cores = false;
+  DType element = DType::Float32;
   // Flash-decoding, when heads x query tiles would leave SMs idle and the keys are many: the keys
   // in `splits` ranges of `keys_per_split` (whole key tiles), a block per (head, query tile,
   // split) leaving each row's maximum, sum and unnormalized output in the group's scratch (the

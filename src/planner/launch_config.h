@@ -34,6 +34,14 @@ struct DeviceParams {
   // A cuBLASLt epilogue node: the epilogue variants narrow the algorithms cuBLASLt may pick,
   // so where a generated kernel would do the same work at the same traffic, it gets it.
   int64_t epilogue_node_bytes = 1024;
+  // The oldest GPU architecture the library is built for (--arch: sm_80 is 80): warp-level
+  // matrix products of bfloat16 (attention on tensor cores) need 80.
+  int min_compute_capability = 90;
+  // An attention kernel's matrix products, in floating-point operations per microsecond, as
+  // measured on an H100 (docs/benchmarks.md, scripts/gpu/attention_bench.py): fp32 FMA from
+  // shared memory (stitch::attention::FlashConfig) and 16-bit tensor cores (FlashMmaConfig).
+  double fma_flops_per_us = 12e6;
+  double tensor_core_flops_per_us = 150e6;
 };
 
 // The multiprocessors the host target's CUDA emulation makes resident for a cooperative

@@ -25,6 +25,8 @@ namespace {
 constexpr int64_t kMaxHeadDim = 256;
 constexpr int64_t kTilesPerSplit = 2; // key tiles per flash-decoding split, at least
 constexpr int64_t kMaxSplits = 32;
+constexpr int64_t kMmaRows = 16;          // query rows of a warp on tensor cores
+constexpr int kTensorCoreCapability = 80; // bfloat16 warp products: sm_80 and later
 
 // The one consumer of `t`, when it is in the group and `t` is no graph output; else -1.
 int32_t only_consumer(const FusionContext& ctx, const std::vector<int32_t>& nodes, TensorId t) {
@@ -416,16 +418,39 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
                                               shape_str(logit_shape)));
     }
 
-  // The tile geometry.
+  // The tile geometry: tensor cores where both products read one 16-bit type (their operands
+  // are then exact in it, and the graph rounds the probabilities to it), every target
+  // architecture has them, and the queries fill at least one warp's 16 rows; else fp32 FMA.
   const bool wide = spec.head_dim > 128 || spec.value_dim > 128;
-  const int64_t rows = std::min<int64_t>(spec.queries, wide ? 8 : 16);
-  spec.warps = static_cast<int>(std::min<int64_t>(4, rows));
-  spec.rows_per_warp = static_cast<int>((rows + spec.warps - 1) / spec.warps);
-  spec.key_tile = spec.keys > 32 && !wide ? 64 : 32;
+  const DType element = g.tensor(qk.inputs[0]).dtype;
+  bool one_type = element == DType::Float16 || element == DType::BFloat16;
+  for (TensorId t : {qk.inputs[1], pv.inputs[0], pv.inputs[1]})
+    one_type = one_type && g.tensor(t).dtype == element;
+  spec.tensor_cores = one_type && ctx.device.min_compute_capability >= kTensorCoreCapability &&
+                      spec.queries >= kMmaRows;
+  if (spec.tensor_cores) {
+    spec.element = element;
+    spec.warps = static_cast<int>(std::min<int64_t>(4, (spec.queries + kMmaRows - 1) / kMmaRows));
+    spec.rows_per_warp = kMmaRows;
+    spec.key_tile = wide ? 32 : 64;
+    // FlashMmaConfig's layout: T tiles of Q, K (rows padded to a multiple of 16 plus 8), V,
+    // each warp's probabilities (T), scores and outputs (float; rows plus 4).
+    const int64_t dims = (spec.head_dim + 15) / 16 * 16, values = (spec.value_dim + 15) / 16 * 16;
+    const int64_t query_tile = spec.query_tile();
+    spec.shared_bytes = 2 * (query_tile + spec.key_tile) * (dims + 8) +
+                        2 * spec.key_tile * (values + 8) + 2 * query_tile * (spec.key_tile + 8) +
+                        4 * query_tile * (spec.key_tile + 4) + 4 * query_tile * (values + 4);
+  } else {
+    const int64_t rows = std::min<int64_t>(spec.queries, wide ? 8 : 16);
+    spec.warps = static_cast<int>(std::min<int64_t>(4, rows));
+    spec.rows_per_warp = static_cast<int>((rows + spec.warps - 1) / spec.warps);
+    spec.key_tile = spec.keys > 32 && !wide ? 64 : 32;
+    const int64_t query_tile = spec.query_tile();
+    spec.shared_bytes = 4 * (query_tile * spec.head_dim + spec.key_tile * (spec.head_dim | 1) +
+                             spec.key_tile * spec.value_dim + query_tile * spec.key_tile);
+  }
   const int64_t query_tile = spec.query_tile();
   spec.query_tiles = (spec.queries + query_tile - 1) / query_tile;
-  spec.shared_bytes = 4 * (query_tile * spec.head_dim + spec.key_tile * (spec.head_dim | 1) +
-                           spec.key_tile * spec.value_dim + query_tile * spec.key_tile);
   if (spec.shared_bytes > ctx.device.max_shared_per_block)
     return FusionDecision::no(fmt::format("the attention's tiles take {} bytes of shared memory, "
                                           "over the {} a block may have",
@@ -466,8 +491,12 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
   a.row_length = spec.keys;
   a.iteration = logit_shape;
   a.shared_bytes = spec.shared_bytes;
+  // FMA: each row's state and scores in registers; tensor cores: two fragments and each row's
+  // maximum and sum (the outputs stay in shared memory).
   a.registers = kBaseRegisters + kRegistersPerNode * static_cast<int64_t>(spec.logit_nodes.size()) +
-                spec.rows_per_warp * ((spec.value_dim + 31) / 32 + spec.key_tile / 32 + 2);
+                (spec.tensor_cores
+                     ? 24 + 2 * kMmaRows + spec.key_tile / 32
+                     : spec.rows_per_warp * ((spec.value_dim + 31) / 32 + spec.key_tile / 32 + 2));
   if (FusionDecision d = fits_registers(ctx, a); !d) return d;
   a.group.mapping = ThreadMapping::WarpPerRow;
   a.group.launch = LaunchConfig{};

@@ -203,6 +203,8 @@ nlohmann::json spec_json(const Graph& g, const GroupSpec& spec) {
     j["warps"] = attention->warps;
     j["rows_per_warp"] = attention->rows_per_warp;
     j["key_tile"] = attention->key_tile;
+    j["math"] = attention->tensor_cores ? "tensor_cores" : "fma";
+    if (attention->tensor_cores) j["element"] = dtype_name(attention->element);
     j["query_tiles"] = attention->query_tiles;
     j["splits"] = attention->splits;
     j["keys_per_split"] = attention->keys_per_split;

@@ -17,6 +17,8 @@
 //                over the 135,168 (132 SMs * 2048 / 2) it takes to saturate HBM, capped at
 //                8x; streamed = outputs and full-size inputs (broadcast operands are cached)
 //   + epilogue   1 KiB per cuBLASLt epilogue node (a tie-break toward generated kernels)
+//   + compute    an attention kernel's matrix products at its measured rate (fp32 FMA 12,
+//                tensor cores 150 TFLOP/s) in bytes of HBM time
 //   + layouts    a library call reading or writing through a Transpose (GemmSpec::layout_*),
 //                or a Local group reading through one (LocalSpec::moves), moves whole 32-byte
 //                sectors: where the adjacent run of an operand is r < 32 bytes, its bytes *

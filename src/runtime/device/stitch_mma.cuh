@@ -69,7 +69,8 @@ template <class T> __device__ __forceinline__ void load(A<T>& a, const T* p, uns
   nvcuda::wmma::load_matrix_sync(a.f, reinterpret_cast<const typename detail::Native<T>::type*>(p),
                                  ldm);
 }
-template <class T, class L> __device__ __forceinline__ void load(B<T, L>& b, const T* p, unsigned ldm) {
+template <class T, class L>
+__device__ __forceinline__ void load(B<T, L>& b, const T* p, unsigned ldm) {
   nvcuda::wmma::load_matrix_sync(b.f, reinterpret_cast<const typename detail::Native<T>::type*>(p),
                                  ldm);
 }
@@ -127,7 +128,8 @@ inline void zero(Accumulator& c) {
   for (float& v : c.x)
     v = 0.0f;
 }
-template <class T, class L> inline void multiply_add(Accumulator& c, const A<T>& a, const B<T, L>& b) {
+template <class T, class L>
+inline void multiply_add(Accumulator& c, const A<T>& a, const B<T, L>& b) {
   for (int e = 0; e < detail::kPerLane; ++e) {
     const int at = detail::lane() * detail::kPerLane + e;
     const int i = at / kTile, j = at % kTile;

@@ -18,7 +18,7 @@
 //   node 'transpose_45' (Transpose): float32[2,16,4,16] <- float32[2,4,16,16]
 #include "stitch_generated.h"
 
-// Fused group 3 (attention): softmax(logits(Q K\xe1\xb5\x80)) V of 8 heads ([2,4]), 16 queries x 16 keys, head dims 16 and 16, in one pass over the keys; the scores never reach memory. A block per (head, tile of 16 queries): 4 warps of 4 query rows, key tiles of 32 through shared memory, an online softmax in fp32.
+// Fused group 3 (attention): softmax(logits(Q K\xe1\xb5\x80)) V of 8 heads ([2,4]), 16 queries x 16 keys, head dims 16 and 16, in one pass over the keys; the scores never reach memory. A block per (head, tile of 16 queries): 4 warps of 4 query rows, key tiles of 32 through shared memory, an online softmax in fp32; Q\xc2\xb7K\xe1\xb5\x80 and P\xc2\xb7V in fp32 FMA.
 //   node 'reshape_17' (Slice): float32[2,16,4,16] <- float32[2,16,12,16], int64[1], int64[1], int64[1]
 //   node 'transpose_18' (Transpose): float32[2,4,16,16] <- float32[2,16,4,16]
 //   node 'reshape_27' (Slice): float32[2,16,4,16] <- float32[2,16,12,16], int64[1], int64[1], int64[1]
