@@ -25,6 +25,7 @@ import argparse
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import time
@@ -171,6 +172,17 @@ def reference(arrays, torch_mod, device):
 def rel_l2(got, ref):
     got, ref = got.astype(np.float64), ref.astype(np.float64)
     return float(np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-300))
+
+
+def library_only_hazards(text):
+    """The kernels racecheck names in its hazards, when every hazard was printed and none is in
+    a kernel stitchc generated (stitch_*): the finding is then a library's (cuBLASLt's
+    warp-specialized GEMMs synchronize through barriers racecheck does not model)."""
+    summary = re.search(r"RACECHECK SUMMARY: (\d+) hazards? displayed \((\d+) errors?", text)
+    names = sorted(set(re.findall(r"(?:Read|Write) Thread \([^)]*\) at ([A-Za-z_][\w]*)", text)))
+    if not summary or summary.group(1) != summary.group(2) or not names:
+        return None
+    return None if any(n.startswith("stitch_") for n in names) else names
 
 
 def check_args(case):
@@ -359,10 +371,14 @@ def cmd_run(args):
                 continue
             os.environ["STITCH_RUN_REAL"] = args.stitch_run
             os.environ["STITCH_SANITIZER_TOOL"] = tool
+            os.environ["STITCH_SANITIZER_PRINT_LIMIT"] = "10000"
             rc, text, secs = stitch_run_check(str(wrapper_script), libs / f"{c['name']}_fused.so",
                                               c, data, data / f"san_{tool}", 240)
             res = "PASS" if rc == 0 else ("FINDINGS" if rc == 99 else f"FAIL ({rc})")
-            if rc != 0:
+            library = library_only_hazards(text) if rc == 99 and tool == "racecheck" else None
+            if library and "PASS:" in text:
+                res = "PASS (hazards only in library kernels: " + ", ".join(library) + ")"
+            elif rc != 0:
                 overall = 1
             san.append({"tool": tool, "case": c["name"], "result": res, "seconds": round(secs, 1),
                         "output": text[-1500:] if rc != 0 else ""})
