@@ -128,9 +128,8 @@ GroupCost group_cost(const FusionContext& ctx, const GroupAnalysis& group) {
     c.compute =
         static_cast<int64_t>(std::llround(flops / (rate * busy) * ctx.device.hbm_bytes_per_us));
   }
-  // Libraries pick their own launch; only generated kernels are charged for parallelism (an
-  // attention kernel is compute-bound: its parallelism is in `compute`).
-  if (group.kind == GroupKind::Kernel) {
+  // Libraries pick their own launch; only generated kernels are charged for parallelism.
+  if (group.kind == GroupKind::Kernel || group.kind == GroupKind::Attention) {
     // Loads in flight, not threads, saturate HBM: a thread with 16-byte vectors counts as four.
     double threads = static_cast<double>(
         std::max<int64_t>(threads_of(group.group.launch) * group.group.launch.vector_width, 1));

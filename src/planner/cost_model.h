@@ -28,8 +28,8 @@
 //                dim + value dim) operations) at its kernel's rate, FMA or tensor cores
 //                (launch_config.h), over the fraction of SMs its blocks occupy, as the bytes
 //                HBM moves in that time: the fused kernel is compute-bound where the scores it
-//                saves are small (it is charged this instead of `parallelism`). Library GEMMs
-//                are not charged (cuBLASLt runs them near the tensor cores' peak).
+//                saves are small. Library GEMMs are not charged (cuBLASLt runs them near the
+//                tensor cores' peak).
 // Costs are integers so that plan costs add exactly (the exhaustive test compares sums).
 #pragma once
 

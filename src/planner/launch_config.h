@@ -38,10 +38,11 @@ struct DeviceParams {
   // matrix products of bfloat16 (attention on tensor cores) need 80.
   int min_compute_capability = 90;
   // An attention kernel's matrix products, in floating-point operations per microsecond, as
-  // measured on an H100 (docs/benchmarks.md, scripts/gpu/attention_bench.py): fp32 FMA from
-  // shared memory (stitch::attention::FlashConfig) and 16-bit tensor cores (FlashMmaConfig).
+  // measured on an H100 (docs/benchmarks.md, scripts/gpu/attention_bench.py, sequence 512 and
+  // 2048): fp32 FMA from shared memory (stitch::attention::FlashConfig, 10 to 13 TFLOP/s) and
+  // 16-bit tensor cores (FlashMmaConfig, 18 to 21: its softmax, not its products, bounds it).
   double fma_flops_per_us = 12e6;
-  double tensor_core_flops_per_us = 150e6;
+  double tensor_core_flops_per_us = 20e6;
 };
 
 // The multiprocessors the host target's CUDA emulation makes resident for a cooperative

@@ -430,7 +430,13 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
                       spec.queries >= kMmaRows;
   if (spec.tensor_cores) {
     spec.element = element;
-    spec.warps = static_cast<int>(std::min<int64_t>(4, (spec.queries + kMmaRows - 1) / kMmaRows));
+    // Four warps a block where the heads and query tiles still give every SM a block; fewer
+    // (more, smaller blocks) where they would not.
+    const int64_t row_tiles = (spec.queries + kMmaRows - 1) / kMmaRows;
+    int warps = static_cast<int>(std::min<int64_t>(4, row_tiles));
+    while (warps > 1 && spec.heads * ((row_tiles + warps - 1) / warps) < ctx.device.sm_count)
+      warps /= 2;
+    spec.warps = warps;
     spec.rows_per_warp = kMmaRows;
     spec.key_tile = wide ? 32 : 64;
     // FlashMmaConfig's layout: T tiles of Q, K (rows padded to a multiple of 16 plus 8), V,

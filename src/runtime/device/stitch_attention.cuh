@@ -247,11 +247,12 @@ __device__ void attend_keys(const Problem& p, int64_t head, int64_t first_query,
   }
 }
 
-// The tensor-core path: each warp's 16 rows' running maxima and sums (the same in every lane);
-// their unnormalized outputs stay in the warp's fp32 output rows in shared memory.
-struct MmaRows {
-  float maximum[mma::kTile];
-  float sum[mma::kTile];
+// The tensor-core path: lane l of a warp keeps the running maximum and sum of the warp's row
+// l / 2 (lanes l and l ^ 1 share a row, each scoring alternate keys of it); the rows'
+// unnormalized outputs stay in the warp's fp32 output rows in shared memory.
+struct MmaRow {
+  float maximum;
+  float sum;
 };
 
 template <class Config> struct MmaTiles {
@@ -270,33 +271,34 @@ template <class Config> struct MmaTiles {
 };
 
 // attend_keys on tensor cores: the block's Q tile once, then per key tile S = Q Kᵀ (each warp its
-// 16 rows), the online softmax over S's rows (lane l: keys l, l + 32, ...), the warp's output
-// rows rescaled, O += P V. Every thread of the block calls.
+// 16 rows), the online softmax over S's rows (two lanes a row: lane l takes row l / 2, keys
+// l % 2, l % 2 + 2, ..., and the pair combines with one shuffle), the rows whose maximum grew
+// rescaled, O += P V. Every thread of the block calls.
 template <class Config, class Problem>
 __device__ void attend_keys_mma(const Problem& p, int64_t head, int64_t first_query,
-                                int64_t key_begin, int64_t key_end, float* shared, MmaRows& rows) {
+                                int64_t key_begin, int64_t key_end, float* shared, MmaRow& row) {
   using T = typename Config::Element;
   constexpr int D = Config::kHeadDim, DV = Config::kValueDim, BK = Config::kKeyTile;
   constexpr int QS = Config::kQStride, VS = Config::kVStride, PS = Config::kPStride;
   constexpr int SS = Config::kSStride, OS = Config::kOStride, NT = Config::kThreads;
-  constexpr int R = mma::kTile;
+  constexpr int R = mma::kTile, kPerLane = BK / 2;
   const int tid = static_cast<int>(threadIdx.x);
   const int lane = tid & 31, warp = tid >> 5;
+  const int r = lane >> 1, half = lane & 1; // this lane's row of the warp, and its keys' parity
+  const int64_t i = first_query + warp * R + r;
   const MmaTiles<Config> t(shared, warp);
   constexpr float kNegInf = -INFINITY;
 
   for (int e = tid; e < Config::kQueryTile * QS; e += NT) {
-    const int r = e / QS, d = e % QS;
-    const int64_t i = first_query + r;
-    t.q[e] = T(d < D && i < p.queries ? p.query(head, i, d) : 0.0f);
+    const int qr = e / QS, d = e % QS;
+    const int64_t qi = first_query + qr;
+    t.q[e] = T(d < D && qi < p.queries ? p.query(head, qi, d) : 0.0f);
   }
   for (int e = lane; e < R * OS; e += 32)
     t.o[e] = 0.0f;
   __syncwarp(); // with no key tile the zeros are read as they are, by other lanes
-  for (int r = 0; r < R; ++r) {
-    rows.maximum[r] = kNegInf;
-    rows.sum[r] = 0.0f;
-  }
+  row.maximum = kNegInf;
+  row.sum = 0.0f;
 
   for (int64_t k0 = key_begin; k0 < key_end; k0 += BK) {
     __syncthreads(); // the Q tile is in; the previous K and V tiles' readers are done
@@ -325,30 +327,30 @@ __device__ void attend_keys_mma(const Problem& p, int64_t head, int64_t first_qu
     }
     __syncwarp();
 
-    for (int r = 0; r < R; ++r) {
-      const int64_t i = first_query + warp * R + r;
-      float x[Config::kKeysPerLane];
-      float tile_max = kNegInf;
-      for (int c = 0; c < Config::kKeysPerLane; ++c) {
-        const int64_t j = k0 + lane + 32 * c;
-        x[c] = (i < p.queries && j < key_end) ? p.logit(head, i, j, t.s[r * SS + lane + 32 * c])
-                                              : kNegInf;
-        tile_max = max_nan(tile_max, x[c]);
-      }
-      const float m_new = max_nan(rows.maximum[r], warp_max_nan(tile_max));
-      const bool none = m_new == kNegInf; // as attend_keys
-      const float correction = none ? 1.0f : expf(rows.maximum[r] - m_new);
-      float tile_sum = 0.0f;
-      for (int c = 0; c < Config::kKeysPerLane; ++c) {
-        const float e = none ? 0.0f : expf(x[c] - m_new);
-        t.p[r * PS + lane + 32 * c] = T(e);
-        tile_sum += e;
-      }
-      rows.sum[r] = rows.sum[r] * correction + warp_sum(tile_sum);
-      rows.maximum[r] = m_new;
-      for (int d = lane; d < DV; d += 32)
-        t.o[r * OS + d] *= correction;
+    float x[kPerLane];
+    float tile_max = kNegInf;
+    for (int c = 0; c < kPerLane; ++c) {
+      const int key = 2 * c + half;
+      const int64_t j = k0 + key;
+      x[c] = (i < p.queries && j < key_end) ? p.logit(head, i, j, t.s[r * SS + key]) : kNegInf;
+      tile_max = max_nan(tile_max, x[c]);
     }
+    tile_max = max_nan(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+    const float m_new = max_nan(row.maximum, tile_max);
+    const bool none = m_new == kNegInf; // as attend_keys
+    const float correction = none ? 1.0f : expf(row.maximum - m_new);
+    float tile_sum = 0.0f;
+    for (int c = 0; c < kPerLane; ++c) {
+      const float e = none ? 0.0f : expf(x[c] - m_new);
+      t.p[r * PS + 2 * c + half] = T(e);
+      tile_sum += e;
+    }
+    tile_sum += __shfl_xor_sync(0xffffffffu, tile_sum, 1);
+    row.sum = row.sum * correction + tile_sum;
+    row.maximum = m_new;
+    if (correction != 1.0f) // a row whose maximum grew (or NaN)
+      for (int d = half; d < DV; d += 2)
+        t.o[r * OS + d] *= correction;
     __syncwarp();
 
     // O += P V, the keys of the tile in order.
@@ -396,15 +398,17 @@ __device__ void flash_attention_tile(const Problem& p, int64_t head, int64_t fir
   const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
   const int64_t key_end = detail::tile_key_end<Config>(p, head, first_query);
   if constexpr (Config::kTensorCores) {
-    detail::MmaRows rows;
-    detail::attend_keys_mma<Config>(p, head, first_query, 0, key_end, shared, rows);
+    detail::MmaRow row;
+    detail::attend_keys_mma<Config>(p, head, first_query, 0, key_end, shared, row);
     const detail::MmaTiles<Config> t(shared, warp);
-    for (int r = 0; r < R; ++r) {
+    // No keys: zeros; every key excluded: NaN (as below).
+    const float inverse = p.keys == 0 ? 0.0f : 1.0f / row.sum;
+    for (int r = 0; r < R; ++r) { // row r's output, its dims across the lanes
+      const float row_inverse = __shfl_sync(0xffffffffu, inverse, 2 * r);
       const int64_t i = first_query + warp * R + r;
       if (i >= p.queries) continue;
-      const float inverse = p.keys == 0 ? 0.0f : 1.0f / rows.sum[r]; // as below
       for (int d = lane; d < Config::kValueDim; d += 32)
-        p.store(head, i, d, t.o[r * Config::kOStride + d] * inverse);
+        p.store(head, i, d, t.o[r * Config::kOStride + d] * row_inverse);
     }
   } else {
     RowState<Config> rows[R];
@@ -438,16 +442,16 @@ __device__ void flash_attention_partial(const Problem& p, int64_t head, int64_t 
   const int64_t begin = split * per_split;
   const int64_t end = begin + per_split < key_end ? begin + per_split : key_end;
   if constexpr (Config::kTensorCores) {
-    detail::MmaRows rows;
-    detail::attend_keys_mma<Config>(p, head, first_query, begin, end, shared, rows);
+    detail::MmaRow row;
+    detail::attend_keys_mma<Config>(p, head, first_query, begin, end, shared, row);
     const detail::MmaTiles<Config> t(shared, warp);
+    const int64_t first_slot = (head_slot * splits + split) * Config::kQueryTile + warp * R;
+    if ((lane & 1) == 0 && first_query + warp * R + (lane >> 1) < p.queries)
+      stats[first_slot + (lane >> 1)] = Partial{row.maximum, row.sum};
     for (int r = 0; r < R; ++r) {
-      const int row = warp * R + r;
-      if (first_query + row >= p.queries) continue;
-      const int64_t slot = (head_slot * splits + split) * Config::kQueryTile + row;
-      if (lane == 0) stats[slot] = Partial{rows.maximum[r], rows.sum[r]};
+      if (first_query + warp * R + r >= p.queries) continue;
       for (int d = lane; d < Config::kValueDim; d += 32)
-        out[slot * Config::kValueDim + d] = t.o[r * Config::kOStride + d];
+        out[(first_slot + r) * Config::kValueDim + d] = t.o[r * Config::kOStride + d];
     }
   } else {
     RowState<Config> rows[R];
