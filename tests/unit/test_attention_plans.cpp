@@ -270,6 +270,54 @@ TEST_CASE("attention: float16 and bfloat16 attention groups equal the per-op pla
   }
 }
 
+// The math of the ilp plan's attention group, planned for architectures from `capability` on.
+std::string attention_math(const Graph& g, int capability) {
+  PlannerOptions options;
+  options.planner = "ilp";
+  options.device = host_target_device();
+  options.device.min_compute_capability = capability;
+  const FusionPlan plan = plan_fusion(g, options);
+  for (const FusionGroup& group : plan.groups)
+    if (const auto* attention = std::get_if<AttentionSpec>(&group.spec)) {
+      CHECK(attention->warps * attention->rows_per_warp == attention->query_tile());
+      if (!attention->tensor_cores) return "fma";
+      CHECK(attention->rows_per_warp == 16);
+      return std::string("tensor_cores ") + std::string(dtype_name(attention->element));
+    }
+  return "none";
+}
+
+TEST_CASE("attention: 16-bit products of 16 queries or more run on tensor cores",
+          "[planner][attention][half]") {
+  // Proves: float16 and bfloat16 attention with at least 16 queries plans on tensor cores
+  // (stitch::attention::FlashMmaConfig: Q·Kᵀ and P·V as warp products of the type, the
+  // probabilities rounded to it as the graph rounds them), agreeing with the per-op plan within
+  // the type's precision; float32, fewer than 16 queries, or an architecture before sm_80 keep
+  // the fp32 FMA kernel.
+  AttentionModel a;
+  a.padding_bias = a.causal = true;
+  a.queries = 37, a.keys = 70, a.head_dim = a.value_dim = 16;
+  SECTION("float16, grouped-query heads") {
+    a.dtype = onnx::TensorProto::FLOAT16;
+    a.heads = 4, a.kv_heads = 2, a.repeat_kv = true;
+    CHECK(attention_math(attention_graph(a), 90) == "tensor_cores float16");
+    CHECK(attention_math(attention_graph(a), 75) == "fma");
+    check_attention(a, 41, 1, {0x1p-8, 0x1p-8});
+  }
+  SECTION("bfloat16, head dim 40 and value dim 24 (padded to 48 and 32)") {
+    a.dtype = onnx::TensorProto::BFLOAT16;
+    a.head_dim = 40, a.value_dim = 24;
+    CHECK(attention_math(attention_graph(a), 80) == "tensor_cores bfloat16");
+    check_attention(a, 42, 1, {0x1p-5, 0x1p-5});
+  }
+  SECTION("float32 and short float16 stay on FMA") {
+    CHECK(attention_math(attention_graph(a), 90) == "fma");
+    a.dtype = onnx::TensorProto::FLOAT16;
+    a.queries = 15;
+    CHECK(attention_math(attention_graph(a), 90) == "fma");
+  }
+}
+
 TEST_CASE("attention: no attention group where the kernel cannot hold it", "[planner][attention]") {
   // Proves: scores that are also a graph output, and a head dim over 256, keep the unfused
   // plan's products and softmax (no attention group), which still agree with the per-op plan.

@@ -55,6 +55,14 @@
 
 #include <math.h>
 
+// The tiles' element-wise loads: several in flight per thread (a block of one warp, as a
+// decoding step's, would otherwise wait out each load's latency in turn).
+#if defined(__CUDACC__)
+#define STITCH_ATTENTION_LOADS _Pragma("unroll 8")
+#else
+#define STITCH_ATTENTION_LOADS
+#endif
+
 namespace stitch {
 namespace attention {
 
@@ -176,6 +184,7 @@ __device__ void attend_keys(const Problem& p, int64_t head, int64_t first_query,
   constexpr float kNegInf = -INFINITY;
 
   // The query tile, once (rows past the last query hold zeros and are never stored).
+  STITCH_ATTENTION_LOADS
   for (int e = tid; e < Config::kQueryFloats; e += T) {
     const int r = e / D, d = e % D;
     const int64_t i = first_query + r;
@@ -184,10 +193,12 @@ __device__ void attend_keys(const Problem& p, int64_t head, int64_t first_query,
 
   for (int64_t k0 = key_begin; k0 < key_end; k0 += BK) {
     __syncthreads(); // the query tile is in; the previous key tile's readers are done
+    STITCH_ATTENTION_LOADS
     for (int e = tid; e < BK * D; e += T) {
       const int j = e / D, d = e % D;
       k_tile[j * KS + d] = k0 + j < key_end ? p.key(head, k0 + j, d) : 0.0f;
     }
+    STITCH_ATTENTION_LOADS
     for (int e = tid; e < BK * DV; e += T) {
       const int j = e / DV, d = e % DV;
       v_tile[e] = k0 + j < key_end ? p.value(head, k0 + j, d) : 0.0f;
@@ -289,6 +300,7 @@ __device__ void attend_keys_mma(const Problem& p, int64_t head, int64_t first_qu
   const MmaTiles<Config> t(shared, warp);
   constexpr float kNegInf = -INFINITY;
 
+  STITCH_ATTENTION_LOADS
   for (int e = tid; e < Config::kQueryTile * QS; e += NT) {
     const int qr = e / QS, d = e % QS;
     const int64_t qi = first_query + qr;
@@ -302,10 +314,12 @@ __device__ void attend_keys_mma(const Problem& p, int64_t head, int64_t first_qu
 
   for (int64_t k0 = key_begin; k0 < key_end; k0 += BK) {
     __syncthreads(); // the Q tile is in; the previous K and V tiles' readers are done
+    STITCH_ATTENTION_LOADS
     for (int e = tid; e < BK * QS; e += NT) {
       const int j = e / QS, d = e % QS;
       t.k[e] = T(d < D && k0 + j < key_end ? p.key(head, k0 + j, d) : 0.0f);
     }
+    STITCH_ATTENTION_LOADS
     for (int e = tid; e < BK * VS; e += NT) {
       const int j = e / VS, d = e % VS;
       t.v[e] = T(d < DV && k0 + j < key_end ? p.value(head, k0 + j, d) : 0.0f);
