@@ -23,7 +23,7 @@
 # With $OUT set (the device tool), the bundles, results.json, table.md and lease.txt go there.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-[ $# -ge 1 ] || { sed -n 2,20p "$0"; exit 2; }
+[ $# -ge 1 ] || { sed -n 2,23p "$0"; exit 2; }
 base="$1"; shift
 deadline=560 shard="0/8" models="bert_b1,bert_b32,resnet50_b64" precisions="fp16,fp32"
 systems="stitchc,eager,compile,xla" jobs=8 common=() attention=1
@@ -78,7 +78,9 @@ log "check done: $(cut -f1,2,4 "$base/check/stages.tsv" | tr '\t\n' ' ;')"
 [ -f "$base/conf/stages.tsv" ] && log "conformance done: $(cut -f1,2,4 "$base/conf/stages.tsv" | tr '\t\n' ' ;')"
 cp "$base/bench/stages.tsv" "$base/bench/stages-build.tsv"
 
-if [ "$attention" = 1 ]; then
+if [ "$attention" = 1 ] && [ "$(left)" -lt 120 ]; then
+  log "phase 2: no time left for the attention timing ($(left) s)"
+elif [ "$attention" = 1 ]; then
   log "phase 2: attention timing alone, $(left) s left"
   "$here/run.sh" "$base/atttime" "${common[@]}" --stages attention --sanitizer-tools "" \
     --budget "$(( $(left) / 2 ))" > "$base/atttime.out" 2>&1

@@ -187,12 +187,16 @@ int parse_command_line(int argc, char** argv, DriverOptions& options) {
   // plans as the CUDA target would, so that both run the same plan).
   if (options.build.archs.empty()) user_fail({}, "--arch needs at least one architecture");
   int oldest = 0;
+  int64_t shared = 0;
   for (const std::string& a : options.build.archs) {
     const int capability = arch_compute_capability(a);
     if (capability < 0) user_fail({}, "--arch '{}' is not a GPU architecture like sm_90", a);
     oldest = oldest == 0 ? capability : std::min(oldest, capability);
+    shared = shared == 0 ? max_shared_per_block_of(capability)
+                         : std::min(shared, max_shared_per_block_of(capability));
   }
   options.planner.device.min_compute_capability = oldest;
+  options.planner.device.max_shared_per_block = shared; // every architecture's kernels fit
   options.planner.tf32 = *chosen == Precision::Tf32;
   options.pipeline.print_after = {print_after.begin(), print_after.end()};
   options.pipeline.disabled = {disabled.begin(), disabled.end()};

@@ -45,6 +45,33 @@ struct DeviceParams {
   double tensor_core_flops_per_us = 20e6;
 };
 
+// The dynamic shared memory a block may opt in to on a GPU of this compute capability (CUDA's
+// per-architecture limits): 227 KiB on sm_90 and sm_100, 163 KiB on sm_80 and sm_87, 99 KiB on
+// sm_86, sm_89 and sm_120, 96 KiB on sm_70, 64 KiB on sm_75; 48 KiB for anything else.
+inline int64_t max_shared_per_block_of(int capability) {
+  switch (capability) {
+  case 90:
+  case 100:
+  case 103:
+    return 227 * 1024;
+  case 80:
+  case 87:
+    return 163 * 1024;
+  case 86:
+  case 89:
+  case 120:
+  case 121:
+    return 99 * 1024;
+  case 70:
+  case 72:
+    return 96 * 1024;
+  case 75:
+    return 64 * 1024;
+  default:
+    return 48 * 1024;
+  }
+}
+
 // The multiprocessors the host target's CUDA emulation makes resident for a cooperative
 // launch (src/runtime/host/host_config.h, multiprocessor_count): a Global group planned for
 // the host target sizes its grid to them, so that every block is resident at the barrier.

@@ -428,24 +428,40 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
     one_type = one_type && g.tensor(t).dtype == element;
   spec.tensor_cores = one_type && ctx.device.min_compute_capability >= kTensorCoreCapability &&
                       spec.queries >= kMmaRows;
+  // FlashMmaConfig's layout: T tiles of Q, K (rows padded to a multiple of 16 plus 8), V, each
+  // warp's probabilities (T), scores and outputs (float; rows plus 4).
+  auto mma_shared_bytes = [&](int64_t query_tile, int64_t key_tile) {
+    const int64_t dims = (spec.head_dim + 15) / 16 * 16, values = (spec.value_dim + 15) / 16 * 16;
+    return 2 * (query_tile + key_tile) * (dims + 8) + 2 * key_tile * (values + 8) +
+           2 * query_tile * (key_tile + 8) + 4 * query_tile * (key_tile + 4) +
+           4 * query_tile * (values + 4);
+  };
   if (spec.tensor_cores) {
-    spec.element = element;
     // Four warps a block where the heads and query tiles still give every SM a block; fewer
     // (more, smaller blocks) where they would not.
     const int64_t row_tiles = (spec.queries + kMmaRows - 1) / kMmaRows;
     int warps = static_cast<int>(std::min<int64_t>(4, row_tiles));
     while (warps > 1 && spec.heads * ((row_tiles + warps - 1) / warps) < ctx.device.sm_count)
       warps /= 2;
+    int key_tile = wide || spec.keys <= 32 ? 32 : 64;
+    // Where the device's shared memory (the oldest --arch's) does not hold the tiles: shorter
+    // key tiles, then fewer warps, then the FMA kernel.
+    while (mma_shared_bytes(int64_t{warps} * kMmaRows, key_tile) >
+               ctx.device.max_shared_per_block &&
+           (key_tile > 32 || warps > 1)) {
+      if (key_tile > 32)
+        key_tile = 32;
+      else
+        warps /= 2;
+    }
     spec.warps = warps;
     spec.rows_per_warp = kMmaRows;
-    spec.key_tile = wide ? 32 : 64;
-    // FlashMmaConfig's layout: T tiles of Q, K (rows padded to a multiple of 16 plus 8), V,
-    // each warp's probabilities (T), scores and outputs (float; rows plus 4).
-    const int64_t dims = (spec.head_dim + 15) / 16 * 16, values = (spec.value_dim + 15) / 16 * 16;
-    const int64_t query_tile = spec.query_tile();
-    spec.shared_bytes = 2 * (query_tile + spec.key_tile) * (dims + 8) +
-                        2 * spec.key_tile * (values + 8) + 2 * query_tile * (spec.key_tile + 8) +
-                        4 * query_tile * (spec.key_tile + 4) + 4 * query_tile * (values + 4);
+    spec.key_tile = key_tile;
+    spec.shared_bytes = mma_shared_bytes(spec.query_tile(), key_tile);
+    if (spec.shared_bytes > ctx.device.max_shared_per_block) spec.tensor_cores = false;
+  }
+  if (spec.tensor_cores) {
+    spec.element = element;
   } else {
     const int64_t rows = std::min<int64_t>(spec.queries, wide ? 8 : 16);
     spec.warps = static_cast<int>(std::min<int64_t>(4, rows));
@@ -497,11 +513,11 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
   a.row_length = spec.keys;
   a.iteration = logit_shape;
   a.shared_bytes = spec.shared_bytes;
-  // FMA: each row's state and scores in registers; tensor cores: two fragments and each row's
-  // maximum and sum (the outputs stay in shared memory).
+  // FMA: each row's state and scores in registers; tensor cores: two fragments, the lane's
+  // row's maximum and sum and its half of the row's scores (the outputs stay in shared memory).
   a.registers = kBaseRegisters + kRegistersPerNode * static_cast<int64_t>(spec.logit_nodes.size()) +
                 (spec.tensor_cores
-                     ? 24 + 2 * kMmaRows + spec.key_tile / 32
+                     ? 24 + 2 + spec.key_tile / 2
                      : spec.rows_per_warp * ((spec.value_dim + 31) / 32 + spec.key_tile / 32 + 2));
   if (FusionDecision d = fits_registers(ctx, a); !d) return d;
   a.group.mapping = ThreadMapping::WarpPerRow;

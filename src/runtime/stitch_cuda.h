@@ -21,7 +21,7 @@
 //   STITCH_SHARED_2D(type, name, rows, cols)
 //       A per-block shared `type name[rows][cols]` (e.g. a padded transpose tile).
 //   STITCH_DYNAMIC_SHARED(type, name)
-//       `type* name` at the start of the launch's dynamic shared memory (16-byte aligned). Every
+//       `type* name` at the start of the launch's dynamic shared memory (128-byte aligned). Every
 //       STITCH_DYNAMIC_SHARED in a kernel aliases the same bytes; carve offsets explicitly.
 //   STITCH_LAUNCH(kernel, grid, block, shared_bytes, stream, args...)
 //       Launches `kernel<<<grid, block, shared_bytes, stream>>>(args...)` and evaluates to the

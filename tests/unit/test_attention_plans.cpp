@@ -270,16 +270,19 @@ TEST_CASE("attention: float16 and bfloat16 attention groups equal the per-op pla
   }
 }
 
-// The math of the ilp plan's attention group, planned for architectures from `capability` on.
+// The math of the ilp plan's attention group, planned for architectures from `capability` on
+// (their shared memory, as the driver sets it).
 std::string attention_math(const Graph& g, int capability) {
   PlannerOptions options;
   options.planner = "ilp";
   options.device = host_target_device();
   options.device.min_compute_capability = capability;
+  options.device.max_shared_per_block = max_shared_per_block_of(capability);
   const FusionPlan plan = plan_fusion(g, options);
   for (const FusionGroup& group : plan.groups)
     if (const auto* attention = std::get_if<AttentionSpec>(&group.spec)) {
       CHECK(attention->warps * attention->rows_per_warp == attention->query_tile());
+      CHECK(attention->shared_bytes <= options.device.max_shared_per_block);
       if (!attention->tensor_cores) return "fma";
       CHECK(attention->rows_per_warp == 16);
       return std::string("tensor_cores ") + std::string(dtype_name(attention->element));
