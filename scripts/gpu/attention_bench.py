@@ -34,6 +34,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+from fusion_table import launches_of  # noqa: E402  the plan's launch count, one definition
+
 HEADS, HEAD_DIM = 12, 64
 
 
@@ -95,15 +98,11 @@ def cmd_models(args):
 def launches(report_path):
     """Kernels and library calls of a plan (fusion_table.py's count) and its group kinds."""
     plan = json.loads(Path(report_path).read_text())["plan"]
-    n, kinds = 0, {}
+    kinds = {}
     for g in plan["groups"]:
-        if g["kind"] == "alias":
-            continue
-        spec = g.get("spec", {})
-        n += (1 + (1 if spec.get("fill_kernel") else 0) + (spec.get("calls", 1) - 1)
-              + (1 if spec.get("splits", 1) > 1 else 0))
-        kinds[g["kind"]] = kinds.get(g["kind"], 0) + 1
-    return n, kinds
+        if g["kind"] != "alias":
+            kinds[g["kind"]] = kinds.get(g["kind"], 0) + 1
+    return sum(launches_of(g) for g in plan["groups"]), kinds
 
 
 def cmd_build(args):
