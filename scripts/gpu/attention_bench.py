@@ -8,9 +8,10 @@ scaled_dot_product_attention, on one GPU (issue 18's timing and sanitizer check)
       Softmax, ·V), float32 and float16, at sequence 128, 512 and 2048 (batch 4, 12 heads, head
       dim 64) and one decode step (1 query over 2048 keys, batch 1: flash-decoding's split).
   attention_bench.py build DIR --stitchc STITCHC --out LIBDIR [--target cuda|host] [--jobs N]
-      compiles each case twice: fused (the default plan: one attention group) and unfused
-      (`--no-fuse softmax`: the Softmax kept out of every fusion, so Q·Kᵀ and ·V are cuBLASLt
-      calls with the scores in memory, as before the attention group); writes each plan's report.
+      compiles each case twice: fused (`--attention fused`: one attention group, whatever the
+      cost model would choose) and unfused (`--attention unfused`: Q·Kᵀ and ·V are cuBLASLt
+      calls with the scores in memory, the softmax a kernel between them); writes each plan's
+      report.
   attention_bench.py run DIR --libs LIBDIR --stitch-run STITCH_RUN --bench-model BENCH_MODEL
                      --out OUTDIR [--iters N] [--warmup N] [--sanitizer TOOLS] [--cases LIST]
       per case: random inputs (fixed seeds), a float64 reference (torch on the GPU, else numpy),
@@ -111,7 +112,7 @@ def cmd_build(args):
     cs = json.loads((d / "cases.json").read_text())
     jobs = []
     for c in cs:
-        for variant, extra in (("fused", []), ("unfused", ["--no-fuse", "softmax"])):
+        for variant, extra in (("fused", ["--attention", "fused"]), ("unfused", ["--attention", "unfused"])):
             base = out / f"{c['name']}_{variant}"
             jobs.append([args.stitchc, str(d / f"{c['name']}.onnx"), "--target", args.target,
                          "-q", "-j", "1", "-o", f"{base}.so", "--report", f"{base}.json", *extra])

@@ -118,6 +118,12 @@ int parse_command_line(int argc, char** argv, DriverOptions& options) {
                  "model (the model's inputs and outputs keep their declared types; the default) "
                  "or reduced (float32 inputs and outputs become float16 or bfloat16 too, with "
                  "--precision fp16 or bf16)");
+  std::string attention = "auto";
+  app.add_option("--attention", attention,
+                 "auto (each attention runs as one kernel where the cost model finds it faster "
+                 "than its products and softmax apart; the default), fused (wherever it can) or "
+                 "unfused (never)")
+      ->check(CLI::IsMember({"auto", "fused", "unfused"}));
   app.add_option("--ilp-time-limit", options.planner.ilp_time_limit_s,
                  "seconds the ilp planner may search; then the best plan found (default 10)")
       ->check(CLI::PositiveNumber);
@@ -198,6 +204,9 @@ int parse_command_line(int argc, char** argv, DriverOptions& options) {
   options.planner.device.min_compute_capability = oldest;
   options.planner.device.max_shared_per_block = shared; // every architecture's kernels fit
   options.planner.tf32 = *chosen == Precision::Tf32;
+  options.planner.attention = attention == "fused"     ? AttentionMode::Fused
+                              : attention == "unfused" ? AttentionMode::Unfused
+                                                       : AttentionMode::Auto;
   options.pipeline.print_after = {print_after.begin(), print_after.end()};
   options.pipeline.disabled = {disabled.begin(), disabled.end()};
   check_pipeline_options(options.pipeline);

@@ -354,8 +354,8 @@ bool names_node_or_its_parts(const std::string& name, const std::string& node_na
 }
 
 FusionContext::FusionContext(const Graph& g, const DeviceParams& d,
-                             const std::vector<std::string>& no_fuse)
-    : graph(g), device(d) {
+                             const std::vector<std::string>& no_fuse, AttentionMode mode)
+    : graph(g), device(d), attention(mode) {
   const size_t n = g.nodes.size();
   producer = g.producers();
   consumers = g.consumers();

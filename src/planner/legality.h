@@ -77,14 +77,20 @@ private:
 };
 
 // Everything the legality checks and the cost model read about the graph, computed once.
+// --attention: auto (the cost model decides between an attention group and the unfused
+// products and softmax), fused (every attention that can be one group is one), unfused (none).
+enum class AttentionMode { Auto, Fused, Unfused };
+
 struct FusionContext {
   // `no_fuse` names nodes kept out of every fusion (PlannerOptions::no_fuse); a composite's
   // name covers the nodes it was lowered into ("NAME/..."), which may fuse only with each other.
   FusionContext(const Graph& graph, const DeviceParams& device,
-                const std::vector<std::string>& no_fuse = {});
+                const std::vector<std::string>& no_fuse = {},
+                AttentionMode attention = AttentionMode::Auto);
 
   const Graph& graph;
   DeviceParams device;
+  AttentionMode attention = AttentionMode::Auto;
   std::vector<int32_t> producer;                  // per tensor: the node writing it, or -1
   std::vector<std::vector<int32_t>> consumers;    // per tensor: the nodes reading it
   std::vector<std::vector<int32_t>> preds, succs; // per node: distinct neighbour nodes

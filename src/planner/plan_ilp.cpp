@@ -44,6 +44,9 @@ using Clock = std::chrono::steady_clock;
 struct Candidate {
   GroupAnalysis analysis;
   int64_t cost = 0;
+  // What the program minimizes: the cost, less a bonus for an attention group under
+  // --attention fused (plan_ilp), so that the solver takes every legal attention.
+  int64_t objective = 0;
 };
 
 class CandidateSet {
@@ -57,6 +60,7 @@ public:
     Candidate c;
     if (!analyze_group(ctx_, nodes, c.analysis)) return false;
     c.cost = group_cost(ctx_, c.analysis).total();
+    c.objective = c.cost;
     legal_.insert(nodes);
     list_.push_back(std::move(c));
     return true;
@@ -228,7 +232,7 @@ public:
     for (size_t c = 0; c < candidates.size(); ++c) {
       int col = static_cast<int>(c + 1);
       glp_set_col_kind(lp_, col, GLP_BV);
-      glp_set_obj_coef(lp_, col, static_cast<double>(candidates[c].cost));
+      glp_set_obj_coef(lp_, col, static_cast<double>(candidates[c].objective));
       for (int32_t v : candidates[c].analysis.nodes) {
         rows.push_back(v + 1);
         cols.push_back(col);
@@ -340,7 +344,7 @@ FusionPlan plan_ilp(const Graph& graph, const PlannerOptions& options) {
     return plan;
   }
   glp_term_out(GLP_OFF);
-  FusionContext ctx(graph, options.device, options.no_fuse);
+  FusionContext ctx(graph, options.device, options.no_fuse, options.attention);
   CandidateSet candidates(ctx);
   for (size_t n = 0; n < ctx.size(); ++n)
     candidates.add({static_cast<int32_t>(n)});
@@ -369,6 +373,15 @@ FusionPlan plan_ilp(const Graph& graph, const PlannerOptions& options) {
   for (const FusionGroup& group : greedy.groups)
     candidates.add(group.nodes);
   std::vector<Candidate>& list = candidates.list();
+  if (options.attention == AttentionMode::Fused) {
+    // An attention group's bonus exceeds what every other node costs alone, so a plan without
+    // one of the legal attentions never beats the plan with it and the rest unfused.
+    int64_t alone = 0;
+    for (size_t n = 0; n < ctx.size(); ++n)
+      alone += list[n].cost; // the single-node candidates come first
+    for (Candidate& c : list)
+      if (c.analysis.kind == GroupKind::Attention) c.objective = c.cost - (alone + c.cost + 1);
+  }
 
   // Column lookup for the greedy plan, the warm start and the fallback.
   std::map<std::vector<int32_t>, size_t> column_of;
@@ -432,27 +445,35 @@ FusionPlan plan_ilp(const Graph& graph, const PlannerOptions& options) {
   }
 
   // The best acyclic plan: the solver's, or greedy's when the solver found none in time.
+  // (Compared by what the program minimizes; reported as costs.)
   std::vector<GroupAnalysis> groups;
-  int64_t objective = 0;
+  int64_t objective = 0, cost = 0;
   if (acyclic) {
     for (size_t c : picked) {
       groups.push_back(list[c].analysis);
-      objective += list[c].cost;
+      objective += list[c].objective;
+      cost += list[c].cost;
     }
   }
-  int64_t greedy_cost = plan_totals(greedy).cost;
-  if (!acyclic || greedy_cost < objective) {
+  int64_t greedy_objective = 0;
+  for (const FusionGroup& group : greedy.groups)
+    greedy_objective += list[column_of.at(group.nodes)].objective;
+  if (!acyclic || greedy_objective < objective) {
     stats.status +=
         acyclic ? "; greedy's plan is cheaper" : "; no acyclic plan in time, greedy's plan";
     groups.clear();
-    objective = 0;
+    objective = cost = 0;
     for (const FusionGroup& group : greedy.groups) {
       groups.push_back(list[column_of.at(group.nodes)].analysis);
-      objective += list[column_of.at(group.nodes)].cost;
+      objective += list[column_of.at(group.nodes)].objective;
+      cost += list[column_of.at(group.nodes)].cost;
     }
   }
   FusionPlan plan = assemble_plan(ctx, groups, "ilp");
-  stats.objective = static_cast<double>(objective);
+  stats.objective = static_cast<double>(cost);
+  // The program's bound is in its own units: the bonuses of the plan's attention groups (none
+  // without --attention fused) convert it to costs.
+  state.bound += static_cast<double>(cost - objective);
   stats.bound = state.have_bound ? std::min(state.bound, stats.objective) : 0.0;
   if (stats.status == "optimal") stats.bound = stats.objective;
   stats.gap = stats.objective > 0 ? (stats.objective - stats.bound) / stats.objective : 0.0;

@@ -91,6 +91,8 @@ struct PlannerOptions {
   // a wrong result to one fusion.
   std::vector<std::string> no_fuse;
   bool tf32 = false; // --precision tf32: GEMMs and convolutions may use TF32 tensor cores
+  // --attention: whether attentions run as one kernel by the cost model, always or never.
+  AttentionMode attention = AttentionMode::Auto;
 };
 
 FusionPlan plan_fusion(const Graph& graph, const PlannerOptions& options);

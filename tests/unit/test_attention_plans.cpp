@@ -329,3 +329,41 @@ TEST_CASE("attention: no attention group where the kernel cannot hold it", "[pla
   SECTION("head dim 264") { a.head_dim = a.value_dim = 264, a.heads = a.kv_heads = 1; }
   check_attention(a, 31, 0);
 }
+
+TEST_CASE("attention: --attention fused and unfused override the cost model",
+          "[planner][attention]") {
+  // Proves: the ilp planner under AttentionMode::Fused plans an attention the cost model would
+  // leave unfused as one attention group (the solver's bound and objective in costs, not in the
+  // bonus it minimizes), and under AttentionMode::Unfused plans none where it would fuse one.
+  auto attention_groups = [](const Graph& g, AttentionMode mode, IlpStats* stats = nullptr) {
+    PlannerOptions options;
+    options.planner = "ilp";
+    options.device = host_target_device();
+    options.attention = mode;
+    const FusionPlan plan = plan_fusion(g, options);
+    if (stats) *stats = plan.ilp;
+    int count = 0;
+    for (const FusionGroup& group : plan.groups)
+      count += group.kind == GroupKind::Attention;
+    return count;
+  };
+  AttentionModel a;
+  a.padding_bias = true;
+  SECTION("a long attention") {
+    a.batch = 4, a.heads = a.kv_heads = 12, a.queries = a.keys = 2048,
+    a.head_dim = a.value_dim = 64;
+    const Graph g = attention_graph(a);
+    CHECK(attention_groups(g, AttentionMode::Auto) == 0);
+    IlpStats stats;
+    CHECK(attention_groups(g, AttentionMode::Fused, &stats) == 1);
+    CHECK(stats.objective > 0);
+    CHECK(stats.bound <= stats.objective);
+    CHECK(stats.bound > 0);
+  }
+  SECTION("a short attention") {
+    const Graph g = attention_graph(a);
+    CHECK(attention_groups(g, AttentionMode::Auto) == 1);
+    CHECK(attention_groups(g, AttentionMode::Unfused) == 0);
+    CHECK(attention_groups(g, AttentionMode::Fused) == 1);
+  }
+}
