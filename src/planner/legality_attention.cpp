@@ -430,13 +430,18 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
     one_type = one_type && g.tensor(t).dtype == element;
   spec.tensor_cores = one_type && ctx.device.min_compute_capability >= kTensorCoreCapability &&
                       spec.queries >= kMmaRows;
-  // FlashMmaConfig's layout: T tiles of Q, K (rows padded to a multiple of 16 plus 8), V, each
-  // warp's probabilities (T), scores and outputs (float; rows plus 4).
+  // FlashMmaConfig's layout: T tiles of Q and K (rows of the head dim padded to a multiple of
+  // 16, plus 8) and of V transposed (the value dim padded to a multiple of 8, rows of the key
+  // tile plus 8); scores, probabilities and outputs stay in registers.
+  const int64_t padded_dims = (spec.head_dim + 15) / 16 * 16;
+  const int64_t padded_values = (spec.value_dim + 7) / 8 * 8;
   auto mma_shared_bytes = [&](int64_t query_tile, int64_t key_tile) {
-    const int64_t dims = (spec.head_dim + 15) / 16 * 16, values = (spec.value_dim + 15) / 16 * 16;
-    return 2 * (query_tile + key_tile) * (dims + 8) + 2 * key_tile * (values + 8) +
-           2 * query_tile * (key_tile + 8) + 4 * query_tile * (key_tile + 4) +
-           4 * query_tile * (values + 4);
+    return 2 * (query_tile + key_tile) * (padded_dims + 8) + 2 * padded_values * (key_tile + 8);
+  };
+  // A lane's registers on tensor cores: its Q fragments (4 a 16 dims), scores (4 a tile of 8
+  // keys), output accumulators (4 a tile of 8 values), two rows' maximum and sum.
+  auto mma_registers = [&](int64_t key_tile) {
+    return padded_dims / 4 + key_tile / 2 + padded_values / 2 + 4;
   };
   if (spec.tensor_cores) {
     // Four warps a block where the heads and query tiles still give every SM a block; fewer
@@ -461,6 +466,12 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
     spec.key_tile = key_tile;
     spec.shared_bytes = mma_shared_bytes(spec.query_tile(), key_tile);
     if (spec.shared_bytes > ctx.device.max_shared_per_block) spec.tensor_cores = false;
+    // Where the fragments would not fit a thread's registers (head and value dims near 256):
+    // the FMA kernel, whose rows keep less in registers.
+    if (kBaseRegisters + kRegistersPerNode * static_cast<int64_t>(spec.logit_nodes.size()) +
+            mma_registers(key_tile) >
+        ctx.device.max_registers_per_thread)
+      spec.tensor_cores = false;
   }
   if (spec.tensor_cores) {
     spec.element = element;
@@ -515,11 +526,10 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
   a.row_length = spec.keys;
   a.iteration = logit_shape;
   a.shared_bytes = spec.shared_bytes;
-  // FMA: each row's state and scores in registers; tensor cores: two fragments, the lane's
-  // row's maximum and sum and its half of the row's scores (the outputs stay in shared memory).
+  // FMA: each row's state and scores in registers; tensor cores: mma_registers.
   a.registers = kBaseRegisters + kRegistersPerNode * static_cast<int64_t>(spec.logit_nodes.size()) +
                 (spec.tensor_cores
-                     ? 24 + 2 + spec.key_tile / 2
+                     ? mma_registers(spec.key_tile)
                      : spec.rows_per_warp * ((spec.value_dim + 31) / 32 + spec.key_tile / 32 + 2));
   if (FusionDecision d = fits_registers(ctx, a); !d) return d;
   a.group.mapping = ThreadMapping::WarpPerRow;

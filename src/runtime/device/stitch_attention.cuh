@@ -10,11 +10,14 @@
 //        ...). shared_bytes: the dynamic shared memory the block needs.
 //   FlashMmaConfig<T, HeadDim, ValueDim, Warps, KeyTile>
 //        the tensor-core geometry for float16 or bfloat16 operands (T): a block of Warps warps,
-//        each owning 16 query rows; Q·Kᵀ and P·V as 16 x 16 x 16 warp products
-//        (device/stitch_mma.cuh) over tiles of T in shared memory (Q, K and V converted from the
-//        problem's floats, which are values of T, so exactly), fp32 accumulators; the scores and
-//        each row's output in fp32 shared memory, the probabilities rounded to T for P·V (as the
-//        graph rounds them to T before its P·V). Dims are padded to multiples of 16 with zeros.
+//        each owning 16 query rows; Q·Kᵀ and P·V as m16n8k16 warp products
+//        (device/stitch_mma.cuh) with fp32 accumulators, everything of a row in registers: the
+//        warp's Q fragments (loaded once), its scores, their online softmax, the probabilities
+//        rounded to T (as the graph rounds them before its P·V) and repacked as P·V's A
+//        fragments, the output accumulators. Only the K and V tiles go through shared memory
+//        (Q once), as T (the problem's floats are values of T, so exactly), V transposed so that
+//        both products read their B fragments as pairs of adjacent elements. The head dim is
+//        padded to a multiple of 16, the value dim to one of 8, with zeros.
 //   flash_attention_tile<Config>(problem, head, first_query, shared)
 //        every thread of the block calls; writes the outputs of queries [first_query,
 //        first_query + QueryTile) of `head` (those below problem.queries) through
@@ -110,29 +113,18 @@ template <class T, int HeadDim, int ValueDim, int Warps, int KeyTile> struct Fla
   static constexpr int kKeyTile = KeyTile;
   static constexpr int kQueryTile = Warps * kRowsPerWarp;
   static constexpr int kThreads = Warps * 32;
-  static constexpr int kKeysPerLane = KeyTile / 32;
-  static constexpr int kDimTiles = (HeadDim + 15) / 16;
-  static constexpr int kValueTiles = (ValueDim + 15) / 16;
-  static constexpr int kKeyTiles = KeyTile / 16;
-  // Row strides in elements: 16 bytes past a multiple of 32 (no two rows of a 16 x 16 load in
-  // one bank), each a multiple of 8 elements of T or 4 floats, as the warp loads need.
-  static constexpr int kQStride = kDimTiles * 16 + 8;   // Q and K rows, T
-  static constexpr int kVStride = kValueTiles * 16 + 8; // V rows, T
-  static constexpr int kPStride = KeyTile + 8;          // probability rows, T
-  static constexpr int kSStride = KeyTile + 4;          // score rows, float
-  static constexpr int kOStride = kValueTiles * 16 + 4; // output rows, float
-  // Byte offsets of the Q tile, a K tile, a V tile, each warp's probabilities, scores and
-  // outputs (each a multiple of 32 bytes, as the warp loads need).
+  static constexpr int kDimTiles = (HeadDim + 15) / 16;  // k steps of Q·Kᵀ
+  static constexpr int kValueTiles = (ValueDim + 7) / 8; // n tiles of P·V
+  static constexpr int kKeyTiles = KeyTile / 8;          // n tiles of Q·Kᵀ
+  static constexpr int kPaddedValues = kValueTiles * 8;
+  // Row strides in elements, a multiple of 16 plus 8: a warp's pair loads (row g, column 2t,
+  // for g < 8 and t < 4) then touch 32 different banks.
+  static constexpr int kQStride = kDimTiles * 16 + 8; // Q and K rows: [row][dim]
+  static constexpr int kVStride = KeyTile + 8;        // V transposed: [dim][key]
   static constexpr int64_t kQOffset = 0;
   static constexpr int64_t kKOffset = kQOffset + int64_t(kQueryTile) * kQStride * 2;
   static constexpr int64_t kVOffset = kKOffset + int64_t(KeyTile) * kQStride * 2;
-  static constexpr int64_t kPOffset = kVOffset + int64_t(KeyTile) * kVStride * 2;
-  static constexpr int64_t kSOffset = kPOffset + int64_t(kQueryTile) * kPStride * 2;
-  static constexpr int64_t kOOffset = kSOffset + int64_t(kQueryTile) * kSStride * 4;
-  static constexpr int64_t shared_bytes = kOOffset + int64_t(kQueryTile) * kOStride * 4;
-  static_assert(kKOffset % 32 == 0 && kVOffset % 32 == 0 && kPOffset % 32 == 0 &&
-                    kSOffset % 32 == 0 && kOOffset % 32 == 0,
-                "32-byte aligned tiles");
+  static constexpr int64_t shared_bytes = kVOffset + int64_t(kPaddedValues) * kVStride * 2;
 };
 
 // One query row's state after some keys: the running maximum, the sum of exp(logit - maximum),
@@ -258,129 +250,145 @@ __device__ void attend_keys(const Problem& p, int64_t head, int64_t first_query,
   }
 }
 
-// The tensor-core path: lane l of a warp keeps the running maximum and sum of the warp's row
-// l / 2 (lanes l and l ^ 1 share a row, each scoring alternate keys of it); the rows'
-// unnormalized outputs stay in the warp's fp32 output rows in shared memory.
-struct MmaRow {
-  float maximum;
-  float sum;
+// The tensor-core path: lane l of a warp holds, for its rows g = l / 4 and g + 8 of the warp's
+// 16, the running maximum, its share of the sum (the keys 2t and 2t + 1 of each 8, t = l % 4;
+// the four lanes of a row add their shares at the end) and the output accumulators of dims
+// 2t, 2t + 1 of each 8.
+template <class Config> struct MmaRows {
+  float maximum[2];
+  float sum[2];
+  mma::FragmentC out[Config::kValueTiles];
 };
 
-template <class Config> struct MmaTiles {
-  using T = typename Config::Element;
-  T *q, *k, *v, *p;
-  float *s, *o;
-  __device__ explicit MmaTiles(float* shared, int warp) {
-    unsigned char* const base = reinterpret_cast<unsigned char*>(shared);
-    q = reinterpret_cast<T*>(base + Config::kQOffset);
-    k = reinterpret_cast<T*>(base + Config::kKOffset);
-    v = reinterpret_cast<T*>(base + Config::kVOffset);
-    p = reinterpret_cast<T*>(base + Config::kPOffset) + warp * mma::kTile * Config::kPStride;
-    s = reinterpret_cast<float*>(base + Config::kSOffset) + warp * mma::kTile * Config::kSStride;
-    o = reinterpret_cast<float*>(base + Config::kOOffset) + warp * mma::kTile * Config::kOStride;
-  }
-};
+template <class T> __device__ __forceinline__ uint32_t load_pair(const T* p) {
+  return *reinterpret_cast<const uint32_t*>(p);
+}
 
-// attend_keys on tensor cores: the block's Q tile once, then per key tile S = Q Kᵀ (each warp its
-// 16 rows), the online softmax over S's rows (two lanes a row: lane l takes row l / 2, keys
-// l % 2, l % 2 + 2, ..., and the pair combines with one shuffle), the rows whose maximum grew
-// rescaled, O += P V. Every thread of the block calls.
+// attend_keys on tensor cores: the block's Q tile once (each warp keeps its A fragments), then
+// per key tile S = Q Kᵀ, the online softmax of S's rows (the maximum across a row's four lanes
+// by two shuffles), P = exp(S - max) rounded to T as P·V's A fragments, O += P V. Every thread
+// of the block calls.
 template <class Config, class Problem>
 __device__ void attend_keys_mma(const Problem& p, int64_t head, int64_t first_query,
-                                int64_t key_begin, int64_t key_end, float* shared, MmaRow& row) {
+                                int64_t key_begin, int64_t key_end, float* shared,
+                                MmaRows<Config>& rows) {
   using T = typename Config::Element;
   constexpr int D = Config::kHeadDim, DV = Config::kValueDim, BK = Config::kKeyTile;
-  constexpr int QS = Config::kQStride, VS = Config::kVStride, PS = Config::kPStride;
-  constexpr int SS = Config::kSStride, OS = Config::kOStride, NT = Config::kThreads;
-  constexpr int R = mma::kTile, kPerLane = BK / 2;
+  constexpr int QS = Config::kQStride, VS = Config::kVStride, NT = Config::kThreads;
+  constexpr int R = mma::kTile;
   const int tid = static_cast<int>(threadIdx.x);
   const int lane = tid & 31, warp = tid >> 5;
-  const int r = lane >> 1, half = lane & 1; // this lane's row of the warp, and its keys' parity
-  const int64_t i = first_query + warp * R + r;
-  const MmaTiles<Config> t(shared, warp);
+  const int g = lane >> 2, t = lane & 3;
+  const int64_t row_i[2] = {first_query + warp * R + g, first_query + warp * R + g + 8};
+  unsigned char* const base = reinterpret_cast<unsigned char*>(shared);
+  T* const q_tile = reinterpret_cast<T*>(base + Config::kQOffset);
+  T* const k_tile = reinterpret_cast<T*>(base + Config::kKOffset);
+  T* const v_tile = reinterpret_cast<T*>(base + Config::kVOffset);
   constexpr float kNegInf = -INFINITY;
 
   STITCH_ATTENTION_LOADS
   for (int e = tid; e < Config::kQueryTile * QS; e += NT) {
     const int qr = e / QS, d = e % QS;
     const int64_t qi = first_query + qr;
-    t.q[e] = T(d < D && qi < p.queries ? p.query(head, qi, d) : 0.0f);
+    q_tile[e] = T(d < D && qi < p.queries ? p.query(head, qi, d) : 0.0f);
   }
-  for (int e = lane; e < R * OS; e += 32)
-    t.o[e] = 0.0f;
-  __syncwarp(); // with no key tile the zeros are read as they are, by other lanes
-  row.maximum = kNegInf;
-  row.sum = 0.0f;
+  // V's padded dims, once: zeros (a product with them is never stored, but must stay finite).
+  for (int e = tid; e < (Config::kPaddedValues - DV) * VS; e += NT)
+    v_tile[DV * VS + e] = T(0.0f);
+  for (int r = 0; r < 2; ++r) {
+    rows.maximum[r] = kNegInf;
+    rows.sum[r] = 0.0f;
+  }
+  for (int n = 0; n < Config::kValueTiles; ++n)
+    mma::zero(rows.out[n]);
+  __syncthreads();
+  mma::FragmentA q[Config::kDimTiles];
+  for (int kk = 0; kk < Config::kDimTiles; ++kk) {
+    const T* const at = q_tile + (warp * R + g) * QS + kk * 16 + 2 * t;
+    q[kk].x[0] = load_pair(at);
+    q[kk].x[1] = load_pair(at + 8 * QS);
+    q[kk].x[2] = load_pair(at + 8);
+    q[kk].x[3] = load_pair(at + 8 * QS + 8);
+  }
 
   for (int64_t k0 = key_begin; k0 < key_end; k0 += BK) {
-    __syncthreads(); // the Q tile is in; the previous K and V tiles' readers are done
+    __syncthreads(); // the previous K and V tiles' readers are done
     STITCH_ATTENTION_LOADS
     for (int e = tid; e < BK * QS; e += NT) {
       const int j = e / QS, d = e % QS;
-      t.k[e] = T(d < D && k0 + j < key_end ? p.key(head, k0 + j, d) : 0.0f);
+      k_tile[e] = T(d < D && k0 + j < key_end ? p.key(head, k0 + j, d) : 0.0f);
     }
     STITCH_ATTENTION_LOADS
-    for (int e = tid; e < BK * VS; e += NT) {
-      const int j = e / VS, d = e % VS;
-      t.v[e] = T(d < DV && k0 + j < key_end ? p.value(head, k0 + j, d) : 0.0f);
+    for (int e = tid; e < BK * DV; e += NT) { // read along dims, stored along keys
+      const int j = e / DV, d = e % DV;
+      v_tile[d * VS + j] = T(k0 + j < key_end ? p.value(head, k0 + j, d) : 0.0f);
     }
     __syncthreads();
 
-    // S = Q Kᵀ for the warp's rows: K's rows are Kᵀ's columns.
-    for (int n = 0; n < Config::kKeyTiles; ++n) {
-      mma::Accumulator acc;
-      mma::zero(acc);
-      for (int kk = 0; kk < Config::kDimTiles; ++kk) {
-        mma::A<T> a;
-        mma::B<T, mma::ColMajor> b;
-        mma::load(a, t.q + warp * R * QS + kk * 16, QS);
-        mma::load(b, t.k + n * 16 * QS + kk * 16, QS);
-        mma::multiply_add(acc, a, b);
+    // S = Q Kᵀ: K's rows are Kᵀ's columns, so a B fragment is a pair of adjacent dims.
+    mma::FragmentC s[Config::kKeyTiles];
+    for (int n = 0; n < Config::kKeyTiles; ++n)
+      mma::zero(s[n]);
+    for (int kk = 0; kk < Config::kDimTiles; ++kk)
+      for (int n = 0; n < Config::kKeyTiles; ++n) {
+        const T* const at = k_tile + (8 * n + g) * QS + kk * 16 + 2 * t;
+        const mma::FragmentB b = {{load_pair(at), load_pair(at + 8)}};
+        mma::product<T>(s[n], q[kk], b);
       }
-      mma::store(t.s + n * 16, acc, SS);
-    }
-    __syncwarp();
 
-    float x[kPerLane];
-    float tile_max = kNegInf;
-    for (int c = 0; c < kPerLane; ++c) {
-      const int key = 2 * c + half;
-      const int64_t j = k0 + key;
-      x[c] = (i < p.queries && j < key_end) ? p.logit(head, i, j, t.s[r * SS + key]) : kNegInf;
-      tile_max = max_nan(tile_max, x[c]);
-    }
-    tile_max = max_nan(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-    const float m_new = max_nan(row.maximum, tile_max);
-    const bool none = m_new == kNegInf; // as attend_keys
-    const float correction = none ? 1.0f : expf(row.maximum - m_new);
-    float tile_sum = 0.0f;
-    for (int c = 0; c < kPerLane; ++c) {
-      const float e = none ? 0.0f : expf(x[c] - m_new);
-      t.p[r * PS + 2 * c + half] = T(e);
-      tile_sum += e;
-    }
-    tile_sum += __shfl_xor_sync(0xffffffffu, tile_sum, 1);
-    row.sum = row.sum * correction + tile_sum;
-    row.maximum = m_new;
-    if (correction != 1.0f) // a row whose maximum grew (or NaN)
-      for (int d = half; d < DV; d += 2)
-        t.o[r * OS + d] *= correction;
-    __syncwarp();
-
-    // O += P V, the keys of the tile in order.
-    for (int n = 0; n < Config::kValueTiles; ++n) {
-      mma::Accumulator acc;
-      mma::load(acc, t.o + n * 16, OS);
-      for (int kk = 0; kk < Config::kKeyTiles; ++kk) {
-        mma::A<T> a;
-        mma::B<T, mma::RowMajor> b;
-        mma::load(a, t.p + kk * 16, PS);
-        mma::load(b, t.v + kk * 16 * VS + n * 16, VS);
-        mma::multiply_add(acc, a, b);
+    // The logits, each row's maximum (its four lanes), the rescaling, the probabilities.
+    float tile_max[2] = {kNegInf, kNegInf};
+    for (int n = 0; n < Config::kKeyTiles; ++n)
+      for (int e = 0; e < 4; ++e) {
+        const int r = e >> 1;
+        const int64_t j = k0 + 8 * n + 2 * t + (e & 1);
+        const float x =
+            (row_i[r] < p.queries && j < key_end) ? p.logit(head, row_i[r], j, s[n].x[e]) : kNegInf;
+        s[n].x[e] = x;
+        tile_max[r] = max_nan(tile_max[r], x);
       }
-      mma::store(t.o + n * 16, acc, OS);
+    float correction[2], m_new[2];
+    bool none[2];
+    for (int r = 0; r < 2; ++r) {
+      tile_max[r] = max_nan(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+      tile_max[r] = max_nan(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+      m_new[r] = max_nan(rows.maximum[r], tile_max[r]);
+      none[r] = m_new[r] == kNegInf; // as attend_keys
+      correction[r] = none[r] ? 1.0f : expf(rows.maximum[r] - m_new[r]);
+      rows.maximum[r] = m_new[r];
     }
-    __syncwarp();
+    float tile_sum[2] = {0.0f, 0.0f};
+    for (int n = 0; n < Config::kKeyTiles; ++n)
+      for (int e = 0; e < 4; ++e) {
+        const int r = e >> 1;
+        const float x = none[r] ? 0.0f : expf(s[n].x[e] - m_new[r]);
+        s[n].x[e] = x;
+        tile_sum[r] += x;
+      }
+    for (int r = 0; r < 2; ++r)
+      rows.sum[r] = rows.sum[r] * correction[r] + tile_sum[r];
+    for (int n = 0; n < Config::kValueTiles; ++n)
+      for (int e = 0; e < 4; ++e)
+        rows.out[n].x[e] *= correction[e >> 1];
+
+    // O += P V, 16 keys a step: the scores' C fragments of keys 16c .. 16c + 15 are P's A
+    // fragment; V transposed makes each B fragment a pair of adjacent keys.
+    for (int c = 0; c < BK / 16; ++c) {
+      const mma::FragmentC& lo = s[2 * c];
+      const mma::FragmentC& hi = s[2 * c + 1];
+      const mma::FragmentA a = {{mma::pack<T>(lo.x[0], lo.x[1]), mma::pack<T>(lo.x[2], lo.x[3]),
+                                 mma::pack<T>(hi.x[0], hi.x[1]), mma::pack<T>(hi.x[2], hi.x[3])}};
+      for (int n = 0; n < Config::kValueTiles; ++n) {
+        const T* const at = v_tile + (8 * n + g) * VS + 16 * c + 2 * t;
+        const mma::FragmentB b = {{load_pair(at), load_pair(at + 8)}};
+        mma::product<T>(rows.out[n], a, b);
+      }
+    }
+  }
+  // Each row's sum: its four lanes' shares (every lane of the row ends with the total).
+  for (int r = 0; r < 2; ++r) {
+    rows.sum[r] += __shfl_xor_sync(0xffffffffu, rows.sum[r], 1);
+    rows.sum[r] += __shfl_xor_sync(0xffffffffu, rows.sum[r], 2);
   }
 }
 
@@ -412,17 +420,19 @@ __device__ void flash_attention_tile(const Problem& p, int64_t head, int64_t fir
   const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
   const int64_t key_end = detail::tile_key_end<Config>(p, head, first_query);
   if constexpr (Config::kTensorCores) {
-    detail::MmaRow row;
-    detail::attend_keys_mma<Config>(p, head, first_query, 0, key_end, shared, row);
-    const detail::MmaTiles<Config> t(shared, warp);
-    // No keys: zeros; every key excluded: NaN (as below).
-    const float inverse = p.keys == 0 ? 0.0f : 1.0f / row.sum;
-    for (int r = 0; r < R; ++r) { // row r's output, its dims across the lanes
-      const float row_inverse = __shfl_sync(0xffffffffu, inverse, 2 * r);
-      const int64_t i = first_query + warp * R + r;
+    detail::MmaRows<Config> rows;
+    detail::attend_keys_mma<Config>(p, head, first_query, 0, key_end, shared, rows);
+    const int g = lane >> 2, t = lane & 3;
+    for (int r = 0; r < 2; ++r) {
+      const int64_t i = first_query + warp * R + g + 8 * r;
       if (i >= p.queries) continue;
-      for (int d = lane; d < Config::kValueDim; d += 32)
-        p.store(head, i, d, t.o[r * Config::kOStride + d] * row_inverse);
+      // No keys: zeros; every key excluded: NaN (as below).
+      const float inverse = p.keys == 0 ? 0.0f : 1.0f / rows.sum[r];
+      for (int n = 0; n < Config::kValueTiles; ++n)
+        for (int c = 0; c < 2; ++c) {
+          const int d = 8 * n + 2 * t + c;
+          if (d < Config::kValueDim) p.store(head, i, d, rows.out[n].x[2 * r + c] * inverse);
+        }
     }
   } else {
     RowState<Config> rows[R];
@@ -456,16 +466,19 @@ __device__ void flash_attention_partial(const Problem& p, int64_t head, int64_t 
   const int64_t begin = split * per_split;
   const int64_t end = begin + per_split < key_end ? begin + per_split : key_end;
   if constexpr (Config::kTensorCores) {
-    detail::MmaRow row;
-    detail::attend_keys_mma<Config>(p, head, first_query, begin, end, shared, row);
-    const detail::MmaTiles<Config> t(shared, warp);
-    const int64_t first_slot = (head_slot * splits + split) * Config::kQueryTile + warp * R;
-    if ((lane & 1) == 0 && first_query + warp * R + (lane >> 1) < p.queries)
-      stats[first_slot + (lane >> 1)] = Partial{row.maximum, row.sum};
-    for (int r = 0; r < R; ++r) {
-      if (first_query + warp * R + r >= p.queries) continue;
-      for (int d = lane; d < Config::kValueDim; d += 32)
-        out[(first_slot + r) * Config::kValueDim + d] = t.o[r * Config::kOStride + d];
+    detail::MmaRows<Config> rows;
+    detail::attend_keys_mma<Config>(p, head, first_query, begin, end, shared, rows);
+    const int g = lane >> 2, t = lane & 3;
+    for (int r = 0; r < 2; ++r) {
+      const int row = warp * R + g + 8 * r;
+      if (first_query + row >= p.queries) continue;
+      const int64_t slot = (head_slot * splits + split) * Config::kQueryTile + row;
+      if (t == 0) stats[slot] = Partial{rows.maximum[r], rows.sum[r]};
+      for (int n = 0; n < Config::kValueTiles; ++n)
+        for (int c = 0; c < 2; ++c) {
+          const int d = 8 * n + 2 * t + c;
+          if (d < Config::kValueDim) out[slot * Config::kValueDim + d] = rows.out[n].x[2 * r + c];
+        }
     }
   } else {
     RowState<Config> rows[R];

@@ -21,6 +21,23 @@
 // computed once, by one lane, as c + Σ_k a[i][k] · b[k][j] in float with k ascending. Products of
 // 16-bit values are exact in float, so the host and the GPU differ only by the order in which
 // the tensor core adds them.
+//
+// Register fragments of known layout, for kernels that keep their tiles in registers (PTX
+// mma.sync.aligned.m16n8k16.row.col.f32 with float16 or bfloat16 operands); lane l of the warp
+// has g = l / 4 and t = l % 4, and a register holds two elements, the lower column (or k) in
+// its low half:
+//   FragmentA      16 x 16 of T (rows x k): x[0] (g, 2t), x[1] (g + 8, 2t), x[2] (g, 2t + 8),
+//                  x[3] (g + 8, 2t + 8), each with the next column
+//   FragmentB      16 x 8 of T (k x columns): x[0] (k 2t and 2t + 1, column g), x[1] (k 2t + 8
+//                  and 2t + 9, column g)
+//   FragmentC      16 x 8 of float: x[0], x[1] (g, 2t), (g, 2t + 1); x[2], x[3] (g + 8, 2t),
+//                  (g + 8, 2t + 1)
+//   pack<T>(lo, hi)         two values of T (given as floats) as one register
+//   zero(c)                 every element 0
+//   product<T>(c, a, b)     c += a · b; every lane of the warp calls it, with its own fragments
+// On the host target product hands each lane's registers to the others through its warp's
+// state and waits for them (one __syncwarp a product), then computes the lane's four elements
+// as c + Σ_k a · b in float, k ascending.
 #pragma once
 
 #include "stitch_cuda.h"
@@ -39,6 +56,22 @@ struct RowMajor {};
 struct ColMajor {};
 
 inline constexpr int kTile = 16;
+
+struct FragmentA {
+  uint32_t x[4];
+};
+struct FragmentB {
+  uint32_t x[2];
+};
+struct FragmentC {
+  float x[4];
+};
+
+template <class T> __device__ __forceinline__ uint32_t pack(float lo, float hi) {
+  return static_cast<uint32_t>(T(lo).bits) | static_cast<uint32_t>(T(hi).bits) << 16;
+}
+
+__device__ __forceinline__ void zero(FragmentC& c) { c.x[0] = c.x[1] = c.x[2] = c.x[3] = 0.0f; }
 
 #if defined(__CUDACC__)
 
@@ -84,6 +117,25 @@ __device__ __forceinline__ void multiply_add(Accumulator& c, const A<T>& a, cons
 }
 __device__ __forceinline__ void store(float* p, const Accumulator& c, unsigned ldm) {
   nvcuda::wmma::store_matrix_sync(p, c.f, ldm, nvcuda::wmma::mem_row_major);
+}
+
+template <class T>
+__device__ __forceinline__ void product(FragmentC& c, const FragmentA& a, const FragmentB& b);
+template <>
+__device__ __forceinline__ void product<float16>(FragmentC& c, const FragmentA& a,
+                                                 const FragmentB& b) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+               "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(c.x[0]), "+f"(c.x[1]), "+f"(c.x[2]), "+f"(c.x[3])
+               : "r"(a.x[0]), "r"(a.x[1]), "r"(a.x[2]), "r"(a.x[3]), "r"(b.x[0]), "r"(b.x[1]));
+}
+template <>
+__device__ __forceinline__ void product<bfloat16>(FragmentC& c, const FragmentA& a,
+                                                  const FragmentB& b) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+               "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(c.x[0]), "+f"(c.x[1]), "+f"(c.x[2]), "+f"(c.x[3])
+               : "r"(a.x[0]), "r"(a.x[1]), "r"(a.x[2]), "r"(a.x[3]), "r"(b.x[0]), "r"(b.x[1]));
 }
 
 #else // the host target
@@ -143,6 +195,43 @@ inline void store(float* p, const Accumulator& c, unsigned ldm) {
   for (int e = 0; e < detail::kPerLane; ++e) {
     const int at = detail::lane() * detail::kPerLane + e;
     p[(at / kTile) * ldm + at % kTile] = c.x[e];
+  }
+}
+
+namespace detail {
+template <class T> inline float half_of(uint32_t reg, int high) {
+  return static_cast<float>(T::from_bits(static_cast<uint16_t>(high ? reg >> 16 : reg & 0xffffu)));
+}
+} // namespace detail
+
+template <class T> inline void product(FragmentC& c, const FragmentA& a, const FragmentB& b) {
+  constexpr int kRegisters = 6; // a lane's four A and two B registers
+  host::EmulatedThread& thread = host::running_thread("stitch::mma::product");
+  host::WarpState& warp = thread.block->warps[thread.warp()];
+  const unsigned lane = thread.lane();
+  if (warp.matrix_operands.empty()) warp.matrix_operands.assign(2 * 32 * kRegisters, 0u);
+  // Two rounds alternate: a lane writes round r + 2 only after every lane has passed round
+  // r + 1's __syncwarp, that is, after every lane has read round r.
+  uint32_t* const round =
+      warp.matrix_operands.data() + (warp.matrix_products[lane]++ & 1u) * 32 * kRegisters;
+  for (int r = 0; r < 4; ++r)
+    round[lane * kRegisters + r] = a.x[r];
+  round[lane * kRegisters + 4] = b.x[0];
+  round[lane * kRegisters + 5] = b.x[1];
+  __syncwarp();
+  const int g = static_cast<int>(lane) >> 2, t = static_cast<int>(lane) & 3;
+  for (int e = 0; e < 4; ++e) {
+    const int row = g + (e >= 2 ? 8 : 0), column = 2 * t + (e & 1);
+    float sum = c.x[e];
+    for (int k = 0; k < kTile; ++k) {
+      // A (row, k): lane (row % 8) * 4 + (k % 8) / 2, register (row >= 8) + 2 (k >= 8).
+      const uint32_t a_reg =
+          round[((row & 7) * 4 + (k & 7) / 2) * kRegisters + (row >= 8) + 2 * (k >= 8)];
+      // B (k, column): lane column * 4 + (k % 8) / 2, register 4 + (k >= 8).
+      const uint32_t b_reg = round[(column * 4 + (k & 7) / 2) * kRegisters + 4 + (k >= 8)];
+      sum = fmaf(detail::half_of<T>(a_reg, k & 1), detail::half_of<T>(b_reg, k & 1), sum);
+    }
+    c.x[e] = sum;
   }
 }
 

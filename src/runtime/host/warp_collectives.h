@@ -80,11 +80,16 @@ struct WarpState {
   std::vector<PendingCollective> pending; // usually empty or one entry
   std::array<std::uint64_t, 32> lane_value{};
   std::array<int, 32> lane_operand{};
+  // Register fragments of the warp's matrix products (stitch_mma.cuh's product on the host
+  // target): two rounds of 32 lanes x 6 registers, and each lane's count of products so far.
+  std::vector<std::uint32_t> matrix_operands;
+  std::array<std::uint32_t, 32> matrix_products{};
 
   void reset(unsigned lane_count) {
     existing_lanes = lane_count >= 32 ? ~0u : (1u << lane_count) - 1u;
     exited_lanes = 0;
     pending.clear();
+    matrix_products.fill(0);
   }
 
   // Lanes `collective` still waits for.
