@@ -8,6 +8,9 @@
 //     in0, in1, ..., out0;          // the kernel's pointers
 //     query(head, i, d)             // Q, K and V elements through their strides as float
 //     key(head, j, d), value(head, j, d)
+//     kQueryVector, query_row(head, i)  // where the plan loads 16-byte vectors: the row's dim 0
+//     kKeyVector, key_row(head, j)      // (kXVector 1: element by element, no row pointer)
+//     kValueVector, value_row(head, j)
 //     logit(head, i, j, dot)        // the logit nodes per (query, key), from the product
 //                                   // rounded to the scores' type, as the graph computes them
 //     key_end(head, last_query)     // every key
@@ -106,6 +109,21 @@ void emit_load(const GroupEmitContext& ctx, const FusedSignature& sig, CodeWrite
   out.close();
 }
 
+// The operand's row as the kernel loads it whole: `static constexpr int kNAMEVector` (its
+// plan's vector: 16-byte loads, or 1 for element by element) and, for vectors, `const E*
+// NAME_row(int64_t head, int64_t row)`, the row's dim 0.
+void emit_row(CodeWriter& out, const std::string& name, const std::string& constant,
+              const std::string& pointer, const std::string& ctype, const AttentionSpec& spec,
+              const AttentionSpec::Operand& o) {
+  out.linef("static constexpr int k{}Vector = {};", constant, o.vector);
+  if (o.vector <= 1) return;
+  out.open(
+      fmt::format("__device__ const {}* {}_row(int64_t head, int64_t row) const", ctype, name));
+  const std::string row = emit_operand_coordinates(out, spec, o);
+  out.linef("return {} + ({});", pointer, operand_index(o, row, "0"));
+  out.close();
+}
+
 } // namespace
 
 void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
@@ -166,6 +184,12 @@ void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
   emit_load(ctx, sig, out, "query", param(spec.q.tensor, "Q"), spec, spec.q);
   emit_load(ctx, sig, out, "key", param(spec.k.tensor, "K"), spec, spec.k);
   emit_load(ctx, sig, out, "value", param(spec.v.tensor, "V"), spec, spec.v);
+  emit_row(out, "query", "Query", param(spec.q.tensor, "Q"),
+           storage_ctype(g.tensor(spec.q.tensor).dtype, ctx), spec, spec.q);
+  emit_row(out, "key", "Key", param(spec.k.tensor, "K"),
+           storage_ctype(g.tensor(spec.k.tensor).dtype, ctx), spec, spec.k);
+  emit_row(out, "value", "Value", param(spec.v.tensor, "V"),
+           storage_ctype(g.tensor(spec.v.tensor).dtype, ctx), spec, spec.v);
 
   // The logit of (query, key): the logit nodes over the logits' coordinates c0..cR-1
   // (batch..., query, key) and linear index i (the same in the scores and their Views).

@@ -442,6 +442,10 @@ struct AttentionSpec {
     // on Q and Kᵀ), applied to each element as it loads, in this order, and their scalars.
     std::vector<int32_t> scalings;
     std::vector<TensorId> scalars;
+    // Elements of a row the kernel loads at once: a 16-byte vector (4 floats, 8 of a 2-byte
+    // type) where the row's dims are adjacent, start 16 bytes aligned in every row and head,
+    // and take no scaling; else 1.
+    int vector = 1;
   };
   int32_t scores = -1;                    // MatMul(Q, Kᵀ)
   int32_t product = -1;                   // MatMul(P, V)

@@ -375,6 +375,20 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
     o->scalings = view->scalings;
     o->scalars = view->scalars;
   }
+  // 16-byte loads where every row's dims are adjacent and start at a multiple of 16 bytes (a
+  // tensor itself starts 16-byte aligned: the arena's and the caller's, which stitch_run
+  // checks).
+  auto vector_of = [&](const AttentionSpec::Operand& o, int64_t dims) {
+    const int lanes = static_cast<int>(16 / dtype_size(g.tensor(o.tensor).dtype));
+    bool aligned = o.scalings.empty() && o.col_stride == 1 && dims % lanes == 0 &&
+                   o.offset % lanes == 0 && o.row_stride % lanes == 0;
+    for (int64_t stride : o.batch_strides)
+      aligned = aligned && stride % lanes == 0;
+    return aligned ? lanes : 1;
+  };
+  spec.q.vector = vector_of(spec.q, spec.head_dim);
+  spec.k.vector = vector_of(spec.k, spec.head_dim);
+  spec.v.vector = vector_of(spec.v, spec.value_dim);
   for (const StoredView* view : {&q, &k, &v, &out})
     spec.layouts.insert(spec.layouts.end(), view->layouts.begin(), view->layouts.end());
   std::sort(spec.layouts.begin(), spec.layouts.end());

@@ -189,12 +189,16 @@ nlohmann::json spec_json(const Graph& g, const GroupSpec& spec) {
     j["head_dim"] = attention->head_dim;
     j["value_dim"] = attention->value_dim;
     auto operand = [&](const AttentionSpec::Operand& o) {
-      return nlohmann::json{
-          {"tensor", g.tensor(o.tensor).name},    {"offset", o.offset},
-          {"batch_strides", o.batch_strides},     {"row_stride", o.row_stride},
-          {"col_stride", o.col_stride},           {"batch", o.batch},
-          {"head_divisor", o.head_divisor},       {"rows_per_head", o.rows_per_head},
-          {"scalings", node_names(g, o.scalings)}};
+      return nlohmann::json{{"tensor", g.tensor(o.tensor).name},
+                            {"offset", o.offset},
+                            {"batch_strides", o.batch_strides},
+                            {"row_stride", o.row_stride},
+                            {"col_stride", o.col_stride},
+                            {"batch", o.batch},
+                            {"head_divisor", o.head_divisor},
+                            {"rows_per_head", o.rows_per_head},
+                            {"scalings", node_names(g, o.scalings)},
+                            {"vector", o.vector}};
     };
     j["q"] = operand(attention->q);
     j["k"] = operand(attention->k);

@@ -14,10 +14,22 @@ using attention::FlashConfig;
 using attention::FlashMmaConfig;
 using attention::Partial;
 
-// The attention_kernels.h problem: contiguous per-head tensors.
-struct DenseProblem {
+// The attention_kernels.h problem: contiguous per-head tensors, read element by element or
+// (Vector 4) as rows of 16-byte vectors.
+template <int Vector> struct DenseProblem {
   AttentionProblemArgs a;
   int64_t queries, keys;
+  static constexpr int kQueryVector = Vector, kKeyVector = Vector, kValueVector = Vector;
+
+  __device__ const float* query_row(int64_t h, int64_t i) const {
+    return a.q + (h * a.queries + i) * a.head_dim;
+  }
+  __device__ const float* key_row(int64_t h, int64_t j) const {
+    return a.k + (h * a.keys + j) * a.head_dim;
+  }
+  __device__ const float* value_row(int64_t h, int64_t j) const {
+    return a.v + (h * a.keys + j) * a.value_dim;
+  }
 
   __device__ float query(int64_t h, int64_t i, int d) const {
     return a.q[(h * a.queries + i) * a.head_dim + d];
@@ -44,7 +56,7 @@ struct DenseProblem {
   }
 };
 
-template <class Config> __global__ void flash_kernel(DenseProblem p) {
+template <class Config, class Problem> __global__ void flash_kernel(Problem p) {
   STITCH_DYNAMIC_SHARED(float, shared);
   const int64_t tiles = (p.queries + Config::kQueryTile - 1) / Config::kQueryTile;
   const int64_t block = blockIdx.x;
@@ -52,8 +64,8 @@ template <class Config> __global__ void flash_kernel(DenseProblem p) {
                                           shared);
 }
 
-template <class Config>
-__global__ void flash_partial_kernel(DenseProblem p, int splits, int64_t per_split, Partial* stats,
+template <class Config, class Problem>
+__global__ void flash_partial_kernel(Problem p, int splits, int64_t per_split, Partial* stats,
                                      float* partial_out) {
   STITCH_DYNAMIC_SHARED(float, shared);
   const int64_t tiles = (p.queries + Config::kQueryTile - 1) / Config::kQueryTile;
@@ -63,8 +75,8 @@ __global__ void flash_partial_kernel(DenseProblem p, int splits, int64_t per_spl
                                              stats, partial_out, shared);
 }
 
-template <class Config>
-__global__ void flash_combine_kernel(DenseProblem p, int splits, const Partial* stats,
+template <class Config, class Problem>
+__global__ void flash_combine_kernel(Problem p, int splits, const Partial* stats,
                                      const float* partial_out) {
   const int64_t tiles = (p.queries + Config::kQueryTile - 1) / Config::kQueryTile;
   const int64_t slot = blockIdx.x;
@@ -80,22 +92,34 @@ template <class Config> cudaError_t check_dims(const AttentionProblemArgs& a) {
                                                                             : cudaErrorInvalidValue;
 }
 
-template <class Config> cudaError_t run(const AttentionProblemArgs& a) {
-  if (cudaError_t e = check_dims<Config>(a); e != cudaSuccess) return e;
+// Rows as vectors where asked for and the geometry allows them (fp32, dims multiples of 4).
+template <class Config> constexpr bool vector_rows_possible() {
+  return !Config::kTensorCores && Config::kHeadDim % 4 == 0 && Config::kValueDim % 4 == 0;
+}
+
+template <class Config, class Problem> cudaError_t run_as(const AttentionProblemArgs& a) {
   const int64_t tiles = (a.queries + Config::kQueryTile - 1) / Config::kQueryTile;
   if (a.heads * tiles == 0) return cudaSuccess;
-  if (cudaError_t e =
-          cudaFuncSetAttribute(flash_kernel<Config>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               static_cast<int>(Config::shared_bytes));
+  if (cudaError_t e = cudaFuncSetAttribute(flash_kernel<Config, Problem>,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(Config::shared_bytes));
       e != cudaSuccess)
     return e;
-  const DenseProblem p{a, a.queries, a.keys};
-  return STITCH_LAUNCH(flash_kernel<Config>, static_cast<unsigned>(a.heads * tiles),
+  const Problem p{a, a.queries, a.keys};
+  return STITCH_LAUNCH(flash_kernel<Config, Problem>, static_cast<unsigned>(a.heads * tiles),
                        Config::kThreads, Config::shared_bytes, nullptr, p);
 }
 
-template <class Config> cudaError_t run_split(const AttentionProblemArgs& a, int splits) {
+template <class Config> cudaError_t run(const AttentionProblemArgs& a) {
   if (cudaError_t e = check_dims<Config>(a); e != cudaSuccess) return e;
+  if constexpr (vector_rows_possible<Config>())
+    if (a.row_vectors) return run_as<Config, DenseProblem<4>>(a);
+  if (a.row_vectors) return cudaErrorInvalidValue;
+  return run_as<Config, DenseProblem<1>>(a);
+}
+
+template <class Config, class Problem>
+cudaError_t run_split_as(const AttentionProblemArgs& a, int splits) {
   const int64_t tiles = (a.queries + Config::kQueryTile - 1) / Config::kQueryTile;
   if (a.heads * tiles == 0 || splits < 1) return cudaSuccess;
   // Each split a whole number of key tiles.
@@ -108,22 +132,30 @@ template <class Config> cudaError_t run_split(const AttentionProblemArgs& a, int
   if (e == cudaSuccess)
     e = cudaMalloc(&partial_out, sizeof(float) * static_cast<size_t>(rows * Config::kValueDim));
   if (e == cudaSuccess)
-    e = cudaFuncSetAttribute(flash_partial_kernel<Config>,
+    e = cudaFuncSetAttribute(flash_partial_kernel<Config, Problem>,
                              cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(Config::shared_bytes));
-  const DenseProblem p{a, a.queries, a.keys};
+  const Problem p{a, a.queries, a.keys};
   if (e == cudaSuccess)
-    e = STITCH_LAUNCH(flash_partial_kernel<Config>,
+    e = STITCH_LAUNCH(flash_partial_kernel<Config, Problem>,
                       dim3(static_cast<unsigned>(a.heads * tiles), static_cast<unsigned>(splits)),
                       Config::kThreads, Config::shared_bytes, nullptr, p, splits, per_split, stats,
                       partial_out);
   if (e == cudaSuccess)
-    e = STITCH_LAUNCH(flash_combine_kernel<Config>, static_cast<unsigned>(a.heads * tiles), 128, 0,
-                      nullptr, p, splits, stats, partial_out);
+    e = STITCH_LAUNCH(flash_combine_kernel<Config, Problem>, static_cast<unsigned>(a.heads * tiles),
+                      128, 0, nullptr, p, splits, stats, partial_out);
   if (e == cudaSuccess) e = cudaDeviceSynchronize();
   cudaFree(stats);
   cudaFree(partial_out);
   return e;
+}
+
+template <class Config> cudaError_t run_split(const AttentionProblemArgs& a, int splits) {
+  if (cudaError_t e = check_dims<Config>(a); e != cudaSuccess) return e;
+  if constexpr (vector_rows_possible<Config>())
+    if (a.row_vectors) return run_split_as<Config, DenseProblem<4>>(a, splits);
+  if (a.row_vectors) return cudaErrorInvalidValue;
+  return run_split_as<Config, DenseProblem<1>>(a, splits);
 }
 
 using Dim64 = FlashConfig<64, 64, 4, 4, 32>;

@@ -38,6 +38,9 @@ struct AttentionProblemArgs {
   float scale = 1.0f;
   bool causal = false;
   int64_t causal_offset = 0;
+  // fp32 geometries whose dims are multiples of 4: the kernel reads rows of Q, K and V as
+  // 16-byte vectors (the problem's kQueryVector, ... 4), as generated code does for such rows.
+  bool row_vectors = false;
 };
 
 // One block per (head, query tile).

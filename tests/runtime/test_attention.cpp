@@ -28,6 +28,7 @@ struct Case {
   bool bias = false;
   float bias_low = -1.0f, bias_high = 1.0f;
   int splits = 0; // 0: one block per (head, query tile); else flash-decoding with this many
+  bool row_vectors = false; // fp32: rows read as 16-byte vectors
 };
 
 struct Inputs {
@@ -114,6 +115,7 @@ std::vector<float> run_case(const Case& c, const Inputs& in) {
   args.scale = c.scale;
   args.causal = c.causal;
   args.causal_offset = c.causal_offset;
+  args.row_vectors = c.row_vectors;
   const cudaError_t status = c.splits == 0
                                  ? launch_flash_attention(c.geometry, args)
                                  : launch_flash_attention_split(c.geometry, args, c.splits);
@@ -153,6 +155,13 @@ TEST_CASE("flash attention matches the reference for every geometry and ragged t
   SECTION("dims no multiple of 32, two keys per lane, a bias") {
     c.geometry = AttentionGeometry::Odd, c.head_dim = 40, c.value_dim = 24;
     c.heads = 2, c.queries = 13, c.keys = 130, c.bias = true;
+  }
+  SECTION("rows read as 16-byte vectors, ragged tiles") {
+    c.heads = 3, c.queries = 37, c.keys = 70, c.row_vectors = true;
+  }
+  SECTION("rows read as 16-byte vectors, dims no multiple of 32") {
+    c.geometry = AttentionGeometry::Odd, c.head_dim = 40, c.value_dim = 24;
+    c.heads = 2, c.queries = 13, c.keys = 130, c.bias = true, c.row_vectors = true;
   }
   SECTION("256-dim heads in over 48 KiB of shared memory") {
     c.geometry = AttentionGeometry::Wide, c.head_dim = 256, c.value_dim = 256;

@@ -33,6 +33,12 @@
 //   float query(int64_t head, int64_t i, int d) const;   // Q, K, V elements as float
 //   float key(int64_t head, int64_t j, int d) const;
 //   float value(int64_t head, int64_t j, int d) const;
+//   static constexpr int kQueryVector, kKeyVector, kValueVector;
+//        1, or the elements of a 16-byte vector (4 floats, 8 of a 2-byte type): then each row's
+//        dims are adjacent and 16-byte aligned, and
+//   const E* query_row(int64_t head, int64_t i) const;   // the row's dim 0 (E: its stored type)
+//   const E* key_row(int64_t head, int64_t j) const;
+//   const E* value_row(int64_t head, int64_t j) const;
 //   float logit(int64_t head, int64_t i, int64_t j, float dot) const;
 //        the softmax input of query i and key j from dot = Σ_d q·k (in fp32, d ascending): the
 //        model's scale, biases, masks and caps; -infinity excludes the key
@@ -55,8 +61,10 @@
 #include "stitch_mma.cuh"
 
 #include <stdint.h>
+#include <string.h>
 
 #include <math.h>
+#include <type_traits>
 
 // The tiles' element-wise loads: several in flight per thread (a block of one warp, as a
 // decoding step's, would otherwise wait out each load's latency in turn).
@@ -146,6 +154,57 @@ namespace detail {
 
 __device__ __forceinline__ float max_nan(float a, float b) { return (a != a || a > b) ? a : b; }
 
+// 16 bytes from src to dst, both 16-byte aligned.
+template <class E> __device__ __forceinline__ void copy_vector(E* dst, const E* src) {
+#if defined(__CUDACC__)
+  *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+#else
+  memcpy(dst, src, 16);
+#endif
+}
+
+// The 16 / sizeof(E) elements at src (16-byte aligned) as floats.
+template <class E, int V> __device__ __forceinline__ void load_vector(const E* src, float (&x)[V]) {
+  static_assert(sizeof(E) * V == 16, "16-byte vectors");
+  alignas(16) E raw[V];
+  copy_vector(raw, src);
+  for (int i = 0; i < V; ++i)
+    x[i] = static_cast<float>(raw[i]);
+}
+
+template <class P> using RowElement = std::remove_cv_t<std::remove_pointer_t<P>>;
+
+// Rows [0, rows) of an operand into a float tile (element (r, d) at tile[r * stride + d]):
+// `load_row(r)` is the row's pointer (vectors of V) when V > 1, else `load(r, d)` each element;
+// `valid(r)` false gives zeros.
+template <int V, int Dims, int Threads, class Valid, class Row, class Element>
+__device__ __forceinline__ void fill_float_rows(float* tile, int stride, int rows, Valid valid,
+                                                Row load_row, Element load) {
+  const int tid = static_cast<int>(threadIdx.x);
+  if constexpr (V > 1) {
+    constexpr int C = Dims / V;
+    STITCH_ATTENTION_LOADS
+    for (int e = tid; e < rows * C; e += Threads) {
+      const int r = e / C, c = e % C;
+      float x[V];
+      if (valid(r)) {
+        load_vector(load_row(r) + c * V, x);
+      } else {
+        for (int i = 0; i < V; ++i)
+          x[i] = 0.0f;
+      }
+      for (int i = 0; i < V; ++i)
+        tile[r * stride + c * V + i] = x[i];
+    }
+  } else {
+    STITCH_ATTENTION_LOADS
+    for (int e = tid; e < rows * Dims; e += Threads) {
+      const int r = e / Dims, d = e % Dims;
+      tile[r * stride + d] = valid(r) ? load(r, d) : 0.0f;
+    }
+  }
+}
+
 __device__ __forceinline__ float warp_max_nan(float v) {
   for (int offset = 16; offset > 0; offset >>= 1)
     v = max_nan(v, __shfl_xor_sync(0xffffffffu, v, offset));
@@ -176,25 +235,37 @@ __device__ void attend_keys(const Problem& p, int64_t head, int64_t first_query,
   constexpr float kNegInf = -INFINITY;
 
   // The query tile, once (rows past the last query hold zeros and are never stored).
-  STITCH_ATTENTION_LOADS
-  for (int e = tid; e < Config::kQueryFloats; e += T) {
-    const int r = e / D, d = e % D;
-    const int64_t i = first_query + r;
-    q_tile[e] = i < p.queries ? p.query(head, i, d) : 0.0f;
-  }
+  fill_float_rows<Problem::kQueryVector, D, T>(
+      q_tile, D, Config::kQueryTile, [&](int r) { return first_query + r < p.queries; },
+      [&](int r) {
+        if constexpr (Problem::kQueryVector > 1)
+          return p.query_row(head, first_query + r);
+        else
+          return 0;
+      },
+      [&](int r, int d) { return p.query(head, first_query + r, d); });
 
   for (int64_t k0 = key_begin; k0 < key_end; k0 += BK) {
     __syncthreads(); // the query tile is in; the previous key tile's readers are done
-    STITCH_ATTENTION_LOADS
-    for (int e = tid; e < BK * D; e += T) {
-      const int j = e / D, d = e % D;
-      k_tile[j * KS + d] = k0 + j < key_end ? p.key(head, k0 + j, d) : 0.0f;
-    }
-    STITCH_ATTENTION_LOADS
-    for (int e = tid; e < BK * DV; e += T) {
-      const int j = e / DV, d = e % DV;
-      v_tile[e] = k0 + j < key_end ? p.value(head, k0 + j, d) : 0.0f;
-    }
+    const auto key_valid = [&](int j) { return k0 + j < key_end; };
+    fill_float_rows<Problem::kKeyVector, D, T>(
+        k_tile, KS, BK, key_valid,
+        [&](int j) {
+          if constexpr (Problem::kKeyVector > 1)
+            return p.key_row(head, k0 + j);
+          else
+            return 0;
+        },
+        [&](int j, int d) { return p.key(head, k0 + j, d); });
+    fill_float_rows<Problem::kValueVector, DV, T>(
+        v_tile, DV, BK, key_valid,
+        [&](int j) {
+          if constexpr (Problem::kValueVector > 1)
+            return p.value_row(head, k0 + j);
+          else
+            return 0;
+        },
+        [&](int j, int d) { return p.value(head, k0 + j, d); });
     __syncthreads();
 
     // Lane l scores keys l, l + 32, ... of the tile for each of the warp's rows.
@@ -286,13 +357,37 @@ __device__ void attend_keys_mma(const Problem& p, int64_t head, int64_t first_qu
   T* const v_tile = reinterpret_cast<T*>(base + Config::kVOffset);
   constexpr float kNegInf = -INFINITY;
 
-  STITCH_ATTENTION_LOADS
-  for (int e = tid; e < Config::kQueryTile * QS; e += NT) {
-    const int qr = e / QS, d = e % QS;
-    const int64_t qi = first_query + qr;
-    q_tile[e] = T(d < D && qi < p.queries ? p.query(head, qi, d) : 0.0f);
+  constexpr int QV = Problem::kQueryVector, KV = Problem::kKeyVector;
+  constexpr int VV = Problem::kValueVector;
+  if constexpr (QV > 1) {
+    static_assert(std::is_same_v<RowElement<decltype(p.query_row(0, 0))>, T>, "Q of type T");
+    constexpr int C = D / QV;
+    STITCH_ATTENTION_LOADS
+    for (int e = tid; e < Config::kQueryTile * C; e += NT) {
+      const int qr = e / C, c = e % C;
+      T* const to = q_tile + qr * QS + c * QV;
+      if (first_query + qr < p.queries) {
+        copy_vector(to, p.query_row(head, first_query + qr) + c * QV);
+      } else {
+        for (int i = 0; i < QV; ++i)
+          to[i] = T(0.0f);
+      }
+    }
+    for (int e = tid; e < Config::kQueryTile * (QS - D); e += NT)
+      q_tile[e / (QS - D) * QS + D + e % (QS - D)] = T(0.0f);
+  } else {
+    STITCH_ATTENTION_LOADS
+    for (int e = tid; e < Config::kQueryTile * QS; e += NT) {
+      const int qr = e / QS, d = e % QS;
+      const int64_t qi = first_query + qr;
+      q_tile[e] = T(d < D && qi < p.queries ? p.query(head, qi, d) : 0.0f);
+    }
   }
-  // V's padded dims, once: zeros (a product with them is never stored, but must stay finite).
+  // The dims past D of K's rows and V's padded dims, once: zeros (a product with them is never
+  // stored, but must stay finite). Element-wise K tiles write them anyway.
+  if constexpr (KV > 1)
+    for (int e = tid; e < BK * (QS - D); e += NT)
+      k_tile[e / (QS - D) * QS + D + e % (QS - D)] = T(0.0f);
   for (int e = tid; e < (Config::kPaddedValues - DV) * VS; e += NT)
     v_tile[DV * VS + e] = T(0.0f);
   for (int r = 0; r < 2; ++r) {
@@ -313,15 +408,49 @@ __device__ void attend_keys_mma(const Problem& p, int64_t head, int64_t first_qu
 
   for (int64_t k0 = key_begin; k0 < key_end; k0 += BK) {
     __syncthreads(); // the previous K and V tiles' readers are done
-    STITCH_ATTENTION_LOADS
-    for (int e = tid; e < BK * QS; e += NT) {
-      const int j = e / QS, d = e % QS;
-      k_tile[e] = T(d < D && k0 + j < key_end ? p.key(head, k0 + j, d) : 0.0f);
+    if constexpr (KV > 1) {
+      static_assert(std::is_same_v<RowElement<decltype(p.key_row(0, 0))>, T>, "K of type T");
+      constexpr int C = D / KV;
+      STITCH_ATTENTION_LOADS
+      for (int e = tid; e < BK * C; e += NT) {
+        const int j = e / C, c = e % C;
+        T* const to = k_tile + j * QS + c * KV;
+        if (k0 + j < key_end) {
+          copy_vector(to, p.key_row(head, k0 + j) + c * KV);
+        } else {
+          for (int i = 0; i < KV; ++i)
+            to[i] = T(0.0f);
+        }
+      }
+    } else {
+      STITCH_ATTENTION_LOADS
+      for (int e = tid; e < BK * QS; e += NT) {
+        const int j = e / QS, d = e % QS;
+        k_tile[e] = T(d < D && k0 + j < key_end ? p.key(head, k0 + j, d) : 0.0f);
+      }
     }
-    STITCH_ATTENTION_LOADS
-    for (int e = tid; e < BK * DV; e += NT) { // read along dims, stored along keys
-      const int j = e / DV, d = e % DV;
-      v_tile[d * VS + j] = T(k0 + j < key_end ? p.value(head, k0 + j, d) : 0.0f);
+    if constexpr (VV > 1) { // read along dims, stored along keys
+      static_assert(std::is_same_v<RowElement<decltype(p.value_row(0, 0))>, T>, "V of type T");
+      constexpr int C = DV / VV;
+      STITCH_ATTENTION_LOADS
+      for (int e = tid; e < BK * C; e += NT) {
+        const int j = e / C, c = e % C;
+        alignas(16) T x[VV];
+        if (k0 + j < key_end) {
+          copy_vector(x, p.value_row(head, k0 + j) + c * VV);
+        } else {
+          for (int i = 0; i < VV; ++i)
+            x[i] = T(0.0f);
+        }
+        for (int i = 0; i < VV; ++i)
+          v_tile[(c * VV + i) * VS + j] = x[i];
+      }
+    } else {
+      STITCH_ATTENTION_LOADS
+      for (int e = tid; e < BK * DV; e += NT) {
+        const int j = e / DV, d = e % DV;
+        v_tile[d * VS + j] = T(k0 + j < key_end ? p.value(head, k0 + j, d) : 0.0f);
+      }
     }
     __syncthreads();
 
