@@ -444,13 +444,14 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
     one_type = one_type && g.tensor(t).dtype == element;
   spec.tensor_cores = one_type && ctx.device.min_compute_capability >= kTensorCoreCapability &&
                       spec.queries >= kMmaRows;
-  // FlashMmaConfig's layout: T tiles of Q and K (rows of the head dim padded to a multiple of
-  // 16, plus 8) and of V transposed (the value dim padded to a multiple of 8, rows of the key
-  // tile plus 8); scores, probabilities and outputs stay in registers.
+  // FlashMmaConfig's layout: a T tile of Q and two stages of a K and a V tile, their rows the
+  // head and value dims padded to multiples of 16, plus 8; scores, probabilities and outputs
+  // stay in registers.
   const int64_t padded_dims = (spec.head_dim + 15) / 16 * 16;
-  const int64_t padded_values = (spec.value_dim + 7) / 8 * 8;
+  const int64_t padded_values = (spec.value_dim + 15) / 16 * 16;
   auto mma_shared_bytes = [&](int64_t query_tile, int64_t key_tile) {
-    return 2 * (query_tile + key_tile) * (padded_dims + 8) + 2 * padded_values * (key_tile + 8);
+    return 2 * query_tile * (padded_dims + 8) +
+           2 * 2 * key_tile * (padded_dims + 8 + padded_values + 8);
   };
   // A lane's registers on tensor cores: its Q fragments (4 a 16 dims), scores (4 a tile of 8
   // keys), output accumulators (4 a tile of 8 values), two rows' maximum and sum.

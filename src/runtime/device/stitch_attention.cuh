@@ -15,9 +15,11 @@
 //        warp's Q fragments (loaded once), its scores, their online softmax, the probabilities
 //        rounded to T (as the graph rounds them before its P·V) and repacked as P·V's A
 //        fragments, the output accumulators. Only the K and V tiles go through shared memory
-//        (Q once), as T (the problem's floats are values of T, so exactly), V transposed so that
-//        both products read their B fragments as pairs of adjacent elements. The head dim is
-//        padded to a multiple of 16, the value dim to one of 8, with zeros.
+//        (Q once), as T (the problem's floats are values of T, so exactly), in two stages: the
+//        next tile's rows are copied asynchronously (cp.async, where the problem's rows are
+//        16-byte vectors) while the current one is computed on; Q·Kᵀ reads K's B fragments as
+//        pairs of adjacent dims, P·V reads V's with ldmatrix .trans. The head and value dims
+//        are padded to multiples of 16 with zeros.
 //   flash_attention_tile<Config>(problem, head, first_query, shared)
 //        every thread of the block calls; writes the outputs of queries [first_query,
 //        first_query + QueryTile) of `head` (those below problem.queries) through
@@ -121,18 +123,22 @@ template <class T, int HeadDim, int ValueDim, int Warps, int KeyTile> struct Fla
   static constexpr int kKeyTile = KeyTile;
   static constexpr int kQueryTile = Warps * kRowsPerWarp;
   static constexpr int kThreads = Warps * 32;
-  static constexpr int kDimTiles = (HeadDim + 15) / 16;  // k steps of Q·Kᵀ
-  static constexpr int kValueTiles = (ValueDim + 7) / 8; // n tiles of P·V
-  static constexpr int kKeyTiles = KeyTile / 8;          // n tiles of Q·Kᵀ
-  static constexpr int kPaddedValues = kValueTiles * 8;
-  // Row strides in elements, a multiple of 16 plus 8: a warp's pair loads (row g, column 2t,
-  // for g < 8 and t < 4) then touch 32 different banks.
-  static constexpr int kQStride = kDimTiles * 16 + 8; // Q and K rows: [row][dim]
-  static constexpr int kVStride = KeyTile + 8;        // V transposed: [dim][key]
+  static constexpr int kDimTiles = (HeadDim + 15) / 16;        // k steps of Q·Kᵀ
+  static constexpr int kValueTiles = (ValueDim + 15) / 16 * 2; // n tiles of P·V, in pairs
+  static constexpr int kKeyTiles = KeyTile / 8;                // n tiles of Q·Kᵀ
+  // Row strides in elements, a multiple of 16 plus 8: a warp's pair loads of K (row g, column
+  // 2t, for g < 8 and t < 4) touch 32 different banks, and the 8 rows of each matrix V's
+  // ldmatrix reads, 8 different 16-byte bank groups.
+  static constexpr int kQStride = kDimTiles * 16 + 8;  // Q and K rows: [row][dim]
+  static constexpr int kVStride = kValueTiles * 8 + 8; // V rows: [key][dim]
+  // Q once, then two stages of a K and a V tile: one stage is computed on while the next one's
+  // copies are in flight.
+  static constexpr int kStages = 2;
   static constexpr int64_t kQOffset = 0;
-  static constexpr int64_t kKOffset = kQOffset + int64_t(kQueryTile) * kQStride * 2;
-  static constexpr int64_t kVOffset = kKOffset + int64_t(KeyTile) * kQStride * 2;
-  static constexpr int64_t shared_bytes = kVOffset + int64_t(kPaddedValues) * kVStride * 2;
+  static constexpr int64_t kStageOffset = int64_t(kQueryTile) * kQStride * 2;
+  static constexpr int64_t kVInStage = int64_t(KeyTile) * kQStride * 2;
+  static constexpr int64_t kStageBytes = kVInStage + int64_t(KeyTile) * kVStride * 2;
+  static constexpr int64_t shared_bytes = kStageOffset + kStages * kStageBytes;
 };
 
 // One query row's state after some keys: the running maximum, the sum of exp(logit - maximum),
@@ -335,10 +341,51 @@ template <class T> __device__ __forceinline__ uint32_t load_pair(const T* p) {
   return *reinterpret_cast<const uint32_t*>(p);
 }
 
+// Zeros in dims [from, to) of `rows` rows of a T tile of row stride `stride`.
+template <class T, int Threads>
+__device__ __forceinline__ void zero_columns(T* tile, int rows, int stride, int from, int to) {
+  const int width = to - from;
+  for (int e = static_cast<int>(threadIdx.x); e < rows * width; e += Threads)
+    tile[e / width * stride + from + e % width] = T(0.0f);
+}
+
+// Rows [0, rows) of a Q, K or V operand into a T tile (element (r, d) at tile[r * Stride + d]).
+// Rows of 16-byte vectors (Vector > 1: `row_of(r)`, the row's dim 0) are copied asynchronously
+// (the caller commits and waits) and leave dims [Dims, Stride) as they are; otherwise
+// `element(r, d)` is loaded, converted, and the dims past Dims written as zeros. Rows where
+// `valid(r)` is false become zeros.
+template <class T, int Vector, int Dims, int Stride, int Threads, class Valid, class RowOf,
+          class Element>
+__device__ __forceinline__ void fill_rows(T* tile, int rows, Valid valid, RowOf row_of,
+                                          Element element) {
+  const int tid = static_cast<int>(threadIdx.x);
+  if constexpr (Vector > 1) {
+    static_assert(std::is_same_v<RowElement<decltype(row_of(0))>, T>, "rows of type T");
+    constexpr int C = Dims / Vector;
+    STITCH_ATTENTION_LOADS
+    for (int e = tid; e < rows * C; e += Threads) {
+      const int r = e / C, c = e % C;
+      T* const to = tile + r * Stride + c * Vector;
+      if (valid(r)) {
+        mma::copy_async_16(to, row_of(r) + c * Vector);
+      } else {
+        for (int i = 0; i < Vector; ++i)
+          to[i] = T(0.0f);
+      }
+    }
+  } else {
+    STITCH_ATTENTION_LOADS
+    for (int e = tid; e < rows * Stride; e += Threads) {
+      const int r = e / Stride, d = e % Stride;
+      tile[e] = T(d < Dims && valid(r) ? element(r, d) : 0.0f);
+    }
+  }
+}
+
 // attend_keys on tensor cores: the block's Q tile once (each warp keeps its A fragments), then
-// per key tile S = Q Kᵀ, the online softmax of S's rows (the maximum across a row's four lanes
-// by two shuffles), P = exp(S - max) rounded to T as P·V's A fragments, O += P V. Every thread
-// of the block calls.
+// per key tile (the next one's copies in flight) S = Q Kᵀ, the online softmax of S's rows (the
+// maximum across a row's four lanes by two shuffles), P = exp(S - max) rounded to T as P·V's A
+// fragments, O += P V. Every thread of the block calls.
 template <class Config, class Problem>
 __device__ void attend_keys_mma(const Problem& p, int64_t head, int64_t first_query,
                                 int64_t key_begin, int64_t key_end, float* shared,
@@ -347,112 +394,91 @@ __device__ void attend_keys_mma(const Problem& p, int64_t head, int64_t first_qu
   constexpr int D = Config::kHeadDim, DV = Config::kValueDim, BK = Config::kKeyTile;
   constexpr int QS = Config::kQStride, VS = Config::kVStride, NT = Config::kThreads;
   constexpr int R = mma::kTile;
+  constexpr int QV = Problem::kQueryVector, KV = Problem::kKeyVector;
+  constexpr int VV = Problem::kValueVector;
   const int tid = static_cast<int>(threadIdx.x);
   const int lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
   const int64_t row_i[2] = {first_query + warp * R + g, first_query + warp * R + g + 8};
   unsigned char* const base = reinterpret_cast<unsigned char*>(shared);
   T* const q_tile = reinterpret_cast<T*>(base + Config::kQOffset);
-  T* const k_tile = reinterpret_cast<T*>(base + Config::kKOffset);
-  T* const v_tile = reinterpret_cast<T*>(base + Config::kVOffset);
+  auto k_tile = [&](int stage) {
+    return reinterpret_cast<T*>(base + Config::kStageOffset + stage * Config::kStageBytes);
+  };
+  auto v_tile = [&](int stage) {
+    return reinterpret_cast<T*>(base + Config::kStageOffset + stage * Config::kStageBytes +
+                                Config::kVInStage);
+  };
   constexpr float kNegInf = -INFINITY;
 
-  constexpr int QV = Problem::kQueryVector, KV = Problem::kKeyVector;
-  constexpr int VV = Problem::kValueVector;
-  if constexpr (QV > 1) {
-    static_assert(std::is_same_v<RowElement<decltype(p.query_row(0, 0))>, T>, "Q of type T");
-    constexpr int C = D / QV;
-    STITCH_ATTENTION_LOADS
-    for (int e = tid; e < Config::kQueryTile * C; e += NT) {
-      const int qr = e / C, c = e % C;
-      T* const to = q_tile + qr * QS + c * QV;
-      if (first_query + qr < p.queries) {
-        copy_vector(to, p.query_row(head, first_query + qr) + c * QV);
-      } else {
-        for (int i = 0; i < QV; ++i)
-          to[i] = T(0.0f);
-      }
-    }
-    for (int e = tid; e < Config::kQueryTile * (QS - D); e += NT)
-      q_tile[e / (QS - D) * QS + D + e % (QS - D)] = T(0.0f);
-  } else {
-    STITCH_ATTENTION_LOADS
-    for (int e = tid; e < Config::kQueryTile * QS; e += NT) {
-      const int qr = e / QS, d = e % QS;
-      const int64_t qi = first_query + qr;
-      q_tile[e] = T(d < D && qi < p.queries ? p.query(head, qi, d) : 0.0f);
-    }
+  // The key tile from k0 into a stage (copies in flight where the rows are vectors).
+  auto load_tile = [&](int stage, int64_t k0) {
+    const auto valid = [&](int j) { return k0 + j < key_end; };
+    fill_rows<T, KV, D, QS, NT>(
+        k_tile(stage), BK, valid,
+        [&](int j) {
+          if constexpr (KV > 1)
+            return p.key_row(head, k0 + j);
+          else
+            return 0;
+        },
+        [&](int j, int d) { return p.key(head, k0 + j, d); });
+    fill_rows<T, VV, DV, VS, NT>(
+        v_tile(stage), BK, valid,
+        [&](int j) {
+          if constexpr (VV > 1)
+            return p.value_row(head, k0 + j);
+          else
+            return 0;
+        },
+        [&](int j, int d) { return p.value(head, k0 + j, d); });
+  };
+
+  // Vector rows leave their padding dims alone: zeros once, in both stages.
+  for (int stage = 0; stage < Config::kStages; ++stage) {
+    if constexpr (KV > 1) zero_columns<T, NT>(k_tile(stage), BK, QS, D, QS);
+    if constexpr (VV > 1) zero_columns<T, NT>(v_tile(stage), BK, VS, DV, VS);
   }
-  // The dims past D of K's rows and V's padded dims, once: zeros (a product with them is never
-  // stored, but must stay finite). Element-wise K tiles write them anyway.
-  if constexpr (KV > 1)
-    for (int e = tid; e < BK * (QS - D); e += NT)
-      k_tile[e / (QS - D) * QS + D + e % (QS - D)] = T(0.0f);
-  for (int e = tid; e < (Config::kPaddedValues - DV) * VS; e += NT)
-    v_tile[DV * VS + e] = T(0.0f);
+  if constexpr (QV > 1) zero_columns<T, NT>(q_tile, Config::kQueryTile, QS, D, QS);
+  fill_rows<T, QV, D, QS, NT>(
+      q_tile, Config::kQueryTile, [&](int r) { return first_query + r < p.queries; },
+      [&](int r) {
+        if constexpr (QV > 1)
+          return p.query_row(head, first_query + r);
+        else
+          return 0;
+      },
+      [&](int r, int d) { return p.query(head, first_query + r, d); });
+  if (key_begin < key_end) load_tile(0, key_begin);
+  mma::copy_async_commit(); // Q and the first tile
   for (int r = 0; r < 2; ++r) {
     rows.maximum[r] = kNegInf;
     rows.sum[r] = 0.0f;
   }
   for (int n = 0; n < Config::kValueTiles; ++n)
     mma::zero(rows.out[n]);
-  __syncthreads();
-  mma::FragmentA q[Config::kDimTiles];
-  for (int kk = 0; kk < Config::kDimTiles; ++kk) {
-    const T* const at = q_tile + (warp * R + g) * QS + kk * 16 + 2 * t;
-    q[kk].x[0] = load_pair(at);
-    q[kk].x[1] = load_pair(at + 8 * QS);
-    q[kk].x[2] = load_pair(at + 8);
-    q[kk].x[3] = load_pair(at + 8 * QS + 8);
-  }
 
-  for (int64_t k0 = key_begin; k0 < key_end; k0 += BK) {
-    __syncthreads(); // the previous K and V tiles' readers are done
-    if constexpr (KV > 1) {
-      static_assert(std::is_same_v<RowElement<decltype(p.key_row(0, 0))>, T>, "K of type T");
-      constexpr int C = D / KV;
-      STITCH_ATTENTION_LOADS
-      for (int e = tid; e < BK * C; e += NT) {
-        const int j = e / C, c = e % C;
-        T* const to = k_tile + j * QS + c * KV;
-        if (k0 + j < key_end) {
-          copy_vector(to, p.key_row(head, k0 + j) + c * KV);
-        } else {
-          for (int i = 0; i < KV; ++i)
-            to[i] = T(0.0f);
-        }
-      }
+  mma::FragmentA q[Config::kDimTiles];
+  int stage = 0;
+  for (int64_t k0 = key_begin; k0 < key_end; k0 += BK, stage ^= 1) {
+    if (k0 + BK < key_end) { // the next tile's copies go out before this one is waited for
+      load_tile(stage ^ 1, k0 + BK);
+      mma::copy_async_commit();
+      mma::copy_async_wait<1>();
     } else {
-      STITCH_ATTENTION_LOADS
-      for (int e = tid; e < BK * QS; e += NT) {
-        const int j = e / QS, d = e % QS;
-        k_tile[e] = T(d < D && k0 + j < key_end ? p.key(head, k0 + j, d) : 0.0f);
-      }
+      mma::copy_async_wait<0>();
     }
-    if constexpr (VV > 1) { // read along dims, stored along keys
-      static_assert(std::is_same_v<RowElement<decltype(p.value_row(0, 0))>, T>, "V of type T");
-      constexpr int C = DV / VV;
-      STITCH_ATTENTION_LOADS
-      for (int e = tid; e < BK * C; e += NT) {
-        const int j = e / C, c = e % C;
-        alignas(16) T x[VV];
-        if (k0 + j < key_end) {
-          copy_vector(x, p.value_row(head, k0 + j) + c * VV);
-        } else {
-          for (int i = 0; i < VV; ++i)
-            x[i] = T(0.0f);
-        }
-        for (int i = 0; i < VV; ++i)
-          v_tile[(c * VV + i) * VS + j] = x[i];
+    __syncthreads(); // this stage's tile (and, the first time, Q) is in
+    if (k0 == key_begin)
+      for (int kk = 0; kk < Config::kDimTiles; ++kk) {
+        const T* const at = q_tile + (warp * R + g) * QS + kk * 16 + 2 * t;
+        q[kk].x[0] = load_pair(at);
+        q[kk].x[1] = load_pair(at + 8 * QS);
+        q[kk].x[2] = load_pair(at + 8);
+        q[kk].x[3] = load_pair(at + 8 * QS + 8);
       }
-    } else {
-      STITCH_ATTENTION_LOADS
-      for (int e = tid; e < BK * DV; e += NT) {
-        const int j = e / DV, d = e % DV;
-        v_tile[d * VS + j] = T(k0 + j < key_end ? p.value(head, k0 + j, d) : 0.0f);
-      }
-    }
-    __syncthreads();
+    const T* const keys = k_tile(stage);
+    const T* const values = v_tile(stage);
 
     // S = Q Kᵀ: K's rows are Kᵀ's columns, so a B fragment is a pair of adjacent dims.
     mma::FragmentC s[Config::kKeyTiles];
@@ -460,7 +486,7 @@ __device__ void attend_keys_mma(const Problem& p, int64_t head, int64_t first_qu
       mma::zero(s[n]);
     for (int kk = 0; kk < Config::kDimTiles; ++kk)
       for (int n = 0; n < Config::kKeyTiles; ++n) {
-        const T* const at = k_tile + (8 * n + g) * QS + kk * 16 + 2 * t;
+        const T* const at = keys + (8 * n + g) * QS + kk * 16 + 2 * t;
         const mma::FragmentB b = {{load_pair(at), load_pair(at + 8)}};
         mma::product<T>(s[n], q[kk], b);
       }
@@ -501,19 +527,23 @@ __device__ void attend_keys_mma(const Problem& p, int64_t head, int64_t first_qu
         rows.out[n].x[e] *= correction[e >> 1];
 
     // O += P V, 16 keys a step: the scores' C fragments of keys 16c .. 16c + 15 are P's A
-    // fragment; V transposed makes each B fragment a pair of adjacent keys.
+    // fragment; ldmatrix .trans reads V's B fragments two at a time.
     for (int c = 0; c < BK / 16; ++c) {
       const mma::FragmentC& lo = s[2 * c];
       const mma::FragmentC& hi = s[2 * c + 1];
       const mma::FragmentA a = {{mma::pack<T>(lo.x[0], lo.x[1]), mma::pack<T>(lo.x[2], lo.x[3]),
                                  mma::pack<T>(hi.x[0], hi.x[1]), mma::pack<T>(hi.x[2], hi.x[3])}};
-      for (int n = 0; n < Config::kValueTiles; ++n) {
-        const T* const at = v_tile + (8 * n + g) * VS + 16 * c + 2 * t;
-        const mma::FragmentB b = {{load_pair(at), load_pair(at + 8)}};
-        mma::product<T>(rows.out[n], a, b);
+      for (int n = 0; n < Config::kValueTiles; n += 2) {
+        mma::FragmentB left, right; // value dims 8n .. 8n + 7 and 8n + 8 .. 8n + 15
+        mma::load_transposed<T>(left, right,
+                                values + (16 * c + (lane & 15)) * VS + 8 * n + 8 * (lane >> 4));
+        mma::product<T>(rows.out[n], a, left);
+        mma::product<T>(rows.out[n + 1], a, right);
       }
     }
+    __syncthreads(); // every warp is done with this stage before the next load refills it
   }
+  mma::copy_async_wait<0>(); // no keys: Q's copies
   // Each row's sum: its four lanes' shares (every lane of the row ends with the total).
   for (int r = 0; r < 2; ++r) {
     rows.sum[r] += __shfl_xor_sync(0xffffffffu, rows.sum[r], 1);

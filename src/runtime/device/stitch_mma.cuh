@@ -35,9 +35,22 @@
 //   pack<T>(lo, hi)         two values of T (given as floats) as one register
 //   zero(c)                 every element 0
 //   product<T>(c, a, b)     c += a · b; every lane of the warp calls it, with its own fragments
-// On the host target product hands each lane's registers to the others through its warp's
-// state and waits for them (one __syncwarp a product), then computes the lane's four elements
-// as c + Σ_k a · b in float, k ascending.
+//   load_transposed<T>(lo, hi, row)
+//                           two B fragments (columns n0 .. n0 + 7 and n0 + 8 .. n0 + 15) of a
+//                           16 x 16 tile of T stored row-major in shared memory (k rows x n
+//                           columns, as V is [key][dim]): lane l passes the address of element
+//                           (k0 + l % 16, n0 + 8 (l / 16)), 16-byte aligned (ldmatrix .x4
+//                           .trans)
+// On the host target product and load_transposed hand each lane's registers (or address) to the
+// others through its warp's state and wait for them (one __syncwarp a call), then compute the
+// lane's own part; a product's four elements are c + Σ_k a · b in float, k ascending.
+//
+// Asynchronous copies to shared memory (cp.async, sm_80 and later; a plain copy on the host
+// target, where the waits have nothing to wait for):
+//   copy_async_16(shared_dst, global_src)   16 bytes, both 16-byte aligned
+//   copy_async_commit()                     closes the group of copies issued since the last
+//   copy_async_wait<N>()                    waits until at most N groups are still in flight
+//                                           (then __syncthreads makes them visible to the block)
 #pragma once
 
 #include "stitch_cuda.h"
@@ -47,6 +60,7 @@
 #include <mma.h>
 #else
 #include <math.h>
+#include <string.h>
 #endif
 
 namespace stitch {
@@ -138,6 +152,23 @@ __device__ __forceinline__ void product<bfloat16>(FragmentC& c, const FragmentA&
                : "r"(a.x[0]), "r"(a.x[1]), "r"(a.x[2]), "r"(a.x[3]), "r"(b.x[0]), "r"(b.x[1]));
 }
 
+template <class T>
+__device__ __forceinline__ void load_transposed(FragmentB& lo, FragmentB& hi, const T* row) {
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(lo.x[0]), "=r"(lo.x[1]), "=r"(hi.x[0]), "=r"(hi.x[1])
+               : "r"(address));
+}
+
+__device__ __forceinline__ void copy_async_16(void* shared_dst, const void* global_src) {
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared_dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(address), "l"(global_src));
+}
+__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;\n"); }
+template <int N> __device__ __forceinline__ void copy_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
 #else // the host target
 
 namespace detail {
@@ -191,6 +222,33 @@ inline void multiply_add(Accumulator& c, const A<T>& a, const B<T, L>& b) {
     c.x[e] = sum;
   }
 }
+
+template <class T> inline void load_transposed(FragmentB& lo, FragmentB& hi, const T* row) {
+  host::EmulatedThread& thread = host::running_thread("stitch::mma::load_transposed");
+  host::WarpState& warp = thread.block->warps[thread.warp()];
+  const unsigned lane = thread.lane();
+  if (warp.matrix_rows.empty()) warp.matrix_rows.assign(2 * 32, nullptr);
+  const void** const round =
+      warp.matrix_rows.data() + (warp.matrix_row_loads[lane]++ & 1u) * 32; // as in product
+  round[lane] = row;
+  __syncwarp();
+  // Register m holds matrix m's (rows 2t, 2t + 1; column g); matrix m's rows are lanes 8m ..
+  // 8m + 7's addresses.
+  const int g = static_cast<int>(lane) >> 2, t = static_cast<int>(lane) & 3;
+  uint32_t reg[4];
+  for (int m = 0; m < 4; ++m) {
+    const T* const upper = static_cast<const T*>(round[8 * m + 2 * t]);
+    const T* const lower = static_cast<const T*>(round[8 * m + 2 * t + 1]);
+    reg[m] = static_cast<uint32_t>(upper[g].bits) | static_cast<uint32_t>(lower[g].bits) << 16;
+  }
+  lo.x[0] = reg[0], lo.x[1] = reg[1], hi.x[0] = reg[2], hi.x[1] = reg[3];
+}
+
+inline void copy_async_16(void* shared_dst, const void* global_src) {
+  memcpy(shared_dst, global_src, 16);
+}
+inline void copy_async_commit() {}
+template <int N> inline void copy_async_wait() {}
 inline void store(float* p, const Accumulator& c, unsigned ldm) {
   for (int e = 0; e < detail::kPerLane; ++e) {
     const int at = detail::lane() * detail::kPerLane + e;

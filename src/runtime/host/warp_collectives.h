@@ -84,12 +84,16 @@ struct WarpState {
   // target): two rounds of 32 lanes x 6 registers, and each lane's count of products so far.
   std::vector<std::uint32_t> matrix_operands;
   std::array<std::uint32_t, 32> matrix_products{};
+  // The same for its shared-memory matrix loads (load_transposed): rows' addresses.
+  std::vector<const void*> matrix_rows;
+  std::array<std::uint32_t, 32> matrix_row_loads{};
 
   void reset(unsigned lane_count) {
     existing_lanes = lane_count >= 32 ? ~0u : (1u << lane_count) - 1u;
     exited_lanes = 0;
     pending.clear();
     matrix_products.fill(0);
+    matrix_row_loads.fill(0);
   }
 
   // Lanes `collective` still waits for.
