@@ -162,12 +162,14 @@ def main():
         "its `attention` groups: softmax(logits(Q Kᵀ)) V in one kernel with the head split and "
         "merge read and written through (`src/planner/legality_attention.cpp`). Fixtures "
         "without a softmax are left out. The group's kernel computes Q·Kᵀ and P·V in fp32 FMA, or "
-        "on tensor cores where both products read float16 or bfloat16, the queries fill a warp's "
-        "16 rows and every --arch is sm_80 or later. The cost model charges those products at "
-        "the rates measured on an H100 (docs/benchmarks.md, the fourth visit), so an attention "
-        "large enough that the fused kernel would be slower than cuBLASLt's products and a "
-        "softmax kernel (the 4 x 12 x 512 x 512 of scripts/gpu/attention_bench.py, say) stays "
-        "unfused; these fixtures' attentions are small, and the launches saved decide.",
+        "on tensor cores (m16n8k16 products, the scores, probabilities and outputs in registers) "
+        "where both products read float16 or bfloat16, the queries fill a warp's 16 rows and "
+        "every --arch is sm_80 or later. The cost model charges those products at rates set from "
+        "H100 measurements (docs/benchmarks.md), so an attention where the fused kernel was "
+        "slower than cuBLASLt's products and a softmax kernel (the 4 x 12 x 512 x 512 of "
+        "scripts/gpu/attention_bench.py, say) stays unfused; `--attention fused` or `unfused` "
+        "overrides the cost model. These fixtures' attentions are small, and the launches saved "
+        "decide.",
         "",
         "| model | softmaxes | attention groups |",
         "|---|---|---|",

@@ -186,10 +186,19 @@ std::string RegionalWriter::element_index(const Shape& s) const {
   bool across_rows = false;
   for (size_t d = 0; d < split_; ++d)
     across_rows |= p[d] != 1;
-  if (!across_rows)
-    return broadcast_offset(Shape(p.begin() + split_, p.end()),
-                            Shape(full.begin() + split_, full.end()), "k");
-  return broadcast_offset(p, full, "base + k");
+  const std::string within = broadcast_offset(Shape(p.begin() + split_, p.end()),
+                                              Shape(full.begin() + split_, full.end()), "k");
+  if (!across_rows) return within;
+  if (p == full) return "base + k";
+  // The operand's row (from `line`, the same for the whole row) times its row length, plus the
+  // element's place in that row (from k): no division of the flat index base + k per element.
+  const int64_t inner = shape_elements(Shape(p.begin() + split_, p.end()));
+  const std::string row = row_index(s);
+  const bool plain = row.find(' ') == std::string::npos;
+  const std::string start = inner == 1 ? row
+                            : plain    ? fmt::format("{} * {}", row, inner)
+                                       : fmt::format("({}) * {}", row, inner);
+  return within == "0" ? start : fmt::format("{} + {}", start, within);
 }
 
 int RegionalWriter::stage_of(TensorId t) const {

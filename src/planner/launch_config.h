@@ -37,10 +37,13 @@ struct DeviceParams {
   // The oldest GPU architecture the library is built for (--arch: sm_80 is 80): warp-level
   // matrix products of bfloat16 (attention on tensor cores) need 80.
   int min_compute_capability = 90;
-  // An attention kernel's matrix products, in floating-point operations per microsecond, as
-  // measured on an H100 (docs/benchmarks.md, scripts/gpu/attention_bench.py, sequence 512 and
-  // 2048): fp32 FMA from shared memory (stitch::attention::FlashConfig, 10 to 13 TFLOP/s) and
-  // 16-bit tensor cores (FlashMmaConfig, 18 to 21: its softmax, not its products, bounds it).
+  // An attention kernel's matrix products, in floating-point operations per microsecond: the
+  // rates at which the planner takes an attention group over its unfused products and softmax
+  // where the H100 measurements of docs/benchmarks.md (scripts/gpu/attention_bench.py) found it
+  // faster. fp32 FMA (stitch::attention::FlashConfig) ran 14 to 17 TFLOP/s at sequence 512 and
+  // 2048 (fifth visit); 16-bit tensor cores (FlashMmaConfig) 42 at 512 and 68 at 2048, but only
+  // 10 at 128 and on a decode step, where each block's first tiles' latency, which this term
+  // does not model, dominates: 20 keeps those unfused (fused was 1.2 to 1.7 times slower there).
   double fma_flops_per_us = 12e6;
   double tensor_core_flops_per_us = 20e6;
 };

@@ -68,7 +68,7 @@ __global__ void __launch_bounds__(256) stitch_g0_regional(const float* __restric
       row_g1[j] = g1;
       // t0 = 'words_types/Add' (Add)
       const float t0 = stitch::ops::add(g0, g1);
-      const float x4 = in4[(base + k) % 2048];
+      const float x4 = in4[(line % 32) * 64 + k];
       // t1 = 'embedded/Add' (Add)
       const float t1 = stitch::ops::add(t0, x4);
       acc0 += t1;
@@ -85,7 +85,7 @@ __global__ void __launch_bounds__(256) stitch_g0_regional(const float* __restric
       const float g1 = row_g1[j];
       // t0 = 'words_types/Add' (Add)
       const float t0 = stitch::ops::add(g0, g1);
-      const float x4 = in4[(base + k) % 2048];
+      const float x4 = in4[(line % 32) * 64 + k];
       // t1 = 'embedded/Add' (Add)
       const float t1 = stitch::ops::add(t0, x4);
       // t2 = 'y/LayerNormalization/Sub' (Sub)
@@ -109,7 +109,7 @@ __global__ void __launch_bounds__(256) stitch_g0_regional(const float* __restric
       const float g1 = row_g1[j];
       // t0 = 'words_types/Add' (Add)
       const float t0 = stitch::ops::add(g0, g1);
-      const float x4 = in4[(base + k) % 2048];
+      const float x4 = in4[(line % 32) * 64 + k];
       // t1 = 'embedded/Add' (Add)
       const float t1 = stitch::ops::add(t0, x4);
       // t2 = 'y/LayerNormalization/Sub' (Sub)

@@ -56,7 +56,7 @@ __global__ void __launch_bounds__(256) stitch_g0_regional(const float* __restric
       row2[j] = x2;
       // t0 = 'scaled/Mul' (Mul)
       const float t0 = stitch::ops::mul(x2, 0.125f);
-      const float x0 = in0[((base + k) / 2048 % 2) * 32 + (base + k) % 32];
+      const float x0 = in0[(line / 64 % 2) * 32 + k];
       // t1 = 'key_inv/Sub' (Sub)
       const float t1 = stitch::ops::sub(1.0f, x0);
       // t2 = 'key_bias/Mul' (Mul)
@@ -78,7 +78,7 @@ __global__ void __launch_bounds__(256) stitch_g0_regional(const float* __restric
       const float x2 = row2[j];
       // t0 = 'scaled/Mul' (Mul)
       const float t0 = stitch::ops::mul(x2, 0.125f);
-      const float x0 = in0[((base + k) / 2048 % 2) * 32 + (base + k) % 32];
+      const float x0 = in0[(line / 64 % 2) * 32 + k];
       // t1 = 'key_inv/Sub' (Sub)
       const float t1 = stitch::ops::sub(1.0f, x0);
       // t2 = 'key_bias/Mul' (Mul)
@@ -103,7 +103,7 @@ __global__ void __launch_bounds__(256) stitch_g0_regional(const float* __restric
       const float x2 = row2[j];
       // t0 = 'scaled/Mul' (Mul)
       const float t0 = stitch::ops::mul(x2, 0.125f);
-      const float x0 = in0[((base + k) / 2048 % 2) * 32 + (base + k) % 32];
+      const float x0 = in0[(line / 64 % 2) * 32 + k];
       // t1 = 'key_inv/Sub' (Sub)
       const float t1 = stitch::ops::sub(1.0f, x0);
       // t2 = 'key_bias/Mul' (Mul)

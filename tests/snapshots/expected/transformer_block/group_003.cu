@@ -66,6 +66,30 @@ struct stitch_g3_problem {
     const int64_t b0 = rest;
     return in0[128 + b0 * 3072 + b1 * 16 + row * 192 + dim];
   }
+  static constexpr int kQueryVector = 4;
+  __device__ const float* query_row(int64_t head, int64_t row) const {
+    int64_t rest = head;
+    const int64_t b1 = rest % 4;
+    rest /= 4;
+    const int64_t b0 = rest;
+    return in0 + (0 + b0 * 3072 + b1 * 16 + row * 192 + 0);
+  }
+  static constexpr int kKeyVector = 4;
+  __device__ const float* key_row(int64_t head, int64_t row) const {
+    int64_t rest = head;
+    const int64_t b1 = rest % 4;
+    rest /= 4;
+    const int64_t b0 = rest;
+    return in0 + (64 + b0 * 3072 + b1 * 16 + row * 192 + 0);
+  }
+  static constexpr int kValueVector = 4;
+  __device__ const float* value_row(int64_t head, int64_t row) const {
+    int64_t rest = head;
+    const int64_t b1 = rest % 4;
+    rest /= 4;
+    const int64_t b0 = rest;
+    return in0 + (128 + b0 * 3072 + b1 * 16 + row * 192 + 0);
+  }
   __device__ float logit(int64_t head, int64_t query, int64_t key, float dot) const {
     const int64_t i = (head * 16 + query) * 16 + key;
     (void)i;
