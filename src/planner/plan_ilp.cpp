@@ -374,13 +374,17 @@ FusionPlan plan_ilp(const Graph& graph, const PlannerOptions& options) {
     candidates.add(group.nodes);
   std::vector<Candidate>& list = candidates.list();
   if (options.attention == AttentionMode::Fused) {
-    // An attention group's bonus exceeds what every other node costs alone, so a plan without
-    // one of the legal attentions never beats the plan with it and the rest unfused.
-    int64_t alone = 0;
+    // One bonus for every attention candidate, larger than any of them costs plus what every
+    // node costs alone: a plan without one of the legal attentions never beats the plan with
+    // it and the rest unfused, and the cost model still chooses between an attention's
+    // candidates (with or without the layouts it reads through).
+    int64_t alone = 0, largest = 0;
     for (size_t n = 0; n < ctx.size(); ++n)
       alone += list[n].cost; // the single-node candidates come first
+    for (const Candidate& c : list)
+      if (c.analysis.kind == GroupKind::Attention) largest = std::max(largest, c.cost);
     for (Candidate& c : list)
-      if (c.analysis.kind == GroupKind::Attention) c.objective = c.cost - (alone + c.cost + 1);
+      if (c.analysis.kind == GroupKind::Attention) c.objective = c.cost - (alone + largest + 1);
   }
 
   // Column lookup for the greedy plan, the warm start and the fallback.
@@ -455,6 +459,10 @@ FusionPlan plan_ilp(const Graph& graph, const PlannerOptions& options) {
       cost += list[c].cost;
     }
   }
+  // The program's bound is in its own units: the bonuses of the solver's plan (none without
+  // --attention fused) convert it to costs; without a plan of the solver's there is none.
+  const int64_t bonuses = cost - objective;
+  if (!acyclic && options.attention == AttentionMode::Fused) state.have_bound = false;
   int64_t greedy_objective = 0;
   for (const FusionGroup& group : greedy.groups)
     greedy_objective += list[column_of.at(group.nodes)].objective;
@@ -471,9 +479,7 @@ FusionPlan plan_ilp(const Graph& graph, const PlannerOptions& options) {
   }
   FusionPlan plan = assemble_plan(ctx, groups, "ilp");
   stats.objective = static_cast<double>(cost);
-  // The program's bound is in its own units: the bonuses of the plan's attention groups (none
-  // without --attention fused) convert it to costs.
-  state.bound += static_cast<double>(cost - objective);
+  state.bound += static_cast<double>(bonuses);
   stats.bound = state.have_bound ? std::min(state.bound, stats.objective) : 0.0;
   if (stats.status == "optimal") stats.bound = stats.objective;
   stats.gap = stats.objective > 0 ? (stats.objective - stats.bound) / stats.objective : 0.0;
