@@ -84,14 +84,17 @@ def layer_stats(plan):
 
 
 def attention_stats(plan):
-    """(softmaxes, attention groups) of the plan: a softmax is a ReduceMax node, as lowering
-    writes Softmax."""
-    softmaxes = attention = 0
+    """(softmaxes, attention groups, their operands with a prologue) of the plan: a softmax is a
+    ReduceMax node, as lowering writes Softmax; an operand's prologue, the nodes computing it
+    that the kernel evaluates as it loads it."""
+    softmaxes = attention = prologues = 0
     for group in plan["groups"]:
         ops = [n["op"] for n in group["nodes"]]
         softmaxes += ops.count("ReduceMax")
-        attention += 1 if group["kind"] == "attention" else 0
-    return softmaxes, attention
+        if group["kind"] == "attention":
+            attention += 1
+            prologues += sum(1 for o in ("q", "k", "v") if group["spec"][o].get("prologue"))
+    return softmaxes, attention, prologues
 
 
 def main():
@@ -139,7 +142,11 @@ def main():
         "none, `-`), the largest over the layers. Lone movement kernels: generated kernels of "
         "nothing but data movement (Transpose, Slice, Concat, Expand, Gather, Pad, Split, Tile, "
         "...), per layer and in the whole model. Fixtures that are no stack of layers (their "
-        "inputs.json config counts none) are left out.",
+        "inputs.json config counts none) are left out. A LLaMA-style layer's launches are its "
+        "four GEMMs (Q, K and V merged into one; O with the residual; gate and up merged into "
+        "one; down with the residual), the attention (the rotary embedding of Q and K inside it), "
+        "its two RMSNorms and the SiLU gate between its gate-up and down GEMMs; only a kernel of "
+        "the GEMM chain itself (gate-up, SiLU gate, down) takes it below 8.",
         "",
         "| model | per layer none | greedy | ilp | lone movement per layer none | greedy | ilp "
         "| lone movement in all none | greedy | ilp |",
@@ -169,14 +176,19 @@ def main():
         "slower than cuBLASLt's products and a softmax kernel (the 4 x 12 x 512 x 512 of "
         "scripts/gpu/attention_bench.py, say) stays unfused; `--attention fused` or `unfused` "
         "overrides the cost model. These fixtures' attentions are small, and the launches saved "
-        "decide.",
+        "decide. Prologues: operands (Q, K or V) computed by pointwise nodes and index "
+        "remappings the kernel evaluates as it loads each element (rotary embedding's Slices, "
+        "Neg, Concat, Muls and Add after the head split; a Cast), instead of a kernel writing "
+        "them out first; the cost model charges such an operand's bytes once more (its rows load "
+        "element by element, not as 16-byte vectors) and K's and V's prologues again for every "
+        "query tile, so a bias a GEMM's epilogue adds anyway stays there.",
         "",
-        "| model | softmaxes | attention groups |",
-        "|---|---|---|",
+        "| model | softmaxes | attention groups | operands with a prologue |",
+        "|---|---|---|---|",
     ]
-    for name, _, _, _, (softmaxes, attention) in rows:
+    for name, _, _, _, (softmaxes, attention, prologues) in rows:
         if softmaxes:
-            lines.append(f"| `{name}` | {softmaxes} | {attention} |")
+            lines.append(f"| `{name}` | {softmaxes} | {attention} | {prologues} |")
     text = "\n".join(lines) + "\n"
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:

@@ -86,21 +86,72 @@ std::string emit_operand_coordinates(CodeWriter& out, const AttentionSpec& spec,
   return row;
 }
 
+// The operand's element `e` of its prologue's tensor evaluated from the group's inputs at its
+// coordinates (e0, e1, ... of the tensor's shape, row-major), as a Local group evaluates it.
+std::string emit_prologue_value(const GroupEmitContext& ctx, const FusedSignature& sig,
+                                CodeWriter& out, const std::string& name,
+                                const AttentionSpec::Operand& o, const std::string& row,
+                                int64_t rows, int64_t cols) {
+  const Tensor& t = ctx.graph().tensor(o.tensor);
+  const auto rank = static_cast<int64_t>(t.shape.size());
+  out.comment(fmt::format("{} as the prologue computes it: '{}' {} evaluated at the element's "
+                          "coordinates",
+                          name, t.name, shape_to_string(t.shape)));
+  std::vector<std::string> at(static_cast<size_t>(rank), "0");
+  // The operand's axes are the tensor's (batch..., row, dim), packed: their coordinates as
+  // they are.
+  const std::vector<int64_t> packed = row_major_strides(t.shape);
+  bool direct = o.offset == 0 && o.batch_strides.size() + 2 == packed.size() &&
+                Shape(t.shape.begin(), t.shape.end() - 2) == o.batch &&
+                t.shape[packed.size() - 2] == rows && t.shape.back() == cols &&
+                o.row_stride == packed[packed.size() - 2] && o.col_stride == 1;
+  for (size_t j = 0; direct && j < o.batch_strides.size(); ++j)
+    direct = t.shape[j] == 1 || o.batch_strides[j] == packed[j];
+  if (direct) {
+    for (size_t j = 0; j < o.batch_strides.size(); ++j)
+      if (t.shape[j] != 1) at[j] = fmt::format("b{}", j);
+    at[packed.size() - 2] = t.shape[packed.size() - 2] == 1 ? "0" : row;
+    at[packed.size() - 1] = t.shape[packed.size() - 1] == 1 ? "0" : "dim";
+    return emit_remapped_value(ctx, sig, o.prologue, o.moves, o.tensor, at, out);
+  }
+  out.linef("const int64_t e = {};", operand_index(o, row, "dim"));
+  int64_t top = 0; // the outermost axis longer than 1
+  while (top + 1 < rank && t.shape[static_cast<size_t>(top)] == 1)
+    ++top;
+  std::string left = "e";
+  if (top + 1 < rank) {
+    out.line("int64_t left = e;");
+    left = "left";
+    for (int64_t j = rank - 1; j > top; --j) {
+      const int64_t n = t.shape[static_cast<size_t>(j)];
+      if (n == 1) continue;
+      at[static_cast<size_t>(j)] = fmt::format("e{}", j);
+      out.linef("const int64_t e{} = left % {};", j, n);
+      out.linef("left /= {};", n);
+    }
+  }
+  if (rank > 0) at[static_cast<size_t>(top)] = left;
+  return emit_remapped_value(ctx, sig, o.prologue, o.moves, o.tensor, at, out);
+}
+
 // One accessor of the problem struct: `float NAME(int64_t head, int64_t row, int dim)`, the
-// element through the operand's strides and its scalings (each rounded to its type, as the
-// graph computes them).
+// element through the operand's strides (or its prologue) and its scalings (each rounded to its
+// type, as the graph computes them).
 void emit_load(const GroupEmitContext& ctx, const FusedSignature& sig, CodeWriter& out,
                const std::string& name, const std::string& pointer, const AttentionSpec& spec,
-               const AttentionSpec::Operand& o) {
+               const AttentionSpec::Operand& o, int64_t rows, int64_t cols) {
   out.open(fmt::format("__device__ float {}(int64_t head, int64_t row, int dim) const", name));
   const std::string row = emit_operand_coordinates(out, spec, o);
+  const std::string element = o.prologue.empty()
+                                  ? fmt::format("{}[{}]", pointer, operand_index(o, row, "dim"))
+                                  : emit_prologue_value(ctx, sig, out, name, o, row, rows, cols);
   if (o.scalings.empty()) {
-    out.linef("return {}[{}];", pointer, operand_index(o, row, "dim"));
+    out.linef("return {};", element);
     out.close();
     return;
   }
   const Graph& g = ctx.graph();
-  out.linef("const float x = {}[{}];", pointer, operand_index(o, row, "dim"));
+  out.linef("const float x = {};", element);
   ValueScope scope(ctx, o.scalings, out, [&](TensorId t) -> std::string {
     if (std::find(o.scalars.begin(), o.scalars.end(), t) == o.scalars.end()) return "x";
     return load_broadcast(ctx, sig, t, g.tensor(t).shape, out, "0"); // its one element
@@ -181,14 +232,19 @@ void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
     out.linef("{};", p);
   out.line("int64_t queries, keys;");
   out.line();
-  emit_load(ctx, sig, out, "query", param(spec.q.tensor, "Q"), spec, spec.q);
-  emit_load(ctx, sig, out, "key", param(spec.k.tensor, "K"), spec, spec.k);
-  emit_load(ctx, sig, out, "value", param(spec.v.tensor, "V"), spec, spec.v);
-  emit_row(out, "query", "Query", param(spec.q.tensor, "Q"),
+  // An operand's pointer: none for one its prologue computes.
+  auto pointer = [&](const AttentionSpec::Operand& o, const char* what) {
+    return o.prologue.empty() ? param(o.tensor, what) : std::string();
+  };
+  emit_load(ctx, sig, out, "query", pointer(spec.q, "Q"), spec, spec.q,
+            spec.q.rows_per_head > 0 ? spec.q.rows_per_head : spec.queries, spec.head_dim);
+  emit_load(ctx, sig, out, "key", pointer(spec.k, "K"), spec, spec.k, spec.keys, spec.head_dim);
+  emit_load(ctx, sig, out, "value", pointer(spec.v, "V"), spec, spec.v, spec.keys, spec.value_dim);
+  emit_row(out, "query", "Query", pointer(spec.q, "Q"),
            storage_ctype(g.tensor(spec.q.tensor).dtype, ctx), spec, spec.q);
-  emit_row(out, "key", "Key", param(spec.k.tensor, "K"),
+  emit_row(out, "key", "Key", pointer(spec.k, "K"),
            storage_ctype(g.tensor(spec.k.tensor).dtype, ctx), spec, spec.k);
-  emit_row(out, "value", "Value", param(spec.v.tensor, "V"),
+  emit_row(out, "value", "Value", pointer(spec.v, "V"),
            storage_ctype(g.tensor(spec.v.tensor).dtype, ctx), spec, spec.v);
 
   // The logit of (query, key): the logit nodes over the logits' coordinates c0..cR-1
@@ -198,9 +254,10 @@ void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
   const size_t rank = score_shape.size();
   out.open("__device__ float logit(int64_t head, int64_t query, int64_t key, float dot) const");
   bool coordinates = false;
-  for (TensorId t : spec.io.reads)
-    coordinates = coordinates || (t != spec.q.tensor && t != spec.k.tensor && t != spec.v.tensor &&
-                                  needs_coordinates(g.tensor(t).shape, score_shape));
+  for (int32_t n : spec.logit_nodes)
+    for (TensorId t : value_operands(g.nodes[n]))
+      coordinates = coordinates || (t != kNoTensor && sig.inputs.count(t) > 0 &&
+                                    needs_coordinates(g.tensor(t).shape, score_shape));
   out.linef("const int64_t i = (head * {} + query) * {} + key;", spec.queries, spec.keys);
   if (coordinates) {
     emit_batch_coordinates(out, spec.batch);

@@ -96,6 +96,14 @@ void emit_local_body(const GroupEmitContext& ctx, const FusedSignature& sig, con
 void emit_remapped_local_body(const GroupEmitContext& ctx, const FusedSignature& sig,
                               const LocalSpec& spec, const BlockRange& blocks, CodeWriter& out);
 
+// The value of `t`, computed by `nodes` (pointwise, and index remappings with their `moves`) from
+// `sig`'s inputs, at coordinates `at` (one expression per axis of t), each value named once per
+// coordinates as emit_remapped_local_body evaluates it (an attention's operand prologue).
+std::string emit_remapped_value(const GroupEmitContext& ctx, const FusedSignature& sig,
+                                const std::vector<int32_t>& nodes,
+                                const std::vector<MovementRead>& moves, TensorId t,
+                                const std::vector<std::string>& at, CodeWriter& out);
+
 // A RegionalSpec's body: the loop over rows with the spec's mapping, its passes, its outputs;
 // reading and writing through `sig`'s names (a RowGemvSpec's head writes its vector to scratch
 // this way).

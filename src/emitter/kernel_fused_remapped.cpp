@@ -32,12 +32,13 @@ namespace {
 
 class RemappedValues {
 public:
-  RemappedValues(const GroupEmitContext& ctx, const FusedSignature& sig, const LocalSpec& spec,
+  RemappedValues(const GroupEmitContext& ctx, const FusedSignature& sig,
+                 const std::vector<int32_t>& nodes, const std::vector<MovementRead>& moves,
                  CodeWriter& out)
       : ctx_(ctx), sig_(sig), out_(out), frames_(1) {
-    for (const MovementRead& m : spec.moves)
+    for (const MovementRead& m : moves)
       moves_[ctx.graph().nodes[m.node].outputs[0]] = &m;
-    for (int32_t n : spec.nodes)
+    for (int32_t n : nodes)
       producer_[ctx.graph().nodes[n].outputs[0]] = n;
   }
 
@@ -205,12 +206,20 @@ void emit_remapped_local_body(const GroupEmitContext& ctx, const FusedSignature&
   if (!shape.empty()) emit_coordinates(out, shape);
   for (size_t d = 0; d < shape.size(); ++d)
     at.push_back(shape[d] == 1 ? "0" : fmt::format("c{}", d));
-  RemappedValues values(ctx, sig, spec, out);
+  RemappedValues values(ctx, sig, spec.nodes, spec.moves, out);
   for (TensorId t : spec.io.writes) {
     const std::string v = values.value(t, at);
     out.linef("{}[i] = {};", sig.outputs.at(t), v);
   }
   out.close();
+}
+
+std::string emit_remapped_value(const GroupEmitContext& ctx, const FusedSignature& sig,
+                                const std::vector<int32_t>& nodes,
+                                const std::vector<MovementRead>& moves, TensorId t,
+                                const std::vector<std::string>& at, CodeWriter& out) {
+  RemappedValues values(ctx, sig, nodes, moves, out);
+  return values.value(t, at);
 }
 
 } // namespace stitch

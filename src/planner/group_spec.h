@@ -444,8 +444,15 @@ struct AttentionSpec {
     std::vector<TensorId> scalars;
     // Elements of a row the kernel loads at once: a 16-byte vector (4 floats, 8 of a 2-byte
     // type) where the row's dims are adjacent, start 16 bytes aligned in every row and head,
-    // and take no scaling; else 1.
+    // and take no scaling or prologue; else 1.
     int vector = 1;
+    // A prologue: `tensor` is no stored tensor but computed by these nodes of the group
+    // (pointwise nodes and index remappings, `moves`, as a Local group holds them: rotary
+    // embedding's Slices, Neg, Concat, Muls and Add, say) from the group's inputs. Each element
+    // the kernel loads is evaluated at its coordinates in `tensor` (packed: offset and strides
+    // index it row-major) as it loads: Q once per block, K and V once per block and key tile.
+    std::vector<int32_t> prologue; // node order
+    std::vector<MovementRead> moves;
   };
   int32_t scores = -1;                    // MatMul(Q, Kᵀ)
   int32_t product = -1;                   // MatMul(P, V)
@@ -483,7 +490,9 @@ struct AttentionSpec {
   // stitch::attention::Partial (8 bytes) each, then value_dim floats each.
   int64_t partial_rows() const { return heads * query_tiles * splits * query_tile(); }
   int64_t partial_bytes() const { return partial_rows() * (8 + 4 * value_dim); }
-  // Bytes the cost model adds for operands whose rows have fewer adjacent bytes than a sector.
+  // Bytes the cost model adds for operands whose rows have fewer adjacent bytes than a sector,
+  // and for each operand with a prologue (loaded element by element and evaluated: its bytes
+  // once more).
   int64_t uncoalesced_bytes = 0;
   KernelInterface io; // reads: the stored Q, K, V and the logit nodes' inputs; writes: out
 };

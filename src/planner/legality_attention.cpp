@@ -13,6 +13,8 @@
 // of up to 4 query rows each (2 for head dims over 128), as many as the queries fill, and key
 // tiles of 64 (32 for head dims over 128, or 32 keys or fewer).
 #include <algorithm>
+#include <functional>
+#include <set>
 
 #include "graph/op_params.h"
 #include "planner/legality_internal.h"
@@ -80,6 +82,8 @@ struct StoredView {
   std::vector<int32_t> layouts;
   std::vector<int32_t> scalings; // from the stored tensor on
   std::vector<TensorId> scalars; // each scaling's other operand
+  int32_t reader = -1;           // the node reading `stored` (the first step, or the product)
+  std::vector<int32_t> prologue; // the nodes computing `stored` in the group (prologue_of)
 };
 
 // The strided view of `stored` that the chain of nodes `forward` (each reading the previous
@@ -125,6 +129,50 @@ FusionDecision follow(const FusionContext& ctx, TensorId stored,
   return FusionDecision::ok();
 }
 
+// A node a kernel evaluates per element at any coordinates: pointwise, or an index remapping
+// (what a Local group holds).
+bool evaluable(const FusionContext& ctx, int32_t p) {
+  if (p < 0) return false;
+  const NodeClass c = ctx.node_class[p];
+  return c == NodeClass::Pointwise || ((c == NodeClass::Movement || c == NodeClass::Layout) &&
+                                       remapping_op(ctx.graph, ctx.graph.nodes[p]));
+}
+
+constexpr size_t kMaxPrologueNodes = 32;
+
+// The operand prologue computing `t` (read by `reader` alone): back from t's producer, the
+// evaluable nodes (of `within`, when given) whose every value only the prologue itself (or
+// `reader`, for t) reads, in node order; empty where t's producer is no such node or the
+// prologue would hold more than kMaxPrologueNodes.
+std::vector<int32_t> prologue_of(const FusionContext& ctx, const std::vector<int32_t>* within,
+                                 TensorId t, int32_t reader) {
+  const Graph& g = ctx.graph;
+  auto candidate = [&](int32_t p) {
+    return evaluable(ctx, p) && (within == nullptr || contains(*within, p)) &&
+           g.nodes[p].outputs.size() == 1;
+  };
+  const int32_t root = ctx.producer[t];
+  if (!candidate(root) || ctx.graph_output[t]) return {};
+  std::set<int32_t> taken;
+  // Later nodes first: every consumer of a node is decided before the node.
+  std::set<int32_t, std::greater<>> pending = {root};
+  while (!pending.empty()) {
+    const int32_t p = *pending.begin();
+    pending.erase(pending.begin());
+    const TensorId value = g.nodes[p].outputs[0];
+    bool only_prologue = !ctx.graph_output[value];
+    for (int32_t c : ctx.consumers[value])
+      only_prologue = only_prologue && (taken.count(c) > 0 || (p == root && c == reader));
+    if (!only_prologue) continue; // its value stays an input of the prologue
+    taken.insert(p);
+    if (taken.size() > kMaxPrologueNodes) return {};
+    for (TensorId operand : present_operands(g.nodes[p]))
+      if (candidate(ctx.producer[operand])) pending.insert(ctx.producer[operand]);
+  }
+  if (!taken.count(root)) return {};
+  return {taken.begin(), taken.end()};
+}
+
 // The tensor a step on an operand's way reads: a Slice's, Transpose's or View's input, a scalar
 // Mul's or Div's other operand; kNoTensor for any other node.
 TensorId step_source(const FusionContext& ctx, const std::vector<int32_t>& nodes, int32_t p) {
@@ -147,9 +195,11 @@ FusionDecision read_through(const FusionContext& ctx, const std::vector<int32_t>
       return FusionDecision::no(
           fmt::format("'{}' is read by more than {}", g.tensor(at).name, ctx.describe(next)));
     const TensorId from = step_source(ctx, nodes, p);
+    if (from == kNoTensor && evaluable(ctx, p)) break; // `at` is computed: a prologue
     if (from == kNoTensor)
       return FusionDecision::no(fmt::format("{} feeds a matrix product of the attention and is "
-                                            "no Slice, Transpose, View or scalar Mul or Div",
+                                            "no Slice, Transpose, View, scalar Mul or Div or "
+                                            "pointwise node",
                                             ctx.describe(p)));
     chain.push_back(p);
     next = p;
@@ -157,6 +207,18 @@ FusionDecision read_through(const FusionContext& ctx, const std::vector<int32_t>
   }
   std::reverse(chain.begin(), chain.end());
   if (FusionDecision d = follow(ctx, at, chain, r); !d) return d;
+  r.reader = next;
+  r.prologue.clear();
+  if (const int32_t p = ctx.producer[at]; p >= 0 && contains(nodes, p)) {
+    r.prologue = prologue_of(ctx, &nodes, at, next);
+    if (r.prologue.empty())
+      return FusionDecision::no(fmt::format("'{}', which {} reads, is computed by nodes the "
+                                            "attention kernel cannot evaluate as it loads (each "
+                                            "read by them alone, pointwise or index remappings, "
+                                            "at most {})",
+                                            g.tensor(at).name, ctx.describe(next),
+                                            kMaxPrologueNodes));
+  }
   if (r.view.shape != g.tensor(t).shape)
     return FusionDecision::no(fmt::format("'{}' does not read as a strided view of '{}'",
                                           g.tensor(t).name, g.tensor(r.stored).name));
@@ -374,14 +436,17 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
   for (auto [view, o] : {std::pair{&q, &spec.q}, std::pair{&k, &spec.k}, std::pair{&v, &spec.v}}) {
     o->scalings = view->scalings;
     o->scalars = view->scalars;
+    o->prologue = view->prologue;
+    for (int32_t n : o->prologue)
+      if (ctx.node_class[n] != NodeClass::Pointwise) o->moves.push_back(movement_read(g, n));
   }
   // 16-byte loads where every row's dims are adjacent and start at a multiple of 16 bytes (a
   // tensor itself starts 16-byte aligned: the arena's and the caller's, which stitch_run
   // checks).
   auto vector_of = [&](const AttentionSpec::Operand& o, int64_t dims) {
     const int lanes = static_cast<int>(16 / dtype_size(g.tensor(o.tensor).dtype));
-    bool aligned = o.scalings.empty() && o.col_stride == 1 && dims % lanes == 0 &&
-                   o.offset % lanes == 0 && o.row_stride % lanes == 0;
+    bool aligned = o.scalings.empty() && o.prologue.empty() && o.col_stride == 1 &&
+                   dims % lanes == 0 && o.offset % lanes == 0 && o.row_stride % lanes == 0;
     for (int64_t stride : o.batch_strides)
       aligned = aligned && stride % lanes == 0;
     return aligned ? lanes : 1;
@@ -396,12 +461,16 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
   scalings.insert(scalings.end(), k.scalings.begin(), k.scalings.end());
   scalings.insert(scalings.end(), v.scalings.begin(), v.scalings.end());
   std::sort(scalings.begin(), scalings.end());
+  std::vector<int32_t> prologues = q.prologue;
+  prologues.insert(prologues.end(), k.prologue.begin(), k.prologue.end());
+  prologues.insert(prologues.end(), v.prologue.begin(), v.prologue.end());
+  std::sort(prologues.begin(), prologues.end());
 
   // The logit nodes: every other node, pointwise on the scores' shape, reading the scores'
   // chain (and tensors from outside the group).
   for (int32_t n : nodes) {
     if (n == spec.scores || n == spec.product || contains(spec.layouts, n) ||
-        contains(spec.views, n) || contains(scalings, n) ||
+        contains(spec.views, n) || contains(scalings, n) || contains(prologues, n) ||
         std::find(spec.softmax.begin(), spec.softmax.end(), n) != spec.softmax.end() ||
         std::find(spec.probability_casts.begin(), spec.probability_casts.end(), n) !=
             spec.probability_casts.end())
@@ -533,6 +602,22 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
   spec.uncoalesced_bytes = overhead(q, spec.q, spec.head_dim) + overhead(k, spec.k, spec.head_dim) +
                            overhead(v, spec.v, spec.value_dim) +
                            overhead(out, spec.out, spec.value_dim);
+  // Prologues: the operand's bytes once more (its rows load element by element, each
+  // evaluated), and K's and V's evaluated again by every block of a head and query tile past
+  // the first (each block loads all its head's keys, in one split or several).
+  int64_t prologue_nodes = 0;
+  for (const StoredView* view : {&q, &k, &v}) {
+    if (view->prologue.empty()) continue;
+    const int64_t elements = shape_elements(view->view.shape);
+    spec.uncoalesced_bytes += elements * dtype_size(g.tensor(view->stored).dtype);
+    if (view != &q) {
+      const int64_t loads =
+          spec.heads * spec.query_tiles * spec.keys * (view == &k ? spec.head_dim : spec.value_dim);
+      a.recomputed +=
+          std::max<int64_t>(0, loads - elements) * static_cast<int64_t>(view->prologue.size());
+    }
+    prologue_nodes = std::max(prologue_nodes, static_cast<int64_t>(view->prologue.size()));
+  }
   spec.io = kernel_interface(ctx, nodes, a.inputs, a.outputs);
 
   a.kind = GroupKind::Attention;
@@ -542,7 +627,8 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
   a.iteration = logit_shape;
   a.shared_bytes = spec.shared_bytes;
   // FMA: each row's state and scores in registers; tensor cores: mma_registers.
-  a.registers = kBaseRegisters + kRegistersPerNode * static_cast<int64_t>(spec.logit_nodes.size()) +
+  a.registers = kBaseRegisters +
+                kRegistersPerNode * static_cast<int64_t>(spec.logit_nodes.size() + prologue_nodes) +
                 (spec.tensor_cores
                      ? mma_registers(spec.key_tile)
                      : spec.rows_per_warp * ((spec.value_dim + 31) / 32 + spec.key_tile / 32 + 2));
@@ -561,7 +647,8 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
 namespace stitch {
 
 std::vector<int32_t> attention_candidate(const FusionContext& ctx, int32_t product,
-                                         std::vector<int32_t>* read_through) {
+                                         std::vector<int32_t>* read_through,
+                                         std::vector<int32_t>* prologues) {
   const Graph& g = ctx.graph;
   const Node& pv = g.nodes[product];
   if (pv.op != OpKind::MatMul || pv.inputs.size() < 2) return {};
@@ -612,7 +699,7 @@ std::vector<int32_t> attention_candidate(const FusionContext& ctx, int32_t produ
   nodes.push_back(scores);
   // The Slices, Transposes, Views and scalar Muls and Divs Q, Kᵀ and V are read through (as far
   // as they make a strided view), and a Transpose of the output.
-  auto layouts_of = [&](TensorId t) {
+  auto layouts_of = [&](TensorId t, int32_t reader) {
     std::vector<int32_t> way; // from t back
     std::vector<TensorId> sources;
     const std::vector<int32_t> none;
@@ -625,20 +712,28 @@ std::vector<int32_t> attention_candidate(const FusionContext& ctx, int32_t produ
       sources.push_back(from);
       p = ctx.producer[from];
     }
-    // The longest part next to the product that reads as a strided view.
-    for (size_t take = way.size(); take > 0; --take) {
+    // The longest part next to the product that reads as a strided view, and the prologue
+    // computing what it reads.
+    size_t take = way.size();
+    for (; take > 0; --take) {
       std::vector<int32_t> forward(way.begin(), way.begin() + static_cast<int64_t>(take));
       std::reverse(forward.begin(), forward.end());
       legality::StoredView view;
       if (!legality::follow(ctx, sources[take - 1], forward, view)) continue;
       nodes.insert(nodes.end(), forward.begin(), forward.end());
       if (read_through) read_through->insert(read_through->end(), forward.begin(), forward.end());
-      return;
+      break;
+    }
+    const TensorId computed = take > 0 ? sources[take - 1] : t;
+    if (prologues) {
+      const std::vector<int32_t> prologue =
+          legality::prologue_of(ctx, nullptr, computed, take > 0 ? way[take - 1] : reader);
+      prologues->insert(prologues->end(), prologue.begin(), prologue.end());
     }
   };
-  layouts_of(g.nodes[scores].inputs[0]);
-  layouts_of(g.nodes[scores].inputs[1]);
-  layouts_of(pv.inputs[1]);
+  layouts_of(g.nodes[scores].inputs[0], scores);
+  layouts_of(g.nodes[scores].inputs[1], scores);
+  layouts_of(pv.inputs[1], product);
   // The output's View unfolding grouped heads, and the head merge's Transpose.
   TensorId out = pv.outputs[0];
   for (int step = 0; step < 2; ++step) {
@@ -659,6 +754,10 @@ std::vector<int32_t> attention_candidate(const FusionContext& ctx, int32_t produ
   }
   std::sort(nodes.begin(), nodes.end());
   nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  if (prologues) {
+    std::sort(prologues->begin(), prologues->end());
+    prologues->erase(std::unique(prologues->begin(), prologues->end()), prologues->end());
+  }
   return nodes;
 }
 

@@ -71,6 +71,9 @@ int64_t sector_overhead(int64_t bytes, int64_t run_bytes);
 // a library dtype).
 bool remapping_op(const Graph& g, const Node& node);
 
+// The index remapping of a remapping_op node (group_spec.h's MovementRead; legality_local.cpp).
+MovementRead movement_read(const Graph& g, int32_t n);
+
 // A Pad a Local group reads through: constant mode, constant pads >= 0 on at most one axis
 // (`axis`, -1 when none; `begin` before it), a fill that is absent (0) or a float scalar
 // constant (`fill`).

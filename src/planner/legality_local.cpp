@@ -30,7 +30,8 @@ int64_t floor_div(int64_t a, int64_t b) { // b > 0
 }
 int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
 
-// The index remapping of a movement node (group_spec.h's MovementRead).
+} // namespace
+
 MovementRead movement_read(const Graph& g, int32_t n) {
   const Node& node = g.nodes[n];
   const Shape& out = g.tensor(node.outputs[0]).shape;
@@ -117,6 +118,8 @@ MovementRead movement_read(const Graph& g, int32_t n) {
   }
   return read;
 }
+
+namespace {
 
 // Coordinates of a tensor asked for by the kernel, axis by axis: offset + step * c[source] of the
 // iteration's coordinates c (source -1: the constant offset).

@@ -2,7 +2,8 @@
 //
 // Candidates: every node alone; the groups greedy picks (so the ILP is never worse than
 // greedy); each attention (attention_candidate: its two products, the softmax between them and
-// the layouts they read through), with and without its layouts; and legal convex sets of
+// the layouts they read through), with and without its layouts and with the prologues computing
+// its operands; and legal convex sets of
 // fusible nodes, either every subset (small graphs: the
 // search is then exact over all partitions) or sets grown from each node along producer and
 // consumer edges, to nodes after the seed, breadth first, at most max_group_nodes nodes and
@@ -356,14 +357,23 @@ FusionPlan plan_ilp(const Graph& graph, const PlannerOptions& options) {
     add_all_subsets(ctx, fusible, candidates);
   else
     add_grown_sets(ctx, options, candidates);
-  // Each attention whole (more nodes than grown sets reach), and without the Slices,
-  // Transposes, Views and scalings it reads through, in case those cannot join.
+  // Each attention whole (more nodes than grown sets reach), with the prologues computing its
+  // operands, and without the Slices, Transposes, Views and scalings it reads through, in case
+  // those cannot join.
   for (size_t n = 0; n < ctx.size(); ++n) {
     if (ctx.node_class[n] != NodeClass::Gemm) continue;
-    std::vector<int32_t> read_through;
-    std::vector<int32_t> nodes = attention_candidate(ctx, static_cast<int32_t>(n), &read_through);
+    std::vector<int32_t> read_through, prologues;
+    std::vector<int32_t> nodes =
+        attention_candidate(ctx, static_cast<int32_t>(n), &read_through, &prologues);
     if (nodes.empty()) continue;
     candidates.add(nodes);
+    if (!prologues.empty()) {
+      std::vector<int32_t> whole = nodes;
+      whole.insert(whole.end(), prologues.begin(), prologues.end());
+      std::sort(whole.begin(), whole.end());
+      whole.erase(std::unique(whole.begin(), whole.end()), whole.end());
+      candidates.add(whole);
+    }
     std::erase_if(nodes, [&](int32_t k) {
       return std::find(read_through.begin(), read_through.end(), k) != read_through.end();
     });

@@ -198,6 +198,7 @@ nlohmann::json spec_json(const Graph& g, const GroupSpec& spec) {
                             {"head_divisor", o.head_divisor},
                             {"rows_per_head", o.rows_per_head},
                             {"scalings", node_names(g, o.scalings)},
+                            {"prologue", node_names(g, o.prologue)},
                             {"vector", o.vector}};
     };
     j["q"] = operand(attention->q);

@@ -267,3 +267,34 @@ TEST_CASE("flash attention is bitwise deterministic, split or not", "[runtime][a
   const std::vector<float> split = run_case(c, in);
   CHECK(run_case(c, in) == split);
 }
+
+TEST_CASE("flash attention: rows read as vectors from an address not 16-byte aligned fault",
+          "[runtime][attention]") {
+  // Proves: as on the GPU (cudaErrorMisalignedAddress), the host target refuses a 16-byte
+  // vector load from an address that is not 16-byte aligned, instead of copying it anyway: a
+  // plan that marks unaligned rows as vectors fails its tests on the host too.
+  Case c;
+  c.heads = 1, c.queries = 4, c.keys = 8, c.head_dim = c.value_dim = 64;
+  const Inputs in = make_inputs(c, 71);
+  std::vector<float> shifted(in.q.size() + 1, 0.0f);
+  std::copy(in.q.begin(), in.q.end(), shifted.begin() + 1);
+  DeviceBuffer<float> q(shifted), k(in.k), v(in.v);
+  DeviceBuffer<float> out(std::vector<float>(c.queries * c.value_dim, 0.0f));
+  AttentionProblemArgs args;
+  args.q = q.get() + 1; // 4 bytes past an aligned allocation
+  args.k = k.get();
+  args.v = v.get();
+  args.out = out.get();
+  args.heads = c.heads, args.queries = c.queries, args.keys = c.keys;
+  args.head_dim = c.head_dim, args.value_dim = c.value_dim;
+  args.scale = c.scale;
+  args.row_vectors = true;
+  cudaError_t status = launch_flash_attention(c.geometry, args);
+  if (status == cudaSuccess) status = cudaDeviceSynchronize();
+  CHECK(status == cudaErrorMisalignedAddress);
+  CHECK_THAT(last_error_text(status), Catch::Contains("not 16-byte aligned"));
+  cudaGetLastError();
+  args.q = q.get(); // aligned again: the same launch runs
+  CHECK(launch_flash_attention(c.geometry, args) == cudaSuccess);
+  cudaGetLastError();
+}

@@ -30,12 +30,19 @@ struct AttentionModel {
   bool repeat_kv = false;     // K and V heads repeated H / KH times (Unsqueeze, Expand, Reshape)
   bool scores_output = false; // the scores are a graph output too
   int dtype = kFloat;         // FLOAT16 or BFLOAT16: the inputs cast to it, the output back
+  // Rotary embedding of Q and K after the head split (K before its heads repeat): Half as
+  // exporters write rotate_half (x cos + Concat(-x2, x1) sin, the caches [B, 1, S, D] per
+  // operand), or the ONNX RotaryEmbedding op (opset 23; the caches [B, S, D/2]), its half or its
+  // interleaved form.
+  enum class Rotary { None, Half, Op, OpInterleaved } rotary = Rotary::None;
 };
 
 // q [B,S,H,D], k [B,T,KH,D] (or [B,KH,D,T]), v [B,T,KH,Dv] -> y [B,S,H,Dv]: the heads split by
 // Transposes, softmax(logits(Q Kᵀ)) V, the heads merged by a Transpose.
 Graph attention_graph(const AttentionModel& a) {
-  ModelBuilder m(17);
+  using Rotary = AttentionModel::Rotary;
+  const bool rotary_op = a.rotary == Rotary::Op || a.rotary == Rotary::OpInterleaved;
+  ModelBuilder m(rotary_op ? 23 : 17);
   m.input("q_in", kFloat, {a.batch, a.queries, a.heads, a.head_dim});
   if (a.k_transposed)
     m.input("k_in", kFloat, {a.batch, a.kv_heads, a.head_dim, a.keys});
@@ -49,7 +56,37 @@ Graph attention_graph(const AttentionModel& a) {
     set_attr_int(m.node("Cast", {x}, {x + "_t"}), "to", a.dtype);
     return x + "_t";
   };
-  set_attr_ints(m.node("Transpose", {typed("q_in")}, {"q"}), "perm", {0, 2, 1, 3});
+  // x [B, heads, rows, D] rotated into `out`.
+  auto rotate = [&](const std::string& x, int64_t rows, const std::string& out) {
+    const int64_t d = a.head_dim, h = d / 2;
+    if (rotary_op) {
+      m.input(x + "_cos", kFloat, {a.batch, rows, h});
+      m.input(x + "_sin", kFloat, {a.batch, rows, h});
+      set_attr_int(m.node("RotaryEmbedding", {x, typed(x + "_cos"), typed(x + "_sin")}, {out}),
+                   "interleaved", a.rotary == Rotary::OpInterleaved ? 1 : 0);
+      return out;
+    }
+    m.input(x + "_cos", kFloat, {a.batch, 1, rows, d});
+    m.input(x + "_sin", kFloat, {a.batch, 1, rows, d});
+    m.initializer_i64(x + "_axis", {1}, {3});
+    m.initializer_i64(x + "_0", {1}, {0});
+    m.initializer_i64(x + "_h", {1}, {h});
+    m.initializer_i64(x + "_d", {1}, {d});
+    m.node("Slice", {x, x + "_0", x + "_h", x + "_axis"}, {x + "_x1"});
+    m.node("Slice", {x, x + "_h", x + "_d", x + "_axis"}, {x + "_x2"});
+    m.node("Neg", {x + "_x2"}, {x + "_n2"});
+    set_attr_int(m.node("Concat", {x + "_n2", x + "_x1"}, {x + "_rot"}), "axis", -1);
+    m.node("Mul", {x, typed(x + "_cos")}, {x + "_c"});
+    m.node("Mul", {x + "_rot", typed(x + "_sin")}, {x + "_s"});
+    m.node("Add", {x + "_c", x + "_s"}, {out});
+    return out;
+  };
+  if (a.rotary == Rotary::None) {
+    set_attr_ints(m.node("Transpose", {typed("q_in")}, {"q"}), "perm", {0, 2, 1, 3});
+  } else {
+    set_attr_ints(m.node("Transpose", {typed("q_in")}, {"q_h"}), "perm", {0, 2, 1, 3});
+    rotate("q_h", a.queries, "q");
+  }
   // [B, KH, T, X] -> [B, KH, 1, T, X] -> [B, KH, H / KH, T, X] -> [B, H, T, X], as exporters
   // write grouped-query attention's repeat_kv.
   auto repeat = [&](const std::string& x, int64_t dim, const std::string& out) {
@@ -62,7 +99,17 @@ Graph attention_graph(const AttentionModel& a) {
     m.node("Reshape", {x + "_2", x + "_heads"}, {out});
     return out;
   };
-  if (a.repeat_kv) {
+  if (a.rotary != Rotary::None) {
+    set_attr_ints(m.node("Transpose", {typed("k_in")}, {"k_h"}), "perm", {0, 2, 1, 3});
+    std::string k = rotate("k_h", a.keys, "k4");
+    if (a.repeat_kv) k = repeat(k, a.head_dim, "k_r");
+    set_attr_ints(m.node("Transpose", {k}, {"kt"}), "perm", {0, 1, 3, 2});
+    set_attr_ints(m.node("Transpose", {typed("v_in")}, {"v4"}), "perm", {0, 2, 1, 3});
+    if (a.repeat_kv)
+      repeat("v4", a.value_dim, "v");
+    else
+      m.node("Identity", {"v4"}, {"v"});
+  } else if (a.repeat_kv) {
     set_attr_ints(m.node("Transpose", {typed("k_in")}, {"k4"}), "perm", {0, 2, 1, 3});
     set_attr_ints(m.node("Transpose", {repeat("k4", a.head_dim, "k_r")}, {"kt"}), "perm",
                   {0, 1, 3, 2});
@@ -318,6 +365,62 @@ TEST_CASE("attention: 16-bit products of 16 queries or more run on tensor cores"
     a.dtype = onnx::TensorProto::FLOAT16;
     a.queries = 15;
     CHECK(attention_math(attention_graph(a), 90) == "fma");
+  }
+}
+
+// The operands of the ilp plan's attention group that a prologue computes ("q", "k", "v").
+std::string prologue_operands(const Graph& g) {
+  const FusionPlan plan = plan_for_host(g, "ilp");
+  std::string operands;
+  for (const FusionGroup& group : plan.groups)
+    if (const auto* attention = std::get_if<AttentionSpec>(&group.spec)) {
+      if (!attention->q.prologue.empty()) operands += "q";
+      if (!attention->k.prologue.empty()) operands += "k";
+      if (!attention->v.prologue.empty()) operands += "v";
+      for (const AttentionSpec::Operand* o : {&attention->q, &attention->k, &attention->v})
+        CHECK((o->prologue.empty() || o->vector == 1));
+    }
+  return operands;
+}
+
+TEST_CASE("attention: rotary embedding on Q and K evaluates as the kernel loads them",
+          "[planner][attention]") {
+  // Proves: rotary embedding of Q and K after the head split, as exporters write rotate_half
+  // (Slices, Neg, Concat, Muls and Add) and as the ONNX RotaryEmbedding op lowers (Slices, Muls,
+  // Sub, Add, Concat), joins the attention group as Q's and K's prologues: the head split, the
+  // rotation, the attention and the head merge are one launch (K's rotation before its
+  // grouped-query repeat too), equal to the per-op plan, on fp32 FMA and on float16 tensor
+  // cores (the rotated rows load element by element; the model's Casts of Q, K and V to
+  // float16 join the prologues). The interleaved op's pairs go through
+  // reshapes (views no prologue evaluates): the attention still forms, the rotation apart.
+  AttentionModel a;
+  a.rotary = AttentionModel::Rotary::Half;
+  SECTION("rotate_half, a causal mask") {
+    a.causal = true;
+    CHECK(prologue_operands(attention_graph(a)) == "qk");
+    check_attention(a, 51, 1, {}, 1);
+  }
+  SECTION("rotate_half, grouped-query heads, a padding bias") {
+    a.heads = 6, a.kv_heads = 2, a.repeat_kv = a.padding_bias = true;
+    CHECK(prologue_operands(attention_graph(a)) == "qk");
+    check_attention(a, 52, 1, {}, 1);
+  }
+  SECTION("rotate_half in float16 on tensor cores") {
+    a.dtype = onnx::TensorProto::FLOAT16;
+    a.queries = 37, a.keys = 70, a.head_dim = a.value_dim = 16, a.causal = true;
+    CHECK(attention_math(attention_graph(a), 90) == "tensor_cores float16");
+    // V's prologue: its Cast to float16 (the output's Cast back is a launch of its own).
+    CHECK(prologue_operands(attention_graph(a)) == "qkv");
+    check_attention(a, 53, 1, {0x1p-8, 0x1p-8});
+  }
+  SECTION("the RotaryEmbedding op") {
+    a.rotary = AttentionModel::Rotary::Op;
+    CHECK(prologue_operands(attention_graph(a)) == "qk");
+    check_attention(a, 54, 1, {}, 1);
+  }
+  SECTION("the interleaved RotaryEmbedding op") {
+    a.rotary = AttentionModel::Rotary::OpInterleaved;
+    check_attention(a, 55, 1);
   }
 }
 

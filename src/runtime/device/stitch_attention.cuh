@@ -165,8 +165,43 @@ template <class E> __device__ __forceinline__ void copy_vector(E* dst, const E* 
 #if defined(__CUDACC__)
   *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
 #else
+  mma::detail::check_aligned_16(dst, "stitch::attention copy_vector");
+  mma::detail::check_aligned_16(src, "stitch::attention copy_vector");
   memcpy(dst, src, 16);
 #endif
+}
+
+// f(r, c) for every cell of rows x Columns (a row's vectors or elements), spread over the
+// block's Threads.
+template <int Columns, int Threads, class F>
+__device__ __forceinline__ void for_each_cell(int rows, F f) {
+  STITCH_ATTENTION_LOADS
+  for (int e = static_cast<int>(threadIdx.x); e < rows * Columns; e += Threads)
+    f(e / Columns, e % Columns);
+}
+
+// An operand's row pointer where its plan loads 16-byte vectors (Problem::kXVector > 1), else 0
+// (its rows load element by element: the row pointer is never asked for).
+template <class Problem>
+__device__ __forceinline__ auto query_row_of(const Problem& p, int64_t head, int64_t row) {
+  if constexpr (Problem::kQueryVector > 1)
+    return p.query_row(head, row);
+  else
+    return 0;
+}
+template <class Problem>
+__device__ __forceinline__ auto key_row_of(const Problem& p, int64_t head, int64_t row) {
+  if constexpr (Problem::kKeyVector > 1)
+    return p.key_row(head, row);
+  else
+    return 0;
+}
+template <class Problem>
+__device__ __forceinline__ auto value_row_of(const Problem& p, int64_t head, int64_t row) {
+  if constexpr (Problem::kValueVector > 1)
+    return p.value_row(head, row);
+  else
+    return 0;
 }
 
 // The 16 / sizeof(E) elements at src (16-byte aligned) as floats.
@@ -186,12 +221,8 @@ template <class P> using RowElement = std::remove_cv_t<std::remove_pointer_t<P>>
 template <int V, int Dims, int Threads, class Valid, class Row, class Element>
 __device__ __forceinline__ void fill_float_rows(float* tile, int stride, int rows, Valid valid,
                                                 Row load_row, Element load) {
-  const int tid = static_cast<int>(threadIdx.x);
   if constexpr (V > 1) {
-    constexpr int C = Dims / V;
-    STITCH_ATTENTION_LOADS
-    for (int e = tid; e < rows * C; e += Threads) {
-      const int r = e / C, c = e % C;
+    for_each_cell<Dims / V, Threads>(rows, [&](int r, int c) {
       float x[V];
       if (valid(r)) {
         load_vector(load_row(r) + c * V, x);
@@ -201,13 +232,10 @@ __device__ __forceinline__ void fill_float_rows(float* tile, int stride, int row
       }
       for (int i = 0; i < V; ++i)
         tile[r * stride + c * V + i] = x[i];
-    }
+    });
   } else {
-    STITCH_ATTENTION_LOADS
-    for (int e = tid; e < rows * Dims; e += Threads) {
-      const int r = e / Dims, d = e % Dims;
-      tile[r * stride + d] = valid(r) ? load(r, d) : 0.0f;
-    }
+    for_each_cell<Dims, Threads>(
+        rows, [&](int r, int d) { tile[r * stride + d] = valid(r) ? load(r, d) : 0.0f; });
   }
 }
 
@@ -243,34 +271,17 @@ __device__ void attend_keys(const Problem& p, int64_t head, int64_t first_query,
   // The query tile, once (rows past the last query hold zeros and are never stored).
   fill_float_rows<Problem::kQueryVector, D, T>(
       q_tile, D, Config::kQueryTile, [&](int r) { return first_query + r < p.queries; },
-      [&](int r) {
-        if constexpr (Problem::kQueryVector > 1)
-          return p.query_row(head, first_query + r);
-        else
-          return 0;
-      },
+      [&](int r) { return query_row_of(p, head, first_query + r); },
       [&](int r, int d) { return p.query(head, first_query + r, d); });
 
   for (int64_t k0 = key_begin; k0 < key_end; k0 += BK) {
     __syncthreads(); // the query tile is in; the previous key tile's readers are done
     const auto key_valid = [&](int j) { return k0 + j < key_end; };
     fill_float_rows<Problem::kKeyVector, D, T>(
-        k_tile, KS, BK, key_valid,
-        [&](int j) {
-          if constexpr (Problem::kKeyVector > 1)
-            return p.key_row(head, k0 + j);
-          else
-            return 0;
-        },
+        k_tile, KS, BK, key_valid, [&](int j) { return key_row_of(p, head, k0 + j); },
         [&](int j, int d) { return p.key(head, k0 + j, d); });
     fill_float_rows<Problem::kValueVector, DV, T>(
-        v_tile, DV, BK, key_valid,
-        [&](int j) {
-          if constexpr (Problem::kValueVector > 1)
-            return p.value_row(head, k0 + j);
-          else
-            return 0;
-        },
+        v_tile, DV, BK, key_valid, [&](int j) { return value_row_of(p, head, k0 + j); },
         [&](int j, int d) { return p.value(head, k0 + j, d); });
     __syncthreads();
 
@@ -358,13 +369,9 @@ template <class T, int Vector, int Dims, int Stride, int Threads, class Valid, c
           class Element>
 __device__ __forceinline__ void fill_rows(T* tile, int rows, Valid valid, RowOf row_of,
                                           Element element) {
-  const int tid = static_cast<int>(threadIdx.x);
   if constexpr (Vector > 1) {
     static_assert(std::is_same_v<RowElement<decltype(row_of(0))>, T>, "rows of type T");
-    constexpr int C = Dims / Vector;
-    STITCH_ATTENTION_LOADS
-    for (int e = tid; e < rows * C; e += Threads) {
-      const int r = e / C, c = e % C;
+    for_each_cell<Dims / Vector, Threads>(rows, [&](int r, int c) {
       T* const to = tile + r * Stride + c * Vector;
       if (valid(r)) {
         mma::copy_async_16(to, row_of(r) + c * Vector);
@@ -372,13 +379,11 @@ __device__ __forceinline__ void fill_rows(T* tile, int rows, Valid valid, RowOf 
         for (int i = 0; i < Vector; ++i)
           to[i] = T(0.0f);
       }
-    }
+    });
   } else {
-    STITCH_ATTENTION_LOADS
-    for (int e = tid; e < rows * Stride; e += Threads) {
-      const int r = e / Stride, d = e % Stride;
-      tile[e] = T(d < Dims && valid(r) ? element(r, d) : 0.0f);
-    }
+    for_each_cell<Stride, Threads>(rows, [&](int r, int d) {
+      tile[r * Stride + d] = T(d < Dims && valid(r) ? element(r, d) : 0.0f);
+    });
   }
 }
 
@@ -415,22 +420,10 @@ __device__ void attend_keys_mma(const Problem& p, int64_t head, int64_t first_qu
   auto load_tile = [&](int stage, int64_t k0) {
     const auto valid = [&](int j) { return k0 + j < key_end; };
     fill_rows<T, KV, D, QS, NT>(
-        k_tile(stage), BK, valid,
-        [&](int j) {
-          if constexpr (KV > 1)
-            return p.key_row(head, k0 + j);
-          else
-            return 0;
-        },
+        k_tile(stage), BK, valid, [&](int j) { return key_row_of(p, head, k0 + j); },
         [&](int j, int d) { return p.key(head, k0 + j, d); });
     fill_rows<T, VV, DV, VS, NT>(
-        v_tile(stage), BK, valid,
-        [&](int j) {
-          if constexpr (VV > 1)
-            return p.value_row(head, k0 + j);
-          else
-            return 0;
-        },
+        v_tile(stage), BK, valid, [&](int j) { return value_row_of(p, head, k0 + j); },
         [&](int j, int d) { return p.value(head, k0 + j, d); });
   };
 
@@ -442,12 +435,7 @@ __device__ void attend_keys_mma(const Problem& p, int64_t head, int64_t first_qu
   if constexpr (QV > 1) zero_columns<T, NT>(q_tile, Config::kQueryTile, QS, D, QS);
   fill_rows<T, QV, D, QS, NT>(
       q_tile, Config::kQueryTile, [&](int r) { return first_query + r < p.queries; },
-      [&](int r) {
-        if constexpr (QV > 1)
-          return p.query_row(head, first_query + r);
-        else
-          return 0;
-      },
+      [&](int r) { return query_row_of(p, head, first_query + r); },
       [&](int r, int d) { return p.query(head, first_query + r, d); });
   if (key_begin < key_end) load_tile(0, key_begin);
   mma::copy_async_commit(); // Q and the first tile

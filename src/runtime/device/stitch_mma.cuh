@@ -1,29 +1,11 @@
-// Warp-level matrix products on tensor cores for generated kernels: a warp multiplies 16 x 16
-// tiles of float16 or bfloat16 into float32 accumulators (fp32 accumulation, as cuBLASLt's
-// CUBLAS_COMPUTE_32F).
-//
-//   stitch::mma::A<T>               a 16 x 16 tile of T (float16 or bfloat16), row-major source
-//   stitch::mma::B<T, Layout>       a 16 x 16 tile of T, row-major (RowMajor: element (k, n) at
-//                                   p[k * ldm + n]) or column-major (ColMajor: at p[n * ldm + k])
-//   stitch::mma::Accumulator        a 16 x 16 tile of float
-//   load(tile, p, ldm)              every lane of the warp calls with the same p and ldm (in
-//                                   elements; a multiple of 8 for T, of 4 for float); p 32-byte
-//                                   aligned. An Accumulator loads and stores row-major.
-//   zero(acc)                       every element 0
-//   multiply_add(acc, a, b)         acc += a · b (the k = 0..15 products summed into each element)
-//   store(p, acc, ldm)              writes the tile row-major; the warp's lanes together write
-//                                   every element: __syncwarp before other lanes read them
-//
-// On the CUDA target these are nvcuda::wmma's m16n16k16 fragments (sm_80 and later: bfloat16
-// needs sm_80; the planner only plans them for such architectures). On the host target a lane's
-// A and B hold the whole tile (loaded from the shared memory every lane can read) and an
-// Accumulator holds elements 8 * lane .. 8 * lane + 7 of the row-major tile, so each element is
-// computed once, by one lane, as c + Σ_k a[i][k] · b[k][j] in float with k ascending. Products of
-// 16-bit values are exact in float, so the host and the GPU differ only by the order in which
-// the tensor core adds them.
+// Warp-level matrix products on tensor cores for generated kernels: a warp multiplies tiles of
+// float16 or bfloat16 into float32 accumulators (fp32 accumulation, as cuBLASLt's
+// CUBLAS_COMPUTE_32F). Products of 16-bit values are exact in float, so the host target and the
+// GPU differ only by the order in which the tensor core adds them.
 //
 // Register fragments of known layout, for kernels that keep their tiles in registers (PTX
-// mma.sync.aligned.m16n8k16.row.col.f32 with float16 or bfloat16 operands); lane l of the warp
+// mma.sync.aligned.m16n8k16.row.col.f32 with float16 or bfloat16 operands, sm_80 and later: the
+// planner only plans them for such architectures); lane l of the warp
 // has g = l / 4 and t = l % 4, and a register holds two elements, the lower column (or k) in
 // its low half:
 //   FragmentA      16 x 16 of T (rows x k): x[0] (g, 2t), x[1] (g + 8, 2t), x[2] (g, 2t + 8),
@@ -56,9 +38,9 @@
 #include "stitch_cuda.h"
 #include "stitch_half.cuh"
 
-#if defined(__CUDACC__)
-#include <mma.h>
-#else
+#include <type_traits>
+
+#if !defined(__CUDACC__)
 #include <math.h>
 #include <string.h>
 #endif
@@ -66,10 +48,7 @@
 namespace stitch {
 namespace mma {
 
-struct RowMajor {};
-struct ColMajor {};
-
-inline constexpr int kTile = 16;
+inline constexpr int kTile = 16; // a fragment's rows (and A's k)
 
 struct FragmentA {
   uint32_t x[4];
@@ -89,67 +68,20 @@ __device__ __forceinline__ void zero(FragmentC& c) { c.x[0] = c.x[1] = c.x[2] = 
 
 #if defined(__CUDACC__)
 
-namespace detail {
-template <class T> struct Native;
-template <> struct Native<float16> { using type = __half; };
-template <> struct Native<bfloat16> { using type = __nv_bfloat16; };
-template <class L> struct WmmaLayout;
-template <> struct WmmaLayout<RowMajor> { using type = nvcuda::wmma::row_major; };
-template <> struct WmmaLayout<ColMajor> { using type = nvcuda::wmma::col_major; };
-} // namespace detail
-
-template <class T> struct A {
-  nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, typename detail::Native<T>::type,
-                         nvcuda::wmma::row_major>
-      f;
-};
-template <class T, class Layout> struct B {
-  nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, 16, 16, 16, typename detail::Native<T>::type,
-                         typename detail::WmmaLayout<Layout>::type>
-      f;
-};
-struct Accumulator {
-  nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> f;
-};
-
-template <class T> __device__ __forceinline__ void load(A<T>& a, const T* p, unsigned ldm) {
-  nvcuda::wmma::load_matrix_sync(a.f, reinterpret_cast<const typename detail::Native<T>::type*>(p),
-                                 ldm);
-}
-template <class T, class L>
-__device__ __forceinline__ void load(B<T, L>& b, const T* p, unsigned ldm) {
-  nvcuda::wmma::load_matrix_sync(b.f, reinterpret_cast<const typename detail::Native<T>::type*>(p),
-                                 ldm);
-}
-__device__ __forceinline__ void load(Accumulator& c, const float* p, unsigned ldm) {
-  nvcuda::wmma::load_matrix_sync(c.f, p, ldm, nvcuda::wmma::mem_row_major);
-}
-__device__ __forceinline__ void zero(Accumulator& c) { nvcuda::wmma::fill_fragment(c.f, 0.0f); }
-template <class T, class L>
-__device__ __forceinline__ void multiply_add(Accumulator& c, const A<T>& a, const B<T, L>& b) {
-  nvcuda::wmma::mma_sync(c.f, a.f, b.f, c.f);
-}
-__device__ __forceinline__ void store(float* p, const Accumulator& c, unsigned ldm) {
-  nvcuda::wmma::store_matrix_sync(p, c.f, ldm, nvcuda::wmma::mem_row_major);
-}
-
 template <class T>
-__device__ __forceinline__ void product(FragmentC& c, const FragmentA& a, const FragmentB& b);
-template <>
-__device__ __forceinline__ void product<float16>(FragmentC& c, const FragmentA& a,
-                                                 const FragmentB& b) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
-               "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-               : "+f"(c.x[0]), "+f"(c.x[1]), "+f"(c.x[2]), "+f"(c.x[3])
-               : "r"(a.x[0]), "r"(a.x[1]), "r"(a.x[2]), "r"(a.x[3]), "r"(b.x[0]), "r"(b.x[1]));
-}
-template <>
-__device__ __forceinline__ void product<bfloat16>(FragmentC& c, const FragmentA& a,
-                                                  const FragmentB& b) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
-               "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-               : "+f"(c.x[0]), "+f"(c.x[1]), "+f"(c.x[2]), "+f"(c.x[3])
-               : "r"(a.x[0]), "r"(a.x[1]), "r"(a.x[2]), "r"(a.x[3]), "r"(b.x[0]), "r"(b.x[1]));
+__device__ __forceinline__ void product(FragmentC& c, const FragmentA& a, const FragmentB& b) {
+  static_assert(std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>,
+                "tensor-core products take float16 or bfloat16");
+  if constexpr (std::is_same_v<T, float16>)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(c.x[0]), "+f"(c.x[1]), "+f"(c.x[2]), "+f"(c.x[3])
+                 : "r"(a.x[0]), "r"(a.x[1]), "r"(a.x[2]), "r"(a.x[3]), "r"(b.x[0]), "r"(b.x[1]));
+  else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(c.x[0]), "+f"(c.x[1]), "+f"(c.x[2]), "+f"(c.x[3])
+                 : "r"(a.x[0]), "r"(a.x[1]), "r"(a.x[2]), "r"(a.x[3]), "r"(b.x[0]), "r"(b.x[1]));
 }
 
 template <class T>
@@ -172,58 +104,17 @@ template <int N> __device__ __forceinline__ void copy_async_wait() {
 #else // the host target
 
 namespace detail {
-inline constexpr int kPerLane = kTile * kTile / 32;
-inline int lane() { return static_cast<int>(threadIdx.x) & 31; }
+// The GPU faults on a vector access its size does not align (cudaErrorMisalignedAddress); so
+// does the host target, where memcpy would not.
+inline void check_aligned_16(const void* p, const char* what) {
+  if (reinterpret_cast<uintptr_t>(p) % 16 != 0)
+    throw host::KernelFault(cudaErrorMisalignedAddress,
+                            std::string(what) + ": an address not 16-byte aligned");
+}
 } // namespace detail
 
-template <class T> struct A {
-  float x[kTile][kTile]; // [row][k]
-};
-template <class T, class Layout> struct B {
-  float x[kTile][kTile]; // [k][column]
-};
-struct Accumulator {
-  float x[detail::kPerLane]; // row-major elements 8 * lane ...
-};
-
-template <class T> inline void load(A<T>& a, const T* p, unsigned ldm) {
-  for (int i = 0; i < kTile; ++i)
-    for (int k = 0; k < kTile; ++k)
-      a.x[i][k] = static_cast<float>(p[i * ldm + k]);
-}
-template <class T> inline void load(B<T, RowMajor>& b, const T* p, unsigned ldm) {
-  for (int k = 0; k < kTile; ++k)
-    for (int n = 0; n < kTile; ++n)
-      b.x[k][n] = static_cast<float>(p[k * ldm + n]);
-}
-template <class T> inline void load(B<T, ColMajor>& b, const T* p, unsigned ldm) {
-  for (int n = 0; n < kTile; ++n)
-    for (int k = 0; k < kTile; ++k)
-      b.x[k][n] = static_cast<float>(p[n * ldm + k]);
-}
-inline void load(Accumulator& c, const float* p, unsigned ldm) {
-  for (int e = 0; e < detail::kPerLane; ++e) {
-    const int at = detail::lane() * detail::kPerLane + e;
-    c.x[e] = p[(at / kTile) * ldm + at % kTile];
-  }
-}
-inline void zero(Accumulator& c) {
-  for (float& v : c.x)
-    v = 0.0f;
-}
-template <class T, class L>
-inline void multiply_add(Accumulator& c, const A<T>& a, const B<T, L>& b) {
-  for (int e = 0; e < detail::kPerLane; ++e) {
-    const int at = detail::lane() * detail::kPerLane + e;
-    const int i = at / kTile, j = at % kTile;
-    float sum = c.x[e];
-    for (int k = 0; k < kTile; ++k)
-      sum = fmaf(a.x[i][k], b.x[k][j], sum);
-    c.x[e] = sum;
-  }
-}
-
 template <class T> inline void load_transposed(FragmentB& lo, FragmentB& hi, const T* row) {
+  detail::check_aligned_16(row, "stitch::mma::load_transposed");
   host::EmulatedThread& thread = host::running_thread("stitch::mma::load_transposed");
   host::WarpState& warp = thread.block->warps[thread.warp()];
   const unsigned lane = thread.lane();
@@ -245,17 +136,12 @@ template <class T> inline void load_transposed(FragmentB& lo, FragmentB& hi, con
 }
 
 inline void copy_async_16(void* shared_dst, const void* global_src) {
+  detail::check_aligned_16(shared_dst, "stitch::mma::copy_async_16");
+  detail::check_aligned_16(global_src, "stitch::mma::copy_async_16");
   memcpy(shared_dst, global_src, 16);
 }
 inline void copy_async_commit() {}
 template <int N> inline void copy_async_wait() {}
-inline void store(float* p, const Accumulator& c, unsigned ldm) {
-  for (int e = 0; e < detail::kPerLane; ++e) {
-    const int at = detail::lane() * detail::kPerLane + e;
-    p[(at / kTile) * ldm + at % kTile] = c.x[e];
-  }
-}
-
 namespace detail {
 template <class T> inline float half_of(uint32_t reg, int high) {
   return static_cast<float>(T::from_bits(static_cast<uint16_t>(high ? reg >> 16 : reg & 0xffffu)));

@@ -23,6 +23,7 @@ enum cudaError {
   cudaErrorLaunchOutOfResources = 701,
   cudaErrorLaunchTimeout = 702,
   cudaErrorAssert = 710,
+  cudaErrorMisalignedAddress = 716,
   cudaErrorLaunchFailure = 719,
   cudaErrorCooperativeLaunchTooLarge = 720,
   cudaErrorNotSupported = 801,
@@ -58,6 +59,8 @@ inline ErrorText error_text(cudaError_t code) {
     return {"cudaErrorNotReady", "device not ready"};
   case cudaErrorIllegalAddress:
     return {"cudaErrorIllegalAddress", "an illegal memory access was encountered"};
+  case cudaErrorMisalignedAddress:
+    return {"cudaErrorMisalignedAddress", "misaligned address"};
   case cudaErrorLaunchOutOfResources:
     return {"cudaErrorLaunchOutOfResources", "too many resources requested for launch"};
   case cudaErrorLaunchTimeout:
