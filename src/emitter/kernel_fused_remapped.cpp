@@ -52,7 +52,9 @@ public:
     if (auto move = moves_.find(t); move != moves_.end())
       name = remapped(*move->second, at);
     else if (auto p = producer_.find(t); p != producer_.end())
-      name = computed(ctx_.graph().nodes[p->second], at);
+      name = ctx_.graph().nodes[p->second].op == OpKind::View
+                 ? viewed(ctx_.graph().nodes[p->second], at)
+                 : computed(ctx_.graph().nodes[p->second], at);
     else
       name = loaded(t, at);
     frames_.back().values[key] = name;
@@ -83,6 +85,11 @@ private:
     if (step != 1) e = fmt::format("{} * {}", step, r);
     if (offset > 0) e = fmt::format("{} + {}", e, offset);
     if (offset < 0) e = fmt::format("{} - {}", e, -offset);
+    return named(e);
+  }
+
+  // An index expression as one name or number (`const int64_t kN`, once per scope).
+  std::string named(const std::string& e) {
     if (simple(e)) return e;
     if (const std::string* known = find(e, &Frame::coordinates)) return *known;
     std::string name = fmt::format("k{}", next_k_++);
@@ -137,6 +144,38 @@ private:
         out_.linef("else {} = {};", name, fill);
     }
     return name;
+  }
+
+  // A View (a reshape; an attention's prologue holds them) reads its operand at the same
+  // row-major position: the element's linear index in the result, taken apart in the operand.
+  std::string viewed(const Node& node, const std::vector<std::string>& at) {
+    const Shape& result = ctx_.tensor(node.outputs[0]).shape;
+    const Shape& operand = ctx_.tensor(node.inputs[0]).shape;
+    const Shape result_strides = row_major_strides(result);
+    std::vector<std::string> terms;
+    for (size_t j = 0; j < result.size(); ++j)
+      if (result[j] != 1 && at[j] != "0")
+        terms.push_back(result_strides[j] == 1 ? at[j]
+                                               : fmt::format("{} * {}", at[j], result_strides[j]));
+    const std::string linear =
+        named(terms.empty() ? "0" : fmt::format("{}", fmt::join(terms, " + ")));
+    const Shape operand_strides = row_major_strides(operand);
+    std::vector<std::string> a;
+    for (size_t j = 0; j < operand.size(); ++j) {
+      if (operand[j] == 1) {
+        a.push_back("0");
+        continue;
+      }
+      std::string e =
+          operand_strides[j] == 1 ? linear : fmt::format("{} / {}", linear, operand_strides[j]);
+      if (j > 0)
+        e = operand_strides[j] == 1 ? fmt::format("{} % {}", e, operand[j])
+                                    : fmt::format("({}) % {}", e, operand[j]);
+      a.push_back(named(e));
+    }
+    out_.comment(fmt::format("'{}' (View): '{}' at the same row-major position", node.name,
+                             ctx_.tensor(node.inputs[0]).name));
+    return value(node.inputs[0], a);
   }
 
   std::string computed(const Node& node, const std::vector<std::string>& at) {

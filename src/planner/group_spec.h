@@ -447,10 +447,11 @@ struct AttentionSpec {
     // and take no scaling or prologue; else 1.
     int vector = 1;
     // A prologue: `tensor` is no stored tensor but computed by these nodes of the group
-    // (pointwise nodes and index remappings, `moves`, as a Local group holds them: rotary
-    // embedding's Slices, Neg, Concat, Muls and Add, say) from the group's inputs. Each element
-    // the kernel loads is evaluated at its coordinates in `tensor` (packed: offset and strides
-    // index it row-major) as it loads: Q once per block, K and V once per block and key tile.
+    // (pointwise nodes and index remappings, `moves`, as a Local group holds them, and Views:
+    // rotary embedding's Slices, Neg, Concat, Muls and Add, say) from the group's inputs. Each
+    // element the kernel loads is evaluated at its coordinates in `tensor` (packed: offset and
+    // strides index it row-major) as it loads: Q once per block, K and V once per block and key
+    // tile.
     std::vector<int32_t> prologue; // node order
     std::vector<MovementRead> moves;
   };

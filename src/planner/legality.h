@@ -162,12 +162,12 @@ FusionGroup single_node_group(const Graph& graph, int32_t node, const DevicePara
 // the output; sorted. Empty when `product` reads no softmax of a product. The planners offer it
 // as one candidate group (analyze_group decides whether it is legal). `read_through`, when
 // given, gets the nodes on the operands' and the output's ways (the candidate without them is
-// worth offering too); `prologues`, when given, the nodes computing Q, K and V that the kernel
-// could evaluate as it loads them (rotary embedding, say: the candidate with them is worth
-// offering too).
+// worth offering too); `prologues`, when given, Q's, K's and V's prologues, the nodes computing
+// each that the kernel could evaluate as it loads it (rotary embedding, say; empty where none:
+// the candidate with any of them is worth offering too).
 std::vector<int32_t> attention_candidate(const FusionContext& ctx, int32_t product,
                                          std::vector<int32_t>* read_through = nullptr,
-                                         std::vector<int32_t>* prologues = nullptr);
+                                         std::vector<std::vector<int32_t>>* prologues = nullptr);
 GroupKind group_kind_of(const Node& node);
 
 } // namespace stitch

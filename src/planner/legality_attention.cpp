@@ -141,15 +141,16 @@ bool evaluable(const FusionContext& ctx, int32_t p) {
 constexpr size_t kMaxPrologueNodes = 32;
 
 // The operand prologue computing `t` (read by `reader` alone): back from t's producer, the
-// evaluable nodes (of `within`, when given) whose every value only the prologue itself (or
-// `reader`, for t) reads, in node order; empty where t's producer is no such node or the
+// evaluable nodes and Views (of `within`, when given) whose every value only the prologue itself
+// (or `reader`, for t) reads, in node order; empty where t's producer is no such node or the
 // prologue would hold more than kMaxPrologueNodes.
 std::vector<int32_t> prologue_of(const FusionContext& ctx, const std::vector<int32_t>* within,
                                  TensorId t, int32_t reader) {
   const Graph& g = ctx.graph;
+  // Views too: the kernel reads them at the same row-major position (no strided view needed).
   auto candidate = [&](int32_t p) {
-    return evaluable(ctx, p) && (within == nullptr || contains(*within, p)) &&
-           g.nodes[p].outputs.size() == 1;
+    return p >= 0 && (evaluable(ctx, p) || ctx.node_class[p] == NodeClass::View) &&
+           (within == nullptr || contains(*within, p)) && g.nodes[p].outputs.size() == 1;
   };
   const int32_t root = ctx.producer[t];
   if (!candidate(root) || ctx.graph_output[t]) return {};
@@ -438,7 +439,8 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
     o->scalars = view->scalars;
     o->prologue = view->prologue;
     for (int32_t n : o->prologue)
-      if (ctx.node_class[n] != NodeClass::Pointwise) o->moves.push_back(movement_read(g, n));
+      if (ctx.node_class[n] == NodeClass::Movement || ctx.node_class[n] == NodeClass::Layout)
+        o->moves.push_back(movement_read(g, n));
   }
   // 16-byte loads where every row's dims are adjacent and start at a multiple of 16 bytes (a
   // tensor itself starts 16-byte aligned: the arena's and the caller's, which stitch_run
@@ -648,7 +650,7 @@ namespace stitch {
 
 std::vector<int32_t> attention_candidate(const FusionContext& ctx, int32_t product,
                                          std::vector<int32_t>* read_through,
-                                         std::vector<int32_t>* prologues) {
+                                         std::vector<std::vector<int32_t>>* prologues) {
   const Graph& g = ctx.graph;
   const Node& pv = g.nodes[product];
   if (pv.op != OpKind::MatMul || pv.inputs.size() < 2) return {};
@@ -725,11 +727,9 @@ std::vector<int32_t> attention_candidate(const FusionContext& ctx, int32_t produ
       break;
     }
     const TensorId computed = take > 0 ? sources[take - 1] : t;
-    if (prologues) {
-      const std::vector<int32_t> prologue =
-          legality::prologue_of(ctx, nullptr, computed, take > 0 ? way[take - 1] : reader);
-      prologues->insert(prologues->end(), prologue.begin(), prologue.end());
-    }
+    if (prologues)
+      prologues->push_back(
+          legality::prologue_of(ctx, nullptr, computed, take > 0 ? way[take - 1] : reader));
   };
   layouts_of(g.nodes[scores].inputs[0], scores);
   layouts_of(g.nodes[scores].inputs[1], scores);
@@ -754,10 +754,6 @@ std::vector<int32_t> attention_candidate(const FusionContext& ctx, int32_t produ
   }
   std::sort(nodes.begin(), nodes.end());
   nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
-  if (prologues) {
-    std::sort(prologues->begin(), prologues->end());
-    prologues->erase(std::unique(prologues->begin(), prologues->end()), prologues->end());
-  }
   return nodes;
 }
 

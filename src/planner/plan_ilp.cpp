@@ -357,22 +357,30 @@ FusionPlan plan_ilp(const Graph& graph, const PlannerOptions& options) {
     add_all_subsets(ctx, fusible, candidates);
   else
     add_grown_sets(ctx, options, candidates);
-  // Each attention whole (more nodes than grown sets reach), with the prologues computing its
-  // operands, and without the Slices, Transposes, Views and scalings it reads through, in case
-  // those cannot join.
+  // Each attention whole (more nodes than grown sets reach), with each combination of the
+  // prologues computing its Q, K and V (a K evaluated again by many query tiles may cost more
+  // than a kernel writing it once), and without the Slices, Transposes, Views and scalings it
+  // reads through, in case those cannot join.
   for (size_t n = 0; n < ctx.size(); ++n) {
     if (ctx.node_class[n] != NodeClass::Gemm) continue;
-    std::vector<int32_t> read_through, prologues;
+    std::vector<int32_t> read_through;
+    std::vector<std::vector<int32_t>> prologues;
     std::vector<int32_t> nodes =
         attention_candidate(ctx, static_cast<int32_t>(n), &read_through, &prologues);
     if (nodes.empty()) continue;
     candidates.add(nodes);
-    if (!prologues.empty()) {
-      std::vector<int32_t> whole = nodes;
-      whole.insert(whole.end(), prologues.begin(), prologues.end());
-      std::sort(whole.begin(), whole.end());
-      whole.erase(std::unique(whole.begin(), whole.end()), whole.end());
-      candidates.add(whole);
+    for (unsigned subset = 1; subset < (1u << prologues.size()); ++subset) {
+      std::vector<int32_t> with = nodes;
+      bool repeats = false; // a subset naming an empty prologue repeats a smaller one
+      for (size_t o = 0; o < prologues.size(); ++o)
+        if ((subset >> o) & 1u) {
+          repeats = repeats || prologues[o].empty();
+          with.insert(with.end(), prologues[o].begin(), prologues[o].end());
+        }
+      if (repeats) continue;
+      std::sort(with.begin(), with.end());
+      with.erase(std::unique(with.begin(), with.end()), with.end());
+      candidates.add(with);
     }
     std::erase_if(nodes, [&](int32_t k) {
       return std::find(read_through.begin(), read_through.end(), k) != read_through.end();

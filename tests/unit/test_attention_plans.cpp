@@ -32,9 +32,10 @@ struct AttentionModel {
   int dtype = kFloat;         // FLOAT16 or BFLOAT16: the inputs cast to it, the output back
   // Rotary embedding of Q and K after the head split (K before its heads repeat): Half as
   // exporters write rotate_half (x cos + Concat(-x2, x1) sin, the caches [B, 1, S, D] per
-  // operand), or the ONNX RotaryEmbedding op (opset 23; the caches [B, S, D/2]), its half or its
-  // interleaved form.
-  enum class Rotary { None, Half, Op, OpInterleaved } rotary = Rotary::None;
+  // operand), Interleaved as they write rotate_every_two (the even and odd dims x1 and x2 by
+  // Slices of step 2, Concat(-x2, x1) of them unsqueezed into pairs, reshaped back to D), or the
+  // ONNX RotaryEmbedding op (opset 23; the caches [B, S, D/2]), its half or its interleaved form.
+  enum class Rotary { None, Half, Interleaved, Op, OpInterleaved } rotary = Rotary::None;
 };
 
 // q [B,S,H,D], k [B,T,KH,D] (or [B,KH,D,T]), v [B,T,KH,Dv] -> y [B,S,H,Dv]: the heads split by
@@ -70,12 +71,26 @@ Graph attention_graph(const AttentionModel& a) {
     m.input(x + "_sin", kFloat, {a.batch, 1, rows, d});
     m.initializer_i64(x + "_axis", {1}, {3});
     m.initializer_i64(x + "_0", {1}, {0});
+    m.initializer_i64(x + "_1", {1}, {1});
+    m.initializer_i64(x + "_2", {1}, {2});
     m.initializer_i64(x + "_h", {1}, {h});
     m.initializer_i64(x + "_d", {1}, {d});
-    m.node("Slice", {x, x + "_0", x + "_h", x + "_axis"}, {x + "_x1"});
-    m.node("Slice", {x, x + "_h", x + "_d", x + "_axis"}, {x + "_x2"});
-    m.node("Neg", {x + "_x2"}, {x + "_n2"});
-    set_attr_int(m.node("Concat", {x + "_n2", x + "_x1"}, {x + "_rot"}), "axis", -1);
+    if (a.rotary == Rotary::Interleaved) {
+      m.initializer_i64(x + "_last", {1}, {-1});
+      m.initializer_i64(x + "_shape", {4}, {a.batch, 0, rows, d}); // 0: the heads, kept
+      m.node("Slice", {x, x + "_0", x + "_d", x + "_axis", x + "_2"}, {x + "_x1"});
+      m.node("Slice", {x, x + "_1", x + "_d", x + "_axis", x + "_2"}, {x + "_x2"});
+      m.node("Neg", {x + "_x2"}, {x + "_n2"});
+      m.node("Unsqueeze", {x + "_n2", x + "_last"}, {x + "_p2"});
+      m.node("Unsqueeze", {x + "_x1", x + "_last"}, {x + "_p1"});
+      set_attr_int(m.node("Concat", {x + "_p2", x + "_p1"}, {x + "_pairs"}), "axis", -1);
+      m.node("Reshape", {x + "_pairs", x + "_shape"}, {x + "_rot"});
+    } else {
+      m.node("Slice", {x, x + "_0", x + "_h", x + "_axis"}, {x + "_x1"});
+      m.node("Slice", {x, x + "_h", x + "_d", x + "_axis"}, {x + "_x2"});
+      m.node("Neg", {x + "_x2"}, {x + "_n2"});
+      set_attr_int(m.node("Concat", {x + "_n2", x + "_x1"}, {x + "_rot"}), "axis", -1);
+    }
     m.node("Mul", {x, typed(x + "_cos")}, {x + "_c"});
     m.node("Mul", {x + "_rot", typed(x + "_sin")}, {x + "_s"});
     m.node("Add", {x + "_c", x + "_s"}, {out});
@@ -369,8 +384,12 @@ TEST_CASE("attention: 16-bit products of 16 queries or more run on tensor cores"
 }
 
 // The operands of the ilp plan's attention group that a prologue computes ("q", "k", "v").
-std::string prologue_operands(const Graph& g) {
-  const FusionPlan plan = plan_for_host(g, "ilp");
+std::string prologue_operands(const Graph& g, AttentionMode mode = AttentionMode::Auto) {
+  PlannerOptions options;
+  options.planner = "ilp";
+  options.device = host_target_device();
+  options.attention = mode;
+  const FusionPlan plan = plan_fusion(g, options);
   std::string operands;
   for (const FusionGroup& group : plan.groups)
     if (const auto* attention = std::get_if<AttentionSpec>(&group.spec)) {
@@ -391,8 +410,8 @@ TEST_CASE("attention: rotary embedding on Q and K evaluates as the kernel loads 
   // rotation, the attention and the head merge are one launch (K's rotation before its
   // grouped-query repeat too), equal to the per-op plan, on fp32 FMA and on float16 tensor
   // cores (the rotated rows load element by element; the model's Casts of Q, K and V to
-  // float16 join the prologues). The interleaved op's pairs go through
-  // reshapes (views no prologue evaluates): the attention still forms, the rotation apart.
+  // float16 join the prologues). The interleaved forms' pairs go through reshapes, which a
+  // prologue reads at the same row-major position.
   AttentionModel a;
   a.rotary = AttentionModel::Rotary::Half;
   SECTION("rotate_half, a causal mask") {
@@ -413,14 +432,28 @@ TEST_CASE("attention: rotary embedding on Q and K evaluates as the kernel loads 
     CHECK(prologue_operands(attention_graph(a)) == "qkv");
     check_attention(a, 53, 1, {0x1p-8, 0x1p-8});
   }
+  SECTION("a long attention: K's rotation stays a kernel of its own") {
+    // Every query tile's block would rotate all of its head's keys again: the cost model keeps
+    // K's rotation apart and takes Q's, which each block rotates once.
+    a.batch = 1, a.heads = a.kv_heads = 4, a.queries = a.keys = 2048;
+    a.head_dim = a.value_dim = 64;
+    CHECK(prologue_operands(attention_graph(a), AttentionMode::Fused) == "q");
+  }
   SECTION("the RotaryEmbedding op") {
     a.rotary = AttentionModel::Rotary::Op;
     CHECK(prologue_operands(attention_graph(a)) == "qk");
     check_attention(a, 54, 1, {}, 1);
   }
+  SECTION("rotate_every_two, grouped-query heads") {
+    a.rotary = AttentionModel::Rotary::Interleaved;
+    a.heads = 6, a.kv_heads = 2, a.repeat_kv = true;
+    CHECK(prologue_operands(attention_graph(a)) == "qk");
+    check_attention(a, 56, 1, {}, 1);
+  }
   SECTION("the interleaved RotaryEmbedding op") {
     a.rotary = AttentionModel::Rotary::OpInterleaved;
-    check_attention(a, 55, 1);
+    CHECK(prologue_operands(attention_graph(a)) == "qk");
+    check_attention(a, 55, 1, {}, 1);
   }
 }
 
