@@ -142,16 +142,23 @@ void emit_load(const GroupEmitContext& ctx, const FusedSignature& sig, CodeWrite
                const AttentionSpec::Operand& o, int64_t rows, int64_t cols) {
   out.open(fmt::format("__device__ float {}(int64_t head, int64_t row, int dim) const", name));
   const std::string row = emit_operand_coordinates(out, spec, o);
-  const std::string element = o.prologue.empty()
-                                  ? fmt::format("{}[{}]", pointer, operand_index(o, row, "dim"))
-                                  : emit_prologue_value(ctx, sig, out, name, o, row, rows, cols);
   if (o.scalings.empty()) {
-    out.linef("return {};", element);
+    out.linef("return {};", o.prologue.empty()
+                                ? fmt::format("{}[{}]", pointer, operand_index(o, row, "dim"))
+                                : emit_prologue_value(ctx, sig, out, name, o, row, rows, cols));
     out.close();
     return;
   }
+  if (o.prologue.empty()) {
+    out.linef("const float x = {}[{}];", pointer, operand_index(o, row, "dim"));
+  } else {
+    // The prologue's values in a scope of their own: the scalings name theirs alike.
+    out.line("float x;");
+    out.open("");
+    out.linef("x = {};", emit_prologue_value(ctx, sig, out, name, o, row, rows, cols));
+    out.close();
+  }
   const Graph& g = ctx.graph();
-  out.linef("const float x = {};", element);
   ValueScope scope(ctx, o.scalings, out, [&](TensorId t) -> std::string {
     if (std::find(o.scalars.begin(), o.scalars.end(), t) == o.scalars.end()) return "x";
     return load_broadcast(ctx, sig, t, g.tensor(t).shape, out, "0"); // its one element

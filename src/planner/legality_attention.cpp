@@ -73,8 +73,8 @@ TensorId scaled_operand(const FusionContext& ctx, const std::vector<int32_t>& no
   return kNoTensor;
 }
 
-// `t` as stored: back through the group's Slices, Transposes and Views producing it, and its
-// scalar Muls and Divs (each read by the next alone), to the tensor in memory, the strided view
+// `t` as stored: back through the group's Slices, Transposes, Views and Expands producing it, and
+// its scalar Muls and Divs (each read by the next alone), to the tensor in memory, the strided view
 // of it they make and the scalings to apply to each element.
 struct StoredView {
   TensorId stored = kNoTensor;
@@ -107,6 +107,18 @@ FusionDecision follow(const FusionContext& ctx, TensorId stored,
         r.view.strides[s.axis] *= s.step;
         r.view.shape[s.axis] = s.length;
       }
+    } else if (n.op == OpKind::Expand) {
+      // A broadcast: the operand right-aligned, its widened size-1 axes and the new leading
+      // ones read with stride 0.
+      const Shape& to = g.tensor(n.outputs[0]).shape;
+      StridedMatrix expanded;
+      expanded.offset = r.view.offset;
+      expanded.shape = to;
+      expanded.strides.assign(to.size(), 0);
+      const size_t lead = to.size() - r.view.shape.size();
+      for (size_t j = 0; j < r.view.shape.size(); ++j)
+        if (r.view.shape[j] == to[j + lead]) expanded.strides[j + lead] = r.view.strides[j];
+      r.view = expanded;
     } else if (n.op == OpKind::View) {
       std::optional<StridedMatrix> viewed = reshaped(r.view, g.tensor(n.outputs[0]).shape);
       if (!viewed)
@@ -115,7 +127,8 @@ FusionDecision follow(const FusionContext& ctx, TensorId stored,
                                               ctx.describe(node), g.tensor(stored).name));
       r.view = *viewed;
     }
-    if (n.op == OpKind::Transpose || n.op == OpKind::Slice || n.op == OpKind::View) {
+    if (n.op == OpKind::Transpose || n.op == OpKind::Slice || n.op == OpKind::View ||
+        n.op == OpKind::Expand) {
       r.layouts.push_back(node);
     } else {
       r.scalings.push_back(node);
@@ -174,11 +187,12 @@ std::vector<int32_t> prologue_of(const FusionContext& ctx, const std::vector<int
   return {taken.begin(), taken.end()};
 }
 
-// The tensor a step on an operand's way reads: a Slice's, Transpose's or View's input, a scalar
-// Mul's or Div's other operand; kNoTensor for any other node.
+// The tensor a step on an operand's way reads: a Slice's, Transpose's, View's or Expand's input,
+// a scalar Mul's or Div's other operand; kNoTensor for any other node.
 TensorId step_source(const FusionContext& ctx, const std::vector<int32_t>& nodes, int32_t p) {
   const Node& n = ctx.graph.nodes[p];
-  if (n.op == OpKind::Transpose || n.op == OpKind::Slice || n.op == OpKind::View)
+  if (n.op == OpKind::Transpose || n.op == OpKind::Slice || n.op == OpKind::View ||
+      (n.op == OpKind::Expand && remapping_op(ctx.graph, n)))
     return n.inputs.empty() ? kNoTensor : n.inputs[0];
   return scaled_operand(ctx, nodes, n);
 }
@@ -207,7 +221,18 @@ FusionDecision read_through(const FusionContext& ctx, const std::vector<int32_t>
     at = from;
   }
   std::reverse(chain.begin(), chain.end());
-  if (FusionDecision d = follow(ctx, at, chain, r); !d) return d;
+  // The longest part next to the product that reads as a strided view; the steps before it (a
+  // View no strides describe, say) belong to the prologue computing what that part reads.
+  size_t skip = 0; // an empty part always reads as one: t itself
+  for (;; ++skip) {
+    const TensorId from = skip == 0 ? at : g.nodes[chain[skip - 1]].outputs[0];
+    const std::vector<int32_t> part(chain.begin() + static_cast<int64_t>(skip), chain.end());
+    if (follow(ctx, from, part, r) || skip == chain.size()) break;
+  }
+  if (skip > 0) {
+    next = skip < chain.size() ? chain[skip] : reader;
+    at = g.nodes[chain[skip - 1]].outputs[0];
+  }
   r.reader = next;
   r.prologue.clear();
   if (const int32_t p = ctx.producer[at]; p >= 0 && contains(nodes, p)) {

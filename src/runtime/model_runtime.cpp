@@ -2,7 +2,8 @@
 //
 // Every entry point runs its body inside `guarded`: the body throws ApiError (or anything
 // else) on failure, and guarded turns it into the returned status and the calling thread's
-// last-error message "<function>: <message>". Every handle is looked up in the registry first
+// last-error message "<function>: <message>" (the function as the library exports it: NAME_run
+// where it was built with --symbol-prefix NAME). Every handle is looked up in the registry first
 // (model_runtime_registry.h), so a destroyed, never-created or foreign handle is an error
 // status, never a dereference.
 //
@@ -32,9 +33,26 @@ namespace {
 // needs no destructor when the library is unloaded.
 thread_local char t_last_error[4096] = "";
 
+// The entry point as the caller named it: `function` (stitch_run, ...) with the library's C API
+// prefix (NAME_run for a library built with --symbol-prefix NAME) in place of "stitch".
+void write_failure(const char* function, const char* what, const char* message) noexcept {
+  constexpr char kDefault[] = "stitch";
+  const stitch_abi_model* abi = stitch_generated_model();
+  const char* prefix =
+      abi != nullptr && abi->build_info != nullptr && abi->build_info->symbol_prefix != nullptr
+          ? abi->build_info->symbol_prefix
+          : kDefault;
+  const std::size_t own = sizeof(kDefault) - 1;
+  if (std::strncmp(function, kDefault, own) == 0 && function[own] == '_')
+    std::snprintf(t_last_error, sizeof(t_last_error), "%s%s: %s%s", prefix, function + own, what,
+                  message);
+  else
+    std::snprintf(t_last_error, sizeof(t_last_error), "%s: %s%s", function, what, message);
+}
+
 stitch_status record_failure(const char* function, stitch_status status,
                              const char* message) noexcept {
-  std::snprintf(t_last_error, sizeof(t_last_error), "%s: %s", function, message);
+  write_failure(function, "", message);
   return status;
 }
 
@@ -47,8 +65,7 @@ template <typename Body> stitch_status guarded(const char* function, Body&& body
   } catch (const std::bad_alloc&) {
     return record_failure(function, STITCH_ERROR_OUT_OF_MEMORY, "out of host memory");
   } catch (const std::exception& error) {
-    std::snprintf(t_last_error, sizeof(t_last_error), "%s: unexpected exception: %s", function,
-                  error.what());
+    write_failure(function, "unexpected exception: ", error.what());
     return STITCH_ERROR_INTERNAL;
   } catch (...) {
     return record_failure(function, STITCH_ERROR_INTERNAL, "unexpected unknown exception");

@@ -298,6 +298,11 @@ class SymbolPrefixTest(unittest.TestCase):
             inputs = support.random_inputs(model, rng)
             np.testing.assert_allclose(model.run(inputs)["y"], ort_outputs("add_relu", inputs)["y"],
                                        rtol=1e-6)
+            # The library's errors name its functions as it exports them.
+            with self.assertRaises(stitch.Error) as caught:
+                model.run(inputs, {"y": inputs["x"]})
+            self.assertRegex(caught.exception.message, r"^addrelu_run\w*: ")
+            self.assertIn("overlaps input 0", caught.exception.message)
 
     def test_two_unprefixed_libraries(self):
         """Two libraries exporting the same stitch_* names each run their own model (ctypes

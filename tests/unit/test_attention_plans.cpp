@@ -406,7 +406,8 @@ TEST_CASE("attention: rotary embedding on Q and K evaluates as the kernel loads 
           "[planner][attention]") {
   // Proves: rotary embedding of Q and K after the head split, as exporters write rotate_half
   // (Slices, Neg, Concat, Muls and Add) and as the ONNX RotaryEmbedding op lowers (Slices, Muls,
-  // Sub, Add, Concat), joins the attention group as Q's and K's prologues: the head split, the
+  // Sub, Add, Concat), joins the attention group as Q's and K's prologues (a scaling after them
+  // applied to their values): the head split, the
   // rotation, the attention and the head merge are one launch (K's rotation before its
   // grouped-query repeat too), equal to the per-op plan, on fp32 FMA and on float16 tensor
   // cores (the rotated rows load element by element; the model's Casts of Q, K and V to
@@ -418,6 +419,11 @@ TEST_CASE("attention: rotary embedding on Q and K evaluates as the kernel loads 
     a.causal = true;
     CHECK(prologue_operands(attention_graph(a)) == "qk");
     check_attention(a, 51, 1, {}, 1);
+  }
+  SECTION("rotate_half, then a fourth-root scale on Q and Kᵀ") {
+    a.scale = AttentionModel::Scale::FourthRoot;
+    CHECK(prologue_operands(attention_graph(a)) == "qk");
+    check_attention(a, 57, 1, {}, 1);
   }
   SECTION("rotate_half, grouped-query heads, a padding bias") {
     a.heads = 6, a.kv_heads = 2, a.repeat_kv = a.padding_bias = true;

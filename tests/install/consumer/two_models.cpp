@@ -123,7 +123,8 @@ void run_vec4() {
   // A misuse is reported by this library alone: each library keeps its own last error.
   expect(vec4_run(context, inputs, 1, &output, 1, nullptr) != STITCH_OK,
          "vec4_run with 1 of 2 inputs fails");
-  expect(vec4_last_error()[0] != '\0', "vec4_last_error() names the failure");
+  expect(std::string(vec4_last_error()).rfind("vec4_run: ", 0) == 0,
+         std::string("vec4_last_error() names the failure as vec4_run: ") + vec4_last_error());
   expect(softmax_last_error()[0] == '\0', "softmax_last_error() stays empty");
   vec4_context_destroy(context);
   vec4_model_destroy(model);
