@@ -6,7 +6,10 @@ scaled_dot_product_attention, on one GPU (issue 18's timing and sanitizer check)
       writes DIR/<case>.onnx and DIR/cases.json: scaled dot-product attention as exporters write
       it (Q·Kᵀ through a Transpose, a Mul by 1/sqrt(d), an additive padding bias [B,1,1,S],
       Softmax, ·V), float32 and float16, at sequence 128, 512 and 2048 (batch 4, 12 heads, head
-      dim 64) and one decode step (1 query over 2048 keys, batch 1: flash-decoding's split).
+      dim 64) and one decode step (1 query over 2048 keys, batch 1: flash-decoding's split);
+      and float16 at sequence 512 and 2048 with rotary embedding of Q and K first (rotate_half
+      as LLaMA's exports write it, the cos and sin tables inputs [1,1,S,D]: the attention's
+      prologues).
   attention_bench.py build DIR --stitchc STITCHC --out LIBDIR [--target cuda|host] [--jobs N]
       compiles each case twice: fused (`--attention fused`: one attention group, whatever the
       cost model would choose) and unfused (`--attention unfused`: Q·Kᵀ and ·V are cuBLASLt
@@ -42,18 +45,26 @@ HEADS, HEAD_DIM = 12, 64
 
 
 def cases(quick=False):
-    """(name, batch, queries, keys, dtype): the prefill cases and one decode step."""
+    """(name, batch, queries, keys, dtype, rotary): the prefill cases, one decode step, and
+    rotary prefill cases."""
     seqs = [32, 64] if quick else [128, 512, 2048]
     batch = 2 if quick else 4
     out = []
     for dtype in ("fp32", "fp16"):
         for s in seqs:
             out.append({"name": f"s{s}_{dtype}", "batch": batch, "queries": s, "keys": s,
-                        "dtype": dtype})
+                        "dtype": dtype, "rotary": False})
         keys = 256 if quick else 2048
         out.append({"name": f"decode{keys}_{dtype}", "batch": 1, "queries": 1, "keys": keys,
-                    "dtype": dtype})
+                    "dtype": dtype, "rotary": False})
+    for s in ([32] if quick else [512, 2048]):
+        out.append({"name": f"rope{s}_fp16", "batch": batch, "queries": s, "keys": s,
+                    "dtype": "fp16", "rotary": True})
     return out
+
+
+def input_names(case):
+    return ["q", "k", "v", "bias"] + (["cos", "sin"] if case.get("rotary") else [])
 
 
 def make_model(case, path):
@@ -64,22 +75,44 @@ def make_model(case, path):
     npt = np.float32 if case["dtype"] == "fp32" else np.float16
     b, q, k = case["batch"], case["queries"], case["keys"]
     scale = numpy_helper.from_array(np.array(1.0 / math.sqrt(HEAD_DIM), dtype=npt), "scale")
-    nodes = [
-        helper.make_node("Transpose", ["k"], ["kt"], name="transpose_k", perm=[0, 1, 3, 2]),
-        helper.make_node("MatMul", ["q", "kt"], ["scores"], name="qk"),
+    initializers = [scale]
+    nodes = []
+    q_in, k_in = "q", "k"
+    if case.get("rotary"):
+        # x cos + Concat(-x[..., D/2:], x[..., :D/2]) sin, for Q and for K.
+        half = HEAD_DIM // 2
+        for name, values in (("axis", [3]), ("zero", [0]), ("half", [half]), ("dim", [HEAD_DIM])):
+            initializers.append(numpy_helper.from_array(np.array(values, dtype=np.int64), name))
+        for x in ("q", "k"):
+            nodes += [
+                helper.make_node("Slice", [x, "zero", "half", "axis"], [f"{x}1"], name=f"{x}_lo"),
+                helper.make_node("Slice", [x, "half", "dim", "axis"], [f"{x}2"], name=f"{x}_hi"),
+                helper.make_node("Neg", [f"{x}2"], [f"{x}2n"], name=f"{x}_neg"),
+                helper.make_node("Concat", [f"{x}2n", f"{x}1"], [f"{x}_rot"], name=f"{x}_cat",
+                                 axis=-1),
+                helper.make_node("Mul", [x, "cos"], [f"{x}_c"], name=f"{x}_cos"),
+                helper.make_node("Mul", [f"{x}_rot", "sin"], [f"{x}_s"], name=f"{x}_sin"),
+                helper.make_node("Add", [f"{x}_c", f"{x}_s"], [f"{x}_r"], name=f"{x}_rope"),
+            ]
+        q_in, k_in = "q_r", "k_r"
+    nodes += [
+        helper.make_node("Transpose", [k_in], ["kt"], name="transpose_k", perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", [q_in, "kt"], ["scores"], name="qk"),
         helper.make_node("Mul", ["scores", "scale"], ["scaled"], name="scale_mul"),
         helper.make_node("Add", ["scaled", "bias"], ["biased"], name="bias_add"),
         helper.make_node("Softmax", ["biased"], ["probs"], name="softmax", axis=-1),
         helper.make_node("MatMul", ["probs", "v"], ["o"], name="pv"),
     ]
+    inputs = [helper.make_tensor_value_info("q", et, [b, HEADS, q, HEAD_DIM]),
+              helper.make_tensor_value_info("k", et, [b, HEADS, k, HEAD_DIM]),
+              helper.make_tensor_value_info("v", et, [b, HEADS, k, HEAD_DIM]),
+              helper.make_tensor_value_info("bias", et, [b, 1, 1, k])]
+    if case.get("rotary"):  # queries and keys at the same positions (prefill)
+        inputs += [helper.make_tensor_value_info(n, et, [1, 1, k, HEAD_DIM]) for n in ("cos", "sin")]
     graph = helper.make_graph(
-        nodes, case["name"],
-        [helper.make_tensor_value_info("q", et, [b, HEADS, q, HEAD_DIM]),
-         helper.make_tensor_value_info("k", et, [b, HEADS, k, HEAD_DIM]),
-         helper.make_tensor_value_info("v", et, [b, HEADS, k, HEAD_DIM]),
-         helper.make_tensor_value_info("bias", et, [b, 1, 1, k])],
+        nodes, case["name"], inputs,
         [helper.make_tensor_value_info("o", et, [b, HEADS, q, HEAD_DIM])],
-        initializer=[scale])
+        initializer=initializers)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     model.ir_version = 8
     onnx.checker.check_model(model)
@@ -151,19 +184,37 @@ def make_inputs(case, seed):
         keep = max(1, k - r * k // 8)
         bias[r, :, :, keep:] = -10000.0
     arrays.append(bias.astype(npt))
+    if case.get("rotary"):
+        # LLaMA's tables: angle p * 10000^(-2i/D) for position p, the halves repeated.
+        inv = 10000.0 ** (-np.arange(0, HEAD_DIM, 2, dtype=np.float64) / HEAD_DIM)
+        angles = np.arange(k, dtype=np.float64)[:, None] * inv[None, :]
+        angles = np.concatenate([angles, angles], axis=-1)[None, None]
+        arrays += [np.cos(angles).astype(npt), np.sin(angles).astype(npt)]
     return arrays
+
+
+def rotate(x, cos, sin, lib):
+    """x cos + rotate_half(x) sin (numpy or torch)."""
+    h = x.shape[-1] // 2
+    cat = lib.concatenate if lib is np else lib.cat
+    return x * cos + cat([-x[..., h:], x[..., :h]], -1) * sin
 
 
 def reference(arrays, torch_mod, device):
     """float64 attention of the inputs as they are (rounded to their type), the graph's order:
     scale after the product, bias, max-subtracted softmax, ·V."""
-    q, k, v, bias = arrays
+    q, k, v, bias = arrays[:4]
     scale = 1.0 / math.sqrt(HEAD_DIM)
     if torch_mod is not None:
-        t = [torch_mod.from_numpy(a.astype(np.float64)).to(device) for a in (q, k, v, bias)]
+        t = [torch_mod.from_numpy(a.astype(np.float64)).to(device) for a in arrays]
+        if len(t) == 6:
+            t[0], t[1] = rotate(t[0], t[4], t[5], torch_mod), rotate(t[1], t[4], t[5], torch_mod)
         s = (t[0] @ t[1].transpose(-1, -2)) * scale + t[3]
         return torch_mod.softmax(s, dim=-1).matmul(t[2]).cpu().numpy()
     q, k, v, bias = (a.astype(np.float64) for a in (q, k, v, bias))
+    if len(arrays) == 6:
+        cos, sin = (a.astype(np.float64) for a in arrays[4:])
+        q, k = rotate(q, cos, sin, np), rotate(k, cos, sin, np)
     s = np.einsum("bhqd,bhkd->bhqk", q, k) * scale + bias
     s = np.exp(s - s.max(-1, keepdims=True))
     return np.einsum("bhqk,bhkd->bhqd", s / s.sum(-1, keepdims=True), v)
@@ -192,7 +243,7 @@ def check_args(case):
 
 
 def stitch_run_check(stitch_run, lib, case, data, outdir, timeout, wrapper=()):
-    names = ["q", "k", "v", "bias"]
+    names = input_names(case)
     cmd = [*wrapper, stitch_run, str(lib)]
     for i, n in enumerate(names):
         cmd += ["--input", f"{n}={data}/input_{i}.npy"]
@@ -222,9 +273,18 @@ def torch_timings(case, arrays, ref, torch, iters, warmup):
         sets.append([torch.from_numpy(a).to(dev, dt) for a in arrays])
     scale = 1.0 / math.sqrt(HEAD_DIM)
 
+    def rotated(fn):
+        # The rotary cases: Q and K rotated first, in eager torch ops, as the model runs them.
+        if not case.get("rotary"):
+            return fn
+        return lambda q, k, v, bias, cos, sin: fn(rotate(q, cos, sin, torch),
+                                                  rotate(k, cos, sin, torch), v, bias)
+
+    @rotated
     def math_attention(q, k, v, bias):
         return torch.softmax((q @ k.transpose(-1, -2)) * scale + bias, dim=-1) @ v
 
+    @rotated
     def sdpa(q, k, v, bias):
         return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=scale)
 
@@ -234,7 +294,8 @@ def torch_timings(case, arrays, ref, torch, iters, warmup):
         systems += [("sdpa efficient", sdpa, SDPBackend.EFFICIENT_ATTENTION),
                     ("sdpa cudnn", sdpa, SDPBackend.CUDNN_ATTENTION),
                     ("sdpa flash (no mask)",
-                     lambda q, k, v, bias: F.scaled_dot_product_attention(q, k, v, scale=scale),
+                     rotated(lambda q, k, v, bias: F.scaled_dot_product_attention(q, k, v,
+                                                                                  scale=scale)),
                      SDPBackend.FLASH_ATTENTION)]
     except ImportError:
         sdpa_kernel = None
