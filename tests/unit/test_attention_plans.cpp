@@ -430,6 +430,11 @@ TEST_CASE("attention: rotary embedding on Q and K evaluates as the kernel loads 
     CHECK(prologue_operands(attention_graph(a)) == "qk");
     check_attention(a, 52, 1, {}, 1);
   }
+  SECTION("rotate_half, one query over 600 keys in flash-decoding's splits") {
+    a.queries = 1, a.keys = 600, a.causal = true;
+    CHECK(prologue_operands(attention_graph(a)) == "qk");
+    check_attention(a, 58, 1, {}, 1);
+  }
   SECTION("rotate_half in float16 on tensor cores") {
     a.dtype = onnx::TensorProto::FLOAT16;
     a.queries = 37, a.keys = 70, a.head_dim = a.value_dim = 16, a.causal = true;
