@@ -82,7 +82,6 @@ struct StoredView {
   std::vector<int32_t> layouts;
   std::vector<int32_t> scalings; // from the stored tensor on
   std::vector<TensorId> scalars; // each scaling's other operand
-  int32_t reader = -1;           // the node reading `stored` (the first step, or the product)
   std::vector<int32_t> prologue; // the nodes computing `stored` in the group (prologue_of)
 };
 
@@ -233,7 +232,6 @@ FusionDecision read_through(const FusionContext& ctx, const std::vector<int32_t>
     next = skip < chain.size() ? chain[skip] : reader;
     at = g.nodes[chain[skip - 1]].outputs[0];
   }
-  r.reader = next;
   r.prologue.clear();
   if (const int32_t p = ctx.producer[at]; p >= 0 && contains(nodes, p)) {
     r.prologue = prologue_of(ctx, &nodes, at, next);
@@ -492,6 +490,10 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
   prologues.insert(prologues.end(), k.prologue.begin(), k.prologue.end());
   prologues.insert(prologues.end(), v.prologue.begin(), v.prologue.end());
   std::sort(prologues.begin(), prologues.end());
+  // Registers for the nodes a thread evaluates per element: the logit nodes and the largest
+  // prologue.
+  const int64_t prologue_nodes =
+      static_cast<int64_t>(std::max({q.prologue.size(), k.prologue.size(), v.prologue.size()}));
 
   // The logit nodes: every other node, pointwise on the scores' shape, reading the scores'
   // chain (and tensors from outside the group).
@@ -579,7 +581,8 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
     if (spec.shared_bytes > ctx.device.max_shared_per_block) spec.tensor_cores = false;
     // Where the fragments would not fit a thread's registers (head and value dims near 256):
     // the FMA kernel, whose rows keep less in registers.
-    if (kBaseRegisters + kRegistersPerNode * static_cast<int64_t>(spec.logit_nodes.size()) +
+    if (kBaseRegisters +
+            kRegistersPerNode * (static_cast<int64_t>(spec.logit_nodes.size()) + prologue_nodes) +
             mma_registers(key_tile) >
         ctx.device.max_registers_per_thread)
       spec.tensor_cores = false;
@@ -630,20 +633,17 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
                            overhead(v, spec.v, spec.value_dim) +
                            overhead(out, spec.out, spec.value_dim);
   // Prologues: the operand's bytes once more (its rows load element by element, each
-  // evaluated), and K's and V's evaluated again by every block of a head and query tile past
-  // the first (each block loads all its head's keys, in one split or several).
-  int64_t prologue_nodes = 0;
+  // evaluated), and each element evaluated again by every block past the first that loads it:
+  // K's and V's by every query tile of a head (in one split or several), Q's by every split.
   for (const StoredView* view : {&q, &k, &v}) {
     if (view->prologue.empty()) continue;
     const int64_t elements = shape_elements(view->view.shape);
     spec.uncoalesced_bytes += elements * dtype_size(g.tensor(view->stored).dtype);
-    if (view != &q) {
-      const int64_t loads =
-          spec.heads * spec.query_tiles * spec.keys * (view == &k ? spec.head_dim : spec.value_dim);
-      a.recomputed +=
-          std::max<int64_t>(0, loads - elements) * static_cast<int64_t>(view->prologue.size());
-    }
-    prologue_nodes = std::max(prologue_nodes, static_cast<int64_t>(view->prologue.size()));
+    const int64_t loads = view == &q ? elements * spec.splits
+                                     : spec.heads * spec.query_tiles * spec.keys *
+                                           (view == &k ? spec.head_dim : spec.value_dim);
+    a.recomputed +=
+        std::max<int64_t>(0, loads - elements) * static_cast<int64_t>(view->prologue.size());
   }
   spec.io = kernel_interface(ctx, nodes, a.inputs, a.outputs);
 

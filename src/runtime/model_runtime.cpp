@@ -38,10 +38,12 @@ thread_local char t_last_error[4096] = "";
 void write_failure(const char* function, const char* what, const char* message) noexcept {
   constexpr char kDefault[] = "stitch";
   const stitch_abi_model* abi = stitch_generated_model();
-  const char* prefix =
-      abi != nullptr && abi->build_info != nullptr && abi->build_info->symbol_prefix != nullptr
-          ? abi->build_info->symbol_prefix
-          : kDefault;
+  // Only a model of this runtime's ABI has its build info where this runtime looks.
+  const char* prefix = abi != nullptr && abi->abi_version == STITCH_ABI_VERSION &&
+                               abi->build_info != nullptr &&
+                               abi->build_info->symbol_prefix != nullptr
+                           ? abi->build_info->symbol_prefix
+                           : kDefault;
   const std::size_t own = sizeof(kDefault) - 1;
   if (std::strncmp(function, kDefault, own) == 0 && function[own] == '_')
     std::snprintf(t_last_error, sizeof(t_last_error), "%s%s: %s%s", prefix, function + own, what,

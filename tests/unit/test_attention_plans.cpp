@@ -450,6 +450,14 @@ TEST_CASE("attention: rotary embedding on Q and K evaluates as the kernel loads 
     a.head_dim = a.value_dim = 64;
     CHECK(prologue_operands(attention_graph(a), AttentionMode::Fused) == "q");
   }
+  SECTION("rotate_half in float16 at head dim 256: the FMA kernel, whose rows need fewer "
+          "registers than the prologue and the fragments") {
+    a.dtype = onnx::TensorProto::FLOAT16;
+    a.batch = 1, a.heads = a.kv_heads = 1, a.queries = 32, a.keys = 33;
+    a.head_dim = a.value_dim = 256;
+    CHECK(attention_math(attention_graph(a), 90) == "fma");
+    CHECK(prologue_operands(attention_graph(a)) == "qkv");
+  }
   SECTION("the RotaryEmbedding op") {
     a.rotary = AttentionModel::Rotary::Op;
     CHECK(prologue_operands(attention_graph(a)) == "qk");
