@@ -115,22 +115,9 @@ std::string emit_prologue_value(const GroupEmitContext& ctx, const FusedSignatur
     return emit_remapped_value(ctx, sig, o.prologue, o.moves, o.tensor, at, out);
   }
   out.linef("const int64_t e = {};", operand_index(o, row, "dim"));
-  int64_t top = 0; // the outermost axis longer than 1
-  while (top + 1 < rank && t.shape[static_cast<size_t>(top)] == 1)
-    ++top;
-  std::string left = "e";
-  if (top + 1 < rank) {
-    out.line("int64_t left = e;");
-    left = "left";
-    for (int64_t j = rank - 1; j > top; --j) {
-      const int64_t n = t.shape[static_cast<size_t>(j)];
-      if (n == 1) continue;
-      at[static_cast<size_t>(j)] = fmt::format("e{}", j);
-      out.linef("const int64_t e{} = left % {};", j, n);
-      out.linef("left /= {};", n);
-    }
-  }
-  if (rank > 0) at[static_cast<size_t>(top)] = left;
+  emit_coordinates(out, t.shape, "e", "e");
+  for (int64_t j = 0; j < rank; ++j)
+    if (t.shape[static_cast<size_t>(j)] != 1) at[static_cast<size_t>(j)] = fmt::format("e{}", j);
   return emit_remapped_value(ctx, sig, o.prologue, o.moves, o.tensor, at, out);
 }
 
