@@ -31,6 +31,17 @@
 //       The same as a cooperative launch (cudaLaunchAttributeCooperative): all blocks are
 //       resident at once, so the kernel may call stitch_grid_sync(). A grid larger than the
 //       device can hold resident fails with cudaErrorCooperativeLaunchTooLarge.
+//   STITCH_LAUNCH_CLUSTER(kernel, grid, cluster, block, shared_bytes, stream, args...)
+//       A launch in thread-block clusters of `cluster` blocks (a dim3 that divides `grid`;
+//       cudaLaunchAttributeClusterDimension, sm_90 and later): a cluster's blocks run at once,
+//       on one GPU processing cluster, and reach each other's shared memory through
+//       device/stitch_cluster.cuh. More than 8 blocks need the kernel's
+//       cudaFuncAttributeNonPortableClusterSizeAllowed; otherwise, or when the grid is not a
+//       whole number of clusters, the launch fails with cudaErrorInvalidClusterSize.
+//   stitch::max_active_clusters(&clusters, kernel, cluster, block, shared_bytes)
+//       cudaOccupancyMaxActiveClusters for clusters of `cluster` blocks of `block` threads: how
+//       many the device holds at once (0: the kernel cannot run in such clusters here). A
+//       launcher asks it before it relies on a cluster launch.
 //   stitch_grid_sync()
 //       Grid-wide barrier (cooperative_groups::this_grid().sync()). Only in cooperative launches,
 //       and only in sources that include device/stitch_grid.cuh (see there why it has a header
@@ -68,40 +79,96 @@
 // Grid-wide barrier of a cooperative launch.
 namespace stitch {
 
-// Launches through cudaLaunchKernelEx so that ordinary and cooperative launches share one path
-// and the configuration error (if any) is the return value.
+// Launches through cudaLaunchKernelEx so that ordinary, cooperative and cluster launches share
+// one path and the configuration error (if any) is the return value.
 template <typename... Params, typename... Args>
-inline cudaError_t launch_kernel(bool cooperative, void (*kernel)(Params...), dim3 grid, dim3 block,
-                                 std::size_t shared_bytes, cudaStream_t stream, Args&&... args) {
-  cudaLaunchAttribute attributes[1] = {};
+inline cudaError_t launch_kernel(bool cooperative, dim3 cluster, void (*kernel)(Params...),
+                                 dim3 grid, dim3 block, std::size_t shared_bytes,
+                                 cudaStream_t stream, Args&&... args) {
+  cudaLaunchAttribute attributes[2] = {};
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = block;
   config.dynamicSmemBytes = shared_bytes;
   config.stream = stream;
+  config.attrs = attributes;
   if (cooperative) {
-    attributes[0].id = cudaLaunchAttributeCooperative;
-    attributes[0].val.cooperative = 1;
-    config.attrs = attributes;
-    config.numAttrs = 1;
+    attributes[config.numAttrs].id = cudaLaunchAttributeCooperative;
+    attributes[config.numAttrs++].val.cooperative = 1;
+  }
+  if (cluster.x * cluster.y * cluster.z > 1) {
+    attributes[config.numAttrs].id = cudaLaunchAttributeClusterDimension;
+    attributes[config.numAttrs].val.clusterDim.x = cluster.x;
+    attributes[config.numAttrs].val.clusterDim.y = cluster.y;
+    attributes[config.numAttrs++].val.clusterDim.z = cluster.z;
   }
   return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+}
+
+// STITCH_LAUNCH_CLUSTER's arguments in the macro's order (a kernel template's commas split the
+// macro's first argument; the pieces must come out in the order they went in).
+template <typename... Params, typename... Args>
+inline cudaError_t launch_in_clusters(void (*kernel)(Params...), dim3 grid, dim3 cluster,
+                                      dim3 block, std::size_t shared_bytes, cudaStream_t stream,
+                                      Args&&... args) {
+  return launch_kernel(false, cluster, kernel, grid, block, shared_bytes, stream,
+                       std::forward<Args>(args)...);
+}
+
+template <typename... Params>
+inline cudaError_t max_active_clusters(int* clusters, void (*kernel)(Params...), dim3 cluster,
+                                       dim3 block, std::size_t shared_bytes) {
+  cudaLaunchAttribute attribute = {};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = cluster.x;
+  attribute.val.clusterDim.y = cluster.y;
+  attribute.val.clusterDim.z = cluster.z;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = cluster;
+  config.blockDim = block;
+  config.dynamicSmemBytes = shared_bytes;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  return cudaOccupancyMaxActiveClusters(clusters, kernel, &config);
 }
 
 } // namespace stitch
 
 #define STITCH_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                              \
-  ::stitch::launch_kernel(false, kernel, grid, block, shared_bytes,                                \
+  ::stitch::launch_kernel(false, dim3(1, 1, 1), kernel, grid, block, shared_bytes,                 \
                           stream __VA_OPT__(, ) __VA_ARGS__)
 #define STITCH_LAUNCH_COOPERATIVE(kernel, grid, block, shared_bytes, stream, ...)                  \
-  ::stitch::launch_kernel(true, kernel, grid, block, shared_bytes,                                 \
+  ::stitch::launch_kernel(true, dim3(1, 1, 1), kernel, grid, block, shared_bytes,                  \
                           stream __VA_OPT__(, ) __VA_ARGS__)
+#define STITCH_LAUNCH_CLUSTER(kernel, grid, cluster, block, shared_bytes, stream, ...)             \
+  ::stitch::launch_in_clusters(kernel, grid, cluster, block, shared_bytes,                         \
+                               stream __VA_OPT__(, ) __VA_ARGS__)
 
 #elif defined(STITCH_HOST_TARGET)
 
 // All of the emulation is included before the CUDA keywords below become macros, so that none
 // of them can leak into the standard library or Boost.
 #include "host/stitch_host_runtime.h"
+
+namespace stitch {
+// As under nvcc (above); here, before gridDim and blockDim become the built-in variables' macros.
+template <typename... Params>
+inline cudaError_t max_active_clusters(int* clusters, void (*kernel)(Params...), dim3 cluster,
+                                       dim3 block, std::size_t shared_bytes) {
+  cudaLaunchAttribute attribute = {};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = cluster.x;
+  attribute.val.clusterDim.y = cluster.y;
+  attribute.val.clusterDim.z = cluster.z;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = cluster;
+  config.blockDim = block;
+  config.dynamicSmemBytes = shared_bytes;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  return cudaOccupancyMaxActiveClusters(clusters, kernel, &config);
+}
+} // namespace stitch
 
 #define __global__
 #define __device__
@@ -131,11 +198,16 @@ inline cudaError_t launch_kernel(bool cooperative, void (*kernel)(Params...), di
   type* const name = static_cast<type*>(::stitch::host::block_dynamic_shared())
 
 #define STITCH_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                              \
-  ::stitch::host::launch_kernel(::stitch::host::LaunchKind::Ordinary, #kernel, kernel, grid,       \
-                                block, shared_bytes, stream __VA_OPT__(, ) __VA_ARGS__)
+  ::stitch::host::launch_kernel(::stitch::host::LaunchKind::Ordinary, #kernel, dim3(1, 1, 1),      \
+                                kernel, grid, block, shared_bytes,                                 \
+                                stream __VA_OPT__(, ) __VA_ARGS__)
 #define STITCH_LAUNCH_COOPERATIVE(kernel, grid, block, shared_bytes, stream, ...)                  \
-  ::stitch::host::launch_kernel(::stitch::host::LaunchKind::Cooperative, #kernel, kernel, grid,    \
-                                block, shared_bytes, stream __VA_OPT__(, ) __VA_ARGS__)
+  ::stitch::host::launch_kernel(::stitch::host::LaunchKind::Cooperative, #kernel, dim3(1, 1, 1),   \
+                                kernel, grid, block, shared_bytes,                                 \
+                                stream __VA_OPT__(, ) __VA_ARGS__)
+#define STITCH_LAUNCH_CLUSTER(kernel, grid, cluster, block, shared_bytes, stream, ...)             \
+  ::stitch::host::launch_in_clusters(#kernel, kernel, grid, cluster, block, shared_bytes,          \
+                                     stream __VA_OPT__(, ) __VA_ARGS__)
 
 #else
 #error "stitch_cuda.h: compile with nvcc, or with a host compiler and -DSTITCH_HOST_TARGET"

@@ -1,14 +1,15 @@
 // CUDA's synchronization and warp intrinsics for the host target, with their CUDA names and
 // signatures, in the global namespace: __syncthreads (and _count/_and/_or), __syncwarp,
 // __shfl*_sync, __ballot_sync, __any_sync, __all_sync, stitch_grid_sync, __nanosleep, memory
-// fences, __ldg, __trap; plus the accessors behind STITCH_SHARED / STITCH_DYNAMIC_SHARED.
+// fences, __ldg, __trap; plus the accessors behind STITCH_SHARED / STITCH_DYNAMIC_SHARED and the
+// thread-block cluster primitives that device/stitch_cluster.cuh wraps (stitch_cluster_*).
 //
 // Each synchronizing call records its source location (a defaulted std::source_location
 // argument) so that a deadlock or divergence report names the line. Shuffles accept any
 // trivially copyable type of at most 8 bytes, as CUDA's overloads do for int, unsigned, long
 // long, float, double, ...
 //
-// The intrinsics reach the fiber scheduler through four entry points (scheduler_* below). In
+// The intrinsics reach the fiber scheduler through five entry points (scheduler_* below). In
 // header-only builds they call it inline; stitchc's generated sources (-DSTITCH_HOST_LINKED_LAUNCH)
 // call the copies compiled once into libstitch_runtime_host.a (launch_linked.cpp), so that a
 // model's translation unit neither parses the scheduler nor instantiates what it uses.
@@ -34,6 +35,7 @@ std::uint64_t linked_warp_collective(EmulatedThread& thread, const WarpCall& cal
                                      const SourceSite& site);
 void linked_block_barrier(EmulatedThread& thread, const SourceSite& site, int predicate);
 void linked_grid_barrier(EmulatedThread& thread, const SourceSite& site);
+void linked_cluster_barrier(EmulatedThread& thread, const SourceSite& site);
 void linked_yield(EmulatedThread& thread);
 
 namespace detail {
@@ -49,6 +51,9 @@ inline void scheduler_block_barrier(EmulatedThread& thread, const SourceSite& si
 inline void scheduler_grid_barrier(EmulatedThread& thread, const SourceSite& site) {
   linked_grid_barrier(thread, site);
 }
+inline void scheduler_cluster_barrier(EmulatedThread& thread, const SourceSite& site) {
+  linked_cluster_barrier(thread, site);
+}
 inline void scheduler_yield(EmulatedThread& thread) { linked_yield(thread); }
 #else
 inline std::uint64_t scheduler_warp_collective(EmulatedThread& thread, const WarpCall& call,
@@ -60,6 +65,9 @@ inline void scheduler_block_barrier(EmulatedThread& thread, const SourceSite& si
 }
 inline void scheduler_grid_barrier(EmulatedThread& thread, const SourceSite& site) {
   thread.scheduler->grid_barrier(thread, site);
+}
+inline void scheduler_cluster_barrier(EmulatedThread& thread, const SourceSite& site) {
+  thread.scheduler->cluster_barrier(thread, site);
 }
 inline void scheduler_yield(EmulatedThread& thread) { thread.scheduler->yield(thread); }
 #endif
@@ -130,6 +138,54 @@ inline int __syncthreads_or(int predicate,
 inline void stitch_grid_sync(std::source_location site = std::source_location::current()) {
   stitch::host::EmulatedThread& thread = stitch::host::running_thread("stitch_grid_sync");
   stitch::host::detail::scheduler_grid_barrier(thread, stitch::host::SourceSite::from(site));
+}
+
+// ---- Thread-block clusters (device/stitch_cluster.cuh wraps these as stitch::cluster) ----
+
+namespace stitch::host::detail {
+inline EmulatedThread& cluster_thread(const char* what) {
+  EmulatedThread& thread = running_thread(what);
+  if (thread.geometry->cooperative)
+    throw KernelFault(cudaErrorNotSupported,
+                      std::string(what) + " in a cooperative launch (not emulated)");
+  return thread;
+}
+} // namespace stitch::host::detail
+
+// The block's rank in its cluster (x fastest) and the cluster's block count.
+inline unsigned stitch_cluster_block_rank() {
+  return stitch::host::detail::cluster_thread("stitch::cluster::block_rank").block->cluster_rank;
+}
+inline unsigned stitch_cluster_blocks() {
+  return stitch::host::detail::cluster_thread("stitch::cluster::blocks").geometry->cluster_blocks;
+}
+
+// Waits for every thread of every block of the cluster; shared-memory writes before it are
+// visible to the cluster's blocks after it.
+inline void stitch_cluster_sync(std::source_location site = std::source_location::current()) {
+  stitch::host::EmulatedThread& thread =
+      stitch::host::detail::cluster_thread("stitch::cluster::sync");
+  stitch::host::detail::scheduler_cluster_barrier(thread, stitch::host::SourceSite::from(site));
+}
+
+// The address of the same place as `address` (in this block's shared memory) in the shared
+// memory of block `rank` of the cluster.
+template <typename T> inline T* stitch_cluster_map_shared(T* address, unsigned rank) {
+  stitch::host::EmulatedThread& thread =
+      stitch::host::detail::cluster_thread("stitch::cluster::map_shared");
+  const unsigned blocks = thread.geometry->cluster_blocks;
+  if (rank >= blocks)
+    throw stitch::host::KernelFault(cudaErrorIllegalAddress,
+                                    "stitch::cluster::map_shared to rank " + std::to_string(rank) +
+                                        " of a cluster of " + std::to_string(blocks) + " blocks");
+  stitch::host::BlockState& peer = thread.block->cluster[rank];
+  void* const mapped = thread.block->shared.same_place_in(
+      const_cast<void*>(static_cast<const void*>(address)), peer.shared);
+  if (mapped == nullptr)
+    throw stitch::host::KernelFault(cudaErrorIllegalAddress,
+                                    "stitch::cluster::map_shared of an address that is not in the "
+                                    "block's shared memory");
+  return static_cast<T*>(mapped);
 }
 
 // ---- Warp collectives ----

@@ -27,6 +27,7 @@ enum cudaError {
   cudaErrorLaunchFailure = 719,
   cudaErrorCooperativeLaunchTooLarge = 720,
   cudaErrorNotSupported = 801,
+  cudaErrorInvalidClusterSize = 912,
 };
 typedef enum cudaError cudaError_t;
 
@@ -73,6 +74,8 @@ inline ErrorText error_text(cudaError_t code) {
     return {"cudaErrorCooperativeLaunchTooLarge", "too many blocks in cooperative launch"};
   case cudaErrorNotSupported:
     return {"cudaErrorNotSupported", "operation not supported"};
+  case cudaErrorInvalidClusterSize:
+    return {"cudaErrorInvalidClusterSize", "invalid cluster size"};
   }
   return {"cudaErrorUnknown", "unrecognized error code"};
 }

@@ -17,7 +17,9 @@
 // __syncthreads that some threads skipped by exiting); the scheduler reports what each thread
 // waits for and unwinds the stuck fibers. A KernelFault thrown inside a thread (broken CUDA rule)
 // ends the launch the same way. An ordinary launch runs one block per run(); a cooperative launch
-// runs the whole grid in one run(), so stitch_grid_sync can wait for every block.
+// runs the whole grid in one run(), so stitch_grid_sync can wait for every block; a cluster
+// launch runs one cluster per run_cluster(), so stitch::cluster::sync waits for its blocks and
+// they reach each other's shared memory.
 //
 // In sanitizer builds every switch is announced to AddressSanitizer and ThreadSanitizer
 // (leave/land, fiber_stacks.h); under TSan an exiting thread returns to run(), which starts the
@@ -107,27 +109,15 @@ public:
   // Runs blocks [first_block, first_block + block_count) together until every thread exits.
   // Returns false with failure() set on a fault, a deadlock or running out of stack memory.
   bool run(std::uint64_t first_block, unsigned block_count) {
-    prepare(first_block, block_count);
-    adopt_current_context(scheduler_switch_);
-    try {
-      // Threads hand over to each other until none is ready, so this loop runs once, unless
-      // exits come back here (kExitThroughScheduler).
-      unsigned next = 0;
-      while (!failure_ && ready_.pop(next)) {
-        switched_from_ = nullptr;
-        accept(start_or_resume(threads_[next], scheduler_switch_));
-        if (switched_from_ != nullptr && switched_from_->state == WaitState::Exited)
-          retire_context(context_of(*switched_from_));
-      }
-    } catch (const std::bad_alloc&) {
-      failure_ = {cudaErrorMemoryAllocation, "no memory for the fiber stack of an emulated thread"};
-    }
-    detail::current_emulated_thread = nullptr;
-    if (!failure_ && live_threads_ > 0)
-      failure_ = {cudaErrorLaunchFailure,
-                  describe_stall(blocks_, threads_, geometry_.threads_per_block)};
-    if (failure_) abandon_fibers();
-    return !failure_;
+    prepare(block_count, [&](unsigned b) { return first_block + b; });
+    return run_prepared();
+  }
+
+  // Runs the blocks of cluster `cluster` of a cluster launch together, in rank order.
+  bool run_cluster(std::uint64_t cluster) {
+    prepare(geometry_.cluster_blocks,
+            [&](unsigned rank) { return block_of_cluster(geometry_, cluster, rank); });
+    return run_prepared();
   }
 
   const LaunchFailure& failure() const { return failure_; }
@@ -216,6 +206,29 @@ public:
     suspend(thread);
   }
 
+  // stitch::cluster::sync: waits for every thread of every block of the thread's cluster. In a
+  // launch without clusters each block is a cluster of its own, as in CUDA.
+  void cluster_barrier(EmulatedThread& thread, SourceSite site) {
+    if (geometry_.cooperative)
+      throw KernelFault(cudaErrorNotSupported, "stitch::cluster::sync at " + site.text() +
+                                                   " in a cooperative launch (not emulated)");
+    if (cluster_arrivals_ > 0 && !(cluster_site_ == site))
+      throw KernelFault(cudaErrorLaunchFailure,
+                        "divergent stitch::cluster::sync: reached the one at " + site.text() +
+                            " while others of its cluster wait at " + cluster_site_.text());
+    if (cluster_arrivals_ == 0) cluster_site_ = site;
+    ++cluster_arrivals_;
+    thread.state = WaitState::ClusterBarrier;
+    thread.wait_site = site;
+    if (cluster_arrivals_ == threads_.size()) {
+      cluster_arrivals_ = 0;
+      for (BlockState& block : blocks_)
+        for (unsigned id : order_)
+          make_ready(threads_[block.first_thread + id]);
+    }
+    suspend(thread);
+  }
+
   // Lets the other threads run first (__nanosleep): a spin-wait on a flag another thread of
   // the resident set sets must yield, since nothing preempts a fiber.
   void yield(EmulatedThread& thread) {
@@ -224,7 +237,31 @@ public:
   }
 
 private:
-  void prepare(std::uint64_t first_block, unsigned block_count) {
+  bool run_prepared() {
+    adopt_current_context(scheduler_switch_);
+    try {
+      // Threads hand over to each other until none is ready, so this loop runs once, unless
+      // exits come back here (kExitThroughScheduler).
+      unsigned next = 0;
+      while (!failure_ && ready_.pop(next)) {
+        switched_from_ = nullptr;
+        accept(start_or_resume(threads_[next], scheduler_switch_));
+        if (switched_from_ != nullptr && switched_from_->state == WaitState::Exited)
+          retire_context(context_of(*switched_from_));
+      }
+    } catch (const std::bad_alloc&) {
+      failure_ = {cudaErrorMemoryAllocation, "no memory for the fiber stack of an emulated thread"};
+    }
+    detail::current_emulated_thread = nullptr;
+    if (!failure_ && live_threads_ > 0)
+      failure_ = {cudaErrorLaunchFailure,
+                  describe_stall(blocks_, threads_, geometry_.threads_per_block)};
+    if (failure_) abandon_fibers();
+    return !failure_;
+  }
+
+  // Makes blocks block_at(0) .. block_at(block_count - 1) resident, as one cluster.
+  template <class BlockAt> void prepare(unsigned block_count, BlockAt block_at) {
     const unsigned per_block = geometry_.threads_per_block;
     const std::size_t total_limit =
         std::max(config_.max_shared_bytes_per_block_optin, geometry_.dynamic_shared_bytes);
@@ -234,7 +271,9 @@ private:
     ready_.reset(threads_.size());
     for (unsigned b = 0; b < block_count; ++b) {
       BlockState& block = blocks_[b];
-      block.linear_block = first_block + b;
+      block.linear_block = block_at(b);
+      block.cluster = blocks_.data();
+      block.cluster_rank = b;
       block.block_idx = block_index_of(geometry_, block.linear_block);
       block.first_thread = b * per_block;
       block.warps.resize(geometry_.warps_per_block);
@@ -258,6 +297,7 @@ private:
     }
     live_threads_ = threads_.size();
     grid_arrivals_ = 0;
+    cluster_arrivals_ = 0;
     failure_ = {};
   }
 
@@ -398,6 +438,9 @@ private:
     --live_threads_;
     BlockState& block = *thread.block;
     ++block.exited_threads;
+    // A peer of its cluster that reads its shared memory from now on reads garbage.
+    if (block.exited_threads == geometry_.threads_per_block && geometry_.cluster_blocks > 1)
+      block.shared.poison();
     WarpState& warp = block.warps[thread.warp()];
     warp.exited_lanes |= 1u << thread.lane();
     // Collectives do not wait for exited lanes, so an exit can complete one.
@@ -443,6 +486,8 @@ private:
   std::uint64_t live_threads_ = 0;
   std::size_t grid_arrivals_ = 0;
   SourceSite grid_site_;
+  std::size_t cluster_arrivals_ = 0;
+  SourceSite cluster_site_;
   LaunchFailure failure_;
   boost::context::fiber scheduler_context_;  // run()'s context while emulated threads run
   std::vector<FiberSwitchContext> contexts_; // each thread's, for the sanitizers (fiber_stacks.h)

@@ -47,6 +47,11 @@ struct HostDeviceConfig {
   std::size_t default_dynamic_shared_limit = 48 * 1024; // without cudaFuncSetAttribute
   std::size_t max_shared_bytes_per_block_optin = 227 * 1024;
 
+  // Thread-block clusters, as on sm_90: at most 8 blocks, or 16 for a kernel that allows
+  // non-portable sizes (cudaFuncAttributeNonPortableClusterSizeAllowed).
+  unsigned max_portable_cluster_blocks = 8;
+  unsigned max_cluster_blocks = 16;
+
   // The emulation itself.
   std::size_t fiber_stack_bytes = 64 * 1024; // usable stack per emulated thread (+ guard page)
   unsigned worker_threads = 0;               // 0: min(4, hardware threads)

@@ -32,6 +32,10 @@ void linked_grid_barrier(EmulatedThread& thread, const SourceSite& site) {
   detail::scheduler_grid_barrier(thread, site);
 }
 
+void linked_cluster_barrier(EmulatedThread& thread, const SourceSite& site) {
+  detail::scheduler_cluster_barrier(thread, site);
+}
+
 void linked_yield(EmulatedThread& thread) { detail::scheduler_yield(thread); }
 
 void linked_add_allocation(void* pointer, std::size_t bytes) {
@@ -42,6 +46,14 @@ bool linked_remove_allocation(void* pointer) { return detail::remove_allocation(
 
 void linked_set_max_dynamic_shared(const void* kernel, std::size_t bytes) {
   detail::set_max_dynamic_shared(kernel, bytes);
+}
+
+void linked_set_non_portable_clusters(const void* kernel, bool allowed) {
+  detail::set_non_portable_clusters(kernel, allowed);
+}
+
+bool linked_non_portable_clusters(const void* kernel) {
+  return detail::non_portable_clusters(kernel);
 }
 
 } // namespace stitch::host

@@ -16,7 +16,7 @@
 
 namespace stitch::host {
 
-enum class LaunchKind { Ordinary, Cooperative };
+enum class LaunchKind { Ordinary, Cooperative, Cluster };
 
 struct LaunchRequest {
   LaunchKind kind;
@@ -25,6 +25,7 @@ struct LaunchRequest {
   dim3 grid;
   dim3 block;
   std::size_t dynamic_shared_bytes;
+  dim3 cluster = dim3(1, 1, 1); // blocks per cluster (LaunchKind::Cluster)
 };
 
 // The kernel with its arguments bound, callable by every emulated thread.
@@ -40,7 +41,9 @@ struct LaunchFailure {
 };
 
 #if !defined(STITCH_HOST_LINKED_LAUNCH)
-// Per-kernel limits raised with cudaFuncSetAttribute(kernel, ..MaxDynamicSharedMemorySize, n).
+// Per-kernel attributes set with cudaFuncSetAttribute: the dynamic shared memory limit
+// (cudaFuncAttributeMaxDynamicSharedMemorySize) and whether clusters may be larger than the
+// portable size (cudaFuncAttributeNonPortableClusterSizeAllowed).
 class KernelAttributes {
 public:
   static KernelAttributes& instance() {
@@ -56,16 +59,28 @@ public:
     std::lock_guard<std::mutex> lock(mutex_);
     max_dynamic_shared_[kernel] = bytes;
   }
+  bool non_portable_clusters(const void* kernel) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto found = non_portable_clusters_.find(kernel);
+    return found != non_portable_clusters_.end() && found->second;
+  }
+  void set_non_portable_clusters(const void* kernel, bool allowed) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    non_portable_clusters_[kernel] = allowed;
+  }
 
 private:
   std::mutex mutex_;
   std::unordered_map<const void*, std::size_t> max_dynamic_shared_;
+  std::unordered_map<const void*, bool> non_portable_clusters_;
 };
 #endif
 
-// KernelAttributes' setter as compiled into libstitch_runtime_host.a (launch_linked.cpp), which
+// KernelAttributes' setters as compiled into libstitch_runtime_host.a (launch_linked.cpp), which
 // stitchc's generated sources (-DSTITCH_HOST_LINKED_LAUNCH) call instead of the class.
 void linked_set_max_dynamic_shared(const void* kernel, std::size_t bytes);
+void linked_set_non_portable_clusters(const void* kernel, bool allowed);
+bool linked_non_portable_clusters(const void* kernel);
 
 namespace detail {
 
@@ -74,6 +89,22 @@ inline void set_max_dynamic_shared(const void* kernel, std::size_t bytes) {
   linked_set_max_dynamic_shared(kernel, bytes);
 #else
   KernelAttributes::instance().set_max_dynamic_shared(kernel, bytes);
+#endif
+}
+
+inline void set_non_portable_clusters(const void* kernel, bool allowed) {
+#if defined(STITCH_HOST_LINKED_LAUNCH)
+  linked_set_non_portable_clusters(kernel, allowed);
+#else
+  KernelAttributes::instance().set_non_portable_clusters(kernel, allowed);
+#endif
+}
+
+inline bool non_portable_clusters(const void* kernel) {
+#if defined(STITCH_HOST_LINKED_LAUNCH)
+  return linked_non_portable_clusters(kernel);
+#else
+  return KernelAttributes::instance().non_portable_clusters(kernel);
 #endif
 }
 

@@ -69,6 +69,31 @@ inline std::optional<LaunchFailure> check_launch(const LaunchRequest& request,
   geometry.block_count = std::uint64_t{g.x} * g.y * g.z;
   geometry.dynamic_shared_bytes = request.dynamic_shared_bytes;
   geometry.cooperative = request.kind == LaunchKind::Cooperative;
+  if (request.kind == LaunchKind::Cluster) {
+    const dim3 c = request.cluster;
+    const std::uint64_t blocks = std::uint64_t{c.x} * c.y * c.z;
+    const bool non_portable = KernelAttributes::instance().non_portable_clusters(request.kernel);
+    const unsigned limit =
+        non_portable ? config.max_cluster_blocks : config.max_portable_cluster_blocks;
+    if (blocks == 0 || blocks > limit)
+      return LaunchFailure{cudaErrorInvalidClusterSize,
+                           "cluster " + dims(c) + " of " + std::to_string(blocks) +
+                               " blocks: at most " + std::to_string(limit) +
+                               (non_portable
+                                    ? std::string(" (the non-portable limit)")
+                                    : " without cudaFuncAttributeNonPortableClusterSizeAllowed (" +
+                                          std::to_string(config.max_cluster_blocks) + " with it)")};
+    if (g.x % c.x != 0 || g.y % c.y != 0 || g.z % c.z != 0)
+      return LaunchFailure{cudaErrorInvalidClusterSize,
+                           "grid " + dims(g) + " is not a whole number of clusters " + dims(c)};
+    if (resident_blocks_per_multiprocessor(config, geometry.threads_per_block,
+                                           geometry.dynamic_shared_bytes) < 1)
+      return LaunchFailure{cudaErrorInvalidClusterSize,
+                           "a block of the cluster " + dims(c) +
+                               " does not fit on one multiprocessor (threads or shared memory)"};
+    geometry.cluster_dim = c;
+    geometry.cluster_blocks = static_cast<unsigned>(blocks);
+  }
   if (!geometry.cooperative) return std::nullopt;
 
   const int per_multiprocessor = resident_blocks_per_multiprocessor(
@@ -86,9 +111,12 @@ inline std::optional<LaunchFailure> check_launch(const LaunchRequest& request,
   return std::nullopt;
 }
 
-// Blocks spread over worker threads; the failure of the lowest-numbered failing block wins.
+// Blocks (or, in a cluster launch, clusters) spread over worker threads; the failure of the
+// lowest-numbered failing block (cluster) wins.
 inline LaunchFailure run_ordinary(const LaunchGeometry& geometry, KernelInvoker kernel,
                                   const HostDeviceConfig& config) {
+  const bool clusters = geometry.cluster_blocks > 1;
+  const std::uint64_t units = geometry.block_count / geometry.cluster_blocks;
   std::atomic<std::uint64_t> next_block{0};
   std::atomic<bool> stop{false};
   std::mutex failure_mutex;
@@ -105,16 +133,17 @@ inline LaunchFailure run_ordinary(const LaunchGeometry& geometry, KernelInvoker 
     try {
       FiberScheduler scheduler(geometry, kernel, config);
       while (!stop.load(std::memory_order_relaxed)) {
-        const std::uint64_t block = next_block.fetch_add(1);
-        if (block >= geometry.block_count) return;
-        if (!scheduler.run(block, 1)) record(block, scheduler.failure());
+        const std::uint64_t unit = next_block.fetch_add(1);
+        if (unit >= units) return;
+        if (!(clusters ? scheduler.run_cluster(unit) : scheduler.run(unit, 1)))
+          record(unit, scheduler.failure());
       }
     } catch (const std::exception& error) {
       record(UINT64_MAX - 1, LaunchFailure{cudaErrorMemoryAllocation, error.what()});
     }
   };
-  const unsigned participants = static_cast<unsigned>(
-      std::min<std::uint64_t>(launch_worker_count(config), geometry.block_count));
+  const unsigned participants =
+      static_cast<unsigned>(std::min<std::uint64_t>(launch_worker_count(config), units));
   if (participants <= 1)
     work();
   else

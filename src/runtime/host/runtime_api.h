@@ -8,7 +8,8 @@
 //            cudaDeviceSynchronize
 //   errors   cudaGetLastError, cudaPeekAtLastError, cudaGetErrorString, cudaGetErrorName
 //   device   cudaGetDeviceCount, cudaGetDevice, cudaSetDevice, cudaDeviceGetAttribute,
-//            cudaFuncSetAttribute, cudaOccupancyMaxActiveBlocksPerMultiprocessor
+//            cudaFuncSetAttribute, cudaOccupancyMaxActiveBlocksPerMultiprocessor,
+//            cudaOccupancyMaxActiveClusters (with cudaLaunchConfig_t and its cluster attribute)
 //
 // "Device" memory is ordinary host memory (256-byte aligned, filled with 0xFF when
 // host_config().poison_allocations is set, so an output a kernel forgot to write reads as NaN).
@@ -20,8 +21,10 @@
 #include "host_config.h"
 #include "launch.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -41,6 +44,31 @@ enum cudaMemcpyKind {
 
 enum cudaFuncAttribute {
   cudaFuncAttributeMaxDynamicSharedMemorySize = 8,
+  cudaFuncAttributeNonPortableClusterSizeAllowed = 14,
+};
+
+// What cudaOccupancyMaxActiveClusters reads of a launch configuration (CUDA's names and values).
+enum cudaLaunchAttributeID {
+  cudaLaunchAttributeCooperative = 2,
+  cudaLaunchAttributeClusterDimension = 4,
+};
+union cudaLaunchAttributeValue {
+  int cooperative;
+  struct {
+    unsigned int x, y, z;
+  } clusterDim;
+};
+struct cudaLaunchAttribute {
+  cudaLaunchAttributeID id;
+  cudaLaunchAttributeValue val;
+};
+struct cudaLaunchConfig_t {
+  dim3 gridDim;
+  dim3 blockDim;
+  std::size_t dynamicSmemBytes;
+  cudaStream_t stream;
+  cudaLaunchAttribute* attrs;
+  unsigned int numAttrs;
 };
 
 enum cudaDeviceAttr {
@@ -52,6 +80,7 @@ enum cudaDeviceAttr {
   cudaDevAttrCooperativeLaunch = 95,
   cudaDevAttrMaxSharedMemoryPerBlockOptin = 97,
   cudaDevAttrMaxBlocksPerMultiprocessor = 106,
+  cudaDevAttrClusterLaunch = 120,
 };
 
 #define cudaStreamDefault 0x00
@@ -289,6 +318,9 @@ inline cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, 
   case cudaDevAttrMaxBlocksPerMultiprocessor:
     *value = config.max_blocks_per_multiprocessor;
     break;
+  case cudaDevAttrClusterLaunch:
+    *value = 1;
+    break;
   default:
     return stitch::host::report_error(cudaErrorInvalidValue,
                                       "cudaDeviceGetAttribute: attribute not emulated");
@@ -299,6 +331,16 @@ inline cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, 
 template <typename Kernel>
 inline cudaError_t cudaFuncSetAttribute(Kernel* kernel, cudaFuncAttribute attribute, int value) {
   const stitch::host::HostDeviceConfig& config = stitch::host::host_config();
+  if (attribute == cudaFuncAttributeNonPortableClusterSizeAllowed) {
+    if (value != 0 && value != 1)
+      return stitch::host::report_error(
+          cudaErrorInvalidValue,
+          "cudaFuncSetAttribute: NonPortableClusterSizeAllowed takes 0 or 1, not " +
+              std::to_string(value));
+    stitch::host::detail::set_non_portable_clusters(reinterpret_cast<const void*>(kernel),
+                                                    value == 1);
+    return cudaSuccess;
+  }
   if (attribute != cudaFuncAttributeMaxDynamicSharedMemorySize)
     return stitch::host::report_error(cudaErrorInvalidValue,
                                       "cudaFuncSetAttribute: attribute not emulated");
@@ -323,5 +365,43 @@ inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, Ke
         cudaErrorInvalidValue, "cudaOccupancyMaxActiveBlocksPerMultiprocessor: bad argument");
   *blocks = stitch::host::resident_blocks_per_multiprocessor(
       stitch::host::host_config(), static_cast<unsigned>(block_size), dynamic_shared);
+  return cudaSuccess;
+}
+
+// Clusters of the launch configuration's cluster dimension (its
+// cudaLaunchAttributeClusterDimension) that the device holds at once: resident blocks over the
+// cluster's size, as if any blocks of the device could form a cluster. Fails as the launch would
+// for a cluster too large.
+template <typename Kernel>
+inline cudaError_t cudaOccupancyMaxActiveClusters(int* clusters, Kernel* kernel,
+                                                  const cudaLaunchConfig_t* launch) {
+  if (clusters == nullptr || launch == nullptr)
+    return stitch::host::report_error(cudaErrorInvalidValue,
+                                      "cudaOccupancyMaxActiveClusters: null argument");
+  const stitch::host::HostDeviceConfig& config = stitch::host::host_config();
+  std::uint64_t blocks = 0;
+  for (unsigned i = 0; i < launch->numAttrs; ++i)
+    if (launch->attrs[i].id == cudaLaunchAttributeClusterDimension) {
+      const auto& c = launch->attrs[i].val.clusterDim;
+      blocks = std::uint64_t{c.x} * c.y * c.z;
+    }
+  if (blocks == 0)
+    return stitch::host::report_error(
+        cudaErrorInvalidClusterSize,
+        "cudaOccupancyMaxActiveClusters: no cluster dimension in the launch configuration");
+  const bool non_portable =
+      stitch::host::detail::non_portable_clusters(reinterpret_cast<const void*>(kernel));
+  const unsigned limit =
+      non_portable ? config.max_cluster_blocks : config.max_portable_cluster_blocks;
+  if (blocks > limit)
+    return stitch::host::report_error(cudaErrorInvalidClusterSize,
+                                      "cudaOccupancyMaxActiveClusters: a cluster of " +
+                                          std::to_string(blocks) + " blocks, over " +
+                                          std::to_string(limit));
+  const dim3 block = launch->blockDim;
+  const int per_multiprocessor = stitch::host::resident_blocks_per_multiprocessor(
+      config, block.x * block.y * block.z, launch->dynamicSmemBytes);
+  *clusters = static_cast<int>(std::uint64_t(std::max(per_multiprocessor, 0)) *
+                               std::uint64_t(std::max(config.multiprocessor_count, 0)) / blocks);
   return cudaSuccess;
 }

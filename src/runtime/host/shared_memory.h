@@ -6,6 +6,11 @@
 // of a block gets the same storage for one declaration and different declarations never alias.
 // Fresh shared memory is filled with 0xFF bytes: read before written, a float is NaN and an int
 // is -1, so a missing barrier or a missing initialisation shows up in the results.
+//
+// The blocks of a thread-block cluster reach each other's arenas (distributed shared memory):
+// same_place_in maps an address of one block's shared memory to the same place in a peer's, and
+// a block that has exited has its arena refilled with garbage, as a peer that reads it after
+// the exit (without a cluster barrier before it) may see on a GPU.
 #pragma once
 
 #include "error_status.h"
@@ -57,8 +62,8 @@ public:
   // The block's storage for `slot`, allocated and filled with garbage on first use. Throws
   // KernelFault when the kernel's static shared memory outgrows what CUDA allows.
   void* static_array(const SharedSlot& slot, std::size_t bytes, std::size_t alignment) {
-    for (const auto& [key, offset] : slots_)
-      if (key == &slot) return storage_.get() + offset;
+    for (const Allocation& allocation : slots_)
+      if (allocation.slot == &slot) return storage_.get() + allocation.offset;
     const std::size_t begin = round_up(static_used_, std::max(alignment, kSharedAlignment));
     const std::size_t end = begin + bytes;
     if (end > static_limit_)
@@ -73,12 +78,42 @@ public:
                             std::to_string(total_limit_) + " bytes per block");
     std::byte* storage = storage_.get() + static_begin_ + begin;
     std::memset(storage, kSharedGarbageByte, bytes);
-    slots_.emplace_back(&slot, static_begin_ + begin);
+    slots_.push_back(Allocation{&slot, static_begin_ + begin, bytes, alignment});
     static_used_ = end;
     return storage;
   }
 
+  // Where `address` (in this arena) is in `peer`: the same offset of the dynamic bytes, or the
+  // same offset in the same STITCH_SHARED declaration (which the peer allocates now if it has
+  // not reached it yet). nullptr if `address` is not in this arena's shared memory.
+  void* same_place_in(const void* address, SharedMemoryArena& peer) const {
+    const auto* byte = static_cast<const std::byte*>(address);
+    const std::byte* const base = storage_.get();
+    if (base == nullptr || byte < base) return nullptr;
+    const auto offset = static_cast<std::size_t>(byte - base);
+    if (offset < dynamic_bytes_) return peer.storage_.get() + offset;
+    for (const Allocation& allocation : slots_)
+      if (offset >= allocation.offset && offset < allocation.offset + allocation.bytes)
+        return static_cast<std::byte*>(
+                   peer.static_array(*allocation.slot, allocation.bytes, allocation.alignment)) +
+               (offset - allocation.offset);
+    return nullptr;
+  }
+
+  // Every byte in use becomes garbage again (the block has exited).
+  void poison() {
+    if (storage_ != nullptr)
+      std::memset(storage_.get(), kSharedGarbageByte, static_begin_ + static_used_);
+  }
+
 private:
+  struct Allocation {
+    const SharedSlot* slot;
+    std::size_t offset; // in storage_
+    std::size_t bytes;
+    std::size_t alignment;
+  };
+
   static std::size_t round_up(std::size_t value, std::size_t alignment) {
     return (value + alignment - 1) / alignment * alignment;
   }
@@ -90,7 +125,7 @@ private:
   std::size_t static_used_ = 0;  // bytes of the static region in use
   std::size_t static_limit_ = 0;
   std::size_t total_limit_ = 0;
-  std::vector<std::pair<const SharedSlot*, std::size_t>> slots_; // slot -> offset in storage_
+  std::vector<Allocation> slots_;
 };
 
 } // namespace stitch::host

@@ -40,6 +40,8 @@ inline std::string wait_text(const EmulatedThread& thread) {
     return "wait at __syncthreads (" + thread.wait_site.text() + ")";
   case WaitState::GridBarrier:
     return "wait at stitch_grid_sync (" + thread.wait_site.text() + ")";
+  case WaitState::ClusterBarrier:
+    return "wait at stitch::cluster::sync (" + thread.wait_site.text() + ")";
   case WaitState::WarpCollective:
     return std::string("wait in ") + collective_name(thread.wait_collective) + " with mask " +
            hex_mask(thread.wait_mask) + " (" + thread.wait_site.text() + ")";

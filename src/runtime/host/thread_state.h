@@ -48,12 +48,26 @@ struct LaunchGeometry {
   std::uint64_t block_count = 0;
   std::size_t dynamic_shared_bytes = 0;
   bool cooperative = false;
+  dim3 cluster_dim = dim3(1, 1, 1); // a launch without clusters has clusters of one block
+  unsigned cluster_blocks = 1;
 };
 
 inline uint3 block_index_of(const LaunchGeometry& geometry, std::uint64_t linear_block) {
   const std::uint64_t x = geometry.grid_dim.x, y = geometry.grid_dim.y;
   return uint3{static_cast<unsigned>(linear_block % x), static_cast<unsigned>(linear_block / x % y),
                static_cast<unsigned>(linear_block / (x * y))};
+}
+
+// The linear index of block `rank` of cluster `cluster` (both in x-fastest order): a cluster is
+// a box of cluster_dim blocks of the grid, and clusters tile the grid.
+inline std::uint64_t block_of_cluster(const LaunchGeometry& geometry, std::uint64_t cluster,
+                                      unsigned rank) {
+  const dim3 c = geometry.cluster_dim, g = geometry.grid_dim;
+  const std::uint64_t across_x = g.x / c.x, across_y = g.y / c.y;
+  const std::uint64_t x = cluster % across_x * c.x + rank % c.x;
+  const std::uint64_t y = cluster / across_x % across_y * c.y + rank / c.x % c.y;
+  const std::uint64_t z = cluster / (across_x * across_y) * c.z + rank / (c.x * c.y);
+  return x + g.x * (y + std::uint64_t{g.y} * z);
 }
 
 inline uint3 thread_index_of(const dim3& block_dim, unsigned linear_thread) {
@@ -71,9 +85,19 @@ struct BlockState {
   SourceSite barrier_site;
   unsigned exited_threads = 0;
   SharedMemoryArena shared;
+  // Its cluster: the resident blocks in rank order (this block is cluster[cluster_rank]).
+  BlockState* cluster = nullptr;
+  unsigned cluster_rank = 0;
 };
 
-enum class WaitState : std::uint8_t { Ready, BlockBarrier, WarpCollective, GridBarrier, Exited };
+enum class WaitState : std::uint8_t {
+  Ready,
+  BlockBarrier,
+  WarpCollective,
+  GridBarrier,
+  ClusterBarrier,
+  Exited
+};
 
 struct EmulatedThread {
   uint3 thread_idx{};
