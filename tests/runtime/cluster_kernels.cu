@@ -35,15 +35,15 @@ __global__ void neighbour_exchange_kernel(float* out, bool synchronize_before,
   if (synchronize_after) cluster::sync();
 }
 
-__global__ void cluster_collective_kernel(ClusterCollective collective, const float* in,
-                                          float* out, int count) {
+__global__ void cluster_collective_kernel(ClusterCollective collective, const float* in, float* out,
+                                          int count) {
   STITCH_DYNAMIC_SHARED(float, shared);
   const unsigned size = cluster::blocks(), rank = cluster::block_rank();
   const int chunk = cluster::chunk(count);
   const unsigned block = blockIdx.x, cluster_index = block / size;
-  float* const mine = shared;                 // count
-  float* const result = shared + count;       // size * count (gather), count or chunk
-  float* const scratch = result + count;      // chunk (all-reduce)
+  float* const mine = shared;            // count
+  float* const result = shared + count;  // size * count (gather), count or chunk
+  float* const scratch = result + count; // chunk (all-reduce)
   for (int i = static_cast<int>(threadIdx.x); i < count; i += static_cast<int>(blockDim.x))
     mine[i] = in[static_cast<int64_t>(block) * count + i];
   switch (collective) {
@@ -86,25 +86,25 @@ cudaError_t launch_neighbour_exchange(int clusters, int cluster_blocks, int thre
 }
 
 cudaError_t launch_cluster_collective(ClusterCollective collective, int clusters,
-                                      int cluster_blocks, int threads, const float* in,
-                                      float* out, int count) {
+                                      int cluster_blocks, int threads, const float* in, float* out,
+                                      int count) {
   const int chunk = (count + cluster_blocks - 1) / cluster_blocks;
   const int result = collective == ClusterCollective::AllGather ? cluster_blocks * count : count;
   const std::size_t shared = sizeof(float) * (count + result + chunk);
   if (cluster_blocks > 8) {
-    const cudaError_t allowed =
-        cudaFuncSetAttribute(cluster_collective_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    const cudaError_t allowed = cudaFuncSetAttribute(
+        cluster_collective_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
     if (allowed != cudaSuccess) return allowed;
   }
   if (shared > 48 * 1024) {
-    const cudaError_t raised = cudaFuncSetAttribute(
-        cluster_collective_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-        static_cast<int>(shared));
+    const cudaError_t raised =
+        cudaFuncSetAttribute(cluster_collective_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(shared));
     if (raised != cudaSuccess) return raised;
   }
   return STITCH_LAUNCH_CLUSTER(cluster_collective_kernel, dim3(clusters * cluster_blocks),
-                               dim3(cluster_blocks), dim3(threads), shared, nullptr, collective,
-                               in, out, count);
+                               dim3(cluster_blocks), dim3(threads), shared, nullptr, collective, in,
+                               out, count);
 }
 
 } // namespace stitch::test

@@ -33,7 +33,7 @@ enum class ClusterCollective { ReduceScatter, AllGather, AllReduce };
 //   AllReduce:     out[b × count + i] = the cluster's sum
 // A cluster of 16 blocks sets cudaFuncAttributeNonPortableClusterSizeAllowed first.
 cudaError_t launch_cluster_collective(ClusterCollective collective, int clusters,
-                                      int cluster_blocks, int threads, const float* in,
-                                      float* out, int count);
+                                      int cluster_blocks, int threads, const float* in, float* out,
+                                      int count);
 
 } // namespace stitch::test

@@ -159,15 +159,15 @@ TEST_CASE("the blocks of a cluster read each other's shared memory after cluster
   CHECK(out.download() == expected);
 
   SECTION("without the cluster::sync before the reads, a block reads its peer's garbage") {
-    REQUIRE(stitch::test::launch_neighbour_exchange(clusters, size, threads, out.get(), false,
-                                                    true, dynamic) == cudaSuccess);
+    REQUIRE(stitch::test::launch_neighbour_exchange(clusters, size, threads, out.get(), false, true,
+                                                    dynamic) == cudaSuccess);
     const std::vector<float> got = out.download();
     CHECK(std::isnan(got[0])); // rank 0 runs first: rank 1 has not written yet
     CHECK(got != expected);
   }
   SECTION("without the cluster::sync before exit, the last rank reads an exited block's garbage") {
-    REQUIRE(stitch::test::launch_neighbour_exchange(clusters, size, threads, out.get(), true,
-                                                    false, dynamic) == cudaSuccess);
+    REQUIRE(stitch::test::launch_neighbour_exchange(clusters, size, threads, out.get(), true, false,
+                                                    dynamic) == cudaSuccess);
     const std::vector<float> got = out.download();
     CHECK(std::isnan(got[static_cast<std::size_t>(size - 1) * threads])); // it read rank 0's
     CHECK(got != expected);
@@ -195,16 +195,15 @@ TEST_CASE("cluster collectives through distributed shared memory equal their ref
 TEST_CASE("cluster launches and calls that CUDA refuses are errors", "[runtime][cluster]") {
   DeviceBuffer<float> out(64);
   SECTION("a grid that is not a whole number of clusters") {
-    const cudaError_t status =
-        STITCH_LAUNCH_CLUSTER(small_cluster_kernel, dim3(6), dim3(4), dim3(32), 0, nullptr,
-                              out.get());
+    const cudaError_t status = STITCH_LAUNCH_CLUSTER(small_cluster_kernel, dim3(6), dim3(4),
+                                                     dim3(32), 0, nullptr, out.get());
     CHECK(status == cudaErrorInvalidClusterSize);
     CHECK(last_error_text(status).find("not a whole number of clusters") != std::string::npos);
     CHECK(cudaGetLastError() == cudaErrorInvalidClusterSize);
   }
   SECTION("more than 8 blocks without the non-portable attribute, more than 16 with it") {
-    cudaError_t status = STITCH_LAUNCH_CLUSTER(small_cluster_kernel, dim3(16), dim3(16),
-                                               dim3(32), 0, nullptr, out.get());
+    cudaError_t status = STITCH_LAUNCH_CLUSTER(small_cluster_kernel, dim3(16), dim3(16), dim3(32),
+                                               0, nullptr, out.get());
     CHECK(status == cudaErrorInvalidClusterSize);
     CHECK(last_error_text(status).find("NonPortableClusterSizeAllowed") != std::string::npos);
     REQUIRE(cudaFuncSetAttribute(small_cluster_kernel,

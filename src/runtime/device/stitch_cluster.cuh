@@ -21,10 +21,12 @@
 // distributed shared memory traffic over the cluster.
 //
 //   cluster::chunk(count)                 ceil(count / blocks()): the elements each rank owns
-//   cluster::reduce_scatter(partial, out, count)
-//       out[i] = Σ over ranks of that rank's partial[r * chunk + i], for the i of this block's
-//       chunk (r = block_rank(), r * chunk + i < count). The sum runs over ranks 0, 1, ... in
+//   cluster::reduce_scatter_apply(partial, count, apply)
+//       apply(i, Σ over ranks of partial[i]) for each i of this block's chunk (r * chunk <= i <
+//       min(count, (r + 1) * chunk), r = block_rank()); the sum runs over ranks 0, 1, ... in
 //       order. ("reduce": the exchange of partial products along a split K.)
+//   cluster::reduce_scatter(partial, out, count)
+//       the same into shared memory: out[i] = the sum at r * chunk + i.
 //   cluster::all_gather(mine, all, count)
 //       all[q * count + i] = block q's mine[i] for every rank q ("shuffle").
 //   cluster::all_reduce(partial, scratch, total, count)
@@ -94,19 +96,6 @@ __device__ __forceinline__ int threads_in_block() {
 }
 inline constexpr unsigned kMaxBlocks = 16; // the non-portable limit of sm_90
 
-// out[i] = Σ over ranks (ascending) of partial[first + i] in that rank, for i < length.
-__device__ __forceinline__ void sum_over_ranks(float* partial, float* out, int first, int length) {
-  const unsigned ranks = blocks();
-  const float* peers[kMaxBlocks];
-  for (unsigned q = 0; q < ranks; ++q)
-    peers[q] = map_shared(partial, q);
-  for (int i = thread_in_block(); i < length; i += threads_in_block()) {
-    float sum = peers[0][first + i];
-    for (unsigned q = 1; q < ranks; ++q)
-      sum += peers[q][first + i];
-    out[i] = sum;
-  }
-}
 } // namespace detail
 
 __device__ __forceinline__ int chunk(int count) {
@@ -114,14 +103,32 @@ __device__ __forceinline__ int chunk(int count) {
   return (count + ranks - 1) / ranks;
 }
 
-// Reduce-scatter of `partial[0, count)`: this block's `out[0, chunk(count))` gets its chunk of
-// the sum (the elements past `count` are not written).
-__device__ __forceinline__ void reduce_scatter(float* partial, float* out, int count) {
+// Reduce-scatter of `partial[0, count)` into a function: `apply(i, sum)` for each element i of
+// this block's chunk, by the block's threads (an epilogue that stores the sums).
+template <class Apply>
+__device__ __forceinline__ void reduce_scatter_apply(float* partial, int count, Apply apply) {
   sync(); // every block's partial is written
   const int size = chunk(count);
   const int first = static_cast<int>(block_rank()) * size;
-  detail::sum_over_ranks(partial, out, first, count - first < size ? count - first : size);
+  const int length = count - first < size ? count - first : size;
+  const unsigned ranks = blocks();
+  const float* peers[detail::kMaxBlocks];
+  for (unsigned q = 0; q < ranks; ++q)
+    peers[q] = map_shared(partial, q);
+  for (int i = detail::thread_in_block(); i < length; i += detail::threads_in_block()) {
+    float sum = peers[0][first + i];
+    for (unsigned q = 1; q < ranks; ++q)
+      sum += peers[q][first + i];
+    apply(first + i, sum);
+  }
   sync(); // no block reads a partial any more
+}
+
+// Reduce-scatter of `partial[0, count)`: this block's `out[0, chunk(count))` gets its chunk of
+// the sum (the elements past `count` are not written).
+__device__ __forceinline__ void reduce_scatter(float* partial, float* out, int count) {
+  const int first = static_cast<int>(block_rank()) * chunk(count);
+  reduce_scatter_apply(partial, count, [&](int i, float sum) { out[i - first] = sum; });
 }
 
 // All-gather: `all[q * count + i]` = block q's `mine[i]`, read from the next rank on (a ring).
