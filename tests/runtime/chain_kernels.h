@@ -21,19 +21,22 @@ enum class ChainGeometry {
   Bf16Decode, // <bfloat16, 1, 4, 64, 64, 128>: 16-row tiles, for a few rows
 };
 
-// X [rows, inner], W1 and W3 [inner, hidden], b1 [hidden], W2 [hidden, columns], b2 [columns],
-// out [rows, columns], each row-major and holding values of the element type. out = (hidden
-// values rounded to the element type) · W2 + b2, rounded to the element type.
+// X [rows, inner], W1 and W3 [inner, hidden], W2 [hidden, columns], each row-major, as the bits
+// of the element type (float16 or bfloat16, by the geometry); b1 [hidden], b2 [columns] and out
+// [rows, columns] are float. out = (hidden values rounded to the element type) · W2 + b2,
+// rounded to the element type. With `vectors` the kernel copies whole 16-byte vectors of rows
+// asynchronously (the row lengths must be multiples of 8).
 struct ChainArgs {
-  const float* x = nullptr;
-  const float* w1 = nullptr;
-  const float* w3 = nullptr;
+  const uint16_t* x = nullptr;
+  const uint16_t* w1 = nullptr;
+  const uint16_t* w3 = nullptr;
+  const uint16_t* w2 = nullptr;
   const float* b1 = nullptr;
-  const float* w2 = nullptr;
   const float* b2 = nullptr;
   float* out = nullptr;
   int64_t rows = 0, inner = 0, hidden = 0, columns = 0;
   ChainActivation activation = ChainActivation::BiasGelu;
+  bool vectors = false;
 };
 
 // One cluster of `cluster_blocks` blocks per row tile, the hidden dim split over its blocks.

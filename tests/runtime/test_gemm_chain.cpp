@@ -10,6 +10,7 @@
 #include "runtime_test_support.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -25,6 +26,7 @@ struct ChainCase {
   ChainActivation activation = ChainActivation::BiasGelu;
   int64_t rows = 0, inner = 0, hidden = 0, columns = 0;
   int blocks = 1;
+  bool vectors = false;
 };
 
 bool is_half(const ChainCase& c) { return c.geometry == ChainGeometry::Half; }
@@ -43,8 +45,8 @@ struct ChainInputs {
 
 ChainInputs make_inputs(const ChainCase& c, unsigned salt) {
   const auto values = [&](int64_t count, float scale, unsigned s) {
-    std::vector<float> v = stitch::test::random_floats(static_cast<std::size_t>(count), -scale,
-                                                       scale, salt * 16 + s);
+    std::vector<float> v =
+        stitch::test::random_floats(static_cast<std::size_t>(count), -scale, scale, salt * 16 + s);
     for (float& e : v)
       e = round_to_element(c, e);
     return v;
@@ -99,14 +101,24 @@ Reference reference(const ChainCase& c, const ChainInputs& in) {
   return r;
 }
 
+std::vector<uint16_t> element_bits(const ChainCase& c, const std::vector<float>& values) {
+  std::vector<uint16_t> bits(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i)
+    bits[i] = is_half(c) ? stitch::float16(values[i]).bits : stitch::bfloat16(values[i]).bits;
+  return bits;
+}
+
 std::vector<float> run_chain(const ChainCase& c, const ChainInputs& in) {
-  DeviceBuffer<float> x(in.x), w1(in.w1), w3(in.w3), b1(in.b1), w2(in.w2), b2(in.b2);
+  DeviceBuffer<uint16_t> x(element_bits(c, in.x)), w1(element_bits(c, in.w1));
+  DeviceBuffer<uint16_t> w3(element_bits(c, in.w3)), w2(element_bits(c, in.w2));
+  DeviceBuffer<float> b1(in.b1), b2(in.b2);
   DeviceBuffer<float> out(static_cast<std::size_t>(c.rows * c.columns) + 1);
   ChainArgs args;
-  args.x = x.get(), args.w1 = w1.get(), args.w3 = w3.get(), args.b1 = b1.get();
-  args.w2 = w2.get(), args.b2 = b2.get(), args.out = out.get();
+  args.x = x.get(), args.w1 = w1.get(), args.w3 = w3.get(), args.w2 = w2.get();
+  args.b1 = b1.get(), args.b2 = b2.get(), args.out = out.get();
   args.rows = c.rows, args.inner = c.inner, args.hidden = c.hidden, args.columns = c.columns;
   args.activation = c.activation;
+  args.vectors = c.vectors;
   REQUIRE(stitch::test::launch_gemm_chain(c.geometry, args, c.blocks) == cudaSuccess);
   std::vector<float> got = out.download();
   got.pop_back();
@@ -117,13 +129,24 @@ std::vector<float> run_chain(const ChainCase& c, const ChainInputs& in) {
 
 TEST_CASE("the GEMM chain equals the unfused feed-forward and gated MLP", "[runtime][chain]") {
   ChainCase c;
-  SECTION("GELU feed-forward, float16, clusters of 1, 2 and 4") {
+  SECTION("GELU feed-forward, float16, clusters of 1, 2 and 4, rows as vectors or not") {
     c.rows = 37, c.inner = 48, c.hidden = 200, c.columns = 72;
     c.blocks = GENERATE(1, 2, 4);
+    c.vectors = GENERATE(false, true);
   }
   SECTION("SiLU-gated MLP, float16, a cluster of 8") {
     c.activation = ChainActivation::SiluGate;
     c.rows = 70, c.inner = 96, c.hidden = 136, c.columns = 130, c.blocks = 8;
+  }
+  SECTION("SiLU-gated MLP, float16, rows as vectors, the last vectors of a tile past the end") {
+    c.activation = ChainActivation::SiluGate;
+    c.rows = 70, c.inner = 88, c.hidden = 136, c.columns = 136, c.blocks = 8;
+    c.vectors = true;
+  }
+  SECTION("GELU feed-forward, bfloat16, rows as vectors, a cluster of 16") {
+    c.geometry = ChainGeometry::Bf16Decode;
+    c.rows = 3, c.inner = 64, c.hidden = 1040, c.columns = 200, c.blocks = 16;
+    c.vectors = true;
   }
   SECTION("SiLU-gated MLP, bfloat16, one row (decoding), clusters of 2 and 16") {
     c.geometry = ChainGeometry::Bf16Decode;
@@ -135,7 +158,7 @@ TEST_CASE("the GEMM chain equals the unfused feed-forward and gated MLP", "[runt
     c.geometry = ChainGeometry::Bf16Decode;
     c.rows = 19, c.inner = 20, c.hidden = 24, c.columns = 136, c.blocks = 4;
   }
-  CAPTURE(c.rows, c.inner, c.hidden, c.columns, c.blocks);
+  CAPTURE(c.rows, c.inner, c.hidden, c.columns, c.blocks, c.vectors);
   const ChainInputs in = make_inputs(c, 7);
   const Reference want = reference(c, in);
   const std::vector<float> got = run_chain(c, in);
@@ -154,7 +177,11 @@ TEST_CASE("the GEMM chain equals the unfused feed-forward and gated MLP", "[runt
   }
   CHECK(bad == 0);
 
-  SECTION("bitwise deterministic") { CHECK(run_chain(c, in) == got); }
+  SECTION("bitwise deterministic, and equal with rows loaded element by element") {
+    CHECK(run_chain(c, in) == got);
+    c.vectors = false;
+    CHECK(run_chain(c, in) == got);
+  }
 }
 
 TEST_CASE("a GEMM chain over no rows launches nothing", "[runtime][chain]") {

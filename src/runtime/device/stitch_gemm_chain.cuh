@@ -31,8 +31,16 @@
 //                                            the hidden value from X·W1 (and X·W3) at (m, n):
 //                                            bias, GELU, SiLU, the gated product, ...
 //   void store(int64_t m, int64_t j, float y) Y[m][j] from the sum: bias, residual, the cast
+//   kXVector, kW1Vector, kW3Vector, kW2Vector
+//                                            8 (16 bytes of T) where the operand is a stored T
+//                                            tensor whose rows start 16-byte aligned (their
+//                                            tiles then copy asynchronously, cp.async), else 1
+//   const T* x_row(m), w1_row(k), w3_row(k), w2_row(n)
+//                                            the rows' first elements, where the vector is 8
 // The hidden values are rounded to T before the second product, as the unfused plan stores
-// them. Elements past an extent load as zeros; a hidden column past N1 is zero.
+// them. Elements past an extent load as zeros; a hidden column past N1 is zero. Each k step's
+// tiles load (asynchronously where they can) and are waited for before the products; the
+// phase's products then run from shared memory.
 #pragma once
 
 #include "stitch_cluster.cuh"
@@ -86,39 +94,39 @@ struct ChainConfig {
 
 namespace detail {
 
-template <class T> __device__ __forceinline__ uint32_t pair_at(const T* p) {
-  return *reinterpret_cast<const uint32_t*>(p);
-}
-
-// A fragment (16 rows × 16 k) of a row-major T tile: rows `row0` .., k from `k0`.
-template <class T>
-__device__ __forceinline__ mma::FragmentA a_fragment(const T* tile, int stride, int row0, int k0) {
-  const int lane = static_cast<int>(threadIdx.x) & 31, g = lane >> 2, t = lane & 3;
-  const T* const at = tile + (row0 + g) * stride + k0 + 2 * t;
-  return mma::FragmentA{{pair_at(at), pair_at(at + 8 * stride), pair_at(at + 8),
-                         pair_at(at + 8 * stride + 8)}};
-}
-
-// acc[f] += A (16 rows from a_tile's row0, k from a_k0, 16 k) · B (16 k from b_tile's row
-// b_k0, the warp's columns from column0, 8 per fragment), B row-major [k][column].
-template <class T, int Fragments>
-__device__ __forceinline__ void multiply_step(mma::FragmentC (&acc)[Fragments],
-                                              const mma::FragmentA& a, const T* b_tile,
-                                              int b_stride, int b_k0, int column0) {
-  const int lane = static_cast<int>(threadIdx.x) & 31;
-  for (int f = 0; f < Fragments; f += 2) {
-    mma::FragmentB lo, hi;
-    mma::load_transposed<T>(
-        lo, hi, b_tile + (b_k0 + (lane & 15)) * b_stride + column0 + 8 * f + 8 * (lane >> 4));
-    mma::product<T>(acc[f], a, lo);
-    mma::product<T>(acc[f + 1], a, hi);
-  }
-}
-
 // Cells (r, c) of a rows × columns tile, spread over the block's threads.
-template <int Threads, class F> __device__ __forceinline__ void for_cells(int rows, int columns, F f) {
+template <int Threads, class F>
+__device__ __forceinline__ void for_cells(int rows, int columns, F f) {
   for (int e = static_cast<int>(threadIdx.x); e < rows * columns; e += Threads)
     f(e / columns, e % columns);
+}
+
+// A rows × columns T tile (tile[r * stride + c]) of a row-major operand from (row0, column0),
+// zeros past (row_end, column_end). With Vector > 1 (the operand's rows are 16-byte vectors of
+// T: row_of(row) is 16-byte aligned, as are the columns a tile starts at) a vector wholly inside
+// the operand is copied asynchronously (the caller commits and waits); other cells load element
+// by element through element(row, column).
+template <class T, int Vector, int Threads, class RowOf, class Element>
+__device__ __forceinline__ void fill_tile(T* tile, int stride, int rows, int columns, int64_t row0,
+                                          int64_t column0, int64_t row_end, int64_t column_end,
+                                          RowOf row_of, Element element) {
+  const auto one = [&](int r, int c) {
+    const int64_t row = row0 + r, column = column0 + c;
+    tile[r * stride + c] = T(row < row_end && column < column_end ? element(row, column) : 0.0f);
+  };
+  if constexpr (Vector > 1) {
+    for_cells<Threads>(rows, columns / Vector, [&](int r, int v) {
+      const int c = v * Vector;
+      if (row0 + r < row_end && column0 + c + Vector <= column_end) {
+        mma::copy_async_16(tile + r * stride + c, row_of(row0 + r) + column0 + c);
+      } else {
+        for (int i = 0; i < Vector; ++i)
+          one(r, c + i);
+      }
+    });
+  } else {
+    for_cells<Threads>(rows, columns, one);
+  }
 }
 
 } // namespace detail
@@ -146,6 +154,7 @@ __device__ void gemm_chain_tile(const Problem& p, int64_t first_row, int slice,
   T* const w2_tile = reinterpret_cast<T*>(phase);
   float* const partial = reinterpret_cast<float*>(phase + Config::kW2Bytes);
   const auto row_in = [&](int r) { return first_row + r < p.rows; };
+  static_assert(Problem::kXVector == 1 || Problem::kXVector * sizeof(T) == 16, "16-byte rows");
 
   // Phase 1: the block's hidden slice for the tile's rows, BN1 columns at a time.
   for (int c0 = 0; c0 < slice; c0 += BN1) {
@@ -157,20 +166,24 @@ __device__ void gemm_chain_tile(const Problem& p, int64_t first_row, int slice,
       for (int f = 0; f < F1; ++f)
         mma::zero(second[f]);
     for (int64_t k0 = 0; k0 < p.inner; k0 += BK) {
-      detail::for_cells<NT>(BM, BK, [&](int r, int c) {
-        x_tile[r * XS + c] = T(row_in(r) && k0 + c < p.inner ? p.x(first_row + r, k0 + c) : 0.0f);
-      });
-      detail::for_cells<NT>(BK, BN1, [&](int r, int c) {
-        const bool in = k0 + r < p.inner && n0 + c < p.hidden;
-        w1_tile[r * W1S + c] = T(in ? p.w1(k0 + r, n0 + c) : 0.0f);
-        if constexpr (Config::kGated) w3_tile[r * W1S + c] = T(in ? p.w3(k0 + r, n0 + c) : 0.0f);
-      });
+      detail::fill_tile<T, Problem::kXVector, NT>(
+          x_tile, XS, BM, BK, first_row, k0, p.rows, p.inner, [&](int64_t m) { return p.x_row(m); },
+          [&](int64_t m, int64_t k) { return p.x(m, k); });
+      detail::fill_tile<T, Problem::kW1Vector, NT>(
+          w1_tile, W1S, BK, BN1, k0, n0, p.inner, p.hidden, [&](int64_t k) { return p.w1_row(k); },
+          [&](int64_t k, int64_t n) { return p.w1(k, n); });
+      if constexpr (Config::kGated)
+        detail::fill_tile<T, Problem::kW3Vector, NT>(
+            w3_tile, W1S, BK, BN1, k0, n0, p.inner, p.hidden,
+            [&](int64_t k) { return p.w3_row(k); },
+            [&](int64_t k, int64_t n) { return p.w3(k, n); });
+      mma::copy_async_commit();
+      mma::copy_async_wait<0>();
       __syncthreads(); // the tiles are in
       for (int kk = 0; kk < BK; kk += 16) {
-        const mma::FragmentA a = detail::a_fragment(x_tile, XS, warp_row, kk);
-        detail::multiply_step<T>(first, a, w1_tile, W1S, kk, warp_column1);
-        if constexpr (Config::kGated)
-          detail::multiply_step<T>(second, a, w3_tile, W1S, kk, warp_column1);
+        const mma::FragmentA a = mma::a_fragment(x_tile, XS, warp_row, kk);
+        mma::multiply_b<T>(first, a, w1_tile, W1S, kk, warp_column1);
+        if constexpr (Config::kGated) mma::multiply_b<T>(second, a, w3_tile, W1S, kk, warp_column1);
       }
       __syncthreads(); // every warp is done with the tiles before they are refilled
     }
@@ -196,15 +209,18 @@ __device__ void gemm_chain_tile(const Problem& p, int64_t first_row, int slice,
     for (int f = 0; f < F2; ++f)
       mma::zero(out[f]);
     for (int s0 = 0; s0 < slice; s0 += BK) {
-      detail::for_cells<NT>(BK, BN2, [&](int r, int c) {
-        const int64_t n = slice_first + s0 + r;
-        const bool in = s0 + r < slice && n < p.hidden && j0 + c < p.columns;
-        w2_tile[r * W2S + c] = T(in ? p.w2(n, j0 + c) : 0.0f);
-      });
+      // The slice's rows past its end (a slice that is no multiple of BK) are zeros, as are
+      // rows past the hidden dim.
+      const int64_t slice_end = slice_first + slice < p.hidden ? slice_first + slice : p.hidden;
+      detail::fill_tile<T, Problem::kW2Vector, NT>(
+          w2_tile, W2S, BK, BN2, slice_first + s0, j0, slice_end, p.columns,
+          [&](int64_t n) { return p.w2_row(n); }, [&](int64_t n, int64_t j) { return p.w2(n, j); });
+      mma::copy_async_commit();
+      mma::copy_async_wait<0>();
       __syncthreads();
       for (int kk = 0; kk < BK && s0 + kk < slice; kk += 16) {
-        const mma::FragmentA a = detail::a_fragment(hidden, HS, warp_row, s0 + kk);
-        detail::multiply_step<T>(out, a, w2_tile, W2S, kk, warp_column2);
+        const mma::FragmentA a = mma::a_fragment(hidden, HS, warp_row, s0 + kk);
+        mma::multiply_b<T>(out, a, w2_tile, W2S, kk, warp_column2);
       }
       __syncthreads();
     }

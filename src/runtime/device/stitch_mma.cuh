@@ -27,6 +27,16 @@
 // others through its warp's state and wait for them (one __syncwarp a call), then compute the
 // lane's own part; a product's four elements are c + Σ_k a · b in float, k ascending.
 //
+// Block tile products from shared memory (row-major T tiles, rows 16-byte aligned; a row
+// stride of 8 elements past a multiple of 16 keeps ldmatrix off repeated banks):
+//   a_fragment<T>(tile, stride, row0, k0)   the A fragment of rows row0 .. row0 + 15 and k
+//                                           k0 .. k0 + 15 of an [m][k] tile
+//   multiply_b<T>(acc, a, tile, stride, k0, column0)
+//                                           acc[f] += a · B, B the 16 x 8 block of a [k][n] tile
+//                                           at rows k0 .., columns column0 + 8f ..; Fragments
+//                                           (acc's length) even: load_transposed reads two
+//                                           fragments at a time
+//
 // Asynchronous copies to shared memory (cp.async, sm_80 and later; a plain copy on the host
 // target, where the waits have nothing to wait for):
 //   copy_async_16(shared_dst, global_src)   16 bytes, both 16-byte aligned
@@ -180,6 +190,28 @@ template <class T> inline void product(FragmentC& c, const FragmentA& a, const F
 }
 
 #endif
+
+template <class T>
+__device__ __forceinline__ FragmentA a_fragment(const T* tile, int stride, int row0, int k0) {
+  const int lane = static_cast<int>(threadIdx.x) & 31, g = lane >> 2, t = lane & 3;
+  const T* const at = tile + (row0 + g) * stride + k0 + 2 * t;
+  const auto pair = [](const T* p) { return *reinterpret_cast<const uint32_t*>(p); };
+  return FragmentA{{pair(at), pair(at + 8 * stride), pair(at + 8), pair(at + 8 * stride + 8)}};
+}
+
+template <class T, int Fragments>
+__device__ __forceinline__ void multiply_b(FragmentC (&acc)[Fragments], const FragmentA& a,
+                                           const T* tile, int stride, int k0, int column0) {
+  static_assert(Fragments % 2 == 0, "B fragments load in pairs");
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  for (int f = 0; f < Fragments; f += 2) {
+    FragmentB lo, hi;
+    load_transposed<T>(lo, hi,
+                       tile + (k0 + (lane & 15)) * stride + column0 + 8 * f + 8 * (lane >> 4));
+    product<T>(acc[f], a, lo);
+    product<T>(acc[f + 1], a, hi);
+  }
+}
 
 } // namespace mma
 } // namespace stitch
