@@ -64,8 +64,41 @@
 #endif
 
 #if defined(__CUDACC__)
-
 #include <cuda_runtime.h>
+#elif defined(STITCH_HOST_TARGET)
+// All of the emulation is included before the CUDA keywords below become macros, so that none
+// of them can leak into the standard library or Boost.
+#include "host/stitch_host_runtime.h"
+#else
+#error "stitch_cuda.h: compile with nvcc, or with a host compiler and -DSTITCH_HOST_TARGET"
+#endif
+
+#include <cstddef>
+
+namespace stitch {
+
+// Both targets' (the host target's before gridDim and blockDim become the built-in variables'
+// macros below).
+template <typename... Params>
+inline cudaError_t max_active_clusters(int* clusters, void (*kernel)(Params...), dim3 cluster,
+                                       dim3 block, std::size_t shared_bytes) {
+  cudaLaunchAttribute attribute = {};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = cluster.x;
+  attribute.val.clusterDim.y = cluster.y;
+  attribute.val.clusterDim.z = cluster.z;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = cluster;
+  config.blockDim = block;
+  config.dynamicSmemBytes = shared_bytes;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  return cudaOccupancyMaxActiveClusters(clusters, kernel, &config);
+}
+
+} // namespace stitch
+
+#if defined(__CUDACC__)
 
 #include <cstddef>
 #include <utility>
@@ -115,23 +148,6 @@ inline cudaError_t launch_in_clusters(void (*kernel)(Params...), dim3 grid, dim3
                        std::forward<Args>(args)...);
 }
 
-template <typename... Params>
-inline cudaError_t max_active_clusters(int* clusters, void (*kernel)(Params...), dim3 cluster,
-                                       dim3 block, std::size_t shared_bytes) {
-  cudaLaunchAttribute attribute = {};
-  attribute.id = cudaLaunchAttributeClusterDimension;
-  attribute.val.clusterDim.x = cluster.x;
-  attribute.val.clusterDim.y = cluster.y;
-  attribute.val.clusterDim.z = cluster.z;
-  cudaLaunchConfig_t config = {};
-  config.gridDim = cluster;
-  config.blockDim = block;
-  config.dynamicSmemBytes = shared_bytes;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  return cudaOccupancyMaxActiveClusters(clusters, kernel, &config);
-}
-
 } // namespace stitch
 
 #define STITCH_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                              \
@@ -144,31 +160,7 @@ inline cudaError_t max_active_clusters(int* clusters, void (*kernel)(Params...),
   ::stitch::launch_in_clusters(kernel, grid, cluster, block, shared_bytes,                         \
                                stream __VA_OPT__(, ) __VA_ARGS__)
 
-#elif defined(STITCH_HOST_TARGET)
-
-// All of the emulation is included before the CUDA keywords below become macros, so that none
-// of them can leak into the standard library or Boost.
-#include "host/stitch_host_runtime.h"
-
-namespace stitch {
-// As under nvcc (above); here, before gridDim and blockDim become the built-in variables' macros.
-template <typename... Params>
-inline cudaError_t max_active_clusters(int* clusters, void (*kernel)(Params...), dim3 cluster,
-                                       dim3 block, std::size_t shared_bytes) {
-  cudaLaunchAttribute attribute = {};
-  attribute.id = cudaLaunchAttributeClusterDimension;
-  attribute.val.clusterDim.x = cluster.x;
-  attribute.val.clusterDim.y = cluster.y;
-  attribute.val.clusterDim.z = cluster.z;
-  cudaLaunchConfig_t config = {};
-  config.gridDim = cluster;
-  config.blockDim = block;
-  config.dynamicSmemBytes = shared_bytes;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  return cudaOccupancyMaxActiveClusters(clusters, kernel, &config);
-}
-} // namespace stitch
+#else // the host target
 
 #define __global__
 #define __device__
@@ -209,6 +201,4 @@ inline cudaError_t max_active_clusters(int* clusters, void (*kernel)(Params...),
   ::stitch::host::launch_in_clusters(#kernel, kernel, grid, cluster, block, shared_bytes,          \
                                      stream __VA_OPT__(, ) __VA_ARGS__)
 
-#else
-#error "stitch_cuda.h: compile with nvcc, or with a host compiler and -DSTITCH_HOST_TARGET"
 #endif

@@ -189,21 +189,7 @@ public:
       throw KernelFault(cudaErrorLaunchFailure,
                         "stitch_grid_sync at " + site.text() +
                             " in a launch that is not cooperative (use STITCH_LAUNCH_COOPERATIVE)");
-    if (grid_arrivals_ > 0 && !(grid_site_ == site))
-      throw KernelFault(cudaErrorLaunchFailure, "divergent stitch_grid_sync: reached the one at " +
-                                                    site.text() + " while others wait at " +
-                                                    grid_site_.text());
-    if (grid_arrivals_ == 0) grid_site_ = site;
-    ++grid_arrivals_;
-    thread.state = WaitState::GridBarrier;
-    thread.wait_site = site;
-    if (grid_arrivals_ == threads_.size()) {
-      grid_arrivals_ = 0;
-      for (BlockState& block : blocks_)
-        for (unsigned id : order_)
-          make_ready(threads_[block.first_thread + id]);
-    }
-    suspend(thread);
+    resident_barrier(thread, site, WaitState::GridBarrier, "stitch_grid_sync", grid_);
   }
 
   // stitch::cluster::sync: waits for every thread of every block of the thread's cluster. In a
@@ -212,21 +198,7 @@ public:
     if (geometry_.cooperative)
       throw KernelFault(cudaErrorNotSupported, "stitch::cluster::sync at " + site.text() +
                                                    " in a cooperative launch (not emulated)");
-    if (cluster_arrivals_ > 0 && !(cluster_site_ == site))
-      throw KernelFault(cudaErrorLaunchFailure,
-                        "divergent stitch::cluster::sync: reached the one at " + site.text() +
-                            " while others of its cluster wait at " + cluster_site_.text());
-    if (cluster_arrivals_ == 0) cluster_site_ = site;
-    ++cluster_arrivals_;
-    thread.state = WaitState::ClusterBarrier;
-    thread.wait_site = site;
-    if (cluster_arrivals_ == threads_.size()) {
-      cluster_arrivals_ = 0;
-      for (BlockState& block : blocks_)
-        for (unsigned id : order_)
-          make_ready(threads_[block.first_thread + id]);
-    }
-    suspend(thread);
+    resident_barrier(thread, site, WaitState::ClusterBarrier, "stitch::cluster::sync", cluster_);
   }
 
   // Lets the other threads run first (__nanosleep): a spin-wait on a flag another thread of
@@ -237,6 +209,31 @@ public:
   }
 
 private:
+  // Threads waiting at a barrier of every resident thread (the grid's or the cluster's).
+  struct ResidentBarrier {
+    std::size_t arrivals = 0;
+    SourceSite site;
+  };
+
+  void resident_barrier(EmulatedThread& thread, SourceSite site, WaitState state, const char* name,
+                        ResidentBarrier& barrier) {
+    if (barrier.arrivals > 0 && !(barrier.site == site))
+      throw KernelFault(cudaErrorLaunchFailure, std::string("divergent ") + name +
+                                                    ": reached the one at " + site.text() +
+                                                    " while others wait at " + barrier.site.text());
+    if (barrier.arrivals == 0) barrier.site = site;
+    ++barrier.arrivals;
+    thread.state = state;
+    thread.wait_site = site;
+    if (barrier.arrivals == threads_.size()) {
+      barrier.arrivals = 0;
+      for (BlockState& block : blocks_)
+        for (unsigned id : order_)
+          make_ready(threads_[block.first_thread + id]);
+    }
+    suspend(thread);
+  }
+
   bool run_prepared() {
     adopt_current_context(scheduler_switch_);
     try {
@@ -296,8 +293,8 @@ private:
         ready_.push(block.first_thread + id);
     }
     live_threads_ = threads_.size();
-    grid_arrivals_ = 0;
-    cluster_arrivals_ = 0;
+    grid_ = {};
+    cluster_ = {};
     failure_ = {};
   }
 
@@ -484,10 +481,7 @@ private:
   std::vector<EmulatedThread> threads_;
   ReadyQueue ready_;
   std::uint64_t live_threads_ = 0;
-  std::size_t grid_arrivals_ = 0;
-  SourceSite grid_site_;
-  std::size_t cluster_arrivals_ = 0;
-  SourceSite cluster_site_;
+  ResidentBarrier grid_, cluster_;
   LaunchFailure failure_;
   boost::context::fiber scheduler_context_;  // run()'s context while emulated threads run
   std::vector<FiberSwitchContext> contexts_; // each thread's, for the sanitizers (fiber_stacks.h)
