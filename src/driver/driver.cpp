@@ -124,6 +124,13 @@ int parse_command_line(int argc, char** argv, DriverOptions& options) {
                  "than its products and softmax apart; the default), fused (wherever it can) or "
                  "unfused (never)")
       ->check(CLI::IsMember({"auto", "fused", "unfused"}));
+  std::string gemm_chain = "auto";
+  app.add_option("--gemm-chain", gemm_chain,
+                 "auto (each GEMM, pointwise, GEMM chain of float16 or bfloat16 products runs as "
+                 "one kernel in thread-block clusters, sm_90 only, where the cost model finds it "
+                 "faster than the library calls and kernels apart; the default), fused (wherever "
+                 "it can) or unfused (never)")
+      ->check(CLI::IsMember({"auto", "fused", "unfused"}));
   app.add_option("--ilp-time-limit", options.planner.ilp_time_limit_s,
                  "seconds the ilp planner may search; then the best plan found (default 10)")
       ->check(CLI::PositiveNumber);
@@ -204,9 +211,12 @@ int parse_command_line(int argc, char** argv, DriverOptions& options) {
   options.planner.device.min_compute_capability = oldest;
   options.planner.device.max_shared_per_block = shared; // every architecture's kernels fit
   options.planner.tf32 = *chosen == Precision::Tf32;
-  options.planner.attention = attention == "fused"     ? AttentionMode::Fused
-                              : attention == "unfused" ? AttentionMode::Unfused
-                                                       : AttentionMode::Auto;
+  options.planner.attention = attention == "fused"     ? FusionMode::Fused
+                              : attention == "unfused" ? FusionMode::Unfused
+                                                       : FusionMode::Auto;
+  options.planner.gemm_chain = gemm_chain == "fused"     ? FusionMode::Fused
+                               : gemm_chain == "unfused" ? FusionMode::Unfused
+                                                         : FusionMode::Auto;
   options.pipeline.print_after = {print_after.begin(), print_after.end()};
   options.pipeline.disabled = {disabled.begin(), disabled.end()};
   check_pipeline_options(options.pipeline);

@@ -31,7 +31,8 @@ constexpr GroupStyle kStyles[] = {
     {"local", "#dcf2dc", "#5a9e5a"},     {"regional", "#d8e7fb", "#4a78b5"},
     {"global", "#fde3c9", "#c07a2c"},    {"independent", "#fff3b0", "#a89330"},
     {"cublaslt", "#e8dbf8", "#7a55b0"},  {"cudnn", "#f9d8e9", "#b0557f"},
-    {"attention", "#d2f1ef", "#2f8f88"}, {"alias", "#eeeeee", "#9a9a9a"},
+    {"attention", "#d2f1ef", "#2f8f88"}, {"gemm_chain", "#f6e0d2", "#a0603a"},
+    {"alias", "#eeeeee", "#9a9a9a"},
 };
 
 std::string style_key(const FusionGroup& group) {
@@ -223,8 +224,7 @@ nlohmann::json details_json(const Graph& g, const FusionPlan& plan) {
   nlohmann::json details = nlohmann::json::object();
   for (const FusionGroup& group : plan.groups) {
     std::string where = fmt::format("#{} {}", group.id, style_key(group));
-    if (group.kind == GroupKind::Kernel || group.kind == GroupKind::Attention)
-      where += fmt::format(", group_{:03}.cu", group.id);
+    if (generated_kernel(group.kind)) where += fmt::format(", group_{:03}.cu", group.id);
     for (int32_t n : group.nodes) {
       const Node& node = g.nodes[n];
       nlohmann::json inputs = nlohmann::json::array(), outputs = nlohmann::json::array();
@@ -268,7 +268,7 @@ std::string node_list(const Graph& g, const std::vector<int32_t>& nodes) {
 std::string group_table(const Graph& g, const FusionPlan& plan) {
   std::string rows;
   for (const FusionGroup& group : plan.groups) {
-    bool kernel = group.kind == GroupKind::Kernel || group.kind == GroupKind::Attention;
+    bool kernel = generated_kernel(group.kind);
     rows += fmt::format(
         "<tr id=\"row-group-{0}\" data-group=\"{0}\"><td>{0}</td><td><span class=\"swatch\" "
         "style=\"background:{1}\"></span>{2}</td><td>{3}</td><td>{4}</td><td>{5}</td><td>{6}</td>"

@@ -279,7 +279,7 @@ GeneratedModel emit_model(const Graph& g, const FusionPlan& plan, const MemoryPl
     if (group.kind == GroupKind::Alias) continue;
     GroupEmitContext ctx(g, group, memory);
     CodeWriter w;
-    const std::string how = group.kind == GroupKind::Kernel || group.kind == GroupKind::Attention
+    const std::string how = generated_kernel(group.kind)
                                 ? fmt::format("a {} kernel, {} mapping", spec_name(group.spec),
                                               mapping_name(group.mapping))
                                 : fmt::format("a {} call", group_kind_name(group.kind));

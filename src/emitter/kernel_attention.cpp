@@ -179,13 +179,8 @@ void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
   const std::string kernel = fmt::format("stitch_g{}_attention", group.id);
   const std::string tiles = fmt::format("stitch_g{}_tiles", group.id);
   const std::string problem = fmt::format("stitch_g{}_problem", group.id);
-  auto param = [&](TensorId t, const char* what) -> std::string {
-    auto in = sig.inputs.find(t);
-    if (in != sig.inputs.end()) return in->second;
-    auto o = sig.outputs.find(t);
-    if (o != sig.outputs.end()) return o->second;
-    ctx.spec_error(fmt::format("the attention's {} '{}' is not in the kernel's interface", what,
-                               g.tensor(t).name));
+  auto param = [&](TensorId t, const char* what) {
+    return interface_name(ctx, sig, t, fmt::format("attention's {}", what));
   };
   const int64_t query_tile = spec.query_tile();
 
@@ -286,11 +281,7 @@ void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
   out.line();
 
   // Aggregate initialization in the struct's member order: sig.params', reads then writes.
-  std::vector<std::string> members;
-  for (TensorId t : spec.io.reads)
-    members.push_back(sig.inputs.at(t));
-  for (TensorId t : spec.io.writes)
-    members.push_back(sig.outputs.at(t));
+  const std::vector<std::string> members = interface_members(sig, spec.io);
   const std::string problem_value = fmt::format("const {} p{{{}, {}, {}}};", problem,
                                                 fmt::join(members, ", "), spec.queries, spec.keys);
   if (spec.splits <= 1) {

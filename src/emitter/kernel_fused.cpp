@@ -245,6 +245,23 @@ void emit_fused_local(const GroupEmitContext& ctx, CodeWriter& out) {
 
 } // namespace
 
+std::string interface_name(const GroupEmitContext& ctx, const FusedSignature& sig, TensorId t,
+                           const std::string& what) {
+  if (auto in = sig.inputs.find(t); in != sig.inputs.end()) return in->second;
+  if (auto o = sig.outputs.find(t); o != sig.outputs.end()) return o->second;
+  ctx.spec_error(fmt::format("the {} '{}' is not in the kernel's interface", what,
+                             ctx.graph().tensor(t).name));
+}
+
+std::vector<std::string> interface_members(const FusedSignature& sig, const KernelInterface& io) {
+  std::vector<std::string> members;
+  for (TensorId t : io.reads)
+    members.push_back(sig.inputs.at(t));
+  for (TensorId t : io.writes)
+    members.push_back(sig.outputs.at(t));
+  return members;
+}
+
 bool emit_fused(const GroupEmitContext& ctx, CodeWriter& out) {
   const GroupSpec& spec = ctx.group().spec;
   if (std::holds_alternative<LocalSpec>(spec))
@@ -261,6 +278,8 @@ bool emit_fused(const GroupEmitContext& ctx, CodeWriter& out) {
     emit_fused_independent(ctx, out);
   else if (std::holds_alternative<AttentionSpec>(spec))
     emit_attention(ctx, out);
+  else if (std::holds_alternative<GemmChainSpec>(spec))
+    emit_gemm_chain(ctx, out);
   else
     return false; // single ops, library calls, aliases
   return true;

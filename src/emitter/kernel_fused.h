@@ -15,6 +15,7 @@
 //                                 product their per-row values feed, its consumers
 //   kernel_fused_window.cpp       WindowSpec: producers per tap, consumers per output element
 //   kernel_attention.cpp          AttentionSpec: softmax(logits(Q Kᵀ)) V, one pass over the keys
+//   kernel_gemm_chain.cpp         GemmChainSpec: GEMM, pointwise, GEMM in thread-block clusters
 //
 // A writer prints what its spec says and decides nothing about the group's structure; a spec
 // it cannot print is an internal error (GroupEmitContext::spec_error). A body writer gets a
@@ -47,6 +48,12 @@ struct FusedSignature {
   std::vector<std::string> legend;          // "in0: 'x' float32[4,8]" (comment lines)
 };
 FusedSignature fused_signature(const GroupEmitContext& ctx, const KernelInterface& io);
+// The parameter name of `t` in `sig` (an input's or an output's); a spec error naming `what`
+// when the interface lacks it.
+std::string interface_name(const GroupEmitContext& ctx, const FusedSignature& sig, TensorId t,
+                           const std::string& what);
+// The parameter names in the kernel's order (reads, then writes): a problem struct's members.
+std::vector<std::string> interface_members(const FusedSignature& sig, const KernelInterface& io);
 
 // The value of `t`, a literal or an input of `sig`, at its numpy-broadcast index into `against`
 // (element `linear`, coordinates `coordinate`0, 1, ...): the literal itself, or a load into a
@@ -120,6 +127,7 @@ void emit_fused_global(const GroupEmitContext& ctx, CodeWriter& out);
 void emit_fused_window(const GroupEmitContext& ctx, CodeWriter& out);
 void emit_fused_row_gemv(const GroupEmitContext& ctx, CodeWriter& out);
 void emit_attention(const GroupEmitContext& ctx, CodeWriter& out);
+void emit_gemm_chain(const GroupEmitContext& ctx, CodeWriter& out);
 
 // The name of the group's fused kernel: "stitch_g3_regional".
 std::string fused_kernel_name(const GroupEmitContext& ctx);

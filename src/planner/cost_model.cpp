@@ -128,8 +128,21 @@ GroupCost group_cost(const FusionContext& ctx, const GroupAnalysis& group) {
     c.compute =
         static_cast<int64_t>(std::llround(flops / (rate * busy) * ctx.device.hbm_bytes_per_us));
   }
+  if (const auto* chain = std::get_if<GemmChainSpec>(&group.group.spec)) {
+    const double products = static_cast<double>(chain->gate ? 2 : 1);
+    const double flops =
+        2.0 * static_cast<double>(chain->rows) *
+        (static_cast<double>(chain->inner) * products + static_cast<double>(chain->columns)) *
+        static_cast<double>(chain->hidden_dim);
+    const double blocks = static_cast<double>(std::max<int64_t>(group.group.launch.grid[0], 1));
+    const double busy = std::min(1.0, blocks / static_cast<double>(ctx.device.sm_count));
+    const double beyond_library = flops / (ctx.device.chain_tensor_flops_per_us * busy) -
+                                  flops / ctx.device.library_tensor_flops_per_us;
+    c.compute = static_cast<int64_t>(
+        std::llround(std::max(0.0, beyond_library) * ctx.device.hbm_bytes_per_us));
+  }
   // Libraries pick their own launch; only generated kernels are charged for parallelism.
-  if (group.kind == GroupKind::Kernel || group.kind == GroupKind::Attention) {
+  if (generated_kernel(group.kind)) {
     // Loads in flight, not threads, saturate HBM: a thread with 16-byte vectors counts as four.
     double threads = static_cast<double>(
         std::max<int64_t>(threads_of(group.group.launch) * group.group.launch.vector_width, 1));

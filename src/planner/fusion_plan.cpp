@@ -13,6 +13,8 @@ std::string_view group_kind_name(GroupKind k) {
     return "cudnn";
   case GroupKind::Attention:
     return "attention";
+  case GroupKind::GemmChain:
+    return "gemm_chain";
   case GroupKind::Alias:
     return "alias";
   }
@@ -76,6 +78,7 @@ std::string_view spec_name(const GroupSpec& spec) {
     std::string_view operator()(const GemmSpec&) const { return "gemm"; }
     std::string_view operator()(const ConvSpec&) const { return "conv"; }
     std::string_view operator()(const AttentionSpec&) const { return "attention"; }
+    std::string_view operator()(const GemmChainSpec&) const { return "gemm_chain"; }
     std::string_view operator()(const AliasSpec&) const { return "alias"; }
   };
   return std::visit(Name{}, spec);

@@ -31,6 +31,7 @@ enum class GroupKind {
   GemmLibrary, // a cuBLASLt matrix multiply
   ConvLibrary, // a cuDNN convolution
   Attention,   // a generated attention kernel: one pass over the keys (AttentionSpec)
+  GemmChain,   // a generated GEMM chain in thread-block clusters (GemmChainSpec)
   Alias,       // views: the outputs share storage with the inputs, no work
 };
 
@@ -51,6 +52,8 @@ struct LaunchConfig {
   // kernel's __launch_bounds__ promises so that nvcc keeps its registers within that share.
   int64_t min_blocks_per_sm = 0;
   int vector_width = 1; // elements per vectorized access
+  // Blocks per thread-block cluster along x (a GEMM chain's; 1: no clusters).
+  int64_t cluster = 1;
 };
 
 struct FusionGroup {
@@ -110,6 +113,11 @@ struct FusionPlan {
 constexpr size_t kMaxRejectedFusions = 100;
 
 std::string_view group_kind_name(GroupKind k);
+// A kernel stitchc generates (a fused or single-op kernel, an attention, a GEMM chain): it has a
+// source file, a launch and a scheme; a library call or an alias has none of them.
+inline bool generated_kernel(GroupKind k) {
+  return k == GroupKind::Kernel || k == GroupKind::Attention || k == GroupKind::GemmChain;
+}
 std::string_view scheme_name(StitchScheme s);
 std::string_view mapping_name(ThreadMapping m);
 std::string_view row_cache_name(RowCache c);

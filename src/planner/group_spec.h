@@ -21,6 +21,8 @@
 //   GemmSpec        a cuBLASLt call and its epilogue (bias, C, a fill kernel, activation)
 //   ConvSpec        a cuDNN convolution and its fused epilogue (residual add, Relu)
 //   AttentionSpec   softmax(logits(Q Kᵀ)) V in one pass over the keys, the scores never stored
+//   GemmChainSpec   GEMM, pointwise, GEMM in one kernel of thread-block clusters, the hidden
+//                   activations never stored
 //   AliasSpec       views: no work
 #pragma once
 
@@ -498,14 +500,79 @@ struct AttentionSpec {
   KernelInterface io; // reads: the stored Q, K, V and the logit nodes' inputs; writes: out
 };
 
+// GemmChain: Y = epilogue(activation(X·W1 [, X·W3]) · W2) in one kernel (kernel_gemm_chain.cpp
+// over stitch_gemm_chain.cuh): a feed-forward block (MatMul/Gemm, a bias and GELU, MatMul/Gemm)
+// or a gated MLP (the gate and up products of one X, often merged into one product whose
+// column halves two Slices take, SiLU of one times the other, the down product). A
+// thread-block cluster per tile of rows: each block computes the hidden activations of its
+// slice of the hidden dim into shared memory, multiplies them by its rows of W2, and the
+// cluster sums the partial tiles through distributed shared memory. The hidden activations
+// (and the products before them) never reach memory.
+struct GemmChainSpec {
+  // A matrix as the kernel reads it: element (row, col) of the stored `tensor` at offset +
+  // row * row_stride + col * col_stride; `vector` 8 (16 bytes of the element type) where
+  // columns are adjacent and every row and tile starts 16-byte aligned, else 1.
+  struct Matrix {
+    TensorId tensor = kNoTensor;
+    int64_t offset = 0, row_stride = 0, col_stride = 1;
+    int vector = 1;
+  };
+  // One of the first products: X·W (X is `x`, shared), with Gemm's alpha and beta * C; the
+  // hidden values read it as `value` (the product's output, or the Slice of a merged product
+  // taking columns from `column_offset` on).
+  struct Product {
+    int32_t node = -1;
+    Matrix w;
+    double alpha = 1.0;
+    TensorId c = kNoTensor; // Gemm's C, broadcast against the product's output
+    double beta = 0.0;
+    TensorId value = kNoTensor;
+    int64_t column_offset = 0;
+  };
+  Matrix x;                        // [rows, inner]
+  Product first;                   // X·W1
+  std::optional<Product> gate;     // X·W3: the hidden values take both products
+  std::vector<int32_t> slices;     // Slices taking a merged product's columns apart
+  std::vector<int32_t> activation; // pointwise nodes from the products to `hidden`, in order
+  TensorId hidden = kNoTensor;     // the second product's A: [rows, hidden_dim] values
+  int32_t second = -1;             // hidden · W2
+  Matrix w2;                       // [hidden_dim, columns]
+  double second_alpha = 1.0;       // Gemm's alpha and beta * C of the second product
+  TensorId second_c = kNoTensor;
+  double second_beta = 0.0;
+  std::vector<int32_t> epilogue; // pointwise nodes after the second product, in order
+  TensorId result = kNoTensor;   // what the group writes (the last node's output)
+  // Views (reshapes) between the products, the activation and the epilogue: each value keeps
+  // its row-major order, so (row, column) is element row * width + column of any of them. The
+  // activation's nodes share `hidden_shape`, the epilogue's `result_shape`; operands broadcast
+  // against those.
+  std::vector<int32_t> views;
+  Shape hidden_shape, result_shape;
+  DType element = DType::Float16; // of X, the weights, the products and the hidden values
+  int64_t rows = 0, inner = 0, hidden_dim = 0, columns = 0; // M, K, N1, N2
+  // The tile geometry (stitch::chain::ChainConfig<element, warps_m, warps_n, block_k,
+  // hidden_tile, out_tile, gated>): tiles of 16 * warps_m rows, a cluster of `cluster_blocks`
+  // blocks each, each block a `slice` of the hidden dim; the launch is row_tiles *
+  // cluster_blocks blocks of 32 * warps_m * warps_n threads with `shared_bytes` of dynamic
+  // shared memory.
+  int warps_m = 0, warps_n = 0, block_k = 0, hidden_tile = 0, out_tile = 0;
+  int cluster_blocks = 0;
+  int64_t slice = 0, row_tiles = 0, shared_bytes = 0;
+  // The HBM bytes the unfused plan moves for the products and hidden values the chain keeps on
+  // chip (written once and read once each), for the report.
+  int64_t saved_bytes = 0;
+  KernelInterface io; // reads: X, the weights, the activation's and epilogue's other operands
+};
+
 // Alias: views, no work.
 struct AliasSpec {};
 
-using GroupSpec = std::variant<OpSpec, LocalSpec, WindowSpec, RegionalSpec, ColumnSpec, RowGemvSpec,
-                               IndependentSpec, GemmSpec, ConvSpec, AttentionSpec, AliasSpec>;
+using GroupSpec =
+    std::variant<OpSpec, LocalSpec, WindowSpec, RegionalSpec, ColumnSpec, RowGemvSpec,
+                 IndependentSpec, GemmSpec, ConvSpec, AttentionSpec, GemmChainSpec, AliasSpec>;
 
 // The spec's name for the report and for messages: "op", "local", "window", "regional",
-// "column", "row_gemv", "independent", "gemm", "conv", "attention", "alias".
+// "column", "row_gemv", "independent", "gemm", "conv", "attention", "gemm_chain", "alias".
 std::string_view spec_name(const GroupSpec& spec);
 
 } // namespace stitch

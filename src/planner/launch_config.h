@@ -46,6 +46,14 @@ struct DeviceParams {
   // does not model, dominates: 20 keeps those unfused (fused was 1.2 to 1.7 times slower there).
   double fma_flops_per_us = 12e6;
   double tensor_core_flops_per_us = 20e6;
+  // A GEMM chain's products (stitch::chain: mma.sync tiles from shared memory, the building
+  // blocks of FlashMmaConfig) at the rate the attention kernel reached where its products were
+  // the bottleneck (68 TFLOP/s at 2048², fifth visit), scaled by the share of SMs the chain's
+  // blocks occupy; it pays, on top of its bytes, the time beyond what the library's 16-bit GEMMs
+  // (cuBLASLt on tensor cores, ~600 TFLOP/s at large shapes on an H100) would take. Neither is
+  // measured for the chain itself yet: the next GPU visit calibrates both.
+  double chain_tensor_flops_per_us = 68e6;
+  double library_tensor_flops_per_us = 600e6;
 };
 
 // The dynamic shared memory a block may opt in to on a GPU of this compute capability (CUDA's

@@ -354,8 +354,9 @@ bool names_node_or_its_parts(const std::string& name, const std::string& node_na
 }
 
 FusionContext::FusionContext(const Graph& g, const DeviceParams& d,
-                             const std::vector<std::string>& no_fuse, AttentionMode mode)
-    : graph(g), device(d), attention(mode) {
+                             const std::vector<std::string>& no_fuse, FusionMode mode,
+                             FusionMode chain_mode)
+    : graph(g), device(d), attention(mode), gemm_chain(chain_mode) {
   const size_t n = g.nodes.size();
   producer = g.producers();
   consumers = g.consumers();
@@ -498,6 +499,9 @@ FusionDecision analyze_group(const FusionContext& ctx, const std::vector<int32_t
   // Two matrix products with row ops between them: an attention (legality_attention.cpp),
   // which reads and writes through Slices and Transposes.
   if (gemms == 2 && row && !conv && !window && !column) return analyze_attention(ctx, a);
+  // Two or three matrix products with pointwise nodes between them: a GEMM chain
+  // (legality_chain.cpp), the first products' columns perhaps taken apart by Slices.
+  if (gemms >= 2 && !row && !conv && !window && !column) return analyze_gemm_chain(ctx, a);
   // A Transpose of a library dtype joins a library call as its layout, or a Local group (no
   // row op, window or column reduction) as a Movement node.
   if ((!gemm && !conv && (window || column)) || row)

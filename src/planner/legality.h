@@ -77,20 +77,22 @@ private:
 };
 
 // Everything the legality checks and the cost model read about the graph, computed once.
-// --attention: auto (the cost model decides between an attention group and the unfused
-// products and softmax), fused (every attention that can be one group is one), unfused (none).
-enum class AttentionMode { Auto, Fused, Unfused };
+// --attention and --gemm-chain: auto (the cost model decides between an attention group or a
+// GEMM chain and the unfused products), fused (every one that can be one group is one),
+// unfused (none).
+enum class FusionMode { Auto, Fused, Unfused };
 
 struct FusionContext {
   // `no_fuse` names nodes kept out of every fusion (PlannerOptions::no_fuse); a composite's
   // name covers the nodes it was lowered into ("NAME/..."), which may fuse only with each other.
   FusionContext(const Graph& graph, const DeviceParams& device,
                 const std::vector<std::string>& no_fuse = {},
-                AttentionMode attention = AttentionMode::Auto);
+                FusionMode attention = FusionMode::Auto, FusionMode gemm_chain = FusionMode::Auto);
 
   const Graph& graph;
   DeviceParams device;
-  AttentionMode attention = AttentionMode::Auto;
+  FusionMode attention = FusionMode::Auto;
+  FusionMode gemm_chain = FusionMode::Auto;
   std::vector<int32_t> producer;                  // per tensor: the node writing it, or -1
   std::vector<std::vector<int32_t>> consumers;    // per tensor: the nodes reading it
   std::vector<std::vector<int32_t>> preds, succs; // per node: distinct neighbour nodes
@@ -168,6 +170,14 @@ FusionGroup single_node_group(const Graph& graph, int32_t node, const DevicePara
 std::vector<int32_t> attention_candidate(const FusionContext& ctx, int32_t product,
                                          std::vector<int32_t>* read_through = nullptr,
                                          std::vector<std::vector<int32_t>>* prologues = nullptr);
+// The nodes of the GEMM chain whose second product is `second` (legality_chain.cpp): the
+// pointwise nodes back from its A to the first products (one, two of the same X, or the Slices
+// of a merged one), those products, and the chain of pointwise nodes after it (each the only
+// reader of the last one's result); sorted. Empty when `second` reads no pointwise function of
+// a product. `epilogue`, when given, gets the nodes after the second product (the candidate
+// without them is worth offering too).
+std::vector<int32_t> gemm_chain_candidate(const FusionContext& ctx, int32_t second,
+                                          std::vector<int32_t>* epilogue = nullptr);
 GroupKind group_kind_of(const Node& node);
 
 } // namespace stitch

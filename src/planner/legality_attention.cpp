@@ -273,7 +273,7 @@ bool attention_dtype(DType t) {
 } // namespace
 
 FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
-  if (ctx.attention == AttentionMode::Unfused)
+  if (ctx.attention == FusionMode::Unfused)
     return FusionDecision::no("--attention unfused keeps every attention out of one kernel");
   const Graph& g = ctx.graph;
   const std::vector<int32_t>& nodes = a.nodes;

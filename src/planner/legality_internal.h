@@ -103,6 +103,7 @@ FusionDecision analyze_independent(const FusionContext& ctx, GroupAnalysis& a,
                                    const AnalysisOverrides& overrides);
 FusionDecision analyze_gemm(const FusionContext& ctx, GroupAnalysis& a);
 FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a);
+FusionDecision analyze_gemm_chain(const FusionContext& ctx, GroupAnalysis& a);
 FusionDecision analyze_conv(const FusionContext& ctx, GroupAnalysis& a);
 
 // The Regional spec of a.nodes, without deciding the group (analyze_regional and the head of a

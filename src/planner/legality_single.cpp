@@ -48,6 +48,8 @@ FusionGroup single_node_group(const Graph& g, int32_t n, const DeviceParams& dev
     break;
   case GroupKind::Attention: // two products and a softmax: never one node
     internal_fail("node '{}' ({}) is no attention by itself", node.name, op_name(node.op));
+  case GroupKind::GemmChain: // two products: never one node
+    internal_fail("node '{}' ({}) is no GEMM chain by itself", node.name, op_name(node.op));
   case GroupKind::GemmLibrary: {
     GemmSpec spec;
     if (FusionDecision d = legality::gemm_spec(g, {n}, device, spec); !d)

@@ -203,7 +203,7 @@ void cost_per_op_groups(const FusionContext& ctx, FusionPlan& plan) {
 
 void compare_with_other_planners(const Graph& graph, const PlannerOptions& options,
                                  FusionPlan& plan) {
-  FusionContext ctx(graph, options.device, options.no_fuse, options.attention);
+  FusionContext ctx(graph, options.device, options.no_fuse, options.attention, options.gemm_chain);
   if (plan.planner == "none") cost_per_op_groups(ctx, plan);
   plan.totals = {plan_totals(plan)};
   if (plan.planner != "none") {

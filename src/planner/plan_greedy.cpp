@@ -22,8 +22,8 @@ namespace {
 class GreedyFusion {
 public:
   GreedyFusion(const Graph& graph, const PlannerOptions& options)
-      : ctx_(graph, options.device, options.no_fuse, options.attention), group_of_(ctx_.size()),
-        members_(ctx_.size()) {
+      : ctx_(graph, options.device, options.no_fuse, options.attention, options.gemm_chain),
+        group_of_(ctx_.size()), members_(ctx_.size()) {
     for (size_t n = 0; n < ctx_.size(); ++n) {
       group_of_[n] = static_cast<int32_t>(n);
       members_[n] = {static_cast<int32_t>(n)};

@@ -345,7 +345,7 @@ FusionPlan plan_ilp(const Graph& graph, const PlannerOptions& options) {
     return plan;
   }
   glp_term_out(GLP_OFF);
-  FusionContext ctx(graph, options.device, options.no_fuse, options.attention);
+  FusionContext ctx(graph, options.device, options.no_fuse, options.attention, options.gemm_chain);
   CandidateSet candidates(ctx);
   for (size_t n = 0; n < ctx.size(); ++n)
     candidates.add({static_cast<int32_t>(n)});
@@ -387,22 +387,39 @@ FusionPlan plan_ilp(const Graph& graph, const PlannerOptions& options) {
     });
     candidates.add(nodes);
   }
+  // Each GEMM chain whole, and without the epilogue after its second product.
+  for (size_t n = 0; n < ctx.size(); ++n) {
+    std::vector<int32_t> epilogue;
+    std::vector<int32_t> nodes = gemm_chain_candidate(ctx, static_cast<int32_t>(n), &epilogue);
+    if (nodes.empty()) continue;
+    candidates.add(nodes);
+    if (epilogue.empty()) continue;
+    std::erase_if(nodes, [&](int32_t k) {
+      return std::find(epilogue.begin(), epilogue.end(), k) != epilogue.end();
+    });
+    candidates.add(nodes);
+  }
   FusionPlan greedy = plan_greedy(graph, options);
   for (const FusionGroup& group : greedy.groups)
     candidates.add(group.nodes);
   std::vector<Candidate>& list = candidates.list();
-  if (options.attention == AttentionMode::Fused) {
-    // One bonus for every attention candidate, larger than any of them costs plus what every
-    // node costs alone: a plan without one of the legal attentions never beats the plan with
-    // it and the rest unfused, and the cost model still chooses between an attention's
-    // candidates (with or without the layouts it reads through).
+  // --attention fused, --gemm-chain fused: one bonus for every candidate of the kind, larger
+  // than any of them costs plus what every node costs alone: a plan without one of the legal
+  // groups never beats the plan with it and the rest unfused, and the cost model still chooses
+  // between one attention's or chain's candidates (with or without the layouts it reads
+  // through, with or without an epilogue).
+  auto forced = [&](GroupKind kind) {
+    return (kind == GroupKind::Attention && options.attention == FusionMode::Fused) ||
+           (kind == GroupKind::GemmChain && options.gemm_chain == FusionMode::Fused);
+  };
+  if (options.attention == FusionMode::Fused || options.gemm_chain == FusionMode::Fused) {
     int64_t alone = 0, largest = 0;
     for (size_t n = 0; n < ctx.size(); ++n)
       alone += list[n].cost; // the single-node candidates come first
     for (const Candidate& c : list)
-      if (c.analysis.kind == GroupKind::Attention) largest = std::max(largest, c.cost);
+      if (forced(c.analysis.kind)) largest = std::max(largest, c.cost);
     for (Candidate& c : list)
-      if (c.analysis.kind == GroupKind::Attention) c.objective = c.cost - (alone + largest + 1);
+      if (forced(c.analysis.kind)) c.objective = c.cost - (alone + largest + 1);
   }
 
   // Column lookup for the greedy plan, the warm start and the fallback.
@@ -480,7 +497,9 @@ FusionPlan plan_ilp(const Graph& graph, const PlannerOptions& options) {
   // The program's bound is in its own units: the bonuses of the solver's plan (none without
   // --attention fused) convert it to costs; without a plan of the solver's there is none.
   const int64_t bonuses = cost - objective;
-  if (!acyclic && options.attention == AttentionMode::Fused) state.have_bound = false;
+  if (!acyclic &&
+      (options.attention == FusionMode::Fused || options.gemm_chain == FusionMode::Fused))
+    state.have_bound = false;
   int64_t greedy_objective = 0;
   for (const FusionGroup& group : greedy.groups)
     greedy_objective += list[column_of.at(group.nodes)].objective;

@@ -214,6 +214,55 @@ nlohmann::json spec_json(const Graph& g, const GroupSpec& spec) {
     j["splits"] = attention->splits;
     j["keys_per_split"] = attention->keys_per_split;
     j["uncoalesced_bytes"] = attention->uncoalesced_bytes;
+  } else if (const auto* chain = std::get_if<GemmChainSpec>(&spec)) {
+    auto name_of = [&](TensorId t) {
+      return t == kNoTensor ? nlohmann::json(nullptr) : nlohmann::json(g.tensor(t).name);
+    };
+    auto matrix = [&](const GemmChainSpec::Matrix& m) {
+      return nlohmann::json{{"tensor", name_of(m.tensor)},
+                            {"offset", m.offset},
+                            {"row_stride", m.row_stride},
+                            {"col_stride", m.col_stride},
+                            {"vector", m.vector}};
+    };
+    auto product = [&](const GemmChainSpec::Product& p) {
+      nlohmann::json pj = {{"node", g.nodes[p.node].name},
+                           {"w", matrix(p.w)},
+                           {"value", name_of(p.value)},
+                           {"column_offset", p.column_offset}};
+      if (p.alpha != 1.0) pj["alpha"] = p.alpha;
+      if (p.c != kNoTensor) pj["c"] = {{"tensor", name_of(p.c)}, {"beta", p.beta}};
+      return pj;
+    };
+    j["element"] = dtype_name(chain->element);
+    j["x"] = matrix(chain->x);
+    j["first"] = product(chain->first);
+    j["gate"] = chain->gate ? product(*chain->gate) : nlohmann::json(nullptr);
+    j["slices"] = node_names(g, chain->slices);
+    j["activation"] = node_names(g, chain->activation);
+    j["hidden"] = name_of(chain->hidden);
+    j["second"] = g.nodes[chain->second].name;
+    j["w2"] = matrix(chain->w2);
+    if (chain->second_c != kNoTensor)
+      j["second_c"] = {{"tensor", name_of(chain->second_c)}, {"beta", chain->second_beta}};
+    j["epilogue"] = node_names(g, chain->epilogue);
+    j["views"] = node_names(g, chain->views);
+    j["result"] = name_of(chain->result);
+    j["rows"] = chain->rows;
+    j["inner"] = chain->inner;
+    j["hidden_dim"] = chain->hidden_dim;
+    j["columns"] = chain->columns;
+    j["tile"] = {{"rows", 16 * chain->warps_m},
+                 {"warps", {chain->warps_m, chain->warps_n}},
+                 {"block_k", chain->block_k},
+                 {"hidden_tile", chain->hidden_tile},
+                 {"out_tile", chain->out_tile}};
+    j["cluster_blocks"] = chain->cluster_blocks;
+    j["slice"] = chain->slice;
+    j["row_tiles"] = chain->row_tiles;
+    j["shared_bytes"] = chain->shared_bytes;
+    j["hidden_in"] = "shared memory; partial outputs reduced through distributed shared memory";
+    j["saved_bytes"] = chain->saved_bytes;
   } else if (const auto* conv = std::get_if<ConvSpec>(&spec)) {
     j["dtype"] = dtype_name(conv->dtype);
     j["math"] = library_math_name(conv->math);
@@ -251,7 +300,7 @@ nlohmann::json plan_to_json(const Graph& g, const FusionPlan& plan, const Memory
     gj["inputs"] = tensor_names(g, group.inputs);
     gj["outputs"] = tensor_names(g, group.outputs);
     gj["spec"] = spec_json(g, group.spec);
-    if (group.kind == GroupKind::Kernel || group.kind == GroupKind::Attention) {
+    if (generated_kernel(group.kind)) {
       gj["file"] = fmt::format("group_{:03}.cu", group.id);
       gj["scheme"] = scheme_name(group.scheme);
       gj["mapping"] = mapping_name(group.mapping);
@@ -260,6 +309,7 @@ nlohmann::json plan_to_json(const Graph& g, const FusionPlan& plan, const Memory
       gj["dynamic_shared_bytes"] = group.launch.dynamic_shared_bytes;
       gj["vector_width"] = group.launch.vector_width;
       gj["cooperative"] = group.launch.cooperative;
+      if (group.launch.cluster > 1) gj["cluster"] = group.launch.cluster;
       if (group.launch.cooperative) gj["min_blocks_per_sm"] = group.launch.min_blocks_per_sm;
       if (group.rows > 0) {
         gj["rows"] = group.rows;

@@ -92,7 +92,9 @@ struct PlannerOptions {
   std::vector<std::string> no_fuse;
   bool tf32 = false; // --precision tf32: GEMMs and convolutions may use TF32 tensor cores
   // --attention: whether attentions run as one kernel by the cost model, always or never.
-  AttentionMode attention = AttentionMode::Auto;
+  FusionMode attention = FusionMode::Auto;
+  // --gemm-chain: whether GEMM chains run as one kernel by the cost model, always or never.
+  FusionMode gemm_chain = FusionMode::Auto;
 };
 
 FusionPlan plan_fusion(const Graph& graph, const PlannerOptions& options);

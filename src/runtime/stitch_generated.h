@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "device/stitch_attention.cuh"
+#include "device/stitch_gemm_chain.cuh"
 #include "device/stitch_half.cuh"
 #include "device/stitch_movement.cuh"
 #include "device/stitch_ops.cuh"

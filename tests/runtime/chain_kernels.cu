@@ -92,6 +92,8 @@ cudaError_t launch_gated(ChainGeometry geometry, const ChainArgs& a, int blocks)
     return launch_either<ChainConfig<float16, 2, 2, 32, 64, 64, Gated>>(a, blocks);
   case ChainGeometry::Bf16Decode:
     return launch_either<ChainConfig<bfloat16, 1, 4, 64, 64, 128, Gated>>(a, blocks);
+  case ChainGeometry::HalfNarrow:
+    return launch_either<ChainConfig<float16, 2, 2, 64, 32, 64, Gated>>(a, blocks);
   }
   return cudaErrorInvalidValue;
 }

@@ -19,6 +19,8 @@ enum class ChainActivation {
 enum class ChainGeometry {
   Half,       // <float16, 2, 2, 32, 64, 64>: 32-row tiles
   Bf16Decode, // <bfloat16, 1, 4, 64, 64, 128>: 16-row tiles, for a few rows
+  HalfNarrow, // <float16, 2, 2, 64, 32, 64>: a k step wider than the hidden tile (a slice that
+              // is no multiple of it)
 };
 
 // X [rows, inner], W1 and W3 [inner, hidden], W2 [hidden, columns], each row-major, as the bits

@@ -17,7 +17,7 @@ namespace {
 
 constexpr int kFloat = onnx::TensorProto::FLOAT;
 
-struct AttentionModel {
+struct FusionModel {
   int64_t batch = 2, heads = 3, kv_heads = 3, queries = 5, keys = 7, head_dim = 8, value_dim = 8;
   // FourthRoot: Q and Kᵀ each times D^-1/4 before the product (the ONNX Attention op's function
   // body, torch's decomposition of scaled_dot_product_attention).
@@ -40,8 +40,8 @@ struct AttentionModel {
 
 // q [B,S,H,D], k [B,T,KH,D] (or [B,KH,D,T]), v [B,T,KH,Dv] -> y [B,S,H,Dv]: the heads split by
 // Transposes, softmax(logits(Q Kᵀ)) V, the heads merged by a Transpose.
-Graph attention_graph(const AttentionModel& a) {
-  using Rotary = AttentionModel::Rotary;
+Graph attention_graph(const FusionModel& a) {
+  using Rotary = FusionModel::Rotary;
   const bool rotary_op = a.rotary == Rotary::Op || a.rotary == Rotary::OpInterleaved;
   ModelBuilder m(rotary_op ? 23 : 17);
   m.input("q_in", kFloat, {a.batch, a.queries, a.heads, a.head_dim});
@@ -141,7 +141,7 @@ Graph attention_graph(const AttentionModel& a) {
     m.initializer_f32(name, {}, {value});
     return typed(name);
   };
-  if (a.scale == AttentionModel::Scale::FourthRoot) {
+  if (a.scale == FusionModel::Scale::FourthRoot) {
     const std::string quarter =
         constant("quarter", 1.0f / std::sqrt(std::sqrt(static_cast<float>(a.head_dim))));
     m.node("Mul", {"q", quarter}, {"q_scaled"});
@@ -159,8 +159,8 @@ Graph attention_graph(const AttentionModel& a) {
     x = out;
   };
   const float root = std::sqrt(static_cast<float>(a.head_dim));
-  if (a.scale == AttentionModel::Scale::Mul) step("Mul", {constant("scale", 1.0f / root)});
-  if (a.scale == AttentionModel::Scale::Div) step("Div", {constant("root", root)});
+  if (a.scale == FusionModel::Scale::Mul) step("Mul", {constant("scale", 1.0f / root)});
+  if (a.scale == FusionModel::Scale::Div) step("Div", {constant("root", root)});
   if (a.padding_bias) {
     m.input("padding", kFloat, {a.batch, 1, 1, a.keys});
     step("Add", {typed("padding")});
@@ -220,7 +220,7 @@ int attention_groups(const FusionPlan& plan) {
 
 // Every planner's plan agrees with the per-op plan; the ilp plan has `expected` attention
 // groups, and their report says "attention".
-void check_attention(const AttentionModel& a, unsigned seed, int expected,
+void check_attention(const FusionModel& a, unsigned seed, int expected,
                      PlanTolerance tolerance = {}, int expected_launches = 0) {
   const Graph g = attention_graph(a);
   const FusionPlan ilp = plan_for_host(g, "ilp");
@@ -253,14 +253,14 @@ TEST_CASE("attention: exporters' spellings plan as one attention group equal to 
   // back in the attention's own heads), and ragged sizes (a head dim
   // no multiple of 32, a single query, a value dim unlike the head dim) each plan as one
   // attention group whose results match the per-op plan's.
-  AttentionModel a;
+  FusionModel a;
   unsigned seed = 1;
   SECTION("Mul by 1/sqrt(D), K transposed by the graph") { seed = 11; }
   SECTION("Div by sqrt(D), K arriving transposed") {
-    a.scale = AttentionModel::Scale::Div, a.k_transposed = true, seed = 12;
+    a.scale = FusionModel::Scale::Div, a.k_transposed = true, seed = 12;
   }
   SECTION("no scale, a padding bias and a per-head bias") {
-    a.scale = AttentionModel::Scale::None, a.padding_bias = a.head_bias = true, seed = 13;
+    a.scale = FusionModel::Scale::None, a.padding_bias = a.head_bias = true, seed = 13;
   }
   SECTION("a causal mask of -infinity and a softcap") { a.causal = a.softcap = true, seed = 14; }
   SECTION("multi-query: one K and V head for every query head") { a.kv_heads = 1, seed = 15; }
@@ -289,7 +289,7 @@ TEST_CASE("attention: exporters' spellings plan as one attention group equal to 
   }
   SECTION("grouped-query heads with a fourth-root scale on Q and the repeated Kᵀ") {
     a.heads = 6, a.kv_heads = 2, a.repeat_kv = a.causal = true, seed = 26;
-    a.scale = AttentionModel::Scale::FourthRoot;
+    a.scale = FusionModel::Scale::FourthRoot;
   }
   check_attention(a, seed, 1);
 }
@@ -299,8 +299,8 @@ TEST_CASE("attention: the scale on Q and Kᵀ loads with them, in one launch",
   // Proves: a fourth-root scale on Q and on Kᵀ (either operand order of the Mul) joins the
   // attention group, applied to each element as the kernel loads it: the head split, the
   // scalings, the attention and the head merge are one launch, equal to the per-op plan.
-  AttentionModel a;
-  a.scale = AttentionModel::Scale::FourthRoot;
+  FusionModel a;
+  a.scale = FusionModel::Scale::FourthRoot;
   SECTION("no mask") { check_attention(a, 25, 1, {}, 1); }
   SECTION("a padding bias and a softcap, K arriving transposed") {
     a.padding_bias = a.softcap = a.k_transposed = true;
@@ -314,7 +314,7 @@ TEST_CASE("attention: float16 and bfloat16 attention groups equal the per-op pla
   // grouped-query heads, a causal mask and a padding bias, the attention group forms and agrees
   // with the per-op plan within 8 units in the last place of the type (the group keeps the
   // probabilities in fp32 where the per-op plan rounds them).
-  AttentionModel a;
+  FusionModel a;
   a.padding_bias = a.causal = true;
   a.heads = 4, a.kv_heads = 2, a.repeat_kv = true;
   SECTION("float16") {
@@ -327,7 +327,7 @@ TEST_CASE("attention: float16 and bfloat16 attention groups equal the per-op pla
   }
   SECTION("float16 with a fourth-root scale on Q and the repeated Kᵀ") {
     a.dtype = onnx::TensorProto::FLOAT16;
-    a.scale = AttentionModel::Scale::FourthRoot;
+    a.scale = FusionModel::Scale::FourthRoot;
     check_attention(a, 28, 1, {0x1p-8, 0x1p-8});
   }
 }
@@ -359,7 +359,7 @@ TEST_CASE("attention: 16-bit products of 16 queries or more run on tensor cores"
   // probabilities rounded to it as the graph rounds them), agreeing with the per-op plan within
   // the type's precision; float32, fewer than 16 queries, or an architecture before sm_80 keep
   // the fp32 FMA kernel.
-  AttentionModel a;
+  FusionModel a;
   a.padding_bias = a.causal = true;
   a.queries = 37, a.keys = 70, a.head_dim = a.value_dim = 16;
   SECTION("float16, grouped-query heads") {
@@ -384,7 +384,7 @@ TEST_CASE("attention: 16-bit products of 16 queries or more run on tensor cores"
 }
 
 // The operands of the ilp plan's attention group that a prologue computes ("q", "k", "v").
-std::string prologue_operands(const Graph& g, AttentionMode mode = AttentionMode::Auto) {
+std::string prologue_operands(const Graph& g, FusionMode mode = FusionMode::Auto) {
   PlannerOptions options;
   options.planner = "ilp";
   options.device = host_target_device();
@@ -413,15 +413,15 @@ TEST_CASE("attention: rotary embedding on Q and K evaluates as the kernel loads 
   // cores (the rotated rows load element by element; the model's Casts of Q, K and V to
   // float16 join the prologues). The interleaved forms' pairs go through reshapes, which a
   // prologue reads at the same row-major position.
-  AttentionModel a;
-  a.rotary = AttentionModel::Rotary::Half;
+  FusionModel a;
+  a.rotary = FusionModel::Rotary::Half;
   SECTION("rotate_half, a causal mask") {
     a.causal = true;
     CHECK(prologue_operands(attention_graph(a)) == "qk");
     check_attention(a, 51, 1, {}, 1);
   }
   SECTION("rotate_half, then a fourth-root scale on Q and Kᵀ") {
-    a.scale = AttentionModel::Scale::FourthRoot;
+    a.scale = FusionModel::Scale::FourthRoot;
     CHECK(prologue_operands(attention_graph(a)) == "qk");
     check_attention(a, 57, 1, {}, 1);
   }
@@ -448,7 +448,7 @@ TEST_CASE("attention: rotary embedding on Q and K evaluates as the kernel loads 
     // K's rotation apart and takes Q's, which each block rotates once.
     a.batch = 1, a.heads = a.kv_heads = 4, a.queries = a.keys = 2048;
     a.head_dim = a.value_dim = 64;
-    CHECK(prologue_operands(attention_graph(a), AttentionMode::Fused) == "q");
+    CHECK(prologue_operands(attention_graph(a), FusionMode::Fused) == "q");
   }
   SECTION("rotate_half in float16 at head dim 256: the FMA kernel, whose rows need fewer "
           "registers than the prologue and the fragments") {
@@ -459,18 +459,18 @@ TEST_CASE("attention: rotary embedding on Q and K evaluates as the kernel loads 
     CHECK(prologue_operands(attention_graph(a)) == "qkv");
   }
   SECTION("the RotaryEmbedding op") {
-    a.rotary = AttentionModel::Rotary::Op;
+    a.rotary = FusionModel::Rotary::Op;
     CHECK(prologue_operands(attention_graph(a)) == "qk");
     check_attention(a, 54, 1, {}, 1);
   }
   SECTION("rotate_every_two, grouped-query heads") {
-    a.rotary = AttentionModel::Rotary::Interleaved;
+    a.rotary = FusionModel::Rotary::Interleaved;
     a.heads = 6, a.kv_heads = 2, a.repeat_kv = true;
     CHECK(prologue_operands(attention_graph(a)) == "qk");
     check_attention(a, 56, 1, {}, 1);
   }
   SECTION("the interleaved RotaryEmbedding op") {
-    a.rotary = AttentionModel::Rotary::OpInterleaved;
+    a.rotary = FusionModel::Rotary::OpInterleaved;
     CHECK(prologue_operands(attention_graph(a)) == "qk");
     check_attention(a, 55, 1, {}, 1);
   }
@@ -479,7 +479,7 @@ TEST_CASE("attention: rotary embedding on Q and K evaluates as the kernel loads 
 TEST_CASE("attention: no attention group where the kernel cannot hold it", "[planner][attention]") {
   // Proves: scores that are also a graph output, and a head dim over 256, keep the unfused
   // plan's products and softmax (no attention group), which still agree with the per-op plan.
-  AttentionModel a;
+  FusionModel a;
   SECTION("the scores are a graph output") { a.scores_output = true; }
   SECTION("head dim 264") { a.head_dim = a.value_dim = 264, a.heads = a.kv_heads = 1; }
   check_attention(a, 31, 0);
@@ -487,10 +487,10 @@ TEST_CASE("attention: no attention group where the kernel cannot hold it", "[pla
 
 TEST_CASE("attention: --attention fused and unfused override the cost model",
           "[planner][attention]") {
-  // Proves: the ilp planner under AttentionMode::Fused plans an attention the cost model would
+  // Proves: the ilp planner under FusionMode::Fused plans an attention the cost model would
   // leave unfused as one attention group (the solver's bound and objective in costs, not in the
-  // bonus it minimizes), and under AttentionMode::Unfused plans none where it would fuse one.
-  auto attention_groups = [](const Graph& g, AttentionMode mode, IlpStats* stats = nullptr) {
+  // bonus it minimizes), and under FusionMode::Unfused plans none where it would fuse one.
+  auto attention_groups = [](const Graph& g, FusionMode mode, IlpStats* stats = nullptr) {
     PlannerOptions options;
     options.planner = "ilp";
     options.device = host_target_device();
@@ -502,23 +502,23 @@ TEST_CASE("attention: --attention fused and unfused override the cost model",
       count += group.kind == GroupKind::Attention;
     return count;
   };
-  AttentionModel a;
+  FusionModel a;
   a.padding_bias = true;
   SECTION("a long attention") {
     a.batch = 4, a.heads = a.kv_heads = 12, a.queries = a.keys = 2048,
     a.head_dim = a.value_dim = 64;
     const Graph g = attention_graph(a);
-    CHECK(attention_groups(g, AttentionMode::Auto) == 0);
+    CHECK(attention_groups(g, FusionMode::Auto) == 0);
     IlpStats stats;
-    CHECK(attention_groups(g, AttentionMode::Fused, &stats) == 1);
+    CHECK(attention_groups(g, FusionMode::Fused, &stats) == 1);
     CHECK(stats.objective > 0);
     CHECK(stats.bound <= stats.objective);
     CHECK(stats.bound > 0);
   }
   SECTION("a short attention") {
     const Graph g = attention_graph(a);
-    CHECK(attention_groups(g, AttentionMode::Auto) == 1);
-    CHECK(attention_groups(g, AttentionMode::Unfused) == 0);
-    CHECK(attention_groups(g, AttentionMode::Fused) == 1);
+    CHECK(attention_groups(g, FusionMode::Auto) == 1);
+    CHECK(attention_groups(g, FusionMode::Unfused) == 0);
+    CHECK(attention_groups(g, FusionMode::Fused) == 1);
   }
 }

@@ -17,8 +17,8 @@
 // with a cluster::sync (the blocks' inputs are written) and ends with one (no block reads a
 // peer's buffer any more, so the buffers may be reused and the blocks may exit). Each output
 // element is computed by exactly one block, from the ranks in a fixed order, so the results are
-// deterministic; block r reads its peers starting at r + 1 (a ring), which spreads the
-// distributed shared memory traffic over the cluster.
+// deterministic (a reduction reads the ranks in order 0, 1, ...; a gather reads them from r + 1
+// on, a ring, which spreads the distributed shared memory traffic over the cluster).
 //
 //   cluster::chunk(count)                 ceil(count / blocks()): the elements each rank owns
 //   cluster::reduce_scatter_apply(partial, count, apply)
@@ -35,7 +35,11 @@
 //
 // On the host target the cluster's blocks are resident in one fiber scheduler (host/), the
 // barrier waits for all of them, map_shared reaches the peer's arena, and a block that exits
-// leaves garbage behind: a missing cluster::sync shows up as NaN in the results. Under nvcc the
+// leaves garbage behind: a missing cluster::sync before reading what peers wrote, or before
+// exiting while peers read, shows up as NaN in the results. (A missing sync before a buffer is
+// written again does not: the blocks run in rank order.) The host is stricter than the GPU
+// where the GPU would run on anyway: every thread must reach each cluster::sync at the same
+// place (no exited threads, no divergent call sites), as with __syncthreads. Under nvcc the
 // primitives are CUDA's sm_90 cluster intrinsics; device code compiled for an older
 // architecture traps (the planner plans clusters only for sm_90 and later, and the launcher
 // checks the device before it launches them).
@@ -94,7 +98,6 @@ __device__ __forceinline__ int thread_in_block() {
 __device__ __forceinline__ int threads_in_block() {
   return static_cast<int>(blockDim.x * blockDim.y * blockDim.z);
 }
-inline constexpr unsigned kMaxBlocks = 16; // the non-portable limit of sm_90
 
 } // namespace detail
 
@@ -112,13 +115,10 @@ __device__ __forceinline__ void reduce_scatter_apply(float* partial, int count, 
   const int first = static_cast<int>(block_rank()) * size;
   const int length = count - first < size ? count - first : size;
   const unsigned ranks = blocks();
-  const float* peers[detail::kMaxBlocks];
-  for (unsigned q = 0; q < ranks; ++q)
-    peers[q] = map_shared(partial, q);
   for (int i = detail::thread_in_block(); i < length; i += detail::threads_in_block()) {
-    float sum = peers[0][first + i];
+    float sum = map_shared(partial, 0)[first + i];
     for (unsigned q = 1; q < ranks; ++q)
-      sum += peers[q][first + i];
+      sum += map_shared(partial, q)[first + i];
     apply(first + i, sum);
   }
   sync(); // no block reads a partial any more

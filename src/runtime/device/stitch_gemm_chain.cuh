@@ -5,8 +5,9 @@
 // for all BM rows into shared memory (phase 1), multiplies them by its S rows of W2, tile by tile
 // of BN2 output columns (phase 2), and the cluster reduces the blocks' partial tiles through
 // distributed shared memory (cluster::reduce_scatter_apply), each block storing its share of the
-// sums. Nothing of the hidden dim goes to global memory; X, W1 (W3) and W2 are read once per
-// row tile.
+// sums. Nothing of the hidden dim goes to global memory; each block reads the tile's rows of X
+// (once per hidden tile of its slice, from L2 after the first), its columns of W1 (W3) and its
+// rows of W2.
 //
 //   ChainConfig<T, WarpsM, WarpsN, BlockK, HiddenTile, OutTile, Gated>
 //       BM = 16·WarpsM rows per tile; the block's warps form a WarpsM × WarpsN grid; BlockK (a
@@ -154,7 +155,11 @@ __device__ void gemm_chain_tile(const Problem& p, int64_t first_row, int slice,
   T* const w2_tile = reinterpret_cast<T*>(phase);
   float* const partial = reinterpret_cast<float*>(phase + Config::kW2Bytes);
   const auto row_in = [&](int r) { return first_row + r < p.rows; };
-  static_assert(Problem::kXVector == 1 || Problem::kXVector * sizeof(T) == 16, "16-byte rows");
+  static_assert((Problem::kXVector == 1 || Problem::kXVector * sizeof(T) == 16) &&
+                    (Problem::kW1Vector == 1 || Problem::kW1Vector * sizeof(T) == 16) &&
+                    (Problem::kW3Vector == 1 || Problem::kW3Vector * sizeof(T) == 16) &&
+                    (Problem::kW2Vector == 1 || Problem::kW2Vector * sizeof(T) == 16),
+                "rows load element by element or as 16-byte vectors");
 
   // Phase 1: the block's hidden slice for the tile's rows, BN1 columns at a time.
   for (int c0 = 0; c0 < slice; c0 += BN1) {

@@ -195,7 +195,18 @@ template <class T>
 __device__ __forceinline__ FragmentA a_fragment(const T* tile, int stride, int row0, int k0) {
   const int lane = static_cast<int>(threadIdx.x) & 31, g = lane >> 2, t = lane & 3;
   const T* const at = tile + (row0 + g) * stride + k0 + 2 * t;
+#if defined(__CUDACC__)
   const auto pair = [](const T* p) { return *reinterpret_cast<const uint32_t*>(p); };
+#else
+  const auto pair = [](const T* p) { // a 4-byte load: the GPU faults where it is misaligned
+    if (reinterpret_cast<uintptr_t>(p) % 4 != 0)
+      throw host::KernelFault(cudaErrorMisalignedAddress,
+                              "stitch::mma::a_fragment: an address not 4-byte aligned");
+    uint32_t bits;
+    memcpy(&bits, p, 4);
+    return bits;
+  };
+#endif
   return FragmentA{{pair(at), pair(at + 8 * stride), pair(at + 8), pair(at + 8 * stride + 8)}};
 }
 

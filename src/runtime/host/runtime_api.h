@@ -379,16 +379,22 @@ inline cudaError_t cudaOccupancyMaxActiveClusters(int* clusters, Kernel* kernel,
     return stitch::host::report_error(cudaErrorInvalidValue,
                                       "cudaOccupancyMaxActiveClusters: null argument");
   const stitch::host::HostDeviceConfig& config = stitch::host::host_config();
+  if (launch->numAttrs > 0 && launch->attrs == nullptr)
+    return stitch::host::report_error(cudaErrorInvalidValue,
+                                      "cudaOccupancyMaxActiveClusters: null attributes");
   std::uint64_t blocks = 0;
+  bool found = false;
   for (unsigned i = 0; i < launch->numAttrs; ++i)
     if (launch->attrs[i].id == cudaLaunchAttributeClusterDimension) {
       const auto& c = launch->attrs[i].val.clusterDim;
       blocks = std::uint64_t{c.x} * c.y * c.z;
+      found = true;
     }
-  if (blocks == 0)
+  if (!found || blocks == 0)
     return stitch::host::report_error(
         cudaErrorInvalidClusterSize,
-        "cudaOccupancyMaxActiveClusters: no cluster dimension in the launch configuration");
+        found ? "cudaOccupancyMaxActiveClusters: a cluster dimension of 0 blocks"
+              : "cudaOccupancyMaxActiveClusters: no cluster dimension in the launch configuration");
   const bool non_portable =
       stitch::host::detail::non_portable_clusters(reinterpret_cast<const void*>(kernel));
   const unsigned limit =
