@@ -48,7 +48,8 @@ std::string product_value(const GroupEmitContext& ctx, const FusedSignature& sig
                           double beta, const std::string& column, const std::string& prefix) {
   const Graph& g = ctx.graph();
   const Tensor& t = g.tensor(output);
-  std::string value = alpha == 1.0 ? sum : fmt::format("{} * {}", float_literal(alpha, DType::Float32), sum);
+  std::string value =
+      alpha == 1.0 ? sum : fmt::format("{} * {}", float_literal(alpha, DType::Float32), sum);
   if (c != kNoTensor) {
     const std::string linear = prefix + "i", coordinate = prefix + "c";
     out.linef("const int64_t {} = m * {} + {};", linear, t.shape.back(), column);
@@ -122,33 +123,37 @@ void emit_gemm_chain(const GroupEmitContext& ctx, CodeWriter& out) {
 
   // The hidden value at (m, n): the activation nodes over the hidden values' coordinates.
   const Shape& hidden_shape = spec.hidden_shape;
-  out.open(
-      "__device__ float activation(int64_t m, int64_t n, float first, float second) const");
+  out.open("__device__ float activation(int64_t m, int64_t n, float first, float second) const");
   out.line("(void)second;");
   bool hidden_coordinates = false;
   for (int32_t n : spec.activation)
     for (TensorId t : value_operands(g.nodes[n]))
-      hidden_coordinates = hidden_coordinates || (t != kNoTensor && sig.inputs.count(t) > 0 &&
-                                                  needs_coordinates(g.tensor(t).shape, hidden_shape));
+      hidden_coordinates =
+          hidden_coordinates || (t != kNoTensor && sig.inputs.count(t) > 0 &&
+                                 needs_coordinates(g.tensor(t).shape, hidden_shape));
   out.linef("const int64_t i = m * {} + n;", spec.hidden_dim);
   if (hidden_coordinates) emit_coordinates(out, hidden_shape);
   out.line("(void)i;");
   auto first_value = [&](const GemmChainSpec::Product& p, const char* sum, const char* prefix) {
     out.comment(fmt::format("the product '{}' as the graph stores it", g.tensor(p.value).name));
-    const std::string column = p.column_offset == 0 ? std::string("n")
-                                                    : fmt::format("n + {}", p.column_offset);
+    const std::string column =
+        p.column_offset == 0 ? std::string("n") : fmt::format("n + {}", p.column_offset);
     const std::string v = fmt::format("{}value", prefix);
-    out.linef("const float {} = {};",
-              v, product_value(ctx, sig, out, g.nodes[p.node].outputs[0], sum, p.alpha, p.c,
-                               p.beta, column, prefix));
+    // In a scope of its own: Gemm's C loads under its parameter's name, as other values may.
+    out.linef("float {};", v);
+    out.open("");
+    out.linef("{} = {};", v,
+              product_value(ctx, sig, out, g.nodes[p.node].outputs[0], sum, p.alpha, p.c, p.beta,
+                            column, prefix));
+    out.close();
     return v;
   };
   ValueScope* hidden_scope = nullptr; // the scope below, for values read through a View
   ValueScope hidden(ctx, spec.activation, out, [&](TensorId t) -> std::string {
     const TensorId source = resolve(t);
-    if (source == spec.first.value) return first_value(spec.first, "first", "p");
-    if (gated && source == spec.gate->value) return first_value(*spec.gate, "second", "q");
-    if (source != t) return hidden_scope->value(source);
+    if (source != t) return hidden_scope->value(source); // once, however many Views read it
+    if (t == spec.first.value) return first_value(spec.first, "first", "p");
+    if (gated && t == spec.gate->value) return first_value(*spec.gate, "second", "q");
     return load_broadcast(ctx, sig, t, hidden_shape, out);
   });
   hidden_scope = &hidden;
@@ -162,8 +167,9 @@ void emit_gemm_chain(const GroupEmitContext& ctx, CodeWriter& out) {
   bool result_coordinates = false;
   for (int32_t n : spec.epilogue)
     for (TensorId t : value_operands(g.nodes[n]))
-      result_coordinates = result_coordinates || (t != kNoTensor && sig.inputs.count(t) > 0 &&
-                                                  needs_coordinates(g.tensor(t).shape, result_shape));
+      result_coordinates =
+          result_coordinates || (t != kNoTensor && sig.inputs.count(t) > 0 &&
+                                 needs_coordinates(g.tensor(t).shape, result_shape));
   out.linef("const int64_t i = m * {} + j;", spec.columns);
   if (result_coordinates) emit_coordinates(out, result_shape);
   ValueScope* result_scope = nullptr;
@@ -171,9 +177,11 @@ void emit_gemm_chain(const GroupEmitContext& ctx, CodeWriter& out) {
     if (resolve(t) != t) return result_scope->value(resolve(t));
     if (t == product_out) {
       out.comment(fmt::format("the product '{}' as the graph stores it", g.tensor(t).name));
-      out.linef("const float s = {};",
-                product_value(ctx, sig, out, t, "y", spec.second_alpha, spec.second_c,
-                              spec.second_beta, "j", "s"));
+      out.line("float s;");
+      out.open("");
+      out.linef("s = {};", product_value(ctx, sig, out, t, "y", spec.second_alpha, spec.second_c,
+                                         spec.second_beta, "j", "s"));
+      out.close();
       return "s";
     }
     return load_broadcast(ctx, sig, t, result_shape, out);

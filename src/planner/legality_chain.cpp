@@ -13,10 +13,10 @@
 // The operands are float16 or bfloat16 (tensor cores), the weights two-dimensional, X's batch
 // axes folded into its rows; the products and the hidden values are the element type, as the
 // unfused plan stores them. Clusters need sm_90: every architecture the library is built for.
-// The tile geometry: 4 warps a block, tiles of 16 rows for one row tile's worth of rows (a
-// decode step), 32 or 64 otherwise; 64 hidden and output columns a step, a k step of 32; the
-// hidden dim split over a cluster of up to 8 blocks (the portable size), fewer where the hidden
-// dim has fewer 64-column tiles.
+// The tile geometry: 4 warps a block, tiles of 16 rows for up to 16 rows (a decode step), 32
+// or 64 otherwise (fewer where the hidden slice would not fit in shared memory); 64 hidden and
+// output columns a step, a k step of 32; the hidden dim split over a cluster of up to 8 blocks
+// (the portable size), fewer where the hidden dim has fewer 64-column tiles.
 #include <algorithm>
 
 #include "graph/op_params.h"
@@ -131,7 +131,8 @@ FusionDecision analyze_gemm_chain(const FusionContext& ctx, GroupAnalysis& a) {
   const int64_t es = dtype_size(spec.element);
   spec.x = matrix(first_view.a, first_view.trans_a, first_view.lda, first_view.offset_a);
   spec.inner = first_view.k;
-  spec.rows = g.tensor(g.nodes[products[0]].outputs[0]).elements() / std::max<int64_t>(first_view.n, 1);
+  spec.rows =
+      g.tensor(g.nodes[products[0]].outputs[0]).elements() / std::max<int64_t>(first_view.n, 1);
   auto product_of = [&](int32_t node, const GemmSpec& gs) {
     GemmChainSpec::Product p;
     p.node = node;
@@ -149,8 +150,7 @@ FusionDecision analyze_gemm_chain(const FusionContext& ctx, GroupAnalysis& a) {
         matrix(gate_view.a, gate_view.trans_a, gate_view.lda, gate_view.offset_a);
     if (gate_x.tensor != spec.x.tensor || gate_x.offset != spec.x.offset ||
         gate_x.row_stride != spec.x.row_stride || gate_x.col_stride != spec.x.col_stride ||
-        gate_view.k != spec.inner || gate_view.n != first_view.n ||
-        gate_view.dtype != spec.element)
+        gate_view.k != spec.inner || gate_view.n != first_view.n || gate_view.dtype != spec.element)
       return FusionDecision::no(fmt::format("{} and {} do not multiply the same X into the same "
                                             "columns",
                                             ctx.describe(products[0]), ctx.describe(products[1])));
@@ -162,14 +162,14 @@ FusionDecision analyze_gemm_chain(const FusionContext& ctx, GroupAnalysis& a) {
     const Node& node = g.nodes[n];
     if (node.op != OpKind::Slice) continue;
     if (products.size() == 3 || node.inputs[0] != spec.first.value)
-      return FusionDecision::no(fmt::format("{} does not take the first product's columns apart",
-                                            ctx.describe(n)));
+      return FusionDecision::no(
+          fmt::format("{} does not take the first product's columns apart", ctx.describe(n)));
     const Shape& from = g.tensor(node.inputs[0]).shape;
     const std::vector<SliceAxis> axes = read_slice_params(NodeContext(g, node));
     if (axes.size() != 1 || axes[0].axis != static_cast<int64_t>(from.size()) - 1 ||
         axes[0].step != 1)
-      return FusionDecision::no(fmt::format("{} is not a slice of columns in steps of 1",
-                                            ctx.describe(n)));
+      return FusionDecision::no(
+          fmt::format("{} is not a slice of columns in steps of 1", ctx.describe(n)));
     spec.slices.push_back(n);
   }
   if (!spec.slices.empty()) {
@@ -186,11 +186,12 @@ FusionDecision analyze_gemm_chain(const FusionContext& ctx, GroupAnalysis& a) {
       halves.push_back(half);
       product_columns = axis.length;
     }
-    if (halves.size() == 2 && read_slice_params(NodeContext(g, g.nodes[spec.slices[0]]))[0].length !=
-                                  product_columns)
+    if (halves.size() == 2 &&
+        read_slice_params(NodeContext(g, g.nodes[spec.slices[0]]))[0].length != product_columns)
       return FusionDecision::no("the merged product's Slices take different widths");
     for (int32_t reader : ctx.consumers[merged])
-      if (!contains(nodes, reader) || g.nodes[reader].op != OpKind::Slice || ctx.graph_output[merged])
+      if (!contains(nodes, reader) || g.nodes[reader].op != OpKind::Slice ||
+          ctx.graph_output[merged])
         return FusionDecision::no(fmt::format("the merged product '{}' is read elsewhere than by "
                                               "the chain's Slices",
                                               g.tensor(merged).name));
@@ -202,7 +203,8 @@ FusionDecision analyze_gemm_chain(const FusionContext& ctx, GroupAnalysis& a) {
   // The second product: the hidden values (rows x hidden_dim) times W2.
   GemmSpec second_view;
   if (FusionDecision d = product_view(ctx, spec.second, second_view); !d) return d;
-  if (second_view.dtype != spec.element || second_view.trans_a || second_view.k != spec.hidden_dim ||
+  if (second_view.dtype != spec.element || second_view.trans_a ||
+      second_view.k != spec.hidden_dim ||
       g.tensor(spec.hidden).elements() != spec.rows * spec.hidden_dim)
     return FusionDecision::no(fmt::format("{} does not multiply the {} x {} hidden values of the "
                                           "first product",
@@ -236,8 +238,8 @@ FusionDecision analyze_gemm_chain(const FusionContext& ctx, GroupAnalysis& a) {
     if (ctx.node_class[n] == NodeClass::View) {
       const int32_t from = ctx.producer[g.nodes[n].inputs[0]];
       if (from < 0 || !contains(nodes, from))
-        return FusionDecision::no(fmt::format("{} views a tensor from outside the chain",
-                                              ctx.describe(n)));
+        return FusionDecision::no(
+            fmt::format("{} views a tensor from outside the chain", ctx.describe(n)));
       spec.views.push_back(n);
       continue;
     }
@@ -260,6 +262,44 @@ FusionDecision analyze_gemm_chain(const FusionContext& ctx, GroupAnalysis& a) {
                                               shape_str(shape)));
     (after ? spec.epilogue : spec.activation).push_back(n);
   }
+  // The products' operands come from outside the group; the activation lies between the first
+  // products and the second; the epilogue reads the second product's chain and outside tensors.
+  auto outside = [&](TensorId t) {
+    return t == kNoTensor || ctx.producer[t] < 0 || !contains(nodes, ctx.producer[t]);
+  };
+  std::vector<TensorId> operands = {spec.x.tensor, spec.first.w.tensor, spec.first.c,
+                                    spec.w2.tensor, spec.second_c};
+  if (spec.gate) operands.insert(operands.end(), {spec.gate->w.tensor, spec.gate->c});
+  for (TensorId t : operands)
+    if (!outside(t))
+      return FusionDecision::no(fmt::format("'{}', an operand of the chain's products, is "
+                                            "computed inside the group",
+                                            g.tensor(t).name));
+  auto after_first = [&](int32_t n) {
+    return ctx.ancestors[n].test(spec.first.node) ||
+           (spec.gate && ctx.ancestors[n].test(spec.gate->node));
+  };
+  for (int32_t n : nodes) {
+    if (ctx.node_class[n] == NodeClass::Gemm ||
+        std::find(spec.slices.begin(), spec.slices.end(), n) != spec.slices.end())
+      continue;
+    if (ctx.ancestors[n].test(spec.second)) {
+      for (TensorId t : present_operands(g.nodes[n])) {
+        const int32_t p = ctx.producer[t];
+        if (!outside(t) && p != spec.second && !ctx.ancestors[p].test(spec.second))
+          return FusionDecision::no(fmt::format("{} after the second product reads '{}' from "
+                                                "before it",
+                                                ctx.describe(n), g.tensor(t).name));
+      }
+    } else if (!after_first(n) || !ctx.descendants[n].test(spec.second)) {
+      return FusionDecision::no(
+          fmt::format("{} does not lie between the chain's products", ctx.describe(n)));
+    }
+  }
+  if (ctx.producer[spec.result] >= 0 && g.nodes[ctx.producer[spec.result]].op == OpKind::View &&
+      std::find(spec.views.begin(), spec.views.end(), ctx.producer[spec.result]) !=
+          spec.views.end())
+    return FusionDecision::no("a GEMM chain writes its result as computed, not through a View");
   // The hidden values: the second product's A back through Views to a product or the last
   // activation node.
   TensorId source = spec.hidden;
@@ -286,18 +326,23 @@ FusionDecision analyze_gemm_chain(const FusionContext& ctx, GroupAnalysis& a) {
                                             dtype_name(spec.element)));
 
   // The tile geometry and the cluster.
-  spec.warps_m = spec.rows <= 16 ? 1 : spec.rows <= 32 ? 2 : 4;
-  spec.warps_n = kWarps / spec.warps_m;
+  // Rows a tile: as many as the rows fill, up to 64; fewer where the hidden slice of 64 rows
+  // does not fit in shared memory.
   spec.block_k = kBlockK;
   spec.hidden_tile = kHiddenTile;
   spec.out_tile = kOutTile;
-  const int64_t tile_rows = 16 * int64_t{spec.warps_m};
   const bool gated = spec.gate.has_value();
   const int64_t hidden_tiles = (spec.hidden_dim + kHiddenTile - 1) / kHiddenTile;
   spec.cluster_blocks = 1;
   while (spec.cluster_blocks * 2 <= kMaxClusterBlocks && spec.cluster_blocks * 2 <= hidden_tiles)
     spec.cluster_blocks *= 2;
   spec.slice = slice_of(spec.hidden_dim, spec.cluster_blocks);
+  spec.warps_m = spec.rows <= 16 ? 1 : spec.rows <= 32 ? 2 : 4;
+  while (spec.warps_m > 1 && chain_shared_bytes(16 * int64_t{spec.warps_m}, spec.slice, es, gated) >
+                                 ctx.device.max_shared_per_block)
+    spec.warps_m /= 2;
+  spec.warps_n = kWarps / spec.warps_m;
+  const int64_t tile_rows = 16 * int64_t{spec.warps_m};
   spec.shared_bytes = chain_shared_bytes(tile_rows, spec.slice, es, gated);
   if (spec.shared_bytes > ctx.device.max_shared_per_block)
     return FusionDecision::no(fmt::format("the hidden slice of {} columns per block of a cluster "
@@ -325,10 +370,10 @@ FusionDecision analyze_gemm_chain(const FusionContext& ctx, GroupAnalysis& a) {
   // output tile.
   const int64_t hidden_fragments = kHiddenTile / spec.warps_n / 8;
   const int64_t out_fragments = kOutTile / spec.warps_n / 8;
-  a.registers = kBaseRegisters +
-                kRegistersPerNode *
-                    static_cast<int64_t>(spec.activation.size() + spec.epilogue.size()) +
-                4 * hidden_fragments * (gated ? 2 : 1) + 4 * out_fragments;
+  a.registers =
+      kBaseRegisters +
+      kRegistersPerNode * static_cast<int64_t>(spec.activation.size() + spec.epilogue.size()) +
+      4 * hidden_fragments * (gated ? 2 : 1) + 4 * out_fragments;
   if (FusionDecision d = fits_registers(ctx, a); !d) return d;
   a.group.mapping = ThreadMapping::Flat;
   a.group.launch = LaunchConfig{};
@@ -336,6 +381,7 @@ FusionDecision analyze_gemm_chain(const FusionContext& ctx, GroupAnalysis& a) {
   a.group.launch.block = {int64_t{kWarps} * 32, 1, 1};
   a.group.launch.dynamic_shared_bytes = spec.shared_bytes;
   a.group.launch.cluster = spec.cluster_blocks;
+  a.group.launch.vector_width = spec.x.vector; // 16-byte copies where the rows allow
   a.group.spec = std::move(spec);
   return FusionDecision::ok();
 }
@@ -365,10 +411,9 @@ std::vector<int32_t> gemm_chain_candidate(const FusionContext& ctx, int32_t seco
       firsts.push_back(p);
       continue;
     }
-    const bool slice_of_product = g.nodes[p].op == OpKind::Slice &&
-                                  ctx.producer[g.nodes[p].inputs[0]] >= 0 &&
-                                  ctx.node_class[ctx.producer[g.nodes[p].inputs[0]]] ==
-                                      NodeClass::Gemm;
+    const bool slice_of_product =
+        g.nodes[p].op == OpKind::Slice && ctx.producer[g.nodes[p].inputs[0]] >= 0 &&
+        ctx.node_class[ctx.producer[g.nodes[p].inputs[0]]] == NodeClass::Gemm;
     const bool view = ctx.node_class[p] == NodeClass::View;
     if (ctx.node_class[p] != NodeClass::Pointwise && !slice_of_product && !view) continue;
     between.push_back(p);
@@ -398,6 +443,12 @@ std::vector<int32_t> gemm_chain_candidate(const FusionContext& ctx, int32_t seco
     nodes.push_back(readers[0]);
     if (epilogue) epilogue->push_back(readers[0]);
     out = g.nodes[readers[0]].outputs[0];
+  }
+  // The chain writes its result as computed: a View at the end stays an alias of it.
+  while (nodes.size() > 1 && g.nodes[nodes.back()].op == OpKind::View &&
+         ctx.node_class[nodes.back()] == NodeClass::View) {
+    if (epilogue && !epilogue->empty()) epilogue->pop_back();
+    nodes.pop_back();
   }
   std::sort(nodes.begin(), nodes.end());
   nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());

@@ -17,18 +17,20 @@ constexpr int kFloat = onnx::TensorProto::FLOAT;
 struct ChainModel {
   int64_t batch = 2, seq = 5, width = 32, ffn = 96;
   enum class Form {
-    GeluFfn,      // MatMul, Add bias, Gelu, MatMul, Add bias, Add residual
-    Gated,        // SiLU(x Wg) * (x Wu), then the down MatMul and the residual
-    GatedMerged,  // the same from one MatMul of [Wg | Wu] and two Slices of its columns
-    GemmFfn,      // 2-D: Gemm(transB, bias), Gelu, Gemm(transB, bias)
+    GeluFfn,     // MatMul, Add bias, Gelu, MatMul, Add bias, Add residual
+    Gated,       // SiLU(x Wg) * (x Wu), then the down MatMul and the residual
+    GatedMerged, // the same from one MatMul of [Wg | Wu] and two Slices of its columns
+    GemmFfn,     // 2-D: Gemm(transB, bias), Gelu, Gemm(transB, bias)
+    GemmGated,   // 2-D: one Gemm(transB, bias) of [Wg | Wu], its halves, SiLU gate, Gemm
   } form = Form::GeluFfn;
+  bool relu_input = false; // X is Relu of the input (a node a square block's group could take)
   int dtype = onnx::TensorProto::FLOAT16;
   bool hidden_output = false; // the hidden activations are a graph output too
 };
 
 Graph chain_graph(const ChainModel& c) {
   ModelBuilder m(20);
-  const bool two_d = c.form == ChainModel::Form::GemmFfn;
+  const bool two_d = c.form == ChainModel::Form::GemmFfn || c.form == ChainModel::Form::GemmGated;
   const std::vector<int64_t> x_dims = two_d ? std::vector<int64_t>{c.batch * c.seq, c.width}
                                             : std::vector<int64_t>{c.batch, c.seq, c.width};
   m.input("x_in", kFloat, x_dims);
@@ -41,7 +43,11 @@ Graph chain_graph(const ChainModel& c) {
     m.input(name, kFloat, dims);
     return typed(name);
   };
-  const std::string x = typed("x_in");
+  std::string x = typed("x_in");
+  if (c.relu_input) {
+    m.node("Relu", {x}, {"x_relu"});
+    x = "x_relu";
+  }
   std::string hidden;
   switch (c.form) {
   case ChainModel::Form::GeluFfn:
@@ -71,6 +77,22 @@ Graph chain_graph(const ChainModel& c) {
     m.node("Mul", {"silu", "u"}, {"h"});
     hidden = "h";
     break;
+  case ChainModel::Form::GemmGated:
+    set_attr_int(m.node("Gemm",
+                        {x, weight("wgu", {2 * c.ffn, c.width}), weight("bgu", {2 * c.ffn})},
+                        {"gu"}),
+                 "transB", 1);
+    m.initializer_i64("s0", {1}, {0});
+    m.initializer_i64("s1", {1}, {c.ffn});
+    m.initializer_i64("s2", {1}, {2 * c.ffn});
+    m.initializer_i64("axis", {1}, {-1});
+    m.node("Slice", {"gu", "s0", "s1", "axis"}, {"g"});
+    m.node("Slice", {"gu", "s1", "s2", "axis"}, {"u"});
+    m.node("Sigmoid", {"g"}, {"gs"});
+    m.node("Mul", {"g", "gs"}, {"silu"});
+    m.node("Mul", {"silu", "u"}, {"h"});
+    hidden = "h";
+    break;
   case ChainModel::Form::GemmFfn:
     set_attr_int(m.node("Gemm", {x, weight("w1", {c.ffn, c.width}), weight("b1", {c.ffn})}, {"p"}),
                  "transB", 1);
@@ -83,9 +105,9 @@ Graph chain_graph(const ChainModel& c) {
     set_attr_int(m.node("Cast", {hidden}, {"h_out"}), "to", kFloat);
   }
   if (two_d) {
-    set_attr_int(m.node("Gemm", {hidden, weight("w2", {c.width, c.ffn}), weight("b2", {c.width})},
-                        {"o"}),
-                 "transB", 1);
+    set_attr_int(
+        m.node("Gemm", {hidden, weight("w2", {c.width, c.ffn}), weight("b2", {c.width})}, {"o"}),
+        "transB", 1);
   } else {
     m.node("MatMul", {hidden, weight("w2", {c.ffn, c.width})}, {"o"});
     if (c.form == ChainModel::Form::GeluFfn) {
@@ -123,14 +145,16 @@ void check_chain(const ChainModel& c, unsigned seed, int expected) {
       CHECK(chain->rows == c.batch * c.seq);
       CHECK(chain->hidden_dim == c.ffn);
       CHECK(chain->gate.has_value() ==
-            (c.form == ChainModel::Form::Gated || c.form == ChainModel::Form::GatedMerged));
+            (c.form == ChainModel::Form::Gated || c.form == ChainModel::Form::GatedMerged ||
+             c.form == ChainModel::Form::GemmGated));
       CHECK(group.launch.cluster == chain->cluster_blocks);
       CHECK(group.launch.grid[0] == chain->row_tiles * chain->cluster_blocks);
       CHECK(chain->shared_bytes <= host_target_device().max_shared_per_block);
     }
-  const PlanTolerance tolerance = c.dtype == onnx::TensorProto::FLOAT16    ? PlanTolerance{0x1p-8, 0x1p-8}
-                                  : c.dtype == onnx::TensorProto::BFLOAT16 ? PlanTolerance{0x1p-5, 0x1p-5}
-                                                                            : PlanTolerance{};
+  const PlanTolerance tolerance =
+      c.dtype == onnx::TensorProto::FLOAT16    ? PlanTolerance{0x1p-8, 0x1p-8}
+      : c.dtype == onnx::TensorProto::BFLOAT16 ? PlanTolerance{0x1p-5, 0x1p-5}
+                                               : PlanTolerance{};
   std::vector<std::vector<float>> inputs;
   for (TensorId t : g.inputs)
     inputs.push_back(random_values(static_cast<size_t>(g.tensor(t).elements()), seed++));
@@ -170,6 +194,16 @@ TEST_CASE("gemm chain: feed-forward blocks and gated MLPs plan as one group equa
     c.form = ChainModel::Form::GemmFfn;
     check_chain(c, 15, 1);
   }
+  SECTION("gated MLP, one merged Gemm with a bias, halves at an odd offset") {
+    c.form = ChainModel::Form::GemmGated;
+    c.ffn = 100;
+    check_chain(c, 18, 1);
+  }
+  SECTION("a square block whose X a Relu computes") {
+    c.ffn = c.width;
+    c.relu_input = true;
+    check_chain(c, 19, 1);
+  }
   SECTION("one row (a decode step), gated") {
     c.form = ChainModel::Form::GatedMerged;
     c.batch = 1, c.seq = 1;
@@ -204,7 +238,8 @@ TEST_CASE("gemm chain: no chain where its kernel cannot hold it", "[planner][cha
   }
 }
 
-TEST_CASE("gemm chain: --gemm-chain fused and unfused override the cost model", "[planner][chain]") {
+TEST_CASE("gemm chain: --gemm-chain fused and unfused override the cost model",
+          "[planner][chain]") {
   // Proves: a feed-forward block of 8192 rows, 1024 -> 4096 -> 1024, where the library's GEMMs
   // outrun the chain's products, stays unfused by the cost model and becomes one chain under
   // fused; the small block of the tests above, a chain by the cost model, is none under
