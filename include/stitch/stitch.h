@@ -158,7 +158,9 @@ STITCH_API stitch_status stitch_model_output_index(const stitch_model* model, co
 STITCH_API stitch_status stitch_model_device(const stitch_model* model, int* out_device);
 
 /* The device memory one context of this model works in: its arena of intermediates, the
- * workspace of its cuBLASLt and cuDNN calls and its debug taps, each part 256-byte aligned.
+ * workspace of its cuBLASLt and cuDNN calls, the intermediates of GEMM chains that run unfused
+ * on this device (a chain whose thread-block clusters the device cannot hold, as before sm_90:
+ * decided once at stitch_model_create) and its debug taps, each part 256-byte aligned.
  * The libraries' handles allocate a little of their own besides. */
 STITCH_API stitch_status stitch_model_context_memory(const stitch_model* model,
                                                      uint64_t* out_bytes);

@@ -228,6 +228,10 @@ def main():
         "(as above) with and without chains. The cost model charges a chain's products beyond "
         "what cuBLASLt would take, at a rate not yet measured for the chain on a GPU "
         "(`chain_tensor_flops_per_us`), so large feed-forward blocks stay with the library. "
+        "Each chain also carries its unfused plan (the report's `fallbacks`): a device that "
+        "cannot hold the chain's clusters (before sm_90, or too little shared memory, asked "
+        "through `cudaOccupancyMaxActiveClusters` when the model is created) runs that instead, "
+        "in a buffer of its own allocated only there (`fallback_bytes`). "
         "Fixtures without a chain are left out.",
         "",
         "| model | chains | chain KiB | unchained KiB | change | per layer with chains | "

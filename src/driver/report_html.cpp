@@ -286,6 +286,30 @@ std::string group_table(const Graph& g, const FusionPlan& plan) {
          rows + "</tbody></table>\n";
 }
 
+// Each GEMM chain's unfused plan: what the library runs where the device cannot hold the chain's
+// clusters. Empty without chains.
+std::string fallback_section(const Graph& g, const FusionPlan& plan) {
+  if (plan.fallbacks.empty()) return "";
+  std::string rows;
+  for (const ChainFallback& fallback : plan.fallbacks)
+    for (const FusionGroup& group : fallback.groups) {
+      const bool kernel = generated_kernel(group.kind);
+      rows += fmt::format(
+          "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td "
+          "class=\"num\">{}</td><td>{}</td><td class=\"names\">{}</td></tr>\n",
+          fallback.chain_group, group.id, html_escape(group_kind_name(group.kind)),
+          kernel ? html_escape(scheme_name(group.scheme)) : "", group.estimated_bytes,
+          kernel ? fmt::format("group_{:03}.cu", group.id) : "", node_list(g, group.nodes));
+    }
+  return "<section><h2>Unfused GEMM chains</h2>\n<p>Where the device cannot hold a chain's "
+         "thread-block clusters (before sm_90, or too little shared memory: asked when the model "
+         "is created), the library runs these groups in the chain's place.</p>\n"
+         "<table id=\"fallbacks\"><thead><tr><th>chain</th><th>id</th><th>kind</th>"
+         "<th>scheme</th><th>est. bytes</th><th>file</th><th>ONNX nodes</th></tr></thead>"
+         "<tbody>\n" +
+         rows + "</tbody></table></section>\n";
+}
+
 std::string rejected_table(const Graph& g, const FusionPlan& plan) {
   if (plan.rejected.empty()) return "<p>None.</p>\n";
   std::string rows;
@@ -499,8 +523,8 @@ std::string plan_report_html(const Graph& graph, const FusionPlan& plan, const M
          "</header>\n<div id=\"view\"><div id=\"graph\">" +
          layout_svg(graph, plan) +
          "</div><div id=\"details\">Hover a node.</div></div>\n<section><h2>Groups</h2>\n" +
-         group_table(graph, plan) + "</section>\n<section><h2>Rejected fusions</h2>\n" +
-         rejected_table(graph, plan) + "</section>\n" +
+         group_table(graph, plan) + "</section>\n" + fallback_section(graph, plan) +
+         "<section><h2>Rejected fusions</h2>\n" + rejected_table(graph, plan) + "</section>\n" +
          "<script type=\"application/json\" id=\"plan-data\">" +
          script_safe_json(details_json(graph, plan)) + "</script>\n<script>" + kScript +
          "</script>\n</body></html>\n";

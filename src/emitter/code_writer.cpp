@@ -33,6 +33,13 @@ void CodeWriter::close(std::string_view tail) {
   line(fmt::format("}}{}", tail));
 }
 
+void CodeWriter::close_open(std::string_view head) {
+  STITCH_INTERNAL_CHECK(indent_ > 0, "CodeWriter::close_open without open");
+  --indent_;
+  line(fmt::format("}} {} {{", head));
+  ++indent_;
+}
+
 void CodeWriter::comment(std::string_view text) { line("// " + comment_safe(text)); }
 
 std::string CodeWriter::temp(std::string_view prefix) {

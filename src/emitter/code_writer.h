@@ -23,6 +23,8 @@ public:
   // "head {" and one more level of indentation; close() ends it with "}" + tail.
   void open(std::string_view head);
   void close(std::string_view tail = {});
+  // Ends a block and opens the next on the same line: "} head {" ("} else {").
+  void close_open(std::string_view head);
   // A `//` comment line; `text` may hold model strings.
   void comment(std::string_view text);
   // A fresh identifier "prefix" + number, unique within this writer.

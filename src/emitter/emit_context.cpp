@@ -29,6 +29,8 @@ std::string storage_bytes(const Graph& graph, const MemoryPlan& memory, TensorId
     return fmt::format("(b->arena + {})", s.offset);
   case StorageKind::Weights:
     return fmt::format("(b->weights + {})", s.offset);
+  case StorageKind::Fallback:
+    return fmt::format("(b->fallback + {})", s.offset);
   case StorageKind::None:
     break;
   }

@@ -183,6 +183,14 @@ GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const Memory
     if (id == options.plant_wrong_group)
       w.line(fmt::format(fmt::runtime(kGroupSignature), planted_error_function(id)) + ";");
   }
+  for (const ChainFallback& fallback : plan.fallbacks) {
+    w.linef("bool stitch_group_{}_fits(void);", fallback.chain_group);
+    for (const FusionGroup& group : fallback.groups)
+      if (group.kind != GroupKind::Alias)
+        w.line(
+            fmt::format(fmt::runtime(kGroupSignature), fmt::format("stitch_group_{}", group.id)) +
+            ";");
+  }
   w.line();
   w.open("static const char* stitch_blob_string(uint64_t offset)");
   w.line("return reinterpret_cast<const char*>(stitch_model_blob + offset);");
@@ -193,14 +201,36 @@ GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const Memory
   w.line("int32_t status = 0;");
   size_t next = 0;
   size_t next_tap = 0;
-  for (const FusionGroup& group : plan.groups) {
+  size_t next_chain = 0;
+  auto describe = [&](const FusionGroup& group) {
     const Node& first = g.nodes[group.nodes.front()];
+    return fmt::format("group {}: {} ({} node{}, first '{}' {})", group.id,
+                       group_kind_name(group.kind), group.nodes.size(),
+                       group.nodes.size() == 1 ? "" : "s", first.name, op_name(first.op));
+  };
+  auto call = [&](const FusionGroup& group) {
+    w.linef("if ((status = stitch_group_{}(b, error, error_size)) != 0) return status;", group.id);
+  };
+  for (const FusionGroup& group : plan.groups) {
     if (next < groups_with_code.size() && groups_with_code[next] == group.id) {
-      w.comment(fmt::format("group {}: {} ({} node{}, first '{}' {})", group.id,
-                            group_kind_name(group.kind), group.nodes.size(),
-                            group.nodes.size() == 1 ? "" : "s", first.name, op_name(first.op)));
-      w.linef("if ((status = stitch_group_{}(b, error, error_size)) != 0) return status;",
-              group.id);
+      w.comment(describe(group));
+      if (group.kind == GroupKind::GemmChain) {
+        STITCH_INTERNAL_CHECK(next_chain < plan.fallbacks.size() &&
+                                  plan.fallbacks[next_chain].chain_group == group.id,
+                              "GEMM chain group {} has no unfused plan", group.id);
+        const ChainFallback& fallback = plan.fallbacks[next_chain];
+        w.open(fmt::format("if (b->unfused_chains[{}] == 0)", next_chain++));
+        call(group);
+        w.close_open("else");
+        w.comment("The chain's unfused plan: this device cannot hold its clusters.");
+        for (const FusionGroup& part : fallback.groups) {
+          w.comment(describe(part));
+          if (part.kind != GroupKind::Alias) call(part);
+        }
+        w.close();
+      } else {
+        call(group);
+      }
       if (group.id == options.plant_wrong_group)
         w.linef("if ((status = {}(b, error, error_size)) != 0) return status; // TEST ONLY",
                 planted_error_function(group.id));
@@ -226,6 +256,19 @@ GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const Memory
   }
   w.line("return status;");
   w.close();
+  if (!plan.fallbacks.empty()) {
+    w.line();
+    w.comment("Which GEMM chains run unfused on the current device (asked once, when the model is "
+              "created).");
+    w.open("static int32_t stitch_choose_chains(unsigned char* unfused, char* error, "
+           "size_t error_size)");
+    w.line("(void)error;");
+    w.line("(void)error_size;");
+    for (size_t k = 0; k < plan.fallbacks.size(); ++k)
+      w.linef("unfused[{}] = stitch_group_{}_fits() ? 0 : 1;", k, plan.fallbacks[k].chain_group);
+    w.line("return 0;");
+    w.close();
+  }
   w.line();
   w.open("extern \"C\" const stitch_abi_model* stitch_generated_model(void)");
   w.linef("static const stitch_abi_tensor inputs[] = {};",
@@ -252,6 +295,13 @@ GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const Memory
   w.line("stitch_enqueue,");
   w.linef("{}, {}, // debug taps", taps.size(), taps.empty() ? "nullptr" : "taps");
   w.line("&build_info,");
+  if (plan.fallbacks.empty()) {
+    w.line("0, 0ull, nullptr, // no GEMM chains");
+  } else {
+    w.linef("{}, // GEMM chains", plan.fallbacks.size());
+    w.linef("{}ull, // bytes of the unfused chains' intermediates", memory.fallback_bytes);
+    w.line("stitch_choose_chains,");
+  }
   w.close(";");
   w.line("return &model;");
   w.close();
@@ -275,7 +325,15 @@ GeneratedModel emit_model(const Graph& g, const FusionPlan& plan, const MemoryPl
   }
   GeneratedModel model;
   std::vector<int> groups_with_code;
-  for (const FusionGroup& group : plan.groups) {
+  // The plan's groups, then each GEMM chain's unfused plan (with the chain's id).
+  std::vector<std::pair<const FusionGroup*, int>> groups;
+  for (const FusionGroup& group : plan.groups)
+    groups.emplace_back(&group, -1);
+  for (const ChainFallback& fallback : plan.fallbacks)
+    for (const FusionGroup& group : fallback.groups)
+      groups.emplace_back(&group, fallback.chain_group);
+  for (const auto& [emitted, chain] : groups) {
+    const FusionGroup& group = *emitted;
     if (group.kind == GroupKind::Alias) continue;
     GroupEmitContext ctx(g, group, memory);
     CodeWriter w;
@@ -283,8 +341,13 @@ GeneratedModel emit_model(const Graph& g, const FusionPlan& plan, const MemoryPl
                                 ? fmt::format("a {} kernel, {} mapping", spec_name(group.spec),
                                               mapping_name(group.mapping))
                                 : fmt::format("a {} call", group_kind_name(group.kind));
-    w.line(file_banner(g, fmt::format("group_{:03}.cu: group {} of the fusion plan ({}).", group.id,
-                                      group.id, how)));
+    const std::string whose =
+        chain < 0 ? std::string("the fusion plan")
+                  : fmt::format("GEMM chain {}'s unfused plan, run where the device cannot hold "
+                                "the chain's clusters",
+                                chain);
+    w.line(file_banner(
+        g, fmt::format("group_{:03}.cu: group {} of {} ({}).", group.id, group.id, whose, how)));
     for (int32_t n : group.nodes)
       w.comment("  " + describe_node(g, g.nodes[n]));
     w.line("#include \"stitch_generated.h\"");
@@ -294,7 +357,7 @@ GeneratedModel emit_model(const Graph& g, const FusionPlan& plan, const MemoryPl
     emit_group(ctx, w);
     if (group.id == options.plant_wrong_group) emit_planted_error(ctx, w);
     model.groups.push_back({fmt::format("group_{:03}.cu", group.id), w.str(), grid_barrier});
-    groups_with_code.push_back(group.id);
+    if (chain < 0) groups_with_code.push_back(group.id);
   }
   std::vector<Tap> taps = options.debug_taps ? list_taps(g, plan) : std::vector<Tap>{};
   Blob blob = build_blob(g, memory, taps, target, options.build);

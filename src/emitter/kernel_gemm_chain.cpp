@@ -222,6 +222,14 @@ void emit_gemm_chain(const GroupEmitContext& ctx, CodeWriter& out) {
   out.linef("return stitch_launch_result(status, \"{}\", {}, error, error_size);", kernel,
             group.id);
   out.close();
+  out.line();
+  out.comment("Whether the device holds this chain's clusters: asked once when the model is "
+              "created; where it does not (no clusters before sm_90, or too little shared "
+              "memory), the launcher runs the chain's unfused plan instead.");
+  out.open(fmt::format("bool {}_fits(void)", ctx.group_function()));
+  out.linef("return stitch::cluster_launch_fits({}, dim3({}, 1, 1), dim3({}, 1, 1), {});", kernel,
+            l.cluster, l.block[0], l.dynamic_shared_bytes);
+  out.close();
 }
 
 } // namespace stitch

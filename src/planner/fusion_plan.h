@@ -102,8 +102,19 @@ struct IlpStats {
   bool exhaustive = false; // every subset of the fusible nodes was a candidate
 };
 
+// A GEMM chain's unfused plan: the groups the library runs in the chain's place on a device that
+// cannot hold its thread-block clusters (before sm_90, or too little shared memory), chosen when
+// the model is created. Their ids follow the plan's; the intermediates the chain keeps on chip
+// get storage of their own (MemoryPlan::fallback_bytes), allocated only where a chain runs
+// unfused.
+struct ChainFallback {
+  int chain_group = 0;             // the gemm_chain group's id
+  std::vector<FusionGroup> groups; // the chain's nodes planned without chains, in order
+};
+
 struct FusionPlan {
   std::vector<FusionGroup> groups;
+  std::vector<ChainFallback> fallbacks; // one per gemm_chain group, in plan order
   std::string planner;                  // which planner made it ("none", "greedy", "ilp")
   std::vector<RejectedFusion> rejected; // bounded (kMaxRejectedFusions)
   std::vector<PlanTotals> totals;       // this plan first, then the other planners'

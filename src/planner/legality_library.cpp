@@ -805,12 +805,17 @@ namespace stitch {
 
 void choose_library_math(FusionPlan& plan, bool tf32) {
   const LibraryMath float32_math = tf32 ? LibraryMath::Tf32 : LibraryMath::Fp32;
-  for (FusionGroup& group : plan.groups) {
+  auto choose = [&](FusionGroup& group) {
     if (auto* gemm = std::get_if<GemmSpec>(&group.spec))
       gemm->math = gemm->dtype == DType::Float32 ? float32_math : LibraryMath::Fp32;
     else if (auto* conv = std::get_if<ConvSpec>(&group.spec))
       conv->math = conv->dtype == DType::Float32 ? float32_math : LibraryMath::Fp32;
-  }
+  };
+  for (FusionGroup& group : plan.groups)
+    choose(group);
+  for (ChainFallback& fallback : plan.fallbacks)
+    for (FusionGroup& group : fallback.groups)
+      choose(group);
 }
 
 } // namespace stitch

@@ -99,6 +99,10 @@ MemoryPlan plan_memory(const Graph& g, const FusionPlan& plan) {
   for (const FusionGroup& group : plan.groups)
     for (TensorId t : group.inputs)
       place_weight(root_of(g, t));
+  for (const ChainFallback& fallback : plan.fallbacks)
+    for (const FusionGroup& group : fallback.groups)
+      for (TensorId t : group.inputs)
+        place_weight(root_of(g, t));
   for (size_t i : mp.output_copies)
     place_weight(root_of(g, g.outputs[i]));
 
@@ -135,6 +139,29 @@ MemoryPlan plan_memory(const Graph& g, const FusionPlan& plan) {
       arena.release(mp.storage[t].offset, g.tensor(t).bytes());
   }
   mp.arena_bytes = arena.peak();
+
+  // A chain's unfused plan writes the values the chain keeps on chip: each gets the fallback
+  // buffer from its group to the last of the chain's groups that reads it. (The chain's own
+  // inputs and outputs already have storage.)
+  for (const ChainFallback& fallback : plan.fallbacks) {
+    ArenaAllocator buffer;
+    const std::vector<FusionGroup>& groups = fallback.groups;
+    std::vector<int> last(g.tensors.size(), -1);
+    for (size_t gi = 0; gi < groups.size(); ++gi)
+      for (TensorId t : groups[gi].inputs)
+        last[root_of(g, t)] = static_cast<int>(gi);
+    std::vector<std::vector<TensorId>> ends(groups.size());
+    for (size_t gi = 0; gi < groups.size(); ++gi) {
+      for (TensorId t : groups[gi].outputs) {
+        if (g.tensor(t).view_of != kNoTensor || mp.storage[t].kind != StorageKind::None) continue;
+        mp.storage[t] = {StorageKind::Fallback, 0, buffer.allocate(g.tensor(t).bytes())};
+        ends[std::max(last[t], static_cast<int>(gi))].push_back(t);
+      }
+      for (TensorId t : ends[gi])
+        buffer.release(mp.storage[t].offset, g.tensor(t).bytes());
+    }
+    mp.fallback_bytes = std::max(mp.fallback_bytes, buffer.peak());
+  }
 
   // Views share their root's storage.
   for (size_t t = 0; t < g.tensors.size(); ++t) {

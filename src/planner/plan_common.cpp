@@ -100,7 +100,7 @@ std::vector<int32_t> find_group_cycle(const FusionContext& ctx, const GroupOf& g
 }
 
 FusionPlan assemble_plan(const FusionContext& ctx, const std::vector<GroupAnalysis>& groups,
-                         const std::string& planner) {
+                         const std::string& planner, bool partial, int first_id) {
   const int32_t count = static_cast<int32_t>(groups.size());
   GroupOf group_of(ctx.size(), -1);
   for (int32_t gi = 0; gi < count; ++gi)
@@ -108,14 +108,15 @@ FusionPlan assemble_plan(const FusionContext& ctx, const std::vector<GroupAnalys
       if (group_of[n] >= 0) internal_fail("node {} is in two groups", ctx.describe(n));
       group_of[n] = gi;
     }
-  for (size_t n = 0; n < ctx.size(); ++n)
+  for (size_t n = 0; n < ctx.size() && !partial; ++n)
     if (group_of[n] < 0)
       internal_fail("node {} is in no group", ctx.describe(static_cast<int32_t>(n)));
   std::vector<std::set<int32_t>> next(count);
   std::vector<int> indegree(count, 0);
   for (size_t v = 0; v < ctx.size(); ++v)
     for (int32_t s : ctx.succs[v])
-      if (group_of[v] != group_of[s] && next[group_of[v]].insert(group_of[s]).second)
+      if (group_of[v] >= 0 && group_of[s] >= 0 && group_of[v] != group_of[s] &&
+          next[group_of[v]].insert(group_of[s]).second)
         ++indegree[group_of[s]];
   // Kahn's algorithm, the ready group with the smallest first node first: deterministic and
   // close to the graph's own order.
@@ -129,7 +130,7 @@ FusionPlan assemble_plan(const FusionContext& ctx, const std::vector<GroupAnalys
     int32_t gi = ready.top().second;
     ready.pop();
     FusionGroup group = make_group(ctx, groups[gi]);
-    group.id = static_cast<int>(plan.groups.size());
+    group.id = first_id + static_cast<int>(plan.groups.size());
     plan.groups.push_back(std::move(group));
     for (int32_t h : next[gi])
       if (--indegree[h] == 0) ready.emplace(groups[h].nodes.front(), h);

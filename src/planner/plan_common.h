@@ -23,9 +23,10 @@ std::vector<int32_t> conv_layout_nodes(const FusionContext& ctx, int32_t node);
 FusionGroup make_group(const FusionContext& ctx, const GroupAnalysis& analysis);
 
 // Orders legal groups so that every group comes after the groups it reads from (ties by the
-// first node), numbers them and returns the plan. An internal error if they form a cycle.
+// first node), numbers them from `first_id` and returns the plan. An internal error if they form
+// a cycle, or if a node is in no group (unless `partial`: groups of some of the nodes).
 FusionPlan assemble_plan(const FusionContext& ctx, const std::vector<GroupAnalysis>& groups,
-                         const std::string& planner);
+                         const std::string& planner, bool partial = false, int first_id = 0);
 
 // A cycle between the groups of a partition (group indices, each feeding the next and the
 // last the first), or empty when the groups are acyclic.

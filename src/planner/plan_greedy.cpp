@@ -11,8 +11,12 @@
 // depthwise Conv) are roots the same way: they take their producers, not their consumers.
 // Every merge keeps the group graph acyclic: the producer's only successors are in the group
 // it joins.
+//
+// The same passes over part of a graph plan a GEMM chain's unfused form (plan_chain_fallback):
+// the groups the library runs in the chain's place on a device that cannot hold its clusters.
 #include <algorithm>
 
+#include "graph/error.h"
 #include "planner/plan_common.h"
 
 namespace stitch {
@@ -21,25 +25,32 @@ namespace {
 
 class GreedyFusion {
 public:
-  GreedyFusion(const Graph& graph, const PlannerOptions& options)
+  // Plans `only` (every node when null); the nodes outside are in no group and never join one.
+  GreedyFusion(const Graph& graph, const PlannerOptions& options,
+               const std::vector<int32_t>* only = nullptr)
       : ctx_(graph, options.device, options.no_fuse, options.attention, options.gemm_chain),
-        group_of_(ctx_.size()), members_(ctx_.size()) {
-    for (size_t n = 0; n < ctx_.size(); ++n) {
-      group_of_[n] = static_cast<int32_t>(n);
-      members_[n] = {static_cast<int32_t>(n)};
-      analyses_.emplace_back();
+        group_of_(ctx_.size(), -1), members_(ctx_.size()), analyses_(ctx_.size()),
+        costs_(ctx_.size(), 0), partial_(only != nullptr) {
+    std::vector<int32_t> all;
+    if (only == nullptr)
+      for (size_t n = 0; n < ctx_.size(); ++n)
+        all.push_back(static_cast<int32_t>(n));
+    for (int32_t n : only != nullptr ? *only : all) {
+      group_of_[n] = n;
+      members_[n] = {n};
       analyze_group(ctx_, members_[n], analyses_[n]);
-      costs_.push_back(group_cost(ctx_, analyses_[n]).total());
+      costs_[n] = group_cost(ctx_, analyses_[n]).total();
     }
   }
 
-  FusionPlan run() {
+  // The groups, numbered from `first_id`.
+  FusionPlan run(int first_id = 0) {
     absorb_epilogues();
     fuse_producers();
     std::vector<GroupAnalysis> groups;
     for (size_t g = 0; g < ctx_.size(); ++g)
       if (!members_[g].empty()) groups.push_back(analyses_[g]);
-    FusionPlan plan = assemble_plan(ctx_, groups, "greedy");
+    FusionPlan plan = assemble_plan(ctx_, groups, "greedy", partial_, first_id);
     plan.rejected = std::move(rejected_);
     return plan;
   }
@@ -79,6 +90,7 @@ private:
   void absorb_epilogues() {
     const Graph& g = ctx_.graph;
     for (size_t n = 0; n < ctx_.size(); ++n) {
+      if (group_of_[n] < 0) continue; // not planned here
       if (ctx_.node_class[n] != NodeClass::Gemm && ctx_.node_class[n] != NodeClass::Conv) continue;
       int32_t group = static_cast<int32_t>(n);
       // A channels-last Conv takes its three layouts first (legal only together); its
@@ -86,12 +98,13 @@ private:
       std::vector<int32_t> layouts;
       for (int32_t k : conv_layout_nodes(ctx_, group))
         if (k != group) layouts.push_back(group_of_[k]);
+      if (std::count(layouts.begin(), layouts.end(), -1) > 0) continue;
       if (!layouts.empty() && !try_merge(group, layouts)) continue;
       for (;;) {
         TensorId last = g.nodes[members_[group].back()].outputs[0];
         if (ctx_.consumers[last].size() != 1 || ctx_.graph_output[last]) break;
         int32_t next = ctx_.consumers[last][0];
-        if (ctx_.node_class[next] != NodeClass::Pointwise ||
+        if (ctx_.node_class[next] != NodeClass::Pointwise || group_of_[next] < 0 ||
             members_[group_of_[next]].size() != 1 || !try_merge(group, group_of_[next]))
           break;
       }
@@ -102,6 +115,7 @@ private:
     const Graph& g = ctx_.graph;
     for (size_t v = ctx_.size(); v-- > 0;) {
       int32_t group = group_of_[v];
+      if (group < 0) continue; // not planned here
       if (ctx_.node_class[v] == NodeClass::Alone || ctx_.node_class[v] == NodeClass::Gemm ||
           ctx_.node_class[v] == NodeClass::Conv || ctx_.node_class[v] == NodeClass::View ||
           ctx_.node_class[v] == NodeClass::Layout)
@@ -113,10 +127,15 @@ private:
           for (TensorId t : g.nodes[members_[group][i]].inputs) {
             if (t == kNoTensor || ctx_.producer[t] < 0) continue;
             int32_t u = ctx_.producer[t];
-            if (group_of_[u] == group || members_[group_of_[u]].size() != 1) continue;
-            // A Gather joins only a group of row ops (analyze_group refuses the rest).
+            if (group_of_[u] < 0 || group_of_[u] == group || members_[group_of_[u]].size() != 1)
+              continue;
+            // A Gather joins only a group of row ops (analyze_group refuses the rest). A
+            // chain's unfused plan also reads movement (a merged product's halves) through
+            // index remappings, as the ilp plan would.
+            const bool movement = ctx_.node_class[u] == NodeClass::Movement ||
+                                  ctx_.node_class[u] == NodeClass::Layout;
             if (ctx_.node_class[u] != NodeClass::Pointwise &&
-                ctx_.node_class[u] != NodeClass::Gather)
+                ctx_.node_class[u] != NodeClass::Gather && !(partial_ && movement))
               continue;
             bool all_inside = true;
             for (TensorId out : g.nodes[u].outputs)
@@ -138,12 +157,28 @@ private:
   std::vector<GroupAnalysis> analyses_;
   std::vector<int64_t> costs_;
   std::vector<RejectedFusion> rejected_;
+  bool partial_ = false; // some of the graph's nodes
 };
 
 } // namespace
 
 FusionPlan plan_greedy(const Graph& graph, const PlannerOptions& options) {
   return GreedyFusion(graph, options).run();
+}
+
+ChainFallback plan_chain_fallback(const Graph& graph, const PlannerOptions& options,
+                                  const FusionGroup& chain, int first_id) {
+  STITCH_INTERNAL_CHECK(chain.kind == GroupKind::GemmChain, "group {} is no GEMM chain", chain.id);
+  PlannerOptions unchained = options;
+  unchained.gemm_chain = FusionMode::Unfused;
+  ChainFallback fallback;
+  fallback.chain_group = chain.id;
+  fallback.groups = GreedyFusion(graph, unchained, &chain.nodes).run(first_id).groups;
+  for (const FusionGroup& group : fallback.groups)
+    STITCH_INTERNAL_CHECK(group.kind != GroupKind::GemmChain && group.scratch_bytes == 0,
+                          "the unfused plan of GEMM chain {} holds a {} group", chain.id,
+                          group_kind_name(group.kind));
+  return fallback;
 }
 
 } // namespace stitch

@@ -288,7 +288,7 @@ nlohmann::json plan_to_json(const Graph& g, const FusionPlan& plan, const Memory
   j["groups"] = nlohmann::json::array();
   int launches = 0;
   int64_t bytes = 0;
-  for (const FusionGroup& group : plan.groups) {
+  auto describe = [&](const FusionGroup& group) {
     nlohmann::json gj = {{"id", group.id},
                          {"kind", group_kind_name(group.kind)},
                          {"estimated_bytes", group.estimated_bytes}};
@@ -327,9 +327,20 @@ nlohmann::json plan_to_json(const Graph& g, const FusionPlan& plan, const Memory
         gj["part_blocks"] = group.part_blocks;
       }
     }
+    return gj;
+  };
+  for (const FusionGroup& group : plan.groups) {
     launches += group_launches(group);
     bytes += group.estimated_bytes;
-    j["groups"].push_back(gj);
+    j["groups"].push_back(describe(group));
+  }
+  // What the library runs in each chain's place on a device that cannot hold its clusters.
+  j["fallbacks"] = nlohmann::json::array();
+  for (const ChainFallback& fallback : plan.fallbacks) {
+    nlohmann::json groups = nlohmann::json::array();
+    for (const FusionGroup& group : fallback.groups)
+      groups.push_back(describe(group));
+    j["fallbacks"].push_back({{"chain_group", fallback.chain_group}, {"groups", groups}});
   }
   j["totals"] = {{"groups", plan.groups.size()},
                  {"launches", launches},
@@ -337,6 +348,7 @@ nlohmann::json plan_to_json(const Graph& g, const FusionPlan& plan, const Memory
                  {"arena_peak_bytes", memory.arena_bytes},
                  {"intermediate_bytes", memory.intermediate_bytes},
                  {"weights_bytes", memory.weights_bytes},
+                 {"fallback_bytes", memory.fallback_bytes},
                  {"output_copies", memory.output_copies.size()}};
   // The same totals for the other planners, by the same cost model.
   j["compare"] = nlohmann::json::array();

@@ -34,6 +34,12 @@ FusionPlan plan_fusion(const Graph& graph, const PlannerOptions& options) {
     user_fail({}, "unknown planner '{}' (planners: none, greedy, ilp)", options.planner);
   }
   compare_with_other_planners(graph, options, plan);
+  int next_id = static_cast<int>(plan.groups.size());
+  for (const FusionGroup& group : plan.groups)
+    if (group.kind == GroupKind::GemmChain) {
+      plan.fallbacks.push_back(plan_chain_fallback(graph, options, group, next_id));
+      next_id += static_cast<int>(plan.fallbacks.back().groups.size());
+    }
   choose_library_math(plan, options.tf32);
   return plan;
 }

@@ -110,4 +110,9 @@ FusionPlan plan_one_kernel_per_op(const Graph& graph, const DeviceParams& device
 FusionPlan plan_greedy(const Graph& graph, const PlannerOptions& options);
 FusionPlan plan_ilp(const Graph& graph, const PlannerOptions& options);
 
+// The unfused plan of a gemm_chain group (greedy fusion of its nodes without chains), its
+// groups numbered from `first_id`. plan_fusion adds one per chain.
+ChainFallback plan_chain_fallback(const Graph& graph, const PlannerOptions& options,
+                                  const FusionGroup& chain, int first_id);
+
 } // namespace stitch

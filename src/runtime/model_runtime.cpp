@@ -116,6 +116,13 @@ std::unique_ptr<Model> create_model() {
   auto model = std::make_unique<Model>();
   model->abi = abi;
   model->device = current_device();
+  // Which GEMM chains this device holds: asked once, before anything is allocated.
+  model->unfused_chains.assign(static_cast<std::size_t>(abi->num_chains), 0);
+  if (abi->num_chains > 0) {
+    char message[1024] = {};
+    check_library(abi->choose_chains(model->unfused_chains.data(), message, sizeof(message)),
+                  message);
+  }
   model->weights.allocate(abi->weights_bytes, "weights");
   if (abi->weights_bytes > 0) {
     check_cuda(cudaMemcpy(model->weights.get(), abi->weights,
@@ -132,7 +139,7 @@ std::unique_ptr<Model> create_model() {
 // A context on its own allocations, or, with `memory`, on parts of that block (`bytes` long).
 std::unique_ptr<Context> create_context(const Model& model, void* memory, uint64_t bytes) {
   const stitch_abi_model& abi = *model.abi;
-  const ContextLayout layout = context_layout(abi);
+  const ContextLayout layout = context_layout(model);
   if (memory != nullptr) {
     if (reinterpret_cast<std::uintptr_t>(memory) % ContextLayout::kAlignment != 0)
       fail(STITCH_ERROR_INVALID_ARGUMENT, "memory is not 256-byte aligned");
@@ -154,6 +161,8 @@ std::unique_ptr<Context> create_context(const Model& model, void* memory, uint64
   context->outputs.resize(static_cast<std::size_t>(abi.num_outputs));
   part(context->arena, 0, layout.arena_bytes, "arena");
   part(context->workspace, layout.workspace_offset, layout.workspace_bytes, "library workspace");
+  part(context->fallback, layout.fallback_offset, layout.fallback_bytes,
+       "unfused GEMM chains' intermediates");
   char message[1024] = {};
   check_library(stitch_libraries_create(&context->libraries, message, sizeof(message)), message);
   for (int32_t t = 0; t < abi.num_taps; ++t) {
@@ -209,6 +218,7 @@ void destroy_context(Context& context) {
   stitch_libraries_destroy(context.libraries);
   context.libraries = nullptr;
   attempt([&] { context.workspace.release(); });
+  attempt([&] { context.fallback.release(); });
   attempt([&] { context.arena.release(); });
   for (std::unique_ptr<DeviceBuffer>& tap : context.tap_buffers)
     attempt([&] { tap->release(); });
@@ -355,7 +365,7 @@ stitch_status stitch_model_context_memory(const stitch_model* model, uint64_t* o
   return guarded("stitch_model_context_memory", [&] {
     const Model& live = HandleRegistry::instance().model(model);
     require_out(out_bytes, "out_bytes");
-    *out_bytes = context_layout(*live.abi).total_bytes;
+    *out_bytes = context_layout(live).total_bytes;
   });
 }
 
@@ -396,6 +406,8 @@ stitch_status run_context(const char* function, stitch_context* context,
     buffers.workspace = live.workspace.get();
     buffers.libraries = live.libraries;
     buffers.taps = live.taps.empty() ? nullptr : live.taps.data();
+    buffers.unfused_chains = model.unfused_chains.empty() ? nullptr : model.unfused_chains.data();
+    buffers.fallback = static_cast<unsigned char*>(live.fallback.get());
     const DeviceScope scope(model.device);
     live.launcher->run(model, buffers, stream, (flags & STITCH_RUN_NO_GRAPH) != 0);
     live.has_run = true;

@@ -26,6 +26,7 @@
 #include "library/stitch_library.h"
 #include "stitch/stitch.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -90,16 +91,18 @@ private:
 };
 
 // Where a context's device memory goes, as offsets into one block (stitch_model_context_memory,
-// stitch_context_create_in_memory): the arena, the library workspace, then each debug tap, each
-// part 256-byte aligned.
+// stitch_context_create_in_memory): the arena, the library workspace, the unfused GEMM chains'
+// intermediates (only where the device runs a chain unfused), then each debug tap, each part
+// 256-byte aligned.
 struct ContextLayout {
   static constexpr uint64_t kAlignment = 256;
-  uint64_t arena_bytes = 0, workspace_bytes = 0;
-  uint64_t workspace_offset = 0;
+  uint64_t arena_bytes = 0, workspace_bytes = 0, fallback_bytes = 0;
+  uint64_t workspace_offset = 0, fallback_offset = 0;
   std::vector<uint64_t> tap_offsets;
   uint64_t total_bytes = 0;
 };
-ContextLayout context_layout(const stitch_abi_model& abi);
+struct Model;
+ContextLayout context_layout(const Model& model);
 
 // The CUDA device that is current while the object lives: the model's device, switched to for
 // the duration of a call when the caller's thread has another one current (and switched
@@ -124,6 +127,13 @@ struct Model {
   const stitch_abi_model* abi = nullptr;
   int device = 0; // where the weights live, and where contexts allocate and run
   DeviceBuffer weights;
+  // Per GEMM chain (abi->num_chains), nonzero where this device cannot hold its clusters and
+  // it runs unfused (abi->choose_chains, asked once at creation).
+  std::vector<unsigned char> unfused_chains;
+  bool runs_unfused_chains() const {
+    return std::any_of(unfused_chains.begin(), unfused_chains.end(),
+                       [](unsigned char unfused) { return unfused != 0; });
+  }
 };
 
 struct Context;
@@ -162,6 +172,7 @@ struct Context {
   const Model* model = nullptr;
   DeviceBuffer arena;
   DeviceBuffer workspace;
+  DeviceBuffer fallback; // the unfused GEMM chains' intermediates (Model::unfused_chains)
   stitch_abi_libraries* libraries = nullptr;
   std::unique_ptr<Launcher> launcher;
   std::vector<void*> inputs;

@@ -234,6 +234,11 @@ void check_generated_model(const stitch_abi_model* abi) {
     check_generated_tensor("tap", static_cast<std::size_t>(t), abi->taps[t].tensor);
     if (abi->taps[t].node == nullptr) fail_generated("tap " + std::to_string(t) + " names no node");
   }
+  if (abi->num_chains < 0)
+    fail_generated("it has " + std::to_string(abi->num_chains) + " GEMM chains");
+  if (abi->num_chains > 0 && abi->choose_chains == nullptr)
+    fail_generated("it has " + std::to_string(abi->num_chains) +
+                   " GEMM chains but no function choosing how they run");
   const stitch_abi_build_info* info = abi->build_info;
   if (info == nullptr) fail_generated("it has no build info");
   for (const char* text :

@@ -60,7 +60,8 @@ void DeviceBuffer::release() {
     check_cuda(cudaFree(data), std::string("cudaFree of the ") + purpose_);
 }
 
-ContextLayout context_layout(const stitch_abi_model& abi) {
+ContextLayout context_layout(const Model& model) {
+  const stitch_abi_model& abi = *model.abi;
   const auto aligned = [](uint64_t bytes) {
     return (bytes + ContextLayout::kAlignment - 1) / ContextLayout::kAlignment *
            ContextLayout::kAlignment;
@@ -69,7 +70,9 @@ ContextLayout context_layout(const stitch_abi_model& abi) {
   layout.arena_bytes = abi.arena_bytes;
   layout.workspace_bytes = std::max(abi.workspace_bytes, stitch_library_workspace_bytes());
   layout.workspace_offset = aligned(layout.arena_bytes);
-  uint64_t end = layout.workspace_offset + aligned(layout.workspace_bytes);
+  layout.fallback_bytes = model.runs_unfused_chains() ? abi.fallback_bytes : 0;
+  layout.fallback_offset = layout.workspace_offset + aligned(layout.workspace_bytes);
+  uint64_t end = layout.fallback_offset + aligned(layout.fallback_bytes);
   for (int32_t t = 0; t < abi.num_taps; ++t) {
     layout.tap_offsets.push_back(end);
     end += aligned(abi.taps[t].tensor.bytes);

@@ -42,6 +42,11 @@
 //       cudaOccupancyMaxActiveClusters for clusters of `cluster` blocks of `block` threads: how
 //       many the device holds at once (0: the kernel cannot run in such clusters here). A
 //       launcher asks it before it relies on a cluster launch.
+//   stitch::cluster_launch_fits(kernel, cluster, block, shared_bytes)
+//       Whether the current device runs `kernel` in such clusters at all: it has thread-block
+//       clusters (sm_90), grants the dynamic shared memory (opting in past 48 KiB) and holds at
+//       least one cluster at once. The failed questions' errors are cleared. Asked once when a
+//       model is created; where it is false, a GEMM chain runs its unfused plan.
 //   stitch_grid_sync()
 //       Grid-wide barrier (cooperative_groups::this_grid().sync()). Only in cooperative launches,
 //       and only in sources that include device/stitch_grid.cuh (see there why it has a header
@@ -94,6 +99,30 @@ inline cudaError_t max_active_clusters(int* clusters, void (*kernel)(Params...),
   config.attrs = &attribute;
   config.numAttrs = 1;
   return cudaOccupancyMaxActiveClusters(clusters, kernel, &config);
+}
+
+template <typename... Params>
+inline bool cluster_launch_fits(void (*kernel)(Params...), dim3 cluster, dim3 block,
+                                std::size_t shared_bytes) {
+  constexpr std::size_t kWithoutOptIn = 48 * 1024;
+  const auto refused = [] {
+    (void)cudaGetLastError(); // a question's answer, not a failure of the caller's work
+    return false;
+  };
+  int device = 0, clusters_supported = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&clusters_supported, cudaDevAttrClusterLaunch, device) !=
+          cudaSuccess ||
+      clusters_supported == 0)
+    return refused();
+  if (shared_bytes > kWithoutOptIn &&
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(shared_bytes)) != cudaSuccess)
+    return refused();
+  int clusters = 0;
+  if (max_active_clusters(&clusters, kernel, cluster, block, shared_bytes) != cudaSuccess)
+    return refused();
+  return clusters > 0;
 }
 
 } // namespace stitch

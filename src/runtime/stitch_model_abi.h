@@ -16,7 +16,7 @@
 
 #include "stitch_cuda.h"
 
-#define STITCH_ABI_VERSION 3
+#define STITCH_ABI_VERSION 4
 #define STITCH_ABI_MAX_RANK 8
 
 extern "C" {
@@ -65,6 +65,12 @@ struct stitch_abi_buffers {
   cudaStream_t stream;
   stitch_abi_libraries* libraries;
   void* const* taps; // one buffer per tap, `tensor.bytes` long (null without taps)
+  // GEMM chains (stitchc's "gemm_chain" groups): per chain, in plan order, nonzero where this
+  // device cannot hold the chain's thread-block clusters and the launcher runs the chain's
+  // unfused plan instead (null without chains); and that plan's intermediates, `fallback_bytes`
+  // long (null where every chain runs as one kernel).
+  const unsigned char* unfused_chains;
+  unsigned char* fallback;
 };
 
 struct stitch_abi_model {
@@ -85,6 +91,13 @@ struct stitch_abi_model {
   int32_t num_taps;
   const stitch_abi_tap* taps;
   const stitch_abi_build_info* build_info;
+  // GEMM chains: how many, the bytes their unfused plans need, and the check run once when the
+  // model is created on a device, writing `num_chains` bytes to `unfused` (nonzero: that chain
+  // runs unfused here). Returns 0 or a stitch_status with a message in `error`. 0, 0 and null
+  // without chains.
+  int32_t num_chains;
+  uint64_t fallback_bytes;
+  int32_t (*choose_chains)(unsigned char* unfused, char* error, size_t error_size);
 };
 
 // Defined by the generated launcher of each model.

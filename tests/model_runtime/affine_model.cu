@@ -136,6 +136,9 @@ const stitch_abi_model kModel = {
     2, // debug taps
     kTaps,
     &kBuildInfo,
+    0, // GEMM chains
+    0,
+    nullptr,
 };
 
 stitch_abi_model with_fault(int fault) {

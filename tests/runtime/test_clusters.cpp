@@ -266,3 +266,35 @@ TEST_CASE("cudaOccupancyMaxActiveClusters counts the clusters the device holds a
   CHECK(supported == 1);
   cudaGetLastError();
 }
+
+TEST_CASE("cluster_launch_fits: whether the device runs a kernel in such clusters at all",
+          "[runtime][cluster]") {
+  // Proves: the check a GEMM chain's launcher asks when the model is created answers yes for a
+  // cluster the device holds, no where the shared memory exceeds the opt-in limit or no cluster
+  // fits at once, and no on a device before sm_90, where a cluster launch fails; every refusal
+  // leaves no error behind.
+  ScopedHostConfig config;
+  config->multiprocessor_count = 4;
+  CHECK(stitch::cluster_launch_fits(small_cluster_kernel, dim3(8), dim3(256), 0));
+  CHECK(stitch::cluster_launch_fits(small_cluster_kernel, dim3(2), dim3(128), 100 * 1024));
+  CHECK_FALSE(stitch::cluster_launch_fits(small_cluster_kernel, dim3(2), dim3(128), 228 * 1024));
+  // One block of 200 KiB per multiprocessor: 4 resident, no cluster of 8.
+  CHECK_FALSE(stitch::cluster_launch_fits(small_cluster_kernel, dim3(8), dim3(128), 200 * 1024));
+  CHECK(cudaGetLastError() == cudaSuccess);
+
+  config->cluster_launch = false;
+  int supported = 1;
+  REQUIRE(cudaDeviceGetAttribute(&supported, cudaDevAttrClusterLaunch, 0) == cudaSuccess);
+  CHECK(supported == 0);
+  CHECK_FALSE(stitch::cluster_launch_fits(small_cluster_kernel, dim3(2), dim3(128), 0));
+  CHECK(cudaGetLastError() == cudaSuccess);
+  int clusters = -1;
+  CHECK(stitch::max_active_clusters(&clusters, small_cluster_kernel, dim3(2), dim3(128), 0) ==
+        cudaErrorNotSupported);
+  DeviceBuffer<float> out(4);
+  const cudaError_t status = STITCH_LAUNCH_CLUSTER(small_cluster_kernel, dim3(4), dim3(2), dim3(32),
+                                                   0, nullptr, out.get());
+  CHECK(status == cudaErrorNotSupported);
+  CHECK(last_error_text(status).find("without thread-block clusters") != std::string::npos);
+  cudaGetLastError();
+}

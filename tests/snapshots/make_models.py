@@ -399,13 +399,40 @@ def half_layer():
         m.save()
 
 
+def gemm_chain_gated():
+    # A LLaMA-style gated MLP in float16: one MatMul of the merged gate and up weights, its column
+    # halves (Slices), SiLU(gate) * up, the down MatMul and the residual: one gemm_chain kernel in
+    # thread-block clusters, and the chain's unfused plan beside it.
+    m = Model("gemm_chain_gated", opset=17, seed=19)
+
+    def weight(wname, shape):
+        value = (0.1 * m.rng.standard_normal(shape)).astype(np.float32)
+        m.initializers.append(helper.make_tensor(wname, TensorProto.FLOAT16, shape,
+                                                 value.flatten()))
+        return wname
+
+    x = m.input("x", [24, 64], TensorProto.FLOAT16)
+    gu = m.node("MatMul", [x, weight("w_gate_up", [64, 192])], ["gate_up"])
+    zero, half, full, axis = m.ints("zero", [0]), m.ints("half", [96]), m.ints("full", [192]), \
+        m.ints("last", [-1])
+    gate = m.node("Slice", [gu, zero, half, axis], ["gate"])
+    up = m.node("Slice", [gu, half, full, axis], ["up"])
+    sig = m.node("Sigmoid", [gate], ["gate_sigmoid"])
+    silu = m.node("Mul", [gate, sig], ["gate_silu"])
+    hidden = m.node("Mul", [silu, up], ["hidden"])
+    down = m.node("MatMul", [hidden, weight("w_down", [96, 64])], ["down"])
+    m.node("Add", [down, x], ["y"])
+    m.output("y", TensorProto.FLOAT16)
+    m.save()
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     for make in [local_vec4, local_broadcast, window_maxpool, window_dwconv_avgpool,
                  regional_softmax, regional_layernorm, regional_long_row, regional_masked_softmax,
                  regional_embedding, global_column, global_gemv_gemm, global_gemv_matmul, independent,
                  single_movement, single_reduction, gemm_epilogues, gemm_fill, conv_epilogue,
-                 views, half_layer]:
+                 views, half_layer, gemm_chain_gated]:
         make()
     print(f"wrote {len(os.listdir(OUT))} models under {os.path.relpath(OUT)}")
 

@@ -205,7 +205,7 @@ std::string plan_summary(const Case& c, const nlohmann::json& plan, const Fusion
                      count("groups", "group", "groups"), count("launches", "launch", "launches"),
                      json_value(totals["arena_peak_bytes"]), json_value(totals["weights_bytes"]),
                      count("output_copies", "output copy", "output copies"));
-  for (const nlohmann::json& group : plan["groups"]) {
+  auto describe = [&](const nlohmann::json& group) {
     out += fmt::format("\ngroup {} {}", json_value(group["id"]), json_value(group["kind"]));
     if (group.contains("file")) out += " (" + json_value(group["file"]) + ")";
     out += "\n";
@@ -215,6 +215,15 @@ std::string plan_summary(const Case& c, const nlohmann::json& plan, const Fusion
     if (!fields.empty()) out += fmt::format("  {}\n", fmt::join(fields, " "));
     for (const nlohmann::json& node : group["nodes"])
       out += fmt::format("  {} '{}'\n", json_value(node["op"]), json_value(node["name"]));
+  };
+  for (const nlohmann::json& group : plan["groups"])
+    describe(group);
+  for (const nlohmann::json& fallback : plan["fallbacks"]) {
+    out += fmt::format("\n# GEMM chain {}'s unfused plan ({} bytes of intermediates at most): "
+                       "where the device cannot hold its clusters\n",
+                       json_value(fallback["chain_group"]), json_value(totals["fallback_bytes"]));
+    for (const nlohmann::json& group : fallback["groups"])
+      describe(group);
   }
   return out;
 }

@@ -157,10 +157,12 @@ template <typename T> HostBytes as_bytes(const std::vector<T>& values) {
 
 // Compiles `plan` for the host target through build_library, runs it on `inputs` (one byte
 // buffer per graph input, in order, each of its tensor's dtype and size) and returns every
-// graph output's bytes. The build folder is removed after a successful run.
+// graph output's bytes. The build folder is removed after a successful run. With
+// `context_bytes`, stores there what stitch_model_context_memory says a context needs.
 inline std::vector<HostBytes> run_bytes_on_host(const Graph& g, const FusionPlan& plan,
                                                 const std::vector<HostBytes>& inputs,
-                                                const std::string& tag) {
+                                                const std::string& tag,
+                                                uint64_t* context_bytes = nullptr) {
   setenv("STITCH_RUNTIME_DIR", STITCH_BINARY_DIR "/runtime", 0);
   MemoryPlan memory = plan_memory(g, plan);
   GeneratedModel model = emit_model(g, plan, memory, "host");
@@ -195,6 +197,11 @@ inline std::vector<HostBytes> run_bytes_on_host(const Graph& g, const FusionPlan
   stitch_model* m = nullptr;
   stitch_context* context = nullptr;
   REQUIRE(model_create(&m) == STITCH_OK);
+  if (context_bytes != nullptr) {
+    auto context_memory = reinterpret_cast<decltype(&stitch_model_context_memory)>(
+        symbol("stitch_model_context_memory"));
+    REQUIRE(context_memory(m, context_bytes) == STITCH_OK);
+  }
   REQUIRE(context_create(m, &context) == STITCH_OK);
   std::vector<HostBytes> in_copies = inputs, outputs;
   std::vector<stitch_tensor> in_tensors, out_tensors;
@@ -231,7 +238,8 @@ inline std::vector<HostBytes> run_bytes_on_host(const Graph& g, const FusionPlan
 // run_bytes_on_host for graphs whose inputs and outputs are all float32.
 inline std::vector<std::vector<float>> run_on_host(const Graph& g, const FusionPlan& plan,
                                                    const std::vector<std::vector<float>>& inputs,
-                                                   const std::string& tag) {
+                                                   const std::string& tag,
+                                                   uint64_t* context_bytes = nullptr) {
   std::vector<HostBytes> in_bytes;
   for (const std::vector<float>& v : inputs)
     in_bytes.push_back(as_bytes(v));
@@ -240,7 +248,7 @@ inline std::vector<std::vector<float>> run_on_host(const Graph& g, const FusionP
   for (TensorId t : g.outputs)
     REQUIRE(g.tensor(t).dtype == DType::Float32);
   std::vector<std::vector<float>> outputs;
-  for (const HostBytes& b : run_bytes_on_host(g, plan, in_bytes, tag)) {
+  for (const HostBytes& b : run_bytes_on_host(g, plan, in_bytes, tag, context_bytes)) {
     outputs.emplace_back(b.bytes.size() / sizeof(float));
     if (!b.bytes.empty()) std::memcpy(outputs.back().data(), b.bytes.data(), b.bytes.size());
   }

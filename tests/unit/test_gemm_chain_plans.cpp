@@ -5,6 +5,10 @@
 // (plan_agreement.h).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+
 #include "plan_agreement.h"
 
 using namespace stitch;
@@ -128,12 +132,50 @@ int chain_groups(const FusionPlan& plan) {
   return count;
 }
 
+// A host device without thread-block clusters (before sm_90) for the libraries loaded while
+// it lives: each reads STITCH_HOST_CLUSTER_LAUNCH when it first asks about the device.
+class DeviceWithoutClusters {
+public:
+  DeviceWithoutClusters() { setenv("STITCH_HOST_CLUSTER_LAUNCH", "0", 1); }
+  DeviceWithoutClusters(const DeviceWithoutClusters&) = delete;
+  DeviceWithoutClusters& operator=(const DeviceWithoutClusters&) = delete;
+  ~DeviceWithoutClusters() { unsetenv("STITCH_HOST_CLUSTER_LAUNCH"); }
+};
+
+// Each chain's unfused plan covers exactly the chain's nodes, holds no chain, and numbers its
+// groups after the plan's.
+void check_fallbacks(const FusionPlan& plan) {
+  std::set<int> ids;
+  for (const FusionGroup& group : plan.groups)
+    ids.insert(group.id);
+  size_t next = 0;
+  for (const FusionGroup& group : plan.groups) {
+    if (group.kind != GroupKind::GemmChain) continue;
+    REQUIRE(next < plan.fallbacks.size());
+    const ChainFallback& fallback = plan.fallbacks[next++];
+    CHECK(fallback.chain_group == group.id);
+    std::vector<int32_t> covered;
+    for (const FusionGroup& part : fallback.groups) {
+      CHECK(part.kind != GroupKind::GemmChain);
+      CHECK(part.id >= static_cast<int>(plan.groups.size()));
+      CHECK(ids.insert(part.id).second);
+      covered.insert(covered.end(), part.nodes.begin(), part.nodes.end());
+    }
+    std::sort(covered.begin(), covered.end());
+    CHECK(covered == group.nodes);
+    CHECK(fallback.groups.size() >= 2); // two products at least: two library calls
+  }
+  CHECK(next == plan.fallbacks.size());
+}
+
 // The ilp plan has `expected` GEMM-chain groups and computes what the per-op plan computes on
 // random inputs, within the element type's precision: the chain adds its products in another
 // order, so a stored product or hidden value may land one unit in the last place away. (The
 // other planners' plans put a bias into the library call's epilogue, which skips the product's
-// rounding before the add; the attention and precision tests cover those.)
-void check_chain(const ChainModel& c, unsigned seed, int expected) {
+// rounding before the add; the attention and precision tests cover those.) With `unfused_too`,
+// the same library also runs on a device without clusters, where each chain must run its
+// unfused plan (a cluster launch fails there) in the extra memory that plan needs.
+void check_chain(const ChainModel& c, unsigned seed, int expected, bool unfused_too = false) {
   const Graph g = chain_graph(c);
   const FusionPlan ilp = plan_for_host(g, "ilp");
   INFO("ilp plan:\n" << describe_plan(g, ilp));
@@ -147,10 +189,9 @@ void check_chain(const ChainModel& c, unsigned seed, int expected) {
       CHECK(chain->gate.has_value() ==
             (c.form == ChainModel::Form::Gated || c.form == ChainModel::Form::GatedMerged ||
              c.form == ChainModel::Form::GemmGated));
-      CHECK(group.launch.cluster == chain->cluster_blocks);
-      CHECK(group.launch.grid[0] == chain->row_tiles * chain->cluster_blocks);
       CHECK(chain->shared_bytes <= host_target_device().max_shared_per_block);
     }
+  check_fallbacks(ilp);
   const PlanTolerance tolerance =
       c.dtype == onnx::TensorProto::FLOAT16    ? PlanTolerance{0x1p-8, 0x1p-8}
       : c.dtype == onnx::TensorProto::BFLOAT16 ? PlanTolerance{0x1p-5, 0x1p-5}
@@ -162,7 +203,21 @@ void check_chain(const ChainModel& c, unsigned seed, int expected) {
   REQUIRE(emitting);
   const std::vector<std::vector<float>> reference =
       run_on_host(g, plan_for_host(g, "none"), inputs, "chain-per-op");
-  check_same_outputs(g, reference, run_on_host(g, *emitting, inputs, "chain-ilp"), tolerance);
+  uint64_t fused_bytes = 0, unfused_bytes = 0;
+  check_same_outputs(g, reference, run_on_host(g, *emitting, inputs, "chain-ilp", &fused_bytes),
+                     tolerance);
+  if (!unfused_too) return;
+  // The unfused plan is greedy fusion of the chain's nodes: what the greedy plan computes.
+  const std::vector<std::vector<float>> greedy =
+      run_on_host(g, plan_for_host(g, "greedy"), inputs, "chain-greedy");
+  const DeviceWithoutClusters before_sm90;
+  INFO("on a device without clusters");
+  check_same_outputs(g, greedy, run_on_host(g, *emitting, inputs, "chain-unfused", &unfused_bytes),
+                     tolerance);
+  // The unfused plan's intermediates: allocated only where a chain runs unfused.
+  const int64_t fallback_bytes = plan_memory(g, *emitting).fallback_bytes;
+  CHECK(fallback_bytes >= int64_t{2} * c.batch * c.seq * c.ffn);
+  CHECK(unfused_bytes == fused_bytes + (static_cast<uint64_t>(fallback_bytes) + 255) / 256 * 256);
 }
 
 } // namespace
@@ -173,9 +228,11 @@ TEST_CASE("gemm chain: feed-forward blocks and gated MLPs plan as one group equa
   // Proves: the GELU feed-forward block (bias, GELU, bias, residual), the SiLU-gated MLP of two
   // products of one X and of one merged product taken apart by Slices, and the 2-D Gemm form
   // (transB, C as the bias) each plan as one gemm_chain group in float16 and bfloat16, at sizes
-  // no multiple of the tiles, and compute what the per-op plan computes.
+  // no multiple of the tiles, and compute what the per-op plan computes; each chain carries an
+  // unfused plan of its nodes, which a device without clusters runs (three of the forms run
+  // there too), in a buffer of its own allocated only there.
   ChainModel c;
-  SECTION("GELU feed-forward, float16") { check_chain(c, 11, 1); }
+  SECTION("GELU feed-forward, float16") { check_chain(c, 11, 1, true); }
   SECTION("GELU feed-forward, bfloat16, a hidden dim of 200") {
     c.dtype = onnx::TensorProto::BFLOAT16;
     c.ffn = 200;
@@ -188,7 +245,7 @@ TEST_CASE("gemm chain: feed-forward blocks and gated MLPs plan as one group equa
   SECTION("gated MLP, one merged product and its column halves") {
     c.form = ChainModel::Form::GatedMerged;
     c.ffn = 136;
-    check_chain(c, 14, 1);
+    check_chain(c, 14, 1, true);
   }
   SECTION("Gemm with transB and a bias") {
     c.form = ChainModel::Form::GemmFfn;
@@ -197,7 +254,7 @@ TEST_CASE("gemm chain: feed-forward blocks and gated MLPs plan as one group equa
   SECTION("gated MLP, one merged Gemm with a bias, halves at an odd offset") {
     c.form = ChainModel::Form::GemmGated;
     c.ffn = 100;
-    check_chain(c, 18, 1);
+    check_chain(c, 18, 1, true);
   }
   SECTION("a square block whose X a Relu computes") {
     c.ffn = c.width;

@@ -12,6 +12,7 @@
 //   STITCH_HOST_WORKERS       OS threads that run the blocks of an ordinary launch
 //   STITCH_HOST_SM_COUNT      emulated multiprocessor count
 //   STITCH_HOST_STACK_KIB     fiber stack size in KiB
+//   STITCH_HOST_CLUSTER_LAUNCH  0: a device without thread-block clusters (before sm_90)
 // Change host_config() only while no launch is running (tests use a scoped override).
 #pragma once
 
@@ -51,6 +52,9 @@ struct HostDeviceConfig {
   // non-portable sizes (cudaFuncAttributeNonPortableClusterSizeAllowed).
   unsigned max_portable_cluster_blocks = 8;
   unsigned max_cluster_blocks = 16;
+  // False: a device before sm_90, which has no clusters (cudaDevAttrClusterLaunch is 0, and a
+  // cluster launch or cudaOccupancyMaxActiveClusters fails with cudaErrorNotSupported).
+  bool cluster_launch = true;
 
   // The emulation itself.
   std::size_t fiber_stack_bytes = 64 * 1024; // usable stack per emulated thread (+ guard page)
@@ -81,6 +85,8 @@ inline void apply_environment(HostDeviceConfig& config) {
     const long count = std::strtol(sms, nullptr, 10);
     if (count > 0) config.multiprocessor_count = static_cast<int>(count);
   }
+  if (const char* clusters = std::getenv("STITCH_HOST_CLUSTER_LAUNCH"))
+    config.cluster_launch = std::strcmp(clusters, "0") != 0;
   if (const char* stack = std::getenv("STITCH_HOST_STACK_KIB")) {
     const unsigned long kib = std::strtoul(stack, nullptr, 10);
     if (kib >= 16) config.fiber_stack_bytes = kib * 1024;

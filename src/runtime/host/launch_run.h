@@ -72,6 +72,10 @@ inline std::optional<LaunchFailure> check_launch(const LaunchRequest& request,
   if (request.kind == LaunchKind::Cluster) {
     const dim3 c = request.cluster;
     const std::uint64_t blocks = std::uint64_t{c.x} * c.y * c.z;
+    if (!config.cluster_launch)
+      return LaunchFailure{cudaErrorNotSupported,
+                           "a cluster launch on a device without thread-block clusters (before "
+                           "sm_90)"};
     const bool non_portable = KernelAttributes::instance().non_portable_clusters(request.kernel);
     const unsigned limit =
         non_portable ? config.max_cluster_blocks : config.max_portable_cluster_blocks;

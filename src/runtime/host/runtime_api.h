@@ -319,7 +319,7 @@ inline cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, 
     *value = config.max_blocks_per_multiprocessor;
     break;
   case cudaDevAttrClusterLaunch:
-    *value = 1;
+    *value = config.cluster_launch ? 1 : 0;
     break;
   default:
     return stitch::host::report_error(cudaErrorInvalidValue,
@@ -379,6 +379,10 @@ inline cudaError_t cudaOccupancyMaxActiveClusters(int* clusters, Kernel* kernel,
     return stitch::host::report_error(cudaErrorInvalidValue,
                                       "cudaOccupancyMaxActiveClusters: null argument");
   const stitch::host::HostDeviceConfig& config = stitch::host::host_config();
+  if (!config.cluster_launch)
+    return stitch::host::report_error(
+        cudaErrorNotSupported,
+        "cudaOccupancyMaxActiveClusters: the device has no thread-block clusters (before sm_90)");
   if (launch->numAttrs > 0 && launch->attrs == nullptr)
     return stitch::host::report_error(cudaErrorInvalidValue,
                                       "cudaOccupancyMaxActiveClusters: null attributes");
