@@ -127,9 +127,9 @@ int parse_command_line(int argc, char** argv, DriverOptions& options) {
   std::string gemm_chain = "auto";
   app.add_option("--gemm-chain", gemm_chain,
                  "auto (each GEMM, pointwise, GEMM chain of float16 or bfloat16 products runs as "
-                 "one kernel in thread-block clusters, sm_90 only, where the cost model finds it "
-                 "faster than the library calls and kernels apart; the default), fused (wherever "
-                 "it can) or unfused (never)")
+                 "one kernel in thread-block clusters (sm_90; each chain's unfused plan runs on "
+                 "older devices) where the cost model finds it faster than the library calls "
+                 "and kernels apart; the default), fused (wherever it can) or unfused (never)")
       ->check(CLI::IsMember({"auto", "fused", "unfused"}));
   app.add_option("--ilp-time-limit", options.planner.ilp_time_limit_s,
                  "seconds the ilp planner may search; then the best plan found (default 10)")
@@ -199,16 +199,18 @@ int parse_command_line(int argc, char** argv, DriverOptions& options) {
   // The planner plans for the oldest architecture the library is built for (the host target
   // plans as the CUDA target would, so that both run the same plan).
   if (options.build.archs.empty()) user_fail({}, "--arch needs at least one architecture");
-  int oldest = 0;
+  int oldest = 0, newest = 0;
   int64_t shared = 0;
   for (const std::string& a : options.build.archs) {
     const int capability = arch_compute_capability(a);
     if (capability < 0) user_fail({}, "--arch '{}' is not a GPU architecture like sm_90", a);
     oldest = oldest == 0 ? capability : std::min(oldest, capability);
+    newest = std::max(newest, capability);
     shared = shared == 0 ? max_shared_per_block_of(capability)
                          : std::min(shared, max_shared_per_block_of(capability));
   }
   options.planner.device.min_compute_capability = oldest;
+  options.planner.device.max_compute_capability = newest;
   options.planner.device.max_shared_per_block = shared; // every architecture's kernels fit
   options.planner.tf32 = *chosen == Precision::Tf32;
   options.planner.attention = attention == "fused"     ? FusionMode::Fused

@@ -215,6 +215,15 @@ void emit_gemm_chain(const GroupEmitContext& ctx, CodeWriter& out) {
     names.push_back(fmt::format("a{}", k));
   }
   emit_shared_memory_opt_in(out, kernel, l.dynamic_shared_bytes, group.id);
+  constexpr int64_t kPortableClusterBlocks = 8;
+  if (l.cluster > kPortableClusterBlocks) {
+    out.comment(fmt::format("Clusters of {} blocks: more than the portable 8.", l.cluster));
+    out.linef("if (const cudaError_t allow = cudaFuncSetAttribute({}, "
+              "cudaFuncAttributeNonPortableClusterSizeAllowed, 1); allow != cudaSuccess)",
+              kernel);
+    out.linef("  return stitch_launch_result(allow, \"{}\", {}, error, error_size);", kernel,
+              group.id);
+  }
   out.linef("const cudaError_t status = STITCH_LAUNCH_CLUSTER({}, dim3({}, 1, 1), dim3({}, 1, 1), "
             "dim3({}, 1, 1), {}, b->stream, {});",
             kernel, l.grid[0], l.cluster, l.block[0], l.dynamic_shared_bytes,

@@ -129,20 +129,22 @@ GroupCost group_cost(const FusionContext& ctx, const GroupAnalysis& group) {
         static_cast<int64_t>(std::llround(flops / (rate * busy) * ctx.device.hbm_bytes_per_us));
   }
   if (const auto* chain = std::get_if<GemmChainSpec>(&group.group.spec)) {
-    const double products = static_cast<double>(chain->gate ? 2 : 1);
-    const double flops =
-        2.0 * static_cast<double>(chain->rows) *
-        (static_cast<double>(chain->inner) * products + static_cast<double>(chain->columns)) *
-        static_cast<double>(chain->hidden_dim);
-    const double blocks = static_cast<double>(std::max<int64_t>(group.group.launch.grid[0], 1));
-    const double busy = std::min(1.0, blocks / static_cast<double>(ctx.device.sm_count));
-    const double beyond_library = flops / (ctx.device.chain_tensor_flops_per_us * busy) -
-                                  flops / ctx.device.library_tensor_flops_per_us;
-    c.compute = static_cast<int64_t>(
-        std::llround(std::max(0.0, beyond_library) * ctx.device.hbm_bytes_per_us));
+    const ChainShape shape{chain->rows,    chain->inner,        chain->hidden_dim,
+                           chain->columns, chain->gate ? 2 : 1, dtype_size(chain->element)};
+    const ChainTraffic traffic = chain_traffic(ctx.device, shape, 16 * int64_t{chain->warps_m},
+                                               chain->cluster_blocks, chain->slice);
+    const double products = 2.0 * static_cast<double>(shape.rows) *
+                            static_cast<double>(shape.inner * shape.products + shape.columns) *
+                            static_cast<double>(shape.hidden);
+    const double beyond = traffic.time_us -
+                          static_cast<double>(c.bytes) / ctx.device.hbm_bytes_per_us -
+                          products / ctx.device.library_tensor_flops_per_us;
+    c.compute =
+        static_cast<int64_t>(std::llround(std::max(0.0, beyond) * ctx.device.hbm_bytes_per_us));
   }
-  // Libraries pick their own launch; only generated kernels are charged for parallelism.
-  if (generated_kernel(group.kind)) {
+  // Libraries pick their own launch; only generated kernels are charged for parallelism (a
+  // chain's occupancy is in its modeled time).
+  if (generated_kernel(group.kind) && group.kind != GroupKind::GemmChain) {
     // Loads in flight, not threads, saturate HBM: a thread with 16-byte vectors counts as four.
     double threads = static_cast<double>(
         std::max<int64_t>(threads_of(group.group.launch) * group.group.launch.vector_width, 1));
@@ -166,6 +168,35 @@ GroupCost group_cost(const FusionContext& ctx, const GroupAnalysis& group) {
         static_cast<int64_t>(std::llround(static_cast<double>(streamed) * (slowdown - 1.0)));
   }
   return c;
+}
+
+} // namespace stitch
+
+namespace stitch {
+
+ChainTraffic chain_traffic(const DeviceParams& device, const ChainShape& shape, int64_t tile_rows,
+                           int64_t cluster_blocks, int64_t slice) {
+  const auto d = [](int64_t v) { return static_cast<double>(v); };
+  const int64_t row_tiles = (shape.rows + tile_rows - 1) / tile_rows;
+  const double element = d(shape.element);
+  const double weights =
+      element * d(shape.hidden) * d(shape.inner * shape.products + shape.columns);
+  const double x = element * d(shape.rows) * d(shape.inner);
+  ChainTraffic t;
+  t.hbm_bytes = x + weights + element * d(shape.rows) * d(shape.columns);
+  const double again = weights * d(row_tiles - 1);
+  (weights <= d(device.l2_bytes) ? t.l2_bytes : t.hbm_bytes) += again;
+  t.l2_bytes += x * d(cluster_blocks - 1);
+  t.dsm_bytes = d(row_tiles) * d(tile_rows) * d(shape.columns) * 4.0 * d(cluster_blocks - 1);
+  t.flops = 2.0 * d(row_tiles) * d(tile_rows) * d(cluster_blocks) * d(slice) *
+            d(shape.inner * shape.products + shape.columns);
+  t.busy = std::min(1.0, d(row_tiles * cluster_blocks) / d(device.sm_count));
+  const double hbm = t.hbm_bytes / device.hbm_bytes_per_us,
+               l2 = t.l2_bytes / device.l2_bytes_per_us,
+               dsm = t.dsm_bytes / device.dsm_bytes_per_us;
+  t.time_us = std::max({hbm, l2, dsm, t.flops / device.chain_tensor_flops_per_us}) / t.busy;
+  t.memory_us = (hbm + l2 + dsm) / t.busy;
+  return t;
 }
 
 } // namespace stitch

@@ -29,7 +29,9 @@
 //                (launch_config.h), over the fraction of SMs its blocks occupy, as the bytes
 //                HBM moves in that time: the fused kernel is compute-bound where the scores it
 //                saves are small. Library GEMMs are not charged (cuBLASLt runs them near the
-//                tensor cores' peak).
+//                tensor cores' peak). A GEMM chain is charged its modeled time (chain_traffic)
+//                beyond streaming its bytes once and beyond the library's time for its products;
+//                its blocks' occupancy is in that time, so it pays no parallelism term.
 // Costs are integers so that plan costs add exactly (the exhaustive test compares sums).
 #pragma once
 
@@ -55,6 +57,36 @@ struct GroupCost {
 constexpr double kMaxSlowdown = 8.0;
 
 GroupCost group_cost(const FusionContext& ctx, const GroupAnalysis& group);
+
+// A GEMM chain's problem: rows x inner -> hidden (one product, or two for a gate) -> columns, of
+// `element`-byte values.
+struct ChainShape {
+  int64_t rows = 0, inner = 0, hidden = 0, columns = 0;
+  int products = 1;
+  int64_t element = 2;
+};
+
+// A chain configuration's traffic at each memory level and its modeled time (FlashFuser's
+// analytic model): tiles of `tile_rows` rows, each a cluster of `cluster_blocks` blocks owning
+// `slice` hidden columns apiece.
+//   hbm   X and the weights once, the result once; the weights again for each later row tile
+//         where they outgrow L2
+//   l2    the weights again for each later row tile where they fit; X's tile rows again for
+//         each block of a cluster past the first
+//   dsm   each cluster's partial output tiles (fp32) sent to the blocks that sum them
+//   flops the products over whole tiles (padding rows and hidden columns included)
+// time = the slowest of the levels at their bandwidths and the products at the chain's rate,
+// over the share of the SMs the blocks occupy (fewer blocks pull less bandwidth and issue fewer
+// products). legality_chain.cpp picks the configuration of least time; group_cost charges it.
+struct ChainTraffic {
+  double hbm_bytes = 0, l2_bytes = 0, dsm_bytes = 0, flops = 0;
+  double busy = 0;      // the blocks over the SMs, at most 1
+  double time_us = 0;   // the modeled time
+  double memory_us = 0; // the levels' times added up (a tie-break: less traffic where the
+                        // products decide the time)
+};
+ChainTraffic chain_traffic(const DeviceParams& device, const ChainShape& shape, int64_t tile_rows,
+                           int64_t cluster_blocks, int64_t slice);
 
 // The launches a planned group makes: none for an alias, two for a GEMM with a fill kernel,
 // else one.

@@ -556,8 +556,13 @@ struct GemmChainSpec {
   // cluster_blocks blocks of 32 * warps_m * warps_n threads with `shared_bytes` of dynamic
   // shared memory.
   int warps_m = 0, warps_n = 0, block_k = 0, hidden_tile = 0, out_tile = 0;
-  int cluster_blocks = 0;
+  int cluster_blocks = 0; // over 8: the non-portable size, which the launcher allows first
   int64_t slice = 0, row_tiles = 0, shared_bytes = 0;
+  // The configuration search (cost_model.h chain_traffic): how many configurations fit, and the
+  // chosen one's modeled time and bytes at each memory level.
+  int64_t configurations = 0;
+  double modeled_us = 0;
+  int64_t hbm_bytes = 0, l2_bytes = 0, dsm_bytes = 0;
   // The HBM bytes the unfused plan moves for the products and hidden values the chain keeps on
   // chip (written once and read once each), for the report.
   int64_t saved_bytes = 0;

@@ -37,6 +37,8 @@ struct DeviceParams {
   // The oldest GPU architecture the library is built for (--arch: sm_80 is 80): warp-level
   // matrix products of bfloat16 (attention on tensor cores) need 80.
   int min_compute_capability = 90;
+  // The newest: a GEMM chain's clusters need 90 there (older devices run its unfused plan).
+  int max_compute_capability = 90;
   // An attention kernel's matrix products, in floating-point operations per microsecond: the
   // rates at which the planner takes an attention group over its unfused products and softmax
   // where the H100 measurements of docs/benchmarks.md (scripts/gpu/attention_bench.py) found it
@@ -54,6 +56,14 @@ struct DeviceParams {
   // measured for the chain itself yet: the next GPU visit calibrates both.
   double chain_tensor_flops_per_us = 68e6;
   double library_tensor_flops_per_us = 600e6;
+  // The other memory levels a GEMM chain's configuration moves data through (its analytic model,
+  // cost_model.h chain_traffic): the L2 cache that serves its weights again to later row tiles
+  // while they fit (50 MB on an H100 SXM, about 5.5 TB/s), and distributed shared memory, over
+  // which a cluster's blocks sum their partial output tiles (about 3.3 TB/s across the device,
+  // as published for the H100; neither measured by stitchc yet).
+  int64_t l2_bytes = 50'000'000;
+  double l2_bytes_per_us = 5.5e6;
+  double dsm_bytes_per_us = 3.3e6;
 };
 
 // The dynamic shared memory a block may opt in to on a GPU of this compute capability (CUDA's

@@ -12,14 +12,19 @@
 //
 // The operands are float16 or bfloat16 (tensor cores), the weights two-dimensional, X's batch
 // axes folded into its rows; the products and the hidden values are the element type, as the
-// unfused plan stores them. Clusters need sm_90: every architecture the library is built for.
-// The tile geometry: 4 warps a block, tiles of 16 rows for up to 16 rows (a decode step), 32
-// or 64 otherwise (fewer where the hidden slice would not fit in shared memory); 64 hidden and
-// output columns a step, a k step of 32; the hidden dim split over a cluster of up to 8 blocks
-// (the portable size), fewer where the hidden dim has fewer 64-column tiles.
+// unfused plan stores them. Clusters need sm_90: a library built for sm_90 and older
+// architectures too carries each chain's unfused plan (FusionPlan::fallbacks), which the older
+// devices run.
+// The tile geometry: 4 warps a block, 64 hidden and output columns a step, a k step of 32;
+// tiles of 16, 32 or 64 rows and the hidden dim split over a cluster of 1 to 8 blocks (the
+// portable size) or 16 (non-portable), chosen by the analytic model of cost_model.h's
+// chain_traffic among the configurations whose shared memory and registers fit.
 #include <algorithm>
+#include <cmath>
+#include <tuple>
 
 #include "graph/op_params.h"
+#include "planner/cost_model.h"
 #include "planner/legality_internal.h"
 
 namespace stitch::legality {
@@ -31,7 +36,8 @@ constexpr int kWarps = 4;
 constexpr int kBlockK = 32;
 constexpr int kHiddenTile = 64;
 constexpr int kOutTile = 64;
-constexpr int kMaxClusterBlocks = 8; // the portable cluster size
+constexpr int kMaxClusterBlocks = 8;             // the portable cluster size
+constexpr int kMaxNonPortableClusterBlocks = 16; // with cudaFuncAttributeNonPortableClusterSize
 
 bool chain_dtype(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
 
@@ -115,10 +121,11 @@ FusionDecision analyze_gemm_chain(const FusionContext& ctx, GroupAnalysis& a) {
     if (ctx.node_class[n] == NodeClass::Gemm) products.push_back(n);
   if (products.size() < 2 || products.size() > 3)
     return FusionDecision::no("a GEMM chain has two or three matrix products");
-  if (ctx.device.min_compute_capability < kClusterCapability)
+  // A library built for older architectures too carries the chain's unfused plan for them.
+  if (ctx.device.max_compute_capability < kClusterCapability)
     return FusionDecision::no(fmt::format("a GEMM chain runs in thread-block clusters, which need "
-                                          "sm_90 (the oldest architecture built for is sm_{})",
-                                          ctx.device.min_compute_capability));
+                                          "sm_90 (the newest architecture built for is sm_{})",
+                                          ctx.device.max_compute_capability));
   spec.second = products.back(); // node order is topological: the last product reads the others
   const Node& second = g.nodes[spec.second];
   spec.hidden = second.inputs[0];
@@ -325,32 +332,70 @@ FusionDecision analyze_gemm_chain(const FusionContext& ctx, GroupAnalysis& a) {
                                             dtype_name(g.tensor(t).dtype),
                                             dtype_name(spec.element)));
 
-  // The tile geometry and the cluster.
-  // Rows a tile: as many as the rows fill, up to 64; fewer where the hidden slice of 64 rows
-  // does not fit in shared memory.
+  // The tile geometry and the cluster: of the configurations whose shared memory and
+  // registers fit (16, 32 or 64 rows a tile; clusters of 1 to 8 blocks, or 16 with the
+  // non-portable attribute, no more than the hidden dim has 64-column tiles), the one of least
+  // modeled time (chain_traffic: bytes per memory level over its bandwidth, the products at the
+  // chain's rate, over the SMs the blocks occupy); ties go to less traffic (the levels' times
+  // added up), then to fewer blocks.
   spec.block_k = kBlockK;
   spec.hidden_tile = kHiddenTile;
   spec.out_tile = kOutTile;
   const bool gated = spec.gate.has_value();
   const int64_t hidden_tiles = (spec.hidden_dim + kHiddenTile - 1) / kHiddenTile;
-  spec.cluster_blocks = 1;
-  while (spec.cluster_blocks * 2 <= kMaxClusterBlocks && spec.cluster_blocks * 2 <= hidden_tiles)
-    spec.cluster_blocks *= 2;
-  spec.slice = slice_of(spec.hidden_dim, spec.cluster_blocks);
-  spec.warps_m = spec.rows <= 16 ? 1 : spec.rows <= 32 ? 2 : 4;
-  while (spec.warps_m > 1 && chain_shared_bytes(16 * int64_t{spec.warps_m}, spec.slice, es, gated) >
-                                 ctx.device.max_shared_per_block)
-    spec.warps_m /= 2;
+  const ChainShape shape{spec.rows, spec.inner, spec.hidden_dim, spec.columns, gated ? 2 : 1, es};
+  const auto registers_for = [&](int warps_n) {
+    // A lane's accumulators: 4 floats a fragment of each first product's hidden tile and of the
+    // output tile.
+    const int64_t hidden_fragments = kHiddenTile / warps_n / 8;
+    const int64_t out_fragments = kOutTile / warps_n / 8;
+    return kBaseRegisters +
+           kRegistersPerNode * static_cast<int64_t>(spec.activation.size() + spec.epilogue.size()) +
+           4 * hidden_fragments * (gated ? 2 : 1) + 4 * out_fragments;
+  };
+  std::vector<int64_t> clusters;
+  for (int64_t c = 1; c <= std::min<int64_t>(kMaxClusterBlocks, hidden_tiles); ++c)
+    clusters.push_back(c);
+  if (hidden_tiles >= kMaxNonPortableClusterBlocks)
+    clusters.push_back(kMaxNonPortableClusterBlocks);
+  bool found = false;
+  ChainTraffic best;
+  int64_t smallest_shared = 0;
+  for (int warps_m : {1, 2, 4})
+    for (int64_t c : clusters) {
+      const int64_t rows = 16 * int64_t{warps_m};
+      const int64_t slice = slice_of(spec.hidden_dim, c);
+      const int64_t shared = chain_shared_bytes(rows, slice, es, gated);
+      if (smallest_shared == 0 || shared < smallest_shared) smallest_shared = shared;
+      if (shared > ctx.device.max_shared_per_block ||
+          registers_for(kWarps / warps_m) > ctx.device.max_registers_per_thread)
+        continue;
+      ++spec.configurations;
+      const ChainTraffic t = chain_traffic(ctx.device, shape, rows, c, slice);
+      const int64_t blocks = (spec.rows + rows - 1) / rows * c;
+      const auto key = [](const ChainTraffic& c, int64_t n) {
+        return std::tuple(c.time_us, c.memory_us, n);
+      };
+      if (found && key(t, blocks) >= key(best, spec.row_tiles * int64_t{spec.cluster_blocks}))
+        continue;
+      found = true;
+      best = t;
+      spec.warps_m = warps_m;
+      spec.cluster_blocks = static_cast<int>(c);
+      spec.slice = slice;
+      spec.shared_bytes = shared;
+      spec.row_tiles = (spec.rows + rows - 1) / rows;
+    }
+  if (!found)
+    return FusionDecision::no(fmt::format("no tile and cluster configuration of the chain fits: "
+                                          "the smallest needs {} bytes of shared memory, over the "
+                                          "{} a block has, or too many registers",
+                                          smallest_shared, ctx.device.max_shared_per_block));
   spec.warps_n = kWarps / spec.warps_m;
-  const int64_t tile_rows = 16 * int64_t{spec.warps_m};
-  spec.shared_bytes = chain_shared_bytes(tile_rows, spec.slice, es, gated);
-  if (spec.shared_bytes > ctx.device.max_shared_per_block)
-    return FusionDecision::no(fmt::format("the hidden slice of {} columns per block of a cluster "
-                                          "of {} needs {} bytes of shared memory, over the {} a "
-                                          "block has",
-                                          spec.slice, spec.cluster_blocks, spec.shared_bytes,
-                                          ctx.device.max_shared_per_block));
-  spec.row_tiles = (spec.rows + tile_rows - 1) / tile_rows;
+  spec.modeled_us = std::round(best.time_us * 1000.0) / 1000.0; // to the nanosecond
+  spec.hbm_bytes = static_cast<int64_t>(best.hbm_bytes);
+  spec.l2_bytes = static_cast<int64_t>(best.l2_bytes);
+  spec.dsm_bytes = static_cast<int64_t>(best.dsm_bytes);
   spec.x.vector = vector_of(spec.x);
   spec.first.w.vector = vector_of(spec.first.w);
   if (spec.gate) spec.gate->w.vector = vector_of(spec.gate->w);
@@ -366,14 +411,7 @@ FusionDecision analyze_gemm_chain(const FusionContext& ctx, GroupAnalysis& a) {
   a.row_length = spec.hidden_dim;
   a.iteration = g.tensor(spec.result).shape;
   a.shared_bytes = spec.shared_bytes;
-  // A lane's accumulators: 4 floats a fragment of each first product's hidden tile and of the
-  // output tile.
-  const int64_t hidden_fragments = kHiddenTile / spec.warps_n / 8;
-  const int64_t out_fragments = kOutTile / spec.warps_n / 8;
-  a.registers =
-      kBaseRegisters +
-      kRegistersPerNode * static_cast<int64_t>(spec.activation.size() + spec.epilogue.size()) +
-      4 * hidden_fragments * (gated ? 2 : 1) + 4 * out_fragments;
+  a.registers = registers_for(spec.warps_n);
   if (FusionDecision d = fits_registers(ctx, a); !d) return d;
   a.group.mapping = ThreadMapping::Flat;
   a.group.launch = LaunchConfig{};

@@ -263,6 +263,11 @@ nlohmann::json spec_json(const Graph& g, const GroupSpec& spec) {
     j["shared_bytes"] = chain->shared_bytes;
     j["hidden_in"] = "shared memory; partial outputs reduced through distributed shared memory";
     j["saved_bytes"] = chain->saved_bytes;
+    j["search"] = {{"configurations", chain->configurations},
+                   {"modeled_us", chain->modeled_us},
+                   {"hbm_bytes", chain->hbm_bytes},
+                   {"l2_bytes", chain->l2_bytes},
+                   {"dsm_bytes", chain->dsm_bytes}};
   } else if (const auto* conv = std::get_if<ConvSpec>(&spec)) {
     j["dtype"] = dtype_name(conv->dtype);
     j["math"] = library_math_name(conv->math);

@@ -44,8 +44,9 @@
 //       launcher asks it before it relies on a cluster launch.
 //   stitch::cluster_launch_fits(kernel, cluster, block, shared_bytes)
 //       Whether the current device runs `kernel` in such clusters at all: it has thread-block
-//       clusters (sm_90), grants the dynamic shared memory (opting in past 48 KiB) and holds at
-//       least one cluster at once. The failed questions' errors are cleared. Asked once when a
+//       clusters (sm_90), grants the dynamic shared memory (opting in past 48 KiB) and a
+//       cluster over 8 blocks (the non-portable size, allowed first) and holds at least one
+//       cluster at once. The failed questions' errors are cleared. Asked once when a
 //       model is created; where it is false, a GEMM chain runs its unfused plan.
 //   stitch_grid_sync()
 //       Grid-wide barrier (cooperative_groups::this_grid().sync()). Only in cooperative launches,
@@ -109,11 +110,16 @@ inline bool cluster_launch_fits(void (*kernel)(Params...), dim3 cluster, dim3 bl
     (void)cudaGetLastError(); // a question's answer, not a failure of the caller's work
     return false;
   };
+  constexpr unsigned kPortableClusterBlocks = 8;
   int device = 0, clusters_supported = 0;
   if (cudaGetDevice(&device) != cudaSuccess ||
       cudaDeviceGetAttribute(&clusters_supported, cudaDevAttrClusterLaunch, device) !=
           cudaSuccess ||
       clusters_supported == 0)
+    return refused();
+  if (cluster.x * cluster.y * cluster.z > kPortableClusterBlocks &&
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
+          cudaSuccess)
     return refused();
   if (shared_bytes > kWithoutOptIn &&
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "plan_agreement.h"
+#include "planner/cost_model.h"
 
 using namespace stitch;
 using namespace stitch::test;
@@ -266,6 +267,17 @@ TEST_CASE("gemm chain: feed-forward blocks and gated MLPs plan as one group equa
     c.batch = 1, c.seq = 1;
     check_chain(c, 16, 1);
   }
+  SECTION("one row and a hidden dim of 1024: a cluster of 16, the non-portable size") {
+    c.batch = 1, c.seq = 1, c.ffn = 1024;
+    const Graph g = chain_graph(c);
+    const FusionPlan ilp = plan_for_host(g, "ilp");
+    for (const FusionGroup& group : ilp.groups)
+      if (const auto* chain = std::get_if<GemmChainSpec>(&group.spec)) {
+        CHECK(chain->cluster_blocks == 16); // more blocks for the one row tile
+        CHECK(chain->warps_m == 1);         // 16 rows: the fewest a tile has
+      }
+    check_chain(c, 20, 1);
+  }
   SECTION("70 rows over several row tiles") {
     c.batch = 2, c.seq = 35;
     check_chain(c, 17, 1);
@@ -273,8 +285,9 @@ TEST_CASE("gemm chain: feed-forward blocks and gated MLPs plan as one group equa
 }
 
 TEST_CASE("gemm chain: no chain where its kernel cannot hold it", "[planner][chain]") {
-  // Proves: hidden values read outside the chain, float32 products, and an architecture before
-  // sm_90 (no thread-block clusters) keep the products apart.
+  // Proves: hidden values read outside the chain, float32 products, and a library built only
+  // for architectures before sm_90 (no thread-block clusters) keep the products apart; one built
+  // for sm_90 too gets the chain and its unfused plan.
   ChainModel c;
   SECTION("the hidden values are a graph output") {
     c.hidden_output = true;
@@ -284,14 +297,19 @@ TEST_CASE("gemm chain: no chain where its kernel cannot hold it", "[planner][cha
     c.dtype = kFloat;
     check_chain(c, 22, 0);
   }
-  SECTION("built for sm_80") {
+  SECTION("built for sm_80 alone, or for sm_80 and sm_90 (a chain with its unfused plan)") {
     const Graph g = chain_graph(c);
     PlannerOptions options;
     options.planner = "ilp";
     options.device = host_target_device();
     options.device.min_compute_capability = 80;
+    options.device.max_compute_capability = 80;
     options.device.max_shared_per_block = max_shared_per_block_of(80);
     CHECK(chain_groups(plan_fusion(g, options)) == 0);
+    options.device.max_compute_capability = 90;
+    const FusionPlan both = plan_fusion(g, options);
+    CHECK(chain_groups(both) == 1);
+    check_fallbacks(both);
   }
 }
 
@@ -316,4 +334,51 @@ TEST_CASE("gemm chain: --gemm-chain fused and unfused override the cost model",
   ChainModel small;
   CHECK(chains(small, FusionMode::Auto) == 1);
   CHECK(chains(small, FusionMode::Unfused) == 0);
+}
+
+TEST_CASE("gemm chain: the configuration model moves bytes to the level that serves them",
+          "[planner][chain]") {
+  // Proves: chain_traffic charges the weights once from HBM and again from L2 for each later row
+  // tile while they fit in L2, from HBM once they do not; a cluster's blocks past the first
+  // read X's rows from L2 and send their partial tiles through distributed shared memory (none
+  // for a cluster of one); fewer blocks than SMs slow every level; and the search prefers taller
+  // row tiles where the weights are read again from HBM.
+  DeviceParams device;
+  const ChainShape small{256, 64, 256, 64, 1, 2}; // weights 64 KiB
+  const ChainTraffic alone = chain_traffic(device, small, 64, 1, 256);
+  const double weights = 2.0 * 256 * (64 + 64), x = 2.0 * 256 * 64, y = 2.0 * 256 * 64;
+  CHECK(alone.hbm_bytes == x + weights + y);
+  CHECK(alone.l2_bytes == 3 * weights); // 4 row tiles
+  CHECK(alone.dsm_bytes == 0);
+  CHECK(alone.busy == Approx(4.0 / device.sm_count));
+  const ChainTraffic pair = chain_traffic(device, small, 64, 2, 128);
+  CHECK(pair.l2_bytes == 3 * weights + x);
+  CHECK(pair.dsm_bytes == 4.0 * 64 * 64 * 4);
+  CHECK(pair.time_us < alone.time_us); // twice the blocks, the same bytes and products
+
+  DeviceParams tiny_l2 = device;
+  tiny_l2.l2_bytes = 1024;
+  const ChainTraffic spilled = chain_traffic(tiny_l2, small, 64, 1, 256);
+  CHECK(spilled.hbm_bytes == x + 4 * weights + y);
+  CHECK(spilled.l2_bytes == 0);
+
+  // 4096 rows of a block whose weights (4096 x 16384 x 2 x 2 bytes) outgrow L2: the search takes
+  // tiles of 64 rows, each tile reading the weights again.
+  ChainModel large;
+  large.batch = 4, large.seq = 1024, large.width = 4096, large.ffn = 16384;
+  const Graph g = chain_graph(large);
+  PlannerOptions options;
+  options.planner = "ilp";
+  options.device = host_target_device();
+  options.gemm_chain = FusionMode::Fused;
+  const FusionPlan plan = plan_fusion(g, options);
+  int chains = 0;
+  for (const FusionGroup& group : plan.groups)
+    if (const auto* chain = std::get_if<GemmChainSpec>(&group.spec)) {
+      ++chains;
+      CHECK(chain->warps_m == 4);
+      CHECK(chain->configurations > 1);
+      CHECK(chain->hbm_bytes > 4 * 4096 * 16384 * 2 * 2);
+    }
+  CHECK(chains == 1);
 }

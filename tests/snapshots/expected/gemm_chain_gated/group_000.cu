@@ -11,7 +11,7 @@
 //   node 'y/Add' (Add): float16[24,64] <- float16[24,64], float16[24,64]
 #include "stitch_generated.h"
 
-// Fused group 0 (gemm_chain): 24 rows x 64 -> 96 hidden -> 64 columns, two first products (gated); the hidden values never reach memory (27648 bytes the unfused plan writes and reads back). A cluster of 2 blocks per tile of 32 rows, each block 64 hidden columns into shared memory, then its rows of W2; the blocks' partial tiles summed through distributed shared memory. float16 tiles on tensor cores, fp32 accumulators.
+// Fused group 0 (gemm_chain): 24 rows x 64 -> 96 hidden -> 64 columns, two first products (gated); the hidden values never reach memory (27648 bytes the unfused plan writes and reads back). A cluster of 2 blocks per tile of 16 rows, each block 64 hidden columns into shared memory, then its rows of W2; the blocks' partial tiles summed through distributed shared memory. float16 tiles on tensor cores, fp32 accumulators.
 //   node 'gate_up/MatMul' (MatMul): float16[24,192] <- float16[24,64], float16[64,192]
 //   node 'gate/Slice' (Slice): float16[24,96] <- float16[24,192], int64[1], int64[1], int64[1]
 //   node 'up/Slice' (Slice): float16[24,96] <- float16[24,192], int64[1], int64[1], int64[1]
@@ -24,8 +24,8 @@
 //   in1: 'w_gate_up' float16[64,192]
 //   in2: 'w_down' float16[96,64]
 //   out0: 'y' float16[24,64]
-using stitch_g0_tiles = stitch::chain::ChainConfig<stitch::float16, 2, 2, 32, 64, 64, true>;
-static_assert(stitch_g0_tiles::shared_bytes(64) == 17408, "the plan's shared memory");
+using stitch_g0_tiles = stitch::chain::ChainConfig<stitch::float16, 1, 4, 32, 64, 64, true>;
+static_assert(stitch_g0_tiles::shared_bytes(64) == 12800, "the plan's shared memory");
 
 // What stitch::chain asks of this model: its operands, activation and epilogue.
 struct stitch_g0_problem {
@@ -83,12 +83,12 @@ struct stitch_g0_problem {
   }
 };
 
-// A cluster of 2 blocks per tile of 32 rows; block r of the cluster owns hidden columns [r * 64, (r + 1) * 64).
+// A cluster of 2 blocks per tile of 16 rows; block r of the cluster owns hidden columns [r * 64, (r + 1) * 64).
 __global__ void __launch_bounds__(128) stitch_g0_chain(const stitch::float16* __restrict__ in0, const stitch::float16* __restrict__ in1, const stitch::float16* __restrict__ in2, stitch::float16* __restrict__ out0) {
   STITCH_DYNAMIC_SHARED(unsigned char, shared);
   const stitch_g0_problem p{in0, in1, in2, out0, 24, 64, 96, 64};
   const int64_t tile = blockIdx.x / 2;
-  stitch::chain::gemm_chain_tile<stitch_g0_tiles>(p, tile * 32, 64, shared);
+  stitch::chain::gemm_chain_tile<stitch_g0_tiles>(p, tile * 16, 64, shared);
 }
 
 int32_t stitch_group_0(const stitch_abi_buffers* b, char* error, size_t error_size) {
@@ -96,11 +96,11 @@ int32_t stitch_group_0(const stitch_abi_buffers* b, char* error, size_t error_si
   auto* const a1 = reinterpret_cast<const stitch::float16*>((b->weights + 0));
   auto* const a2 = reinterpret_cast<const stitch::float16*>((b->weights + 25600));
   auto* const a3 = reinterpret_cast<stitch::float16*>(static_cast<unsigned char*>(b->outputs[0]));
-  const cudaError_t status = STITCH_LAUNCH_CLUSTER(stitch_g0_chain, dim3(2, 1, 1), dim3(2, 1, 1), dim3(128, 1, 1), 17408, b->stream, a0, a1, a2, a3);
+  const cudaError_t status = STITCH_LAUNCH_CLUSTER(stitch_g0_chain, dim3(4, 1, 1), dim3(2, 1, 1), dim3(128, 1, 1), 12800, b->stream, a0, a1, a2, a3);
   return stitch_launch_result(status, "stitch_g0_chain", 0, error, error_size);
 }
 
 // Whether the device holds this chain's clusters: asked once when the model is created; where it does not (no clusters before sm_90, or too little shared memory), the launcher runs the chain's unfused plan instead.
 bool stitch_group_0_fits(void) {
-  return stitch::cluster_launch_fits(stitch_g0_chain, dim3(2, 1, 1), dim3(128, 1, 1), 17408);
+  return stitch::cluster_launch_fits(stitch_g0_chain, dim3(2, 1, 1), dim3(128, 1, 1), 12800);
 }
