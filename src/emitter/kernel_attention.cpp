@@ -176,9 +176,7 @@ void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
   const FusionGroup& group = ctx.group();
   const AttentionSpec& spec = ctx.spec<AttentionSpec>();
   const FusedSignature sig = fused_signature(ctx, spec.io);
-  const std::string kernel = fmt::format("stitch_g{}_attention", group.id);
-  const std::string tiles = fmt::format("stitch_g{}_tiles", group.id);
-  const std::string problem = fmt::format("stitch_g{}_problem", group.id);
+  const auto [kernel, tiles, problem] = template_kernel_names(group, "attention");
   auto param = [&](TensorId t, const char* what) {
     return interface_name(ctx, sig, t, fmt::format("attention's {}", what));
   };

@@ -253,6 +253,11 @@ std::string interface_name(const GroupEmitContext& ctx, const FusedSignature& si
                              ctx.graph().tensor(t).name));
 }
 
+TemplateKernelNames template_kernel_names(const FusionGroup& group, std::string_view what) {
+  return {fmt::format("stitch_g{}_{}", group.id, what), fmt::format("stitch_g{}_tiles", group.id),
+          fmt::format("stitch_g{}_problem", group.id)};
+}
+
 std::vector<std::string> interface_members(const FusedSignature& sig, const KernelInterface& io) {
   std::vector<std::string> members;
   for (TensorId t : io.reads)

@@ -55,6 +55,14 @@ std::string interface_name(const GroupEmitContext& ctx, const FusedSignature& si
 // The parameter names in the kernel's order (reads, then writes): a problem struct's members.
 std::vector<std::string> interface_members(const FusedSignature& sig, const KernelInterface& io);
 
+// The names in the source of a group whose kernel is a runtime template over a problem struct
+// (an attention, a GEMM chain): the kernel `stitch_g<id>_<what>`, its tile configuration
+// `stitch_g<id>_tiles` and its problem `stitch_g<id>_problem`.
+struct TemplateKernelNames {
+  std::string kernel, tiles, problem;
+};
+TemplateKernelNames template_kernel_names(const FusionGroup& group, std::string_view what);
+
 // The value of `t`, a literal or an input of `sig`, at its numpy-broadcast index into `against`
 // (element `linear`, coordinates `coordinate`0, 1, ...): the literal itself, or a load into a
 // `const T xN` named after the input's parameter. An internal error for a tensor that is

@@ -68,9 +68,7 @@ void emit_gemm_chain(const GroupEmitContext& ctx, CodeWriter& out) {
   const FusionGroup& group = ctx.group();
   const GemmChainSpec& spec = ctx.spec<GemmChainSpec>();
   const FusedSignature sig = fused_signature(ctx, spec.io);
-  const std::string kernel = fmt::format("stitch_g{}_chain", group.id);
-  const std::string tiles = fmt::format("stitch_g{}_tiles", group.id);
-  const std::string problem = fmt::format("stitch_g{}_problem", group.id);
+  const auto [kernel, tiles, problem] = template_kernel_names(group, "chain");
   auto param = [&](TensorId t, const char* what) {
     return interface_name(ctx, sig, t, fmt::format("GEMM chain's {}", what));
   };
