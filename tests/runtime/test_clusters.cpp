@@ -159,13 +159,25 @@ TEST_CASE("the blocks of a cluster read each other's shared memory after cluster
   CHECK(out.download() == expected);
 
   SECTION("without the cluster::sync before the reads, a block reads its peer's garbage") {
+    config->thread_order = stitch::host::ThreadOrder::Ascending;
     REQUIRE(stitch::test::launch_neighbour_exchange(clusters, size, threads, out.get(), false, true,
                                                     dynamic) == cudaSuccess);
     const std::vector<float> got = out.download();
     CHECK(std::isnan(got[0])); // rank 0 runs first: rank 1 has not written yet
     CHECK(got != expected);
   }
+  SECTION("without the cluster::sync before the reads, in descending order, the last rank reads "
+          "garbage") {
+    config->thread_order = stitch::host::ThreadOrder::Descending;
+    REQUIRE(stitch::test::launch_neighbour_exchange(clusters, size, threads, out.get(), false, true,
+                                                    dynamic) == cudaSuccess);
+    const std::vector<float> got = out.download();
+    // The last rank runs first and reads rank 0's, not written yet; rank 0 reads rank 1's.
+    CHECK(std::isnan(got[static_cast<std::size_t>(size - 1) * threads]));
+    CHECK(got[0] == expected[0]);
+  }
   SECTION("without the cluster::sync before exit, the last rank reads an exited block's garbage") {
+    config->thread_order = stitch::host::ThreadOrder::Ascending;
     REQUIRE(stitch::test::launch_neighbour_exchange(clusters, size, threads, out.get(), true, false,
                                                     dynamic) == cudaSuccess);
     const std::vector<float> got = out.download();

@@ -289,9 +289,16 @@ private:
         thread.collective_result = 0;
         thread.started = false;
       }
-      for (unsigned id : order_)
-        ready_.push(block.first_thread + id);
     }
+    // A cluster's blocks start in the configured order too (ranks ascending, descending or
+    // shuffled), so that a block reading a peer's shared memory before a cluster::sync shows in
+    // one order or the other; the blocks of any other launch start in ascending order.
+    std::vector<unsigned> block_order(block_count);
+    std::iota(block_order.begin(), block_order.end(), 0u);
+    if (geometry_.cluster_blocks > 1) block_order = schedule_order(config_, block_count);
+    for (unsigned b : block_order)
+      for (unsigned id : order_)
+        ready_.push(blocks_[b].first_thread + id);
     live_threads_ = threads_.size();
     grid_ = {};
     cluster_ = {};

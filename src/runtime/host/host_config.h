@@ -25,10 +25,11 @@
 
 namespace stitch::host {
 
-// The order in which the threads of a block run between two synchronization points. Each thread
-// runs until it blocks, so a kernel that reads shared memory another thread has not written yet
-// (a missing __syncthreads) sees garbage in one direction or the other; running CI under more
-// than one order exposes both.
+// The order in which the threads of a block run between two synchronization points, and the
+// blocks of a cluster start. Each thread runs until it blocks, so a kernel that reads shared
+// memory another thread (or a peer block of its cluster) has not written yet (a missing
+// __syncthreads or cluster::sync) sees garbage in one direction or the other; running CI under
+// more than one order exposes both.
 enum class ThreadOrder {
   Ascending,  // linear thread id 0, 1, 2, ...
   Descending, // the highest linear thread id first
