@@ -95,6 +95,9 @@ def main():
                         help="stitchc's --precision; fp16 and bf16 are checked by relative L2")
     parser.add_argument("--max-rel-l2", type=float, default=None,
                         help="with --precision fp16|bf16: the aim instead of precision_aims.json")
+    parser.add_argument("--require-gemm-chains", action="store_true",
+                        help="fail unless the plan holds gemm_chain groups, each with its "
+                             "unfused plan (the report's fallbacks)")
     parser.add_argument("--library", default=None,
                         help="run this library (built earlier with the same flags) instead of compiling")
     args = parser.parse_args()
@@ -114,11 +117,22 @@ def main():
     if args.precision:
         stitchc += ["--precision", args.precision]
     stitchc += input_shape_args(spec)
+    report = os.path.join(args.work, "report.json")
+    if args.require_gemm_chains:
+        stitchc += ["--report", report]
     library = os.path.join(args.work, "libmodel.so")
     if args.library:
         library = os.path.abspath(args.library)
     else:
         run(stitchc, "stitchc")
+        if args.require_gemm_chains:
+            with open(report) as f:
+                plan = json.load(f)["plan"]
+            chains = [g["id"] for g in plan["groups"] if g["kind"] == "gemm_chain"]
+            fallbacks = [f["chain_group"] for f in plan["fallbacks"]]
+            if not chains or fallbacks != chains:
+                sys.exit(f"FAIL: the plan's gemm_chain groups {chains} and the chains with an "
+                         f"unfused plan {fallbacks}: expected the same, at least one")
         if args.target == "cuda":
             return
 

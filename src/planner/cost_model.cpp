@@ -186,7 +186,9 @@ ChainTraffic chain_traffic(const DeviceParams& device, const ChainShape& shape, 
   t.hbm_bytes = x + weights + element * d(shape.rows) * d(shape.columns);
   const double again = weights * d(row_tiles - 1);
   (weights <= d(device.l2_bytes) ? t.l2_bytes : t.hbm_bytes) += again;
-  t.l2_bytes += x * d(cluster_blocks - 1);
+  // Each block loads its tile's X rows again for every 64-column step of its slice (the first
+  // load of all from HBM).
+  t.l2_bytes += x * (d(cluster_blocks) * d((slice + 63) / 64) - 1.0);
   t.dsm_bytes = d(row_tiles) * d(tile_rows) * d(shape.columns) * 4.0 * d(cluster_blocks - 1);
   t.flops = 2.0 * d(row_tiles) * d(tile_rows) * d(cluster_blocks) * d(slice) *
             d(shape.inner * shape.products + shape.columns);

@@ -72,7 +72,7 @@ struct ChainShape {
 //   hbm   X and the weights once, the result once; the weights again for each later row tile
 //         where they outgrow L2
 //   l2    the weights again for each later row tile where they fit; X's tile rows again for
-//         each block of a cluster past the first
+//         each 64-column step of each block's slice past the first
 //   dsm   each cluster's partial output tiles (fp32) sent to the blocks that sum them
 //   flops the products over whole tiles (padding rows and hidden columns included)
 // time = the slowest of the levels at their bandwidths and the products at the chain's rate,

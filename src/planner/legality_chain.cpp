@@ -21,7 +21,6 @@
 // chain_traffic among the configurations whose shared memory and registers fit.
 #include <algorithm>
 #include <cmath>
-#include <tuple>
 
 #include "graph/op_params.h"
 #include "planner/cost_model.h"
@@ -42,6 +41,18 @@ constexpr int kMaxNonPortableClusterBlocks = 16; // with cudaFuncAttributeNonPor
 bool chain_dtype(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
 
 int64_t align16(int64_t bytes) { return (bytes + 15) / 16 * 16; }
+
+// Whether configuration `a` (of `a_blocks` blocks) models faster than `b`: less time, then less
+// traffic, then fewer blocks. Times within a relative 1e-9 are equal: configurations the
+// products bound compute the same time in different orders of rounding.
+bool better(const ChainTraffic& a, int64_t a_blocks, const ChainTraffic& b, int64_t b_blocks) {
+  const auto same = [](double x, double y) {
+    return std::abs(x - y) <= 1e-9 * std::max(std::abs(x), std::abs(y));
+  };
+  if (!same(a.time_us, b.time_us)) return a.time_us < b.time_us;
+  if (!same(a.memory_us, b.memory_us)) return a.memory_us < b.memory_us;
+  return a_blocks < b_blocks;
+}
 
 // stitch::chain::ChainConfig::slice_of and ::shared_bytes.
 int64_t slice_of(int64_t hidden, int64_t blocks) {
@@ -365,6 +376,7 @@ FusionDecision analyze_gemm_chain(const FusionContext& ctx, GroupAnalysis& a) {
     for (int64_t c : clusters) {
       const int64_t rows = 16 * int64_t{warps_m};
       const int64_t slice = slice_of(spec.hidden_dim, c);
+      if ((c - 1) * slice >= spec.hidden_dim) continue; // a block with no hidden columns
       const int64_t shared = chain_shared_bytes(rows, slice, es, gated);
       if (smallest_shared == 0 || shared < smallest_shared) smallest_shared = shared;
       if (shared > ctx.device.max_shared_per_block ||
@@ -373,10 +385,7 @@ FusionDecision analyze_gemm_chain(const FusionContext& ctx, GroupAnalysis& a) {
       ++spec.configurations;
       const ChainTraffic t = chain_traffic(ctx.device, shape, rows, c, slice);
       const int64_t blocks = (spec.rows + rows - 1) / rows * c;
-      const auto key = [](const ChainTraffic& c, int64_t n) {
-        return std::tuple(c.time_us, c.memory_us, n);
-      };
-      if (found && key(t, blocks) >= key(best, spec.row_tiles * int64_t{spec.cluster_blocks}))
+      if (found && !better(t, blocks, best, spec.row_tiles * int64_t{spec.cluster_blocks}))
         continue;
       found = true;
       best = t;

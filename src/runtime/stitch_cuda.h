@@ -113,10 +113,9 @@ inline bool cluster_launch_fits(void (*kernel)(Params...), dim3 cluster, dim3 bl
   constexpr unsigned kPortableClusterBlocks = 8;
   int device = 0, clusters_supported = 0;
   if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&clusters_supported, cudaDevAttrClusterLaunch, device) !=
-          cudaSuccess ||
-      clusters_supported == 0)
+      cudaDeviceGetAttribute(&clusters_supported, cudaDevAttrClusterLaunch, device) != cudaSuccess)
     return refused();
+  if (clusters_supported == 0) return false; // before sm_90
   if (cluster.x * cluster.y * cluster.z > kPortableClusterBlocks &&
       cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
           cudaSuccess)

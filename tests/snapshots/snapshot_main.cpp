@@ -219,8 +219,8 @@ std::string plan_summary(const Case& c, const nlohmann::json& plan, const Fusion
   for (const nlohmann::json& group : plan["groups"])
     describe(group);
   for (const nlohmann::json& fallback : plan["fallbacks"]) {
-    out += fmt::format("\n# GEMM chain {}'s unfused plan ({} bytes of intermediates at most): "
-                       "where the device cannot hold its clusters\n",
+    out += fmt::format("\n# GEMM chain {}'s unfused plan, where the device cannot hold its "
+                       "clusters (the unfused chains share a buffer of {} bytes)\n",
                        json_value(fallback["chain_group"]), json_value(totals["fallback_bytes"]));
     for (const nlohmann::json& group : fallback["groups"])
       describe(group);
