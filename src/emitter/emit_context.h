@@ -14,8 +14,12 @@ namespace stitch {
 
 class GroupEmitContext {
 public:
-  GroupEmitContext(const Graph& graph, const FusionGroup& group, const MemoryPlan& memory)
-      : graph_(graph), group_(group), memory_(memory) {}
+  // `cooperative_index`: a cooperative group's position among the model's cooperative launches
+  // (its grid is b->cooperative_grids[cooperative_index]); -1 for any other group.
+  GroupEmitContext(const Graph& graph, const FusionGroup& group, const MemoryPlan& memory,
+                   int cooperative_index = -1)
+      : graph_(graph), group_(group), memory_(memory), cooperative_index_(cooperative_index) {}
+  int cooperative_index() const { return cooperative_index_; }
 
   const Graph& graph() const { return graph_; }
   const FusionGroup& group() const { return group_; }
@@ -50,6 +54,7 @@ private:
   const Graph& graph_;
   const FusionGroup& group_;
   const MemoryPlan& memory_;
+  int cooperative_index_ = -1;
 };
 
 // The address of tensor t's first byte inside a group function or the launcher, where `b` is

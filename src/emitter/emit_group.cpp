@@ -3,6 +3,7 @@
 #include "emitter/kernels.h"
 
 #include "emitter/kernel_fused.h"
+#include "graph/error.h"
 
 namespace stitch {
 
@@ -15,14 +16,48 @@ void emit_launch(const GroupEmitContext& ctx, CodeWriter& out, const std::string
     out.linef("auto* const a{} = {};", k, args[k]);
     names.push_back(fmt::format("a{}", k));
   }
-  out.linef("const dim3 grid({}, {}, {});", l.grid[0], l.grid[1], l.grid[2]);
+  const int group = ctx.group().id;
+  if (l.cooperative) {
+    STITCH_INTERNAL_CHECK(ctx.cooperative_index() >= 0 && l.grid[1] == 1 && l.grid[2] == 1,
+                          "group {}: a cooperative launch without its place among the model's",
+                          group);
+    out.linef("const dim3 grid(b->cooperative_grids[{}], 1, 1); // this device's (at most {})",
+              ctx.cooperative_index(), l.grid[0]);
+  } else {
+    out.linef("const dim3 grid({}, {}, {});", l.grid[0], l.grid[1], l.grid[2]);
+  }
   out.linef("const dim3 block({}, {}, {});", l.block[0], l.block[1], l.block[2]);
-  emit_shared_memory_opt_in(out, kernel, l.dynamic_shared_bytes, ctx.group().id);
+  emit_shared_memory_opt_in(out, kernel, l.dynamic_shared_bytes, group);
   out.linef("const cudaError_t status = {}({}, grid, block, {}, b->stream, {});",
             l.cooperative ? "STITCH_LAUNCH_COOPERATIVE" : "STITCH_LAUNCH", kernel,
             l.dynamic_shared_bytes, fmt::join(names, ", "));
-  out.linef("return stitch_launch_result(status, \"{}\", {}, error, error_size);", kernel,
-            ctx.group().id);
+  out.linef("return stitch_launch_result(status, \"{}\", {}, error, error_size);", kernel, group);
+  out.close();
+  if (!l.cooperative) return;
+  out.line();
+  out.comment(
+      fmt::format("The blocks of {} this device keeps resident at once (a grid-wide barrier "
+                  "needs every block resident), at most the plan's {}, whose scratch the "
+                  "arena holds: asked once, when the model is created.",
+                  kernel, l.grid[0]));
+  out.open(fmt::format("int32_t {}_grid(int32_t* grid, char* error, size_t error_size)",
+                       ctx.group_function()));
+  out.line("int blocks = 0;");
+  out.linef(
+      "const cudaError_t status = stitch::resident_blocks(&blocks, {}, dim3({}, {}, {}), {});",
+      kernel, l.block[0], l.block[1], l.block[2], l.dynamic_shared_bytes);
+  out.linef("if (status != cudaSuccess) return stitch_call_result(status, \"sizing the grid of {} "
+            "(group {})\", error, error_size);",
+            kernel, group);
+  out.open("if (blocks < 1)");
+  out.linef("snprintf(error, error_size, \"group {}: the device keeps no block of {} resident ({} "
+            "threads, {} bytes of dynamic shared memory), and its grid-wide barrier needs every "
+            "block resident\");",
+            group, kernel, l.block[0] * l.block[1] * l.block[2], l.dynamic_shared_bytes);
+  out.line("return 3; // STITCH_ERROR_CUDA");
+  out.close();
+  out.linef("*grid = blocks < {0} ? blocks : {0};", l.grid[0]);
+  out.line("return 0;");
   out.close();
 }
 

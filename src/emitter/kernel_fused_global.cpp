@@ -61,7 +61,8 @@ void emit_fused_global(const GroupEmitContext& ctx, CodeWriter& out) {
   out.open(kernel_head(ctx, kernel, params));
   out.linef("const int64_t rows = {};  // reduced", rows);
   out.linef("const int64_t columns = {};", columns);
-  out.linef("const int64_t blocks = {};", blocks);
+  out.linef("const int64_t blocks = gridDim.x; // this device's, at most {} (the scratch's)",
+            blocks);
 
   // Phase 1.
   out.comment("Phase 1: this block's slice of rows, per column, into scratch[block][column].");

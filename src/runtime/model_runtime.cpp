@@ -13,7 +13,9 @@
 // creates the library handles and the launcher, and one buffer per debug tap (a library built
 // with --debug-taps; the generated code copies each tapped tensor there after its group). Both use
 // the device current at stitch_model_create; later calls switch to it for their duration when
-// another is current.
+// another is current. stitch_model_create also asks the device, once, what the generated code
+// leaves to it: which GEMM chains it holds (the others run unfused) and how many blocks each
+// cooperative (grid-barrier) launch keeps resident.
 #include "model_runtime.h"
 
 #include "model_runtime_checks.h"
@@ -121,6 +123,13 @@ std::unique_ptr<Model> create_model() {
   if (abi->num_chains > 0) {
     char message[1024] = {};
     check_library(abi->choose_chains(model->unfused_chains.data(), message, sizeof(message)),
+                  message);
+  }
+  // Each cooperative launch's grid: the blocks this device keeps resident.
+  model->cooperative_grids.assign(static_cast<std::size_t>(abi->num_cooperative), 0);
+  if (abi->num_cooperative > 0) {
+    char message[1024] = {};
+    check_library(abi->size_cooperative(model->cooperative_grids.data(), message, sizeof(message)),
                   message);
   }
   model->weights.allocate(abi->weights_bytes, "weights");
@@ -408,6 +417,8 @@ stitch_status run_context(const char* function, stitch_context* context,
     buffers.taps = live.taps.empty() ? nullptr : live.taps.data();
     buffers.unfused_chains = model.unfused_chains.empty() ? nullptr : model.unfused_chains.data();
     buffers.fallback = static_cast<unsigned char*>(live.fallback.get());
+    buffers.cooperative_grids =
+        model.cooperative_grids.empty() ? nullptr : model.cooperative_grids.data();
     const DeviceScope scope(model.device);
     live.launcher->run(model, buffers, stream, (flags & STITCH_RUN_NO_GRAPH) != 0);
     live.has_run = true;

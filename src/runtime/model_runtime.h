@@ -130,6 +130,9 @@ struct Model {
   // Per GEMM chain (abi->num_chains), nonzero where this device cannot hold its clusters and
   // it runs unfused (abi->choose_chains, asked once at creation).
   std::vector<unsigned char> unfused_chains;
+  // Per cooperative launch (abi->num_cooperative), its grid on this device
+  // (abi->size_cooperative, asked once at creation).
+  std::vector<int32_t> cooperative_grids;
   bool runs_unfused_chains() const {
     return std::any_of(unfused_chains.begin(), unfused_chains.end(),
                        [](unsigned char unfused) { return unfused != 0; });

@@ -239,6 +239,11 @@ void check_generated_model(const stitch_abi_model* abi) {
   if (abi->num_chains > 0 && abi->choose_chains == nullptr)
     fail_generated("it has " + std::to_string(abi->num_chains) +
                    " GEMM chains but no function choosing how they run");
+  if (abi->num_cooperative < 0)
+    fail_generated("it has " + std::to_string(abi->num_cooperative) + " cooperative launches");
+  if (abi->num_cooperative > 0 && abi->size_cooperative == nullptr)
+    fail_generated("it has " + std::to_string(abi->num_cooperative) +
+                   " cooperative launches but no function sizing their grids");
   const stitch_abi_build_info* info = abi->build_info;
   if (info == nullptr) fail_generated("it has no build info");
   for (const char* text :

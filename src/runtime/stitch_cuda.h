@@ -48,6 +48,11 @@
 //       cluster over 8 blocks (the non-portable size, allowed first) and holds at least one
 //       cluster at once. The failed questions' errors are cleared. Asked once when a
 //       model is created; where it is false, a GEMM chain runs its unfused plan.
+//   stitch::resident_blocks(&blocks, kernel, block, shared_bytes)
+//       The blocks of `block` threads and `shared_bytes` of dynamic shared memory (opted in past
+//       48 KiB) the current device keeps resident at once: its SM count times
+//       cudaOccupancyMaxActiveBlocksPerMultiprocessor. A cooperative (grid-barrier) launch has at
+//       most that many; asked once when a model is created.
 //   stitch_grid_sync()
 //       Grid-wide barrier (cooperative_groups::this_grid().sync()). Only in cooperative launches,
 //       and only in sources that include device/stitch_grid.cuh (see there why it has a header
@@ -100,6 +105,25 @@ inline cudaError_t max_active_clusters(int* clusters, void (*kernel)(Params...),
   config.attrs = &attribute;
   config.numAttrs = 1;
   return cudaOccupancyMaxActiveClusters(clusters, kernel, &config);
+}
+
+template <typename... Params>
+inline cudaError_t resident_blocks(int* blocks, void (*kernel)(Params...), dim3 block,
+                                   std::size_t shared_bytes) {
+  constexpr std::size_t kWithoutOptIn = 48 * 1024;
+  *blocks = 0;
+  int device = 0, sms = 0, per_sm = 0;
+  cudaError_t status = cudaGetDevice(&device);
+  if (status == cudaSuccess)
+    status = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (status == cudaSuccess && shared_bytes > kWithoutOptIn)
+    status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(shared_bytes));
+  if (status == cudaSuccess)
+    status = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &per_sm, kernel, static_cast<int>(block.x * block.y * block.z), shared_bytes);
+  if (status == cudaSuccess) *blocks = sms * per_sm;
+  return status;
 }
 
 template <typename... Params>

@@ -71,6 +71,9 @@ struct stitch_abi_buffers {
   // long (null where every chain runs as one kernel).
   const unsigned char* unfused_chains;
   unsigned char* fallback;
+  // Per cooperative (grid-barrier) launch, in plan order: its blocks on this device (null without
+  // such launches).
+  const int32_t* cooperative_grids;
 };
 
 struct stitch_abi_model {
@@ -98,6 +101,11 @@ struct stitch_abi_model {
   int32_t num_chains;
   uint64_t fallback_bytes;
   int32_t (*choose_chains)(unsigned char* unfused, char* error, size_t error_size);
+  // Cooperative launches: how many, and the sizing run once when the model is created, writing
+  // `num_cooperative` grids to `grids` (each the blocks the device keeps resident, at most what
+  // the plan's scratch holds). Returns 0 or a stitch_status with a message in `error`.
+  int32_t num_cooperative;
+  int32_t (*size_cooperative)(int32_t* grids, char* error, size_t error_size);
 };
 
 // Defined by the generated launcher of each model.

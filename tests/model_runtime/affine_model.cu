@@ -139,6 +139,8 @@ const stitch_abi_model kModel = {
     0, // GEMM chains
     0,
     nullptr,
+    0, // cooperative launches
+    nullptr,
 };
 
 stitch_abi_model with_fault(int fault) {

@@ -305,6 +305,27 @@ TEST_CASE("planned Global column mean with consumers on the host", "[emitter][fu
   check_fused_equals_unfused(g, group, "planned-global", kRtol, kAtol, true);
 }
 
+TEST_CASE("a Global group planned for an H100 runs on a device of fewer SMs, its grid sized when "
+          "the model is created",
+          "[emitter][fused][host]") {
+  // Proves: the cooperative grid is the device's, not the plan's: a column mean planned for an
+  // H100 SXM (132 SMs: a grid the host target's 4 emulated SMs cannot keep resident, whose
+  // launch would fail) runs there, and on one emulated SM, with the blocks each keeps resident;
+  // the kernel splits its rows among the blocks it gets and equals the per-op kernels.
+  ModelBuilder m(13);
+  m.input("x", kFloat, {2048, 40}).output("y").output("mean");
+  test::set_attr_ints(m.node("ReduceMean", {"x"}, {"mean"}), "axes", {0});
+  m.node("Div", {"x", "mean"}, {"y"});
+  Graph g = load_graph(m);
+  FusionGroup group = planned_group(g, all_nodes(g), DeviceParams{});
+  REQUIRE(group.scheme == StitchScheme::Global);
+  CHECK(group.launch.grid[0] > 4 * 8); // more than 4 emulated SMs keep resident
+  check_fused_equals_unfused(g, group, "global-h100-grid", kRtol, kAtol, true);
+  setenv("STITCH_HOST_SM_COUNT", "1", 1);
+  check_fused_equals_unfused(g, group, "global-one-sm", kRtol, kAtol, true);
+  unsetenv("STITCH_HOST_SM_COUNT");
+}
+
 // ---- Global around a matrix-vector product (kernel_fused_gemv.cpp) ----
 
 TEST_CASE("planned Global group: pooled rows into a Linear layer and its consumer on the host",

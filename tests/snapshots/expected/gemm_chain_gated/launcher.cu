@@ -72,6 +72,7 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     1, // GEMM chains
     13824ull, // bytes of the unfused chains' intermediates
     stitch_choose_chains,
+    0, nullptr, // no cooperative launches
   };
   return &model;
 }

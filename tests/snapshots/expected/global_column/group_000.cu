@@ -17,7 +17,7 @@
 __global__ void __launch_bounds__(256, 4) stitch_g0_global(const float* __restrict__ in0, float* __restrict__ out0, float* __restrict__ out1, float* __restrict__ scratch) {
   const int64_t rows = 8192;  // reduced
   const int64_t columns = 96;
-  const int64_t blocks = 528;
+  const int64_t blocks = gridDim.x; // this device's, at most 528 (the scratch's)
   // Phase 1: this block's slice of rows, per column, into scratch[block][column].
   const int64_t rows_per_block = (rows + blocks - 1) / blocks;
   const int64_t row_begin = min(rows, int64_t(blockIdx.x) * rows_per_block);
@@ -63,8 +63,21 @@ int32_t stitch_group_0(const stitch_abi_buffers* b, char* error, size_t error_si
   auto* const a1 = reinterpret_cast<float*>(static_cast<unsigned char*>(b->outputs[1]));
   auto* const a2 = reinterpret_cast<float*>(static_cast<unsigned char*>(b->outputs[0]));
   auto* const a3 = reinterpret_cast<float*>(b->arena + 0);
-  const dim3 grid(528, 1, 1);
+  const dim3 grid(b->cooperative_grids[0], 1, 1); // this device's (at most 528)
   const dim3 block(256, 1, 1);
   const cudaError_t status = STITCH_LAUNCH_COOPERATIVE(stitch_g0_global, grid, block, 0, b->stream, a0, a1, a2, a3);
   return stitch_launch_result(status, "stitch_g0_global", 0, error, error_size);
+}
+
+// The blocks of stitch_g0_global this device keeps resident at once (a grid-wide barrier needs every block resident), at most the plan's 528, whose scratch the arena holds: asked once, when the model is created.
+int32_t stitch_group_0_grid(int32_t* grid, char* error, size_t error_size) {
+  int blocks = 0;
+  const cudaError_t status = stitch::resident_blocks(&blocks, stitch_g0_global, dim3(256, 1, 1), 0);
+  if (status != cudaSuccess) return stitch_call_result(status, "sizing the grid of stitch_g0_global (group 0)", error, error_size);
+  if (blocks < 1) {
+    snprintf(error, error_size, "group 0: the device keeps no block of stitch_g0_global resident (256 threads, 0 bytes of dynamic shared memory), and its grid-wide barrier needs every block resident");
+    return 3; // STITCH_ERROR_CUDA
+  }
+  *grid = blocks < 528 ? blocks : 528;
+  return 0;
 }

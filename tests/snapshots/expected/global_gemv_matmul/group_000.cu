@@ -76,8 +76,21 @@ int32_t stitch_group_0(const stitch_abi_buffers* b, char* error, size_t error_si
   auto* const a3 = reinterpret_cast<const float*>((b->weights + 1280));
   auto* const a4 = reinterpret_cast<float*>(static_cast<unsigned char*>(b->outputs[0]));
   auto* const a5 = reinterpret_cast<float*>(b->arena + 0);
-  const dim3 grid(3, 1, 1);
+  const dim3 grid(b->cooperative_grids[0], 1, 1); // this device's (at most 3)
   const dim3 block(256, 1, 1);
   const cudaError_t status = STITCH_LAUNCH_COOPERATIVE(stitch_g0_global, grid, block, 0, b->stream, a0, a1, a2, a3, a4, a5);
   return stitch_launch_result(status, "stitch_g0_global", 0, error, error_size);
+}
+
+// The blocks of stitch_g0_global this device keeps resident at once (a grid-wide barrier needs every block resident), at most the plan's 3, whose scratch the arena holds: asked once, when the model is created.
+int32_t stitch_group_0_grid(int32_t* grid, char* error, size_t error_size) {
+  int blocks = 0;
+  const cudaError_t status = stitch::resident_blocks(&blocks, stitch_g0_global, dim3(256, 1, 1), 0);
+  if (status != cudaSuccess) return stitch_call_result(status, "sizing the grid of stitch_g0_global (group 0)", error, error_size);
+  if (blocks < 1) {
+    snprintf(error, error_size, "group 0: the device keeps no block of stitch_g0_global resident (256 threads, 0 bytes of dynamic shared memory), and its grid-wide barrier needs every block resident");
+    return 3; // STITCH_ERROR_CUDA
+  }
+  *grid = blocks < 3 ? blocks : 3;
+  return 0;
 }

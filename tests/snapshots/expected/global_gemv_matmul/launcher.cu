@@ -6,6 +6,7 @@
 extern "C" const unsigned char stitch_model_blob[];
 
 int32_t stitch_group_0(const stitch_abi_buffers* b, char* error, size_t error_size);
+int32_t stitch_group_0_grid(int32_t* grid, char* error, size_t error_size);
 
 static const char* stitch_blob_string(uint64_t offset) {
   return reinterpret_cast<const char*>(stitch_model_blob + offset);
@@ -15,6 +16,13 @@ static int32_t stitch_enqueue(const stitch_abi_buffers* b, char* error, size_t e
   int32_t status = 0;
   // group 0: kernel (5 nodes, first 'scaled/Mul' Mul)
   if ((status = stitch_group_0(b, error, error_size)) != 0) return status;
+  return status;
+}
+
+// Each cooperative launch's grid on the current device (asked once, when the model is created).
+static int32_t stitch_size_cooperative(int32_t* grids, char* error, size_t error_size) {
+  int32_t status = 0;
+  if ((status = stitch_group_0_grid(&grids[0], error, error_size)) != 0) return status;
   return status;
 }
 
@@ -49,6 +57,7 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     0, nullptr, // debug taps
     &build_info,
     0, 0ull, nullptr, // no GEMM chains
+    1, stitch_size_cooperative, // cooperative launches
   };
   return &model;
 }

@@ -65,6 +65,7 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     0, nullptr, // debug taps
     &build_info,
     0, 0ull, nullptr, // no GEMM chains
+    0, nullptr, // no cooperative launches
   };
   return &model;
 }

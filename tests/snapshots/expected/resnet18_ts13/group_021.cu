@@ -77,8 +77,21 @@ int32_t stitch_group_21(const stitch_abi_buffers* b, char* error, size_t error_s
   auto* const a3 = reinterpret_cast<const float*>((b->weights + 2809344));
   auto* const a4 = reinterpret_cast<float*>(static_cast<unsigned char*>(b->outputs[0]));
   auto* const a5 = reinterpret_cast<float*>(b->arena + 0);
-  const dim3 grid(2, 1, 1);
+  const dim3 grid(b->cooperative_grids[0], 1, 1); // this device's (at most 2)
   const dim3 block(256, 1, 1);
   const cudaError_t status = STITCH_LAUNCH_COOPERATIVE(stitch_g21_global, grid, block, 0, b->stream, a0, a1, a2, a3, a4, a5);
   return stitch_launch_result(status, "stitch_g21_global", 21, error, error_size);
+}
+
+// The blocks of stitch_g21_global this device keeps resident at once (a grid-wide barrier needs every block resident), at most the plan's 2, whose scratch the arena holds: asked once, when the model is created.
+int32_t stitch_group_21_grid(int32_t* grid, char* error, size_t error_size) {
+  int blocks = 0;
+  const cudaError_t status = stitch::resident_blocks(&blocks, stitch_g21_global, dim3(256, 1, 1), 0);
+  if (status != cudaSuccess) return stitch_call_result(status, "sizing the grid of stitch_g21_global (group 21)", error, error_size);
+  if (blocks < 1) {
+    snprintf(error, error_size, "group 21: the device keeps no block of stitch_g21_global resident (256 threads, 0 bytes of dynamic shared memory), and its grid-wide barrier needs every block resident");
+    return 3; // STITCH_ERROR_CUDA
+  }
+  *grid = blocks < 2 ? blocks : 2;
+  return 0;
 }

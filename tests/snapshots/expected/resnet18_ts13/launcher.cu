@@ -27,6 +27,7 @@ int32_t stitch_group_18(const stitch_abi_buffers* b, char* error, size_t error_s
 int32_t stitch_group_19(const stitch_abi_buffers* b, char* error, size_t error_size);
 int32_t stitch_group_20(const stitch_abi_buffers* b, char* error, size_t error_size);
 int32_t stitch_group_21(const stitch_abi_buffers* b, char* error, size_t error_size);
+int32_t stitch_group_21_grid(int32_t* grid, char* error, size_t error_size);
 
 static const char* stitch_blob_string(uint64_t offset) {
   return reinterpret_cast<const char*>(stitch_model_blob + offset);
@@ -81,6 +82,13 @@ static int32_t stitch_enqueue(const stitch_abi_buffers* b, char* error, size_t e
   return status;
 }
 
+// Each cooperative launch's grid on the current device (asked once, when the model is created).
+static int32_t stitch_size_cooperative(int32_t* grids, char* error, size_t error_size) {
+  int32_t status = 0;
+  if ((status = stitch_group_21_grid(&grids[0], error, error_size)) != 0) return status;
+  return status;
+}
+
 extern "C" const stitch_abi_model* stitch_generated_model(void) {
   static const stitch_abi_tensor inputs[] = {
       {stitch_blob_string(2809600), 1, 4, {1, 3, 64, 64, 0, 0, 0, 0}, 49152}};
@@ -111,6 +119,7 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     0, nullptr, // debug taps
     &build_info,
     0, 0ull, nullptr, // no GEMM chains
+    1, stitch_size_cooperative, // cooperative launches
   };
   return &model;
 }
