@@ -45,10 +45,12 @@ std::string GroupEmitContext::pointer(TensorId t, bool writable) const {
                      storage_bytes(graph_, memory_, t));
 }
 
-void emit_shared_memory_opt_in(CodeWriter& out, const std::string& kernel, int64_t bytes,
-                               int group_id) {
+void emit_shared_memory_opt_in(const GroupEmitContext& ctx, CodeWriter& out,
+                               const std::string& kernel, int64_t bytes) {
   constexpr int64_t kWithoutOptIn = 48 * 1024;
   if (bytes <= kWithoutOptIn) return;
+  const int group_id = ctx.group().id;
+  ctx.record_shared_opt_in(kernel, bytes);
   out.comment(fmt::format("{} bytes of dynamic shared memory: more than the 48 KiB a kernel gets "
                           "without opting in.",
                           bytes));

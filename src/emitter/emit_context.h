@@ -4,6 +4,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "emitter/code_writer.h"
 #include "graph/graph.h"
@@ -20,6 +22,14 @@ public:
                    int cooperative_index = -1)
       : graph_(graph), group_(group), memory_(memory), cooperative_index_(cooperative_index) {}
   int cooperative_index() const { return cooperative_index_; }
+  // The kernels that opt in to more than 48 KiB of dynamic shared memory, and their bytes:
+  // recorded by emit_shared_memory_opt_in, checked once when the model is created (emit_model).
+  const std::vector<std::pair<std::string, int64_t>>& shared_opt_ins() const {
+    return shared_opt_ins_;
+  }
+  void record_shared_opt_in(const std::string& kernel, int64_t bytes) const {
+    shared_opt_ins_.emplace_back(kernel, bytes);
+  }
 
   const Graph& graph() const { return graph_; }
   const FusionGroup& group() const { return group_; }
@@ -55,6 +65,7 @@ private:
   const FusionGroup& group_;
   const MemoryPlan& memory_;
   int cooperative_index_ = -1;
+  mutable std::vector<std::pair<std::string, int64_t>> shared_opt_ins_;
 };
 
 // The address of tensor t's first byte inside a group function or the launcher, where `b` is
@@ -83,9 +94,10 @@ std::string describe_node(const Graph& graph, const Node& node);
 
 // A kernel launched with more than 48 KiB of dynamic shared memory must opt in first
 // (cudaFuncSetAttribute(..MaxDynamicSharedMemorySize)); writes that call, returning its
-// failure, when `bytes` needs it, and nothing otherwise.
-void emit_shared_memory_opt_in(CodeWriter& out, const std::string& kernel, int64_t bytes,
-                               int group_id);
+// failure, when `bytes` needs it (and records the kernel in `ctx` for the check when the model
+// is created), and nothing otherwise.
+void emit_shared_memory_opt_in(const GroupEmitContext& ctx, CodeWriter& out,
+                               const std::string& kernel, int64_t bytes);
 
 // The function every group file defines and the launcher calls, in order.
 inline constexpr const char* kGroupSignature =

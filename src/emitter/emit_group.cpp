@@ -27,7 +27,7 @@ void emit_launch(const GroupEmitContext& ctx, CodeWriter& out, const std::string
     out.linef("const dim3 grid({}, {}, {});", l.grid[0], l.grid[1], l.grid[2]);
   }
   out.linef("const dim3 block({}, {}, {});", l.block[0], l.block[1], l.block[2]);
-  emit_shared_memory_opt_in(out, kernel, l.dynamic_shared_bytes, group);
+  emit_shared_memory_opt_in(ctx, out, kernel, l.dynamic_shared_bytes);
   out.linef("const cudaError_t status = {}({}, grid, block, {}, b->stream, {});",
             l.cooperative ? "STITCH_LAUNCH_COOPERATIVE" : "STITCH_LAUNCH", kernel,
             l.dynamic_shared_bytes, fmt::join(names, ", "));

@@ -165,10 +165,42 @@ void emit_planted_error(const GroupEmitContext& ctx, CodeWriter& w) {
   w.close();
 }
 
+// What the launcher asks the device when the model is created, beyond the GEMM chains.
+struct DeviceQuestions {
+  std::vector<int> cooperative;           // the cooperative groups, in the order of their grids
+  std::vector<std::string> shared_checks; // a function per kernel opting in to shared memory
+};
+
+// `kernel`_shared: that the device grants the kernel its `bytes` of dynamic shared memory, a
+// clear error naming the group otherwise (a library built for a newer architecture than the
+// device it runs on).
+void emit_shared_check(CodeWriter& w, int group, const std::string& kernel, int64_t bytes) {
+  w.line();
+  w.comment(fmt::format("That the device grants {} its {} bytes of dynamic shared memory: asked "
+                        "once, when the model is created.",
+                        kernel, bytes));
+  w.open(fmt::format("int32_t {}_shared(char* error, size_t error_size)", kernel));
+  w.linef("const cudaError_t status = cudaFuncSetAttribute({}, "
+          "cudaFuncAttributeMaxDynamicSharedMemorySize, {});",
+          kernel, bytes);
+  w.line("if (status == cudaSuccess) return 0;");
+  w.line("int device = 0, limit = 0;");
+  w.line("(void)cudaGetDevice(&device);");
+  w.line("(void)cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);");
+  w.line("(void)cudaGetLastError();");
+  w.linef(
+      "snprintf(error, error_size, \"group {}: {} needs {} bytes of dynamic shared memory; this "
+      "device grants a block at most %d (%s)\", limit, cudaGetErrorString(status));",
+      group, kernel, bytes);
+  w.line("return 3; // STITCH_ERROR_CUDA");
+  w.close();
+}
+
 GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const MemoryPlan& memory,
                             const Blob& blob, const std::vector<int>& groups_with_code,
-                            const std::vector<int>& cooperative, const std::vector<Tap>& taps,
+                            const DeviceQuestions& questions, const std::vector<Tap>& taps,
                             const std::string& target, const EmitOptions& options) {
+  const std::vector<int>& cooperative = questions.cooperative;
   CodeWriter w;
   w.line(file_banner(g, "launcher.cu: the model description and the order of its groups."));
   if (!taps.empty())
@@ -185,6 +217,8 @@ GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const Memory
   }
   for (int id : cooperative)
     w.linef("int32_t stitch_group_{}_grid(int32_t* grid, char* error, size_t error_size);", id);
+  for (const std::string& check : questions.shared_checks)
+    w.linef("int32_t {}(char* error, size_t error_size);", check);
   for (const ChainFallback& fallback : plan.fallbacks) {
     w.linef("bool stitch_group_{}_fits(void);", fallback.chain_group);
     for (const FusionGroup& group : fallback.groups)
@@ -258,30 +292,30 @@ GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const Memory
   }
   w.line("return status;");
   w.close();
-  if (!plan.fallbacks.empty()) {
+  const bool asks =
+      !plan.fallbacks.empty() || !cooperative.empty() || !questions.shared_checks.empty();
+  if (asks) {
     w.line();
-    w.comment("Which GEMM chains run unfused on the current device (asked once, when the model is "
-              "created).");
-    w.open("static int32_t stitch_choose_chains(unsigned char* unfused, char* error, "
-           "size_t error_size)");
-    w.line("(void)error;");
-    w.line("(void)error_size;");
-    for (size_t k = 0; k < plan.fallbacks.size(); ++k)
-      w.linef("unfused[{}] = stitch_group_{}_fits() ? 0 : 1;", k, plan.fallbacks[k].chain_group);
-    w.line("return 0;");
-    w.close();
-  }
-  if (!cooperative.empty()) {
-    w.line();
-    w.comment("Each cooperative launch's grid on the current device (asked once, when the model "
-              "is created).");
-    w.open("static int32_t stitch_size_cooperative(int32_t* grids, char* error, "
+    w.comment("What depends on the device, asked once when the model is created: which GEMM "
+              "chains it holds (the others run unfused), each cooperative launch's grid, and "
+              "that it grants each kernel its shared memory.");
+    w.open("static int32_t stitch_prepare(unsigned char* unfused, int32_t* grids, char* error, "
            "size_t error_size)");
     w.line("int32_t status = 0;");
+    if (plan.fallbacks.empty()) w.line("(void)unfused;");
+    if (cooperative.empty()) w.line("(void)grids;");
+    if (cooperative.empty() && questions.shared_checks.empty()) {
+      w.line("(void)error;");
+      w.line("(void)error_size;");
+    }
+    for (size_t k = 0; k < plan.fallbacks.size(); ++k)
+      w.linef("unfused[{}] = stitch_group_{}_fits() ? 0 : 1;", k, plan.fallbacks[k].chain_group);
     for (size_t k = 0; k < cooperative.size(); ++k)
       w.linef("if ((status = stitch_group_{}_grid(&grids[{}], error, error_size)) != 0) return "
               "status;",
               cooperative[k], k);
+    for (const std::string& check : questions.shared_checks)
+      w.linef("if ((status = {}(error, error_size)) != 0) return status;", check);
     w.line("return status;");
     w.close();
   }
@@ -311,17 +345,10 @@ GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const Memory
   w.line("stitch_enqueue,");
   w.linef("{}, {}, // debug taps", taps.size(), taps.empty() ? "nullptr" : "taps");
   w.line("&build_info,");
-  if (plan.fallbacks.empty()) {
-    w.line("0, 0ull, nullptr, // no GEMM chains");
-  } else {
-    w.linef("{}, // GEMM chains", plan.fallbacks.size());
-    w.linef("{}ull, // bytes of the unfused chains' intermediates", memory.fallback_bytes);
-    w.line("stitch_choose_chains,");
-  }
-  if (cooperative.empty())
-    w.line("0, nullptr, // no cooperative launches");
-  else
-    w.linef("{}, stitch_size_cooperative, // cooperative launches", cooperative.size());
+  w.linef("{}, {}ull, // GEMM chains, the bytes of their unfused plans' intermediates",
+          plan.fallbacks.size(), memory.fallback_bytes);
+  w.linef("{}, // cooperative launches", cooperative.size());
+  w.linef("{}, // what depends on the device", asks ? "stitch_prepare" : "nullptr");
   w.close(";");
   w.line("return &model;");
   w.close();
@@ -353,6 +380,7 @@ GeneratedModel emit_model(const Graph& g, const FusionPlan& plan, const MemoryPl
     for (const FusionGroup& group : fallback.groups)
       groups.emplace_back(&group, fallback.chain_group);
   std::vector<int> cooperative; // the cooperative groups' ids, in the order of their grids
+  std::vector<std::string> shared_checks; // the kernels' shared-memory checks
   for (const auto& [emitted, chain] : groups) {
     const FusionGroup& group = *emitted;
     if (group.kind == GroupKind::Alias) continue;
@@ -379,14 +407,25 @@ GeneratedModel emit_model(const Graph& g, const FusionPlan& plan, const MemoryPl
     if (grid_barrier) w.line("#include \"device/stitch_grid.cuh\" // stitch_grid_sync()");
     w.line();
     emit_group(ctx, w);
+    // A chain's kernel asks for its shared memory in its own check (the chain runs unfused where
+    // the device does not grant it); every other kernel's is checked when the model is created.
+    std::vector<std::string> checked;
+    for (const auto& [kernel, bytes] : ctx.shared_opt_ins()) {
+      if (group.kind == GroupKind::GemmChain ||
+          std::find(checked.begin(), checked.end(), kernel) != checked.end())
+        continue;
+      checked.push_back(kernel);
+      emit_shared_check(w, group.id, kernel, bytes);
+      shared_checks.push_back(kernel + "_shared");
+    }
     if (group.id == options.plant_wrong_group) emit_planted_error(ctx, w);
     model.groups.push_back({fmt::format("group_{:03}.cu", group.id), w.str(), grid_barrier});
     if (chain < 0) groups_with_code.push_back(group.id);
   }
   std::vector<Tap> taps = options.debug_taps ? list_taps(g, plan) : std::vector<Tap>{};
   Blob blob = build_blob(g, memory, taps, target, options.build);
-  model.launcher =
-      emit_launcher(g, plan, memory, blob, groups_with_code, cooperative, taps, target, options);
+  model.launcher = emit_launcher(g, plan, memory, blob, groups_with_code,
+                                 {cooperative, shared_checks}, taps, target, options);
   model.blob = std::move(blob.bytes);
   model.blob_stub = {"model_blob.S",
                      "/* model_blob.S: embeds model.bin (weights, then tensor names). Generated by "

@@ -344,7 +344,7 @@ void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
             rows);
   names.push_back("stats");
   names.push_back("partial");
-  emit_shared_memory_opt_in(out, kernel, l.dynamic_shared_bytes, group.id);
+  emit_shared_memory_opt_in(ctx, out, kernel, l.dynamic_shared_bytes);
   out.linef(
       "cudaError_t status = STITCH_LAUNCH({}, dim3({}, {}, 1), dim3({}, 1, 1), {}, b->stream, "
       "{});",

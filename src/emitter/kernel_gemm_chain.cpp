@@ -212,7 +212,7 @@ void emit_gemm_chain(const GroupEmitContext& ctx, CodeWriter& out) {
     out.linef("auto* const a{} = {};", k, sig.args[k]);
     names.push_back(fmt::format("a{}", k));
   }
-  emit_shared_memory_opt_in(out, kernel, l.dynamic_shared_bytes, group.id);
+  emit_shared_memory_opt_in(ctx, out, kernel, l.dynamic_shared_bytes);
   constexpr int64_t kPortableClusterBlocks = 8;
   if (l.cluster > kPortableClusterBlocks) {
     out.comment(fmt::format("Clusters of {} blocks: more than the portable 8.", l.cluster));

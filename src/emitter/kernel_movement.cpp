@@ -125,7 +125,7 @@ void emit_launches(const GroupEmitContext& ctx, CodeWriter& out,
   out.line("int32_t status = 0;");
   for (size_t k = 0; k < kernels.size(); ++k) {
     const std::string& kernel = kernels[k].first;
-    emit_shared_memory_opt_in(out, kernel, l.dynamic_shared_bytes, ctx.group().id);
+    emit_shared_memory_opt_in(ctx, out, kernel, l.dynamic_shared_bytes);
     out.linef("status = stitch_launch_result(STITCH_LAUNCH({}, grid, block, {}, b->stream, {}), "
               "\"{}\", {}, error, error_size);",
               kernel, l.dynamic_shared_bytes, fmt::join(names[k], ", "), kernel, ctx.group().id);

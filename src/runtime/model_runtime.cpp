@@ -14,8 +14,9 @@
 // with --debug-taps; the generated code copies each tapped tensor there after its group). Both use
 // the device current at stitch_model_create; later calls switch to it for their duration when
 // another is current. stitch_model_create also asks the device, once, what the generated code
-// leaves to it: which GEMM chains it holds (the others run unfused) and how many blocks each
-// cooperative (grid-barrier) launch keeps resident.
+// leaves to it: which GEMM chains it holds (the others run unfused), how many blocks each
+// cooperative (grid-barrier) launch keeps resident, and whether it grants each kernel's shared
+// memory (a clear error at creation where it does not).
 #include "model_runtime.h"
 
 #include "model_runtime_checks.h"
@@ -118,18 +119,14 @@ std::unique_ptr<Model> create_model() {
   auto model = std::make_unique<Model>();
   model->abi = abi;
   model->device = current_device();
-  // Which GEMM chains this device holds: asked once, before anything is allocated.
+  // What depends on this device (which GEMM chains it holds, each cooperative launch's grid,
+  // the kernels' shared memory): asked once, before anything is allocated.
   model->unfused_chains.assign(static_cast<std::size_t>(abi->num_chains), 0);
-  if (abi->num_chains > 0) {
-    char message[1024] = {};
-    check_library(abi->choose_chains(model->unfused_chains.data(), message, sizeof(message)),
-                  message);
-  }
-  // Each cooperative launch's grid: the blocks this device keeps resident.
   model->cooperative_grids.assign(static_cast<std::size_t>(abi->num_cooperative), 0);
-  if (abi->num_cooperative > 0) {
+  if (abi->prepare != nullptr) {
     char message[1024] = {};
-    check_library(abi->size_cooperative(model->cooperative_grids.data(), message, sizeof(message)),
+    check_library(abi->prepare(model->unfused_chains.data(), model->cooperative_grids.data(),
+                               message, sizeof(message)),
                   message);
   }
   model->weights.allocate(abi->weights_bytes, "weights");

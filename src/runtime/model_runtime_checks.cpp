@@ -236,14 +236,12 @@ void check_generated_model(const stitch_abi_model* abi) {
   }
   if (abi->num_chains < 0)
     fail_generated("it has " + std::to_string(abi->num_chains) + " GEMM chains");
-  if (abi->num_chains > 0 && abi->choose_chains == nullptr)
-    fail_generated("it has " + std::to_string(abi->num_chains) +
-                   " GEMM chains but no function choosing how they run");
   if (abi->num_cooperative < 0)
     fail_generated("it has " + std::to_string(abi->num_cooperative) + " cooperative launches");
-  if (abi->num_cooperative > 0 && abi->size_cooperative == nullptr)
-    fail_generated("it has " + std::to_string(abi->num_cooperative) +
-                   " cooperative launches but no function sizing their grids");
+  if ((abi->num_chains > 0 || abi->num_cooperative > 0) && abi->prepare == nullptr)
+    fail_generated("it has " + std::to_string(abi->num_chains) + " GEMM chains and " +
+                   std::to_string(abi->num_cooperative) +
+                   " cooperative launches but no function asking the device about them");
   const stitch_abi_build_info* info = abi->build_info;
   if (info == nullptr) fail_generated("it has no build info");
   for (const char* text :

@@ -94,18 +94,17 @@ struct stitch_abi_model {
   int32_t num_taps;
   const stitch_abi_tap* taps;
   const stitch_abi_build_info* build_info;
-  // GEMM chains: how many, the bytes their unfused plans need, and the check run once when the
-  // model is created on a device, writing `num_chains` bytes to `unfused` (nonzero: that chain
-  // runs unfused here). Returns 0 or a stitch_status with a message in `error`. 0, 0 and null
-  // without chains.
+  // What depends on the device: GEMM chains (how many, and the bytes their unfused plans need)
+  // and cooperative (grid-barrier) launches (how many). `prepare` runs once when the model is
+  // created on a device: it writes `num_chains` bytes to `unfused` (nonzero: that chain runs
+  // unfused here) and `num_cooperative` grids to `grids` (each the blocks the device keeps
+  // resident, at most what the plan's scratch holds), and checks that the device grants each
+  // kernel its shared memory. Returns 0 or a stitch_status with a message in `error`. Null
+  // where the model has nothing to ask.
   int32_t num_chains;
   uint64_t fallback_bytes;
-  int32_t (*choose_chains)(unsigned char* unfused, char* error, size_t error_size);
-  // Cooperative launches: how many, and the sizing run once when the model is created, writing
-  // `num_cooperative` grids to `grids` (each the blocks the device keeps resident, at most what
-  // the plan's scratch holds). Returns 0 or a stitch_status with a message in `error`.
   int32_t num_cooperative;
-  int32_t (*size_cooperative)(int32_t* grids, char* error, size_t error_size);
+  int32_t (*prepare)(unsigned char* unfused, int32_t* grids, char* error, size_t error_size);
 };
 
 // Defined by the generated launcher of each model.

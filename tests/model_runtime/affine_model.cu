@@ -138,7 +138,6 @@ const stitch_abi_model kModel = {
     &kBuildInfo,
     0, // GEMM chains
     0,
-    nullptr,
     0, // cooperative launches
     nullptr,
 };

@@ -326,6 +326,29 @@ TEST_CASE("a Global group planned for an H100 runs on a device of fewer SMs, its
   unsetenv("STITCH_HOST_SM_COUNT");
 }
 
+TEST_CASE("a kernel needing more shared memory than the device grants fails when the model is "
+          "created",
+          "[emitter][fused][host]") {
+  // Proves: a block per row of 16384 floats kept in shared memory (64 KiB, opted in) loads on a
+  // device that grants it, and on one that grants a block 60 KiB (STITCH_HOST_MAX_SHARED_KIB),
+  // stitch_model_create fails with a message naming the group, the kernel, the bytes and the
+  // device's limit, instead of the first run failing.
+  Graph g = load_graph(expanded_layer_norm(2, 16384));
+  FusionGroup group = regional(g, all_nodes(g), 2, 16384, ThreadMapping::BlockPerRow);
+  REQUIRE(std::get<RegionalSpec>(group.spec).cache == RowCache::Shared);
+  REQUIRE(group.launch.dynamic_shared_bytes > 48 * 1024);
+  const FusionPlan plan = plan_with(g, group);
+  CHECK(model_create_error_on_host(g, plan, "shared-granted").empty());
+  setenv("STITCH_HOST_MAX_SHARED_KIB", "60", 1);
+  const std::string error = model_create_error_on_host(g, plan, "shared-refused");
+  unsetenv("STITCH_HOST_MAX_SHARED_KIB");
+  INFO(error);
+  CHECK(error.find("stitch_model_create: group ") == 0);
+  CHECK(error.find(fmt::format("needs {} bytes of dynamic shared memory",
+                               group.launch.dynamic_shared_bytes)) != std::string::npos);
+  CHECK(error.find("at most 61440") != std::string::npos);
+}
+
 // ---- Global around a matrix-vector product (kernel_fused_gemv.cpp) ----
 
 TEST_CASE("planned Global group: pooled rows into a Linear layer and its consumer on the host",

@@ -155,6 +155,21 @@ template <typename T> HostBytes as_bytes(const std::vector<T>& values) {
   return b;
 }
 
+// Compiles `plan` for the host target through build_library into `dir`; the library's path.
+inline std::string build_host_library(const Graph& g, const FusionPlan& plan,
+                                      const std::filesystem::path& dir) {
+  setenv("STITCH_RUNTIME_DIR", STITCH_BINARY_DIR "/runtime", 0);
+  MemoryPlan memory = plan_memory(g, plan);
+  GeneratedModel model = emit_model(g, plan, memory, "host");
+  BuildOptions options;
+  options.target = "host";
+  options.output = (dir / "model.so").string();
+  options.emit_dir = (dir / "src").string();
+  options.jobs = 1;
+  build_library(model, options);
+  return options.output;
+}
+
 // Compiles `plan` for the host target through build_library, runs it on `inputs` (one byte
 // buffer per graph input, in order, each of its tensor's dtype and size) and returns every
 // graph output's bytes. The build folder is removed after a successful run. With
@@ -163,19 +178,10 @@ inline std::vector<HostBytes> run_bytes_on_host(const Graph& g, const FusionPlan
                                                 const std::vector<HostBytes>& inputs,
                                                 const std::string& tag,
                                                 uint64_t* context_bytes = nullptr) {
-  setenv("STITCH_RUNTIME_DIR", STITCH_BINARY_DIR "/runtime", 0);
-  MemoryPlan memory = plan_memory(g, plan);
-  GeneratedModel model = emit_model(g, plan, memory, "host");
-  std::filesystem::path dir = fresh_temp_dir("fused-" + tag);
-  BuildOptions options;
-  options.target = "host";
-  options.output = (dir / "model.so").string();
-  options.emit_dir = (dir / "src").string();
-  options.jobs = 1;
-  build_library(model, options);
-
-  void* library = dlopen(options.output.c_str(), RTLD_NOW | RTLD_LOCAL);
-  INFO("dlopen " << options.output << ": " << (library ? "" : dlerror()));
+  const std::filesystem::path dir = fresh_temp_dir("fused-" + tag);
+  const std::string output = build_host_library(g, plan, dir);
+  void* library = dlopen(output.c_str(), RTLD_NOW | RTLD_LOCAL);
+  INFO("dlopen " << output << ": " << (library ? "" : dlerror()));
   REQUIRE(library != nullptr);
   auto symbol = [&](const char* name) {
     void* s = dlsym(library, name);
@@ -233,6 +239,29 @@ inline std::vector<HostBytes> run_bytes_on_host(const Graph& g, const FusionPlan
   // failed, for inspection.
   if (status == STITCH_OK) std::filesystem::remove_all(dir);
   return outputs;
+}
+
+// Compiles `plan` for the host target and creates its model: "" when stitch_model_create
+// succeeds, else its status and message.
+inline std::string model_create_error_on_host(const Graph& g, const FusionPlan& plan,
+                                              const std::string& tag) {
+  const std::filesystem::path dir = fresh_temp_dir("create-" + tag);
+  void* library = dlopen(build_host_library(g, plan, dir).c_str(), RTLD_NOW | RTLD_LOCAL);
+  REQUIRE(library != nullptr);
+  auto model_create =
+      reinterpret_cast<decltype(&stitch_model_create)>(dlsym(library, "stitch_model_create"));
+  auto model_destroy =
+      reinterpret_cast<decltype(&stitch_model_destroy)>(dlsym(library, "stitch_model_destroy"));
+  auto last_error =
+      reinterpret_cast<decltype(&stitch_last_error)>(dlsym(library, "stitch_last_error"));
+  REQUIRE((model_create != nullptr && model_destroy != nullptr && last_error != nullptr));
+  stitch_model* m = nullptr;
+  const stitch_status status = model_create(&m);
+  const std::string error = status == STITCH_OK ? "" : std::string(last_error());
+  if (m != nullptr) model_destroy(m);
+  dlclose(library);
+  std::filesystem::remove_all(dir);
+  return error;
 }
 
 // run_bytes_on_host for graphs whose inputs and outputs are all float32.

@@ -13,6 +13,8 @@
 //   STITCH_HOST_SM_COUNT      emulated multiprocessor count
 //   STITCH_HOST_STACK_KIB     fiber stack size in KiB
 //   STITCH_HOST_CLUSTER_LAUNCH  0: a device without thread-block clusters (before sm_90)
+//   STITCH_HOST_MAX_SHARED_KIB  the dynamic shared memory a block may opt in to (an older
+//                               device's: 99 on sm_86, 163 on sm_80; at most 227)
 // Change host_config() only while no launch is running (tests use a scoped override).
 #pragma once
 
@@ -88,6 +90,10 @@ inline void apply_environment(HostDeviceConfig& config) {
   }
   if (const char* clusters = std::getenv("STITCH_HOST_CLUSTER_LAUNCH"))
     config.cluster_launch = std::strcmp(clusters, "0") != 0;
+  if (const char* shared = std::getenv("STITCH_HOST_MAX_SHARED_KIB")) {
+    const unsigned long kib = std::strtoul(shared, nullptr, 10);
+    if (kib >= 48 && kib <= 227) config.max_shared_bytes_per_block_optin = kib * 1024;
+  }
   if (const char* stack = std::getenv("STITCH_HOST_STACK_KIB")) {
     const unsigned long kib = std::strtoul(stack, nullptr, 10);
     if (kib >= 16) config.fiber_stack_bytes = kib * 1024;

@@ -32,12 +32,14 @@ static int32_t stitch_enqueue(const stitch_abi_buffers* b, char* error, size_t e
   return status;
 }
 
-// Which GEMM chains run unfused on the current device (asked once, when the model is created).
-static int32_t stitch_choose_chains(unsigned char* unfused, char* error, size_t error_size) {
+// What depends on the device, asked once when the model is created: which GEMM chains it holds (the others run unfused), each cooperative launch's grid, and that it grants each kernel its shared memory.
+static int32_t stitch_prepare(unsigned char* unfused, int32_t* grids, char* error, size_t error_size) {
+  int32_t status = 0;
+  (void)grids;
   (void)error;
   (void)error_size;
   unfused[0] = stitch_group_0_fits() ? 0 : 1;
-  return 0;
+  return status;
 }
 
 extern "C" const stitch_abi_model* stitch_generated_model(void) {
@@ -69,10 +71,9 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     stitch_enqueue,
     0, nullptr, // debug taps
     &build_info,
-    1, // GEMM chains
-    13824ull, // bytes of the unfused chains' intermediates
-    stitch_choose_chains,
-    0, nullptr, // no cooperative launches
+    1, 13824ull, // GEMM chains, the bytes of their unfused plans' intermediates
+    0, // cooperative launches
+    stitch_prepare, // what depends on the device
   };
   return &model;
 }

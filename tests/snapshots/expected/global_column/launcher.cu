@@ -19,9 +19,10 @@ static int32_t stitch_enqueue(const stitch_abi_buffers* b, char* error, size_t e
   return status;
 }
 
-// Each cooperative launch's grid on the current device (asked once, when the model is created).
-static int32_t stitch_size_cooperative(int32_t* grids, char* error, size_t error_size) {
+// What depends on the device, asked once when the model is created: which GEMM chains it holds (the others run unfused), each cooperative launch's grid, and that it grants each kernel its shared memory.
+static int32_t stitch_prepare(unsigned char* unfused, int32_t* grids, char* error, size_t error_size) {
   int32_t status = 0;
+  (void)unfused;
   if ((status = stitch_group_0_grid(&grids[0], error, error_size)) != 0) return status;
   return status;
 }
@@ -56,8 +57,9 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     stitch_enqueue,
     0, nullptr, // debug taps
     &build_info,
-    0, 0ull, nullptr, // no GEMM chains
-    1, stitch_size_cooperative, // cooperative launches
+    0, 0ull, // GEMM chains, the bytes of their unfused plans' intermediates
+    1, // cooperative launches
+    stitch_prepare, // what depends on the device
   };
   return &model;
 }

@@ -48,8 +48,9 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     stitch_enqueue,
     0, nullptr, // debug taps
     &build_info,
-    0, 0ull, nullptr, // no GEMM chains
-    0, nullptr, // no cooperative launches
+    0, 0ull, // GEMM chains, the bytes of their unfused plans' intermediates
+    0, // cooperative launches
+    nullptr, // what depends on the device
   };
   return &model;
 }

@@ -96,3 +96,15 @@ int32_t stitch_group_0(const stitch_abi_buffers* b, char* error, size_t error_si
   const cudaError_t status = STITCH_LAUNCH(stitch_g0_regional, grid, block, 65536, b->stream, a0, a1, a2, a3);
   return stitch_launch_result(status, "stitch_g0_regional", 0, error, error_size);
 }
+
+// That the device grants stitch_g0_regional its 65536 bytes of dynamic shared memory: asked once, when the model is created.
+int32_t stitch_g0_regional_shared(char* error, size_t error_size) {
+  const cudaError_t status = cudaFuncSetAttribute(stitch_g0_regional, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);
+  if (status == cudaSuccess) return 0;
+  int device = 0, limit = 0;
+  (void)cudaGetDevice(&device);
+  (void)cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  (void)cudaGetLastError();
+  snprintf(error, error_size, "group 0: stitch_g0_regional needs 65536 bytes of dynamic shared memory; this device grants a block at most %d (%s)", limit, cudaGetErrorString(status));
+  return 3; // STITCH_ERROR_CUDA
+}

@@ -6,6 +6,7 @@
 extern "C" const unsigned char stitch_model_blob[];
 
 int32_t stitch_group_0(const stitch_abi_buffers* b, char* error, size_t error_size);
+int32_t stitch_g0_regional_shared(char* error, size_t error_size);
 
 static const char* stitch_blob_string(uint64_t offset) {
   return reinterpret_cast<const char*>(stitch_model_blob + offset);
@@ -15,6 +16,15 @@ static int32_t stitch_enqueue(const stitch_abi_buffers* b, char* error, size_t e
   int32_t status = 0;
   // group 0: kernel (10 nodes, first 'ln/LayerNormalization/ReduceMean' ReduceMean)
   if ((status = stitch_group_0(b, error, error_size)) != 0) return status;
+  return status;
+}
+
+// What depends on the device, asked once when the model is created: which GEMM chains it holds (the others run unfused), each cooperative launch's grid, and that it grants each kernel its shared memory.
+static int32_t stitch_prepare(unsigned char* unfused, int32_t* grids, char* error, size_t error_size) {
+  int32_t status = 0;
+  (void)unfused;
+  (void)grids;
+  if ((status = stitch_g0_regional_shared(error, error_size)) != 0) return status;
   return status;
 }
 
@@ -49,8 +59,9 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     stitch_enqueue,
     0, nullptr, // debug taps
     &build_info,
-    0, 0ull, nullptr, // no GEMM chains
-    0, nullptr, // no cooperative launches
+    0, 0ull, // GEMM chains, the bytes of their unfused plans' intermediates
+    0, // cooperative launches
+    stitch_prepare, // what depends on the device
   };
   return &model;
 }
