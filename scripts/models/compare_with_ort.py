@@ -98,6 +98,8 @@ def main():
     parser.add_argument("--require-gemm-chains", action="store_true",
                         help="fail unless the plan holds gemm_chain groups, each with its "
                              "unfused plan (the report's fallbacks)")
+    parser.add_argument("--require-cooperative", action="store_true",
+                        help="fail unless the plan holds a cooperative (grid-barrier) group")
     parser.add_argument("--library", default=None,
                         help="run this library (built earlier with the same flags) instead of compiling")
     args = parser.parse_args()
@@ -118,13 +120,18 @@ def main():
         stitchc += ["--precision", args.precision]
     stitchc += input_shape_args(spec)
     report = os.path.join(args.work, "report.json")
-    if args.require_gemm_chains:
+    if args.require_gemm_chains or args.require_cooperative:
         stitchc += ["--report", report]
     library = os.path.join(args.work, "libmodel.so")
     if args.library:
         library = os.path.abspath(args.library)
     else:
         run(stitchc, "stitchc")
+        if args.require_cooperative:
+            with open(report) as f:
+                plan = json.load(f)["plan"]
+            if not any(g.get("cooperative") for g in plan["groups"]):
+                sys.exit("FAIL: the plan holds no cooperative (grid-barrier) group")
         if args.require_gemm_chains:
             with open(report) as f:
                 plan = json.load(f)["plan"]

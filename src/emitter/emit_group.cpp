@@ -46,9 +46,12 @@ void emit_launch(const GroupEmitContext& ctx, CodeWriter& out, const std::string
   out.linef(
       "const cudaError_t status = stitch::resident_blocks(&blocks, {}, dim3({}, {}, {}), {});",
       kernel, l.block[0], l.block[1], l.block[2], l.dynamic_shared_bytes);
-  out.linef("if (status != cudaSuccess) return stitch_call_result(status, \"sizing the grid of {} "
-            "(group {})\", error, error_size);",
+  out.open("if (status != cudaSuccess)");
+  out.line("(void)cudaGetLastError(); // reported here, not left for the next call");
+  out.linef("return stitch_call_result(status, \"sizing the grid of {} (group {})\", error, "
+            "error_size);",
             kernel, group);
+  out.close();
   out.open("if (blocks < 1)");
   out.linef("snprintf(error, error_size, \"group {}: the device keeps no block of {} resident ({} "
             "threads, {} bytes of dynamic shared memory), and its grid-wide barrier needs every "

@@ -188,9 +188,13 @@ void emit_shared_check(CodeWriter& w, int group, const std::string& kernel, int6
   w.line("(void)cudaGetDevice(&device);");
   w.line("(void)cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);");
   w.line("(void)cudaGetLastError();");
+  w.linef("if (limit >= {})", bytes);
+  w.linef("  return stitch_call_result(status, \"the shared-memory opt-in of {} (group {})\", "
+          "error, error_size);",
+          kernel, group);
   w.linef(
       "snprintf(error, error_size, \"group {}: {} needs {} bytes of dynamic shared memory; this "
-      "device grants a block at most %d (%s)\", limit, cudaGetErrorString(status));",
+      "device grants a block at most %d\", limit);",
       group, kernel, bytes);
   w.line("return 3; // STITCH_ERROR_CUDA");
   w.close();
@@ -310,12 +314,14 @@ GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const Memory
     }
     for (size_t k = 0; k < plan.fallbacks.size(); ++k)
       w.linef("unfused[{}] = stitch_group_{}_fits() ? 0 : 1;", k, plan.fallbacks[k].chain_group);
+    // The shared memory first: a cooperative kernel's refusal reads as such, not as a failed
+    // occupancy question.
+    for (const std::string& check : questions.shared_checks)
+      w.linef("if ((status = {}(error, error_size)) != 0) return status;", check);
     for (size_t k = 0; k < cooperative.size(); ++k)
       w.linef("if ((status = stitch_group_{}_grid(&grids[{}], error, error_size)) != 0) return "
               "status;",
               cooperative[k], k);
-    for (const std::string& check : questions.shared_checks)
-      w.linef("if ((status = {}(error, error_size)) != 0) return status;", check);
     w.line("return status;");
     w.close();
   }

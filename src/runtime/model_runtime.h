@@ -128,10 +128,10 @@ struct Model {
   int device = 0; // where the weights live, and where contexts allocate and run
   DeviceBuffer weights;
   // Per GEMM chain (abi->num_chains), nonzero where this device cannot hold its clusters and
-  // it runs unfused (abi->choose_chains, asked once at creation).
+  // it runs unfused (abi->prepare, asked once at creation).
   std::vector<unsigned char> unfused_chains;
   // Per cooperative launch (abi->num_cooperative), its grid on this device
-  // (abi->size_cooperative, asked once at creation).
+  // (abi->prepare, asked once at creation).
   std::vector<int32_t> cooperative_grids;
   bool runs_unfused_chains() const {
     return std::any_of(unfused_chains.begin(), unfused_chains.end(),

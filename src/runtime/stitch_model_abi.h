@@ -16,7 +16,7 @@
 
 #include "stitch_cuda.h"
 
-#define STITCH_ABI_VERSION 4
+#define STITCH_ABI_VERSION 5
 #define STITCH_ABI_MAX_RANK 8
 
 extern "C" {

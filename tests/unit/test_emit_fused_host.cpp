@@ -321,9 +321,8 @@ TEST_CASE("a Global group planned for an H100 runs on a device of fewer SMs, its
   REQUIRE(group.scheme == StitchScheme::Global);
   CHECK(group.launch.grid[0] > 4 * 8); // more than 4 emulated SMs keep resident
   check_fused_equals_unfused(g, group, "global-h100-grid", kRtol, kAtol, true);
-  setenv("STITCH_HOST_SM_COUNT", "1", 1);
+  const ScopedEnv one_sm("STITCH_HOST_SM_COUNT", "1");
   check_fused_equals_unfused(g, group, "global-one-sm", kRtol, kAtol, true);
-  unsetenv("STITCH_HOST_SM_COUNT");
 }
 
 TEST_CASE("a kernel needing more shared memory than the device grants fails when the model is "
@@ -339,9 +338,8 @@ TEST_CASE("a kernel needing more shared memory than the device grants fails when
   REQUIRE(group.launch.dynamic_shared_bytes > 48 * 1024);
   const FusionPlan plan = plan_with(g, group);
   CHECK(model_create_error_on_host(g, plan, "shared-granted").empty());
-  setenv("STITCH_HOST_MAX_SHARED_KIB", "60", 1);
+  const ScopedEnv sixty_kib("STITCH_HOST_MAX_SHARED_KIB", "60");
   const std::string error = model_create_error_on_host(g, plan, "shared-refused");
-  unsetenv("STITCH_HOST_MAX_SHARED_KIB");
   INFO(error);
   CHECK(error.find("stitch_model_create: group ") == 0);
   CHECK(error.find(fmt::format("needs {} bytes of dynamic shared memory",

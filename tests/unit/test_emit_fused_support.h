@@ -155,6 +155,19 @@ template <typename T> HostBytes as_bytes(const std::vector<T>& values) {
   return b;
 }
 
+// An environment variable set while the object lives (the host target's knobs, read by each
+// library when it first asks about the device), and removed afterwards.
+class ScopedEnv {
+public:
+  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  ~ScopedEnv() { unsetenv(name_); }
+
+private:
+  const char* name_;
+};
+
 // Compiles `plan` for the host target through build_library into `dir`; the library's path.
 inline std::string build_host_library(const Graph& g, const FusionPlan& plan,
                                       const std::filesystem::path& dir) {

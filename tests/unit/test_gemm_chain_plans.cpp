@@ -6,7 +6,6 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <cstdlib>
 #include <set>
 
 #include "plan_agreement.h"
@@ -133,16 +132,6 @@ int chain_groups(const FusionPlan& plan) {
   return count;
 }
 
-// A host device without thread-block clusters (before sm_90) for the libraries loaded while
-// it lives: each reads STITCH_HOST_CLUSTER_LAUNCH when it first asks about the device.
-class DeviceWithoutClusters {
-public:
-  DeviceWithoutClusters() { setenv("STITCH_HOST_CLUSTER_LAUNCH", "0", 1); }
-  DeviceWithoutClusters(const DeviceWithoutClusters&) = delete;
-  DeviceWithoutClusters& operator=(const DeviceWithoutClusters&) = delete;
-  ~DeviceWithoutClusters() { unsetenv("STITCH_HOST_CLUSTER_LAUNCH"); }
-};
-
 // Each chain's unfused plan covers exactly the chain's nodes, holds no chain, and numbers its
 // groups after the plan's.
 void check_fallbacks(const FusionPlan& plan) {
@@ -212,7 +201,7 @@ void check_chain(const ChainModel& c, unsigned seed, int expected, bool unfused_
   // The unfused plan is greedy fusion of the chain's nodes: what the greedy plan computes.
   const std::vector<std::vector<float>> greedy =
       run_on_host(g, plan_for_host(g, "greedy"), inputs, "chain-greedy");
-  const DeviceWithoutClusters before_sm90;
+  const ScopedEnv before_sm90("STITCH_HOST_CLUSTER_LAUNCH", "0"); // no thread-block clusters
   INFO("on a device without clusters");
   check_same_outputs(g, greedy, run_on_host(g, *emitting, inputs, "chain-unfused", &unfused_bytes),
                      tolerance);

@@ -86,7 +86,10 @@ int32_t stitch_group_0(const stitch_abi_buffers* b, char* error, size_t error_si
 int32_t stitch_group_0_grid(int32_t* grid, char* error, size_t error_size) {
   int blocks = 0;
   const cudaError_t status = stitch::resident_blocks(&blocks, stitch_g0_global, dim3(256, 1, 1), 0);
-  if (status != cudaSuccess) return stitch_call_result(status, "sizing the grid of stitch_g0_global (group 0)", error, error_size);
+  if (status != cudaSuccess) {
+    (void)cudaGetLastError(); // reported here, not left for the next call
+    return stitch_call_result(status, "sizing the grid of stitch_g0_global (group 0)", error, error_size);
+  }
   if (blocks < 1) {
     snprintf(error, error_size, "group 0: the device keeps no block of stitch_g0_global resident (256 threads, 0 bytes of dynamic shared memory), and its grid-wide barrier needs every block resident");
     return 3; // STITCH_ERROR_CUDA

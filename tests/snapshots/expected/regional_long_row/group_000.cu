@@ -105,6 +105,8 @@ int32_t stitch_g0_regional_shared(char* error, size_t error_size) {
   (void)cudaGetDevice(&device);
   (void)cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
   (void)cudaGetLastError();
-  snprintf(error, error_size, "group 0: stitch_g0_regional needs 65536 bytes of dynamic shared memory; this device grants a block at most %d (%s)", limit, cudaGetErrorString(status));
+  if (limit >= 65536)
+    return stitch_call_result(status, "the shared-memory opt-in of stitch_g0_regional (group 0)", error, error_size);
+  snprintf(error, error_size, "group 0: stitch_g0_regional needs 65536 bytes of dynamic shared memory; this device grants a block at most %d", limit);
   return 3; // STITCH_ERROR_CUDA
 }
