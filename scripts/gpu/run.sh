@@ -26,6 +26,10 @@
 #                and float16): check, latency, compute-sanitizer on the smaller cases
 #                (--sanitizer-tools); prebuild.sh's models in PACK/attention, built there once;
 #                --no-timing: checks and sanitizer only (lease.sh runs those beside other work)
+#   chain        chain_bench.py: the GEMM chains (issue 19) against their unfused plans (BERT's and
+#                GPT-2's feed-forward blocks, a 4096 -> 11008 -> 4096 gated MLP; M = 1, 128,
+#                2048; float16): check, latency and TFLOP/s, compute-sanitizer at M <= 128; the
+#                models (up to 270 MB of weights each) are written and built on the machine
 #   export       export_bench_models.py: the benchmark models, inputs, PyTorch's outputs
 #   compile      stitchc on each benchmark model in each precision (--report plan.json,
 #                --time-passes; --precision fp16|bf16|tf32)
@@ -88,7 +92,7 @@ case "$io_precision" in reduced|model) ;; *) echo "run.sh: --io-precision reduce
 for p in ${precisions//,/ }; do
   case "$p" in fp32|tf32|fp16|bf16) ;; *) echo "run.sh: unknown precision '$p' in --precisions (fp32, tf32, fp16, bf16)" >&2; exit 2 ;; esac
 done
-all_stages="setup conformance fixtures half sanitizer attention export compile check bench report"
+all_stages="setup conformance fixtures half sanitizer attention chain export compile check bench report"
 stages="${stages:-${all_stages// /,}}"
 all_models="bert_b1,bert_b32,gpt2,vit_b1,vit_b32,resnet50_b1,resnet50_b64"
 models="${models:-$all_models}"
@@ -420,6 +424,32 @@ stage_attention() {
   return $rc
 }
 
+# The GEMM chains (issue 19) against their unfused plans: models written and built here (their
+# weights are too large for the pack).
+stage_chain() {
+  local d="$out/chain" q=()
+  [ "$quick" = 1 ] && q=(--quick)
+  mkdir -p "$d"
+  if [ ! -f "$d/models/cases.json" ]; then
+    "$PYTHON" "$here/chain_bench.py" models "$d/models" "${q[@]}" || return 1
+  fi
+  if [ ! -f "$d/libs/target.txt" ]; then
+    timeout "$(remaining)" "$PYTHON" "$here/chain_bench.py" build "$d/models" --stitchc "$STITCHC" \
+      --out "$d/libs" --target "$target" --jobs "$jobs" || return 1
+  fi
+  local tools="$sanitizer_tools"
+  [ "$target" = host ] && tools=""
+  timeout "$(remaining)" "$PYTHON" "$here/chain_bench.py" run "$d/models" --libs "$d/libs" \
+    --stitch-run "$STITCH_RUN" --bench-model "$BENCH_MODEL" --out "$d" --sanitizer "$tools" \
+    --iters "$(( iters < 100 ? iters : 100 ))" --warmup "$(( warmup < 10 ? warmup : 10 ))" \
+    --budget "$(( $(remaining) > 40 ? $(remaining) - 20 : 20 ))" "${no_timing[@]}"
+  local rc=$?
+  local passed
+  passed="$(grep -c ' PASS | [0-9.e+-]* PASS |$' "$d/chain.md" 2>/dev/null)"
+  note="${passed:-0} chain cases pass both checks; table in chain/chain.md"
+  return $rc
+}
+
 stage_export() {
   local q=(); [ "$quick" = 1 ] && q=(--quick)
   # Models in parallel processes with 8 or more jobs (each traces on the CPU; the references
@@ -531,6 +561,7 @@ run_stage fixtures stage_fixtures
 run_stage half stage_half
 run_stage sanitizer stage_sanitizer
 run_stage attention stage_attention
+run_stage chain stage_chain
 run_stage export stage_export
 run_stage compile stage_compile
 run_stage check stage_check
