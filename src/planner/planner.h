@@ -18,7 +18,10 @@
 //                8x; streamed = outputs and full-size inputs (broadcast operands are cached)
 //   + epilogue   1 KiB per cuBLASLt epilogue node (a tie-break toward generated kernels)
 //   + compute    an attention kernel's matrix products at its measured rate (fp32 FMA 12,
-//                tensor cores 20 TFLOP/s on an H100) in bytes of HBM time
+//                tensor cores 20 TFLOP/s on an H100) in bytes of HBM time; a GEMM chain's
+//                modeled time (cost_model.h chain_traffic: bytes per memory level, products at
+//                the chain's rate, over the SMs its blocks occupy) beyond its bytes and beyond
+//                cuBLASLt's time for the same products
 //   + layouts    a library call reading or writing through a Transpose (GemmSpec::layout_*),
 //                or a Local group reading through one (LocalSpec::moves), moves whole 32-byte
 //                sectors: where the adjacent run of an operand is r < 32 bytes, its bytes *
