@@ -485,8 +485,10 @@ def render(results):
     return "\n".join(lines) + "\n"
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def bench_parser(doc):
+    """The three subcommands (models, build, run) and their options, as this script and
+    chain_bench.py take them."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     m = sub.add_parser("models")
     m.add_argument("dir")
@@ -510,7 +512,11 @@ def main():
     r.add_argument("--no-timing", action="store_true",
                    help="check and sanitize only: no bench_model, no torch (for a busy GPU)")
     r.add_argument("--budget", type=float, default=0, help="seconds; cases not started by then are skipped")
-    a = ap.parse_args()
+    return ap
+
+
+def main():
+    a = bench_parser(__doc__).parse_args()
     return {"models": cmd_models, "build": cmd_build, "run": cmd_run}[a.cmd](a) or 0
 
 

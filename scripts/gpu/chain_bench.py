@@ -21,7 +21,6 @@
       around stitch-run on the fused libraries at M <= 128. Writes OUTDIR/chain.json and
       OUTDIR/chain.md (the table) and prints the table.
 """
-import argparse
 import json
 import os
 import subprocess
@@ -32,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attention_bench import launches, library_only_hazards, rel_l2  # noqa: E402  shared helpers
+from attention_bench import bench_parser, launches, library_only_hazards, rel_l2  # noqa: E402
 
 FORMS = {  # name: (inner, hidden, activation)
     "bert": (768, 3072, "gelu"),
@@ -316,32 +315,7 @@ def render(results):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    m = sub.add_parser("models")
-    m.add_argument("dir")
-    m.add_argument("--quick", action="store_true")
-    b = sub.add_parser("build")
-    b.add_argument("dir")
-    b.add_argument("--stitchc", required=True)
-    b.add_argument("--out", required=True)
-    b.add_argument("--target", default="cuda", choices=["cuda", "host"])
-    b.add_argument("--jobs", type=int, default=2)
-    r = sub.add_parser("run")
-    r.add_argument("dir")
-    r.add_argument("--libs", required=True)
-    r.add_argument("--stitch-run", required=True)
-    r.add_argument("--bench-model", required=True)
-    r.add_argument("--out", required=True)
-    r.add_argument("--iters", type=int, default=100)
-    r.add_argument("--warmup", type=int, default=10)
-    r.add_argument("--sanitizer", default="memcheck,racecheck")
-    r.add_argument("--cases", default="")
-    r.add_argument("--no-timing", action="store_true", help="check and sanitize only")
-    r.add_argument("--budget", type=float, default=0,
-                   help="seconds; cases not started by then are skipped")
-    a = ap.parse_args()
+    a = bench_parser(__doc__).parse_args()
     return {"models": cmd_models, "build": cmd_build, "run": cmd_run}[a.cmd](a) or 0
 
 

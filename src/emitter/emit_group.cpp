@@ -42,25 +42,10 @@ void emit_launch(const GroupEmitContext& ctx, CodeWriter& out, const std::string
                   kernel, l.grid[0]));
   out.open(fmt::format("int32_t {}_grid(int32_t* grid, char* error, size_t error_size)",
                        ctx.group_function()));
-  out.line("int blocks = 0;");
   out.linef(
-      "const cudaError_t status = stitch::resident_blocks(&blocks, {}, dim3({}, {}, {}), {});",
-      kernel, l.block[0], l.block[1], l.block[2], l.dynamic_shared_bytes);
-  out.open("if (status != cudaSuccess)");
-  out.line("(void)cudaGetLastError(); // reported here, not left for the next call");
-  out.linef("return stitch_call_result(status, \"sizing the grid of {} (group {})\", error, "
-            "error_size);",
-            kernel, group);
-  out.close();
-  out.open("if (blocks < 1)");
-  out.linef("snprintf(error, error_size, \"group {}: the device keeps no block of {} resident ({} "
-            "threads, {} bytes of dynamic shared memory), and its grid-wide barrier needs every "
-            "block resident\");",
-            group, kernel, l.block[0] * l.block[1] * l.block[2], l.dynamic_shared_bytes);
-  out.line("return 3; // STITCH_ERROR_CUDA");
-  out.close();
-  out.linef("*grid = blocks < {0} ? blocks : {0};", l.grid[0]);
-  out.line("return 0;");
+      "return stitch_cooperative_grid(grid, {0}, \"{0}\", {1}, dim3({2}, {3}, {4}), {5}, {6}, "
+      "error, error_size);",
+      kernel, group, l.block[0], l.block[1], l.block[2], l.dynamic_shared_bytes, l.grid[0]);
   out.close();
 }
 

@@ -180,23 +180,8 @@ void emit_shared_check(CodeWriter& w, int group, const std::string& kernel, int6
                         "once, when the model is created.",
                         kernel, bytes));
   w.open(fmt::format("int32_t {}_shared(char* error, size_t error_size)", kernel));
-  w.linef("const cudaError_t status = cudaFuncSetAttribute({}, "
-          "cudaFuncAttributeMaxDynamicSharedMemorySize, {});",
-          kernel, bytes);
-  w.line("if (status == cudaSuccess) return 0;");
-  w.line("int device = 0, limit = 0;");
-  w.line("(void)cudaGetDevice(&device);");
-  w.line("(void)cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);");
-  w.line("(void)cudaGetLastError();");
-  w.linef("if (limit >= {})", bytes);
-  w.linef("  return stitch_call_result(status, \"the shared-memory opt-in of {} (group {})\", "
-          "error, error_size);",
-          kernel, group);
-  w.linef(
-      "snprintf(error, error_size, \"group {}: {} needs {} bytes of dynamic shared memory; this "
-      "device grants a block at most %d\", limit);",
-      group, kernel, bytes);
-  w.line("return 3; // STITCH_ERROR_CUDA");
+  w.linef("return stitch_check_shared_memory({0}, \"{0}\", {1}, {2}, error, error_size);", kernel,
+          group, bytes);
   w.close();
 }
 

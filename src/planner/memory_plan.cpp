@@ -67,6 +67,36 @@ private:
   int64_t end_ = 0;
 };
 
+// Per root tensor, the position of the last of `groups` that reads it (-1: none).
+std::vector<int> last_reads(const Graph& g, const std::vector<FusionGroup>& groups) {
+  std::vector<int> last(g.tensors.size(), -1);
+  for (size_t gi = 0; gi < groups.size(); ++gi)
+    for (TensorId t : groups[gi].inputs)
+      last[root_of(g, t)] = static_cast<int>(gi);
+  return last;
+}
+
+// Gives each tensor `groups` write (not a view, without storage yet) `kind` storage in `buffer`,
+// live from its group to its last use (`last_use`, by root; at least its own group: an
+// intermediate nobody reads still needs its bytes while its group runs). `during(gi)` runs
+// after group gi's outputs are placed and before the tensors it reads last are released.
+template <typename During>
+void place_written(const Graph& g, const std::vector<FusionGroup>& groups,
+                   const std::vector<int>& last_use, StorageKind kind, ArenaAllocator& buffer,
+                   std::vector<Storage>& storage, During during) {
+  std::vector<std::vector<TensorId>> ends(groups.size() + 1); // the last: read after them all
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    for (TensorId t : groups[gi].outputs) {
+      if (g.tensor(t).view_of != kNoTensor || storage[t].kind != StorageKind::None) continue;
+      storage[t] = {kind, 0, buffer.allocate(g.tensor(t).bytes())};
+      ends[std::max(last_use[t], static_cast<int>(gi))].push_back(t);
+    }
+    during(gi);
+    for (TensorId t : ends[gi])
+      buffer.release(storage[t].offset, g.tensor(t).bytes());
+  }
+}
+
 } // namespace
 
 MemoryPlan plan_memory(const Graph& g, const FusionPlan& plan) {
@@ -108,36 +138,23 @@ MemoryPlan plan_memory(const Graph& g, const FusionPlan& plan) {
 
   // Intermediates a group writes (its `outputs`): live from that group to the last group that
   // reads them. Tensors internal to a group are never read from memory.
-  std::vector<int> last_use(g.tensors.size(), -1);
-  for (size_t gi = 0; gi < plan.groups.size(); ++gi)
-    for (TensorId t : plan.groups[gi].inputs)
-      last_use[root_of(g, t)] = static_cast<int>(gi);
+  std::vector<int> last_use = last_reads(g, plan.groups);
   for (size_t i : mp.output_copies)
     last_use[root_of(g, g.outputs[i])] = static_cast<int>(plan.groups.size());
-
   ArenaAllocator arena;
-  std::vector<std::vector<TensorId>> frees(plan.groups.size() + 1);
   mp.scratch_offset.assign(plan.groups.size(), -1);
-  for (size_t gi = 0; gi < plan.groups.size(); ++gi) {
-    const FusionGroup& group = plan.groups[gi];
-    for (TensorId t : group.outputs) {
-      if (g.tensor(t).view_of != kNoTensor) continue;
-      Storage& s = mp.storage[t];
-      if (s.kind != StorageKind::None) continue;
-      int64_t bytes = g.tensor(t).bytes();
-      s = {StorageKind::Arena, 0, arena.allocate(bytes)};
-      mp.intermediate_bytes = checked_add(mp.intermediate_bytes, bytes, "intermediates");
-      // An intermediate nobody reads still needs its bytes during its group.
-      frees[std::max(last_use[t], static_cast<int>(gi))].push_back(t);
-    }
+  place_written(g, plan.groups, last_use, StorageKind::Arena, arena, mp.storage, [&](size_t gi) {
     // Scratch (a Global group's partial results) is live during its group only.
+    const FusionGroup& group = plan.groups[gi];
     if (group.scratch_bytes > 0) {
       mp.scratch_offset[gi] = arena.allocate(group.scratch_bytes);
       arena.release(mp.scratch_offset[gi], group.scratch_bytes);
     }
-    for (TensorId t : frees[gi])
-      arena.release(mp.storage[t].offset, g.tensor(t).bytes());
-  }
+  });
+  for (size_t t = 0; t < g.tensors.size(); ++t)
+    if (mp.storage[t].kind == StorageKind::Arena)
+      mp.intermediate_bytes =
+          checked_add(mp.intermediate_bytes, g.tensors[t].bytes(), "intermediates");
   mp.arena_bytes = arena.peak();
 
   // A chain's unfused plan writes the values the chain keeps on chip: each gets the fallback
@@ -145,21 +162,8 @@ MemoryPlan plan_memory(const Graph& g, const FusionPlan& plan) {
   // inputs and outputs already have storage.)
   for (const ChainFallback& fallback : plan.fallbacks) {
     ArenaAllocator buffer;
-    const std::vector<FusionGroup>& groups = fallback.groups;
-    std::vector<int> last(g.tensors.size(), -1);
-    for (size_t gi = 0; gi < groups.size(); ++gi)
-      for (TensorId t : groups[gi].inputs)
-        last[root_of(g, t)] = static_cast<int>(gi);
-    std::vector<std::vector<TensorId>> ends(groups.size());
-    for (size_t gi = 0; gi < groups.size(); ++gi) {
-      for (TensorId t : groups[gi].outputs) {
-        if (g.tensor(t).view_of != kNoTensor || mp.storage[t].kind != StorageKind::None) continue;
-        mp.storage[t] = {StorageKind::Fallback, 0, buffer.allocate(g.tensor(t).bytes())};
-        ends[std::max(last[t], static_cast<int>(gi))].push_back(t);
-      }
-      for (TensorId t : ends[gi])
-        buffer.release(mp.storage[t].offset, g.tensor(t).bytes());
-    }
+    place_written(g, fallback.groups, last_reads(g, fallback.groups), StorageKind::Fallback, buffer,
+                  mp.storage, [](size_t) {});
     mp.fallback_bytes = std::max(mp.fallback_bytes, buffer.peak());
   }
 

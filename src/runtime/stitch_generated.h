@@ -36,3 +36,55 @@ inline int32_t stitch_call_result(cudaError_t status, const char* call, char* er
            cudaGetErrorString(status));
   return 3;
 }
+
+// What a model asks the device once, when it is created (the ABI's prepare), for one kernel of
+// group `group` named `name`: STITCH_OK, or STITCH_ERROR_CUDA (3) with a message naming both.
+
+// That the device grants the kernel `bytes` of dynamic shared memory (it opts in past 48 KiB);
+// where it does not, the bytes and the device's limit (a library built for a newer GPU).
+template <typename... Params>
+inline int32_t stitch_check_shared_memory(void (*kernel)(Params...), const char* name, int group,
+                                          int bytes, char* error, size_t error_size) {
+  const cudaError_t status =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (status == cudaSuccess) return 0;
+  int device = 0, limit = 0;
+  (void)cudaGetDevice(&device);
+  (void)cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  (void)cudaGetLastError(); // reported here, not left for the next call
+  if (limit >= bytes) {
+    char call[160];
+    snprintf(call, sizeof(call), "the shared-memory opt-in of %s (group %d)", name, group);
+    return stitch_call_result(status, call, error, error_size);
+  }
+  snprintf(error, error_size,
+           "group %d: %s needs %d bytes of dynamic shared memory; this device grants a block at "
+           "most %d",
+           group, name, bytes, limit);
+  return 3;
+}
+
+// A cooperative (grid-barrier) launch's grid on this device: the blocks it keeps resident
+// (stitch::resident_blocks), at most `planned`, whose scratch the arena holds.
+template <typename... Params>
+inline int32_t stitch_cooperative_grid(int32_t* grid, void (*kernel)(Params...), const char* name,
+                                       int group, dim3 block, size_t shared_bytes, int planned,
+                                       char* error, size_t error_size) {
+  int blocks = 0;
+  const cudaError_t status = stitch::resident_blocks(&blocks, kernel, block, shared_bytes);
+  if (status != cudaSuccess) {
+    (void)cudaGetLastError(); // reported here, not left for the next call
+    char call[160];
+    snprintf(call, sizeof(call), "sizing the grid of %s (group %d)", name, group);
+    return stitch_call_result(status, call, error, error_size);
+  }
+  if (blocks < 1) {
+    snprintf(error, error_size,
+             "group %d: the device keeps no block of %s resident (%u threads, %zu bytes of "
+             "dynamic shared memory), and its grid-wide barrier needs every block resident",
+             group, name, block.x * block.y * block.z, shared_bytes);
+    return 3;
+  }
+  *grid = blocks < planned ? blocks : planned;
+  return 0;
+}

@@ -80,16 +80,5 @@ int32_t stitch_group_0(const stitch_abi_buffers* b, char* error, size_t error_si
 
 // The blocks of stitch_g0_global this device keeps resident at once (a grid-wide barrier needs every block resident), at most the plan's 16, whose scratch the arena holds: asked once, when the model is created.
 int32_t stitch_group_0_grid(int32_t* grid, char* error, size_t error_size) {
-  int blocks = 0;
-  const cudaError_t status = stitch::resident_blocks(&blocks, stitch_g0_global, dim3(256, 1, 1), 0);
-  if (status != cudaSuccess) {
-    (void)cudaGetLastError(); // reported here, not left for the next call
-    return stitch_call_result(status, "sizing the grid of stitch_g0_global (group 0)", error, error_size);
-  }
-  if (blocks < 1) {
-    snprintf(error, error_size, "group 0: the device keeps no block of stitch_g0_global resident (256 threads, 0 bytes of dynamic shared memory), and its grid-wide barrier needs every block resident");
-    return 3; // STITCH_ERROR_CUDA
-  }
-  *grid = blocks < 16 ? blocks : 16;
-  return 0;
+  return stitch_cooperative_grid(grid, stitch_g0_global, "stitch_g0_global", 0, dim3(256, 1, 1), 0, 16, error, error_size);
 }

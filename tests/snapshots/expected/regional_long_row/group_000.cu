@@ -99,14 +99,5 @@ int32_t stitch_group_0(const stitch_abi_buffers* b, char* error, size_t error_si
 
 // That the device grants stitch_g0_regional its 65536 bytes of dynamic shared memory: asked once, when the model is created.
 int32_t stitch_g0_regional_shared(char* error, size_t error_size) {
-  const cudaError_t status = cudaFuncSetAttribute(stitch_g0_regional, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);
-  if (status == cudaSuccess) return 0;
-  int device = 0, limit = 0;
-  (void)cudaGetDevice(&device);
-  (void)cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-  (void)cudaGetLastError();
-  if (limit >= 65536)
-    return stitch_call_result(status, "the shared-memory opt-in of stitch_g0_regional (group 0)", error, error_size);
-  snprintf(error, error_size, "group 0: stitch_g0_regional needs 65536 bytes of dynamic shared memory; this device grants a block at most %d", limit);
-  return 3; // STITCH_ERROR_CUDA
+  return stitch_check_shared_memory(stitch_g0_regional, "stitch_g0_regional", 0, 65536, error, error_size);
 }

@@ -85,16 +85,5 @@ int32_t stitch_group_21(const stitch_abi_buffers* b, char* error, size_t error_s
 
 // The blocks of stitch_g21_global this device keeps resident at once (a grid-wide barrier needs every block resident), at most the plan's 2, whose scratch the arena holds: asked once, when the model is created.
 int32_t stitch_group_21_grid(int32_t* grid, char* error, size_t error_size) {
-  int blocks = 0;
-  const cudaError_t status = stitch::resident_blocks(&blocks, stitch_g21_global, dim3(256, 1, 1), 0);
-  if (status != cudaSuccess) {
-    (void)cudaGetLastError(); // reported here, not left for the next call
-    return stitch_call_result(status, "sizing the grid of stitch_g21_global (group 21)", error, error_size);
-  }
-  if (blocks < 1) {
-    snprintf(error, error_size, "group 21: the device keeps no block of stitch_g21_global resident (256 threads, 0 bytes of dynamic shared memory), and its grid-wide barrier needs every block resident");
-    return 3; // STITCH_ERROR_CUDA
-  }
-  *grid = blocks < 2 ? blocks : 2;
-  return 0;
+  return stitch_cooperative_grid(grid, stitch_g21_global, "stitch_g21_global", 21, dim3(256, 1, 1), 0, 2, error, error_size);
 }
