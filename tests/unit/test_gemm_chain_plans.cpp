@@ -261,6 +261,7 @@ TEST_CASE("gemm chain: feed-forward blocks and gated MLPs plan as one group equa
     c.batch = 1, c.seq = 1, c.ffn = 1024;
     const Graph g = chain_graph(c);
     const FusionPlan ilp = plan_for_host(g, "ilp");
+    REQUIRE(chain_groups(ilp) == 1);
     for (const FusionGroup& group : ilp.groups)
       if (const auto* chain = std::get_if<GemmChainSpec>(&group.spec)) {
         CHECK(chain->cluster_blocks == 16); // more blocks for the one row tile
@@ -362,7 +363,9 @@ TEST_CASE("gemm chain: the configuration model moves bytes to the level that ser
   fused.planner = "ilp";
   fused.device = host_target_device();
   fused.gemm_chain = FusionMode::Fused;
-  for (const FusionGroup& group : plan_fusion(chain_graph(nine), fused).groups)
+  const FusionPlan nine_plan = plan_fusion(chain_graph(nine), fused);
+  CHECK(chain_groups(nine_plan) == 1);
+  for (const FusionGroup& group : nine_plan.groups)
     if (const auto* chain = std::get_if<GemmChainSpec>(&group.spec)) {
       CHECK((chain->cluster_blocks - 1) * chain->slice < chain->hidden_dim);
       CHECK(chain->configurations > 4);
