@@ -9,18 +9,24 @@ TorchScript exporter (dynamo=False) and with the dynamo exporter (dynamo=True), 
 in FIXTURES. Next to each <name>.onnx goes <name>.inputs.json, which says how to make random
 inputs for it, so that tests need onnx and onnxruntime but never torch.
 
+With --dynamic it exports DYNAMIC_FIXTURES instead, into tests/models/dynamic/: BERT, GPT-2,
+LLaMA and the decoder block (both exporters) with a symbolic batch and sequence ("batch",
+"seq"), ViT (TorchScript) with a symbolic batch; same weights and opsets as the fixtures above.
+
 Every fixture is checked before it is kept: onnx.checker (full check), and onnxruntime on
-random inputs against the torch model's own outputs.
+random inputs against the torch model's own outputs (a fixture with symbolic dims: at each
+size check_models.dim_points picks, with masks of ones and with padded masks).
 
 Needs the export environment, not the project's .venv:
     python3 -m venv .venv-models
     .venv-models/bin/pip install -r scripts/models/requirements-export.txt
-usage: .venv-models/bin/python scripts/models/export_models.py [--only NAME ...] [OUT_DIR]
+usage: .venv-models/bin/python scripts/models/export_models.py [--dynamic] [--only NAME ...] [OUT_DIR]
 """
 import argparse
 import hashlib
 import json
 import os
+import re
 import sys
 import warnings
 
@@ -32,6 +38,9 @@ import torchvision
 import transformers
 from torch import nn
 from torchvision.models import efficientnet, mobilenet_v2, resnet
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import check_models  # noqa: E402  (the sizes a fixture with symbolic dims is checked at)
 
 SEED = 20261122
 DEFAULT_OUT = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "models")
@@ -143,10 +152,20 @@ class BertEncoder(nn.Module):
         return out.last_hidden_state, out.pooler_output
 
 
-def build_bert(gen):
+def example_shape(config, batch, sequence):
+    """The example batch and sequence a builder traces with: the config's, unless given (the
+    fixtures with symbolic dims trace at sizes that no other dim of the model has)."""
+    if batch is not None:
+        config["batch"] = batch
+    if sequence is not None:
+        config["sequence"] = sequence
+
+
+def build_bert(gen, batch=None, sequence=None):
     config = {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
               "intermediate_size": 128, "vocab_size": 1000, "max_position_embeddings": 64,
               "type_vocab_size": 2, "batch": 2, "sequence": 16}
+    example_shape(config, batch, sequence)
     hf = transformers.BertConfig(**{k: v for k, v in config.items() if k not in ("batch", "sequence")},
                                  attn_implementation="eager")
     model = BertEncoder(hf)
@@ -170,9 +189,10 @@ class Gpt2LM(nn.Module):
                          return_dict=True).logits
 
 
-def build_gpt2(gen):
+def build_gpt2(gen, batch=None, sequence=None):
     config = {"n_layer": 2, "n_embd": 64, "n_head": 4, "vocab_size": 1000, "n_positions": 64,
               "batch": 1, "sequence": 16}
+    example_shape(config, batch, sequence)
     hf = transformers.GPT2Config(**{k: v for k, v in config.items() if k not in ("batch", "sequence")},
                                  bos_token_id=config["vocab_size"] - 1, eos_token_id=config["vocab_size"] - 1,
                                  use_cache=False, attn_implementation="eager")
@@ -194,10 +214,12 @@ class VitClassifier(nn.Module):
         return self.vit(pixel_values=pixels, return_dict=True).logits
 
 
-def build_vit(gen):
+def build_vit(gen, batch=None):
     config = {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
               "intermediate_size": 128, "image_size": 32, "patch_size": 8, "num_labels": 10,
               "image": [1, 3, 32, 32]}
+    if batch is not None:
+        config["image"][0] = batch
     hf = transformers.ViTConfig(**{k: v for k, v in config.items() if k != "image"},
                                 attn_implementation="eager")
     model = VitClassifier(hf)
@@ -221,10 +243,11 @@ class LlamaLM(nn.Module):
                           return_dict=True).logits
 
 
-def build_llama(gen):
+def build_llama(gen, batch=None, sequence=None):
     config = {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
               "num_key_value_heads": 2, "intermediate_size": 176, "vocab_size": 1000,
               "max_position_embeddings": 64, "rms_norm_eps": 1e-6, "batch": 2, "sequence": 16}
+    example_shape(config, batch, sequence)
     hf = transformers.LlamaConfig(**{k: v for k, v in config.items() if k not in ("batch", "sequence")},
                                   tie_word_embeddings=False, use_cache=False,
                                   bos_token_id=config["vocab_size"] - 1,
@@ -262,8 +285,9 @@ class DecoderBlock(nn.Module):
         return x + self.fc2(nn.functional.gelu(self.fc1(self.norm2(x))))
 
 
-def build_decoder_block(gen):
+def build_decoder_block(gen, batch=None, sequence=None):
     config = {"hidden": 64, "heads": 4, "ffn": 256, "batch": 2, "sequence": 16}
+    example_shape(config, batch, sequence)
     model = DecoderBlock(config["hidden"], config["heads"], config["ffn"])
     randomize_norms(model, gen)
     x = torch.randn(config["batch"], config["sequence"], config["hidden"], generator=gen)
@@ -307,35 +331,118 @@ FIXTURES = [
     ("llama_dynamo18", "llama", "dynamo", 18, None),
 ]
 
+# The fixtures with symbolic dims (tests/models/dynamic/, made with --dynamic): the same models,
+# weights, exporters and opsets as above, with a symbolic batch and sequence named "batch" and
+# "seq" on every input and output ({input or output name: {axis: dim name}}), and the range of
+# each dim (inputs.json's "dims"). The example size the exporters trace with is not 1 and no
+# other size in the model, so that neither exporter specializes a dim or confuses two of them;
+# seq's maximum is the models' 64 positions (BERT's and GPT-2's position tables end there). ViT
+# keeps its image size, so only its batch is symbolic; its images have 3 channels, so its
+# example batch is 5.
+BATCH = {"min": 1, "max": 8, "example": 3}
+SEQ = {"min": 1, "max": 64, "example": 12}
+TOKENS = {0: "batch", 1: "seq"}  # [batch, seq] token inputs, [batch, seq, ...] outputs
+TEXT = {"batch": BATCH, "seq": SEQ}
+BERT_DIMS = {"input_ids": TOKENS, "attention_mask": TOKENS, "token_type_ids": TOKENS,
+             "last_hidden_state": TOKENS, "pooler_output": {0: "batch"}}
+LM_DIMS = {"input_ids": TOKENS, "attention_mask": TOKENS, "logits": TOKENS}
+BLOCK_DIMS = {"x": TOKENS, "y": TOKENS}
+DYNAMIC_FIXTURES = [
+    ("bert_ts16", "bert", "torchscript", 16, BERT_DIMS, TEXT),
+    ("bert_dynamo17", "bert", "dynamo", 17, BERT_DIMS, TEXT),
+    ("gpt2_ts17", "gpt2", "torchscript", 17, LM_DIMS, TEXT),
+    ("gpt2_dynamo23", "gpt2", "dynamo", 23, LM_DIMS, TEXT),
+    ("llama_ts19", "llama", "torchscript", 19, LM_DIMS, TEXT),
+    ("llama_dynamo18", "llama", "dynamo", 18, LM_DIMS, TEXT),
+    ("decoder_block_ts20", "decoder_block", "torchscript", 20, BLOCK_DIMS, TEXT),
+    ("decoder_block_dynamo22", "decoder_block", "dynamo", 22, BLOCK_DIMS, TEXT),
+    ("vit_ts18", "vit", "torchscript", 18, {"pixels": {0: "batch"}, "logits": {0: "batch"}},
+     {"batch": dict(BATCH, example=5)}),
+]
+BUILDER_DIMS = {"batch": "batch", "seq": "sequence"}  # dim name -> the builders' keyword
+
 # ---------------------------------------------------------------------------------------------
 # Export and checks.
 
 
-def export(model, inputs, specs, output_names, exporter, opset, symbolic, path):
-    """torch.onnx.export with one of the two exporters; symbolic dims are a leading batch dim,
-    which the outputs share."""
+def export(model, inputs, specs, output_names, exporter, opset, symbolic, path, ranges=None):
+    """torch.onnx.export with one of the two exporters. symbolic names the symbolic dims of
+    inputs (and of outputs; when it names none, a leading batch dim that every output shares);
+    ranges gives each one's {"min", "max"}, which the dynamo exporter needs."""
     input_names = [s["name"] for s in specs]
     if exporter == "torchscript":
         dynamic_axes = None
         if symbolic:
             dynamic_axes = dict(symbolic)
-            batch = next(iter(next(iter(symbolic.values())).values()))
-            for name in output_names:
-                dynamic_axes[name] = {0: batch}
+            if not any(name in symbolic for name in output_names):
+                batch = next(iter(next(iter(symbolic.values())).values()))
+                for name in output_names:
+                    dynamic_axes[name] = {0: batch}
         torch.onnx.export(model, inputs, path, dynamo=False, opset_version=opset,
                           input_names=input_names, output_names=output_names,
                           dynamic_axes=dynamic_axes, do_constant_folding=True)
         return
+    dynamic_shapes = None
     if symbolic:
-        raise ValueError("symbolic dims are only wired for the TorchScript exporter here")
+        dims = {d: torch.export.Dim(d, min=r["min"], max=r["max"]) for d, r in ranges.items()}
+        dynamic_shapes = tuple({axis: dims[d] for axis, d in symbolic.get(name, {}).items()}
+                               for name in input_names)
     program = torch.onnx.export(model, inputs, dynamo=True, opset_version=opset,
                                 input_names=input_names, output_names=output_names,
-                                optimize=True, verbose=False)
+                                dynamic_shapes=dynamic_shapes, optimize=True, verbose=False)
     program.save(path, external_data=False)
+    if symbolic:
+        name_dims(path, symbolic)
     written = {o.domain: o.version for o in onnx.load(path).opset_import}.get("", None)
     if written != opset:
         # The dynamo exporter falls back to its native opset when conversion fails.
         raise RuntimeError(f"asked for opset {opset}, the exporter wrote opset {written}")
+
+
+def value_infos(model):
+    """Every ValueInfo of the main graph and of its functions (which have value_info only)."""
+    g = model.graph
+    yield from list(g.input) + list(g.output) + list(g.value_info)
+    for f in model.functions:
+        yield from f.value_info
+
+
+def name_dims(path, symbolic):
+    """Names the symbolic dims as symbolic says. Some versions of the dynamo exporter name a dim
+    after torch's symbol for it (s0, s13, ...) rather than after the Dim; the symbols are read
+    off the graph inputs and renamed in every value's shape (where an expression such as
+    's0*s13' can stand). torch 2.15 writes the Dims' names already: then nothing changes."""
+    model = onnx.load(path)
+    names = {}
+    for value in model.graph.input:
+        for axis, name in symbolic.get(value.name, {}).items():
+            dim = value.type.tensor_type.shape.dim[axis]
+            if not dim.HasField("dim_param"):
+                raise RuntimeError(f"input {value.name} dim {axis} was not exported symbolic")
+            if names.setdefault(dim.dim_param, name) != name:
+                raise RuntimeError(f"input {value.name} dim {axis} is {dim.dim_param}, "
+                                   f"which is also {names[dim.dim_param]}")
+    if len(set(names.values())) != len(names):
+        raise RuntimeError(f"one dim has two symbols: {names}")
+    symbol = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
+    for value in value_infos(model):
+        for dim in value.type.tensor_type.shape.dim:
+            if dim.HasField("dim_param"):
+                dim.dim_param = symbol.sub(lambda m: names[m.group(1)], dim.dim_param)
+    onnx.save(model, path)
+
+
+def check_dims(path, symbolic):
+    """Each graph input and output has dim_params exactly where symbolic says, named so, and
+    fixed sizes elsewhere."""
+    model = onnx.load(path)
+    for value in list(model.graph.input) + list(model.graph.output):
+        want = symbolic.get(value.name, {})
+        for axis, dim in enumerate(value.type.tensor_type.shape.dim):
+            got = dim.dim_param if dim.HasField("dim_param") else None
+            if got != want.get(axis) or (got is None and not dim.HasField("dim_value")):
+                raise RuntimeError(f"{value.name} dim {axis} is {got or dim.dim_value}, "
+                                   f"expected {want.get(axis, 'a fixed size')}")
 
 
 def strip_metadata(path):
@@ -367,11 +474,14 @@ def random_feed(specs, dims, rng):
     return feed
 
 
-def check(path, model, specs, dims):
-    """onnx.checker, then onnxruntime against torch on fresh random inputs."""
-    onnx.checker.check_model(onnx.load(path), full_check=True)
-    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-    feed = random_feed(specs, dims, np.random.default_rng(SEED + 2))
+def check(path, model, specs, dims, session=None, feed=None):
+    """onnx.checker, then onnxruntime against torch on fresh random inputs (or on feed, with
+    session, skipping the checker); returns the error relative to the largest output."""
+    if session is None:
+        onnx.checker.check_model(onnx.load(path), full_check=True)
+        session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    if feed is None:
+        feed = random_feed(specs, dims, np.random.default_rng(SEED + 2))
     got = session.run(None, feed)
     with torch.no_grad():
         want = model(*(torch.from_numpy(feed[s["name"]]) for s in specs))
@@ -384,7 +494,24 @@ def check(path, model, specs, dims):
         err = float(np.max(np.abs(g - w)) / (np.max(np.abs(w)) + 1e-6))
         worst = max(worst, err)
     if worst > 1e-4:
-        raise RuntimeError(f"{path}: onnxruntime differs from torch, relative error {worst:.2e}")
+        raise RuntimeError(f"{path}: onnxruntime differs from torch, relative error {worst:.2e}"
+                           f" at {dims}")
+    return worst
+
+
+def check_dynamic(path, model, specs, ranges):
+    """check() at each size check_models.dim_points picks (every dim at its minimum, its
+    example, a size between and its maximum), on inputs with attention masks of ones and on
+    inputs whose masks have a padded tail; returns the worst error."""
+    onnx.checker.check_model(onnx.load(path), full_check=True)
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(SEED + 2)
+    worst = 0.0
+    for dims in check_models.dim_points(ranges):
+        feed = random_feed(specs, dims, rng)
+        worst = max(worst, check(path, model, specs, dims, session, feed))
+        padded = check_models.pad_masks(random_feed(specs, dims, rng), specs, rng)
+        worst = max(worst, check(path, model, specs, dims, session, padded))
     return worst
 
 
@@ -407,36 +534,60 @@ def describe(path, model_name, exporter, opset, specs, output_names, dims, confi
     }
 
 
+def build(model_name, ranges=None):
+    """The model as the fixtures have it (same seeds, same weights), traced at the ranges'
+    example sizes when given: (module in eval mode, example inputs, input specs, output names,
+    config)."""
+    torch.manual_seed(SEED)
+    gen = torch.Generator().manual_seed(SEED)
+    example = {BUILDER_DIMS[d]: r["example"] for d, r in (ranges or {}).items()}
+    model, inputs, specs, output_names, config = BUILDERS[model_name](gen, **example)
+    model.eval()
+    return model, inputs, specs, output_names, config
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("out_dir", nargs="?", default=DEFAULT_OUT)
+    parser.add_argument("out_dir", nargs="?", default=None,
+                        help="default tests/models, or tests/models/dynamic with --dynamic")
     parser.add_argument("--only", nargs="*", default=None, help="fixture names to export")
+    parser.add_argument("--dynamic", action="store_true",
+                        help="export the fixtures with symbolic batch and seq (DYNAMIC_FIXTURES)")
     args = parser.parse_args()
-    unknown = set(args.only or []) - {f[0] for f in FIXTURES}
+    if args.dynamic:
+        fixtures = DYNAMIC_FIXTURES
+        out_dir = args.out_dir or os.path.join(DEFAULT_OUT, "dynamic")
+    else:
+        fixtures = [f + (None,) for f in FIXTURES]
+        out_dir = args.out_dir or DEFAULT_OUT
+    unknown = set(args.only or []) - {f[0] for f in fixtures}
     if unknown:
         parser.error(f"no fixture named {', '.join(sorted(unknown))}")
-    os.makedirs(args.out_dir, exist_ok=True)
+    os.makedirs(out_dir, exist_ok=True)
     warnings.filterwarnings("ignore")
     torch.use_deterministic_algorithms(True)
     failures = []
 
-    for name, model_name, exporter, opset, symbolic in FIXTURES:
+    for name, model_name, exporter, opset, symbolic, ranges in fixtures:
         if args.only and name not in args.only:
             continue
-        torch.manual_seed(SEED)
-        gen = torch.Generator().manual_seed(SEED)
-        model, inputs, specs, output_names, config = BUILDERS[model_name](gen)
-        model.eval()
+        model, inputs, specs, output_names, config = build(model_name, ranges)
         dims = {}
         for spec in specs:
             for axis, dim in (symbolic or {}).get(spec["name"], {}).items():
                 dims[dim] = spec["shape"][axis]
                 spec["shape"][axis] = dim
-        path = os.path.join(args.out_dir, f"{name}.onnx")
+        if ranges:
+            dims = {d: dict(ranges[d]) for d in dims}
+        path = os.path.join(out_dir, f"{name}.onnx")
         try:
-            export(model, inputs, specs, output_names, exporter, opset, symbolic, path)
+            export(model, inputs, specs, output_names, exporter, opset, symbolic, path, ranges)
             strip_metadata(path)
-            err = check(path, model, specs, dims)
+            if ranges:
+                check_dims(path, symbolic)
+                err = check_dynamic(path, model, specs, ranges)
+            else:
+                err = check(path, model, specs, dims)
         except Exception as e:  # report every failing fixture, not just the first
             failures.append(name)
             print(f"{name}: FAILED: {type(e).__name__}: {e}", flush=True)
@@ -444,7 +595,7 @@ def main():
                 os.remove(path)
             continue
         info = describe(path, model_name, exporter, opset, specs, output_names, dims, config)
-        with open(os.path.join(args.out_dir, f"{name}.inputs.json"), "w") as f:
+        with open(os.path.join(out_dir, f"{name}.inputs.json"), "w") as f:
             json.dump(info, f, indent=1)
             f.write("\n")
         with open(path, "rb") as f:

@@ -24,13 +24,37 @@ namespace stitch {
 
 namespace {
 
-std::pair<std::string, Shape> parse_input_shape(const std::string& arg) {
+std::pair<std::string, SymShape> parse_input_shape(const std::string& arg) {
   size_t eq = arg.rfind('=');
-  std::optional<Shape> shape;
-  if (eq != std::string::npos && eq > 0) shape = parse_shape_spec(arg.substr(eq + 1));
+  std::optional<SymShape> shape;
+  if (eq != std::string::npos && eq > 0) shape = parse_symbolic_shape_spec(arg.substr(eq + 1));
   if (!shape)
-    user_fail({}, "--input-shape '{}' is not NAME=DIMS (for example input=1x3x224x224)", arg);
+    user_fail({},
+              "--input-shape '{}' is not NAME=DIMS (for example input=1x3x224x224, or "
+              "input=batchx3x224x224 with --dim batch=1..64)",
+              arg);
   return {arg.substr(0, eq), *shape};
+}
+
+// The largest value a symbolic dim may take: index math on its extents stays in 32 bits.
+constexpr int64_t kMaxSymbolicDim = int64_t{1} << 30;
+
+SymbolicDim parse_dim(const std::string& arg) {
+  std::optional<SymbolicDim> d = parse_dim_spec(arg);
+  if (!d)
+    user_fail({},
+              "--dim '{}' is not NAME=MIN..MAX, NAME=MIN..MAX@TYPICAL or NAME=VALUE (for "
+              "example seq=1..512@128; NAME is a letter or _ and then letters, digits or _)",
+              arg);
+  if (d->min > d->max)
+    user_fail({}, "--dim '{}': the minimum {} is above the maximum {}", arg, d->min, d->max);
+  if (d->typical < d->min || d->typical > d->max)
+    user_fail({}, "--dim '{}': the typical value {} is outside {}..{}", arg, d->typical, d->min,
+              d->max);
+  if (d->max > kMaxSymbolicDim)
+    user_fail({}, "--dim '{}': the maximum {} is above the largest supported, {}", arg, d->max,
+              kMaxSymbolicDim);
+  return *d;
 }
 
 void write_text_file(const std::string& path, const std::string& text) {
@@ -83,10 +107,14 @@ int parse_command_line(int argc, char** argv, DriverOptions& options) {
   app.set_version_flag("--version", "stitchc " STITCHC_VERSION,
                        "print stitchc's version (every library it builds embeds it) and exit");
   options.arguments = quoted_arguments(argc, argv);
-  std::vector<std::string> input_shapes, print_after, disabled;
+  std::vector<std::string> input_shapes, dims, print_after, disabled;
   app.add_option("model", options.model_path, "the .onnx model")->required();
   app.add_option("--input-shape", input_shapes,
                  "NAME=DIMS binds a graph input's shape, e.g. input=1x3x224x224 (repeatable)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--dim", dims,
+                 "NAME=MIN..MAX[@TYPICAL] keeps the model's symbolic dim NAME symbolic over "
+                 "MIN..MAX (planned at TYPICAL, default MAX); NAME=VALUE binds it (repeatable)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   std::vector<std::string> frozen;
   app.add_option("--freeze-input", frozen,
@@ -181,6 +209,12 @@ int parse_command_line(int argc, char** argv, DriverOptions& options) {
     auto [name, shape] = parse_input_shape(arg);
     if (!options.load.input_shapes.emplace(name, shape).second)
       user_fail({}, "--input-shape gives '{}' twice", name);
+  }
+  for (const std::string& arg : dims) {
+    SymbolicDim d = parse_dim(arg);
+    for (const SymbolicDim& other : options.load.dims)
+      if (other.name == d.name) user_fail({}, "--dim gives '{}' twice", d.name);
+    options.load.dims.push_back(d);
   }
   for (const std::string& arg : frozen) {
     size_t eq = arg.find('=');

@@ -8,6 +8,8 @@
 #include <onnx/onnx_pb.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <optional>
 #include <set>
@@ -198,8 +200,16 @@ private:
     }
   }
 
+  // The symbol `name` of a --dim or an --input-shape as an expression: a constant where --dim
+  // binds it to one value, the symbol where it gives a range; nullopt where --dim omits it.
+  std::optional<DimExpr> dim_option(const std::string& name) const {
+    for (const SymbolicDim& d : options_.dims)
+      if (d.name == name) return d.min == d.max ? DimExpr(d.min) : DimExpr::symbol(d.name);
+    return std::nullopt;
+  }
+
   void add_inputs(const onnx::GraphProto& g) {
-    std::map<std::string, int64_t> bound_dims; // dim_param -> value
+    std::map<std::string, DimExpr> bound_dims; // dim_param -> a value or a --dim symbol
     auto check_names_input = [&](const std::string& name, const char* flag) {
       for (const auto& in : g.input())
         if (in.name() == name) return;
@@ -209,9 +219,28 @@ private:
       check_names_input(name, "--input-shape");
     for (const auto& [name, file] : options_.frozen_inputs)
       check_names_input(name, "--freeze-input");
+    // The symbols --input-shape names resolve through --dim.
+    std::map<std::string, SymShape> given_shapes;
+    for (const auto& [name, shape] : options_.input_shapes) {
+      SymShape& resolved = given_shapes[name];
+      for (const DimExpr& d : shape) {
+        std::optional<std::string> symbol = d.as_symbol();
+        if (!symbol) {
+          resolved.push_back(d);
+          continue;
+        }
+        std::optional<DimExpr> value = dim_option(*symbol);
+        if (!value)
+          user_fail(site(),
+                    "--input-shape {} names the dim '{}', which no --dim {}=MIN..MAX gives a "
+                    "range (where a name holds an 'x', separate the dims with commas)",
+                    name, *symbol, *symbol);
+        resolved.push_back(*value);
+      }
+    }
     std::vector<std::string> unbound;
     // Two rounds: bindings given for one input name its dim_params, which bind other inputs.
-    std::vector<std::pair<const onnx::ValueInfoProto*, Shape>> pending;
+    std::vector<const onnx::ValueInfoProto*> pending;
     for (const auto& in : g.input()) {
       if (initializer_names_.count(in.name())) continue; // a constant with a default value
       if (options_.frozen_inputs.count(in.name())) {
@@ -232,38 +261,41 @@ private:
         if (!options_.input_shapes.count(in.name()))
           user_fail(site(), "graph input '{}' has no shape; give one with --input-shape {}=...",
                     in.name(), in.name());
-      auto given = options_.input_shapes.find(in.name());
-      if (given != options_.input_shapes.end() && tt.has_shape() &&
+      auto given = given_shapes.find(in.name());
+      if (given != given_shapes.end() && tt.has_shape() &&
           static_cast<int>(given->second.size()) != tt.shape().dim_size())
         user_fail(site(), "--input-shape {} has rank {}, but the model declares rank {}", in.name(),
                   given->second.size(), tt.shape().dim_size());
-      if (given != options_.input_shapes.end() && tt.has_shape())
+      if (given != given_shapes.end() && tt.has_shape())
         for (int i = 0; i < tt.shape().dim_size(); ++i) {
           const auto& dim = tt.shape().dim(i);
-          int64_t v = given->second[i];
-          if (dim.has_dim_value() && dim.dim_value() != kUnknownDim && dim.dim_value() != v)
+          const DimExpr& v = given->second[i];
+          if (dim.has_dim_value() && dim.dim_value() != kUnknownDim &&
+              v != DimExpr(dim.dim_value()))
             user_fail(site(), "--input-shape {} gives dim {} = {}, but the model fixes it to {}",
-                      in.name(), i, v, dim.dim_value());
+                      in.name(), i, v.to_string(), dim.dim_value());
           if (dim.has_dim_param()) {
             auto [it, fresh] = bound_dims.emplace(dim.dim_param(), v);
             if (!fresh && it->second != v)
               user_fail(site(), "symbolic dim '{}' is bound to both {} and {}", dim.dim_param(),
-                        it->second, v);
+                        it->second.to_string(), v.to_string());
           }
         }
-      pending.emplace_back(&in, Shape{});
+      pending.push_back(&in);
       Tensor t;
       t.name = in.name();
       t.dtype = *dtype;
       t.typed = true;
       graph_.inputs.push_back(define(std::move(t), site()));
     }
+    std::set<std::string> used_symbols;
     for (size_t k = 0; k < pending.size(); ++k) {
-      const onnx::ValueInfoProto& in = *pending[k].first;
+      const onnx::ValueInfoProto& in = *pending[k];
       Tensor& t = graph_.tensor(graph_.inputs[k]);
-      auto given = options_.input_shapes.find(in.name());
-      if (given != options_.input_shapes.end()) {
-        t.shape = given->second;
+      SymShape dims;
+      auto given = given_shapes.find(in.name());
+      if (given != given_shapes.end()) {
+        dims = given->second;
       } else {
         const auto& shape = in.type().tensor_type().shape();
         for (int i = 0; i < shape.dim_size(); ++i) {
@@ -272,37 +304,90 @@ private:
             if (dim.dim_value() < 0)
               user_fail(site(), "graph input '{}' has negative dim {} = {}", in.name(), i,
                         dim.dim_value());
-            t.shape.push_back(dim.dim_value());
+            dims.push_back(dim.dim_value());
             continue;
           }
           auto b = dim.has_dim_param() ? bound_dims.find(dim.dim_param()) : bound_dims.end();
           if (b != bound_dims.end()) {
-            t.shape.push_back(b->second);
+            dims.push_back(b->second);
+            continue;
+          }
+          std::optional<DimExpr> option =
+              dim.has_dim_param() ? dim_option(dim.dim_param()) : std::nullopt;
+          if (option) {
+            dims.push_back(*option);
             continue;
           }
           unbound.push_back(fmt::format("{}[{}]{}", in.name(), i,
                                         dim.has_dim_param()   ? " '" + dim.dim_param() + "'"
                                         : dim.has_dim_value() ? " (written as -1)"
                                                               : ""));
-          t.shape.push_back(0);
+          dims.push_back(0);
         }
       }
-      try {
-        (void)t.bytes();
-      } catch (const UserError& e) {
-        user_fail(site(), "graph input '{}' shape {} is too large: {}", in.name(),
-                  shape_to_string(t.shape), e.reason());
+      for (const DimExpr& d : dims) {
+        std::set<std::string> symbols = d.symbols();
+        used_symbols.insert(symbols.begin(), symbols.end());
       }
-      if (t.elements() > options_.limits.max_tensor_elements)
-        user_fail(site(),
-                  "graph input '{}' shape {} has {} elements, more than the limit of {} "
-                  "(--max-tensor-elements)",
-                  in.name(), shape_to_string(t.shape), t.elements(),
-                  options_.limits.max_tensor_elements);
+      check_input_size(in.name(), dims);
+      t.shape = evaluate_shape(dims, planning_values());
+      if (!is_static(dims)) t.dims = dims;
     }
     if (!unbound.empty())
-      user_fail(site(), "the model has symbolic dims to bind with --input-shape NAME=DxDx...: {}",
+      user_fail(site(),
+                "the model has symbolic dims to bind with --input-shape NAME=DxDx... or "
+                "--dim NAME=VALUE, or to keep symbolic with --dim NAME=MIN..MAX: {}",
                 fmt::join(unbound, ", "));
+    for (const SymbolicDim& d : options_.dims) {
+      bool named = used_symbols.count(d.name) != 0;
+      for (const auto& [param, value] : bound_dims)
+        named = named || param == d.name;
+      for (const auto& in : g.input())
+        for (const auto& dim : in.type().tensor_type().shape().dim())
+          named = named || (dim.has_dim_param() && dim.dim_param() == d.name);
+      if (!named)
+        user_fail(site(), "--dim names '{}', which is no symbolic dim of the graph inputs", d.name);
+      if (d.min != d.max && used_symbols.count(d.name)) graph_.symbols.push_back(d);
+    }
+  }
+
+  SymbolValues planning_values() const {
+    SymbolValues out;
+    for (const SymbolicDim& d : options_.dims)
+      out[d.name] = d.typical;
+    return out;
+  }
+
+  static Shape evaluate_shape(const SymShape& dims, const SymbolValues& values) {
+    Shape out;
+    for (const DimExpr& d : dims)
+      out.push_back(d.evaluate(values));
+    return out;
+  }
+
+  // The input's bytes and elements at the largest value of every symbol fit the limits.
+  void check_input_size(const std::string& name, const SymShape& dims) const {
+    SymbolValues largest;
+    for (const SymbolicDim& d : options_.dims)
+      largest[d.name] = d.max;
+    Shape shape = evaluate_shape(dims, largest);
+    const char* at_most = is_static(dims) ? "" : " at the largest values of its symbolic dims";
+    int64_t elements = 0;
+    try {
+      elements = shape_elements(shape);
+      Tensor t;
+      t.shape = shape;
+      (void)t.bytes();
+    } catch (const UserError& e) {
+      user_fail(site(), "graph input '{}' shape {}{} is too large: {}", name,
+                shape_to_string(shape), at_most, e.reason());
+    }
+    if (elements > options_.limits.max_tensor_elements)
+      user_fail(site(),
+                "graph input '{}' shape {}{} has {} elements, more than the limit of {} "
+                "(--max-tensor-elements)",
+                name, shape_to_string(shape), at_most, elements,
+                options_.limits.max_tensor_elements);
   }
 
   // A graph input given a fixed value (--freeze-input NAME=FILE.pb) becomes a constant.
@@ -424,6 +509,63 @@ private:
 };
 
 } // namespace
+
+std::optional<SymShape> parse_symbolic_shape_spec(const std::string& spec) {
+  SymShape shape;
+  if (spec.empty()) return shape;
+  const char separator = spec.find(',') != std::string::npos ? ',' : 'x';
+  size_t start = 0;
+  while (start <= spec.size()) {
+    size_t end = spec.find(separator, start);
+    if (end == std::string::npos) end = spec.size();
+    std::string part = spec.substr(start, end - start);
+    start = end + 1;
+    if (is_dim_name(part)) {
+      shape.push_back(DimExpr::symbol(part));
+      continue;
+    }
+    std::optional<Shape> value = parse_shape_spec(part);
+    if (!value || value->size() != 1) return std::nullopt;
+    shape.push_back((*value)[0]);
+  }
+  return shape;
+}
+
+bool is_dim_name(const std::string& name) {
+  if (name.empty() || name.size() > 64 || std::isdigit(static_cast<unsigned char>(name[0])))
+    return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+std::optional<SymbolicDim> parse_dim_spec(const std::string& arg) {
+  size_t eq = arg.rfind('=');
+  if (eq == std::string::npos || !is_dim_name(arg.substr(0, eq))) return std::nullopt;
+  SymbolicDim d;
+  d.name = arg.substr(0, eq);
+  std::string range = arg.substr(eq + 1);
+  std::string typical;
+  if (size_t at = range.find('@'); at != std::string::npos) {
+    typical = range.substr(at + 1);
+    range = range.substr(0, at);
+  }
+  auto number = [](const std::string& s) -> std::optional<int64_t> {
+    std::optional<Shape> v = parse_shape_spec(s);
+    if (!v || v->size() != 1) return std::nullopt;
+    return (*v)[0];
+  };
+  size_t dots = range.find("..");
+  std::optional<int64_t> lo = number(range.substr(0, dots));
+  std::optional<int64_t> hi = dots == std::string::npos ? lo : number(range.substr(dots + 2));
+  if (!lo || !hi) return std::nullopt;
+  std::optional<int64_t> typ = typical.empty() ? hi : number(typical);
+  if (!typ) return std::nullopt;
+  d.min = *lo;
+  d.max = *hi;
+  d.typical = *typ;
+  return d;
+}
 
 std::optional<Shape> parse_shape_spec(const std::string& spec) {
   Shape shape;

@@ -65,6 +65,20 @@ std::string Attribute::kind_name() const {
   return kNames[value.index()];
 }
 
+SymbolRanges Graph::symbol_ranges() const {
+  SymbolRanges out;
+  for (const SymbolicDim& s : symbols)
+    out[s.name] = {s.min, s.max};
+  return out;
+}
+
+SymbolValues Graph::planning_values() const {
+  SymbolValues out;
+  for (const SymbolicDim& s : symbols)
+    out[s.name] = s.typical;
+  return out;
+}
+
 TensorId Graph::add_tensor(Tensor t) {
   tensors.push_back(std::move(t));
   return static_cast<TensorId>(tensors.size() - 1);

@@ -13,6 +13,7 @@
 #include <variant>
 #include <vector>
 
+#include "graph/dim_expr.h"
 #include "graph/dtype.h"
 #include "graph/limits.h"
 #include "graph/ops.h"
@@ -49,7 +50,18 @@ struct Tensor {
   // A view shares the storage of `view_of` and only reinterprets its shape (Reshape and its
   // kin become views; see make_views.h).
   TensorId view_of = kNoTensor;
+  // Where the shape depends on the graph's symbolic dims: the shape as their expressions
+  // (`shape` is then its value at the planning binding, Graph::planning_values). Empty for a
+  // static shape.
+  SymShape dims;
+  // For a small integer tensor computed from symbolic dims (a Shape op's output and what is
+  // computed from it): its elements as expressions; `constant` then holds their values at the
+  // planning binding. Empty otherwise.
+  std::vector<DimExpr> sym_values;
 
+  bool is_dynamic() const { return !dims.empty(); }
+  // The shape as expressions: `dims`, or the static `shape`.
+  SymShape sym_shape() const { return dims.empty() ? sym_shape_of(shape) : dims; }
   int64_t elements() const { return shape_elements(shape); }
   int64_t bytes() const;
   bool is_constant() const { return constant != nullptr; }
@@ -87,6 +99,13 @@ struct DeclaredType {
   std::vector<int64_t> dims; // -1 where the model gives a symbolic or unknown dim
 };
 
+// A symbolic dim kept symbolic (`--dim seq=1..512@128`): the values it may take at run time,
+// and the typical one, at which shapes are evaluated for planning.
+struct SymbolicDim {
+  std::string name;
+  int64_t min = 0, max = 0, typical = 0;
+};
+
 class Graph {
 public:
   std::string source_file; // the model file, for messages
@@ -97,6 +116,11 @@ public:
   int opset = 0; // the default domain's opset
   std::map<TensorId, DeclaredType> declared_outputs;
   ModelLimits limits; // the caps the model was loaded under; shape inference checks them too
+  std::vector<SymbolicDim> symbols; // the symbolic dims kept symbolic, in command-line order
+
+  // Each symbol's range, and its typical value (the binding every `shape` is evaluated at).
+  SymbolRanges symbol_ranges() const;
+  SymbolValues planning_values() const;
 
   TensorId add_tensor(Tensor t);
   const Tensor& tensor(TensorId id) const;

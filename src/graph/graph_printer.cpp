@@ -28,8 +28,11 @@ std::string value(const Graph& g, TensorId id) {
 
 std::string typed(const Graph& g, TensorId id) {
   const Tensor& t = g.tensor(id);
+  // Symbolic dims are identifiers (the frontend accepts no other), so they print as they are.
   std::string s =
-      fmt::format("{}: {}{}", value(g, id), dtype_name(t.dtype), shape_to_string(t.shape));
+      fmt::format("{}: {}{}", value(g, id), dtype_name(t.dtype),
+                  t.is_dynamic() ? sym_shape_to_string(t.dims) : shape_to_string(t.shape));
+  if (!t.sym_values.empty()) s += " = " + sym_shape_to_string(t.sym_values);
   if (t.view_of != kNoTensor) s += " view of " + value(g, t.view_of);
   return s;
 }
@@ -59,6 +62,8 @@ std::string attribute(const Graph& g, const Attribute& a) {
 
 std::string print_graph(const Graph& g) {
   std::string out = fmt::format("graph opset {} ({} nodes)\n", g.opset, g.nodes.size());
+  for (const SymbolicDim& d : g.symbols)
+    out += fmt::format("  symbol {} in {}..{}, planned at {}\n", d.name, d.min, d.max, d.typical);
   for (TensorId t : g.inputs)
     out += "  input " + typed(g, t) + "\n";
   for (const Node& n : g.nodes) {

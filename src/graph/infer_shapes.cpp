@@ -2,6 +2,7 @@
 #include "graph/infer_shapes.h"
 
 #include "graph/fold.h"
+#include "graph/infer_dims.h"
 #include "graph/shape_rules.h"
 
 namespace stitch {
@@ -67,6 +68,7 @@ bool infer_shapes(Graph& graph) {
                  graph.tensor(node.outputs[i]).name);
     }
     if (can_evaluate(graph, node)) evaluate(graph, node);
+    infer_node_dims(ctx);
   }
   check_declared_outputs(graph);
   return true;

@@ -119,6 +119,20 @@ void check_pipeline_options(const PipelineOptions& options) {
                 fmt::join(pass_names(), ", "));
 }
 
+// Past infer-shapes, every pass, the planner and the emitter take shapes as numbers: a graph
+// that keeps symbolic dims stops here, its shapes inferred (--print-after infer-shapes shows
+// them).
+void refuse_symbolic_graph(const Graph& graph) {
+  std::vector<std::string> symbols;
+  for (const SymbolicDim& d : graph.symbols)
+    symbols.push_back(fmt::format("{} ({}..{})", d.name, d.min, d.max));
+  user_fail({graph.source_file, "", ""},
+            "the model keeps the symbolic dims {}: stitchc infers its shapes over them (see "
+            "--print-after infer-shapes), but does not yet plan and generate code for a range "
+            "of shapes; bind each with --dim NAME=VALUE",
+            fmt::join(symbols, ", "));
+}
+
 void run_pipeline(Graph& graph, const PipelineOptions& options) {
   check_pipeline_options(options);
   verify_graph(graph, "the frontend", /*require_types=*/false);
@@ -139,6 +153,7 @@ void run_pipeline(Graph& graph, const PipelineOptions& options) {
     if (options.print_to &&
         (options.print_after.count(pass.name) || options.print_after.count("all")))
       *options.print_to << "// ---- after " << pass.name << " ----\n" << print_graph(graph);
+    if (!graph.symbols.empty()) refuse_symbolic_graph(graph);
   }
 }
 

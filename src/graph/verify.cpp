@@ -15,6 +15,16 @@ void check_tensor(const Graph& graph, TensorId id, const std::string& pass, bool
   STITCH_INTERNAL_CHECK(t.typed, "after {}: tensor '{}' is untyped", pass, t.name);
   for (int64_t d : t.shape)
     STITCH_INTERNAL_CHECK(d >= 0, "after {}: tensor '{}' has negative dim", pass, t.name);
+  if (t.is_dynamic()) {
+    STITCH_INTERNAL_CHECK(t.dims.size() == t.shape.size() && !is_static(t.dims),
+                          "after {}: tensor '{}' has symbolic dims {} for shape {}", pass, t.name,
+                          sym_shape_to_string(t.dims), shape_to_string(t.shape));
+    const SymbolValues planning = graph.planning_values();
+    for (size_t i = 0; i < t.dims.size(); ++i)
+      STITCH_INTERNAL_CHECK(t.dims[i].evaluate(planning) == t.shape[i],
+                            "after {}: tensor '{}' dims {} are not {} at the planning values", pass,
+                            t.name, sym_shape_to_string(t.dims), shape_to_string(t.shape));
+  }
   if (t.constant)
     STITCH_INTERNAL_CHECK(static_cast<int64_t>(t.constant->bytes.size()) == t.bytes(),
                           "after {}: constant '{}' holds {} bytes, expected {}", pass, t.name,

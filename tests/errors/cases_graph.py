@@ -279,14 +279,51 @@ def input_bytes_overflow(d):
                  [vi("y", [2 ** 62])])
 
 
-@case("the model has symbolic dims to bind with --input-shape NAME=DxDx...: x[0] 'batch', "
-      "x[1] 'seq', mask[0]")
+@case("the model has symbolic dims to bind with --input-shape NAME=DxDx... or --dim "
+      "NAME=VALUE, or to keep symbolic with --dim NAME=MIN..MAX: x[0] 'batch', x[1] 'seq', "
+      "mask[0]")
 def input_unbound_symbolic_dims(d):
     """Unbound symbolic dims are refused with the list of every one to bind."""
     nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu0"),
              helper.make_node("Not", ["mask"], ["m"], name="not0")]
     return model(nodes, [vi("x", ["batch", "seq", 4]), vi("mask", [None, 4], TensorProto.BOOL)],
                  [vi("y", ["batch", "seq", 4]), vi("m", [None, 4], TensorProto.BOOL)])
+
+
+def symbolic_relu(d):
+    return model([helper.make_node("Relu", ["x"], ["y"], name="relu0")],
+                 [vi("x", ["batch", "seq", 4])], [vi("y", ["batch", "seq", 4])])
+
+
+@case("the model keeps the symbolic dims batch (1..8), seq (1..16): stitchc infers its shapes "
+      "over them", ["--dim", "batch=1..8", "--dim", "seq=1..16@5"])
+def dim_ranges_not_yet_compiled(d):
+    """Dims kept symbolic infer, then stop with the reason: code for ranges is not built yet."""
+    return symbolic_relu(d)
+
+
+@case("--dim names 'heads', which is no symbolic dim of the graph inputs",
+      ["--dim", "batch=2", "--dim", "seq=3", "--dim", "heads=1..4"])
+def dim_names_nothing(d):
+    """A --dim naming no dim of the model is refused (a typo would otherwise pass unseen)."""
+    return symbolic_relu(d)
+
+
+@case("dims n and 7 broadcast together only where they are equal or one of them is 1",
+      ["--dim", "n=7..9@7"])
+def dim_broadcast_uncertain(d):
+    """A broadcast that holds for some values of a symbol only is refused, naming the dims."""
+    nodes = [helper.make_node("Add", ["x", "b"], ["y"], name="add0")]
+    return model(nodes, [vi("x", ["n", 4])], [vi("y", ["n", 4])],
+                 [floats("b", [7, 4], [1.0] * 28)])
+
+
+@case("stitchc does not yet express Einsum's output shape over symbolic dims",
+      ["--dim", "n=1..9"])
+def dim_op_not_symbolic(d):
+    """An op whose shape stitchc cannot yet carry over symbols names itself and its inputs."""
+    nodes = [helper.make_node("Einsum", ["x"], ["y"], name="einsum0", equation="ij->ji")]
+    return model(nodes, [vi("x", ["n", 4])], [vi("y", [4, "n"])])
 
 
 @case("graph input 'x' has no shape; give one with --input-shape x=...")

@@ -75,7 +75,7 @@ stitch::LoadOptions bind_symbolic_dims(const uint8_t* data, size_t size) {
       symbolic |= !dim.has_dim_value();
       shape.push_back(dim.has_dim_value() ? dim.dim_value() : 2);
     }
-    if (symbolic) options.input_shapes[input.name()] = shape;
+    if (symbolic) options.input_shapes[input.name()] = stitch::sym_shape_of(shape);
   }
   return options;
 }

@@ -140,7 +140,7 @@ void bind_fixture_shapes(const fs::path& model, LoadOptions& load) {
     for (const auto& d : input.at("shape"))
       shape.push_back(d.is_string() ? spec.at("dims").at(d.get<std::string>()).get<int64_t>()
                                     : d.get<int64_t>());
-    load.input_shapes.emplace(input.at("name").get<std::string>(), shape);
+    load.input_shapes.emplace(input.at("name").get<std::string>(), sym_shape_of(shape));
   }
 }
 
@@ -266,7 +266,8 @@ struct Snapshot {
 
 Snapshot generate(const fs::path& root, const Case& c) {
   LoadOptions load;
-  load.input_shapes = c.shapes;
+  for (const auto& [name, shape] : c.shapes)
+    load.input_shapes[name] = sym_shape_of(shape);
   bind_fixture_shapes(root / c.model, load);
   Graph graph = load_onnx((root / c.model).string(), load);
   graph.source_file = c.model; // the emitter's banners name it: relative, the same everywhere

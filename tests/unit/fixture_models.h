@@ -26,7 +26,7 @@ inline Graph load_fixture_graph(const std::string& name, nlohmann::json* spec = 
     for (const auto& d : input["shape"])
       shape.push_back(d.is_string() ? parsed["dims"][d.get<std::string>()].get<int64_t>()
                                     : d.get<int64_t>());
-    load.input_shapes[input["name"].get<std::string>()] = shape;
+    load.input_shapes[input["name"].get<std::string>()] = sym_shape_of(shape);
   }
   Graph g = load_onnx(base + ".onnx", load);
   run_pipeline(g, {});

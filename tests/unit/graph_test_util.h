@@ -86,6 +86,14 @@ inline void set(Node& n, const std::string& name, Attribute::Value v) {
   n.attrs[name] = Attribute{std::move(v)};
 }
 
+// The tensor named `name` (the test fails where there is none).
+inline const Tensor& find_tensor(const Graph& g, const std::string& name) {
+  for (const Tensor& t : g.tensors)
+    if (t.name == name) return t;
+  FAIL("no tensor " << name);
+  return g.tensors.front();
+}
+
 } // namespace stitch::test
 
 // The rule refuses the node with a UserError whose message names it and holds `fragment`.

@@ -10,9 +10,11 @@
 #include "graph/constant.h"
 #include "graph/error.h"
 #include "graph/pipeline.h"
+#include "graph_test_util.h"
 #include "model_builder.h"
 
 using namespace stitch;
+using stitch::test::find_tensor;
 using stitch::test::ModelBuilder;
 using stitch::test::set_attr_float;
 using stitch::test::set_attr_int;
@@ -31,13 +33,6 @@ std::string load_error(const std::string& path, const LoadOptions& options = {})
     return e.what();
   }
   return "(loaded without error)";
-}
-
-const Tensor& find_tensor(const Graph& g, const std::string& name) {
-  for (const Tensor& t : g.tensors)
-    if (t.name == name) return t;
-  FAIL("no tensor " << name);
-  return g.tensors.front();
 }
 
 // A model whose initializer 'w' is stored externally in `file` with the given attributes.

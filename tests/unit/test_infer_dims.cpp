@@ -1,0 +1,344 @@
+// Symbolic shape inference (--dim): each tensor's shape as expressions of the symbols, checked
+// against the concrete shape rules at other values of the symbols, and the refusals.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "driver/driver.h"
+#include "frontend/onnx_loader.h"
+#include "graph/constant.h"
+#include "graph/error.h"
+#include "graph/infer_shapes.h"
+#include "graph/pipeline.h"
+#include "graph_test_util.h"
+#include "model_builder.h"
+
+using namespace stitch;
+using stitch::test::find_tensor;
+using stitch::test::ModelBuilder;
+using stitch::test::set_attr_int;
+using stitch::test::set_attr_ints;
+using stitch::test::set_attr_string;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kFloat = onnx::TensorProto::FLOAT;
+constexpr int kInt64 = onnx::TensorProto::INT64;
+
+SymbolicDim dim(const std::string& name, int64_t min, int64_t max, int64_t typical) {
+  return {name, min, max, typical};
+}
+
+Graph infer(const std::string& path, std::vector<SymbolicDim> dims,
+            std::map<std::string, SymShape> shapes = {}) {
+  LoadOptions options;
+  options.dims = std::move(dims);
+  options.input_shapes = std::move(shapes);
+  Graph g = load_onnx(path, options);
+  infer_shapes(g);
+  return g;
+}
+
+std::string infer_error(const std::string& path, std::vector<SymbolicDim> dims) {
+  try {
+    infer(path, std::move(dims));
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+std::string dims_of(const Graph& g, const std::string& name) {
+  return sym_shape_to_string(find_tensor(g, name).sym_shape());
+}
+
+// Proves the symbolic shapes right where it matters, at values other than the planning ones:
+// the model inferred with each symbol kept over its range, then with the symbols bound to each
+// of `points` (the shape rules alone, as a fixed-shape compile runs them); every tensor's
+// expressions, and every shape value's elements, evaluate to what the rules give.
+void check_against_rules(const std::string& path, const std::vector<SymbolicDim>& dims,
+                         const std::vector<SymbolValues>& points) {
+  Graph symbolic = infer(path, dims);
+  std::map<std::string, const Tensor*> by_name;
+  for (const Tensor& t : symbolic.tensors)
+    by_name[t.name] = &t;
+  int dynamic = 0;
+  for (const Tensor& t : symbolic.tensors)
+    dynamic += t.is_dynamic() || !t.sym_values.empty();
+  CHECK(dynamic > 0);
+  for (const SymbolValues& point : points) {
+    std::vector<SymbolicDim> bound;
+    for (const auto& [name, value] : point)
+      bound.push_back({name, value, value, value});
+    Graph concrete = infer(path, bound);
+    CHECK(concrete.symbols.empty());
+    for (const Tensor& c : concrete.tensors) {
+      auto it = by_name.find(c.name);
+      REQUIRE(it != by_name.end());
+      const Tensor& s = *it->second;
+      INFO(path << ": tensor '" << c.name << "' " << sym_shape_to_string(s.sym_shape()));
+      Shape expected;
+      for (const DimExpr& d : s.sym_shape())
+        expected.push_back(d.evaluate(point));
+      REQUIRE(expected == c.shape);
+      if (s.sym_values.empty()) continue;
+      REQUIRE(c.is_constant());
+      std::vector<int64_t> values = constant_as_int64(c);
+      REQUIRE(values.size() == s.sym_values.size());
+      for (size_t i = 0; i < values.size(); ++i)
+        REQUIRE(s.sym_values[i].evaluate(point) == values[i]);
+    }
+  }
+}
+
+// A transformer layer's shape computations as TorchScript exports them: the batch and sequence
+// read with Shape and Gather, a head split by Reshape to a Concat of them, a Slice up to the
+// sequence, a Range over it, attention products and a softmax.
+ModelBuilder attention_shapes_model() {
+  ModelBuilder m(17);
+  m.input("x", kFloat, {-1, -1, 64}, {"batch", "seq"}).output("y").output("positions");
+  m.initializer_i64("zero", {}, {0});
+  m.initializer_i64("one", {}, {1});
+  m.initializer_i64("axis0", {1}, {0});
+  m.initializer_i64("heads", {1}, {4});
+  m.initializer_i64("head", {1}, {16});
+  m.initializer_i64("step", {}, {1});
+  m.initializer_i64("back_perm", {4}, {0, 2, 1, 3});
+  m.initializer_f32("table", {128, 64}, std::vector<float>(128 * 64, 0.5f));
+  m.node("Shape", {"x"}, {"shape"});
+  m.node("Gather", {"shape", "zero"}, {"b"});
+  m.node("Gather", {"shape", "one"}, {"s"});
+  m.node("Unsqueeze", {"b", "axis0"}, {"b1"});
+  m.node("Unsqueeze", {"s", "axis0"}, {"s1"});
+  set_attr_int(m.node("Concat", {"b1", "s1", "heads", "head"}, {"split_shape"}), "axis", 0);
+  m.node("Reshape", {"x", "split_shape"}, {"q"});
+  set_attr_ints(m.node("Transpose", {"q"}, {"qt"}), "perm", {0, 2, 1, 3});
+  set_attr_ints(m.node("Transpose", {"q"}, {"kt"}), "perm", {0, 2, 3, 1});
+  m.node("MatMul", {"qt", "kt"}, {"scores"});
+  set_attr_int(m.node("Softmax", {"scores"}, {"probs"}), "axis", -1);
+  m.node("MatMul", {"probs", "qt"}, {"ctx"});
+  set_attr_ints(m.node("Transpose", {"ctx"}, {"ctx_t"}), "perm", {0, 2, 1, 3});
+  m.initializer_i64("merged", {3}, {0, 0, -1});
+  m.node("Reshape", {"ctx_t", "merged"}, {"merged_ctx"});
+  m.node("Range", {"zero", "s", "step"}, {"range"});
+  m.node("Slice", {"table", "axis0", "s1", "axis0"}, {"rows"});
+  m.node("Add", {"merged_ctx", "rows"}, {"y"});
+  m.node("Unsqueeze", {"range", "axis0"}, {"positions"});
+  return m;
+}
+
+} // namespace
+
+TEST_CASE(
+    "symbolic dims (--dim) stay symbolic over ranges, bind to values, and rename in --input-shape",
+    "[infer_dims]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {-1, 8, -1}, {"batch", "seq"}).output("y");
+  m.node("Relu", {"x"}, {"y"});
+  std::string path = m.write();
+  Graph g = infer(path, {dim("batch", 1, 64, 8), dim("seq", 5, 5, 5)});
+  REQUIRE(g.symbols.size() == 1);
+  CHECK(g.symbols[0].name == "batch");
+  CHECK(dims_of(g, "x") == "[batch,8,5]");
+  CHECK(dims_of(g, "y") == "[batch,8,5]");
+  CHECK(find_tensor(g, "y").shape == Shape{8, 8, 5}); // planned at the typical value
+  // --input-shape with a symbol of --dim renames the dim; both inputs' dims follow.
+  Graph h = infer(path, {dim("n", 1, 4, 2)}, {{"x", {DimExpr::symbol("n"), 8, 3}}});
+  CHECK(dims_of(h, "y") == "[n,8,3]");
+  CHECK_THROWS_WITH(infer(path, {dim("batch", 1, 4, 2)}),
+                    Catch::Contains("x[2] 'seq'") && Catch::Contains("--dim NAME=MIN..MAX"));
+  CHECK_THROWS_WITH(
+      infer(path, {dim("batch", 1, 4, 2), dim("seq", 1, 9, 9), dim("heads", 1, 2, 2)}),
+      Catch::Contains("--dim names 'heads', which is no symbolic dim"));
+  CHECK_THROWS_WITH(infer(path, {}, {{"x", {DimExpr::symbol("n"), 8, 3}}}),
+                    Catch::Contains("--input-shape x names the dim 'n', which no --dim"));
+}
+
+TEST_CASE("symbolic dim options (--dim, --input-shape with names) parse", "[infer_dims]") {
+  auto d = parse_dim_spec("seq=1..512@128");
+  REQUIRE(d);
+  CHECK((d->name == "seq" && d->min == 1 && d->max == 512 && d->typical == 128));
+  d = parse_dim_spec("batch=0..64");
+  REQUIRE(d);
+  CHECK((d->min == 0 && d->max == 64 && d->typical == 64));
+  d = parse_dim_spec("batch=8");
+  REQUIRE(d);
+  CHECK((d->min == 8 && d->max == 8 && d->typical == 8));
+  CHECK_FALSE(parse_dim_spec("seq=1..x"));
+  CHECK_FALSE(parse_dim_spec("2seq=1..4"));
+  CHECK_FALSE(parse_dim_spec("se q=1..4"));
+  CHECK_FALSE(parse_dim_spec("seq=-1..4"));
+  auto s = parse_symbolic_shape_spec("batchx3x224x224");
+  REQUIRE(s);
+  CHECK(sym_shape_to_string(*s) == "[batch,3,224,224]");
+  s = parse_symbolic_shape_spec("max_len,3");
+  REQUIRE(s);
+  CHECK(sym_shape_to_string(*s) == "[max_len,3]");
+  CHECK_FALSE(parse_symbolic_shape_spec("batchx-3"));
+}
+
+TEST_CASE("stitchc's --dim options parse, and a bad one is a user error", "[infer_dims][driver]") {
+  auto parse = [](std::vector<std::string> args) {
+    args.insert(args.begin(), {"stitchc", "model.onnx"});
+    std::vector<char*> argv;
+    for (std::string& a : args)
+      argv.push_back(a.data());
+    DriverOptions options;
+    const int code = parse_command_line(static_cast<int>(argv.size()), argv.data(), options);
+    CHECK(code == -1);
+    return options;
+  };
+  DriverOptions o =
+      parse({"--dim", "batch=1..64@8", "--dim", "seq=128", "--input-shape", "x=batchx3"});
+  REQUIRE(o.load.dims.size() == 2);
+  CHECK((o.load.dims[0].name == "batch" && o.load.dims[0].typical == 8));
+  CHECK((o.load.dims[1].min == 128 && o.load.dims[1].max == 128));
+  CHECK(sym_shape_to_string(o.load.input_shapes.at("x")) == "[batch,3]");
+  CHECK_THROWS_WITH(parse({"--dim", "batch=8..1"}),
+                    Catch::Contains("--dim 'batch=8..1': the minimum 8 is above the maximum 1"));
+  CHECK_THROWS_WITH(parse({"--dim", "seq=1..16@20"}),
+                    Catch::Contains("the typical value 20 is outside 1..16"));
+  CHECK_THROWS_WITH(parse({"--dim", "seq=1..n"}),
+                    Catch::Contains("--dim 'seq=1..n' is not NAME=MIN..MAX"));
+  CHECK_THROWS_WITH(parse({"--dim", "seq=1..4", "--dim", "seq=2"}),
+                    Catch::Contains("--dim gives 'seq' twice"));
+  CHECK_THROWS_WITH(parse({"--dim", "seq=1..4294967296"}),
+                    Catch::Contains("above the largest supported"));
+}
+
+TEST_CASE("shape computations become expressions through a transformer layer", "[infer_dims]") {
+  std::string path = attention_shapes_model().write();
+  Graph g = infer(path, {dim("batch", 1, 8, 3), dim("seq", 1, 100, 12)});
+  CHECK(sym_shape_to_string(find_tensor(g, "split_shape").sym_values) == "[batch,seq,4,16]");
+  CHECK(dims_of(g, "q") == "[batch,seq,4,16]");
+  CHECK(dims_of(g, "scores") == "[batch,4,seq,seq]");
+  CHECK(dims_of(g, "merged_ctx") == "[batch,seq,64]");
+  CHECK(dims_of(g, "rows") == "[seq,64]");
+  CHECK(dims_of(g, "y") == "[batch,seq,64]");
+  CHECK(dims_of(g, "range") == "[seq]");
+  // A value whose shape varies is computed at run time, not folded at the planning values.
+  CHECK_FALSE(find_tensor(g, "range").is_constant());
+  CHECK(find_tensor(g, "split_shape").is_constant());
+  check_against_rules(
+      path, {dim("batch", 1, 8, 3), dim("seq", 1, 100, 12)},
+      {{{"batch", 1}, {"seq", 1}}, {{"batch", 2}, {"seq", 37}}, {{"batch", 8}, {"seq", 100}}});
+}
+
+TEST_CASE("convolutions and pooling take a symbolic batch", "[infer_dims]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {-1, 3, 16, 16}, {"batch"}).output("y");
+  m.initializer_f32("w", {8, 3, 3, 3}, std::vector<float>(8 * 27, 0.1f));
+  set_attr_ints(m.node("Conv", {"x", "w"}, {"c"}), "pads", {1, 1, 1, 1});
+  set_attr_ints(m.node("MaxPool", {"c"}, {"p"}), "kernel_shape", {2, 2});
+  m.node("GlobalAveragePool", {"p"}, {"g"});
+  set_attr_int(m.node("Flatten", {"g"}, {"y"}), "axis", 1);
+  std::string path = m.write();
+  Graph g = infer(path, {dim("batch", 1, 32, 4)});
+  CHECK(dims_of(g, "p") == "[batch,8,15,15]");
+  CHECK(dims_of(g, "y") == "[batch,8]");
+  check_against_rules(path, {dim("batch", 1, 32, 4)}, {{{"batch", 1}}, {{"batch", 7}}});
+
+  ModelBuilder spatial;
+  spatial.input("x", kFloat, {1, 3, -1, 16}, {"height"}).output("y");
+  spatial.initializer_f32("w", {8, 3, 3, 3}, std::vector<float>(8 * 27, 0.1f));
+  spatial.node("Conv", {"x", "w"}, {"y"});
+  CHECK_THAT(infer_error(spatial.write(), {dim("height", 3, 64, 16)}),
+             Catch::Contains("node") && Catch::Contains("(Conv)") &&
+                 Catch::Contains("symbolic dims in its leading (batch) dim only"));
+}
+
+TEST_CASE("what depends on the symbols other than as a shape is refused with the reason",
+          "[infer_dims]") {
+  SECTION("a broadcast the ranges do not make certain") {
+    ModelBuilder m;
+    m.input("x", kFloat, {-1, 4}, {"n"}).output("y");
+    m.initializer_f32("b", {7, 4}, std::vector<float>(28, 1.0f));
+    m.node("Add", {"x", "b"}, {"y"});
+    CHECK_THAT(infer_error(m.write(), {dim("n", 7, 9, 7)}),
+               Catch::Contains("(Add)") && Catch::Contains("dims n and 7 broadcast together"));
+  }
+  SECTION("a float computed from a dim") {
+    ModelBuilder m;
+    m.input("x", kFloat, {-1, 4}, {"n"}).output("y");
+    m.initializer_i64("zero", {}, {0});
+    m.node("Shape", {"x"}, {"shape"});
+    m.node("Gather", {"shape", "zero"}, {"count"});
+    set_attr_int(m.node("Cast", {"count"}, {"count_f"}), "to", kFloat);
+    m.node("Div", {"x", "count_f"}, {"y"});
+    CHECK_THAT(infer_error(m.write(), {dim("n", 1, 9, 4)}),
+               Catch::Contains("(Cast)") &&
+                   Catch::Contains("a value computed from the symbolic dims other than a shape"));
+  }
+  SECTION("a reshape whose element count matches only for some values") {
+    ModelBuilder m;
+    m.input("x", kFloat, {-1, 4}, {"n"}).output("y");
+    m.initializer_i64("target", {2}, {2, 8});
+    m.node("Reshape", {"x", "target"}, {"y"});
+    CHECK_THAT(infer_error(m.write(), {dim("n", 1, 9, 4)}),
+               Catch::Contains("(Reshape)") && Catch::Contains("4*n elements to 16"));
+  }
+  SECTION("an op whose shape is not yet expressed") {
+    ModelBuilder m;
+    m.input("x", kFloat, {-1, 4}, {"n"}).output("y");
+    set_attr_string(m.node("Einsum", {"x"}, {"y"}), "equation", "ij->ji");
+    CHECK_THAT(infer_error(m.write(), {dim("n", 1, 9, 4)}),
+               Catch::Contains("does not yet express Einsum's output shape") &&
+                   Catch::Contains("input 0 [n,4]"));
+  }
+}
+
+// Proves: every exporter's real model with symbolic batch and sequence (tests/models/dynamic)
+// infers over the symbols its inputs.json ranges, planned at its example sizes, and its
+// expressions agree with the shape rules at other shapes: every symbol at its minimum (1), at
+// its maximum, and at odd sizes between (not powers of two).
+TEST_CASE("the dynamic fixtures infer symbolically and agree with the rules at other shapes",
+          "[infer_dims]") {
+  const fs::path dir = fs::path(STITCH_SOURCE_DIR) / "tests/models/dynamic";
+  int models = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".onnx") continue;
+    ++models;
+    fs::path spec_path = entry.path();
+    spec_path.replace_extension(".inputs.json");
+    std::ifstream spec_file(spec_path);
+    REQUIRE(spec_file);
+    const nlohmann::json spec = nlohmann::json::parse(spec_file);
+    std::vector<SymbolicDim> dims;
+    std::vector<SymbolValues> points(4);
+    for (const auto& [name, range] : spec.at("dims").items()) {
+      const int64_t lo = range.at("min"), hi = range.at("max");
+      dims.push_back(dim(name, lo, hi, range.at("example")));
+      points[0][name] = lo;
+      points[1][name] = hi;
+      points[2][name] = std::min<int64_t>(hi, ((lo + hi) / 2) | 1);
+      points[3][name] = std::min<int64_t>(hi, lo + 4 + 2 * static_cast<int64_t>(dims.size()));
+    }
+    REQUIRE_FALSE(dims.empty());
+    INFO(entry.path().string());
+    check_against_rules(entry.path().string(), dims, points);
+  }
+  CHECK(models >= 9);
+}
+
+TEST_CASE("a graph that keeps symbolic dims stops after infer-shapes with the reason",
+          "[infer_dims]") {
+  std::string path = attention_shapes_model().write();
+  LoadOptions options;
+  options.dims = {dim("batch", 1, 8, 8), dim("seq", 1, 100, 100)};
+  Graph g = load_onnx(path, options);
+  std::ostringstream printed;
+  PipelineOptions pipeline;
+  pipeline.print_after = {"infer-shapes"};
+  pipeline.print_to = &printed;
+  CHECK_THROWS_WITH(run_pipeline(g, pipeline),
+                    Catch::Contains("keeps the symbolic dims batch (1..8), seq (1..100)") &&
+                        Catch::Contains("bind each with --dim NAME=VALUE"));
+  CHECK_THAT(printed.str(), Catch::Contains("symbol seq in 1..100, planned at 100") &&
+                                Catch::Contains("%'y': float32[batch,seq,64]"));
+}
