@@ -166,7 +166,7 @@ public:
     Node* result = half_product(x, p, chain);
     if (result == nullptr) return false;
     const Tensor& y = graph_.tensor(result->outputs[0]);
-    if (y.shape != graph_.tensor(x).shape || y.dtype != graph_.tensor(x).dtype) return false;
+    if (!y.same_shape_as(graph_.tensor(x)) || y.dtype != graph_.tensor(x).dtype) return false;
     for (Node* n : chain)
       n->removed = true;
     result->op = OpKind::Gelu;

@@ -21,17 +21,24 @@ namespace stitch {
 
 namespace {
 
-bool all_ones(const Shape& shape) {
-  for (int64_t d : shape)
-    if (d != 1) return false;
+// Every dim 1 for every value of the symbols (a symbolic dim that is 1 at the planning values
+// is not).
+bool all_ones(const Tensor& t) {
+  for (size_t i = 0; i < t.shape.size(); ++i)
+    if (!t.dim_is(i, 1)) return false;
   return true;
 }
 
-Shape permuted(const Shape& shape, const std::vector<int64_t>& perm) {
-  Shape out;
+template <typename Dims> Dims permuted(const Dims& shape, const std::vector<int64_t>& perm) {
+  Dims out;
   for (int64_t axis : perm)
     out.push_back(shape[static_cast<size_t>(axis)]);
   return out;
+}
+
+// A tensor's symbolic dims permuted; none for a static tensor.
+SymShape permuted_dims(const Tensor& t, const std::vector<int64_t>& perm) {
+  return t.dims.empty() ? SymShape{} : permuted(t.dims, perm);
 }
 
 // A Conv this pass stores channels-last (channels_last.h).
@@ -84,12 +91,15 @@ public:
 private:
   std::string fresh_name(const std::string& want) { return stitch::fresh_name(names_, want); }
 
-  TensorId add_tensor(const std::string& name, DType dtype, Shape shape) {
+  // A new tensor; `dims` its symbolic shape where it has one (the pass reads the tensors it
+  // made before derive_dims gives them theirs).
+  TensorId add_tensor(const std::string& name, DType dtype, Shape shape, SymShape dims = {}) {
     Tensor t;
     t.name = fresh_name(name);
     t.dtype = dtype;
     t.shape = std::move(shape);
     t.typed = true;
+    if (!is_static(dims)) t.dims = std::move(dims);
     const TensorId id = g_.add_tensor(std::move(t));
     producer_.resize(g_.tensors.size(), -1);
     consumers_.resize(g_.tensors.size());
@@ -100,7 +110,8 @@ private:
   int32_t add_transpose(TensorId input, const std::vector<int64_t>& perm, TensorId output,
                         const std::string& name) {
     const Tensor& in = g_.tensor(input);
-    if (output == kNoTensor) output = add_tensor(name, in.dtype, permuted(in.shape, perm));
+    if (output == kNoTensor)
+      output = add_tensor(name, in.dtype, permuted(in.shape, perm), permuted_dims(in, perm));
     Node node;
     node.op = OpKind::Transpose;
     node.name = g_.tensor(output).name;
@@ -154,19 +165,18 @@ private:
   void reshape_if_in_order(int32_t n) {
     Node& node = g_.nodes[n];
     if (node.op != OpKind::Transpose || node.inputs.size() != 1 || node.outputs.size() != 1) return;
-    const Shape& in = g_.tensor(node.inputs[0]).shape;
+    const Tensor& in = g_.tensor(node.inputs[0]);
     // (A zero-size tensor stays a Transpose: Reshape reads a 0 in its shape as "keep".)
-    if (shape_elements(in) == 0) return;
+    if (shape_elements(in.shape) == 0) return;
     int64_t last = -1;
     for (int64_t axis : read_perm(NodeContext(g_, node))) {
-      if (in[static_cast<size_t>(axis)] == 1) continue;
+      if (in.dim_is(static_cast<size_t>(axis), 1)) continue;
       if (axis < last) return;
       last = axis;
     }
-    const Shape out = g_.tensor(node.outputs[0]).shape;
-    const TensorId dims = add_tensor(g_.tensor(node.outputs[0]).name + "/shape", DType::Int64,
-                                     {static_cast<int64_t>(out.size())});
-    g_.tensor(dims).constant = make_constant_from_int64(DType::Int64, out);
+    const SymShape out = g_.tensor(node.outputs[0]).sym_shape();
+    const TensorId dims = add_tensor(g_.tensor(node.outputs[0]).name + "/shape", DType::Int64, {});
+    set_shape_value(g_, g_.tensor(dims), out);
     Node& reshape = g_.nodes[n];
     reshape.op = OpKind::Reshape;
     reshape.attrs.clear();
@@ -207,8 +217,10 @@ private:
     pads.back() = channels - shape.back();
     Shape out = shape;
     out.back() = channels;
-    const TensorId padded =
-        add_tensor(g_.tensor(t).name + "/padded", g_.tensor(t).dtype, std::move(out));
+    SymShape dims = g_.tensor(t).dims;
+    if (!dims.empty()) dims.back() = channels;
+    const TensorId padded = add_tensor(g_.tensor(t).name + "/padded", g_.tensor(t).dtype,
+                                       std::move(out), std::move(dims));
     Node node;
     node.op = OpKind::Pad;
     node.name = g_.tensor(padded).name;
@@ -276,8 +288,8 @@ private:
     attached_.insert(w_first);
 
     const TensorId y = g_.nodes[conv].outputs[0];
-    const TensorId product =
-        add_tensor(g_.tensor(y).name + "/conv", g_.tensor(y).dtype, g_.tensor(y).shape);
+    const TensorId product = add_tensor(g_.tensor(y).name + "/conv", g_.tensor(y).dtype,
+                                        g_.tensor(y).shape, g_.tensor(y).dims);
     g_.nodes[conv].outputs[0] = product;
     producer_[product] = conv;
     const int32_t y_last =
@@ -310,7 +322,7 @@ private:
       if (t == kNoTensor || t == shown) continue;
       const Tensor& operand = g_.tensor(t);
       if (operand.shape.size() > rank) return false;
-      if (is_transpose(producer_[t], to_first) || all_ones(operand.shape)) continue;
+      if (is_transpose(producer_[t], to_first) || all_ones(operand)) continue;
       if (operand.is_constant() && operand.view_of == kNoTensor) continue;
       if (operand.shape.size() != rank) return false;
     }
@@ -373,11 +385,11 @@ private:
   }
 
   // Reshape(input, shape) into a new tensor named after `name`.
-  TensorId add_reshape(TensorId input, const Shape& shape, const std::string& name) {
-    const TensorId out = add_tensor(name, g_.tensor(input).dtype, shape);
-    const TensorId dims =
-        add_tensor(name + "/shape", DType::Int64, {static_cast<int64_t>(shape.size())});
-    g_.tensor(dims).constant = make_constant_from_int64(DType::Int64, shape);
+  // The target may be symbolic (the batch): the new tensor's dims follow after the pass.
+  TensorId add_reshape(TensorId input, const SymShape& shape, const std::string& name) {
+    const TensorId out = add_tensor(name, g_.tensor(input).dtype, g_.planning_shape(shape), shape);
+    const TensorId dims = add_tensor(name + "/shape", DType::Int64, {});
+    set_shape_value(g_, g_.tensor(dims), shape);
     Node node;
     node.op = OpKind::Reshape;
     node.name = g_.tensor(out).name;
@@ -418,10 +430,13 @@ private:
     const TensorId out = g_.nodes[n].outputs[0];
     const Shape out_first = g_.tensor(out).shape; // [N, C, out...]
     const size_t spatial = in.size() - 2;
-    Shape in_windows = {in[0], 1};
+    // Only the batch may be symbolic (a pool's spatial dims and channels are static).
+    const DimExpr batch = g_.tensor(stored).sym_shape()[0];
+    SymShape in_windows = {batch, 1};
     in_windows.insert(in_windows.end(), in.begin() + 1, in.end());
     const TensorId x = add_reshape(stored, in_windows, name + "/windows");
-    Shape out_windows = {out_first[0], 1}, out_last = {out_first[0]};
+    Shape out_windows = {out_first[0], 1};
+    SymShape out_last = {batch};
     for (size_t i = 0; i < spatial; ++i) {
       out_windows.push_back(out_first[2 + i]);
       out_last.push_back(out_first[2 + i]);
@@ -453,7 +468,10 @@ private:
     node.attrs.erase("storage_order");
     node.outputs.resize(1);
     set_input(n, 0, x);
-    const TensorId pooled = add_tensor(name + "/windows_pooled", g_.tensor(out).dtype, out_windows);
+    SymShape pooled_dims = sym_shape_of(out_windows);
+    pooled_dims[0] = batch;
+    const TensorId pooled =
+        add_tensor(name + "/windows_pooled", g_.tensor(out).dtype, out_windows, pooled_dims);
     g_.nodes[n].outputs[0] = pooled;
     producer_[pooled] = n;
     const TensorId last = add_reshape(pooled, out_last, g_.tensor(out).name + "/channels_last");
@@ -495,7 +513,7 @@ private:
           set_input(n, i, stored);
         } else if (is_transpose(producer_[t], to_first)) {
           set_input(n, i, g_.nodes[producer_[t]].inputs[0]);
-        } else if (all_ones(operand.shape)) {
+        } else if (all_ones(operand)) {
           continue;
         } else if (operand.is_constant() && operand.view_of == kNoTensor) {
           set_input(n, i, permuted_constant(t, rank));
@@ -504,9 +522,9 @@ private:
         }
       }
       const TensorId out = g_.nodes[n].outputs[0];
-      const TensorId out_last =
-          add_tensor(g_.tensor(out).name + "/channels_last", g_.tensor(out).dtype,
-                     permuted(g_.tensor(out).shape, to_last));
+      const TensorId out_last = add_tensor(
+          g_.tensor(out).name + "/channels_last", g_.tensor(out).dtype,
+          permuted(g_.tensor(out).shape, to_last), permuted_dims(g_.tensor(out), to_last));
       g_.nodes[n].outputs[0] = out_last;
       producer_[out_last] = n;
       work.push_back(add_transpose(out_last, to_first, out, ""));

@@ -227,6 +227,16 @@ std::shared_ptr<const ConstantData> make_constant_from_double(DType dtype,
 
 // The bytes of a row-major tensor of `shape` (elements of `size` bytes) transposed by `perm`
 // (axis j of the result is axis perm[j] of the source).
+void set_shape_value(const Graph& graph, Tensor& t, const SymShape& shape) {
+  const std::vector<int64_t> values = graph.planning_shape(shape);
+  t.dtype = DType::Int64;
+  t.shape = {static_cast<int64_t>(shape.size())};
+  t.dims.clear();
+  t.typed = true;
+  t.constant = make_constant_from_int64(DType::Int64, values);
+  t.sym_values = is_static(shape) ? std::vector<DimExpr>{} : shape;
+}
+
 std::string transpose_bytes(const std::string& bytes, const Shape& shape,
                             const std::vector<int64_t>& perm, size_t size) {
   const Shape source_strides = row_major_strides(shape);

@@ -23,6 +23,11 @@ std::shared_ptr<const ConstantData> make_constant_from_int64(DType dtype,
 std::shared_ptr<const ConstantData> make_constant_from_double(DType dtype,
                                                               const std::vector<double>& values);
 
+// Makes `t` the constant int64 list of `shape` (a Reshape's or Expand's target, made by a
+// pass): its values at the graph's planning binding and, where the shape depends on symbolic
+// dims, their expressions (Tensor::sym_values), so that the target stays symbolic.
+void set_shape_value(const Graph& graph, Tensor& t, const SymShape& shape);
+
 // The bytes of a row-major tensor of `shape` (elements of `size` bytes) transposed by `perm`:
 // axis j of the result is axis perm[j] of the source.
 std::string transpose_bytes(const std::string& bytes, const Shape& shape,

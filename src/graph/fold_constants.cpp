@@ -75,7 +75,7 @@ public:
     out.push_back(std::move(gemm));
     const TensorId dims =
         tensor(base + "/Shape", DType::Int64, {static_cast<int64_t>(y_shape.size())});
-    g_.tensor(dims).constant = make_constant_from_int64(DType::Int64, y_shape);
+    set_shape_value(g_, g_.tensor(dims), g_.tensor(y).sym_shape());
     out.push_back(node(OpKind::Reshape, base + "/Reshape", {product, dims}, {y}, matmul.opset));
   }
 

@@ -58,14 +58,15 @@ private:
           node.outputs.size() != 1)
         return true;
       auto scalar = [&](TensorId c) {
-        return g_.tensor(c).elements() == 1 && g_.tensor(c).dtype == g_.tensor(b).dtype;
+        const Tensor& t = g_.tensor(c);
+        return !t.is_dynamic() && t.elements() == 1 && t.dtype == g_.tensor(b).dtype;
       };
       size_t operand = 2;
       if (scalar(node.inputs[1]))
         operand = 0;
       else if (node.op == OpKind::Mul && scalar(node.inputs[0]))
         operand = 1;
-      if (operand == 2 || g_.tensor(node.inputs[operand]).shape != g_.tensor(b).shape) return true;
+      if (operand == 2 || !g_.tensor(node.inputs[operand]).same_shape_as(g_.tensor(b))) return true;
       if (consumers_[b].size() != 1 || graph_output_.count(b)) return false;
       scalings.push_back({node, operand});
       b = node.inputs[operand];
@@ -96,33 +97,35 @@ private:
     if (merge == nullptr) return false;
     const Node* expand = producer(merge->inputs[0], OpKind::Expand);
     if (expand == nullptr) return false;
-    // Copies: the tensors move as the pass adds more.
-    const Shape heads = g_.tensor(b).shape;                     // [..., KV * rep, S, D]
-    const Shape repeated = g_.tensor(expand->outputs[0]).shape; // [..., KV, rep, S, D]
-    const Shape single = g_.tensor(expand->inputs[0]).shape;    // [..., KV, 1, S, D]
+    // Copies: the tensors move as the pass adds more. The shapes are compared as expressions,
+    // so that dims equal only at the planning values of symbolic dims do not pass.
+    const SymShape heads = g_.tensor(b).sym_shape();                     // [..., KV * rep, S, D]
+    const SymShape repeated = g_.tensor(expand->outputs[0]).sym_shape(); // [..., KV, rep, S, D]
+    const SymShape single = g_.tensor(expand->inputs[0]).sym_shape();    // [..., KV, 1, S, D]
     const TensorId expanded = expand->inputs[0];
     const size_t rank = heads.size();
     if (rank < 3 || repeated.size() != rank + 1 || single.size() != rank + 1) return false;
     const size_t kv = rank - 3, rep = rank - 2; // axes of `repeated`
     for (size_t i = 0; i < repeated.size(); ++i)
       if (i != rep && single[i] != repeated[i]) return false;
-    if (single[rep] != 1 || repeated[rep] < 2) return false;
+    if (!repeated[kv].is_constant() || !repeated[rep].is_constant()) return false;
+    if (single[rep] != DimExpr(1) || repeated[rep].constant_value() < 2) return false;
     if (!std::equal(heads.begin(), heads.begin() + static_cast<int64_t>(kv), repeated.begin()) ||
         heads[kv] != repeated[kv] * repeated[rep] || heads[kv + 1] != repeated[rep + 1] ||
         heads[kv + 2] != repeated[rep + 2])
       return false;
     // A: [..., KV * rep, M, K] with the same leading axes.
     const Tensor a = g_.tensor(mm.inputs[0]);
+    const SymShape a_dims = a.sym_shape();
     if (a.shape.size() != rank || a.dtype != g_.tensor(b).dtype ||
-        !std::equal(a.shape.begin(), a.shape.begin() + static_cast<int64_t>(kv + 1),
-                    heads.begin()) ||
+        !std::equal(a_dims.begin(), a_dims.begin() + static_cast<int64_t>(kv + 1), heads.begin()) ||
         a.elements() == 0 || g_.tensor(mm.outputs[0]).elements() == 0)
       return false;
-    const int64_t kv_heads = repeated[kv], rep_count = repeated[rep];
-    const int64_t m = a.shape[rank - 2], k = a.shape[rank - 1];
+    const DimExpr kv_heads = repeated[kv], rep_count = repeated[rep];
+    const DimExpr m = a_dims[rank - 2], k = a_dims[rank - 1];
 
     // X: the key-value heads [..., KV, S, D] (the Expand's input without its size-1 axis).
-    Shape x_shape(single.begin(), single.begin() + static_cast<int64_t>(rep));
+    SymShape x_shape(single.begin(), single.begin() + static_cast<int64_t>(rep));
     x_shape.insert(x_shape.end(), single.begin() + static_cast<int64_t>(rep) + 1, single.end());
     std::vector<Node> added;
     const std::string base = mm.name + "/grouped";
@@ -130,9 +133,9 @@ private:
     const TensorId x = build_.reshape(added, expanded, x_shape, base + "/kv");
     TensorId rhs = x;
     if (transposed) {
-      Shape t_shape = x_shape;
+      SymShape t_shape = x_shape;
       std::swap(t_shape[rank - 1], t_shape[rank - 2]);
-      rhs = build_.tensor(base + "/kv_t", dtype, t_shape);
+      rhs = build_.sym_tensor(base + "/kv_t", dtype, t_shape);
       Node t = build_.node(OpKind::Transpose, base + "/kv_t", {x}, rhs);
       std::vector<int64_t> perm;
       for (size_t i = 0; i < rank; ++i)
@@ -144,22 +147,23 @@ private:
     // The scalings, in their order, on the key-value heads' operand.
     for (size_t i = scalings.size(); i-- > 0;) {
       const std::string name = fmt::format("{}/kv_scaled_{}", base, scalings.size() - 1 - i);
-      const TensorId scaled = build_.tensor(name, dtype, g_.tensor(rhs).shape);
+      const TensorId scaled = build_.sym_tensor(name, dtype, g_.tensor(rhs).sym_shape());
       std::vector<TensorId> inputs = scalings[i].node.inputs;
       inputs[scalings[i].operand] = rhs;
       added.push_back(build_.node(scalings[i].node.op, name, inputs, scaled));
       rhs = scaled;
     }
-    Shape a_shape(a.shape.begin(), a.shape.begin() + static_cast<int64_t>(kv));
+    SymShape a_shape(a_dims.begin(), a_dims.begin() + static_cast<int64_t>(kv));
     a_shape.insert(a_shape.end(), {kv_heads, rep_count * m, k});
     const TensorId lhs = build_.reshape(added, mm.inputs[0], a_shape, base + "/q");
-    const Shape y_shape = g_.tensor(mm.outputs[0]).shape;
-    Shape p_shape(a_shape.begin(), a_shape.end() - 1);
+    const SymShape y_shape = g_.tensor(mm.outputs[0]).sym_shape();
+    SymShape p_shape(a_shape.begin(), a_shape.end() - 1);
     p_shape.push_back(y_shape.back());
-    const TensorId product = build_.tensor(base, dtype, p_shape);
+    const TensorId product = build_.sym_tensor(base, dtype, p_shape);
     added.push_back(build_.node(OpKind::MatMul, base, {lhs, rhs}, product));
     added.push_back(build_.node(OpKind::Reshape, mm.name,
-                                {product, build_.ints(base + "/shape", y_shape)}, mm.outputs[0]));
+                                {product, build_.shape_value(base + "/shape", y_shape)},
+                                mm.outputs[0]));
     // The new nodes go last (topo_sort places them); later folds look at other products.
     g_.nodes[n].removed = true;
     for (Node& node : added)

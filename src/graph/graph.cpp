@@ -79,6 +79,14 @@ SymbolValues Graph::planning_values() const {
   return out;
 }
 
+Shape Graph::planning_shape(const SymShape& shape) const {
+  const SymbolValues values = planning_values();
+  Shape out;
+  for (const DimExpr& d : shape)
+    out.push_back(d.evaluate(values));
+  return out;
+}
+
 TensorId Graph::add_tensor(Tensor t) {
   tensors.push_back(std::move(t));
   return static_cast<TensorId>(tensors.size() - 1);

@@ -62,6 +62,16 @@ struct Tensor {
   bool is_dynamic() const { return !dims.empty(); }
   // The shape as expressions: `dims`, or the static `shape`.
   SymShape sym_shape() const { return dims.empty() ? sym_shape_of(shape) : dims; }
+  // Whether the shape equals `other`'s for every value of the symbols (not merely at the
+  // planning binding), and whether dim `axis` is `value` for every value: the tests a pass
+  // rewrites by.
+  bool same_shape_as(const Tensor& other) const {
+    return dims.empty() && other.dims.empty() ? shape == other.shape
+                                              : sym_shape() == other.sym_shape();
+  }
+  bool dim_is(size_t axis, int64_t value) const {
+    return dims.empty() ? shape[axis] == value : dims[axis] == DimExpr(value);
+  }
   int64_t elements() const { return shape_elements(shape); }
   int64_t bytes() const;
   bool is_constant() const { return constant != nullptr; }
@@ -121,6 +131,8 @@ public:
   // Each symbol's range, and its typical value (the binding every `shape` is evaluated at).
   SymbolRanges symbol_ranges() const;
   SymbolValues planning_values() const;
+  // `shape` at the planning binding.
+  Shape planning_shape(const SymShape& shape) const;
 
   TensorId add_tensor(Tensor t);
   const Tensor& tensor(TensorId id) const;

@@ -809,25 +809,22 @@ bool is_integer(DType t) { return t == DType::Int64 || t == DType::Int32; }
 
 } // namespace
 
-void infer_node_dims(InferContext& ctx) {
-  Graph& graph = ctx.graph();
-  if (graph.symbols.empty()) return;
-  SymContext c(ctx);
-  bool depends = false;
-  for (int i = 0; i < ctx.num_inputs(); ++i)
-    depends = depends || c.depends(i);
-  if (!depends) return;
+namespace {
+
+// Runs the op's symbolic rule on a node some input of which depends on the symbols, and checks
+// each output's expressions against its shape at the planning values.
+void run_symbolic_rule(SymContext& c) {
+  InferContext& ctx = c.ctx;
   SymRule rule = sym_rule(ctx.op());
   if (!rule)
     c.unsupported(fmt::format("stitchc does not yet express {}'s output shape over symbolic "
                               "dims",
                               op_name(ctx.op())));
   rule(c);
-  const SymbolValues planning = graph.planning_values();
-  const Node& node = ctx.node();
+  const SymbolValues planning = ctx.graph().planning_values();
   for (int k = 0; k < ctx.num_outputs(); ++k) {
-    if (node.outputs[k] == kNoTensor) continue;
-    Tensor& out = graph.tensor(node.outputs[k]);
+    if (ctx.node().outputs[k] == kNoTensor) continue;
+    const Tensor& out = ctx.graph().tensor(ctx.node().outputs[k]);
     const std::optional<SymShape>& dims = c.out_dims(k);
     STITCH_INTERNAL_CHECK(dims, "the symbolic rule of {} gives no shape for output {}",
                           op_name(ctx.op()), k);
@@ -839,7 +836,27 @@ void infer_node_dims(InferContext& ctx) {
                           "but the shape rule gives {}",
                           op_name(ctx.op()), out.name, sym_shape_to_string(*dims),
                           shape_to_string(at_planning), shape_to_string(out.shape));
-    out.dims = is_static(*dims) ? SymShape{} : *dims;
+  }
+}
+
+} // namespace
+
+void infer_node_dims(InferContext& ctx) {
+  Graph& graph = ctx.graph();
+  if (graph.symbols.empty()) return;
+  SymContext c(ctx);
+  bool depends = false;
+  for (int i = 0; i < ctx.num_inputs(); ++i)
+    depends = depends || c.depends(i);
+  if (!depends) return;
+  run_symbolic_rule(c);
+  const SymbolValues planning = graph.planning_values();
+  const Node& node = ctx.node();
+  for (int k = 0; k < ctx.num_outputs(); ++k) {
+    if (node.outputs[k] == kNoTensor) continue;
+    Tensor& out = graph.tensor(node.outputs[k]);
+    const SymShape& dims = *c.out_dims(k);
+    out.dims = is_static(dims) ? SymShape{} : dims;
     const std::optional<std::vector<DimExpr>>& values = c.out_values(k);
     if (values) {
       STITCH_INTERNAL_CHECK(out.is_constant() && !out.is_dynamic() &&
@@ -870,6 +887,42 @@ void infer_node_dims(InferContext& ctx) {
                                 "other than a shape, which stitchc does not compute at run "
                                 "time",
                                 out.name));
+  }
+}
+
+void derive_dims(Graph& graph, const std::string& pass) {
+  if (graph.symbols.empty()) return;
+  for (Node& node : graph.nodes) {
+    InferContext ctx(graph, node);
+    SymContext c(ctx);
+    bool depends = false;
+    for (int i = 0; i < ctx.num_inputs(); ++i)
+      depends = depends || c.depends(i);
+    if (!depends) {
+      for (TensorId t : node.outputs)
+        if (t != kNoTensor) graph.tensor(t).dims.clear();
+      continue;
+    }
+    try {
+      if (node.op == OpKind::View) {
+        // A view keeps the expressions its output had as the node it replaced (make-views).
+        const Tensor& out = graph.tensor(node.outputs[0]);
+        SymShape in = ctx.input(0).sym_shape(), dims = out.sym_shape();
+        STITCH_INTERNAL_CHECK(product(in, 0, in.size()) == product(dims, 0, dims.size()),
+                              "View '{}' of {} as {}: the element counts differ", out.name,
+                              sym_shape_to_string(in), sym_shape_to_string(dims));
+        continue;
+      }
+      run_symbolic_rule(c);
+    } catch (const UserError& e) {
+      internal_fail("after {}: node '{}' ({}): the symbolic shape no longer derives: {}", pass,
+                    node.name, op_name(node.op), e.reason());
+    }
+    for (int k = 0; k < ctx.num_outputs(); ++k)
+      if (node.outputs[k] != kNoTensor) {
+        const SymShape& dims = *c.out_dims(k);
+        graph.tensor(node.outputs[k]).dims = is_static(dims) ? SymShape{} : dims;
+      }
   }
 }
 

@@ -25,4 +25,12 @@ namespace stitch {
 // dropped where the output's shape is symbolic: the node then computes it at run time.
 void infer_node_dims(InferContext& ctx);
 
+// After a pass (`pass`, for messages): every node's output expressions derived again from its
+// inputs' by the symbolic rules, so that the tensors a pass made or reshaped get theirs.
+// Graph inputs keep theirs, and constants their values as expressions (Tensor::sym_values:
+// a pass that makes a shape operand from a symbolic shape gives it those). A View keeps the
+// expressions of the node it replaced. A node whose expressions no longer derive is an
+// internal error naming the pass.
+void derive_dims(Graph& graph, const std::string& pass);
+
 } // namespace stitch

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <set>
 
 #include "graph/constant.h"
@@ -32,6 +33,7 @@ public:
   }
   DType dtype(TensorId t) const { return graph_.tensor(t).dtype; }
   Shape shape(TensorId t) const { return graph_.tensor(t).shape; }
+  SymShape sym_shape(TensorId t) const { return graph_.tensor(t).sym_shape(); }
 
   // A new node writing a new tensor "<composite>/<role>", typed by its shape rule.
   TensorId op(OpKind kind, std::vector<TensorId> inputs, const std::string& role,
@@ -67,19 +69,23 @@ public:
   }
 
   // `x` under `to` (same element count): a Reshape node, a constant sharing the bytes, or `x`.
-  TensorId reshape(TensorId x, const Shape& to, const std::string& role) {
-    if (x == kNoTensor || shape(x) == to) return x;
+  // The target may be symbolic (a batch or sequence): its constant carries the expressions.
+  TensorId reshape(TensorId x, const SymShape& to, const std::string& role) {
+    if (x == kNoTensor || graph_.tensor(x).sym_shape() == to) return x;
     const Tensor& t = graph_.tensor(x);
-    if (t.is_constant() && t.view_of == kNoTensor) {
+    if (t.is_constant() && t.view_of == kNoTensor && is_static(to)) {
       Tensor r = t;
       r.name = fresh_name(base_ + "/" + role);
-      r.shape = to;
+      r.shape.clear();
+      for (const DimExpr& d : to)
+        r.shape.push_back(d.constant_value());
       return graph_.add_tensor(std::move(r));
     }
-    TensorId target = int64_constant(role + "Shape", {static_cast<int64_t>(to.size())}, to);
+    TensorId target = int64_constant(role + "Shape", {}, {});
+    set_shape_value(graph_, graph_.tensor(target), to);
     std::map<std::string, Attribute> attrs;
-    for (int64_t d : to)
-      if (d == 0) attrs["allowzero"] = Attribute{int64_t{1}};
+    for (const DimExpr& d : to)
+      if (d == DimExpr(0)) attrs["allowzero"] = Attribute{int64_t{1}};
     return op(OpKind::Reshape, {x, target}, role, std::move(attrs));
   }
 
@@ -290,7 +296,7 @@ void lower_instance_norm(Lowering& l) {
   const DType t = statistics_type(l, false);
   Normalized n = normalize(l, l.cast(l.input(0), t), axes_from(2, ctx.rank(0)),
                            ctx.attr_float("epsilon", 1e-5));
-  const Shape per_channel = channel_shape(x_shape[1], x_shape.size());
+  const SymShape per_channel = sym_shape_of(channel_shape(x_shape[1], x_shape.size()));
   TensorId scale = l.reshape(l.cast(l.input(1), t), per_channel, "ScalePerChannel");
   TensorId bias = l.reshape(l.cast(l.input(2), t), per_channel, "BiasPerChannel");
   TensorId y = l.op(OpKind::Mul, {n.normalized, scale}, "Scaled");
@@ -301,22 +307,30 @@ void lower_instance_norm(Lowering& l) {
 void lower_group_norm(Lowering& l) {
   NodeContext ctx = l.context();
   const Shape x_shape = ctx.shape(0);
+  const SymShape x_dims = ctx.input(0).sym_shape();
   const int64_t groups = ctx.req_int("num_groups");
   const DType t = statistics_type(l, true);
-  const Shape grouped = {x_shape[0], groups,
-                         shape_elements(x_shape) / std::max<int64_t>(x_shape[0] * groups, 1)};
+  DimExpr per_group = 1;
+  for (size_t i = 1; i < x_dims.size(); ++i)
+    per_group = per_group * x_dims[i];
+  std::optional<DimExpr> group_size = DimExpr::exact_div(per_group, DimExpr(groups));
+  if (!group_size)
+    ctx.fail("its {} elements per sample split into {} groups only for some values of the "
+             "symbolic dims",
+             per_group.to_string(), groups);
+  const SymShape grouped = {x_dims[0], groups, *group_size};
   TensorId x = l.cast(l.reshape(l.input(0), grouped, "Grouped"), t);
   Normalized n = normalize(l, x, {2}, ctx.attr_float("epsilon", 1e-5));
   TensorId normalized = n.normalized;
-  Shape operand = {groups, 1};
+  SymShape operand = {groups, 1};
   if (ctx.opset() >= 21) {
-    normalized = l.reshape(normalized, x_shape, "NormalizedUngrouped");
-    operand = channel_shape(x_shape[1], x_shape.size());
+    normalized = l.reshape(normalized, x_dims, "NormalizedUngrouped");
+    operand = sym_shape_of(channel_shape(x_shape[1], x_shape.size()));
   }
   TensorId scale = l.reshape(l.cast(l.input(1), t), operand, "ScaleBroadcast");
   TensorId bias = l.reshape(l.cast(l.input(2), t), operand, "BiasBroadcast");
   TensorId y = l.op(OpKind::Mul, {normalized, scale}, "Scaled");
-  y = l.reshape(l.op(OpKind::Add, {y, bias}, "Biased"), x_shape, "Ungrouped");
+  y = l.reshape(l.op(OpKind::Add, {y, bias}, "Biased"), x_dims, "Ungrouped");
   l.bind(y, l.output(0));
 }
 
@@ -350,8 +364,8 @@ void lower_batch_norm(Lowering& l) {
     s = l.op(OpKind::Div, {l.cast(l.input(1), t), std_dev}, "Factor");
     TensorId moved = l.op(OpKind::Mul, {l.cast(l.input(3), t), s}, "MeanScaled");
     b = l.op(OpKind::Sub, {l.cast(l.input(2), t), moved}, "Shift");
-    s = l.reshape(s, per_channel, "FactorPerChannel");
-    b = l.reshape(b, per_channel, "ShiftPerChannel");
+    s = l.reshape(s, sym_shape_of(per_channel), "FactorPerChannel");
+    b = l.reshape(b, sym_shape_of(per_channel), "ShiftPerChannel");
   }
   TensorId y = l.op(OpKind::Mul, {l.cast(l.input(0), t), s}, "Scaled");
   l.bind(l.op(OpKind::Add, {y, b}, "Shifted"), l.output(0));
@@ -365,9 +379,11 @@ void lower_batch_norm(Lowering& l) {
 // head transposes are index remappings the planner fuses into one kernel with the arithmetic.
 void lower_rotary_embedding(Lowering& l) {
   const RotaryParams r = read_rotary_params(l.context());
-  const Shape xs = l.shape(l.input(0));
+  const SymShape xs = l.sym_shape(l.input(0));
   const bool four = r.four_d, interleaved = r.interleaved;
-  const int64_t batch = r.batch, sequence = r.sequence, heads = r.heads, head = r.head;
+  // The batch and sequence may be symbolic; the heads are static.
+  const DimExpr batch = xs[0], sequence = four ? xs[2] : xs[1];
+  const int64_t heads = r.heads, head = r.head;
   const int64_t rotary = r.rotary, half = rotary / 2;
   const std::map<std::string, Attribute> swap_heads = {
       {"perm", Attribute{std::vector<int64_t>{0, 2, 1, 3}}}};
@@ -397,7 +413,7 @@ void lower_rotary_embedding(Lowering& l) {
            "Imaginary");
   TensorId rotated;
   if (interleaved) {
-    const Shape pairs = {batch, sequence, heads, half, 1};
+    const SymShape pairs = {batch, sequence, heads, half, 1};
     const TensorId both =
         l.op(OpKind::Concat,
              {l.reshape(real, pairs, "RealPairs"), l.reshape(imaginary, pairs, "ImaginaryPairs")},

@@ -168,15 +168,15 @@ private:
     }
     const TensorId w = build_.tensor(base + "/weight", dtype, {k, total});
     g_.tensor(w).constant = side_by_side(weights, k);
-    Shape merged_shape = g_.tensor(first.outputs[0]).shape;
+    SymShape merged_shape = g_.tensor(first.outputs[0]).sym_shape();
     merged_shape.back() = total;
-    TensorId merged = build_.tensor(base, dtype, merged_shape);
+    TensorId merged = build_.sym_tensor(base, dtype, merged_shape);
     std::vector<Node> added;
     added.push_back(build_.node(OpKind::MatMul, base, {activation, w}, merged));
     if (biased) {
       const TensorId row = build_.tensor(base + "/bias", dtype, {total});
       g_.tensor(row).constant = side_by_side(biases, 1);
-      const TensorId sum = build_.tensor(base + "/biased", dtype, merged_shape);
+      const TensorId sum = build_.sym_tensor(base + "/biased", dtype, merged_shape);
       added.push_back(build_.node(OpKind::Add, base + "/bias_add", {merged, row}, sum));
       merged = sum;
     }
@@ -204,7 +204,7 @@ private:
   // merged result viewed as [..., total / d, d] (one view per d), sliced along its heads.
   void slice_parts(TensorId merged, int64_t total, const std::vector<Part>& parts,
                    const std::string& base, std::vector<Node>& added) {
-    const Shape merged_shape = g_.tensor(merged).shape;
+    const SymShape merged_shape = g_.tensor(merged).sym_shape();
     const auto last = static_cast<int64_t>(merged_shape.size()) - 1;
     std::map<int64_t, TensorId> heads;
     for (const Part& part : parts) {
@@ -217,7 +217,7 @@ private:
         }
         auto [view, fresh] = heads.try_emplace(d, kNoTensor);
         if (fresh) {
-          Shape shape = merged_shape;
+          SymShape shape = merged_shape;
           shape.back() = total / d;
           shape.push_back(d);
           view->second = build_.reshape(added, merged, shape, base + "/heads");
@@ -273,11 +273,15 @@ private:
     if (node.op != OpKind::Reshape || node.inputs.empty() || node.inputs[0] != part.result ||
         node.outputs.size() != 1 || node.outputs[0] == kNoTensor)
       return 0;
-    const Shape& in = g_.tensor(part.result).shape;
-    const Shape& out = g_.tensor(node.outputs[0]).shape;
+    // The leading dims compare as expressions: symbolic dims equal only at the planning values
+    // (two different symbols) are no match. The split axes are static.
+    const SymShape in = g_.tensor(part.result).sym_shape();
+    const SymShape out = g_.tensor(node.outputs[0]).sym_shape();
     if (out.size() != in.size() + 1 || !std::equal(in.begin(), in.end() - 1, out.begin())) return 0;
-    const int64_t d = out.back();
-    if (d <= 0 || out[out.size() - 2] * d != part.n || part.offset % d != 0 || total % d != 0)
+    if (!out.back().is_constant() || !out[out.size() - 2].is_constant()) return 0;
+    const int64_t d = out.back().constant_value();
+    if (d <= 0 || out[out.size() - 2].constant_value() * d != part.n || part.offset % d != 0 ||
+        total % d != 0)
       return 0;
     return d;
   }

@@ -46,6 +46,8 @@ public:
     const Shape& shape = g_.tensor(node.inputs[0]).shape;
     if (shape.empty()) return false;
     const int64_t axis = nc.normalize_axis(nc.attr_int("axis", 0), nc.rank(0));
+    if (!g_.tensor(node.inputs[0]).dim_is(static_cast<size_t>(axis), shape[axis]))
+      return false; // a symbolic axis: its positions are not known before the run
     const int64_t dim = shape[static_cast<size_t>(axis)];
     std::vector<int64_t> positions = constant_as_int64(g_.tensor(node.inputs[1]));
     for (int64_t& p : positions) {
@@ -65,7 +67,7 @@ public:
     if (nc.attr_int("batch_dims", 0) != 0) return false;
     const Tensor& data = g_.tensor(node.inputs[0]);
     const Tensor& indices = g_.tensor(node.inputs[1]);
-    if (indices.shape.empty()) return false;
+    if (indices.shape.empty() || data.is_dynamic()) return false;
     const auto q = static_cast<size_t>(indices.shape.back());
     if (q < 1 || q > data.shape.size()) return false;
     const std::vector<int64_t> values = constant_as_int64(indices);
@@ -82,10 +84,10 @@ public:
     }
     const std::optional<Progression> p = progression(positions);
     if (!p) return false;
-    Shape flat = {1};
+    SymShape flat = {1};
     for (size_t j = 0; j < data.shape.size(); ++j)
       if (j < q)
-        flat[0] *= data.shape[j];
+        flat[0] = flat[0] * data.shape[j];
       else
         flat.push_back(data.shape[j]);
     const TensorId viewed = build_.reshape(added_, node.inputs[0], flat, node.name + "/positions");
@@ -98,6 +100,9 @@ public:
   bool split(Node& node) {
     NodeContext nc(g_, node);
     const int64_t axis = nc.normalize_axis(nc.attr_int("axis", 0), nc.rank(0));
+    const Tensor& data = g_.tensor(node.inputs[0]);
+    if (!data.dim_is(static_cast<size_t>(axis), data.shape[static_cast<size_t>(axis)]))
+      return false; // a symbolic axis splits into parts of symbolic sizes
     int64_t offset = 0;
     std::vector<Node> slices;
     for (size_t i = 0; i < node.outputs.size(); ++i) {
@@ -117,6 +122,7 @@ public:
   // Tile: each axis repeated with more than one element is a Concat of that many copies along
   // it (at most kMaxCopies); the axes of one element repeated are broadcast, one Expand.
   bool tile(Node& node) {
+    if (g_.tensor(node.inputs[0]).is_dynamic()) return false; // stays a Tile
     const Shape in = g_.tensor(node.inputs[0]).shape;
     const std::vector<int64_t> repeats = constant_as_int64(g_.tensor(node.inputs[1]));
     if (repeats.size() != in.size()) return false;
@@ -163,10 +169,11 @@ public:
     const Tensor& data = g_.tensor(node.inputs[0]);
     if (data.is_constant() || data.elements() == 0) return false;
     if (node.op == OpKind::Split) return split(node);
-    const bool constant_operand = node.inputs.size() == 2 && node.inputs[1] != kNoTensor &&
-                                  g_.tensor(node.inputs[1]).is_constant() &&
-                                  node.outputs.size() == 1 &&
-                                  g_.tensor(node.outputs[0]).elements() > 0;
+    // A parameter computed from symbolic dims (sym_values) is not known before the run.
+    const bool constant_operand =
+        node.inputs.size() == 2 && node.inputs[1] != kNoTensor &&
+        g_.tensor(node.inputs[1]).is_constant() && g_.tensor(node.inputs[1]).sym_values.empty() &&
+        node.outputs.size() == 1 && g_.tensor(node.outputs[0]).elements() > 0;
     if (!constant_operand) return false;
     switch (node.op) {
     case OpKind::Tile:
@@ -197,9 +204,9 @@ private:
                                     axis, picked, p.step));
     }
     const TensorId result = node.outputs[0];
-    const Shape out = g_.tensor(result).shape;
+    const SymShape out = g_.tensor(result).sym_shape();
     added_.push_back(build_.node(OpKind::Reshape, node.name + "/reshape",
-                                 {picked, build_.ints(node.name + "/shape", out)}, result));
+                                 {picked, build_.shape_value(node.name + "/shape", out)}, result));
     node.removed = true;
   }
 

@@ -21,6 +21,12 @@ TensorId PassBuilder::tensor(const std::string& name, DType dtype, Shape shape) 
   return g_.add_tensor(std::move(t));
 }
 
+TensorId PassBuilder::sym_tensor(const std::string& name, DType dtype, const SymShape& shape) {
+  const TensorId t = tensor(name, dtype, g_.planning_shape(shape));
+  if (!is_static(shape)) g_.tensor(t).dims = shape;
+  return t;
+}
+
 TensorId PassBuilder::ints(const std::string& name, const std::vector<int64_t>& values) {
   const TensorId t = tensor(name, DType::Int64, {static_cast<int64_t>(values.size())});
   g_.tensor(t).constant = make_constant_from_int64(DType::Int64, values);
@@ -38,10 +44,17 @@ Node PassBuilder::node(OpKind op, const std::string& name, std::vector<TensorId>
   return n;
 }
 
-TensorId PassBuilder::reshape(std::vector<Node>& added, TensorId from, const Shape& shape,
+TensorId PassBuilder::shape_value(const std::string& name, const SymShape& shape) {
+  const TensorId t = tensor(name, DType::Int64, {});
+  set_shape_value(g_, g_.tensor(t), shape);
+  return t;
+}
+
+TensorId PassBuilder::reshape(std::vector<Node>& added, TensorId from, const SymShape& shape,
                               const std::string& name) {
-  const TensorId to = tensor(name, g_.tensor(from).dtype, shape);
-  added.push_back(node(OpKind::Reshape, name, {from, ints(name + "/shape", shape)}, to));
+  const TensorId to = sym_tensor(name, g_.tensor(from).dtype, shape);
+  const TensorId target = shape_value(name + "/shape", shape);
+  added.push_back(node(OpKind::Reshape, name, {from, target}, to));
   return to;
 }
 
@@ -65,7 +78,7 @@ int32_t row_bias_add(const Graph& g, const std::vector<std::vector<int32_t>>& co
   const int64_t n = g.tensor(y).shape.back();
   if (!r.is_constant() || r.view_of != kNoTensor || r.dtype != g.tensor(y).dtype ||
       r.shape.empty() || r.shape.back() != n || r.elements() != n ||
-      g.tensor(node.outputs[0]).shape != g.tensor(y).shape)
+      !g.tensor(node.outputs[0]).same_shape_as(g.tensor(y)))
     return -1;
   row = other;
   return add;

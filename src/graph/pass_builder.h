@@ -20,13 +20,18 @@ public:
 
   // A typed tensor named `name` (or `name_1`, ... when taken).
   TensorId tensor(const std::string& name, DType dtype, Shape shape);
+  // One whose shape may be symbolic: `shape` at the planning binding, and `dims`.
+  TensorId sym_tensor(const std::string& name, DType dtype, const SymShape& shape);
   // A constant int64 list.
   TensorId ints(const std::string& name, const std::vector<int64_t>& values);
   // A node writing `output` (not yet in the graph).
   Node node(OpKind op, const std::string& name, std::vector<TensorId> inputs,
             TensorId output) const;
-  // Reshape(from, shape) into a new tensor, appended to `added`.
-  TensorId reshape(std::vector<Node>& added, TensorId from, const Shape& shape,
+  // A constant int64 list of `shape`, symbolic where it is (set_shape_value).
+  TensorId shape_value(const std::string& name, const SymShape& shape);
+  // Reshape(from, shape) into a new tensor, appended to `added`. The target may be symbolic
+  // (the new tensor's dims follow after the pass: derive_dims).
+  TensorId reshape(std::vector<Node>& added, TensorId from, const SymShape& shape,
                    const std::string& name);
   // Slice(source, [begin, end) of `axis` by `step`) writing `output` (not yet in the graph).
   Node slice(const std::string& name, TensorId source, int64_t begin, int64_t end, int64_t axis,

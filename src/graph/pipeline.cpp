@@ -13,6 +13,7 @@
 #include "graph/fold_repeated_heads.h"
 #include "graph/fold_residual_bias.h"
 #include "graph/graph_printer.h"
+#include "graph/infer_dims.h"
 #include "graph/infer_shapes.h"
 #include "graph/lower_composites.h"
 #include "graph/make_views.h"
@@ -119,20 +120,6 @@ void check_pipeline_options(const PipelineOptions& options) {
                 fmt::join(pass_names(), ", "));
 }
 
-// Past infer-shapes, every pass, the planner and the emitter take shapes as numbers: a graph
-// that keeps symbolic dims stops here, its shapes inferred (--print-after infer-shapes shows
-// them).
-void refuse_symbolic_graph(const Graph& graph) {
-  std::vector<std::string> symbols;
-  for (const SymbolicDim& d : graph.symbols)
-    symbols.push_back(fmt::format("{} ({}..{})", d.name, d.min, d.max));
-  user_fail({graph.source_file, "", ""},
-            "the model keeps the symbolic dims {}: stitchc infers its shapes over them (see "
-            "--print-after infer-shapes), but does not yet plan and generate code for a range "
-            "of shapes; bind each with --dim NAME=VALUE",
-            fmt::join(symbols, ", "));
-}
-
 void run_pipeline(Graph& graph, const PipelineOptions& options) {
   check_pipeline_options(options);
   verify_graph(graph, "the frontend", /*require_types=*/false);
@@ -145,6 +132,7 @@ void run_pipeline(Graph& graph, const PipelineOptions& options) {
       if (e.site().file.empty()) throw e.with_file(graph.source_file);
       throw; // keeps the error's own type
     }
+    if (pass.run != plain<infer_shapes>) derive_dims(graph, pass.name);
     verify_graph(graph, pass.name);
     if (options.on_pass_done)
       options.on_pass_done(
@@ -153,7 +141,6 @@ void run_pipeline(Graph& graph, const PipelineOptions& options) {
     if (options.print_to &&
         (options.print_after.count(pass.name) || options.print_after.count("all")))
       *options.print_to << "// ---- after " << pass.name << " ----\n" << print_graph(graph);
-    if (!graph.symbols.empty()) refuse_symbolic_graph(graph);
   }
 }
 

@@ -11,7 +11,7 @@ namespace {
 void make_mask_constant(Graph& graph, const Node& node) {
   if (node.outputs.size() < 2 || node.outputs[1] == kNoTensor) return;
   Tensor& mask = graph.tensor(node.outputs[1]);
-  if (mask.is_constant()) return;
+  if (mask.is_constant() || mask.is_dynamic()) return; // a symbolic mask stays computed
   mask.constant = make_constant_from_int64(mask.dtype, std::vector<int64_t>(mask.elements(), 1));
 }
 
@@ -26,7 +26,7 @@ bool remove_identity(Graph& graph) {
     if (!op_reinterprets_storage(node.op) || node.op == OpKind::View) continue;
     if (node.op == OpKind::Dropout) make_mask_constant(graph, node);
     TensorId in = node.inputs[0], out = node.outputs[0];
-    if (graph.tensor(in).shape != graph.tensor(out).shape) continue;
+    if (!graph.tensor(in).same_shape_as(graph.tensor(out))) continue;
     if (graph.is_graph_output(out)) continue;
     replacement[out] = in;
     node.removed = true;

@@ -296,7 +296,7 @@ def symbolic_relu(d):
 
 
 @case("the model keeps the symbolic dims batch (1..8), seq (1..16): stitchc infers its shapes "
-      "over them", ["--dim", "batch=1..8", "--dim", "seq=1..16@5"])
+      "over them and its graph passes keep them", ["--dim", "batch=1..8", "--dim", "seq=1..16@5"])
 def dim_ranges_not_yet_compiled(d):
     """Dims kept symbolic infer, then stop with the reason: code for ranges is not built yet."""
     return symbolic_relu(d)

@@ -2,6 +2,7 @@
 // against the concrete shape rules at other values of the symbols, and the refusals.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -95,6 +96,29 @@ void check_against_rules(const std::string& path, const std::vector<SymbolicDim>
         REQUIRE(s.sym_values[i].evaluate(point) == values[i]);
     }
   }
+}
+
+// The fixtures of tests/models/dynamic: each model's path and the symbolic dims its
+// inputs.json ranges ("dims": {name: {min, max, example}}), planned at the example sizes.
+std::vector<std::pair<std::string, std::vector<SymbolicDim>>> dynamic_fixtures() {
+  std::vector<std::pair<std::string, std::vector<SymbolicDim>>> out;
+  const fs::path dir = fs::path(STITCH_SOURCE_DIR) / "tests/models/dynamic";
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".onnx") continue;
+    fs::path spec_path = entry.path();
+    spec_path.replace_extension(".inputs.json");
+    std::ifstream spec_file(spec_path);
+    REQUIRE(spec_file);
+    const nlohmann::json spec = nlohmann::json::parse(spec_file);
+    std::vector<SymbolicDim> dims;
+    for (const auto& [name, range] : spec.at("dims").items())
+      dims.push_back(dim(name, range.at("min"), range.at("max"), range.at("example")));
+    REQUIRE_FALSE(dims.empty());
+    out.emplace_back(entry.path().string(), dims);
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  REQUIRE(out.size() >= 9);
+  return out;
 }
 
 // A transformer layer's shape computations as TorchScript exports them: the batch and sequence
@@ -299,46 +323,123 @@ TEST_CASE("what depends on the symbols other than as a shape is refused with the
 // its maximum, and at odd sizes between (not powers of two).
 TEST_CASE("the dynamic fixtures infer symbolically and agree with the rules at other shapes",
           "[infer_dims]") {
-  const fs::path dir = fs::path(STITCH_SOURCE_DIR) / "tests/models/dynamic";
-  int models = 0;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    if (entry.path().extension() != ".onnx") continue;
-    ++models;
-    fs::path spec_path = entry.path();
-    spec_path.replace_extension(".inputs.json");
-    std::ifstream spec_file(spec_path);
-    REQUIRE(spec_file);
-    const nlohmann::json spec = nlohmann::json::parse(spec_file);
-    std::vector<SymbolicDim> dims;
+  for (const auto& [path, dims] : dynamic_fixtures()) {
     std::vector<SymbolValues> points(4);
-    for (const auto& [name, range] : spec.at("dims").items()) {
-      const int64_t lo = range.at("min"), hi = range.at("max");
-      dims.push_back(dim(name, lo, hi, range.at("example")));
-      points[0][name] = lo;
-      points[1][name] = hi;
-      points[2][name] = std::min<int64_t>(hi, ((lo + hi) / 2) | 1);
-      points[3][name] = std::min<int64_t>(hi, lo + 4 + 2 * static_cast<int64_t>(dims.size()));
+    for (const SymbolicDim& d : dims) {
+      points[0][d.name] = d.min;
+      points[1][d.name] = d.max;
+      points[2][d.name] = std::min<int64_t>(d.max, ((d.min + d.max) / 2) | 1);
+      points[3][d.name] = std::min<int64_t>(d.max, d.min + 4 + 2 * (d.name == "seq"));
     }
-    REQUIRE_FALSE(dims.empty());
-    INFO(entry.path().string());
-    check_against_rules(entry.path().string(), dims, points);
+    INFO(path);
+    check_against_rules(path, dims, points);
   }
-  CHECK(models >= 9);
 }
 
-TEST_CASE("a graph that keeps symbolic dims stops after infer-shapes with the reason",
-          "[infer_dims]") {
+TEST_CASE("the graph passes keep the symbolic dims", "[infer_dims]") {
   std::string path = attention_shapes_model().write();
   LoadOptions options;
   options.dims = {dim("batch", 1, 8, 8), dim("seq", 1, 100, 100)};
   Graph g = load_onnx(path, options);
   std::ostringstream printed;
   PipelineOptions pipeline;
-  pipeline.print_after = {"infer-shapes"};
+  pipeline.print_after = {"all"};
   pipeline.print_to = &printed;
-  CHECK_THROWS_WITH(run_pipeline(g, pipeline),
-                    Catch::Contains("keeps the symbolic dims batch (1..8), seq (1..100)") &&
-                        Catch::Contains("bind each with --dim NAME=VALUE"));
+  run_pipeline(g, pipeline);
+  CHECK(dims_of(g, "y") == "[batch,seq,64]");
+  CHECK(dims_of(g, "positions") == "[1,seq]");
   CHECK_THAT(printed.str(), Catch::Contains("symbol seq in 1..100, planned at 100") &&
                                 Catch::Contains("%'y': float32[batch,seq,64]"));
+}
+
+namespace {
+
+// The graph after every pass, as text that leaves out what depends on the planning values:
+// each node's op, inputs and outputs by name with their shapes as expressions, a shape
+// operand's values as expressions, attributes (but a View's target, which holds the planning
+// values; its output's expressions are the view's shape).
+std::string planning_free_form(const Graph& g) {
+  std::string out;
+  auto tensor = [&](TensorId t) {
+    if (t == kNoTensor) return std::string("_");
+    const Tensor& x = g.tensor(t);
+    std::string s = x.name + ":" + sym_shape_to_string(x.sym_shape());
+    if (!x.sym_values.empty())
+      s += "=" + sym_shape_to_string(x.sym_values);
+    else if (x.is_constant() && x.elements() <= 16 && dtype_is_integer(x.dtype))
+      s += "=" + shape_to_string(constant_as_int64(x));
+    return s;
+  };
+  for (const Node& n : g.nodes) {
+    out += std::string(op_name(n.op)) + "(";
+    for (TensorId t : n.inputs)
+      out += tensor(t) + " ";
+    out += ") -> ";
+    for (TensorId t : n.outputs)
+      out += tensor(t) + " ";
+    for (const auto& [key, a] : n.attrs)
+      if (!(n.op == OpKind::View && key == "shape")) out += key + "=" + a.kind_name() + " ";
+    out += "\n";
+  }
+  return out;
+}
+
+} // namespace
+
+// Proves: channels-last (float16 Convs and a pool through it) and the lowering of a
+// GroupNormalization keep a symbolic batch, and decide the same at batch 4 and 1.
+TEST_CASE("channels-last and the composite lowerings keep a symbolic batch", "[infer_dims]") {
+  ModelBuilder m(18);
+  m.input("x", kFloat, {-1, 3, 16, 16}, {"batch"}).output("y");
+  m.initializer_f32("w", {8, 3, 3, 3}, std::vector<float>(8 * 27, 0.1f));
+  m.initializer_f32("scale", {2}, {1.0f, 0.5f});
+  m.initializer_f32("bias", {2}, {0.0f, 0.25f});
+  set_attr_ints(m.node("Conv", {"x", "w"}, {"c"}), "pads", {1, 1, 1, 1});
+  m.node("Relu", {"c"}, {"r"});
+  set_attr_ints(m.node("MaxPool", {"r"}, {"p"}), "kernel_shape", {2, 2});
+  set_attr_int(m.node("GroupNormalization", {"p", "scale", "bias"}, {"n"}), "num_groups", 2);
+  m.node("GlobalAveragePool", {"n"}, {"g"});
+  m.node("Flatten", {"g"}, {"y"});
+  const std::string path = m.write();
+  auto passes = [&](int64_t typical) {
+    LoadOptions options;
+    options.dims = {dim("batch", 1, 16, typical)};
+    Graph g = load_onnx(path, options);
+    PipelineOptions pipeline;
+    pipeline.precision.precision = Precision::Fp16;
+    run_pipeline(g, pipeline);
+    return g;
+  };
+  const Graph g = passes(4);
+  CHECK(dims_of(g, "y") == "[batch,8]");
+  bool transposed = false;
+  for (const Node& n : g.nodes)
+    transposed = transposed || n.op == OpKind::Transpose;
+  CHECK(transposed); // channels-last ran
+  CHECK(planning_free_form(g) == planning_free_form(passes(1)));
+}
+
+// Proves: the passes decide by the symbolic shapes, never by the values the symbols take for
+// planning: each dynamic fixture planned at its example sizes and planned with every symbol at
+// 1 (where a dim equal to 1 or to another dim by chance would change a decision) gives the
+// same graph after the passes, node for node, in float32 and in float16.
+TEST_CASE("the passes give one graph whatever the planning values of the symbols", "[infer_dims]") {
+  for (const auto& [path, example] : dynamic_fixtures()) {
+    std::vector<SymbolicDim> ones = example;
+    for (SymbolicDim& d : ones)
+      d.typical = d.min;
+    auto passes = [&](const std::vector<SymbolicDim>& dims, Precision precision) {
+      LoadOptions options;
+      options.dims = dims;
+      Graph g = load_onnx(path, options);
+      PipelineOptions pipeline;
+      pipeline.precision.precision = precision;
+      run_pipeline(g, pipeline);
+      return planning_free_form(g);
+    };
+    INFO(path);
+    // float16 also runs convert-precision, and channels-last on ViT's patch convolution.
+    for (Precision precision : {Precision::Fp32, Precision::Fp16})
+      CHECK(passes(example, precision) == passes(ones, precision));
+  }
 }
