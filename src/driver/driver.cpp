@@ -51,25 +51,13 @@ SymbolicDim parse_dim(const std::string& arg) {
   if (d->typical < d->min || d->typical > d->max)
     user_fail({}, "--dim '{}': the typical value {} is outside {}..{}", arg, d->typical, d->min,
               d->max);
+  if (d->min < 1 && d->max > d->min)
+    user_fail({}, "--dim '{}': a range starts at 1 or more (zero-size ranges are not supported)",
+              arg);
   if (d->max > kMaxSymbolicDim)
     user_fail({}, "--dim '{}': the maximum {} is above the largest supported, {}", arg, d->max,
               kMaxSymbolicDim);
   return *d;
-}
-
-// The passes keep a graph's symbolic dims (derive_dims after each), but the planner and the
-// emitter take shapes as numbers: a graph that keeps symbolic dims stops after the passes
-// (--print-after shows its shapes).
-void refuse_symbolic_graph(const Graph& graph) {
-  if (graph.symbols.empty()) return;
-  std::vector<std::string> symbols;
-  for (const SymbolicDim& d : graph.symbols)
-    symbols.push_back(fmt::format("{} ({}..{})", d.name, d.min, d.max));
-  user_fail({graph.source_file, "", ""},
-            "the model keeps the symbolic dims {}: stitchc infers its shapes over them and its "
-            "graph passes keep them (see --print-after all), but does not yet plan and "
-            "generate code for a range of shapes; bind each with --dim NAME=VALUE",
-            fmt::join(symbols, ", "));
 }
 
 void write_text_file(const std::string& path, const std::string& text) {
@@ -293,7 +281,6 @@ void run_driver(const DriverOptions& options, std::ostream& out) {
     PhaseTimer timer("passes");
     run_pipeline(graph, pipeline);
   }
-  refuse_symbolic_graph(graph);
   for (const std::string& name : options.planner.no_fuse)
     if (std::none_of(graph.nodes.begin(), graph.nodes.end(),
                      [&](const Node& node) { return names_node_or_its_parts(name, node.name); }))

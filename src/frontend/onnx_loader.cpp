@@ -329,7 +329,7 @@ private:
         std::set<std::string> symbols = d.symbols();
         used_symbols.insert(symbols.begin(), symbols.end());
       }
-      check_input_size(in.name(), dims);
+      check_input_size(in.name(), t.dtype, dims);
       t.shape = evaluate_shape(dims, planning_values());
       if (!is_static(dims)) t.dims = dims;
     }
@@ -339,6 +339,10 @@ private:
                 "--dim NAME=VALUE, or to keep symbolic with --dim NAME=MIN..MAX: {}",
                 fmt::join(unbound, ", "));
     for (const SymbolicDim& d : options_.dims) {
+      auto bound = bound_dims.find(d.name);
+      if (bound != bound_dims.end() && d.min != d.max && bound->second != DimExpr::symbol(d.name))
+        user_fail(site(), "--dim {}={}..{} ranges the dim '{}', which --input-shape binds to {}",
+                  d.name, d.min, d.max, d.name, bound->second.to_string());
       bool named = used_symbols.count(d.name) != 0;
       for (const auto& [param, value] : bound_dims)
         named = named || param == d.name;
@@ -366,7 +370,7 @@ private:
   }
 
   // The input's bytes and elements at the largest value of every symbol fit the limits.
-  void check_input_size(const std::string& name, const SymShape& dims) const {
+  void check_input_size(const std::string& name, DType dtype, const SymShape& dims) const {
     SymbolValues largest;
     for (const SymbolicDim& d : options_.dims)
       largest[d.name] = d.max;
@@ -376,6 +380,7 @@ private:
     try {
       elements = shape_elements(shape);
       Tensor t;
+      t.dtype = dtype;
       t.shape = shape;
       (void)t.bytes();
     } catch (const UserError& e) {

@@ -225,8 +225,6 @@ std::shared_ptr<const ConstantData> make_constant_from_double(DType dtype,
   return build(dtype, values);
 }
 
-// The bytes of a row-major tensor of `shape` (elements of `size` bytes) transposed by `perm`
-// (axis j of the result is axis perm[j] of the source).
 void set_shape_value(const Graph& graph, Tensor& t, const SymShape& shape) {
   const std::vector<int64_t> values = graph.planning_shape(shape);
   t.dtype = DType::Int64;
@@ -237,6 +235,8 @@ void set_shape_value(const Graph& graph, Tensor& t, const SymShape& shape) {
   t.sym_values = is_static(shape) ? std::vector<DimExpr>{} : shape;
 }
 
+// The bytes of a row-major tensor of `shape` (elements of `size` bytes) transposed by `perm`
+// (axis j of the result is axis perm[j] of the source).
 std::string transpose_bytes(const std::string& bytes, const Shape& shape,
                             const std::vector<int64_t>& perm, size_t size) {
   const Shape source_strides = row_major_strides(shape);

@@ -249,7 +249,7 @@ DimExpr DimExpr::floor_div(const DimExpr& a, int64_t d) {
   std::vector<Term> q, r;
   for (const Term& t : a.terms_) {
     int64_t whole = floor_div_int(t.coefficient, d);
-    int64_t rest = t.coefficient - whole * d;
+    int64_t rest = checked_sub(t.coefficient, checked_mul(whole, d, kWhat));
     if (whole != 0) q.push_back(Term{whole, t.atoms});
     if (rest != 0) r.push_back(Term{rest, t.atoms});
   }
@@ -314,9 +314,15 @@ std::optional<DimExpr> DimExpr::exact_div(const DimExpr& a, const DimExpr& b) {
   std::vector<Term> terms;
   std::vector<Atom> rest;
   for (const Term& t : a.terms_) {
-    if (t.coefficient % divisor.coefficient != 0) return std::nullopt;
+    int64_t quotient;
+    if (divisor.coefficient == -1) { // INT64_MIN / -1 overflows: checked
+      quotient = checked_mul(t.coefficient, -1, kWhat);
+    } else {
+      if (t.coefficient % divisor.coefficient != 0) return std::nullopt;
+      quotient = t.coefficient / divisor.coefficient;
+    }
     if (!remove_atoms(t.atoms, divisor.atoms, rest)) return std::nullopt;
-    terms.push_back(Term{t.coefficient / divisor.coefficient, rest});
+    terms.push_back(Term{quotient, rest});
   }
   return DimExprBuilder::from_terms(std::move(terms));
 }

@@ -494,9 +494,14 @@ void slice(SymContext& c) {
   for (size_t i = 0; i < axes.size(); ++i)
     out[axes[i]] = slice_length(c, in[axes[i]], starts[i], ends[i], steps[i]);
   c.set(0, out);
-  // A slice of a shape value: the selected elements (its starts and ends are constants then,
-  // since the value's length is).
-  if (c.rank(0) == 1 && !c.ctx.input(0).sym_values.empty() && !c.ctx.input(0).is_dynamic()) {
+  // A slice of a shape value by constant bounds: the selected elements. (Bounds computed from
+  // the symbols may keep the length and still move the elements: then the slice's value is
+  // no shape value, and is refused if it was folded.)
+  bool constant_bounds = true;
+  for (int i = 1; i < c.ctx.num_inputs(); ++i)
+    constant_bounds = constant_bounds && !c.depends(i);
+  if (c.rank(0) == 1 && constant_bounds && !c.ctx.input(0).sym_values.empty() &&
+      !c.ctx.input(0).is_dynamic()) {
     std::vector<DimExpr> v = c.ctx.input(0).sym_values;
     for (const SliceAxis& s : read_slice_params(c.ctx)) {
       std::vector<DimExpr> picked;
@@ -525,6 +530,9 @@ void split(SymContext& c) {
       DimExpr chunk = DimExpr::ceil_div(dim, outputs);
       sizes.assign(static_cast<size_t>(outputs - 1), chunk);
       sizes.push_back(dim - chunk * DimExpr(outputs - 1));
+      if (c.bounds(sizes.back()).lo < 0)
+        c.unsupported(fmt::format("its last part, {}, is negative for some values of the symbols",
+                                  sizes.back().to_string()));
     } else {
       std::optional<DimExpr> part = DimExpr::exact_div(dim, DimExpr(outputs));
       if (!part)
@@ -653,7 +661,10 @@ void gather_nd(SymContext& c) {
   const DimExpr& depth = indices.back();
   if (!depth.is_constant())
     c.unsupported(fmt::format("its index depth {} is symbolic", depth.to_string()));
-  size_t skip = static_cast<size_t>(c.ctx.attr_int("batch_dims", 0) + depth.constant_value());
+  const int64_t batch_dims = c.ctx.attr_int("batch_dims", 0);
+  for (int64_t i = 0; i < batch_dims; ++i)
+    same_dim(c, data[i], indices[i], "batch dims");
+  size_t skip = static_cast<size_t>(batch_dims + depth.constant_value());
   SymShape out(indices.begin(), indices.end() - 1);
   out.insert(out.end(), data.begin() + static_cast<std::ptrdiff_t>(skip), data.end());
   c.set(0, out);
@@ -789,7 +800,6 @@ SymRule sym_rule(OpKind op) {
   case OpKind::GlobalMaxPool:
   case OpKind::DepthToSpace:
   case OpKind::SpaceToDepth:
-  case OpKind::Resize:
   case OpKind::Pad:
     return batch_only;
   case OpKind::TopK:

@@ -42,15 +42,17 @@ void check_declared_outputs(const Graph& graph) {
       user_fail(site, "graph output '{}' is declared {} but computes {}", t.name,
                 onnx_dtype_code_name(decl.onnx_elem_type), dtype_name(t.dtype));
     if (!decl.has_shape) continue;
-    bool same_rank = decl.dims.size() == t.shape.size();
+    // A fixed declared dim must be that number for every value of the symbols.
+    const SymShape computed = t.sym_shape();
+    bool same_rank = decl.dims.size() == computed.size();
     for (size_t i = 0; same_rank && i < decl.dims.size(); ++i)
-      same_rank = decl.dims[i] < 0 || decl.dims[i] == t.shape[i];
+      same_rank = decl.dims[i] < 0 || computed[i] == DimExpr(decl.dims[i]);
     if (!same_rank) {
       std::vector<std::string> dims;
       for (int64_t d : decl.dims)
         dims.push_back(d < 0 ? "?" : std::to_string(d));
       user_fail(site, "graph output '{}' is declared with shape [{}] but computes {}", t.name,
-                fmt::join(dims, ","), shape_to_string(t.shape));
+                fmt::join(dims, ","), sym_shape_to_string(computed));
     }
   }
 }

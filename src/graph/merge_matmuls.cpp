@@ -115,8 +115,8 @@ private:
     gemm.attrs.clear();
     gemm.inputs = {gemm.inputs[0], b};
     if (c == kNoTensor) return true;
-    const TensorId product =
-        build_.tensor(g_.tensor(y).name + "/product", g_.tensor(y).dtype, g_.tensor(y).shape);
+    const TensorId product = build_.sym_tensor(g_.tensor(y).name + "/product", g_.tensor(y).dtype,
+                                               g_.tensor(y).sym_shape());
     g_.nodes[n].outputs[0] = product;
     Node add = build_.node(OpKind::Add, g_.nodes[n].name + "/c", {product, c}, y);
     g_.nodes.push_back(std::move(add));

@@ -11,7 +11,7 @@ namespace {
 void make_mask_constant(Graph& graph, const Node& node) {
   if (node.outputs.size() < 2 || node.outputs[1] == kNoTensor) return;
   Tensor& mask = graph.tensor(node.outputs[1]);
-  if (mask.is_constant() || mask.is_dynamic()) return; // a symbolic mask stays computed
+  if (mask.is_constant()) return;
   mask.constant = make_constant_from_int64(mask.dtype, std::vector<int64_t>(mask.elements(), 1));
 }
 
@@ -24,7 +24,13 @@ bool remove_identity(Graph& graph) {
     for (TensorId& t : node.inputs)
       if (t != kNoTensor && replacement[t] != kNoTensor) t = replacement[t];
     if (!op_reinterprets_storage(node.op) || node.op == OpKind::View) continue;
-    if (node.op == OpKind::Dropout) make_mask_constant(graph, node);
+    if (node.op == OpKind::Dropout) {
+      // A mask of symbolic shape is no constant: the Dropout stays to write it.
+      if (node.outputs.size() > 1 && node.outputs[1] != kNoTensor &&
+          graph.tensor(node.outputs[1]).is_dynamic())
+        continue;
+      make_mask_constant(graph, node);
+    }
     TensorId in = node.inputs[0], out = node.outputs[0];
     if (!graph.tensor(in).same_shape_as(graph.tensor(out))) continue;
     if (graph.is_graph_output(out)) continue;

@@ -104,9 +104,25 @@ std::string refusal(const Graph& g, const Node& node) {
   }
 }
 
+// The passes keep a graph's symbolic dims (derive_dims after each), but the planner and the
+// emitter take shapes as numbers: a graph that keeps symbolic dims stops after the passes
+// (--print-after shows its shapes). Planning checks it too (plan_fusion), for every caller.
+void refuse_symbolic_graph(const Graph& graph) {
+  if (graph.symbols.empty()) return;
+  std::vector<std::string> symbols;
+  for (const SymbolicDim& d : graph.symbols)
+    symbols.push_back(fmt::format("{} ({}..{})", d.name, d.min, d.max));
+  user_fail({graph.source_file, "", ""},
+            "the model keeps the symbolic dims {}: stitchc infers its shapes over them and its "
+            "graph passes keep them (see --print-after all), but does not yet plan and "
+            "generate code for a range of shapes; bind each with --dim NAME=VALUE",
+            fmt::join(symbols, ", "));
+}
+
 } // namespace
 
 void check_code_generation(const Graph& graph) {
+  refuse_symbolic_graph(graph);
   for (const Node& node : graph.nodes) {
     const std::string why = refusal(graph, node);
     if (!why.empty())

@@ -9,7 +9,8 @@
 
 namespace stitch {
 
-// Refuses the first node code generation cannot handle (every dtype has an element type in
+// Refuses a graph that keeps symbolic dims (planning over ranges is not built yet), then the
+// first node code generation cannot handle (every dtype has an element type in
 // kernels; float16 and bfloat16 compute in float): an op with no kernel (a composite that was not
 // lowered), or an attribute value or geometry the op's kernel or library call does not take (a
 // Resize coordinate mode, asymmetric Conv pads the library cannot express, a TopK without its

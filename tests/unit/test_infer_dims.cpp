@@ -18,6 +18,7 @@
 #include "graph/pipeline.h"
 #include "graph_test_util.h"
 #include "model_builder.h"
+#include "planner/code_generation_support.h"
 
 using namespace stitch;
 using stitch::test::find_tensor;
@@ -88,6 +89,12 @@ void check_against_rules(const std::string& path, const std::vector<SymbolicDim>
       for (const DimExpr& d : s.sym_shape())
         expected.push_back(d.evaluate(point));
       REQUIRE(expected == c.shape);
+      // A value folded over the symbols is the one the rules fold at this shape: no value is
+      // baked at the planning binding.
+      if (s.is_constant() && s.sym_values.empty()) {
+        REQUIRE(c.is_constant());
+        REQUIRE(c.constant->bytes == s.constant->bytes);
+      }
       if (s.sym_values.empty()) continue;
       REQUIRE(c.is_constant());
       std::vector<int64_t> values = constant_as_int64(c);
@@ -234,6 +241,8 @@ TEST_CASE("stitchc's --dim options parse, and a bad one is a user error", "[infe
                     Catch::Contains("--dim gives 'seq' twice"));
   CHECK_THROWS_WITH(parse({"--dim", "seq=1..4294967296"}),
                     Catch::Contains("above the largest supported"));
+  CHECK_THROWS_WITH(parse({"--dim", "seq=0..8"}), Catch::Contains("a range starts at 1 or more"));
+  CHECK(parse({"--dim", "seq=0"}).load.dims[0].max == 0); // binding to 0 is no range
 }
 
 TEST_CASE("shape computations become expressions through a transformer layer", "[infer_dims]") {
@@ -307,6 +316,51 @@ TEST_CASE("what depends on the symbols other than as a shape is refused with the
     CHECK_THAT(infer_error(m.write(), {dim("n", 1, 9, 4)}),
                Catch::Contains("(Reshape)") && Catch::Contains("4*n elements to 16"));
   }
+  SECTION("a slice of a shape value by bounds computed from the symbols") {
+    // Its length is 1 for every batch, but which element it picks moves with the batch.
+    ModelBuilder m;
+    m.input("x", kFloat, {-1, 4, 5}, {"batch"}).output("y").output("v", onnx::TensorProto::INT64);
+    m.initializer_i64("zero", {1}, {0});
+    m.initializer_i64("one", {1}, {1});
+    m.node("Relu", {"x"}, {"y"});
+    m.node("Shape", {"x"}, {"s"});
+    m.node("Slice", {"s", "zero", "one"}, {"b"});
+    m.node("Sub", {"b", "one"}, {"start"});
+    m.node("Slice", {"s", "start", "b"}, {"v"});
+    CHECK_THAT(infer_error(m.write(), {dim("batch", 1, 2, 2)}),
+               Catch::Contains("(Slice)") &&
+                   Catch::Contains("a value computed from the symbolic dims other than a shape"));
+  }
+  SECTION("a split whose last part is negative for small values") {
+    ModelBuilder m(18);
+    m.input("x", kFloat, {-1, 4}, {"seq"}).output("a").output("b").output("c");
+    set_attr_int(m.node("Split", {"x"}, {"a", "b", "c"}), "num_outputs", 3);
+    CHECK_THAT(infer_error(m.write(), {dim("seq", 1, 512, 512)}),
+               Catch::Contains("(Split)") && Catch::Contains("is negative for some values"));
+  }
+  SECTION("a declared output dim fixed where it computes a symbolic one") {
+    ModelBuilder m;
+    m.input("x", kFloat, {-1, 4}, {"n"}).output("y", kFloat, {8, 4}, true);
+    m.node("Relu", {"x"}, {"y"});
+    CHECK_THAT(infer_error(m.write(), {dim("n", 1, 8, 8)}),
+               Catch::Contains("graph output 'y' is declared with shape [8,4] but computes [n,4]"));
+  }
+  SECTION("Resize, whose sizes may cover the batch") {
+    ModelBuilder m;
+    m.input("x", kFloat, {-1, 3, 4, 4}, {"n"}).output("y");
+    m.initializer_i64("sizes", {4}, {8, 3, 8, 8});
+    m.node("Resize", {"x", "", "", "sizes"}, {"y"});
+    CHECK_THAT(infer_error(m.write(), {dim("n", 1, 8, 8)}),
+               Catch::Contains("does not yet express Resize's output shape"));
+  }
+  SECTION("a --dim range over a dim --input-shape binds") {
+    ModelBuilder m;
+    m.input("x", kFloat, {-1, 4}, {"batch"}).output("y");
+    m.node("Relu", {"x"}, {"y"});
+    CHECK_THROWS_WITH(infer(m.write(), {dim("batch", 1, 8, 8)}, {{"x", {4, 4}}}),
+                      Catch::Contains("--dim batch=1..8 ranges the dim 'batch', which "
+                                      "--input-shape binds to 4"));
+  }
   SECTION("an op whose shape is not yet expressed") {
     ModelBuilder m;
     m.input("x", kFloat, {-1, 4}, {"n"}).output("y");
@@ -336,6 +390,22 @@ TEST_CASE("the dynamic fixtures infer symbolically and agree with the rules at o
   }
 }
 
+// Proves: a Dropout whose mask has symbolic dims keeps writing it (remove-identity makes only
+// a static mask a constant).
+TEST_CASE("a Dropout's symbolic mask stays computed through the passes", "[infer_dims]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {-1, 4}, {"n"}).output("y").output("relu_mask");
+  m.node("Dropout", {"x"}, {"d", "mask"});
+  m.node("Relu", {"d"}, {"y"});
+  set_attr_int(m.node("Cast", {"mask"}, {"relu_mask"}), "to", kFloat);
+  LoadOptions options;
+  options.dims = {dim("n", 1, 8, 3)};
+  Graph g = load_onnx(m.write(), options);
+  run_pipeline(g, {});
+  CHECK(dims_of(g, "relu_mask") == "[n,4]");
+  CHECK_FALSE(find_tensor(g, "mask").is_constant());
+}
+
 TEST_CASE("the graph passes keep the symbolic dims", "[infer_dims]") {
   std::string path = attention_shapes_model().write();
   LoadOptions options;
@@ -350,6 +420,10 @@ TEST_CASE("the graph passes keep the symbolic dims", "[infer_dims]") {
   CHECK(dims_of(g, "positions") == "[1,seq]");
   CHECK_THAT(printed.str(), Catch::Contains("symbol seq in 1..100, planned at 100") &&
                                 Catch::Contains("%'y': float32[batch,seq,64]"));
+  // Planning over ranges is not built: every planner refuses the graph with the reason.
+  CHECK_THROWS_WITH(check_code_generation(g),
+                    Catch::Contains("keeps the symbolic dims batch (1..8), seq (1..100)") &&
+                        Catch::Contains("bind each with --dim NAME=VALUE"));
 }
 
 namespace {
