@@ -31,6 +31,12 @@ public:
   bool depends(int i) const {
     return present(i) && (ctx.input(i).is_dynamic() || !ctx.input(i).sym_values.empty());
   }
+  // Whether any input's shape or value depends on the symbols (else the node is static).
+  bool any_input_depends() const {
+    for (int i = 0; i < ctx.num_inputs(); ++i)
+      if (depends(i)) return true;
+    return false;
+  }
 
   // The elements of input i as expressions: its symbolic values, or its constant integers;
   // nullopt for any other input.
@@ -855,10 +861,7 @@ void infer_node_dims(InferContext& ctx) {
   Graph& graph = ctx.graph();
   if (graph.symbols.empty()) return;
   SymContext c(ctx);
-  bool depends = false;
-  for (int i = 0; i < ctx.num_inputs(); ++i)
-    depends = depends || c.depends(i);
-  if (!depends) return;
+  if (!c.any_input_depends()) return;
   run_symbolic_rule(c);
   const SymbolValues planning = graph.planning_values();
   const Node& node = ctx.node();
@@ -880,14 +883,12 @@ void infer_node_dims(InferContext& ctx) {
                               "folding gives {}",
                               op_name(ctx.op()), out.name, sym_shape_to_string(*values),
                               (*values)[i].evaluate(planning), folded[i]);
-    }
-    if (values && !is_static(*values)) {
+      if (is_static(*values)) continue; // the symbols cancel: the folded value is the value
       STITCH_INTERNAL_CHECK(is_integer(out.dtype), "{} output '{}' is a {} with symbolic values",
                             op_name(ctx.op()), out.name, dtype_name(out.dtype));
       out.sym_values = *values;
       continue;
     }
-    if (values) continue; // the symbols cancel: the folded value is the value
     if (out.is_dynamic()) {
       out.constant.reset(); // its shape varies: computed at run time
       continue;
@@ -905,10 +906,7 @@ void derive_dims(Graph& graph, const std::string& pass) {
   for (Node& node : graph.nodes) {
     InferContext ctx(graph, node);
     SymContext c(ctx);
-    bool depends = false;
-    for (int i = 0; i < ctx.num_inputs(); ++i)
-      depends = depends || c.depends(i);
-    if (!depends) {
+    if (!c.any_input_depends()) {
       for (TensorId t : node.outputs)
         if (t != kNoTensor) graph.tensor(t).dims.clear();
       continue;
