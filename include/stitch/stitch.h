@@ -45,8 +45,9 @@ extern "C" {
 #endif
 
 /* Version 3 added stitch_library_build_info, lookups by name, the model's device, contexts in
- * caller-provided memory and runs without stitchc's CUDA Graph. */
-#define STITCH_API_VERSION 3
+ * caller-provided memory and runs without stitchc's CUDA Graph. Version 4 added symbolic dims
+ * (a library compiled with `stitchc --dim NAME=MIN..MAX` serves every shape in range). */
+#define STITCH_API_VERSION 4
 #define STITCH_MAX_RANK 8
 
 typedef enum stitch_status {
@@ -80,7 +81,9 @@ typedef enum stitch_dtype {
 typedef struct stitch_model stitch_model;
 typedef struct stitch_context stitch_context;
 
-/* A model input or output as the library was compiled for it. */
+/* A model input or output as the library was compiled for it. In a library compiled with
+ * symbolic dims, a dim that depends on them is -1 and `bytes` is the size at the symbols'
+ * maxima; stitch_model_output_shapes gives an output's dims for given inputs. */
 typedef struct stitch_tensor_info {
   const char* name; /* valid while the model lives */
   stitch_dtype dtype;
@@ -88,6 +91,14 @@ typedef struct stitch_tensor_info {
   int64_t dims[STITCH_MAX_RANK];
   uint64_t bytes; /* element count times element size */
 } stitch_tensor_info;
+
+/* A symbolic dim of the model (`stitchc --dim NAME=MIN..MAX`, API version 4): every run may
+ * give it any value in [min, max], the same value wherever an input has it. */
+typedef struct stitch_symbol_info {
+  const char* name; /* the model's name for the dim; valid while the model lives */
+  int64_t min;
+  int64_t max;
+} stitch_symbol_info;
 
 /* A caller's tensor: where it is and what the caller believes it holds. The library checks
  * dtype, rank, dims and bytes against the compiled model before it runs. */
@@ -164,6 +175,25 @@ STITCH_API stitch_status stitch_model_device(const stitch_model* model, int* out
  * The libraries' handles allocate a little of their own besides. */
 STITCH_API stitch_status stitch_model_context_memory(const stitch_model* model,
                                                      uint64_t* out_bytes);
+
+/* Symbolic dims (API version 4). A library compiled for fixed shapes has none. A run takes each
+ * input's actual dims (stitch_tensor.dims): each symbolic dim within its symbol's range, equal
+ * wherever one symbol appears; the outputs then have the dims stitch_model_output_shapes gives.
+ * The context's memory is sized once, for the maxima. */
+STITCH_API stitch_status stitch_model_num_symbols(const stitch_model* model, size_t* out_count);
+STITCH_API stitch_status stitch_model_symbol(const stitch_model* model, size_t index,
+                                             stitch_symbol_info* out_info);
+/* For each dim of input `index`, the index of its symbol, or -1 for a fixed dim: `out_symbols`
+ * has room for STITCH_MAX_RANK entries; the input's rank are written. */
+STITCH_API stitch_status stitch_model_input_symbols(const stitch_model* model, size_t index,
+                                                    int32_t* out_symbols);
+/* The outputs' dims and bytes for inputs of the given dims (`inputs[i].dims` and rank are read,
+ * their data is not), checked as stitch_run checks them: one stitch_tensor_info per output, in
+ * model order. For a library of fixed shapes, the outputs as compiled. */
+STITCH_API stitch_status stitch_model_output_shapes(const stitch_model* model,
+                                                    const stitch_tensor* inputs, size_t num_inputs,
+                                                    stitch_tensor_info* out_outputs,
+                                                    size_t num_outputs);
 
 STITCH_API stitch_status stitch_context_create(stitch_model* model, stitch_context** out_context);
 /* A context that works in caller-provided device memory (host memory on the host target):

@@ -44,6 +44,14 @@
     (const stitch_model* model, const char* name, size_t* out_index))                            \
   X(stitch_status, model_device, (const stitch_model* model, int* out_device))                   \
   X(stitch_status, model_context_memory, (const stitch_model* model, uint64_t* out_bytes))       \
+  X(stitch_status, model_num_symbols, (const stitch_model* model, size_t* out_count))            \
+  X(stitch_status, model_symbol,                                                                 \
+    (const stitch_model* model, size_t index, stitch_symbol_info* out_info))                     \
+  X(stitch_status, model_input_symbols,                                                          \
+    (const stitch_model* model, size_t index, int32_t* out_symbols))                             \
+  X(stitch_status, model_output_shapes,                                                          \
+    (const stitch_model* model, const stitch_tensor* inputs, size_t num_inputs,                  \
+     stitch_tensor_info* out_outputs, size_t num_outputs))                                       \
   X(stitch_status, context_create, (stitch_model* model, stitch_context** out_context))          \
   X(stitch_status, context_create_in_memory,                                                     \
     (stitch_model* model, void* memory, uint64_t bytes, stitch_context** out_context))           \

@@ -288,6 +288,10 @@ void run_driver(const DriverOptions& options, std::ostream& out) {
                 "--no-fuse: the graph has no node named '{}' "
                 "after the passes (folded into a constant, removed, or misspelled; see --report)",
                 name);
+  if (options.emit.debug_taps && !graph.symbols.empty())
+    user_fail({options.model_path, "", ""},
+              "--debug-taps with symbolic dims (--dim NAME=MIN..MAX): taps hold tensors of one "
+              "shape; build the debug library with each dim bound (--dim NAME=VALUE)");
   // What code generation cannot do is refused now, also when nothing is to be built: a model
   // stitchc accepts is one it can compile.
   try {

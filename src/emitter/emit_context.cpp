@@ -1,6 +1,8 @@
 // GroupEmitContext helpers: names, pointers, types and node descriptions.
 #include "emitter/emit_context.h"
 
+#include <set>
+
 #include <cctype>
 
 #include "graph/error.h"
@@ -142,6 +144,51 @@ std::string describe_node(const Graph& g, const Node& n) {
     outs.push_back(typed(t));
   return fmt::format("node '{}' ({}): {} <- {}", n.name, op_name(n.op), fmt::join(outs, ", "),
                      fmt::join(ins, ", "));
+}
+
+namespace {
+
+int symbol_index(const Graph& graph, const std::string& name) {
+  for (size_t k = 0; k < graph.symbols.size(); ++k)
+    if (graph.symbols[k].name == name) return static_cast<int>(k);
+  STITCH_INTERNAL_CHECK(false, "a dim names '{}', which is no symbol of the graph", name);
+  return -1;
+}
+
+} // namespace
+
+std::string dim_code(const Graph& graph, const DimExpr& d) {
+  return d.to_code(
+      [&](const std::string& name) { return fmt::format("sym{}", symbol_index(graph, name)); });
+}
+
+std::vector<int> symbols_of(const Graph& graph, const SymShape& dims) {
+  std::set<int> found;
+  for (const DimExpr& d : dims)
+    for (const std::string& name : d.symbols())
+      found.insert(symbol_index(graph, name));
+  return {found.begin(), found.end()};
+}
+
+void emit_symbol_reads(const Graph& graph, const std::vector<int>& symbols, CodeWriter& out) {
+  for (int k : symbols) {
+    const SymbolicDim& s = graph.symbols[static_cast<size_t>(k)];
+    out.linef("const int64_t sym{} = b->symbols[{}];", k, k);
+    out.comment(fmt::format("  sym{}: the symbolic dim '{}', {}..{}", k, s.name, s.min, s.max));
+  }
+}
+
+std::vector<int> launch_symbols(const GroupEmitContext& ctx) {
+  const LaunchConfig& l = ctx.group().launch;
+  if (l.work_per_block == 0) return {};
+  return symbols_of(ctx.graph(), {l.work});
+}
+
+std::vector<std::string> launch_symbol_params(const GroupEmitContext& ctx) {
+  std::vector<std::string> params;
+  for (int k : launch_symbols(ctx))
+    params.push_back(fmt::format("const int64_t sym{}", k));
+  return params;
 }
 
 } // namespace stitch

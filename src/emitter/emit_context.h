@@ -99,6 +99,22 @@ std::string describe_node(const Graph& graph, const Node& node);
 void emit_shared_memory_opt_in(const GroupEmitContext& ctx, CodeWriter& out,
                                const std::string& kernel, int64_t bytes);
 
+// Symbolic dims (`stitchc --dim`): generated code names symbol k of Graph::symbols `symK`, an
+// int64_t a group function reads from b->symbols and passes to the kernels that need it.
+// `d` as C++: a literal for a constant, else an expression of the symK ("(sym0 * sym1 * 64)").
+std::string dim_code(const Graph& graph, const DimExpr& d);
+// The symbols `dims` mention, as indices into Graph::symbols, ascending.
+std::vector<int> symbols_of(const Graph& graph, const SymShape& dims);
+// `const int64_t symK = b->symbols[K];` for each of `symbols`, with the symbol's name and range
+// in a comment (a model's name only in comments, escaped as every comment is).
+void emit_symbol_reads(const Graph& graph, const std::vector<int>& symbols, CodeWriter& out);
+
+// A kernel over symbolic dims (LaunchConfig::work): the symbols its work names, the kernel's
+// parameters for them ("const int64_t sym0", appended after its pointers in this order), and
+// the work as C++. Empty lists and "" for a kernel of fixed shapes.
+std::vector<int> launch_symbols(const GroupEmitContext& ctx);
+std::vector<std::string> launch_symbol_params(const GroupEmitContext& ctx);
+
 // The function every group file defines and the launcher calls, in order.
 inline constexpr const char* kGroupSignature =
     "int32_t {}(const stitch_abi_buffers* b, char* error, size_t error_size)";

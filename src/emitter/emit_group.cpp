@@ -17,7 +17,22 @@ void emit_launch(const GroupEmitContext& ctx, CodeWriter& out, const std::string
     names.push_back(fmt::format("a{}", k));
   }
   const int group = ctx.group().id;
-  if (l.cooperative) {
+  const std::vector<int> symbols = launch_symbols(ctx);
+  if (!symbols.empty()) {
+    emit_symbol_reads(ctx.graph(), symbols, out);
+    for (int k : symbols)
+      names.push_back(fmt::format("sym{}", k));
+  }
+  if (l.work_per_block > 0) {
+    STITCH_INTERNAL_CHECK(!l.cooperative && l.grid[1] == 1 && l.grid[2] == 1,
+                          "group {}: a grid computed per run must be one-dimensional", group);
+    out.linef("const int64_t work = {};", dim_code(ctx.graph(), l.work));
+    out.comment(fmt::format("The grid covers the work once, {} items per block, at most {} blocks "
+                            "(the grid at the symbols' maxima), then strides.",
+                            l.work_per_block, l.grid[0]));
+    out.linef("const dim3 grid(stitch::dims::grid_for(work, {}, {}), 1, 1);", l.work_per_block,
+              l.grid[0]);
+  } else if (l.cooperative) {
     STITCH_INTERNAL_CHECK(ctx.cooperative_index() >= 0 && l.grid[1] == 1 && l.grid[2] == 1,
                           "group {}: a cooperative launch without its place among the model's",
                           group);

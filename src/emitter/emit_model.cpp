@@ -2,6 +2,7 @@
 #include "emitter/emit_model.h"
 
 #include <algorithm>
+#include <set>
 
 #include "emitter/kernels.h"
 #include "graph/checked_math.h"
@@ -43,6 +44,7 @@ struct Blob {
   std::string bytes;
   std::vector<int64_t> input_name_offsets, output_name_offsets;
   std::vector<int64_t> tap_name_offsets, tap_node_offsets;
+  std::vector<int64_t> symbol_name_offsets;
   // stitch_abi_build_info's strings, in its order: what each is, and its offset.
   std::vector<std::pair<const char*, int64_t>> build_info;
 };
@@ -70,6 +72,8 @@ Blob build_blob(const Graph& g, const MemoryPlan& memory, const std::vector<Tap>
     blob.input_name_offsets.push_back(add_name(t));
   for (TensorId t : g.outputs)
     blob.output_name_offsets.push_back(add_name(t));
+  for (const SymbolicDim& symbol : g.symbols)
+    blob.symbol_name_offsets.push_back(add_string(symbol.name));
   for (const Tap& tap : taps) {
     blob.tap_name_offsets.push_back(add_name(tap.tensor));
     blob.tap_node_offsets.push_back(add_string(g.nodes[tap.node].name));
@@ -99,8 +103,21 @@ std::string tensor_row(const Graph& g, TensorId id, int64_t name_offset) {
               t.name, t.shape.size());
   std::vector<int64_t> dims = t.shape;
   dims.resize(8, 0);
-  return fmt::format("{{stitch_blob_string({}), {}, {}, {{{}}}, {}}}", name_offset,
-                     dtype_onnx_code(t.dtype), t.shape.size(), fmt::join(dims, ", "), t.bytes());
+  if (!t.is_dynamic())
+    return fmt::format("{{stitch_blob_string({}), {}, {}, {{{}}}, {}}}", name_offset,
+                       dtype_onnx_code(t.dtype), t.shape.size(), fmt::join(dims, ", "), t.bytes());
+  // Symbolic dims are -1; an input's are each one symbol, named by its index.
+  std::vector<int> symbols(8, 0);
+  for (size_t d = 0; d < t.dims.size(); ++d) {
+    if (t.dims[d].is_constant()) continue;
+    dims[d] = -1;
+    if (std::optional<std::string> name = t.dims[d].as_symbol())
+      for (size_t k = 0; k < g.symbols.size(); ++k)
+        if (g.symbols[k].name == *name) symbols[d] = static_cast<int>(k);
+  }
+  return fmt::format("{{stitch_blob_string({}), {}, {}, {{{}}}, {}, {{{}}}}}", name_offset,
+                     dtype_onnx_code(t.dtype), t.shape.size(), fmt::join(dims, ", "),
+                     g.max_bytes(id), fmt::join(symbols, ", "));
 }
 
 std::string initializer_list(const std::vector<std::string>& rows) {
@@ -271,13 +288,27 @@ GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const Memory
               next_tap);
     }
   }
+  std::set<int> copy_symbols; // the symbols the copies' sizes need, read once
+  for (size_t i : memory.output_copies)
+    for (int k : symbols_of(g, g.tensor(g.outputs[i]).sym_shape()))
+      copy_symbols.insert(k);
+  if (!copy_symbols.empty())
+    emit_symbol_reads(g, std::vector<int>(copy_symbols.begin(), copy_symbols.end()), w);
   for (size_t i : memory.output_copies) {
     TensorId out = g.outputs[i];
-    w.comment(fmt::format("output {} ('{}') is a copy", i, g.tensor(out).name));
+    const Tensor& t = g.tensor(out);
+    std::string bytes = std::to_string(t.bytes());
+    if (t.is_dynamic()) {
+      DimExpr count = static_cast<int64_t>(dtype_size(t.dtype));
+      for (const DimExpr& d : t.dims)
+        count = count * d;
+      bytes = fmt::format("static_cast<size_t>({})", dim_code(g, count));
+    }
+    w.comment(fmt::format("output {} ('{}') is a copy", i, t.name));
     w.linef("if ((status = stitch_call_result(cudaMemcpyAsync(b->outputs[{}], {}, {}, "
             "cudaMemcpyDeviceToDevice, b->stream), \"cudaMemcpyAsync\", error, error_size)) != 0) "
             "return status;",
-            i, storage_bytes(g, memory, out), g.tensor(out).bytes());
+            i, storage_bytes(g, memory, out), bytes);
   }
   w.line("return status;");
   w.close();
@@ -310,6 +341,30 @@ GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const Memory
     w.line("return status;");
     w.close();
   }
+  if (!g.symbols.empty()) {
+    w.line();
+    w.comment("Each output's dims for the symbols' values of a run (the ABI's output_dims).");
+    w.open("static void stitch_output_dims(const int64_t* symbols, int64_t* dims)");
+    std::set<int> used;
+    for (TensorId t : g.outputs)
+      for (int k : symbols_of(g, g.tensor(t).sym_shape()))
+        used.insert(k);
+    for (size_t k = 0; k < g.symbols.size(); ++k) {
+      if (used.count(static_cast<int>(k)) == 0) continue;
+      w.linef("const int64_t sym{} = symbols[{}];", k, k);
+      w.comment(fmt::format("  sym{}: the symbolic dim '{}', {}..{}", k, g.symbols[k].name,
+                            g.symbols[k].min, g.symbols[k].max));
+    }
+    if (used.empty()) w.line("(void)symbols;");
+    for (size_t o = 0; o < g.outputs.size(); ++o) {
+      const SymShape dims = g.tensor(g.outputs[o]).sym_shape();
+      w.comment(fmt::format("output {}: '{}' {}", o, g.tensor(g.outputs[o]).name,
+                            sym_shape_to_string(dims)));
+      for (size_t d = 0; d < dims.size(); ++d)
+        w.linef("dims[{}] = {};", o * 8 + d, dim_code(g, dims[d]));
+    }
+    w.close();
+  }
   w.line();
   w.open("extern \"C\" const stitch_abi_model* stitch_generated_model(void)");
   w.linef("static const stitch_abi_tensor inputs[] = {};",
@@ -317,6 +372,14 @@ GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const Memory
   w.linef("static const stitch_abi_tensor outputs[] = {};",
           tensor_table(g, g.outputs, blob.output_name_offsets));
   if (!taps.empty()) w.linef("static const stitch_abi_tap taps[] = {};", tap_table(g, taps, blob));
+  if (!g.symbols.empty()) {
+    std::vector<std::string> rows;
+    for (size_t k = 0; k < g.symbols.size(); ++k)
+      rows.push_back(fmt::format("{{stitch_blob_string({}), {}, {}}}", blob.symbol_name_offsets[k],
+                                 g.symbols[k].min, g.symbols[k].max));
+    w.comment("The symbolic dims: each run binds them from the inputs' dims, within these ranges.");
+    w.linef("static const stitch_abi_symbol symbols[] = {};", initializer_list(rows));
+  }
   w.comment("How the library was built (stitch_library_build_info); the strings are in the blob.");
   w.open("static const stitch_abi_build_info build_info =");
   for (const auto& [label, offset] : blob.build_info)
@@ -328,8 +391,9 @@ GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const Memory
   w.linef("{}, {},", g.inputs.size(), g.outputs.size());
   w.linef("{}, {},", g.inputs.empty() ? "nullptr" : "inputs",
           g.outputs.empty() ? "nullptr" : "outputs");
-  w.linef("{}ull, // arena bytes: the peak; all intermediates together are {} bytes",
-          memory.arena_bytes, memory.intermediate_bytes);
+  w.linef("{}ull, // arena bytes: the peak{}; all intermediates together are {} bytes",
+          memory.arena_bytes, g.symbols.empty() ? "" : " at the symbols' maxima",
+          memory.intermediate_bytes);
   w.line("0ull, // workspace bytes the generated code needs (library calls bring their own)");
   w.line("stitch_model_blob,");
   w.linef("{}ull, // weights bytes", memory.weights_bytes);
@@ -340,6 +404,10 @@ GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const Memory
           plan.fallbacks.size(), memory.fallback_bytes);
   w.linef("{}, // cooperative launches", cooperative.size());
   w.linef("{}, // what depends on the device", asks ? "stitch_prepare" : "nullptr");
+  if (g.symbols.empty())
+    w.line("0, nullptr, nullptr, // symbolic dims: none");
+  else
+    w.linef("{}, symbols, stitch_output_dims, // symbolic dims", g.symbols.size());
   w.close(";");
   w.line("return &model;");
   w.close();

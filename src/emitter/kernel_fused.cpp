@@ -78,7 +78,7 @@ FusedSignature fused_signature(const GroupEmitContext& ctx, const KernelInterfac
 
 std::string load_broadcast(const GroupEmitContext& ctx, const FusedSignature& sig, TensorId t,
                            const Shape& against, CodeWriter& out, const std::string& linear,
-                           const std::string& coordinate) {
+                           const std::string& coordinate, const SymShape* against_dims) {
   const Graph& g = ctx.graph();
   if (auto literal = sig.literals.find(t); literal != sig.literals.end()) return literal->second;
   auto param = sig.inputs.find(t);
@@ -139,13 +139,14 @@ void emit_local_body(const GroupEmitContext& ctx, const FusedSignature& sig, con
   }
   const Graph& g = ctx.graph();
   const Shape& shape = spec.iteration;
-  const int64_t n = shape_elements(shape);
+  const SymShape dims = spec.iteration_dims.empty() ? sym_shape_of(shape) : spec.iteration_dims;
   const std::vector<TensorId>& reads = spec.io.reads;
   std::vector<std::pair<TensorId, std::string>> writes;
   for (TensorId t : spec.io.writes)
     writes.emplace_back(t, sig.outputs.at(t));
 
-  out.linef("const int64_t n = {};  // elements of {}", n, shape_to_string(shape));
+  out.linef("const int64_t n = {};  // elements of {}", element_count_code(g, dims),
+            sym_shape_to_string(dims));
   out.linef("const int64_t first = int64_t({}) * blockDim.x + threadIdx.x;", blocks.index);
   out.linef("const int64_t stride = int64_t({}) * blockDim.x;", blocks.count);
   auto literal_or = [&](TensorId t, const std::function<std::string()>& load) {
@@ -159,9 +160,10 @@ void emit_local_body(const GroupEmitContext& ctx, const FusedSignature& sig, con
     const int width = spec.vector_width;
     for (TensorId t : reads) {
       const Tensor& x = g.tensor(t);
-      if (x.elements() != 1 && x.shape != shape)
+      if (!tensor_is_scalar(g, t) && !tensor_is_whole(g, t, dims))
         ctx.spec_error(fmt::format("vector width {} with input '{}' {} (iteration shape {})", width,
-                                   x.name, shape_to_string(x.shape), shape_to_string(shape)));
+                                   x.name, sym_shape_to_string(x.sym_shape()),
+                                   sym_shape_to_string(dims)));
     }
     out.comment(fmt::format(
         "16-byte vectors of {0} elements; the loop after this one does the last n % {0}.", width));
@@ -172,7 +174,7 @@ void emit_local_body(const GroupEmitContext& ctx, const FusedSignature& sig, con
       const Tensor& x = g.tensor(t);
       const std::string& param = sig.inputs.at(t);
       const std::string name = "x" + param.substr(2);
-      if (x.elements() == 1) {
+      if (!tensor_is_whole(g, t, dims)) {
         out.linef("const {} {} = {}[0];", ctype(x.dtype, ctx), name, param);
         loaded[t].assign(width, name);
         continue;
@@ -210,10 +212,11 @@ void emit_local_body(const GroupEmitContext& ctx, const FusedSignature& sig, con
                        tail_start == "0" ? "" : tail_start + " + ", "first"));
   bool coordinates = false;
   for (TensorId t : reads)
-    coordinates |= needs_coordinates(g.tensor(t).shape, shape);
-  if (coordinates) emit_coordinates(out, shape);
-  ValueScope scope(ctx, spec.nodes, out,
-                   [&](TensorId t) { return load_broadcast(ctx, sig, t, shape, out); });
+    coordinates |= tensor_needs_coordinates(g, t, shape, dims);
+  if (coordinates) emit_coordinates(out, shape, "i", "c", &dims);
+  ValueScope scope(ctx, spec.nodes, out, [&](TensorId t) {
+    return load_broadcast(ctx, sig, t, shape, out, "i", "c", &dims);
+  });
   for (const auto& [t, name] : writes)
     out.linef("{}[i] = {};", name, scope.value(t));
   out.close();
@@ -236,7 +239,10 @@ void emit_fused_local(const GroupEmitContext& ctx, CodeWriter& out) {
                         "{} of them movement nodes read through as index remappings.",
                         group.id, group.nodes.size(), spec.moves.size()),
       out);
-  out.open(kernel_head(ctx, kernel, sig.params));
+  std::vector<std::string> params = sig.params;
+  for (const std::string& p : launch_symbol_params(ctx))
+    params.push_back(p);
+  out.open(kernel_head(ctx, kernel, params));
   emit_local_body(ctx, sig, spec, BlockRange{}, out);
   out.close();
   out.line();

@@ -66,10 +66,12 @@ TemplateKernelNames template_kernel_names(const FusionGroup& group, std::string_
 // The value of `t`, a literal or an input of `sig`, at its numpy-broadcast index into `against`
 // (element `linear`, coordinates `coordinate`0, 1, ...): the literal itself, or a load into a
 // `const T xN` named after the input's parameter. An internal error for a tensor that is
-// neither (the spec's interface lacks it).
+// neither (the spec's interface lacks it). `against_dims`: the iteration's dims over the
+// symbols, for a kernel over symbolic dims (tensor_index); null: `against` itself.
 std::string load_broadcast(const GroupEmitContext& ctx, const FusedSignature& sig, TensorId t,
                            const Shape& against, CodeWriter& out, const std::string& linear = "i",
-                           const std::string& coordinate = "c");
+                           const std::string& coordinate = "c",
+                           const SymShape* against_dims = nullptr);
 
 // The blocks a body runs on: `index` of this block within the range, `count` blocks in it.
 struct BlockRange {

@@ -119,13 +119,65 @@ VectorAccess vector_access(DType t, int width, const GroupEmitContext& ctx) {
   return v;
 }
 
+std::string element_count_code(const Graph& g, const SymShape& dims) {
+  DimExpr count = 1;
+  for (const DimExpr& d : dims)
+    count = count * d;
+  return dim_code(g, count);
+}
+
+bool tensor_is_whole(const Graph& g, TensorId t, const SymShape& against_dims) {
+  return g.tensor(t).sym_shape() == against_dims;
+}
+
+bool tensor_is_scalar(const Graph& g, TensorId t) {
+  return !g.tensor(t).is_dynamic() && g.tensor(t).elements() == 1;
+}
+
+std::string tensor_index(const Graph& g, TensorId t, const Shape& against,
+                         const SymShape& against_dims, const std::string& linear,
+                         const std::string& coordinate) {
+  if (tensor_is_whole(g, t, against_dims)) return linear;
+  if (tensor_is_scalar(g, t)) return "0";
+  const Shape& in = g.tensor(t).shape;
+  std::vector<std::string> terms;
+  int64_t stride = 1;
+  const size_t offset = against.size() - in.size();
+  for (size_t d = in.size(); d-- > 0;) {
+    if (in[d] != 1)
+      terms.push_back(stride == 1 ? fmt::format("{}{}", coordinate, d + offset)
+                                  : fmt::format("{}{} * {}", coordinate, d + offset, stride));
+    stride *= in[d];
+  }
+  return terms.empty() ? "0" : fmt::format("{}", fmt::join(terms, " + "));
+}
+
+bool tensor_needs_coordinates(const Graph& g, TensorId t, const Shape& against,
+                              const SymShape& against_dims) {
+  return tensor_index(g, t, against, against_dims) != "i" &&
+         tensor_index(g, t, against, against_dims) != "0";
+}
+
 bool needs_coordinates(const Shape& in, const Shape& out) {
   return in != out && shape_elements(in) != 1;
 }
 
 void emit_coordinates(CodeWriter& out, const Shape& shape, const std::string& linear,
-                      const std::string& coordinate) {
+                      const std::string& coordinate, const SymShape* dims) {
   const std::string rest = linear == "i" ? "rest" : linear + "_rest";
+  size_t fixed_from = 0; // the first axis after the last symbolic one
+  if (dims != nullptr)
+    for (size_t d = 0; d < dims->size(); ++d)
+      if (!(*dims)[d].is_constant()) fixed_from = d + 1;
+  if (fixed_from > 0) {
+    out.comment(fmt::format("the coordinates after the symbolic axes ({} on; the others are "
+                            "not read)",
+                            fixed_from));
+    out.linef("int64_t {} = {};", rest, linear);
+    for (size_t d = shape.size(); d-- > fixed_from;)
+      out.linef("const int64_t {0}{1} = {2} % {3}; {2} /= {3};", coordinate, d, rest, shape[d]);
+    return;
+  }
   out.linef("int64_t {} = {};", rest, linear);
   for (size_t d = shape.size(); d-- > 0;) {
     if (d == 0)
@@ -214,7 +266,7 @@ bool emit_pointwise(const GroupEmitContext& ctx, CodeWriter& out) {
   const Tensor& result = g.tensor(node.outputs[0]);
   const std::vector<TensorId> operands = value_operands(node);
   const int vec = ctx.group().launch.vector_width;
-  const int64_t n = result.elements();
+  const SymShape dims = result.sym_shape();
   std::string kernel = ctx.kernel_name();
 
   // The kernel.
@@ -224,10 +276,12 @@ bool emit_pointwise(const GroupEmitContext& ctx, CodeWriter& out) {
       params.push_back(fmt::format("const {}* __restrict__ in{}",
                                    storage_ctype(g.tensor(operands[k]).dtype, ctx), k));
   params.push_back(fmt::format("{}* __restrict__ out", storage_ctype(result.dtype, ctx)));
+  for (const std::string& p : launch_symbol_params(ctx))
+    params.push_back(p);
   out.comment(describe_node(g, node));
   out.open(fmt::format("__global__ void __launch_bounds__({}) {}({})", ctx.group().launch.block[0],
                        kernel, fmt::join(params, ", ")));
-  out.linef("const int64_t n = {};", n);
+  out.linef("const int64_t n = {};", element_count_code(g, dims));
   out.line("const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;");
   out.line("const int64_t stride = int64_t(gridDim.x) * blockDim.x;");
   std::vector<std::string> values;
@@ -242,7 +296,10 @@ bool emit_pointwise(const GroupEmitContext& ctx, CodeWriter& out) {
     for (size_t k = 0; k < operands.size(); ++k) {
       if (operands[k] == kNoTensor) continue;
       const Tensor& t = g.tensor(operands[k]);
-      if (t.elements() == 1)
+      if (!tensor_is_whole(g, operands[k], dims) && !tensor_is_scalar(g, operands[k]))
+        ctx.spec_error(fmt::format("vector width {} with operand '{}' {}", vec, t.name,
+                                   sym_shape_to_string(t.sym_shape())));
+      if (!tensor_is_whole(g, operands[k], dims))
         out.linef("const {0} s{1} = in{1}[0];", ctype(t.dtype, ctx), k);
       else
         out.linef("const {0} x{1} = reinterpret_cast<const {0}*>(in{1})[v];",
@@ -255,7 +312,7 @@ bool emit_pointwise(const GroupEmitContext& ctx, CodeWriter& out) {
         if (operands[k] == kNoTensor) continue;
         const Tensor& t = g.tensor(operands[k]);
         out.linef("const {} v{} = {};", ctype(t.dtype, ctx), k,
-                  t.elements() == 1
+                  !tensor_is_whole(g, operands[k], dims)
                       ? fmt::format("s{}", k)
                       : fmt::format("x{}.{}", k, vector_access(t.dtype, vec, ctx).lanes[lane]));
       }
@@ -269,13 +326,13 @@ bool emit_pointwise(const GroupEmitContext& ctx, CodeWriter& out) {
   out.open(fmt::format("for (int64_t i = {} + first; i < n; i += stride)", tail_start));
   bool needs_coords = false;
   for (TensorId t : operands)
-    if (t != kNoTensor && needs_coordinates(g.tensor(t).shape, result.shape)) needs_coords = true;
-  if (needs_coords) emit_coordinates(out, result.shape);
+    if (t != kNoTensor && tensor_needs_coordinates(g, t, result.shape, dims)) needs_coords = true;
+  if (needs_coords) emit_coordinates(out, result.shape, "i", "c", &dims);
   for (size_t k = 0; k < operands.size(); ++k) {
     if (operands[k] == kNoTensor) continue;
     const Tensor& t = g.tensor(operands[k]);
     out.linef("const {} v{} = in{}[{}];", ctype(t.dtype, ctx), k, k,
-              broadcast_index(t.shape, result.shape));
+              tensor_index(g, operands[k], result.shape, dims));
   }
   out.linef("out[i] = {};", expr);
   out.close();

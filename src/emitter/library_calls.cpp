@@ -251,10 +251,19 @@ GemmArguments emit_epilogue_fields(const GroupEmitContext& ctx, CodeWriter& out,
 void emit_gemm_call(const GroupEmitContext& ctx, CodeWriter& out) {
   const GemmSpec& spec = ctx.spec<GemmSpec>();
   if (!open_gemm_function(ctx, out, spec)) return;
+  std::string m = std::to_string(spec.m);
+  if (spec.m_dims) {
+    const Graph& g = ctx.graph();
+    emit_symbol_reads(g, symbols_of(g, {*spec.m_dims}), out);
+    m = dim_code(g, *spec.m_dims);
+    out.comment(fmt::format("M = {}: the library's layouts and algorithm are cached per M",
+                            spec.m_dims->to_string()));
+  }
   if (spec.rows_folded)
-    out.comment(fmt::format("B is shared by all batches of A: one GEMM with M = {}", spec.m));
-  out.linef("stitch_gemm_desc desc = stitch_gemm_desc_packed({}, {}, {}); // m, n, k", spec.m,
-            spec.n, spec.k);
+    out.comment(fmt::format("B is shared by all batches of A: one GEMM with M = {}",
+                            spec.m_dims ? spec.m_dims->to_string() : m));
+  out.linef("stitch_gemm_desc desc = stitch_gemm_desc_packed({}, {}, {}); // m, n, k", m, spec.n,
+            spec.k);
   emit_dtype_field(out, spec.dtype);
   if (spec.math == LibraryMath::Tf32) out.line("desc.allow_tf32 = 1; // --precision tf32");
   if (spec.trans_a) out.linef("desc.trans_a = 1; // A is stored [{}, {}]", spec.k, spec.m);

@@ -24,12 +24,32 @@ std::string pointwise_expression(const GroupEmitContext& ctx, const Node& node,
 // the index and the coordinates' prefix (a window's tap: "at", "a0 * 4 + a2").
 std::string broadcast_index(const Shape& in, const Shape& out, const std::string& linear = "i",
                             const std::string& coordinate = "c");
+// The elements of a shape as C++: "2048", or over the symbols "(sym0 * sym1 * 64)"
+// (`dims` empty or fixed: the planning shape's count).
+std::string element_count_code(const Graph& g, const SymShape& dims);
+
+// broadcast_index for graph tensor `t` against an iteration of shape `against` (planning values)
+// and `against_dims` (its dims over the symbols): the shapes compare as expressions, so that a
+// tensor equal to the iteration only at the planning binding ([1,64] against [batch,64] planned
+// at batch 1) is indexed by its coordinates, and only a fixed one-element tensor by 0.
+std::string tensor_index(const Graph& g, TensorId t, const Shape& against,
+                         const SymShape& against_dims, const std::string& linear = "i",
+                         const std::string& coordinate = "c");
+// Whether tensor_index reads the coordinates.
+bool tensor_needs_coordinates(const Graph& g, TensorId t, const Shape& against,
+                              const SymShape& against_dims);
+// Whether a vector body may read `t` whole per vector (the iteration's shape, over the symbols
+// too) or as one element (a fixed one-element tensor).
+bool tensor_is_whole(const Graph& g, TensorId t, const SymShape& against_dims);
+bool tensor_is_scalar(const Graph& g, TensorId t);
 // Whether broadcast_index(in, out) reads the coordinates.
 bool needs_coordinates(const Shape& in, const Shape& out);
 // `int64_t rest = i;` and `const int64_t cD = ...;` decomposing `i` over `shape` (with another
 // `linear` index, its remainder is `<linear>_rest`).
+// Over symbolic dims (`dims` given), the coordinates of the axes up to the last symbolic one
+// are not written: nothing reads them (legality: tensor_index reads fixed coordinates only).
 void emit_coordinates(CodeWriter& out, const Shape& shape, const std::string& linear = "i",
-                      const std::string& coordinate = "c");
+                      const std::string& coordinate = "c", const SymShape* dims = nullptr);
 
 // How a vector body accesses elements of dtype t, `width` lanes per 16-byte vector: the vector
 // type and each lane's member: float4/int4/uint4 with x, y, z, w for 4-byte elements;

@@ -1,6 +1,8 @@
 // DimExpr: the canonical sum-of-terms form and its arithmetic.
 #include "graph/dim_expr.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <numeric>
 
@@ -372,6 +374,51 @@ std::string DimExpr::to_string() const {
     out += product;
   }
   return out;
+}
+
+namespace {
+
+std::string atom_code(const Atom& atom,
+                      const std::function<std::string(const std::string&)>& symbol) {
+  switch (atom.kind) {
+  case Atom::Kind::Symbol:
+    return symbol(atom.name);
+  case Atom::Kind::FloorDiv:
+    return fmt::format("stitch::dims::floor_div({}, {})", atom.a->to_code(symbol), atom.divisor);
+  case Atom::Kind::Min:
+  case Atom::Kind::Max:
+    return fmt::format("stitch::dims::{}({}, {})", atom.kind == Atom::Kind::Min ? "min" : "max",
+                       atom.a->to_code(symbol), atom.b->to_code(symbol));
+  }
+  return {};
+}
+
+} // namespace
+
+std::string DimExpr::to_code(const std::function<std::string(const std::string&)>& symbol) const {
+  if (terms_.empty()) return "0";
+  if (is_constant()) return std::to_string(constant_value());
+  std::vector<const Term*> order;
+  for (const Term& t : terms_)
+    if (!t.atoms.empty()) order.push_back(&t);
+  if (terms_[0].atoms.empty()) order.push_back(&terms_[0]);
+  std::string out;
+  for (const Term* t : order) {
+    int64_t c = t->coefficient;
+    if (c < 0) {
+      out += out.empty() ? "-" : " - ";
+      c = checked_sub(0, c);
+    } else if (!out.empty()) {
+      out += " + ";
+    }
+    std::string product;
+    for (const Atom& a : t->atoms)
+      product += (product.empty() ? "" : " * ") + atom_code(a, symbol);
+    if (c != 1 || t->atoms.empty())
+      product = t->atoms.empty() ? std::to_string(c) : product + " * " + std::to_string(c);
+    out += product;
+  }
+  return "(" + out + ")";
 }
 
 int DimExpr::compare(const DimExpr& a, const DimExpr& b) {

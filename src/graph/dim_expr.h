@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -72,6 +73,10 @@ public:
 
   // "batch*seq", "2*seq+1", "floor((seq+1)/2)", "min(seq,64)".
   std::string to_string() const;
+  // The expression as C++ of int64_t values, each symbol written as `symbol(name)` gives it:
+  // "(sym0 * sym1 * 64)", "stitch::dims::floor_div(sym1 + 1, 2)", "stitch::dims::min(sym1, 64)"
+  // (stitch_generated.h). A constant is a plain literal.
+  std::string to_code(const std::function<std::string(const std::string&)>& symbol) const;
 
   friend bool operator==(const DimExpr& a, const DimExpr& b) { return compare(a, b) == 0; }
   friend bool operator!=(const DimExpr& a, const DimExpr& b) { return compare(a, b) != 0; }

@@ -72,6 +72,16 @@ SymbolRanges Graph::symbol_ranges() const {
   return out;
 }
 
+int64_t Graph::max_bytes(TensorId id) const {
+  const Tensor& t = tensor(id);
+  if (!t.is_dynamic()) return t.bytes();
+  const SymbolRanges ranges = symbol_ranges();
+  int64_t bytes = dtype_size(t.dtype);
+  for (const DimExpr& d : t.dims)
+    bytes = checked_mul(bytes, std::max<int64_t>(0, d.bounds(ranges).hi), "tensor bytes");
+  return bytes;
+}
+
 SymbolValues Graph::planning_values() const {
   SymbolValues out;
   for (const SymbolicDim& s : symbols)

@@ -133,6 +133,9 @@ public:
   SymbolValues planning_values() const;
   // `shape` at the planning binding.
   Shape planning_shape(const SymShape& shape) const;
+  // A tensor's bytes at most, over every value of the symbols (each dim at its upper bound):
+  // what memory plans for. Tensor::bytes() for a tensor of fixed shape.
+  int64_t max_bytes(TensorId id) const;
 
   TensorId add_tensor(Tensor t);
   const Tensor& tensor(TensorId id) const;

@@ -104,30 +104,36 @@ std::string refusal(const Graph& g, const Node& node) {
   }
 }
 
-// The passes keep a graph's symbolic dims (derive_dims after each), but the planner and the
-// emitter take shapes as numbers: a graph that keeps symbolic dims stops after the passes
-// (--print-after shows its shapes). Planning checks it too (plan_fusion), for every caller.
-void refuse_symbolic_graph(const Graph& graph) {
+// Over symbolic dims, each node must run alone for every shape in range (the planners fuse it
+// only where that holds too): the first that cannot is refused, naming what can.
+void refuse_symbolic_nodes(const Graph& graph) {
   if (graph.symbols.empty()) return;
-  std::vector<std::string> symbols;
-  for (const SymbolicDim& d : graph.symbols)
-    symbols.push_back(fmt::format("{} ({}..{})", d.name, d.min, d.max));
-  user_fail({graph.source_file, "", ""},
-            "the model keeps the symbolic dims {}: stitchc infers its shapes over them and its "
-            "graph passes keep them (see --print-after all), but does not yet plan and "
-            "generate code for a range of shapes; bind each with --dim NAME=VALUE",
-            fmt::join(symbols, ", "));
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const Node& node = graph.nodes[n];
+    FusionDecision d =
+        legality::single_node_symbolic_support(graph, static_cast<int32_t>(n), DeviceParams{});
+    if (d) continue;
+    std::vector<std::string> symbols;
+    for (const SymbolicDim& s : graph.symbols)
+      symbols.push_back(fmt::format("{} ({}..{})", s.name, s.min, s.max));
+    throw UserError(node_error_site(graph, node),
+                    fmt::format("cannot generate code over the symbolic dims {} here: {}. Over "
+                                "symbolic dims stitchc generates pointwise ops, matrix products "
+                                "whose rows alone are symbolic, and views so far; bind each dim "
+                                "with --dim NAME=VALUE",
+                                fmt::join(symbols, ", "), d.reason));
+  }
 }
 
 } // namespace
 
 void check_code_generation(const Graph& graph) {
-  refuse_symbolic_graph(graph);
   for (const Node& node : graph.nodes) {
     const std::string why = refusal(graph, node);
     if (!why.empty())
       throw UserError(node_error_site(graph, node), "unsupported in code generation: " + why);
   }
+  refuse_symbolic_nodes(graph);
 }
 
 } // namespace stitch

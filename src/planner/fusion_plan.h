@@ -54,6 +54,13 @@ struct LaunchConfig {
   int vector_width = 1; // elements per vectorized access
   // Blocks per thread-block cluster along x (a GEMM chain's; 1: no clusters).
   int64_t cluster = 1;
+  // A kernel over symbolic dims (`--dim`): its work items (elements, or rows) as an expression
+  // of the symbols, `work_per_block` of them per block and grid-stride iteration. The grid is
+  // then computed per run, ceil(work / work_per_block) blocks, at least 1 and at most grid[0]
+  // (sized for the symbols' maxima); the kernel takes the symbols `work` names as parameters.
+  // 0: the grid above, fixed.
+  DimExpr work;
+  int64_t work_per_block = 0;
 };
 
 struct FusionGroup {

@@ -159,6 +159,9 @@ struct MovementRead {
 struct LocalSpec {
   std::vector<int32_t> nodes; // topological order
   Shape iteration;
+  // Over symbolic dims: the iteration's dims as expressions (its elements are the launch's
+  // work). Empty for a fixed iteration.
+  SymShape iteration_dims;
   KernelInterface io;
   int vector_width = 1;
   std::vector<MovementRead> moves; // in the order of `nodes`
@@ -350,6 +353,9 @@ struct GemmSpec {
   TensorId a = kNoTensor, b = kNoTensor; // as stored: a Transpose's input where one is absorbed
   TensorId result = kNoTensor;           // what the group writes: its last node's output
   int64_t m = 0, n = 0, k = 0;
+  // Over symbolic dims: M as an expression of the symbols (the only extent of the call that
+  // may depend on them; `m` is its planning value). Unset for a call of fixed shapes.
+  std::optional<DimExpr> m_dims;
   bool trans_a = false, trans_b = false;
   int64_t lda = 0, ldb = 0; // leading dimensions as stored
   int64_t ldd = 0;          // the result's: n, or wider when an output Transpose is absorbed

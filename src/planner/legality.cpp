@@ -451,8 +451,24 @@ FusionDecision matrix_vector(const Graph& g, const Node& node, MatrixVector& mv)
   return FusionDecision::ok();
 }
 
+namespace {
+FusionDecision analyze_group_shapes(const FusionContext& ctx, const std::vector<int32_t>& nodes,
+                                    GroupAnalysis& a, const AnalysisOverrides& overrides);
+} // namespace
+
 FusionDecision analyze_group(const FusionContext& ctx, const std::vector<int32_t>& nodes,
                              GroupAnalysis& a, const AnalysisOverrides& overrides) {
+  FusionDecision d = analyze_group_shapes(ctx, nodes, a, overrides);
+  if (!d || ctx.graph.symbols.empty() || nodes.size() == 1) return d;
+  // A single node's group is checked where it is made (single_node_group).
+  a.group.nodes = a.nodes; // what make_group gives the plan's group
+  return legality::symbolic_support(ctx.graph, a.group, ctx.device);
+}
+
+namespace {
+
+FusionDecision analyze_group_shapes(const FusionContext& ctx, const std::vector<int32_t>& nodes,
+                                    GroupAnalysis& a, const AnalysisOverrides& overrides) {
   a = GroupAnalysis{};
   a.nodes = nodes;
   boundary(ctx, nodes, a);
@@ -563,5 +579,7 @@ FusionDecision analyze_group(const FusionContext& ctx, const std::vector<int32_t
   a = std::move(independent);
   return di;
 }
+
+} // namespace
 
 } // namespace stitch

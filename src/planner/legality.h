@@ -180,4 +180,15 @@ std::vector<int32_t> gemm_chain_candidate(const FusionContext& ctx, int32_t seco
                                           std::vector<int32_t>* epilogue = nullptr);
 GroupKind group_kind_of(const Node& node);
 
+namespace legality {
+// For a graph with symbolic dims (Graph::symbols): whether `group`, its spec decided, runs over
+// every shape in range (legality_symbolic.cpp), its launch then sized for the symbols' maxima
+// and covering each run's work (LaunchConfig::work), its spec given the extents that depend on
+// the symbols. Always ok for a graph without symbols.
+FusionDecision symbolic_support(const Graph& graph, FusionGroup& group, const DeviceParams& device);
+// symbolic_support of node `node`'s group alone (check_code_generation asks before planning).
+FusionDecision single_node_symbolic_support(const Graph& graph, int32_t node,
+                                            const DeviceParams& device);
+} // namespace legality
+
 } // namespace stitch

@@ -36,7 +36,9 @@ GroupKind group_kind_of(const Node& node) {
   return GroupKind::Kernel;
 }
 
-FusionGroup single_node_group(const Graph& g, int32_t n, const DeviceParams& device) {
+namespace {
+
+FusionGroup build_single_node_group(const Graph& g, int32_t n, const DeviceParams& device) {
   const Node& node = g.nodes[n];
   FusionGroup group;
   group.nodes = {n};
@@ -112,6 +114,22 @@ FusionGroup single_node_group(const Graph& g, int32_t n, const DeviceParams& dev
       if (t != kNoTensor) group.estimated_bytes += g.tensor(t).bytes();
   }
   return group;
+}
+
+} // namespace
+
+FusionGroup single_node_group(const Graph& g, int32_t n, const DeviceParams& device) {
+  FusionGroup group = build_single_node_group(g, n, device);
+  if (FusionDecision d = legality::symbolic_support(g, group, device); !d)
+    internal_fail("node '{}' ({}) reached planning but cannot run over symbolic dims: {}",
+                  g.nodes[n].name, op_name(g.nodes[n].op), d.reason);
+  return group;
+}
+
+FusionDecision legality::single_node_symbolic_support(const Graph& g, int32_t n,
+                                                      const DeviceParams& device) {
+  FusionGroup group = build_single_node_group(g, n, device);
+  return symbolic_support(g, group, device);
 }
 
 } // namespace stitch

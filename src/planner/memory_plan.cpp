@@ -88,12 +88,12 @@ void place_written(const Graph& g, const std::vector<FusionGroup>& groups,
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     for (TensorId t : groups[gi].outputs) {
       if (g.tensor(t).view_of != kNoTensor || storage[t].kind != StorageKind::None) continue;
-      storage[t] = {kind, 0, buffer.allocate(g.tensor(t).bytes())};
+      storage[t] = {kind, 0, buffer.allocate(g.max_bytes(t))};
       ends[std::max(last_use[t], static_cast<int>(gi))].push_back(t);
     }
     during(gi);
     for (TensorId t : ends[gi])
-      buffer.release(storage[t].offset, g.tensor(t).bytes());
+      buffer.release(storage[t].offset, g.max_bytes(t));
   }
 }
 
@@ -153,8 +153,8 @@ MemoryPlan plan_memory(const Graph& g, const FusionPlan& plan) {
   });
   for (size_t t = 0; t < g.tensors.size(); ++t)
     if (mp.storage[t].kind == StorageKind::Arena)
-      mp.intermediate_bytes =
-          checked_add(mp.intermediate_bytes, g.tensors[t].bytes(), "intermediates");
+      mp.intermediate_bytes = checked_add(mp.intermediate_bytes,
+                                          g.max_bytes(static_cast<TensorId>(t)), "intermediates");
   mp.arena_bytes = arena.peak();
 
   // A chain's unfused plan writes the values the chain keeps on chip: each gets the fallback

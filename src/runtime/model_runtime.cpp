@@ -375,6 +375,65 @@ stitch_status stitch_model_context_memory(const stitch_model* model, uint64_t* o
   });
 }
 
+stitch_status stitch_model_num_symbols(const stitch_model* model, size_t* out_count) {
+  return guarded("stitch_model_num_symbols", [&] {
+    const Model& live = HandleRegistry::instance().model(model);
+    require_out(out_count, "out_count");
+    *out_count = static_cast<size_t>(live.abi->num_symbols);
+  });
+}
+
+stitch_status stitch_model_symbol(const stitch_model* model, size_t index,
+                                  stitch_symbol_info* out_info) {
+  return guarded("stitch_model_symbol", [&] {
+    const Model& live = HandleRegistry::instance().model(model);
+    require_out(out_info, "out_info");
+    if (index >= static_cast<size_t>(live.abi->num_symbols))
+      fail(STITCH_ERROR_INVALID_ARGUMENT,
+           "symbol index " + std::to_string(index) + " is out of range (the model has " +
+               std::to_string(live.abi->num_symbols) + " symbolic dims)");
+    const stitch_abi_symbol& symbol = live.abi->symbols[index];
+    *out_info = stitch_symbol_info{symbol.name, symbol.min, symbol.max};
+  });
+}
+
+stitch_status stitch_model_input_symbols(const stitch_model* model, size_t index,
+                                         int32_t* out_symbols) {
+  return guarded("stitch_model_input_symbols", [&] {
+    const Model& live = HandleRegistry::instance().model(model);
+    require_out(out_symbols, "out_symbols");
+    const stitch_abi_tensor& input =
+        tensor_at(live.abi->inputs, live.abi->num_inputs, index, "input");
+    for (int32_t d = 0; d < input.rank; ++d)
+      out_symbols[d] = input.dims[d] == -1 && live.abi->num_symbols > 0 ? input.symbols[d] : -1;
+  });
+}
+
+stitch_status stitch_model_output_shapes(const stitch_model* model, const stitch_tensor* inputs,
+                                         size_t num_inputs, stitch_tensor_info* out_outputs,
+                                         size_t num_outputs) {
+  return guarded("stitch_model_output_shapes", [&] {
+    const Model& live = HandleRegistry::instance().model(model);
+    const stitch_abi_model& abi = *live.abi;
+    if (num_outputs != static_cast<size_t>(abi.num_outputs))
+      fail(STITCH_ERROR_INVALID_ARGUMENT, "num_outputs is " + std::to_string(num_outputs) +
+                                              " but the model has " +
+                                              std::to_string(abi.num_outputs) + " outputs");
+    if (num_outputs > 0) require_out(out_outputs, "out_outputs");
+    if (abi.num_symbols == 0) {
+      check_input_shapes(abi, inputs, num_inputs);
+      for (size_t o = 0; o < num_outputs; ++o)
+        out_outputs[o] = tensor_info(abi.outputs[o]);
+      return;
+    }
+    RunShapes shapes;
+    bind_run_shapes(abi, inputs, num_inputs, shapes);
+    check_input_shapes(abi, inputs, num_inputs, &shapes);
+    for (size_t o = 0; o < num_outputs; ++o)
+      out_outputs[o] = tensor_info(shapes.outputs[o]);
+  });
+}
+
 stitch_status stitch_context_destroy(stitch_context* context) {
   return guarded("stitch_context_destroy", [&] {
     std::unique_ptr<Context> owned = HandleRegistry::instance().take_context(context);
@@ -399,7 +458,10 @@ stitch_status run_context(const char* function, stitch_context* context,
            "unknown run option flags " + std::to_string(flags & ~STITCH_RUN_NO_GRAPH));
     Context& live = HandleRegistry::instance().context(context);
     const Model& model = *live.model;
-    check_run_tensors(*model.abi, inputs, num_inputs, outputs, num_outputs);
+    const bool symbolic = model.abi->num_symbols > 0;
+    if (symbolic) bind_run_shapes(*model.abi, inputs, num_inputs, live.shapes);
+    check_run_tensors(*model.abi, inputs, num_inputs, outputs, num_outputs,
+                      symbolic ? &live.shapes : nullptr);
     for (size_t i = 0; i < num_inputs; ++i)
       live.inputs[i] = inputs[i].data;
     for (size_t o = 0; o < num_outputs; ++o)
@@ -416,6 +478,7 @@ stitch_status run_context(const char* function, stitch_context* context,
     buffers.fallback = static_cast<unsigned char*>(live.fallback.get());
     buffers.cooperative_grids =
         model.cooperative_grids.empty() ? nullptr : model.cooperative_grids.data();
+    buffers.symbols = symbolic ? live.shapes.symbols.data() : nullptr;
     const DeviceScope scope(model.device);
     live.launcher->run(model, buffers, stream, (flags & STITCH_RUN_NO_GRAPH) != 0);
     live.has_run = true;

@@ -141,6 +141,14 @@ struct Model {
 
 struct Context;
 
+// The shapes of one run of a model with symbolic dims (model_runtime_checks.h).
+struct RunShapes {
+  std::vector<int64_t> symbols;
+  std::vector<stitch_abi_tensor> inputs, outputs;
+  std::vector<std::size_t> binder;  // per symbol, the input that bound it
+  std::vector<int64_t> output_dims; // what the generated output_dims wrote
+};
+
 // How a context's runs reach the device: on the CUDA target, the captured CUDA Graph and what
 // it was captured for; on the host target, nothing. Defined once per target.
 class Launcher {
@@ -185,6 +193,8 @@ struct Context {
   std::vector<std::unique_ptr<DeviceBuffer>> tap_buffers;
   std::vector<void*> taps;
   bool has_run = false; // a run was enqueued, so the taps hold values
+  // A model with symbolic dims: this run's symbol values and resolved tables.
+  RunShapes shapes;
 };
 
 // Runs the generated enqueue on `buffers` and turns a failure into ApiError with the generated

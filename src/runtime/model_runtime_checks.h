@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace stitch::runtime {
 
@@ -29,11 +30,27 @@ std::string dtype_name(int32_t dtype);
 // runtime (ABI version, target, tables, weights).
 void check_generated_model(const stitch_abi_model* abi);
 
+// RunShapes (model_runtime.h): the symbols' values, bound from the inputs' dims, and the
+// inputs' and outputs' tables with those values in place of -1 (dims and bytes). Kept by the
+// context so that a run allocates nothing once the vectors have their sizes.
+// Binds the symbols from the inputs' dims (each in its range, one value per symbol whatever
+// input gives it) and resolves the tables into `shapes`. Throws STITCH_ERROR_SHAPE_MISMATCH
+// for a dim outside its symbol's range or inputs disagreeing on a symbol, and for what
+// check_run_tensors refuses of the inputs' counts, ranks and dims. Only for abi.num_symbols > 0.
+void bind_run_shapes(const stitch_abi_model& abi, const stitch_tensor* inputs,
+                     std::size_t num_inputs, RunShapes& shapes);
+
 // Throws unless the caller's tensors match the model exactly (see the banner), and no output
-// overlaps an input or another output.
+// overlaps an input or another output. For a model with symbolic dims, `shapes` holds the
+// tables bind_run_shapes resolved for these inputs (null for a model of fixed shapes).
 void check_run_tensors(const stitch_abi_model& abi, const stitch_tensor* inputs,
                        std::size_t num_inputs, const stitch_tensor* outputs,
-                       std::size_t num_outputs);
+                       std::size_t num_outputs, const RunShapes* shapes = nullptr);
+
+// The inputs' counts, dtypes, ranks and dims, as check_run_tensors checks them, their data
+// unread (stitch_model_output_shapes).
+void check_input_shapes(const stitch_abi_model& abi, const stitch_tensor* inputs,
+                        std::size_t num_inputs, const RunShapes* shapes = nullptr);
 
 // The public description of one of the model's tensors.
 stitch_tensor_info tensor_info(const stitch_abi_tensor& tensor);

@@ -8,6 +8,10 @@
 // nothing, so capturing on the context's stream and launching on the caller's puts the work
 // exactly where enqueueing it directly would: behind the caller's earlier work on that stream.
 //
+// Shapes. A model with symbolic dims keeps one executable graph per shape (the symbols' values)
+// it ran at, at most State::kMaxGraphs, the least recently used replaced; each is captured,
+// replayed and updated as below.
+//
 // Replay. A run with the input and output pointers the graph was captured for launches it again
 // (cudaGraphLaunch, one call however many kernels the model has). A run with other pointers
 // captures again and updates the executable graph in place (cudaGraphExecUpdate); when the
@@ -121,25 +125,67 @@ void check_buffer_location(const Model& model, const char* kind, int32_t index,
 
 } // namespace
 
-struct Launcher::State {
-  cudaStream_t capture_stream = nullptr;
-  cudaEvent_t finished = nullptr;  // recorded after every run's launch
-  cudaGraphExec_t exec = nullptr;  // null until the first run
+// One executable graph: the shape (symbol values) and the pointers it was captured for.
+struct ShapeGraph {
+  std::vector<int64_t> shape;      // the symbols' values; empty for a model of fixed shapes
+  cudaGraphExec_t exec = nullptr;  // null until captured
   std::vector<void*> captured_for; // the inputs, then the outputs, `exec` was captured with
+  uint64_t last_used = 0;
+};
+
+struct Launcher::State {
+  // A model with symbolic dims keeps one graph per shape it ran at, the least recently used
+  // replaced past this many (a graph holds no memory of its own: every shape runs in the
+  // context's arena, sized for the maxima).
+  static constexpr std::size_t kMaxGraphs = 8;
+
+  cudaStream_t capture_stream = nullptr;
+  cudaEvent_t finished = nullptr; // recorded after every run's launch
+  std::vector<ShapeGraph> graphs;
+  uint64_t runs = 0;
 
   ~State() {
-    if (exec != nullptr) (void)cudaGraphExecDestroy(exec);
+    for (ShapeGraph& graph : graphs)
+      if (graph.exec != nullptr) (void)cudaGraphExecDestroy(graph.exec);
     if (finished != nullptr) (void)cudaEventDestroy(finished);
     if (capture_stream != nullptr) (void)cudaStreamDestroy(capture_stream);
   }
 
-  bool captured_for_pointers(const Model& model, const stitch_abi_buffers& buffers) const {
+  // The graph for this run's shape: the one captured at it, else a fresh slot (the least
+  // recently used one's when all are taken).
+  ShapeGraph& graph_for(const Model& model, const stitch_abi_buffers& buffers) {
+    const auto num_symbols = static_cast<std::size_t>(model.abi->num_symbols);
+    const auto same_shape = [&](const ShapeGraph& graph) {
+      return graph.shape.size() == num_symbols &&
+             std::equal(graph.shape.begin(), graph.shape.end(), buffers.symbols);
+    };
+    for (ShapeGraph& graph : graphs)
+      if (num_symbols == 0 || same_shape(graph)) return graph;
+    ShapeGraph* slot = nullptr;
+    if (graphs.size() < kMaxGraphs) {
+      slot = &graphs.emplace_back();
+    } else {
+      slot = &*std::min_element(
+          graphs.begin(), graphs.end(),
+          [](const ShapeGraph& a, const ShapeGraph& b) { return a.last_used < b.last_used; });
+      // CUDA defers destroying an executable graph that is still running until it completes.
+      if (slot->exec != nullptr) (void)cudaGraphExecDestroy(slot->exec);
+      slot->exec = nullptr;
+      slot->captured_for.clear();
+    }
+    slot->shape.assign(buffers.symbols, buffers.symbols + num_symbols);
+    return *slot;
+  }
+
+  static bool captured_for_pointers(const Model& model, const ShapeGraph& graph,
+                                    const stitch_abi_buffers& buffers) {
     const auto num_inputs = static_cast<std::size_t>(model.abi->num_inputs);
     const auto num_outputs = static_cast<std::size_t>(model.abi->num_outputs);
-    if (exec == nullptr || captured_for.size() != num_inputs + num_outputs) return false;
-    return std::equal(buffers.inputs, buffers.inputs + num_inputs, captured_for.begin()) &&
+    if (graph.exec == nullptr || graph.captured_for.size() != num_inputs + num_outputs)
+      return false;
+    return std::equal(buffers.inputs, buffers.inputs + num_inputs, graph.captured_for.begin()) &&
            std::equal(buffers.outputs, buffers.outputs + num_outputs,
-                      captured_for.begin() + static_cast<std::ptrdiff_t>(num_inputs));
+                      graph.captured_for.begin() + static_cast<std::ptrdiff_t>(num_inputs));
   }
 
   void capture(const Model& model, stitch_abi_buffers buffers, CapturedGraph& graph) {
@@ -158,25 +204,26 @@ struct Launcher::State {
                "cudaStreamEndCapture (the model's work, captured as a CUDA Graph)");
   }
 
-  // Makes `exec` run `graph`: updated in place when CUDA allows it, else instantiated anew.
-  void install(const CapturedGraph& graph) {
-    if (exec != nullptr) {
+  // Makes `target.exec` run `graph`: updated in place when CUDA allows it, else instantiated
+  // anew.
+  static void install(ShapeGraph& target, const CapturedGraph& graph) {
+    if (target.exec != nullptr) {
       cudaGraphExecUpdateResultInfo result{};
-      if (cudaGraphExecUpdate(exec, graph.get(), &result) == cudaSuccess) return;
+      if (cudaGraphExecUpdate(target.exec, graph.get(), &result) == cudaSuccess) return;
       (void)cudaGetLastError(); // a refused update is expected; do not leave it behind
     }
     cudaGraphExec_t fresh = nullptr;
     check_cuda(cudaGraphInstantiate(&fresh, graph.get(), 0), "cudaGraphInstantiate");
     // CUDA defers destroying an executable graph that is still running until it completes.
-    if (exec != nullptr) (void)cudaGraphExecDestroy(exec);
-    exec = fresh;
+    if (target.exec != nullptr) (void)cudaGraphExecDestroy(target.exec);
+    target.exec = fresh;
   }
 };
 
 Launcher::Launcher(const Model& model) : state_(std::make_unique<State>()) {
-  // Reserved so that recording the captured pointers never throws after a graph is installed.
-  state_->captured_for.reserve(static_cast<std::size_t>(model.abi->num_inputs) +
-                               static_cast<std::size_t>(model.abi->num_outputs));
+  // Reserved so that neither a new shape's slot nor recording the captured pointers throws
+  // after a graph is installed.
+  state_->graphs.reserve(State::kMaxGraphs);
   check_cuda(cudaStreamCreateWithFlags(&state_->capture_stream, cudaStreamNonBlocking),
              "cudaStreamCreateWithFlags for the context's capture stream");
   check_cuda(cudaEventCreateWithFlags(&state_->finished, cudaEventDisableTiming),
@@ -209,19 +256,22 @@ void Launcher::run(const Model& model, stitch_abi_buffers buffers, void* caller_
       check_cuda(cudaEventRecord(state.finished, stream), "cudaEventRecord after the run");
     return;
   }
-  if (!state.captured_for_pointers(model, buffers)) {
+  ShapeGraph& shape_graph = state.graph_for(model, buffers);
+  shape_graph.last_used = ++state.runs;
+  if (!State::captured_for_pointers(model, shape_graph, buffers)) {
     check_locations();
-    state.captured_for.clear(); // until a graph for the new pointers is installed
+    shape_graph.captured_for.clear(); // until a graph for the new pointers is installed
     CapturedGraph graph;
     state.capture(model, buffers, graph);
-    state.install(graph);
-    state.captured_for.assign(buffers.inputs, buffers.inputs + abi.num_inputs);
-    state.captured_for.insert(state.captured_for.end(), buffers.outputs,
-                              buffers.outputs + abi.num_outputs);
+    State::install(shape_graph, graph);
+    shape_graph.captured_for.reserve(static_cast<std::size_t>(abi.num_inputs + abi.num_outputs));
+    shape_graph.captured_for.assign(buffers.inputs, buffers.inputs + abi.num_inputs);
+    shape_graph.captured_for.insert(shape_graph.captured_for.end(), buffers.outputs,
+                                    buffers.outputs + abi.num_outputs);
   }
   check_cuda(cudaStreamWaitEvent(stream, state.finished, 0),
              "cudaStreamWaitEvent for the context's previous run");
-  check_cuda(cudaGraphLaunch(state.exec, stream), "cudaGraphLaunch");
+  check_cuda(cudaGraphLaunch(shape_graph.exec, stream), "cudaGraphLaunch");
   check_cuda(cudaEventRecord(state.finished, stream), "cudaEventRecord after the run");
 }
 
@@ -240,8 +290,10 @@ void Launcher::release() {
       first_call = call;
     }
   };
-  if (state.exec != nullptr) keep_first(cudaGraphExecDestroy(state.exec), "cudaGraphExecDestroy");
-  state.exec = nullptr;
+  for (ShapeGraph& graph : state.graphs) {
+    if (graph.exec != nullptr) keep_first(cudaGraphExecDestroy(graph.exec), "cudaGraphExecDestroy");
+    graph.exec = nullptr;
+  }
   if (state.finished != nullptr) keep_first(cudaEventDestroy(state.finished), "cudaEventDestroy");
   state.finished = nullptr;
   if (state.capture_stream != nullptr)

@@ -20,6 +20,23 @@
 #include "device/stitch_window.cuh"
 #include "stitch_model_abi.h"
 
+// The arithmetic of symbolic dims (`stitchc --dim`) as generated code writes it: every extent
+// that depends on the symbols is an int64_t expression of their values (DimExpr::to_code).
+namespace stitch::dims {
+__host__ __device__ __forceinline__ int64_t floor_div(int64_t a, int64_t d) {
+  const int64_t q = a / d;
+  return (a % d != 0 && a < 0) ? q - 1 : q; // d > 0
+}
+__host__ __device__ __forceinline__ int64_t min(int64_t a, int64_t b) { return a < b ? a : b; }
+__host__ __device__ __forceinline__ int64_t max(int64_t a, int64_t b) { return a > b ? a : b; }
+// The blocks of a grid-stride launch over `work` items, `per_block` per block: enough to cover
+// the work once, at most `cap` (the planned grid at the symbols' maxima), at least 1.
+inline unsigned grid_for(int64_t work, int64_t per_block, int64_t cap) {
+  const int64_t blocks = (work + per_block - 1) / per_block;
+  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > cap ? cap : blocks));
+}
+} // namespace stitch::dims
+
 // STITCH_OK, or STITCH_ERROR_CUDA (3) with "group N: launch of KERNEL failed: ..." written.
 inline int32_t stitch_launch_result(cudaError_t status, const char* kernel, int group, char* error,
                                     size_t error_size) {

@@ -16,17 +16,30 @@
 
 #include "stitch_cuda.h"
 
-#define STITCH_ABI_VERSION 5
+#define STITCH_ABI_VERSION 6
 #define STITCH_ABI_MAX_RANK 8
 
 extern "C" {
 
+// A tensor of the model. In a model compiled with symbolic dims (`stitchc --dim NAME=MIN..MAX`),
+// a dim that depends on the symbols is -1 in `dims`, and `bytes` is the size at the symbols'
+// maxima. An input's symbolic dim is always one symbol: where dims[d] is -1, `symbols[d]` is its
+// index in the model's symbol table (elsewhere it is unused, 0). An output's dims come from
+// `output_dims`.
 struct stitch_abi_tensor {
   const char* name;
   int32_t dtype; // ONNX TensorProto.DataType code (stitch_dtype)
   int32_t rank;
   int64_t dims[STITCH_ABI_MAX_RANK];
   uint64_t bytes;
+  int32_t symbols[STITCH_ABI_MAX_RANK];
+};
+
+// A symbolic dim the model was compiled for: every value in [min, max] runs.
+struct stitch_abi_symbol {
+  const char* name;
+  int64_t min;
+  int64_t max;
 };
 
 // A debug tap (stitchc --debug-taps): one tensor a fusion group writes to memory, copied after
@@ -74,6 +87,9 @@ struct stitch_abi_buffers {
   // Per cooperative (grid-barrier) launch, in plan order: its blocks on this device (null without
   // such launches).
   const int32_t* cooperative_grids;
+  // The value of each of the model's symbols for this run, bound from the inputs' dims (null
+  // for a model without symbols).
+  const int64_t* symbols;
 };
 
 struct stitch_abi_model {
@@ -105,6 +121,12 @@ struct stitch_abi_model {
   uint64_t fallback_bytes;
   int32_t num_cooperative;
   int32_t (*prepare)(unsigned char* unfused, int32_t* grids, char* error, size_t error_size);
+  // Symbolic dims: the symbols, and a function writing every output's dims
+  // (num_outputs x STITCH_ABI_MAX_RANK, in model order) for given symbol values. 0 and null
+  // for a model of fixed shapes.
+  int32_t num_symbols;
+  const stitch_abi_symbol* symbols;
+  void (*output_dims)(const int64_t* symbols, int64_t* dims);
 };
 
 // Defined by the generated launcher of each model.

@@ -26,9 +26,9 @@ std::atomic<int> g_fault{affine::kNoFault};
 
 // y = 2x + 1 and weighted = y * w, one thread per element.
 __global__ void affine_and_weigh(const float* __restrict__ x, const float* __restrict__ w,
-                                 float* __restrict__ y, float* __restrict__ weighted) {
+                                 float* __restrict__ y, float* __restrict__ weighted, int rows) {
   const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (i >= kRows * kCols) return;
+  if (i >= rows * kCols) return;
   const float value = x[i] * 2.0f + 1.0f;
   y[i] = value;
   weighted[i] = value * w[i % kCols];
@@ -70,16 +70,19 @@ int32_t enqueue(const stitch_abi_buffers* b, char* error, size_t error_size) {
   const auto* w = reinterpret_cast<const float*>(b->weights);
   auto* weighted = reinterpret_cast<float*>(b->arena);
 
+  // The symbolic variant's rows are the run's symbol 0; the fixed model's are kRows.
+  const int rows = b->symbols != nullptr ? static_cast<int>(b->symbols[0]) : kRows;
   const unsigned threads = g_fault.load() == affine::kBadLaunch ? 2048u : 32u;
-  cudaError_t result =
-      STITCH_LAUNCH(affine_and_weigh, dim3(1), dim3(threads), 0, b->stream, x, w, y, weighted);
+  cudaError_t result = STITCH_LAUNCH(affine_and_weigh, dim3(1), dim3(threads), 0, b->stream, x, w,
+                                     y, weighted, rows);
   if (result != cudaSuccess) return launch_failed(result, "affine_and_weigh", error, error_size);
   // Debug taps, as --debug-taps generates them: the intermediate after the first kernel, z
   // after the second.
   if (b->taps != nullptr && cudaMemcpyAsync(b->taps[0], weighted, affine::kInputBytes,
                                             cudaMemcpyDeviceToDevice, b->stream) != cudaSuccess)
     return fail_with(3, error, error_size, "cudaMemcpyAsync of tap 0 failed");
-  result = STITCH_LAUNCH(row_sum, dim3(kRows), dim3(kCols), 0, b->stream, weighted, z);
+  result = STITCH_LAUNCH(row_sum, dim3(static_cast<unsigned>(rows)), dim3(kCols), 0, b->stream,
+                         weighted, z);
   if (result != cudaSuccess) return launch_failed(result, "row_sum", error, error_size);
   if (b->taps != nullptr && cudaMemcpyAsync(b->taps[1], z, affine::kSumBytes,
                                             cudaMemcpyDeviceToDevice, b->stream) != cudaSuccess)
@@ -101,14 +104,27 @@ constexpr const char* kInputName = "x_twin";
 constexpr const char* kInputName = "x";
 #endif
 
-const stitch_abi_tensor kInputs[] = {{kInputName, 1, 2, {kRows, kCols}, affine::kInputBytes}};
-const stitch_abi_tensor kBadInputs[] = {{kInputName, 1, 9, {kRows, kCols}, affine::kInputBytes}};
-const stitch_abi_tensor kOutputs[] = {{"y", 1, 2, {kRows, kCols}, affine::kInputBytes},
-                                      {"z", 1, 1, {kRows}, affine::kSumBytes}};
+const stitch_abi_tensor kInputs[] = {{kInputName, 1, 2, {kRows, kCols}, affine::kInputBytes, {}}};
+const stitch_abi_tensor kBadInputs[] = {
+    {kInputName, 1, 9, {kRows, kCols}, affine::kInputBytes, {}}};
+const stitch_abi_tensor kOutputs[] = {{"y", 1, 2, {kRows, kCols}, affine::kInputBytes, {}},
+                                      {"z", 1, 1, {kRows}, affine::kSumBytes, {}}};
 
 const stitch_abi_tap kTaps[] = {
-    {{"weighted", 1, 2, {kRows, kCols}, affine::kInputBytes}, 0, "weigh"},
-    {{"z", 1, 1, {kRows}, affine::kSumBytes}, 1, "row_sum"}};
+    {{"weighted", 1, 2, {kRows, kCols}, affine::kInputBytes, {}}, 0, "weigh"},
+    {{"z", 1, 1, {kRows}, affine::kSumBytes, {}}, 1, "row_sum"}};
+
+// The symbolic variant (affine::kSymbolicRows): x is float32[rows,8], rows in 1..kRows.
+const stitch_abi_tensor kSymbolicInputs[] = {
+    {kInputName, 1, 2, {-1, kCols}, affine::kInputBytes, {0, 0}}};
+const stitch_abi_tensor kSymbolicOutputs[] = {{"y", 1, 2, {-1, kCols}, affine::kInputBytes, {}},
+                                              {"z", 1, 1, {-1}, affine::kSumBytes, {}}};
+const stitch_abi_symbol kSymbols[] = {{"rows", 1, kRows}};
+void symbolic_output_dims(const int64_t* symbols, int64_t* dims) {
+  dims[0] = symbols[0];
+  dims[1] = kCols;
+  dims[STITCH_ABI_MAX_RANK] = symbols[0];
+}
 
 const stitch_abi_build_info kBuildInfo = {
     "0.0.0-test",
@@ -140,6 +156,9 @@ const stitch_abi_model kModel = {
     0,
     0, // cooperative launches
     nullptr,
+    0, // symbolic dims
+    nullptr,
+    nullptr,
 };
 
 stitch_abi_model with_fault(int fault) {
@@ -147,6 +166,15 @@ stitch_abi_model with_fault(int fault) {
   if (fault == affine::kAbiVersion) model.abi_version = 99;
   if (fault == affine::kWrongTarget) model.target = kOtherTarget;
   if (fault == affine::kBadTable) model.inputs = kBadInputs;
+  if (fault == affine::kSymbolicRows) {
+    model.inputs = kSymbolicInputs;
+    model.outputs = kSymbolicOutputs;
+    model.num_taps = 0;
+    model.taps = nullptr;
+    model.num_symbols = 1;
+    model.symbols = kSymbols;
+    model.output_dims = symbolic_output_dims;
+  }
   return model;
 }
 
@@ -157,10 +185,14 @@ extern "C" __attribute__((visibility("default"))) void affine_model_set_fault(in
 }
 
 extern "C" const stitch_abi_model* stitch_generated_model(void) {
-  static const stitch_abi_model models[] = {kModel, kModel, with_fault(affine::kAbiVersion),
+  static const stitch_abi_model models[] = {kModel,
+                                            kModel,
+                                            with_fault(affine::kAbiVersion),
                                             with_fault(affine::kWrongTarget),
-                                            with_fault(affine::kBadTable)};
+                                            with_fault(affine::kBadTable),
+                                            kModel,
+                                            with_fault(affine::kSymbolicRows)};
   const int fault = g_fault.load();
   if (fault == affine::kNullModel) return nullptr;
-  return fault >= 0 && fault < 5 ? &models[fault] : &models[0];
+  return fault >= 0 && fault < 7 ? &models[fault] : &models[0];
 }

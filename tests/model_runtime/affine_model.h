@@ -41,6 +41,9 @@ enum Fault : int {
   kWrongTarget = 3, // ... the other target
   kBadTable = 4,    // ... an input of rank 9
   kNullModel = 5,   // ... returns null
+  // The model with a symbolic dim "rows" (1..kRows) as x's dim 0: y is [rows,8], z [rows].
+  // Set before stitch_model_create.
+  kSymbolicRows = 6,
 };
 
 } // namespace affine

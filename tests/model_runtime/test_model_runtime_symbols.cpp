@@ -1,0 +1,142 @@
+// test_model_runtime_symbols.cpp: API version 4, symbolic dims, on the affine model's symbolic
+// variant (affine::kSymbolicRows: x float32[rows,8] with rows in 1..4; y [rows,8], z [rows]):
+// the symbols and which input dims they are, outputs' shapes for given inputs, runs at every
+// shape in range against the reference, and the errors for a dim out of range.
+#include "model_runtime_test_support.h"
+
+#include <cmath>
+
+using namespace model_runtime_test;
+
+namespace {
+
+// Switches the affine library to its symbolic variant for the test's duration.
+struct SymbolicVariant {
+  SymbolicVariant() { affine_model_set_fault(affine::kSymbolicRows); }
+  ~SymbolicVariant() { affine_model_set_fault(affine::kNoFault); }
+};
+
+} // namespace
+
+// Proves: the model lists its symbol with its range; the input's symbolic dim is -1 in its
+// info, the symbol's index in stitch_model_input_symbols; the info's bytes are the maxima's;
+// a library of fixed shapes has no symbols and each input dim is -1 there.
+TEST_CASE("model runtime: symbols and the dims they stand for", "[model_runtime]") {
+  {
+    OwnedModel fixed;
+    size_t count = 99;
+    require_ok(stitch_model_num_symbols(fixed.get(), &count));
+    REQUIRE(count == 0);
+    int32_t symbols[STITCH_MAX_RANK] = {7, 7};
+    require_ok(stitch_model_input_symbols(fixed.get(), 0, symbols));
+    REQUIRE(symbols[0] == -1);
+    REQUIRE(symbols[1] == -1);
+  }
+  SymbolicVariant variant;
+  OwnedModel model;
+  size_t count = 0;
+  require_ok(stitch_model_num_symbols(model.get(), &count));
+  REQUIRE(count == 1);
+  stitch_symbol_info symbol{};
+  require_ok(stitch_model_symbol(model.get(), 0, &symbol));
+  REQUIRE(std::string(symbol.name) == "rows");
+  REQUIRE(symbol.min == 1);
+  REQUIRE(symbol.max == affine::kRows);
+  require_failure(stitch_model_symbol(model.get(), 1, &symbol), STITCH_ERROR_INVALID_ARGUMENT,
+                  "stitch_model_symbol", "symbol index 1 is out of range");
+  stitch_tensor_info info{};
+  require_ok(stitch_model_input(model.get(), 0, &info));
+  REQUIRE(info.dims[0] == -1);
+  REQUIRE(info.dims[1] == affine::kCols);
+  REQUIRE(info.bytes == affine::kInputBytes);
+  int32_t symbols[STITCH_MAX_RANK] = {7, 7};
+  require_ok(stitch_model_input_symbols(model.get(), 0, symbols));
+  REQUIRE(symbols[0] == 0);
+  REQUIRE(symbols[1] == -1);
+  require_ok(stitch_model_output(model.get(), 1, &info));
+  REQUIRE(info.rank == 1);
+  REQUIRE(info.dims[0] == -1);
+}
+
+// Proves: stitch_model_output_shapes gives each output's dims and bytes for the inputs' dims
+// (their data unread), and refuses what a run refuses: a dim outside its range, naming the
+// symbol and the range, and a wrong fixed dim.
+TEST_CASE("model runtime: outputs' shapes for given inputs", "[model_runtime]") {
+  SymbolicVariant variant;
+  OwnedModel model;
+  const int64_t dims[] = {3, affine::kCols};
+  const stitch_tensor inputs[] = {{nullptr, STITCH_FLOAT32, 2, dims, 0}};
+  stitch_tensor_info outputs[2]{};
+  require_ok(stitch_model_output_shapes(model.get(), inputs, 1, outputs, 2));
+  REQUIRE(outputs[0].rank == 2);
+  REQUIRE(outputs[0].dims[0] == 3);
+  REQUIRE(outputs[0].dims[1] == affine::kCols);
+  REQUIRE(outputs[0].bytes == 3 * affine::kCols * sizeof(float));
+  REQUIRE(outputs[1].dims[0] == 3);
+  REQUIRE(outputs[1].bytes == 3 * sizeof(float));
+  REQUIRE(std::string(outputs[1].name) == "z");
+
+  const int64_t too_many[] = {affine::kRows + 1, affine::kCols};
+  const stitch_tensor big[] = {{nullptr, STITCH_FLOAT32, 2, too_many, 0}};
+  require_failure(stitch_model_output_shapes(model.get(), big, 1, outputs, 2),
+                  STITCH_ERROR_SHAPE_MISMATCH, "stitch_model_output_shapes",
+                  "input 0 ('x'): shape is [5,8] but dim 0 ('rows') must be in 1..4");
+  const int64_t none[] = {0, affine::kCols};
+  const stitch_tensor empty[] = {{nullptr, STITCH_FLOAT32, 2, none, 0}};
+  require_failure(stitch_model_output_shapes(model.get(), empty, 1, outputs, 2),
+                  STITCH_ERROR_SHAPE_MISMATCH, "stitch_model_output_shapes",
+                  "dim 0 ('rows') must be in 1..4");
+  const int64_t wrong_cols[] = {2, affine::kCols + 1};
+  const stitch_tensor wide[] = {{nullptr, STITCH_FLOAT32, 2, wrong_cols, 0}};
+  require_failure(stitch_model_output_shapes(model.get(), wide, 1, outputs, 2),
+                  STITCH_ERROR_SHAPE_MISMATCH, "stitch_model_output_shapes",
+                  "input 0 ('x'): shape is [2,9] but the model expects float32[2,8]");
+  require_failure(stitch_model_output_shapes(model.get(), inputs, 1, outputs, 1),
+                  STITCH_ERROR_INVALID_ARGUMENT, "stitch_model_output_shapes",
+                  "num_outputs is 1 but the model has 2 outputs");
+}
+
+// Proves: one context runs every shape in range, in any order and again, each matching the
+// reference bitwise and writing nothing past its outputs' actual size; outputs sized for a
+// smaller shape than the inputs' are refused.
+TEST_CASE("model runtime: one context runs every shape in range", "[model_runtime]") {
+  SymbolicVariant variant;
+  OwnedModel model;
+  OwnedContext context(model.get());
+  const std::vector<float> x = random_matrix(11);
+  for (int rows : {4, 1, 3, 2, 4, 1}) {
+    INFO("rows " << rows);
+    const auto elements = static_cast<std::size_t>(rows) * affine::kCols;
+    AlignedBuffer input(affine::kInputBytes), y(affine::kInputBytes), z(affine::kSumBytes);
+    std::memcpy(input.floats(), x.data(), elements * sizeof(float));
+    std::memset(y.floats(), 0xFF, affine::kInputBytes); // NaN: an unwritten element shows
+    std::memset(z.floats(), 0xFF, affine::kSumBytes);
+    const int64_t x_dims[] = {rows, affine::kCols};
+    const int64_t z_dims[] = {rows};
+    const stitch_tensor inputs[] = {
+        {input.floats(), STITCH_FLOAT32, 2, x_dims, elements * sizeof(float)}};
+    const stitch_tensor outputs[] = {
+        {y.floats(), STITCH_FLOAT32, 2, x_dims, elements * sizeof(float)},
+        {z.floats(), STITCH_FLOAT32, 1, z_dims, static_cast<uint64_t>(rows) * sizeof(float)}};
+    require_ok(stitch_run(context.get(), inputs, 1, outputs, 2, nullptr));
+    const AffineOutputs reference = reference_outputs(x); // rows are independent
+    REQUIRE(std::memcmp(y.floats(), reference.y.data(), elements * sizeof(float)) == 0);
+    REQUIRE(std::memcmp(z.floats(), reference.z.data(), rows * sizeof(float)) == 0);
+    for (std::size_t i = elements; i < affine::kRows * affine::kCols; ++i)
+      REQUIRE(std::isnan(y.floats()[i]));
+    for (int r = rows; r < affine::kRows; ++r)
+      REQUIRE(std::isnan(z.floats()[r]));
+  }
+  // y given as [2,8] for an x of [3,8]: the output's shape follows the input's.
+  AlignedBuffer input(affine::kInputBytes), y(affine::kInputBytes), z(affine::kSumBytes);
+  const int64_t x_dims[] = {3, affine::kCols};
+  const int64_t y_dims[] = {2, affine::kCols};
+  const int64_t z_dims[] = {3};
+  const stitch_tensor inputs[] = {{input.floats(), STITCH_FLOAT32, 2, x_dims, affine::kInputBytes}};
+  const stitch_tensor outputs[] = {
+      {y.floats(), STITCH_FLOAT32, 2, y_dims, affine::kInputBytes},
+      {z.floats(), STITCH_FLOAT32, 1, z_dims, affine::kSumBytes}};
+  require_failure(stitch_run(context.get(), inputs, 1, outputs, 2, nullptr),
+                  STITCH_ERROR_SHAPE_MISMATCH, "stitch_run",
+                  "output 0 ('y'): shape is [2,8] but the model expects float32[3,8]");
+}
