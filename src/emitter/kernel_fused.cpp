@@ -86,7 +86,8 @@ std::string load_broadcast(const GroupEmitContext& ctx, const FusedSignature& si
     ctx.spec_error(fmt::format("'{}' is read but not in the kernel's interface", g.tensor(t).name));
   std::string name = "x" + param->second.substr(2);
   out.linef("const {} {} = {}[{}];", ctype(g.tensor(t).dtype, ctx), name, param->second,
-            broadcast_index(g.tensor(t).shape, against, linear, coordinate));
+            tensor_index(g, t, against, against_dims ? *against_dims : sym_shape_of(against),
+                         linear, coordinate));
   return name;
 }
 

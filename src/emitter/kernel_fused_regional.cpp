@@ -85,8 +85,13 @@ public:
   void write(const BlockRange& blocks, CodeWriter& out);
 
 private:
-  std::string row_index(const Shape& s) const;     // a row-invariant input's index from `line`
-  std::string element_index(const Shape& s) const; // an element input's index from line and k
+  std::string row_index(TensorId t) const;     // a row-invariant input's index from `line`
+  std::string element_index(TensorId t) const; // an element input's index from line and k
+  // Over symbolic dims: `t`'s dims padded to the space's rank, and whether its leading axes
+  // are the space's rows (its index is `line`) or all 1 (the same for every row): legality
+  // admits only these two (legality_symbolic.cpp).
+  SymShape padded_dims(TensorId t) const;
+  bool per_row_symbolic(TensorId t) const;
   int stage_of(TensorId t) const;
   void add_row_op(const RegionalSpec::Member& member);
   std::string new_row_name() { return fmt::format("r{}", next_row_++); }
@@ -171,7 +176,23 @@ RegionalWriter::RegionalWriter(const GroupEmitContext& ctx, const FusedSignature
   }
 }
 
-std::string RegionalWriter::row_index(const Shape& s) const {
+SymShape RegionalWriter::padded_dims(TensorId t) const {
+  SymShape p = g_.tensor(t).sym_shape();
+  p.insert(p.begin(), spec_.space_dims.size() - std::min(spec_.space_dims.size(), p.size()),
+           DimExpr(1));
+  return p;
+}
+
+bool RegionalWriter::per_row_symbolic(TensorId t) const {
+  const SymShape p = padded_dims(t);
+  for (size_t d = 0; d < split_; ++d)
+    if (!(p[d].is_constant() && p[d].constant_value() == 1)) return true;
+  return false;
+}
+
+std::string RegionalWriter::row_index(TensorId t) const {
+  if (!spec_.space_dims.empty()) return per_row_symbolic(t) ? "line" : "0";
+  const Shape& s = g_.tensor(t).shape;
   const Shape& full = spec_.space;
   Shape p(full.size() - std::min(full.size(), s.size()), 1);
   p.insert(p.end(), s.begin(), s.end());
@@ -179,21 +200,24 @@ std::string RegionalWriter::row_index(const Shape& s) const {
                           Shape(full.begin(), full.begin() + split_), "line");
 }
 
-std::string RegionalWriter::element_index(const Shape& s) const {
+std::string RegionalWriter::element_index(TensorId t) const {
+  const Shape& s = g_.tensor(t).shape;
   const Shape& full = spec_.space;
   Shape p(full.size() - std::min(full.size(), s.size()), 1);
   p.insert(p.end(), s.begin(), s.end());
+  const bool symbolic = !spec_.space_dims.empty();
   bool across_rows = false;
   for (size_t d = 0; d < split_; ++d)
     across_rows |= p[d] != 1;
+  if (symbolic) across_rows = per_row_symbolic(t);
   const std::string within = broadcast_offset(Shape(p.begin() + split_, p.end()),
                                               Shape(full.begin() + split_, full.end()), "k");
   if (!across_rows) return within;
-  if (p == full) return "base + k";
+  if (symbolic ? padded_dims(t) == spec_.space_dims : p == full) return "base + k";
   // The operand's row (from `line`, the same for the whole row) times its row length, plus the
   // element's place in that row (from k): no division of the flat index base + k per element.
   const int64_t inner = shape_elements(Shape(p.begin() + split_, p.end()));
-  const std::string row = row_index(s);
+  const std::string row = row_index(t);
   const bool plain = row.find(' ') == std::string::npos;
   const std::string start = inner == 1 ? row
                             : plain    ? fmt::format("{} * {}", row, inner)
@@ -286,7 +310,12 @@ int64_t RegionalWriter::threads_per_row() const {
 }
 
 void RegionalWriter::open_lines(const BlockRange& blocks, CodeWriter& out) const {
-  out.linef("const int64_t lines = {};  // rows", spec_.rows);
+  const LaunchConfig& launch = ctx_.group().launch;
+  if (launch.work_per_block > 0)
+    out.linef("const int64_t lines = {};  // rows: {}", dim_code(g_, launch.work),
+              launch.work.to_string());
+  else
+    out.linef("const int64_t lines = {};  // rows", spec_.rows);
   out.linef("const int64_t length = {};  // elements per row", spec_.row_length);
   switch (spec_.mapping) {
   case ThreadMapping::Flat:
@@ -403,7 +432,7 @@ void RegionalWriter::write_pass(int pass, CodeWriter& out) {
     if (gather != gather_of_.end())
       out.linef("const {} {} = {};", type, name, gathered_element(gather->second));
     else
-      out.linef("const {} {} = {}[{}];", type, name, param->second, element_index(tensor.shape));
+      out.linef("const {} {} = {}[{}];", type, name, param->second, element_index(t));
     if (cached != cached_.end()) out.linef("{} = {};", cache_element, name);
     return name;
   });
@@ -496,12 +525,15 @@ void RegionalWriter::write(const BlockRange& blocks, CodeWriter& out) {
                 gather_of_.count(t) ? fmt::format("g{}", gather_of_.at(t)) : sig_.inputs.at(t));
   for (TensorId t : spec_.row_inputs)
     out.linef("const {} {} = {}[{}];  // one per row", ctype(g_.tensor(t).dtype, ctx_),
-              row_value_.at(t), sig_.inputs.at(t), row_index(g_.tensor(t).shape));
+              row_value_.at(t), sig_.inputs.at(t), row_index(t));
   for (size_t k = 0; k < spec_.per_row_loads.size(); ++k) {
     const RegionalSpec::PerRowLoad& load = spec_.per_row_loads[k];
+    const std::string index =
+        spec_.space_dims.empty() ? broadcast_offset(g_.tensor(load.tensor).shape, load.against, "line")
+        : per_row_symbolic(load.tensor) ? "line"
+                                        : "0";
     out.linef("const {} {} = {}[{}];  // one per row", ctype(g_.tensor(load.tensor).dtype, ctx_),
-              per_row_load_names_[k], sig_.inputs.at(load.tensor),
-              broadcast_offset(g_.tensor(load.tensor).shape, load.against, "line"));
+              per_row_load_names_[k], sig_.inputs.at(load.tensor), index);
   }
   write_row_values(0, out);
   write_gather_rows(0, out);
@@ -553,7 +585,10 @@ void emit_fused_regional(const GroupEmitContext& ctx, CodeWriter& out) {
   fused_kernel_banner(
       ctx, sig, group.nodes,
       fmt::format("Fused group {} (Regional): {}", group.id, regional_summary(spec)), out);
-  out.open(kernel_head(ctx, kernel, sig.params));
+  std::vector<std::string> params = sig.params;
+  for (const std::string& p : launch_symbol_params(ctx))
+    params.push_back(p);
+  out.open(kernel_head(ctx, kernel, params));
   writer.write(BlockRange{}, out);
   out.close();
   out.line();

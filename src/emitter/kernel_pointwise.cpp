@@ -140,14 +140,31 @@ std::string tensor_index(const Graph& g, TensorId t, const Shape& against,
   if (tensor_is_whole(g, t, against_dims)) return linear;
   if (tensor_is_scalar(g, t)) return "0";
   const Shape& in = g.tensor(t).shape;
+  const size_t offset = against.size() - in.size();
+  // Over symbolic dims, the axes up to the last symbolic one are either all 1 in `t` or the
+  // iteration's own (legality): then the block of `t` that the leading index picks starts at
+  // that index (what emit_coordinates leaves in rest) times the block's size.
+  size_t fixed_from = 0;
+  for (size_t d = 0; d < against_dims.size(); ++d)
+    if (!against_dims[d].is_constant()) fixed_from = d + 1;
   std::vector<std::string> terms;
   int64_t stride = 1;
-  const size_t offset = against.size() - in.size();
   for (size_t d = in.size(); d-- > 0;) {
+    if (d + offset < fixed_from) break;
     if (in[d] != 1)
       terms.push_back(stride == 1 ? fmt::format("{}{}", coordinate, d + offset)
                                   : fmt::format("{}{} * {}", coordinate, d + offset, stride));
     stride *= in[d];
+  }
+  if (fixed_from > 0) {
+    const SymShape dims = g.tensor(t).sym_shape();
+    bool leading = false;
+    for (size_t d = 0; d + offset < fixed_from && d < dims.size(); ++d)
+      leading = leading || !(dims[d].is_constant() && dims[d].constant_value() == 1);
+    if (leading) {
+      const std::string rest = linear == "i" ? "rest" : linear + "_rest";
+      terms.push_back(stride == 1 ? rest : fmt::format("{} * {}", rest, stride));
+    }
   }
   return terms.empty() ? "0" : fmt::format("{}", fmt::join(terms, " + "));
 }

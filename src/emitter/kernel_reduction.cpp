@@ -29,11 +29,12 @@ KernelIo open_kernel(const GroupEmitContext& ctx, CodeWriter& out, const LineLoo
   io.in_storage = storage_ctype(ctx.tensor(node.inputs[0]).dtype, ctx);
   out.comment(describe_node(ctx.graph(), node));
   out.comment(loop.describe() + "." + note);
-  out.open(kernel_head(
-      ctx, kernel,
-      {fmt::format("const {}* __restrict__ x",
-                   storage_ctype(ctx.tensor(node.inputs[0]).dtype, ctx)),
-       fmt::format("{}* __restrict__ y", storage_ctype(ctx.tensor(node.outputs[0]).dtype, ctx))}));
+  std::vector<std::string> params = {
+      fmt::format("const {}* __restrict__ x", storage_ctype(ctx.tensor(node.inputs[0]).dtype, ctx)),
+      fmt::format("{}* __restrict__ y", storage_ctype(ctx.tensor(node.outputs[0]).dtype, ctx))};
+  for (const std::string& p : launch_symbol_params(ctx))
+    params.push_back(p);
+  out.open(kernel_head(ctx, kernel, params));
   return io;
 }
 

@@ -62,7 +62,7 @@ void open_group_function(const GroupEmitContext& ctx, CodeWriter& out) {
 }
 
 // `T* const name = <pointer to t>;` with T t's storage type (const for inputs).
-void bind(const GroupEmitContext& ctx, CodeWriter& out, const std::string& name, TensorId t,
+void bind_pointer(const GroupEmitContext& ctx, CodeWriter& out, const std::string& name, TensorId t,
           bool writable, int64_t offset = 0) {
   out.linef("{}{}* const {} = {}{};", writable ? "" : "const ",
             storage_ctype(ctx.tensor(t).dtype, ctx), name, ctx.pointer(t, writable),
@@ -190,11 +190,11 @@ bool open_gemm_function(const GroupEmitContext& ctx, CodeWriter& out, const Gemm
     out.comment(role + describe_node(ctx.graph(), ctx.node(i)));
   }
   open_group_function(ctx, out);
-  bind(ctx, out, "lhs", spec.a, false, spec.offset_a);
-  bind(ctx, out, "rhs", spec.b, false, spec.offset_b);
+  bind_pointer(ctx, out, "lhs", spec.a, false, spec.offset_a);
+  bind_pointer(ctx, out, "rhs", spec.b, false, spec.offset_b);
   for (const GemmSpec::Addend& addend : spec.addends)
-    bind(ctx, out, addend_variable(addend), addend.tensor, false);
-  bind(ctx, out, "result", spec.result, true);
+    bind_pointer(ctx, out, addend_variable(addend), addend.tensor, false);
+  bind_pointer(ctx, out, "result", spec.result, true);
   if (empty) {
     out.comment("the output is empty");
     out.line("return 0;");
@@ -352,11 +352,11 @@ void emit_conv_call(const GroupEmitContext& ctx, CodeWriter& out) {
   for (int32_t n : spec.epilogue)
     out.comment("epilogue: " + describe_node(ctx.graph(), ctx.graph().nodes[n]));
   open_group_function(ctx, out);
-  bind(ctx, out, "x", spec.x, false);
-  bind(ctx, out, "w", spec.w, false);
-  if (spec.bias != kNoTensor) bind(ctx, out, "bias", spec.bias, false);
-  if (spec.residual != kNoTensor) bind(ctx, out, "z", spec.residual, false);
-  bind(ctx, out, "y", spec.result, true);
+  bind_pointer(ctx, out, "x", spec.x, false);
+  bind_pointer(ctx, out, "w", spec.w, false);
+  if (spec.bias != kNoTensor) bind_pointer(ctx, out, "bias", spec.bias, false);
+  if (spec.residual != kNoTensor) bind_pointer(ctx, out, "z", spec.residual, false);
+  bind_pointer(ctx, out, "y", spec.result, true);
   out.line("stitch_conv_desc desc = {};");
   out.linef("desc.spatial_rank = {};", spec.in_spatial.size());
   out.line(spec.math == LibraryMath::Tf32 ? "desc.allow_tf32 = 1; // --precision tf32"

@@ -69,7 +69,12 @@ std::string LineLoop::element_step() const {
 }
 
 void LineLoop::open_lines(CodeWriter& out) const {
-  out.linef("const int64_t lines = {};  // independent reductions", space_.lines);
+  const LaunchConfig& launch = ctx_.group().launch;
+  if (launch.work_per_block > 0)
+    out.linef("const int64_t lines = {};  // independent reductions: {}",
+              dim_code(ctx_.graph(), launch.work), launch.work.to_string());
+  else
+    out.linef("const int64_t lines = {};  // independent reductions", space_.lines);
   out.linef("const int64_t length = {};  // elements per line", space_.length);
   switch (mapping_) {
   case ThreadMapping::Flat:
@@ -88,7 +93,10 @@ void LineLoop::open_lines(CodeWriter& out) const {
     break;
   }
   out.open("for (int64_t line = first_line; line < lines; line += line_stride)");
-  out.linef("const int64_t base = {};", line_base());
+  // Over symbolic dims the lines are rows of `length` contiguous elements (legality).
+  out.linef("const int64_t base = {};", launch.work_per_block > 0
+                                            ? fmt::format("line * {}", space_.length)
+                                            : line_base());
 }
 
 void LineLoop::open_elements(CodeWriter& out) const {

@@ -215,6 +215,9 @@ enum class RowCache {
 struct RegionalSpec {
   int64_t rows = 0, row_length = 0;
   Shape space;              // the row space's shape (regional_space_shape)
+  // Over symbolic dims: the space's dims as expressions (its rows, the leading axes, are the
+  // launch's work; the row is fixed). Empty for a fixed space.
+  SymShape space_dims;
   size_t row_axes_from = 0; // space[row_axes_from:] holds the row's elements
   ThreadMapping mapping{};  // a thread, a warp or a block per row
   int64_t block = 0;        // threads per block (whole warps unless Flat)

@@ -5,8 +5,11 @@
 // never how one work item is computed:
 //   - a pointwise kernel (one node, or a Local group without movement nodes) whose iteration's
 //     elements are the work: every operand it reads is the iteration's own shape (read at the
-//     flat index), or has fixed dims that are 1 on every axis up to the iteration's last
-//     symbolic one (read through the iteration's fixed coordinates only);
+//     flat index), or fixed after the iteration's last symbolic axis and, up to it, all 1 or
+//     the iteration's own (fixed_index);
+//   - a row reduction or a Regional group (row ops and their pointwise neighbours) whose rows
+//     are the work and whose row is fixed: every tensor is per element, per row, or the same
+//     for every row (row_space_index); row lookups (Gather) not yet;
 //   - a matrix product through the library whose M alone depends on the symbols (A's leading
 //     dims, folded into M), B and every addend's layout fixed;
 //   - a view, which has no code.
@@ -16,6 +19,10 @@
 #include "planner/legality_internal.h"
 
 #include "graph/error.h"
+#include "graph/infer_context.h"
+#include "graph/op_params.h"
+#include "graph/reductions.h"
+#include "planner/launch_config.h"
 
 namespace stitch::legality {
 
@@ -30,26 +37,37 @@ DimExpr elements_of(const SymShape& dims) {
 
 std::string dims_str(const Tensor& t) { return sym_shape_to_string(t.sym_shape()); }
 
-// Whether a kernel reads `t` against an iteration of dims `it` through an index the symbols do
-// not change (see the banner).
+// Whether a kernel reads `t` against an iteration of dims `it` through an index whose form the
+// symbols do not change (pointwise_expression.h, tensor_index): the iteration's own shape (the
+// flat index), or axes after the iteration's last symbolic one that are fixed, before them
+// either all 1 (the same elements for every value of the leading axes) or the iteration's own
+// (one block of the tensor per leading index: the leading index times the block's size).
 FusionDecision fixed_index(const Graph& g, TensorId t, const SymShape& it) {
   const Tensor& x = g.tensor(t);
-  const SymShape dims = x.sym_shape();
+  SymShape dims = x.sym_shape();
   if (dims == it) return FusionDecision::ok();
-  size_t last_symbolic = 0; // one past the iteration's last symbolic axis
+  size_t fixed_from = 0; // one past the iteration's last symbolic axis
   for (size_t d = 0; d < it.size(); ++d)
-    if (!it[d].is_constant()) last_symbolic = d + 1;
-  if (dims.size() > it.size() || !is_static(dims))
-    return FusionDecision::no(fmt::format("'{}' {} is read against the iteration {}: its index "
-                                          "would depend on the symbols",
-                                          x.name, dims_str(x), sym_shape_to_string(it)));
-  const size_t offset = it.size() - dims.size();
-  for (size_t d = offset; d < last_symbolic; ++d)
-    if (dims[d - offset].constant_value() != 1)
-      return FusionDecision::no(fmt::format(
-          "'{}' {} varies along axis {} of the iteration {}, which follows a symbolic axis: its "
-          "index would depend on the symbols",
-          x.name, dims_str(x), d, sym_shape_to_string(it)));
+    if (!it[d].is_constant()) fixed_from = d + 1;
+  if (dims.size() > it.size())
+    return FusionDecision::no(fmt::format("'{}' {} has more axes than the iteration {}", x.name,
+                                          dims_str(x), sym_shape_to_string(it)));
+  dims.insert(dims.begin(), it.size() - dims.size(), DimExpr(1));
+  for (size_t d = fixed_from; d < it.size(); ++d)
+    if (!dims[d].is_constant())
+      return FusionDecision::no(fmt::format("'{}' {} is read against the iteration {}: its axis "
+                                            "{} depends on the symbols",
+                                            x.name, dims_str(x), sym_shape_to_string(it), d));
+  bool ones = true, same = true;
+  for (size_t d = 0; d < fixed_from; ++d) {
+    ones = ones && dims[d].is_constant() && dims[d].constant_value() == 1;
+    same = same && dims[d] == it[d];
+  }
+  if (!ones && !same)
+    return FusionDecision::no(fmt::format(
+        "'{}' {} is read against the iteration {}: along the axes up to the last symbolic one it "
+        "is neither the iteration's nor 1, so its index would depend on the symbols",
+        x.name, dims_str(x), sym_shape_to_string(it)));
   return FusionDecision::ok();
 }
 
@@ -111,6 +129,160 @@ FusionDecision gemm_support(const Graph& g, GemmSpec& spec) {
   return FusionDecision::ok();
 }
 
+// `dims` without its constant-1 dims.
+SymShape squeezed_dims(const SymShape& dims) {
+  SymShape out;
+  for (const DimExpr& d : dims)
+    if (!(d.is_constant() && d.constant_value() == 1)) out.push_back(d);
+  return out;
+}
+
+bool all_ones(const SymShape& dims) { return squeezed_dims(dims).empty(); }
+
+// A row space over the symbols: rows (the leading axes, which may be symbolic) times a fixed
+// row (the trailing axes from `split`).
+struct SymRowSpace {
+  SymShape dims;
+  size_t split = 0;
+  SymShape rows() const { return SymShape(dims.begin(), dims.begin() + split); }
+};
+
+// Whether a tensor is indexed in the row space by `line` and the fixed row alone: its leading
+// axes (padded to the space's rank) are the space's rows in their layout or all 1, its row
+// axes fixed.
+FusionDecision row_space_index(const Graph& g, TensorId t, const SymRowSpace& space) {
+  const Tensor& x = g.tensor(t);
+  SymShape p = x.sym_shape();
+  if (p.size() > space.dims.size())
+    return FusionDecision::no(fmt::format("'{}' {} has more axes than the row space {}", x.name,
+                                          dims_str(x), sym_shape_to_string(space.dims)));
+  p.insert(p.begin(), space.dims.size() - p.size(), DimExpr(1));
+  const SymShape rows(p.begin(), p.begin() + space.split);
+  const SymShape row(p.begin() + space.split, p.end());
+  if (!is_static(row))
+    return FusionDecision::no(fmt::format("'{}' {}: the row {} depends on the symbols", x.name,
+                                          dims_str(x), sym_shape_to_string(row)));
+  if (!all_ones(rows) && squeezed_dims(rows) != squeezed_dims(space.rows()))
+    return FusionDecision::no(fmt::format("'{}' {} is read in the row space {} neither per row "
+                                          "nor the same for every row",
+                                          x.name, dims_str(x), sym_shape_to_string(space.dims)));
+  if (!all_ones(rows) && !all_ones(row) && rows != space.rows())
+    return FusionDecision::no(fmt::format("'{}' {} holds elements of rows in another layout than "
+                                          "the row space {}",
+                                          x.name, dims_str(x), sym_shape_to_string(space.dims)));
+  return FusionDecision::ok();
+}
+
+// The axes a Reduce* node reduces, per input axis.
+std::vector<bool> reduced_axes(const Graph& g, const Node& node) {
+  NodeContext nc(g, node);
+  return read_reduce_params(nc).reduced;
+}
+
+// A row reduction over symbolic dims: the reduced axes trailing (after them only axes of 1) and
+// fixed, so that each line is `length` contiguous elements at line * length. Its lines.
+FusionDecision symbolic_rows(const Graph& g, const Node& node, DimExpr& lines, int64_t& length) {
+  if (reduction_rule(node.op) == nullptr)
+    return FusionDecision::no(fmt::format("no kernel for {} over symbolic dims yet",
+                                          op_name(node.op)));
+  const Tensor& x = g.tensor(node.inputs[0]);
+  const SymShape dims = x.sym_shape();
+  const std::vector<bool> reduced = reduced_axes(g, node);
+  size_t first = dims.size();
+  for (size_t d = 0; d < dims.size(); ++d)
+    if (reduced[d] && !(dims[d].is_constant() && dims[d].constant_value() == 1)) {
+      first = std::min(first, d);
+    }
+  lines = 1;
+  length = 1;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    const bool one = dims[d].is_constant() && dims[d].constant_value() == 1;
+    if (d < first) {
+      if (reduced[d] && !one)
+        return FusionDecision::no("a reduction over symbolic dims of axes that are not trailing");
+      if (!reduced[d]) lines = lines * dims[d];
+      continue;
+    }
+    if (one) continue;
+    if (!reduced[d] || !dims[d].is_constant())
+      return FusionDecision::no(fmt::format("'{}' {}: a reduction over symbolic dims must reduce "
+                                            "fixed trailing axes",
+                                            x.name, dims_str(x)));
+    length *= dims[d].constant_value();
+  }
+  return FusionDecision::ok();
+}
+
+// Lines of work (a row kernel's rows): the launch sized for the most lines, covering the
+// actual ones per run.
+void row_symbolic_launch(const Graph& g, const DimExpr& lines, int64_t length,
+                         ThreadMapping mapping, const DeviceParams& device, LaunchConfig& launch) {
+  if (lines.is_constant()) return;
+  const int64_t most = std::max<int64_t>(1, lines.bounds(g.symbol_ranges()).hi);
+  launch = mapping == ThreadMapping::Flat ? flat_launch(most, 1, device)
+                                          : row_launch(most, length, mapping, device);
+  launch.work = lines;
+  launch.work_per_block = mapping == ThreadMapping::Flat         ? launch.block[0]
+                          : mapping == ThreadMapping::WarpPerRow ? launch.block[0] / 32
+                                                                 : 1;
+}
+
+FusionDecision regional_support(const Graph& g, const std::vector<int32_t>& nodes,
+                                RegionalSpec& spec, ThreadMapping mapping,
+                                const DeviceParams& device, LaunchConfig& launch) {
+  if (!spec.gathers.empty())
+    return FusionDecision::no("row lookups (Gather) in a row group over symbolic dims");
+  // The space's dims: the tensor row_space_shape took it from (the first of the highest rank
+  // holding rows x row_length elements), which every row op reads whole.
+  SymRowSpace space;
+  bool found = false;
+  for (int32_t n : nodes) {
+    const Node& node = g.nodes[n];
+    if (reduction_rule(node.op) == nullptr) continue;
+    const Tensor& x = g.tensor(node.inputs[0]);
+    if (!found) {
+      space.dims = x.sym_shape();
+      found = true;
+    } else if (x.sym_shape() != space.dims) {
+      return FusionDecision::no(fmt::format("row ops read {} and {}", sym_shape_to_string(space.dims),
+                                            dims_str(x)));
+    }
+  }
+  if (!found || g.planning_shape(space.dims) != spec.space)
+    return FusionDecision::no("a row group over symbolic dims whose row space is not what its row "
+                              "ops read");
+  space.split = spec.row_axes_from;
+  for (int32_t n : nodes) {
+    const Node& node = g.nodes[n];
+    if (reduction_rule(node.op) != nullptr) {
+      DimExpr lines;
+      int64_t length = 0;
+      if (FusionDecision d = symbolic_rows(g, node, lines, length); !d) return d;
+      if (length != spec.row_length || lines != elements_of(space.rows()))
+        return FusionDecision::no(fmt::format("{} reduces other rows than the row space {}",
+                                              op_name(node.op), sym_shape_to_string(space.dims)));
+    }
+    for (const std::vector<TensorId>* list : {&node.inputs, &node.outputs})
+      for (TensorId t : *list) {
+        if (t == kNoTensor) continue;
+        if (list == &node.inputs && reduction_rule(node.op) != nullptr && t != node.inputs[0])
+          continue; // a Reduce's axes
+        if (FusionDecision d = row_space_index(g, t, space); !d) return d;
+      }
+  }
+  for (const RegionalSpec::PerRowLoad& load : spec.per_row_loads) {
+    const Tensor& x = g.tensor(load.tensor);
+    if (!(!x.is_dynamic() && x.elements() == 1) &&
+        squeezed_dims(x.sym_shape()) != squeezed_dims(space.rows()))
+      return FusionDecision::no(fmt::format("'{}' {} is loaded per row but is neither one value "
+                                            "nor one per row",
+                                            x.name, dims_str(x)));
+  }
+  spec.space_dims = space.dims;
+  row_symbolic_launch(g, elements_of(space.rows()), spec.row_length, mapping, device, launch);
+  return FusionDecision::ok();
+}
+
 } // namespace
 
 FusionDecision symbolic_support(const Graph& g, FusionGroup& group, const DeviceParams& device) {
@@ -125,6 +297,20 @@ FusionDecision symbolic_support(const Graph& g, FusionGroup& group, const Device
   if (!dynamic) return FusionDecision::ok();
   if (auto* spec = std::get_if<OpSpec>(&group.spec)) {
     const Node& node = g.nodes[spec->node];
+    if (spec->reduction) {
+      DimExpr lines;
+      int64_t length = 0;
+      if (FusionDecision d = symbolic_rows(g, node, lines, length); !d) return d;
+      if (!spec->reduction->rows() || length != spec->reduction->length)
+        return FusionDecision::no("a reduction over symbolic dims whose lines are not rows");
+      if (FusionDecision d = row_space_index(g, node.outputs[0],
+                                             SymRowSpace{g.tensor(node.outputs[0]).sym_shape(),
+                                                         g.tensor(node.outputs[0]).dims.size()});
+          !d)
+        return d;
+      row_symbolic_launch(g, lines, length, group.mapping, device, group.launch);
+      return FusionDecision::ok();
+    }
     if (!op_is_pointwise(node.op))
       return FusionDecision::no(fmt::format("no kernel for {} over symbolic dims yet",
                                             op_name(node.op)));
@@ -155,6 +341,8 @@ FusionDecision symbolic_support(const Graph& g, FusionGroup& group, const Device
     group.launch.vector_width = width;
     return FusionDecision::ok();
   }
+  if (auto* spec = std::get_if<RegionalSpec>(&group.spec))
+    return regional_support(g, group.nodes, *spec, spec->mapping, device, group.launch);
   return FusionDecision::no(
       fmt::format("no {} group over symbolic dims yet", group_kind_name(group.kind)));
 }
