@@ -529,7 +529,8 @@ void RegionalWriter::write(const BlockRange& blocks, CodeWriter& out) {
   for (size_t k = 0; k < spec_.per_row_loads.size(); ++k) {
     const RegionalSpec::PerRowLoad& load = spec_.per_row_loads[k];
     const std::string index =
-        spec_.space_dims.empty() ? broadcast_offset(g_.tensor(load.tensor).shape, load.against, "line")
+        spec_.space_dims.empty()
+            ? broadcast_offset(g_.tensor(load.tensor).shape, load.against, "line")
         : per_row_symbolic(load.tensor) ? "line"
                                         : "0";
     out.linef("const {} {} = {}[{}];  // one per row", ctype(g_.tensor(load.tensor).dtype, ctx_),

@@ -63,7 +63,7 @@ void open_group_function(const GroupEmitContext& ctx, CodeWriter& out) {
 
 // `T* const name = <pointer to t>;` with T t's storage type (const for inputs).
 void bind_pointer(const GroupEmitContext& ctx, CodeWriter& out, const std::string& name, TensorId t,
-          bool writable, int64_t offset = 0) {
+                  bool writable, int64_t offset = 0) {
   out.linef("{}{}* const {} = {}{};", writable ? "" : "const ",
             storage_ctype(ctx.tensor(t).dtype, ctx), name, ctx.pointer(t, writable),
             offset == 0 ? std::string() : fmt::format(" + {}", offset));

@@ -398,6 +398,8 @@ std::string atom_code(const Atom& atom,
 std::string DimExpr::to_code(const std::function<std::string(const std::string&)>& symbol) const {
   if (terms_.empty()) return "0";
   if (is_constant()) return std::to_string(constant_value());
+  if (terms_.size() == 1 && terms_[0].coefficient == 1 && terms_[0].atoms.size() == 1)
+    return atom_code(terms_[0].atoms[0], symbol); // one symbol, or one call: no parentheses
   std::vector<const Term*> order;
   for (const Term& t : terms_)
     if (!t.atoms.empty()) order.push_back(&t);

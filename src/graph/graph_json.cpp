@@ -10,6 +10,12 @@ nlohmann::json tensor_json(const Graph& g, TensorId id) {
   nlohmann::json j = {{"name", t.name}, {"dtype", dtype_name(t.dtype)}, {"shape", t.shape}};
   if (t.is_constant()) j["constant"] = true;
   if (t.view_of != kNoTensor) j["view_of"] = g.tensor(t.view_of).name;
+  // Over symbolic dims `shape` is the planning binding's; `dims` says what it stands for.
+  if (t.is_dynamic()) {
+    j["dims"] = nlohmann::json::array();
+    for (const DimExpr& d : t.dims)
+      j["dims"].push_back(d.to_string());
+  }
   return j;
 }
 
@@ -31,6 +37,12 @@ nlohmann::json graph_to_json(const Graph& g) {
   nlohmann::json j;
   j["source"] = g.source_file;
   j["opset"] = g.opset;
+  if (!g.symbols.empty()) {
+    j["symbols"] = nlohmann::json::array();
+    for (const SymbolicDim& s : g.symbols)
+      j["symbols"].push_back(
+          {{"name", s.name}, {"min", s.min}, {"max", s.max}, {"planned_at", s.typical}});
+  }
   j["inputs"] = nlohmann::json::array();
   for (TensorId t : g.inputs)
     j["inputs"].push_back(tensor_json(g, t));

@@ -214,7 +214,7 @@ enum class RowCache {
 //   after the passes   the row outputs
 struct RegionalSpec {
   int64_t rows = 0, row_length = 0;
-  Shape space;              // the row space's shape (regional_space_shape)
+  Shape space; // the row space's shape (regional_space_shape)
   // Over symbolic dims: the space's dims as expressions (its rows, the leading axes, are the
   // launch's work; the row is fixed). Empty for a fixed space.
   SymShape space_dims;

@@ -118,12 +118,33 @@ FusionDecision gemm_support(const Graph& g, GemmSpec& spec) {
   if (elements_of(result.sym_shape()) != m * DimExpr(spec.n))
     return FusionDecision::no(fmt::format("the result '{}' {} is not M x N of A {}", result.name,
                                           dims_str(result), dims_str(a)));
-  for (const GemmSpec::Addend& addend : spec.addends) {
-    const Tensor& t = g.tensor(addend.tensor);
-    if (t.is_dynamic() && t.sym_shape() != result.sym_shape())
-      return FusionDecision::no(fmt::format("the addend '{}' {} is neither fixed nor the result's "
-                                            "shape",
-                                            t.name, dims_str(t)));
+  // Where each addend goes was decided at the planning binding, where a residual of the
+  // result's shape may have looked like a row of N (at 1 row) and a row of N like the result's
+  // shape: over the symbols, the bias is a fixed row of N and C has the result's dims.
+  const SymShape out = result.sym_shape();
+  auto row_of_n = [&](const Tensor& t) {
+    if (t.is_dynamic() || t.shape.empty() || t.shape.back() != spec.n) return false;
+    return t.elements() == spec.n;
+  };
+  if (spec.bias >= 0 && g.tensor(spec.addends[spec.bias].tensor).sym_shape() == out &&
+      !row_of_n(g.tensor(spec.addends[spec.bias].tensor)) && spec.c < 0) {
+    spec.c = spec.bias; // the result's shape over the symbols: C
+    spec.bias = -1;
+  }
+  if (spec.c >= 0 && g.tensor(spec.addends[spec.c].tensor).sym_shape() != out &&
+      row_of_n(g.tensor(spec.addends[spec.c].tensor)) && spec.bias < 0) {
+    spec.bias = spec.c; // a fixed row of N: the bias
+    spec.c = -1;
+  }
+  for (int i = 0; i < static_cast<int>(spec.addends.size()); ++i) {
+    const Tensor& t = g.tensor(spec.addends[i].tensor);
+    const bool fits = i == spec.bias ? row_of_n(t) && spec.addends[i].scale == 1.0
+                      : i == spec.c  ? t.sym_shape() == out
+                                     : false;
+    if (!fits)
+      return FusionDecision::no(fmt::format("the addend '{}' {} is neither a fixed row of N nor "
+                                            "the result's shape {}",
+                                            t.name, dims_str(t), sym_shape_to_string(out)));
   }
   if (!m.is_constant()) spec.m_dims = m;
   return FusionDecision::ok();
@@ -183,8 +204,8 @@ std::vector<bool> reduced_axes(const Graph& g, const Node& node) {
 // fixed, so that each line is `length` contiguous elements at line * length. Its lines.
 FusionDecision symbolic_rows(const Graph& g, const Node& node, DimExpr& lines, int64_t& length) {
   if (reduction_rule(node.op) == nullptr)
-    return FusionDecision::no(fmt::format("no kernel for {} over symbolic dims yet",
-                                          op_name(node.op)));
+    return FusionDecision::no(
+        fmt::format("no kernel for {} over symbolic dims yet", op_name(node.op)));
   const Tensor& x = g.tensor(node.inputs[0]);
   const SymShape dims = x.sym_shape();
   const std::vector<bool> reduced = reduced_axes(g, node);
@@ -244,14 +265,18 @@ FusionDecision regional_support(const Graph& g, const std::vector<int32_t>& node
       space.dims = x.sym_shape();
       found = true;
     } else if (x.sym_shape() != space.dims) {
-      return FusionDecision::no(fmt::format("row ops read {} and {}", sym_shape_to_string(space.dims),
-                                            dims_str(x)));
+      return FusionDecision::no(
+          fmt::format("row ops read {} and {}", sym_shape_to_string(space.dims), dims_str(x)));
     }
   }
   if (!found || g.planning_shape(space.dims) != spec.space)
     return FusionDecision::no("a row group over symbolic dims whose row space is not what its row "
                               "ops read");
+  // The row starts after the last symbolic axis at the latest: the planning binding may have
+  // put size-1 axes into it that are rows at other values of the symbols.
   space.split = spec.row_axes_from;
+  for (size_t d = 0; d < space.dims.size(); ++d)
+    if (!space.dims[d].is_constant()) space.split = std::max(space.split, d + 1);
   for (int32_t n : nodes) {
     const Node& node = g.nodes[n];
     if (reduction_rule(node.op) != nullptr) {
@@ -279,6 +304,7 @@ FusionDecision regional_support(const Graph& g, const std::vector<int32_t>& node
                                             x.name, dims_str(x)));
   }
   spec.space_dims = space.dims;
+  spec.row_axes_from = space.split;
   row_symbolic_launch(g, elements_of(space.rows()), spec.row_length, mapping, device, launch);
   return FusionDecision::ok();
 }
@@ -312,8 +338,8 @@ FusionDecision symbolic_support(const Graph& g, FusionGroup& group, const Device
       return FusionDecision::ok();
     }
     if (!op_is_pointwise(node.op))
-      return FusionDecision::no(fmt::format("no kernel for {} over symbolic dims yet",
-                                            op_name(node.op)));
+      return FusionDecision::no(
+          fmt::format("no kernel for {} over symbolic dims yet", op_name(node.op)));
     const SymShape it = g.tensor(node.outputs[0]).sym_shape();
     std::vector<TensorId> reads = value_operands(node);
     std::erase(reads, kNoTensor);
@@ -329,10 +355,9 @@ FusionDecision symbolic_support(const Graph& g, FusionGroup& group, const Device
     const SymShape it = g.tensor(spec->io.writes.front()).sym_shape();
     for (TensorId t : spec->io.writes)
       if (g.tensor(t).sym_shape() != it)
-        return FusionDecision::no(fmt::format("the group writes '{}' {} and '{}' {}",
-                                              g.tensor(spec->io.writes.front()).name,
-                                              sym_shape_to_string(it), g.tensor(t).name,
-                                              dims_str(g.tensor(t))));
+        return FusionDecision::no(fmt::format(
+            "the group writes '{}' {} and '{}' {}", g.tensor(spec->io.writes.front()).name,
+            sym_shape_to_string(it), g.tensor(t).name, dims_str(g.tensor(t))));
     int width = spec->vector_width;
     if (FusionDecision d = pointwise_support(g, it, spec->io.reads, width); !d) return d;
     spec->vector_width = width;

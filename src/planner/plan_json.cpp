@@ -55,6 +55,7 @@ nlohmann::json regional_json(const Graph& g, const RegionalSpec& spec) {
                       {"element_outputs", tensor_names(g, spec.element_outputs)},
                       {"row_outputs", tensor_names(g, spec.row_outputs)},
                       {"reread_bytes", spec.reread_bytes}};
+  if (!spec.space_dims.empty()) j["space_dims"] = sym_shape_to_string(spec.space_dims);
   // Row lookups (Gathers): which table each reads a row of, at which indices.
   if (!spec.gathers.empty()) {
     nlohmann::json lookups = nlohmann::json::array();
@@ -72,6 +73,7 @@ nlohmann::json regional_json(const Graph& g, const RegionalSpec& spec) {
 // remappings, each operand's coordinates as "offset + step * r<d>" per axis.
 nlohmann::json local_json(const Graph& g, const LocalSpec& spec) {
   nlohmann::json j = {{"iteration", spec.iteration}, {"vector_width", spec.vector_width}};
+  if (!spec.iteration_dims.empty()) j["iteration_dims"] = sym_shape_to_string(spec.iteration_dims);
   if (spec.moves.empty()) return j;
   nlohmann::json moves = nlohmann::json::array();
   for (const MovementRead& m : spec.moves) {
@@ -148,6 +150,7 @@ nlohmann::json spec_json(const Graph& g, const GroupSpec& spec) {
     j["dtype"] = dtype_name(gemm->dtype);
     j["math"] = library_math_name(gemm->math);
     j["m"] = gemm->m;
+    if (gemm->m_dims) j["m_dims"] = gemm->m_dims->to_string();
     j["n"] = gemm->n;
     j["k"] = gemm->k;
     j["batch_count"] = gemm->batch_count;
@@ -316,6 +319,11 @@ nlohmann::json plan_to_json(const Graph& g, const FusionPlan& plan, const Memory
       gj["cooperative"] = group.launch.cooperative;
       if (group.launch.cluster > 1) gj["cluster"] = group.launch.cluster;
       if (group.launch.cooperative) gj["min_blocks_per_sm"] = group.launch.min_blocks_per_sm;
+      // Over symbolic dims: the work each run covers, the grid (above) its most blocks.
+      if (group.launch.work_per_block > 0) {
+        gj["work"] = group.launch.work.to_string();
+        gj["work_per_block"] = group.launch.work_per_block;
+      }
       if (group.rows > 0) {
         gj["rows"] = group.rows;
         gj["row_length"] = group.row_length;

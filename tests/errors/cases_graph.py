@@ -295,11 +295,13 @@ def symbolic_relu(d):
                  [vi("x", ["batch", "seq", 4])], [vi("y", ["batch", "seq", 4])])
 
 
-@case("the model keeps the symbolic dims batch (1..8), seq (1..16): stitchc infers its shapes "
-      "over them and its graph passes keep them", ["--dim", "batch=1..8", "--dim", "seq=1..16@5"])
-def dim_ranges_not_yet_compiled(d):
-    """Dims kept symbolic infer, then stop with the reason: code for ranges is not built yet."""
-    return symbolic_relu(d)
+@case("node 'transpose0' (Transpose): cannot generate code over the symbolic dims batch (1..8), "
+      "seq (1..16) here: no kernel for Transpose over symbolic dims yet",
+      ["--dim", "batch=1..8", "--dim", "seq=1..16@5"])
+def dim_node_not_generated(d):
+    """A node whose kernel cannot yet run over symbolic dims is refused by name, with what can."""
+    nodes = [helper.make_node("Transpose", ["x"], ["y"], name="transpose0", perm=[1, 0, 2])]
+    return model(nodes, [vi("x", ["batch", "seq", 4])], [vi("y", ["seq", "batch", 4])])
 
 
 @case("--dim names 'heads', which is no symbolic dim of the graph inputs",

@@ -195,6 +195,24 @@ def regional_embedding():
     m.save()
 
 
+def symbolic_block():
+    # Symbolic dims (--dim batch=..., seq=...): a transformer block's pointwise and row parts
+    # over [batch, seq, 64]: LayerNormalization, a feed-forward of two products (M = batch*seq
+    # for the library) with a Relu, the residual, a per-row mask; kernels take the symbols'
+    # values and size their grids per run.
+    m = Model("symbolic_block", seed=8)
+    x, mask = m.input("x", ["batch", "seq", 64]), m.input("mask", ["batch", "seq", 1])
+    t = m.node("LayerNormalization", [x, m.weight("gamma", [64]), m.weight("beta", [64])], ["ln"],
+               axis=-1, epsilon=1e-5)
+    t = m.node("MatMul", [t, m.weight("w1", [64, 128])], ["h"])
+    t = m.node("Relu", [m.node("Add", [t, m.weight("b1", [128])], ["hb"])], ["hr"])
+    t = m.node("MatMul", [t, m.weight("w2", [128, 64])], ["o"])
+    t = m.node("Add", [t, x], ["res"])
+    m.node("Mul", [t, mask], ["y"])
+    m.output("y")
+    m.save()
+
+
 def global_column():
     # Global: a column mean over 8192 rows (a cooperative grid, a grid-wide barrier) and its
     # broadcast consumers, (x - mean)^2.
@@ -432,7 +450,7 @@ def main():
                  regional_softmax, regional_layernorm, regional_long_row, regional_masked_softmax,
                  regional_embedding, global_column, global_gemv_gemm, global_gemv_matmul, independent,
                  single_movement, single_reduction, gemm_epilogues, gemm_fill, conv_epilogue,
-                 views, half_layer, gemm_chain_gated]:
+                 views, half_layer, gemm_chain_gated, symbolic_block]:
         make()
     print(f"wrote {len(os.listdir(OUT))} models under {os.path.relpath(OUT)}")
 

@@ -52,13 +52,14 @@ namespace {
 constexpr double kIlpTimeLimitSeconds = 120.0;
 constexpr size_t kDiffLinesPerFile = 40;
 
-// One case of cases.txt: NAME MODEL [planner=P] [shape=INPUT=DIMS]... [disable=PASS]...
-// [expect=A+B]..., on one line and the indented lines after it.
+// One case of cases.txt: NAME MODEL [planner=P] [shape=INPUT=DIMS]... [dim=NAME=MIN..MAX@T]...
+// [disable=PASS]... [expect=A+B]..., on one line and the indented lines after it.
 struct Case {
   std::string name;
   std::string model; // relative to the repository
   std::string planner = "ilp";
   std::map<std::string, Shape> shapes;
+  std::vector<SymbolicDim> dims;  // --dim
   std::set<std::string> disabled; // passes skipped (--disable-pass)
   // Each entry: tokens that must all describe one group of the plan (see group_tokens).
   std::vector<std::vector<std::string>> expect;
@@ -114,13 +115,19 @@ std::vector<Case> read_cases(const fs::path& file) {
         std::optional<Shape> shape = parse_shape_spec(value.substr(at + 1));
         if (!shape) manifest_error(where, "shape '" + value + "' is not INPUT=DIMS");
         c.shapes[value.substr(0, at)] = *shape;
+      } else if (key == "dim" && !value.empty()) {
+        std::optional<SymbolicDim> dim = parse_dim_spec(value);
+        if (!dim) manifest_error(where, "dim '" + value + "' is not NAME=MIN..MAX[@TYPICAL]");
+        c.dims.push_back(*dim);
       } else if (key == "expect" && !value.empty()) {
         c.expect.push_back(split(value, '+'));
       } else if (key == "disable" && !value.empty()) {
         c.disabled.insert(value);
       } else {
         manifest_error(
-            where, "'" + word + "' is not planner=P, shape=INPUT=DIMS, disable=PASS or expect=A+B");
+            where, "'" + word +
+                       "' is not planner=P, shape=INPUT=DIMS, dim=NAME=MIN..MAX, disable=PASS or "
+                       "expect=A+B");
       }
     }
   }
@@ -268,6 +275,7 @@ Snapshot generate(const fs::path& root, const Case& c) {
   LoadOptions load;
   for (const auto& [name, shape] : c.shapes)
     load.input_shapes[name] = sym_shape_of(shape);
+  load.dims = c.dims;
   bind_fixture_shapes(root / c.model, load);
   Graph graph = load_onnx((root / c.model).string(), load);
   graph.source_file = c.model; // the emitter's banners name it: relative, the same everywhere

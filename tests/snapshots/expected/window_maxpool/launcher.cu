@@ -50,6 +50,7 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     0, 0ull, // GEMM chains, the bytes of their unfused plans' intermediates
     0, // cooperative launches
     nullptr, // what depends on the device
+    0, nullptr, nullptr, // symbolic dims: none
   };
   return &model;
 }

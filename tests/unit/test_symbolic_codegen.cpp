@@ -1,0 +1,209 @@
+// Code over symbolic dims (--dim NAME=MIN..MAX): extents as C++ of the symbols, which groups
+// legality admits and why it refuses the others, and the indices the kernels read, also where
+// the planning binding makes shapes look equal that differ at other values of the symbols.
+#include <catch2/catch.hpp>
+
+#include "emitter/emit_model.h"
+#include "frontend/onnx_loader.h"
+#include "graph/error.h"
+#include "graph/pipeline.h"
+#include "model_builder.h"
+#include "planner/code_generation_support.h"
+#include "planner/memory_plan.h"
+#include "planner/planner.h"
+
+using namespace stitch;
+using stitch::test::ModelBuilder;
+using stitch::test::set_attr_ints;
+
+namespace {
+
+constexpr int kFloat = onnx::TensorProto::FLOAT;
+
+Graph symbolic_graph(const ModelBuilder& m, std::vector<SymbolicDim> dims) {
+  LoadOptions options;
+  options.dims = std::move(dims);
+  Graph g = load_onnx(m.write(), options);
+  run_pipeline(g, {});
+  return g;
+}
+
+struct Generated {
+  FusionPlan plan;
+  std::string sources; // every group file, then the launcher
+};
+
+Generated generate(const ModelBuilder& m, std::vector<SymbolicDim> dims,
+                   const std::string& planner = "ilp") {
+  Graph g = symbolic_graph(m, std::move(dims));
+  PlannerOptions options;
+  options.planner = planner;
+  Generated out;
+  out.plan = plan_fusion(g, options);
+  MemoryPlan memory = plan_memory(g, out.plan);
+  GeneratedModel model = emit_model(g, out.plan, memory, "host");
+  for (const GeneratedFile& f : model.groups)
+    out.sources += f.text;
+  out.sources += model.launcher.text;
+  return out;
+}
+
+std::string refusal(const ModelBuilder& m, std::vector<SymbolicDim> dims) {
+  Graph g = symbolic_graph(m, std::move(dims));
+  try {
+    check_code_generation(g);
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+SymbolicDim dim(const std::string& name, int64_t min, int64_t max, int64_t typical) {
+  return {name, min, max, typical};
+}
+
+} // namespace
+
+// Proves: a dim expression prints as int64_t C++ of the symbols' values, the symbols named by
+// the caller, floor division, min and max through the runtime's stitch::dims helpers.
+TEST_CASE("dim expressions print as C++ of the symbols", "[symbolic][dim_expr]") {
+  const DimExpr batch = DimExpr::symbol("batch"), seq = DimExpr::symbol("seq");
+  auto code = [](const DimExpr& d) {
+    return d.to_code([](const std::string& name) { return name == "batch" ? "sym0" : "sym1"; });
+  };
+  CHECK(code(DimExpr(64)) == "64");
+  CHECK(code(batch * seq * 64) == "(sym0 * sym1 * 64)");
+  CHECK(code(seq + 1) == "(sym1 + 1)");
+  CHECK(code(DimExpr(2) - seq) == "(-sym1 + 2)");
+  CHECK(code(seq) == "sym1");
+  CHECK(code(DimExpr::floor_div(seq + 1, 2)) == "stitch::dims::floor_div((sym1 + 1), 2)");
+  CHECK(code(DimExpr::min(seq, 64)) == "stitch::dims::min(64, sym1)");
+  CHECK(code(DimExpr::ceil_div(seq, 4) * 2) ==
+        "(stitch::dims::floor_div((sym1 + 3), 4) * 2)");
+}
+
+// Proves: pointwise operands read against a symbolic iteration take the flat index, their fixed
+// coordinates, or the leading index times their block; the grid is computed per run from the
+// work, capped by the grid at the maxima; the kernel takes the symbols it needs.
+TEST_CASE("pointwise kernels index their operands over symbolic dims", "[symbolic][emitter]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {-1, -1, 8}, {"batch", "seq"})
+      .input("mask", kFloat, {-1, -1, 1}, {"batch", "seq"})
+      .output("y");
+  m.initializer_f32("bias", {8}, {1, 2, 3, 4, 5, 6, 7, 8});
+  m.node("Add", {"x", "bias"}, {"t"});
+  m.node("Mul", {"t", "mask"}, {"y"});
+  for (const std::string planner : {"none", "ilp"}) {
+    INFO("planner " << planner);
+    const Generated g = generate(m, {dim("batch", 1, 4, 2), dim("seq", 1, 100, 50)}, planner);
+    CHECK_THAT(g.sources, Catch::Contains("const int64_t n = (sym0 * sym1 * 8);"));
+    CHECK_THAT(g.sources, Catch::Contains("const int64_t c2 = rest % 8; rest /= 8;"));
+    CHECK_THAT(g.sources, Catch::Contains("[c2]"));   // the bias: its fixed coordinate
+    CHECK_THAT(g.sources, Catch::Contains("[rest]")); // the mask: one value per leading index
+    CHECK_THAT(g.sources, Catch::Contains("const int64_t sym0 = b->symbols[0];"));
+    CHECK_THAT(g.sources, Catch::Contains("stitch::dims::grid_for(work, 256, "));
+    CHECK_THAT(g.sources, !Catch::Contains("c1 =")); // no coordinate of a symbolic axis
+  }
+}
+
+// Proves: at a planning binding of 1, where [1,8] and [batch,8] have one shape, the operand of
+// fixed shape is still read through its coordinates (not at the flat index), and no vector
+// body reads it whole.
+TEST_CASE("a planning binding of 1 does not make shapes equal", "[symbolic][emitter]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {-1, 8}, {"batch"}).input("row", kFloat, {1, 8}).output("y");
+  m.node("Add", {"x", "row"}, {"y"});
+  const Generated g = generate(m, {dim("batch", 1, 64, 1)}, "none");
+  CHECK_THAT(g.sources, Catch::Contains("const float v1 = in1[c1];"));
+  CHECK_THAT(g.sources, !Catch::Contains("in1[i]"));
+  CHECK_THAT(g.sources, !Catch::Contains("float4"));
+}
+
+// Proves: a row group over symbolic rows runs `lines` from the symbols, each row fixed; a
+// per-row operand is read at `line`, a shared one at 0 or along the row, also planned at 1.
+TEST_CASE("row groups run symbolic rows of a fixed row", "[symbolic][emitter]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {-1, -1, 32}, {"batch", "seq"})
+      .input("scale", kFloat, {-1, -1, 1}, {"batch", "seq"})
+      .output("y");
+  m.initializer_f32("gamma", {32}, std::vector<float>(32, 0.5f));
+  set_attr_ints(m.node("ReduceMax", {"x"}, {"max"}), "axes", {-1});
+  m.node("Sub", {"x", "max"}, {"shifted"});
+  m.node("Mul", {"shifted", "gamma"}, {"g"});
+  m.node("Mul", {"g", "scale"}, {"y"});
+  const Generated g = generate(m, {dim("batch", 1, 8, 1), dim("seq", 1, 64, 1)});
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t lines = (sym0 * sym1);  // rows: batch*seq"));
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t base = line * 32;"));
+  CHECK_THAT(g.sources, Catch::Contains("[base + k]"));
+  CHECK_THAT(g.sources, Catch::Contains("[k]"));    // gamma, along the row
+  CHECK_THAT(g.sources, Catch::Contains("[line]")); // scale, once per row
+}
+
+// Proves: a product whose M alone is symbolic passes M as an expression to the library (one
+// GEMM of batch*seq rows); one whose B depends on the symbols is refused, naming B.
+TEST_CASE("library products take a symbolic M and refuse a symbolic B", "[symbolic][planner]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {-1, -1, 16}, {"batch", "seq"}).output("y");
+  m.initializer_f32("w", {16, 4}, std::vector<float>(64, 0.25f));
+  m.node("MatMul", {"x", "w"}, {"y"});
+  const Generated g = generate(m, {dim("batch", 1, 4, 4), dim("seq", 1, 32, 32)});
+  CHECK_THAT(g.sources, Catch::Contains("stitch_gemm_desc_packed((sym0 * sym1), 4, 16)"));
+
+  // Planned at one row, a residual of the result's shape looks like a row of N: over the
+  // symbols it is the library's C, not its bias.
+  ModelBuilder residual;
+  residual.input("x", kFloat, {-1, 16}, {"rows"}).output("y");
+  residual.initializer_f32("w", {16, 16}, std::vector<float>(256, 0.25f));
+  residual.node("MatMul", {"x", "w"}, {"h"});
+  residual.node("Add", {"h", "x"}, {"y"});
+  const Generated r = generate(residual, {dim("rows", 1, 64, 1)});
+  CHECK_THAT(r.sources, Catch::Contains("desc.beta = 1.0f;"));
+  CHECK_THAT(r.sources, Catch::Contains("(b, &desc, lhs, rhs, addend1, nullptr, result,"));
+
+  ModelBuilder scores;
+  scores.input("q", kFloat, {-1, 8}, {"seq"}).input("k", kFloat, {8, -1}, {"keys"}).output("s");
+  scores.node("MatMul", {"q", "k"}, {"s"}, "scores");
+  CHECK_THAT(refusal(scores, {dim("seq", 1, 32, 32), dim("keys", 1, 32, 32)}),
+             Catch::Contains("node 'scores' (MatMul): cannot generate code over the symbolic dims "
+                             "seq (1..32), keys (1..32) here: B 'k' [8,keys] depends on the "
+                             "symbols; only M may") &&
+                 Catch::Contains("bind each dim with --dim NAME=VALUE"));
+}
+
+// Proves: operands whose index would change with the symbols are refused with the reason: a
+// tensor varying along a symbolic axis other than the iteration's, and a row group whose row
+// is symbolic.
+TEST_CASE("what cannot run over symbolic dims is refused with the reason", "[symbolic][planner]") {
+  ModelBuilder pos;
+  pos.input("x", kFloat, {-1, -1, 8}, {"batch", "seq"})
+      .input("p", kFloat, {1, -1, 8}, {"seq"})
+      .output("y");
+  pos.node("Add", {"x", "p"}, {"y"}, "add_positions");
+  CHECK_THAT(refusal(pos, {dim("batch", 1, 4, 4), dim("seq", 1, 32, 32)}),
+             Catch::Contains("node 'add_positions' (Add)") &&
+                 Catch::Contains("'p' [1,seq,8] is read against the iteration [batch,seq,8]"));
+
+  ModelBuilder softmax;
+  softmax.input("x", kFloat, {4, -1}, {"keys"}).output("y");
+  set_attr_ints(softmax.node("ReduceMax", {"x"}, {"y"}, "row_max"), "axes", {-1});
+  CHECK_THAT(refusal(softmax, {dim("keys", 1, 128, 128)}),
+             Catch::Contains("node 'row_max' (ReduceMax)") &&
+                 Catch::Contains("must reduce fixed trailing axes"));
+}
+
+// Proves: the launcher describes the symbols (names from the blob, never as code), marks the
+// inputs' symbolic dims -1 with their symbol, and writes each output's dims for given values.
+TEST_CASE("the launcher describes the symbols and the outputs' dims", "[symbolic][emitter]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {-1, -1, 8}, {"batch", "seq"}).output("y");
+  m.node("Relu", {"x"}, {"y"});
+  const Generated g = generate(m, {dim("batch", 1, 4, 2), dim("seq", 3, 100, 50)});
+  CHECK_THAT(g.sources, Catch::Contains("{-1, -1, 8, 0, 0, 0, 0, 0}, 12800, {0, 1, 0, 0, 0, 0, 0, 0}"));
+  CHECK_THAT(g.sources, Catch::Contains("static const stitch_abi_symbol symbols[] = {"));
+  CHECK_THAT(g.sources, Catch::Contains(", 3, 100}"));
+  CHECK_THAT(g.sources, Catch::Contains("dims[0] = sym0;"));
+  CHECK_THAT(g.sources, Catch::Contains("dims[1] = sym1;"));
+  CHECK_THAT(g.sources, Catch::Contains("dims[2] = 8;"));
+  CHECK_THAT(g.sources, Catch::Contains("2, symbols, stitch_output_dims, // symbolic dims"));
+  CHECK_THAT(g.sources, !Catch::Contains("\"batch\""));
+}
