@@ -78,6 +78,8 @@ void open_kernel(const GroupEmitContext& ctx, CodeWriter& out, const std::string
   std::vector<std::string> params;
   for (const KernelArg& a : args)
     params.push_back(a.declaration);
+  for (const std::string& p : launch_symbol_params(ctx))
+    params.push_back(p);
   out.open(fmt::format("__global__ void __launch_bounds__({}) {}({})",
                        l.block[0] * l.block[1] * l.block[2], kernel, fmt::join(params, ", ")));
 }

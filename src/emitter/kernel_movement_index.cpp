@@ -52,9 +52,22 @@ void emit_gather(const GroupEmitContext& ctx, CodeWriter& out) {
               {fmt::format("Gather along axis {} (size {}): output element (o, j, p) is data[o, "
                            "indices[j], p]; an index out of range gives 0.",
                            axis, dim)});
-  open_grid_stride_loop(out, ctx.tensor(node.outputs[0]).elements());
-  out.linef("const int64_t p = {}, j = {}, o = {};", quotient_mod("i", 1, inner),
-            quotient_mod("i", inner, count), quotient_mod("i", inner * count, -1));
+  const LaunchConfig& launch = ctx.group().launch;
+  if (launch.work_per_block > 0) {
+    // Over symbolic dims the indices are the symbolic part and the data before the axis is
+    // one slice (legality): output element i is row i / inner of the picked rows.
+    out.linef("const int64_t n = {};  // elements: {}", dim_code(ctx.graph(), launch.work),
+              launch.work.to_string());
+    out.line("const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;");
+    out.line("const int64_t stride = int64_t(gridDim.x) * blockDim.x;");
+    out.open("for (int64_t i = first; i < n; i += stride)");
+    out.linef("const int64_t p = {}, j = {}, o = 0;", quotient_mod("i", 1, inner),
+              quotient_mod("i", inner, -1));
+  } else {
+    open_grid_stride_loop(out, ctx.tensor(node.outputs[0]).elements());
+    out.linef("const int64_t p = {}, j = {}, o = {};", quotient_mod("i", 1, inner),
+              quotient_mod("i", inner, count), quotient_mod("i", inner * count, -1));
+  }
   out.linef("const int64_t index = stitch::movement::wrap_index(indices[j], {});", dim);
   out.linef("out[i] = index < 0 ? {} : data[(o * {} + index) * {} + p];",
             typed_literal(data.dtype, 0.0, ctx), dim, inner);

@@ -2,6 +2,8 @@
 // in one place, ahead of planning.
 #include "planner/code_generation_support.h"
 
+#include <map>
+
 #include <fmt/format.h>
 
 #include "graph/error.h"
@@ -105,24 +107,47 @@ std::string refusal(const Graph& g, const Node& node) {
 }
 
 // Over symbolic dims, each node must run alone for every shape in range (the planners fuse it
-// only where that holds too): the first that cannot is refused, naming what can.
+// only where that holds too). The first node that cannot is refused with its reason, and the
+// message counts the others by op, so that one message tells how far the model is.
 void refuse_symbolic_nodes(const Graph& graph) {
   if (graph.symbols.empty()) return;
+  const Node* first = nullptr;
+  std::string reason;
+  std::map<std::string, int> others; // op -> nodes after the first that cannot run
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     const Node& node = graph.nodes[n];
     FusionDecision d =
         legality::single_node_symbolic_support(graph, static_cast<int32_t>(n), DeviceParams{});
     if (d) continue;
-    std::vector<std::string> symbols;
-    for (const SymbolicDim& s : graph.symbols)
-      symbols.push_back(fmt::format("{} ({}..{})", s.name, s.min, s.max));
-    throw UserError(node_error_site(graph, node),
-                    fmt::format("cannot generate code over the symbolic dims {} here: {}. Over "
-                                "symbolic dims stitchc generates pointwise ops, matrix products "
-                                "whose rows alone are symbolic, and views so far; bind each dim "
-                                "with --dim NAME=VALUE",
-                                fmt::join(symbols, ", "), d.reason));
+    if (first == nullptr) {
+      first = &node;
+      reason = d.reason;
+    } else {
+      ++others[std::string(op_name(node.op))];
+    }
   }
+  if (first == nullptr) return;
+  std::vector<std::string> symbols;
+  for (const SymbolicDim& s : graph.symbols)
+    symbols.push_back(fmt::format("{} ({}..{})", s.name, s.min, s.max));
+  std::string rest;
+  if (!others.empty()) {
+    int count = 0;
+    std::vector<std::string> ops;
+    for (const auto& [op, n] : others) {
+      count += n;
+      ops.push_back(fmt::format("{} {}", n, op));
+    }
+    rest = fmt::format(" ({} more node{} cannot either: {})", count, count == 1 ? "" : "s",
+                       fmt::join(ops, ", "));
+  }
+  throw UserError(node_error_site(graph, *first),
+                  fmt::format("cannot generate code over the symbolic dims {} here: {}{}. Over "
+                              "symbolic dims stitchc generates pointwise ops, row reductions "
+                              "and normalizations of fixed rows, matrix products whose rows alone "
+                              "are symbolic, and views so far; bind each dim with --dim "
+                              "NAME=VALUE",
+                              fmt::join(symbols, ", "), reason, rest));
 }
 
 } // namespace

@@ -309,6 +309,25 @@ FusionDecision regional_support(const Graph& g, const std::vector<int32_t>& node
   return FusionDecision::ok();
 }
 
+// A Gather of rows of a fixed table by symbolic indices (an embedding lookup): the indices'
+// elements times the row are the work; the table has one slice before the gathered axis.
+FusionDecision gather_support(const Graph& g, const Node& node, const DeviceParams& device,
+                              LaunchConfig& launch) {
+  const Tensor& data = g.tensor(node.inputs[0]);
+  if (data.is_dynamic())
+    return FusionDecision::no(fmt::format("a Gather from '{}' {}, which depends on the symbols",
+                                          data.name, dims_str(data)));
+  NodeContext nc(g, node);
+  const int64_t axis = nc.normalize_axis(nc.attr_int("axis", 0), nc.rank(0));
+  for (int64_t d = 0; d < axis; ++d)
+    if (data.shape[static_cast<size_t>(d)] != 1)
+      return FusionDecision::no(fmt::format("a Gather along axis {} of '{}' {} over symbolic dims "
+                                            "(the axes before it must be 1)",
+                                            axis, data.name, shape_str(data.shape)));
+  flat_symbolic_launch(g, elements_of(g.tensor(node.outputs[0]).sym_shape()), 1, device, launch);
+  return FusionDecision::ok();
+}
+
 } // namespace
 
 FusionDecision symbolic_support(const Graph& g, FusionGroup& group, const DeviceParams& device) {
@@ -337,6 +356,7 @@ FusionDecision symbolic_support(const Graph& g, FusionGroup& group, const Device
       row_symbolic_launch(g, lines, length, group.mapping, device, group.launch);
       return FusionDecision::ok();
     }
+    if (node.op == OpKind::Gather) return gather_support(g, node, device, group.launch);
     if (!op_is_pointwise(node.op))
       return FusionDecision::no(
           fmt::format("no kernel for {} over symbolic dims yet", op_name(node.op)));

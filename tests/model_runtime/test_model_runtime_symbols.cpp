@@ -133,9 +133,8 @@ TEST_CASE("model runtime: one context runs every shape in range", "[model_runtim
   const int64_t y_dims[] = {2, affine::kCols};
   const int64_t z_dims[] = {3};
   const stitch_tensor inputs[] = {{input.floats(), STITCH_FLOAT32, 2, x_dims, affine::kInputBytes}};
-  const stitch_tensor outputs[] = {
-      {y.floats(), STITCH_FLOAT32, 2, y_dims, affine::kInputBytes},
-      {z.floats(), STITCH_FLOAT32, 1, z_dims, affine::kSumBytes}};
+  const stitch_tensor outputs[] = {{y.floats(), STITCH_FLOAT32, 2, y_dims, affine::kInputBytes},
+                                   {z.floats(), STITCH_FLOAT32, 1, z_dims, affine::kSumBytes}};
   require_failure(stitch_run(context.get(), inputs, 1, outputs, 2, nullptr),
                   STITCH_ERROR_SHAPE_MISMATCH, "stitch_run",
                   "output 0 ('y'): shape is [2,8] but the model expects float32[3,8]");

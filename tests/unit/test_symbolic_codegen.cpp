@@ -78,8 +78,7 @@ TEST_CASE("dim expressions print as C++ of the symbols", "[symbolic][dim_expr]")
   CHECK(code(seq) == "sym1");
   CHECK(code(DimExpr::floor_div(seq + 1, 2)) == "stitch::dims::floor_div((sym1 + 1), 2)");
   CHECK(code(DimExpr::min(seq, 64)) == "stitch::dims::min(64, sym1)");
-  CHECK(code(DimExpr::ceil_div(seq, 4) * 2) ==
-        "(stitch::dims::floor_div((sym1 + 3), 4) * 2)");
+  CHECK(code(DimExpr::ceil_div(seq, 4) * 2) == "(stitch::dims::floor_div((sym1 + 3), 4) * 2)");
 }
 
 // Proves: pointwise operands read against a symbolic iteration take the flat index, their fixed
@@ -132,7 +131,8 @@ TEST_CASE("row groups run symbolic rows of a fixed row", "[symbolic][emitter]") 
   m.node("Mul", {"shifted", "gamma"}, {"g"});
   m.node("Mul", {"g", "scale"}, {"y"});
   const Generated g = generate(m, {dim("batch", 1, 8, 1), dim("seq", 1, 64, 1)});
-  CHECK_THAT(g.sources, Catch::Contains("const int64_t lines = (sym0 * sym1);  // rows: batch*seq"));
+  CHECK_THAT(g.sources,
+             Catch::Contains("const int64_t lines = (sym0 * sym1);  // rows: batch*seq"));
   CHECK_THAT(g.sources, Catch::Contains("const int64_t base = line * 32;"));
   CHECK_THAT(g.sources, Catch::Contains("[base + k]"));
   CHECK_THAT(g.sources, Catch::Contains("[k]"));    // gamma, along the row
@@ -191,6 +191,19 @@ TEST_CASE("what cannot run over symbolic dims is refused with the reason", "[sym
                  Catch::Contains("must reduce fixed trailing axes"));
 }
 
+// Proves: an embedding lookup of a fixed table by symbolic indices runs over the indices'
+// elements times the row, output element i reading row i / row of the picks.
+TEST_CASE("a Gather of table rows by symbolic indices", "[symbolic][emitter]") {
+  ModelBuilder m;
+  m.input("ids", onnx::TensorProto::INT64, {-1, -1}, {"batch", "seq"}).output("y");
+  m.initializer_f32("table", {10, 4}, std::vector<float>(40, 0.5f));
+  m.node("Gather", {"table", "ids"}, {"y"});
+  const Generated g = generate(m, {dim("batch", 1, 4, 2), dim("seq", 1, 16, 8)});
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t n = (sym0 * sym1 * 4);  // elements: "
+                                        "4*batch*seq"));
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t p = i % 4, j = i / 4, o = 0;"));
+}
+
 // Proves: the launcher describes the symbols (names from the blob, never as code), marks the
 // inputs' symbolic dims -1 with their symbol, and writes each output's dims for given values.
 TEST_CASE("the launcher describes the symbols and the outputs' dims", "[symbolic][emitter]") {
@@ -198,7 +211,8 @@ TEST_CASE("the launcher describes the symbols and the outputs' dims", "[symbolic
   m.input("x", kFloat, {-1, -1, 8}, {"batch", "seq"}).output("y");
   m.node("Relu", {"x"}, {"y"});
   const Generated g = generate(m, {dim("batch", 1, 4, 2), dim("seq", 3, 100, 50)});
-  CHECK_THAT(g.sources, Catch::Contains("{-1, -1, 8, 0, 0, 0, 0, 0}, 12800, {0, 1, 0, 0, 0, 0, 0, 0}"));
+  CHECK_THAT(g.sources,
+             Catch::Contains("{-1, -1, 8, 0, 0, 0, 0, 0}, 12800, {0, 1, 0, 0, 0, 0, 0, 0}"));
   CHECK_THAT(g.sources, Catch::Contains("static const stitch_abi_symbol symbols[] = {"));
   CHECK_THAT(g.sources, Catch::Contains(", 3, 100}"));
   CHECK_THAT(g.sources, Catch::Contains("dims[0] = sym0;"));
