@@ -2,6 +2,7 @@
 // in one place, ahead of planning.
 #include "planner/code_generation_support.h"
 
+#include <algorithm>
 #include <map>
 
 #include <fmt/format.h>
@@ -118,6 +119,18 @@ void refuse_symbolic_nodes(const Graph& graph) {
     const Node& node = graph.nodes[n];
     FusionDecision d =
         legality::single_node_symbolic_support(graph, static_cast<int32_t>(n), DeviceParams{});
+    // A value computed from the symbols (Range(batch) times seq) read as data would be its
+    // planning bytes in the weights: it must come from the actual dims, which is not built.
+    if (node.op != OpKind::View)
+      for (TensorId t : value_operands(node)) {
+        if (t == kNoTensor || !d) continue;
+        const Tensor& x = graph.tensor(t);
+        if (std::any_of(x.sym_values.begin(), x.sym_values.end(),
+                        [](const DimExpr& v) { return !v.is_constant(); }))
+          d = FusionDecision::no(fmt::format("it reads '{}' = {}, values computed from the "
+                                             "symbolic dims, as data",
+                                             x.name, sym_shape_to_string(x.sym_values)));
+      }
     if (d) continue;
     if (first == nullptr) {
       first = &node;

@@ -14,6 +14,7 @@
 
 using namespace stitch;
 using stitch::test::ModelBuilder;
+using stitch::test::set_attr_int;
 using stitch::test::set_attr_ints;
 
 namespace {
@@ -182,6 +183,21 @@ TEST_CASE("what cannot run over symbolic dims is refused with the reason", "[sym
   CHECK_THAT(refusal(pos, {dim("batch", 1, 4, 4), dim("seq", 1, 32, 32)}),
              Catch::Contains("node 'add_positions' (Add)") &&
                  Catch::Contains("'p' [1,seq,8] is read against the iteration [batch,seq,8]"));
+
+  // A value computed from the symbols read as data (what a planning value baked into the
+  // weights would get wrong at every other shape).
+  ModelBuilder data;
+  data.input("x", onnx::TensorProto::INT64, {-1, 4}, {"batch"}).output("y");
+  data.initializer_i64("zero", {}, {0});
+  data.initializer_i64("two", {}, {2});
+  data.node("Shape", {"x"}, {"s"});
+  set_attr_int(data.node("Gather", {"s", "zero"}, {"b"}), "axis", 0);
+  data.node("Mul", {"b", "two"}, {"b2"});
+  data.node("Add", {"x", "b2"}, {"y"}, "add_count");
+  CHECK_THAT(refusal(data, {dim("batch", 1, 8, 8)}),
+             Catch::Contains("node 'add_count' (Add)") &&
+                 Catch::Contains("it reads 'b2' = [2*batch], values computed from the symbolic "
+                                 "dims, as data"));
 
   ModelBuilder softmax;
   softmax.input("x", kFloat, {4, -1}, {"keys"}).output("y");
