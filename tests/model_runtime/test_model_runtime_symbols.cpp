@@ -4,7 +4,9 @@
 // shape in range against the reference, and the errors for a dim out of range.
 #include "model_runtime_test_support.h"
 
+#include <atomic>
 #include <cmath>
+#include <thread>
 
 using namespace model_runtime_test;
 
@@ -15,6 +17,26 @@ struct SymbolicVariant {
   SymbolicVariant() { affine_model_set_fault(affine::kSymbolicRows); }
   ~SymbolicVariant() { affine_model_set_fault(affine::kNoFault); }
 };
+
+// One run at `rows` rows of x (its first rows * 8 values); y and z as the run left them.
+stitch_status run_rows(stitch_context* context, const std::vector<float>& x, int rows,
+                       std::vector<float>& y, std::vector<float>& z) {
+  const auto elements = static_cast<std::size_t>(rows) * affine::kCols;
+  AlignedBuffer input(affine::kInputBytes), y_buffer(affine::kInputBytes),
+      z_buffer(affine::kSumBytes);
+  std::memcpy(input.floats(), x.data(), elements * sizeof(float));
+  const int64_t x_dims[] = {rows, affine::kCols};
+  const int64_t z_dims[] = {rows};
+  const stitch_tensor inputs[] = {
+      {input.floats(), STITCH_FLOAT32, 2, x_dims, elements * sizeof(float)}};
+  const stitch_tensor outputs[] = {
+      {y_buffer.floats(), STITCH_FLOAT32, 2, x_dims, elements * sizeof(float)},
+      {z_buffer.floats(), STITCH_FLOAT32, 1, z_dims, static_cast<uint64_t>(rows) * sizeof(float)}};
+  const stitch_status status = stitch_run(context, inputs, 1, outputs, 2, nullptr);
+  y.assign(y_buffer.floats(), y_buffer.floats() + elements);
+  z.assign(z_buffer.floats(), z_buffer.floats() + rows);
+  return status;
+}
 
 } // namespace
 
@@ -138,4 +160,52 @@ TEST_CASE("model runtime: one context runs every shape in range", "[model_runtim
   require_failure(stitch_run(context.get(), inputs, 1, outputs, 2, nullptr),
                   STITCH_ERROR_SHAPE_MISMATCH, "stitch_run",
                   "output 0 ('y'): shape is [2,8] but the model expects float32[3,8]");
+}
+
+// Proves: contexts of one model running different shapes at the same time (each thread its own
+// context, its shape changing every run) give bitwise what serial runs give.
+TEST_CASE("model runtime: contexts run different shapes at once", "[model_runtime]") {
+  SymbolicVariant variant;
+  OwnedModel model;
+  constexpr int kThreads = 4, kRuns = 24;
+  auto rows_of = [](int t, int r) { return 1 + (t + r) % affine::kRows; };
+  std::vector<std::vector<std::vector<float>>> serial_y(kThreads), serial_z(kThreads);
+  {
+    OwnedContext context(model.get());
+    for (int t = 0; t < kThreads; ++t) {
+      serial_y[t].resize(kRuns);
+      serial_z[t].resize(kRuns);
+      for (int r = 0; r < kRuns; ++r)
+        require_ok(run_rows(context.get(), random_matrix(static_cast<uint32_t>(100 * t + r)),
+                            rows_of(t, r), serial_y[t][r], serial_z[t][r]));
+    }
+  }
+  std::vector<std::string> failures(kThreads);
+  std::atomic<int> ready{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      stitch_context* context = nullptr;
+      const stitch_status created = stitch_context_create(model.get(), &context);
+      if (created != STITCH_OK) failures[t] = stitch_last_error();
+      ready.fetch_add(1);
+      while (ready.load() < kThreads)
+        std::this_thread::yield();
+      if (created != STITCH_OK) return;
+      std::vector<float> y, z;
+      for (int r = 0; r < kRuns && failures[t].empty(); ++r) {
+        if (run_rows(context, random_matrix(static_cast<uint32_t>(100 * t + r)), rows_of(t, r), y,
+                     z) != STITCH_OK)
+          failures[t] = stitch_last_error();
+        else if (y != serial_y[t][r] || z != serial_z[t][r])
+          failures[t] = "run " + std::to_string(r) + " differs from the serial run";
+      }
+      stitch_context_destroy(context);
+    });
+  for (std::thread& thread : threads)
+    thread.join();
+  for (int t = 0; t < kThreads; ++t) {
+    INFO("thread " << t);
+    CHECK(failures[t] == "");
+  }
 }
