@@ -13,11 +13,11 @@ std::string GroupEmitContext::kernel_name(std::string_view suffix) const {
   std::string op(op_name(node().op));
   for (char& c : op)
     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return fmt::format("stitch_g{}_{}{}", group_.id, op, suffix);
+  return fmt::format("stitch_g{}_{}{}{}", group_.id, op, variant_suffix(), suffix);
 }
 
 std::string GroupEmitContext::group_function() const {
-  return fmt::format("stitch_group_{}", group_.id);
+  return fmt::format("stitch_group_{}{}", group_.id, variant_suffix());
 }
 
 std::string storage_bytes(const Graph& graph, const MemoryPlan& memory, TensorId t) {

@@ -18,9 +18,14 @@ class GroupEmitContext {
 public:
   // `cooperative_index`: a cooperative group's position among the model's cooperative launches
   // (its grid is b->cooperative_grids[cooperative_index]); -1 for any other group.
+  // `variant`: a mapping variant's name ("warp_per_row"), which its kernels' and its group
+  // function's names end with; "" for a group's only kernel (FusionGroup::variants).
   GroupEmitContext(const Graph& graph, const FusionGroup& group, const MemoryPlan& memory,
-                   int cooperative_index = -1)
-      : graph_(graph), group_(group), memory_(memory), cooperative_index_(cooperative_index) {}
+                   int cooperative_index = -1, std::string variant = {})
+      : graph_(graph), group_(group), memory_(memory), cooperative_index_(cooperative_index),
+        variant_(std::move(variant)) {}
+  // "" or "_warp_per_row": what the names of a variant's kernels and function end with.
+  std::string variant_suffix() const { return variant_.empty() ? "" : "_" + variant_; }
   int cooperative_index() const { return cooperative_index_; }
   // The kernels that opt in to more than 48 KiB of dynamic shared memory, and their bytes:
   // recorded by emit_shared_memory_opt_in, checked once when the model is created (emit_model).
@@ -65,6 +70,7 @@ private:
   const FusionGroup& group_;
   const MemoryPlan& memory_;
   int cooperative_index_ = -1;
+  std::string variant_;
   mutable std::vector<std::pair<std::string, int64_t>> shared_opt_ins_;
 };
 

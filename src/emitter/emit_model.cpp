@@ -182,6 +182,33 @@ void emit_planted_error(const GroupEmitContext& ctx, CodeWriter& w) {
   w.close();
 }
 
+// "warp_per_row": a mapping as part of a name.
+std::string mapping_id(ThreadMapping m) {
+  std::string name(mapping_name(m));
+  for (char& c : name)
+    if (c == '-') c = '_';
+  return name;
+}
+
+// The group function of a group with mapping variants: the run's rows pick the kernel.
+void emit_variant_dispatch(const Graph& g, const FusionGroup& group,
+                           const std::vector<GroupEmitContext>& contexts, CodeWriter& w) {
+  const LaunchConfig& l = group.launch;
+  STITCH_INTERNAL_CHECK(l.work_per_block > 0 && contexts.size() == group.variants.size() + 1,
+                        "group {}: mapping variants without symbolic rows", group.id);
+  w.comment("The mapping that suits the run's rows: each variant's rows and function.");
+  w.open(fmt::format(fmt::runtime(kGroupSignature), fmt::format("stitch_group_{}", group.id)));
+  emit_symbol_reads(g, symbols_of(g, {l.work}), w);
+  w.linef("const int64_t rows = {};  // {}", dim_code(g, l.work), l.work.to_string());
+  for (size_t k = 0; k < group.variants.size(); ++k) {
+    const MappingVariant& v = group.variants[k];
+    w.linef("if (rows {} {}) return {}(b, error, error_size);", v.below ? "<" : ">=", v.threshold,
+            contexts[k + 1].group_function());
+  }
+  w.linef("return {}(b, error, error_size);", contexts[0].group_function());
+  w.close();
+}
+
 // What the launcher asks the device when the model is created, beyond the GEMM chains.
 struct DeviceQuestions {
   std::vector<int> cooperative;           // the cooperative groups, in the order of their grids
@@ -465,11 +492,37 @@ GeneratedModel emit_model(const Graph& g, const FusionPlan& plan, const MemoryPl
     const bool grid_barrier = group.launch.cooperative;
     if (grid_barrier) w.line("#include \"device/stitch_grid.cuh\" // stitch_grid_sync()");
     w.line();
-    emit_group(ctx, w);
+    // Mapping variants (over symbolic dims): each mapping's kernel and function, then the
+    // group function choosing by the run's rows.
+    std::vector<FusionGroup> variant_groups;
+    std::vector<GroupEmitContext> contexts;
+    if (group.variants.empty()) {
+      contexts.emplace_back(g, group, memory, cooperative_index);
+    } else {
+      for (const MappingVariant& v : group.variants) {
+        FusionGroup variant = group;
+        variant.spec = v.spec;
+        variant.mapping = v.mapping;
+        variant.launch = v.launch;
+        variant.variants.clear();
+        variant_groups.push_back(std::move(variant));
+      }
+      contexts.emplace_back(g, group, memory, cooperative_index, mapping_id(group.mapping));
+      for (const FusionGroup& variant : variant_groups)
+        contexts.emplace_back(g, variant, memory, cooperative_index, mapping_id(variant.mapping));
+    }
+    for (const GroupEmitContext& c : contexts) {
+      emit_group(c, w);
+      w.line();
+    }
+    if (!group.variants.empty()) emit_variant_dispatch(g, group, contexts, w);
     // A chain's kernel asks for its shared memory in its own check (the chain runs unfused where
     // the device does not grant it); every other kernel's is checked when the model is created.
     std::vector<std::string> checked;
-    for (const auto& [kernel, bytes] : ctx.shared_opt_ins()) {
+    std::vector<std::pair<std::string, int64_t>> opt_ins;
+    for (const GroupEmitContext& c : contexts)
+      opt_ins.insert(opt_ins.end(), c.shared_opt_ins().begin(), c.shared_opt_ins().end());
+    for (const auto& [kernel, bytes] : opt_ins) {
       if (group.kind == GroupKind::GemmChain ||
           std::find(checked.begin(), checked.end(), kernel) != checked.end())
         continue;

@@ -34,7 +34,7 @@ std::string fused_kernel_name(const GroupEmitContext& ctx) {
   std::string scheme(scheme_name(ctx.group().scheme));
   for (char& c : scheme)
     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return fmt::format("stitch_g{}_{}", ctx.group().id, scheme);
+  return fmt::format("stitch_g{}_{}{}", ctx.group().id, scheme, ctx.variant_suffix());
 }
 
 namespace {

@@ -63,6 +63,18 @@ struct LaunchConfig {
   int64_t work_per_block = 0;
 };
 
+// Over symbolic dims, where the best thread mapping of a row group changes within the range of
+// its rows (a block per row for few rows, a warp per row for many): the group's kernel for the
+// rows on the other side of `threshold` than the planning binding's, with its own spec and
+// launch. The group function runs this variant where `rows < threshold` is `below`.
+struct MappingVariant {
+  GroupSpec spec;
+  ThreadMapping mapping = ThreadMapping::Flat;
+  LaunchConfig launch;
+  int64_t threshold = 0;
+  bool below = false;
+};
+
 struct FusionGroup {
   int id = 0;
   GroupKind kind = GroupKind::Kernel;
@@ -79,6 +91,7 @@ struct FusionGroup {
   std::vector<std::vector<int32_t>> parts; // Independent: each part's nodes
   std::vector<int64_t> part_blocks;        // Independent: each part's blocks (sum: the grid)
   GroupSpec spec;                          // what legality decided (group_spec.h)
+  std::vector<MappingVariant> variants;    // over symbolic dims: other mappings, by rows
 };
 
 // A fusion a planner considered and did not make, with the legality check's sentence (or

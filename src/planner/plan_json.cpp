@@ -324,6 +324,18 @@ nlohmann::json plan_to_json(const Graph& g, const FusionPlan& plan, const Memory
         gj["work"] = group.launch.work.to_string();
         gj["work_per_block"] = group.launch.work_per_block;
       }
+      // Mapping variants: which rows run another mapping, and its launch.
+      if (!group.variants.empty()) {
+        nlohmann::json variants = nlohmann::json::array();
+        for (const MappingVariant& v : group.variants)
+          variants.push_back({{"mapping", mapping_name(v.mapping)},
+                              {"rows", fmt::format("{} {}", v.below ? "<" : ">=", v.threshold)},
+                              {"grid", v.launch.grid},
+                              {"block", v.launch.block},
+                              {"dynamic_shared_bytes", v.launch.dynamic_shared_bytes},
+                              {"spec", spec_json(g, v.spec)}});
+        gj["variants"] = variants;
+      }
       if (group.rows > 0) {
         gj["rows"] = group.rows;
         gj["row_length"] = group.row_length;

@@ -140,6 +140,38 @@ TEST_CASE("row groups run symbolic rows of a fixed row", "[symbolic][emitter]") 
   CHECK_THAT(g.sources, Catch::Contains("[line]")); // scale, once per row
 }
 
+// Proves: where the rows' range spans both sides of the mapping rule's switch (rows of 512: a
+// block per row for few rows, a warp per row for many), the group carries the other mapping as
+// a variant and its function picks by the run's rows; the report lists the variant.
+TEST_CASE("row groups get a mapping variant where the rows decide it", "[symbolic][planner]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {-1, 512}, {"rows"}).output("y");
+  m.initializer_f32("gamma", {512}, std::vector<float>(512, 0.5f));
+  m.initializer_f32("beta", {512}, std::vector<float>(512, 0.25f));
+  set_attr_int(m.node("LayerNormalization", {"x", "gamma", "beta"}, {"y"}), "axis", -1);
+  for (int64_t planned : {16, 4096}) {
+    INFO("planned at " << planned << " rows");
+    const Generated g = generate(m, {dim("rows", 1, 4096, planned)});
+    REQUIRE(g.plan.groups.size() == 1);
+    const FusionGroup& group = g.plan.groups[0];
+    REQUIRE(group.variants.size() == 1);
+    const int64_t threshold = group.variants[0].threshold;
+    CHECK(threshold > 1);
+    CHECK(threshold <= 4096);
+    CHECK(group.mapping ==
+          (planned < threshold ? ThreadMapping::BlockPerRow : ThreadMapping::WarpPerRow));
+    CHECK(group.variants[0].mapping ==
+          (planned < threshold ? ThreadMapping::WarpPerRow : ThreadMapping::BlockPerRow));
+    CHECK_THAT(g.sources, Catch::Contains("stitch_g0_regional_block_per_row(") &&
+                              Catch::Contains("stitch_g0_regional_warp_per_row(") &&
+                              Catch::Contains("const int64_t rows = sym0;"));
+    CHECK_THAT(g.sources,
+               Catch::Contains(fmt::format(
+                   "if (rows {} {}) return stitch_group_0_{}(", planned < threshold ? ">=" : "<",
+                   threshold, planned < threshold ? "warp_per_row" : "block_per_row")));
+  }
+}
+
 // Proves: a product whose M alone is symbolic passes M as an expression to the library (one
 // GEMM of batch*seq rows); one whose B depends on the symbols is refused, naming B.
 TEST_CASE("library products take a symbolic M and refuse a symbolic B", "[symbolic][planner]") {
