@@ -187,6 +187,10 @@ STITCH_API stitch_status stitch_model_symbol(const stitch_model* model, size_t i
  * has room for STITCH_MAX_RANK entries; the input's rank are written. */
 STITCH_API stitch_status stitch_model_input_symbols(const stitch_model* model, size_t index,
                                                     int32_t* out_symbols);
+/* The same for output `index`: the symbol's index where the dim is one symbol, -1 for a fixed
+ * dim, and -2 for a dim computed from the symbols (batch*seq after a Reshape, say). */
+STITCH_API stitch_status stitch_model_output_symbols(const stitch_model* model, size_t index,
+                                                     int32_t* out_symbols);
 /* The outputs' dims and bytes for inputs of the given dims (`inputs[i].dims` and rank are read,
  * their data is not), checked as stitch_run checks them: one stitch_tensor_info per output, in
  * model order. For a library of fixed shapes, the outputs as compiled. */

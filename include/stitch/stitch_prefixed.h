@@ -49,6 +49,8 @@
     (const stitch_model* model, size_t index, stitch_symbol_info* out_info))                     \
   X(stitch_status, model_input_symbols,                                                          \
     (const stitch_model* model, size_t index, int32_t* out_symbols))                             \
+  X(stitch_status, model_output_symbols,                                                         \
+    (const stitch_model* model, size_t index, int32_t* out_symbols))                             \
   X(stitch_status, model_output_shapes,                                                          \
     (const stitch_model* model, const stitch_tensor* inputs, size_t num_inputs,                  \
      stitch_tensor_info* out_outputs, size_t num_outputs))                                       \

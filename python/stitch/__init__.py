@@ -9,8 +9,9 @@ The binding calls the library's C API (include/stitch/stitch.h) through ctypes; 
 compiled. See README.md beside this package.
 """
 
-from ._capi import Error
-from ._model import Context, Model, TensorInfo, load
+from ._capi import Error, ShapeError
+from ._model import Context, Model, load
+from ._shapes import Symbol, TensorInfo
 
 __version__ = "0.9.0"
-__all__ = ["Context", "Error", "Model", "TensorInfo", "load"]
+__all__ = ["Context", "Error", "Model", "ShapeError", "Symbol", "TensorInfo", "load"]

@@ -11,6 +11,7 @@ import os
 
 STITCH_MAX_RANK = 8
 STITCH_OK = 0
+STITCH_ERROR_SHAPE_MISMATCH = 2
 STITCH_RUN_NO_GRAPH = 1  # stitch_run_options.flags: enqueue directly, no context graph
 # Every tensor's data must be this aligned (generated kernels use 16-byte vector accesses).
 TENSOR_ALIGNMENT = 16
@@ -26,6 +27,12 @@ class Error(RuntimeError):
         self.status = status
         self.status_name = status_name
         self.message = message
+
+
+class ShapeError(Error, ValueError):
+    """The library refused a tensor's shape (STITCH_ERROR_SHAPE_MISMATCH): a symbolic dim out of
+    its range, inputs disagreeing on a symbol, outputs of the wrong shape. Also a ValueError, as
+    the shape errors found before the library is called are."""
 
 
 # The structs of stitch.h, under their C names.
@@ -63,6 +70,10 @@ class stitch_run_options(ctypes.Structure):  # API version 3
     _fields_ = [("flags", ctypes.c_uint32)]
 
 
+class stitch_symbol_info(ctypes.Structure):  # API version 4
+    _fields_ = [("name", ctypes.c_char_p), ("min", ctypes.c_int64), ("max", ctypes.c_int64)]
+
+
 _status = ctypes.c_int
 _handle = ctypes.c_void_p  # stitch_model* and stitch_context*, opaque
 _size_p = ctypes.POINTER(ctypes.c_size_t)
@@ -87,12 +98,19 @@ _REQUIRED = {
                       ctypes.c_void_p]),
 }
 
-# Added by API version 3; bound only where the library exports them.
+# Added by API versions 3 and 4; bound only where the library exports them.
 _OPTIONAL = {
     "library_build_info": (_status, [ctypes.POINTER(stitch_build_info)]),
     "model_device": (_status, [_handle, ctypes.POINTER(ctypes.c_int)]),
     "run_with_options": (_status, [_handle, _tensors, ctypes.c_size_t, _tensors, ctypes.c_size_t,
                                    ctypes.c_void_p, ctypes.POINTER(stitch_run_options)]),
+    # API version 4: symbolic dims.
+    "model_num_symbols": (_status, [_handle, _size_p]),
+    "model_symbol": (_status, [_handle, ctypes.c_size_t, ctypes.POINTER(stitch_symbol_info)]),
+    "model_input_symbols": (_status, [_handle, ctypes.c_size_t, ctypes.POINTER(ctypes.c_int32)]),
+    "model_output_symbols": (_status, [_handle, ctypes.c_size_t, ctypes.POINTER(ctypes.c_int32)]),
+    "model_output_shapes": (_status, [_handle, _tensors, ctypes.c_size_t, _info_p,
+                                      ctypes.c_size_t]),
 }
 
 
@@ -122,7 +140,8 @@ class CApi:
         if status == STITCH_OK:
             return
         name = self.status_name(status).decode()
-        raise Error(status, name, self.last_error().decode(errors="replace"))
+        kind = ShapeError if status == STITCH_ERROR_SHAPE_MISMATCH else Error
+        raise kind(status, name, self.last_error().decode(errors="replace"))
 
 
 def _prefix_hint(library, prefix, path):

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _dtypes
+from . import _dtypes, _shapes
 from ._capi import TENSOR_ALIGNMENT as ALIGNMENT
 
 _KDL_CUDA = 2
@@ -169,9 +169,7 @@ def check_device_tensor(tensor, info, device, label, output):
     if tensor.code is None or not _dtypes.accepts(_dtypes.CODES[info.dtype_name], tensor.code):
         raise ValueError(f"{label} has dtype {tensor.type_name} but the model expects "
                          f"{info.describe()}")
-    if tensor.shape != info.shape:
-        raise ValueError(f"{label} has shape {tensor.shape} but the model expects "
-                         f"{info.describe()}")
+    _shapes.check_shape(tensor.shape, info, label)
     if tensor.strides is not None and not _is_c_contiguous(tensor.shape, tensor.strides):
         raise ValueError(f"{label} has strides {tensor.strides} (elements): it must be "
                          f"C-contiguous (torch: .contiguous())")
@@ -185,8 +183,8 @@ def check_device_tensor(tensor, info, device, label, output):
 
 
 def torch_empty(info, device):
-    """A new torch tensor for output `info` on CUDA device `device` (None: torch's current
-    one)."""
+    """A new torch tensor for output `info` (of its actual shape) on CUDA device `device`
+    (None: torch's current one)."""
     try:
         import torch
     except ImportError:

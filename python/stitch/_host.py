@@ -1,14 +1,14 @@
 """Host-target tensors: numpy arrays in host memory.
 
 Inputs are taken as they are when they already are C-contiguous and 16-byte aligned arrays of
-the model's dtype and shape, else copied once into such an array; a wrong dtype or shape is a
-ValueError, never a conversion. Outputs are new aligned arrays, or the caller's arrays, written
-in place.
+the model's dtype and shape (any value of a symbolic dim), else copied once into such an array;
+a wrong dtype or shape is a ValueError, never a conversion. Outputs are new aligned arrays, or
+the caller's arrays, written in place, of the shape the run's inputs give them.
 """
 
 import numpy as np
 
-from . import _dtypes
+from . import _dtypes, _shapes
 from ._capi import TENSOR_ALIGNMENT as ALIGNMENT
 from ._cuda import cuda_array_interface
 
@@ -51,14 +51,12 @@ def check_type(array_dtype, shape, info, label):
     if code is None or not _dtypes.accepts(_dtypes.CODES[info.dtype_name], code):
         raise ValueError(f"{label} has dtype {np.dtype(array_dtype)} but the model expects "
                          f"{info.describe()}")
-    if tuple(shape) != info.shape:
-        raise ValueError(f"{label} has shape {tuple(shape)} but the model expects "
-                         f"{info.describe()}")
+    _shapes.check_shape(shape, info, label)
 
 
 def input_array(value, info, label, path):
-    """An input as an array the library can read: the model's dtype and shape, C-contiguous,
-    aligned."""
+    """An input as an array the library can read: the model's dtype and shape (its symbolic
+    dims are the library's to check), C-contiguous, aligned."""
     array = _as_host_array(value, label, path)
     check_type(array.dtype, array.shape, info, label)
     if _is_usable(array):
@@ -69,8 +67,9 @@ def input_array(value, info, label, path):
 
 
 def output_array(value, info, label):
-    """A caller's output array, checked: the library writes it in place, so it is never
-    copied and must already be what the library writes."""
+    """A caller's output array, checked, or a new one: the library writes it in place, so it
+    is never copied and must already be what the library writes. `info` has the output's
+    actual shape."""
     if value is None:
         return aligned_empty(info.shape, info.dtype)
     if not isinstance(value, np.ndarray):

@@ -13,6 +13,8 @@ that a finalizer never waits for a lock its own thread holds; the model's lock i
 creating and registering a context and around close(), which takes each registered context's
 lock in turn, so it waits for runs in flight. A context leaves the registry only once it is
 destroyed, so close() never destroys the model before a context another thread is closing.
+A run's stitch_model_output_shapes call (symbolic dims) is made under its context's lock too:
+while the context lives, so does the model.
 """
 
 import ctypes
@@ -20,41 +22,8 @@ import os
 import re
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
 
-import numpy as np
-
-from . import _capi, _cuda, _dtypes, _host
-
-
-@dataclass(frozen=True)
-class TensorInfo:
-    """A model input or output as the library was compiled for it."""
-
-    name: str
-    dtype: np.dtype  # numpy dtype of its arrays; bfloat16: see dtype_name
-    shape: tuple
-    nbytes: int
-    dtype_name: str  # the library's name of the type: "float32", "bfloat16", ...
-
-    def describe(self):
-        return f"{self.dtype_name}{list(self.shape)}"
-
-
-def _tensor_info(info):
-    return TensorInfo(
-        name=info.name.decode(),
-        dtype=_dtypes.numpy_dtype(info.dtype),
-        shape=tuple(info.dims[d] for d in range(info.rank)),
-        nbytes=info.bytes,
-        dtype_name=_dtypes.NAMES[info.dtype],
-    )
-
-
-def _c_tensor(data, info):
-    """The stitch_tensor for `info`'s tensor at address `data`."""
-    return _capi.stitch_tensor(data, _dtypes.CODES[info.dtype_name], len(info.shape),
-                        (ctypes.c_int64 * len(info.shape))(*info.shape), info.nbytes)
+from . import _capi, _cuda, _host, _shapes
 
 
 def _in_model_order(kind, infos, values, optional=False):
@@ -102,6 +71,13 @@ class _NativeModel:
             self.device = device.value
         self.inputs = self._infos(self.api.model_num_inputs, self.api.model_input)
         self.outputs = self._infos(self.api.model_num_outputs, self.api.model_output)
+        self.symbols = _shapes.read_symbols(self.api, self.pointer)
+        if self.symbols:
+            self.inputs = [_shapes.name_input_dims(self.api, self.pointer, index, info,
+                                                   self.symbols)
+                           for index, info in enumerate(self.inputs)]
+            self.outputs = _shapes.name_output_dims(self.api, self.pointer, self.inputs,
+                                                    self.outputs, self.symbols)
 
     def _infos(self, count_function, info_function):
         count = ctypes.c_size_t()
@@ -110,7 +86,7 @@ class _NativeModel:
         for index in range(count.value):
             info = _capi.stitch_tensor_info()
             self.api.check(info_function(self.pointer, index, ctypes.byref(info)))
-            infos.append(_tensor_info(info))
+            infos.append(_shapes.read_info(info))
         return infos
 
     def create_context(self):
@@ -179,10 +155,15 @@ class Context:
         inputs = _in_model_order("input", native.inputs, inputs)
         outputs = _in_model_order("output", native.outputs, outputs, optional=True)
         stream = _cuda.stream_handle(stream)
-        prepare = self._device_tensors if native.device_tensors else self._host_tensors
+        device = native.device_tensors
         # keepalive (host copies, DLPack capsules) stays referenced until the run returns.
-        c_inputs, c_outputs, results, keepalive = prepare(inputs, outputs, stream)
+        prepare = self._device_inputs if device else self._host_inputs
+        c_inputs, keepalive = prepare(inputs, stream)
         input_array = (_capi.stitch_tensor * len(c_inputs))(*c_inputs)
+        output_infos = self._output_infos(input_array)
+        prepare = self._device_outputs if device else self._host_outputs
+        c_outputs, results, kept = prepare(outputs, output_infos, stream)
+        keepalive += kept
         output_array = (_capi.stitch_tensor * len(c_outputs))(*c_outputs)
         with self._handle.lock:
             pointer = self._handle.pointer
@@ -201,32 +182,59 @@ class Context:
         native.api.check(status)  # on this thread: stitch_last_error() is per thread
         return {info.name: result for info, result in zip(native.outputs, results)}
 
-    def _host_tensors(self, inputs, outputs, stream):
+    def _output_infos(self, input_array):
+        """The outputs' infos for the inputs of `input_array`: as compiled, or for a model of
+        symbolic dims, as stitch_model_output_shapes gives them (it checks the inputs' dims
+        against the symbols' ranges, as the run would)."""
+        native = self._native
+        if not native.symbols:
+            return native.outputs
+        query = _shapes.OutputShapesCall(input_array, len(native.outputs))
+        with self._handle.lock:
+            status = None if self._handle.pointer is None else query.call(native.api,
+                                                                           native.pointer)
+        if status is None:
+            raise ValueError(f"the context of {native.path} is closed")
+        native.api.check(status)
+        return query.infos(native.outputs)
+
+    def _host_inputs(self, inputs, stream):
         native = self._native
         arrays = [_host.input_array(value, info, f"input {info.name!r}", native.path)
                   for info, value in zip(native.inputs, inputs)]
-        results = [_host.output_array(value, info, f"output {info.name!r}")
-                   for info, value in zip(native.outputs, outputs)]
-        c_inputs = [_c_tensor(a.ctypes.data, info) for a, info in zip(arrays, native.inputs)]
-        c_outputs = [_c_tensor(a.ctypes.data, info) for a, info in zip(results, native.outputs)]
-        return c_inputs, c_outputs, results, arrays
+        c_inputs = [_shapes.c_tensor(array.ctypes.data, info, array.shape)
+                    for array, info in zip(arrays, native.inputs)]
+        return c_inputs, arrays
 
-    def _device_tensors(self, inputs, outputs, stream):
-        native = self._native
-        outputs = [_cuda.torch_empty(info, native.device) if value is None else value
-                   for info, value in zip(native.outputs, outputs)]
-        keepalive = []
-        c_tensors = []
-        for kind, infos, values in (("input", native.inputs, inputs),
-                                    ("output", native.outputs, outputs)):
-            for info, value in zip(infos, values):
-                label = f"{kind} {info.name!r}"
-                tensor = _cuda.device_tensor(value, stream, label)
-                _cuda.check_device_tensor(tensor, info, native.device, label, kind == "output")
-                keepalive.append(tensor.keepalive)
-                c_tensors.append(_c_tensor(tensor.data, info))
-        count = len(native.inputs)
-        return c_tensors[:count], c_tensors[count:], outputs, keepalive
+    def _host_outputs(self, outputs, infos, stream):
+        results = [_host.output_array(value, info, f"output {info.name!r}")
+                   for info, value in zip(infos, outputs)]
+        c_outputs = [_shapes.c_tensor(array.ctypes.data, info, array.shape)
+                     for array, info in zip(results, infos)]
+        return c_outputs, results, []
+
+    def _device_inputs(self, inputs, stream):
+        return self._device_tensors("input", self._native.inputs, inputs, stream)
+
+    def _device_outputs(self, outputs, infos, stream):
+        device = self._native.device
+        outputs = [_cuda.torch_empty(info, device) if value is None else value
+                   for info, value in zip(infos, outputs)]
+        c_outputs, keepalive = self._device_tensors("output", infos, outputs, stream)
+        return c_outputs, outputs, keepalive
+
+    def _device_tensors(self, kind, infos, values, stream):
+        """The stitch_tensors of CUDA tensors `values` (inputs or outputs, by `kind`), checked
+        against `infos`, and what must stay referenced until the run is enqueued."""
+        c_tensors, keepalive = [], []
+        for info, value in zip(infos, values):
+            label = f"{kind} {info.name!r}"
+            tensor = _cuda.device_tensor(value, stream, label)
+            _cuda.check_device_tensor(tensor, info, self._native.device, label,
+                                      kind == "output")
+            keepalive.append(tensor.keepalive)
+            c_tensors.append(_shapes.c_tensor(tensor.data, info, tensor.shape))
+        return c_tensors, keepalive
 
     def close(self):
         """Destroys the stitch_context (also done when the Context is garbage collected)."""
@@ -262,13 +270,43 @@ class Model:
 
     @property
     def inputs(self):
-        """The inputs, in model order (a list of TensorInfo)."""
+        """The inputs, in model order (a list of TensorInfo; a symbolic dim is None in its
+        shape, named in its symbols)."""
         return list(self._native.inputs)
 
     @property
     def outputs(self):
-        """The outputs, in model order (a list of TensorInfo)."""
+        """The outputs, in model order (a list of TensorInfo, as inputs)."""
         return list(self._native.outputs)
+
+    @property
+    def symbols(self):
+        """The symbolic dims of a library compiled with `stitchc --dim NAME=MIN..MAX`: a dict
+        name -> Symbol(name, min, max), in model order; empty for a library of fixed shapes or
+        of an API version before 4."""
+        return {symbol.name: symbol for symbol in self._native.symbols}
+
+    def output_shapes(self, inputs):
+        """The outputs' shapes for inputs of the given shapes, a dict name -> tuple in model
+        order. inputs: a dict name -> shape, or a sequence in model order; a tensor (anything
+        with .shape) stands for its shape. Checked as a run checks them: a wrong fixed dim is a
+        ValueError; a symbolic dim out of its range, or inputs disagreeing on a symbol, a
+        stitch.ShapeError with the library's message. A library of fixed shapes gives its
+        outputs' shapes as compiled."""
+        native = self._native
+        shapes = [tuple(getattr(value, "shape", value))
+                  for value in _in_model_order("input", native.inputs, inputs)]
+        for info, shape in zip(native.inputs, shapes):
+            _shapes.check_shape(shape, info, f"input {info.name!r}")
+        if not native.symbols:
+            return {info.name: info.shape for info in native.outputs}
+        query = _shapes.OutputShapesCall.for_shapes(native.inputs, shapes, len(native.outputs))
+        with native.lock:  # keeps close() from destroying the model during the call
+            status = None if native.pointer is None else query.call(native.api, native.pointer)
+        if status is None:
+            raise ValueError(f"the model of {native.path} is closed")
+        native.api.check(status)
+        return {info.name: info.shape for info in query.infos(native.outputs)}
 
     @property
     def target(self):
@@ -321,6 +359,11 @@ class Model:
         Host target: tensors are numpy arrays (or objects numpy reads without a copy) of the
         model's dtype and shape, exactly; misaligned or non-contiguous inputs are copied once,
         outputs given are written in place. The run is done when it returns.
+
+        Symbolic dims (see symbols): inputs may have any shape in range, and the outputs the
+        shapes output_shapes gives for them (those given must have them). A dim out of its
+        range, or inputs disagreeing on a symbol, raise stitch.ShapeError with the library's
+        message.
 
         CUDA target: tensors are CUDA tensors (__cuda_array_interface__ or __dlpack__: torch,
         CuPy), C-contiguous and 16-byte aligned, read and written by pointer; outputs not

@@ -111,6 +111,7 @@ std::string tensor_row(const Graph& g, TensorId id, int64_t name_offset) {
   for (size_t d = 0; d < t.dims.size(); ++d) {
     if (t.dims[d].is_constant()) continue;
     dims[d] = -1;
+    symbols[d] = -1; // computed from the symbols (an output's batch*seq)
     if (std::optional<std::string> name = t.dims[d].as_symbol())
       for (size_t k = 0; k < g.symbols.size(); ++k)
         if (g.symbols[k].name == *name) symbols[d] = static_cast<int>(k);

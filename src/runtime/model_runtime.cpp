@@ -409,6 +409,20 @@ stitch_status stitch_model_input_symbols(const stitch_model* model, size_t index
   });
 }
 
+stitch_status stitch_model_output_symbols(const stitch_model* model, size_t index,
+                                          int32_t* out_symbols) {
+  return guarded("stitch_model_output_symbols", [&] {
+    const Model& live = HandleRegistry::instance().model(model);
+    require_out(out_symbols, "out_symbols");
+    const stitch_abi_tensor& output =
+        tensor_at(live.abi->outputs, live.abi->num_outputs, index, "output");
+    for (int32_t d = 0; d < output.rank; ++d)
+      out_symbols[d] = output.dims[d] != -1 || live.abi->num_symbols == 0 ? -1
+                       : output.symbols[d] >= 0                           ? output.symbols[d]
+                                                                          : -2;
+  });
+}
+
 stitch_status stitch_model_output_shapes(const stitch_model* model, const stitch_tensor* inputs,
                                          size_t num_inputs, stitch_tensor_info* out_outputs,
                                          size_t num_outputs) {

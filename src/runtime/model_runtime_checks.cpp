@@ -55,8 +55,13 @@ void check_generated_tensor(const char* kind, std::size_t index, const stitch_ab
   for (int32_t d = 0; d < tensor.rank; ++d) {
     if (tensor.dims[d] == -1 && symbols != nullptr && symbols->num_symbols > 0) {
       symbolic = true;
-      if (!input) continue;
       const int32_t s = tensor.symbols[d];
+      if (!input) {
+        if (s < -1 || s >= symbols->num_symbols)
+          fail_generated(named + " dim " + std::to_string(d) + " names symbol " +
+                         std::to_string(s) + " of " + std::to_string(symbols->num_symbols));
+        continue;
+      }
       if (s < 0 || s >= symbols->num_symbols)
         fail_generated(named + " dim " + std::to_string(d) + " names symbol " + std::to_string(s) +
                        " of " + std::to_string(symbols->num_symbols));

@@ -23,9 +23,10 @@ extern "C" {
 
 // A tensor of the model. In a model compiled with symbolic dims (`stitchc --dim NAME=MIN..MAX`),
 // a dim that depends on the symbols is -1 in `dims`, and `bytes` is the size at the symbols'
-// maxima. An input's symbolic dim is always one symbol: where dims[d] is -1, `symbols[d]` is its
-// index in the model's symbol table (elsewhere it is unused, 0). An output's dims come from
-// `output_dims`.
+// maxima. Where dims[d] is -1, `symbols[d]` is the index of the symbol the dim is in the model's
+// symbol table, or -1 for a dim computed from the symbols (an output's batch*seq; an input's
+// symbolic dim is always one symbol); elsewhere it is unused (0). An output's actual dims come
+// from `output_dims`.
 struct stitch_abi_tensor {
   const char* name;
   int32_t dtype; // ONNX TensorProto.DataType code (stitch_dtype)

@@ -117,8 +117,8 @@ const stitch_abi_tap kTaps[] = {
 // The symbolic variant (affine::kSymbolicRows): x is float32[rows,8], rows in 1..kRows.
 const stitch_abi_tensor kSymbolicInputs[] = {
     {kInputName, 1, 2, {-1, kCols}, affine::kInputBytes, {0, 0}}};
-const stitch_abi_tensor kSymbolicOutputs[] = {{"y", 1, 2, {-1, kCols}, affine::kInputBytes, {}},
-                                              {"z", 1, 1, {-1}, affine::kSumBytes, {}}};
+const stitch_abi_tensor kSymbolicOutputs[] = {{"y", 1, 2, {-1, kCols}, affine::kInputBytes, {0}},
+                                              {"z", 1, 1, {-1}, affine::kSumBytes, {0}}};
 const stitch_abi_symbol kSymbols[] = {{"rows", 1, kRows}};
 void symbolic_output_dims(const int64_t* symbols, int64_t* dims) {
   dims[0] = symbols[0];

@@ -78,6 +78,12 @@ TEST_CASE("model runtime: symbols and the dims they stand for", "[model_runtime]
   require_ok(stitch_model_output(model.get(), 1, &info));
   REQUIRE(info.rank == 1);
   REQUIRE(info.dims[0] == -1);
+  int32_t output_symbols[STITCH_MAX_RANK] = {7, 7};
+  require_ok(stitch_model_output_symbols(model.get(), 0, output_symbols));
+  REQUIRE(output_symbols[0] == 0);
+  REQUIRE(output_symbols[1] == -1);
+  require_failure(stitch_model_output_symbols(model.get(), 2, output_symbols),
+                  STITCH_ERROR_INVALID_ARGUMENT, "stitch_model_output_symbols", "out of range");
 }
 
 // Proves: stitch_model_output_shapes gives each output's dims and bytes for the inputs' dims

@@ -19,7 +19,7 @@ import unittest
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 _config = {"stitchc": os.environ.get("STITCHC"), "work": os.environ.get("STITCH_PYTHON_TEST_WORK")}
 _compiled = {}
@@ -64,13 +64,43 @@ def _int64():
     return nodes, inputs, outputs
 
 
+def _gated_mlp():
+    """Symbolic dims batch and seq: y = Relu(x @ w + bias) [batch,seq,16] (a matrix product
+    whose rows alone are symbolic) and gated = x * Sigmoid(g) [batch,seq,8] (pointwise, over
+    two inputs that share the symbols). w and bias are fixed random constants."""
+    rng = np.random.default_rng(7)
+
+    def constant(name, shape):
+        value = numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), name)
+        return helper.make_node("Constant", [], [name], value=value)
+
+    nodes = [
+        constant("w", (8, 16)),
+        constant("bias", (16,)),
+        helper.make_node("MatMul", ["x", "w"], ["xw"]),
+        helper.make_node("Add", ["xw", "bias"], ["pre"]),
+        helper.make_node("Relu", ["pre"], ["y"]),
+        helper.make_node("Sigmoid", ["g"], ["gate"]),
+        helper.make_node("Mul", ["x", "gate"], ["gated"]),
+    ]
+    inputs = [_vi(name, TensorProto.FLOAT, ["batch", "seq", 8]) for name in ("x", "g")]
+    outputs = [_vi("y", TensorProto.FLOAT, ["batch", "seq", 16]),
+               _vi("gated", TensorProto.FLOAT, ["batch", "seq", 8])]
+    return nodes, inputs, outputs
+
+
 MODELS = {
     "add_relu": lambda: _add_relu(TensorProto.FLOAT),
     "add_relu_fp16": lambda: _add_relu(TensorProto.FLOAT16),
     "add_relu_bf16": lambda: _add_relu(TensorProto.BFLOAT16),
     "two_in_two_out": _two_in_two_out,
     "int64": _int64,
+    "gated_mlp": _gated_mlp,
 }
+
+# stitchc's flags for a model beyond the usual: gated_mlp is compiled for every shape in range
+# (one library), planned at seq 5.
+STITCHC_FLAGS = {"gated_mlp": ["--dim", "batch=1..4", "--dim", "seq=1..16@5"]}
 
 
 def work_dir():
@@ -107,6 +137,7 @@ def library(name, symbol_prefix=None):
         base = symbol_prefix or name
         path = os.path.join(work_dir(), f"lib{base}.so")
         command = [_config["stitchc"], onnx_path(name), "--target", "host", "--quiet", "-o", path]
+        command += STITCHC_FLAGS.get(name, [])
         if symbol_prefix:
             command += ["--symbol-prefix", symbol_prefix]
         subprocess.run(command, check=True)
@@ -114,15 +145,18 @@ def library(name, symbol_prefix=None):
     return _compiled[key]
 
 
-def random_inputs(model, rng):
+def random_inputs(model, rng, symbols=None):
     """Random values for every input of a stitch.Model, by name: normal floats of both signs,
-    integers in [-9, 9] (never all zeros)."""
+    integers in [-9, 9] (never all zeros). A symbolic dim takes its symbol's value in
+    `symbols` (a dict name -> value)."""
     values = {}
     for info in model.inputs:
+        shape = tuple(symbols[name] if dim is None else dim
+                      for dim, name in zip(info.shape, info.symbols))
         if info.dtype_name in ("float32", "float16", "bfloat16", "float64"):
-            values[info.name] = rng.standard_normal(info.shape).astype(info.dtype)
+            values[info.name] = rng.standard_normal(shape).astype(info.dtype)
         else:
-            values[info.name] = rng.integers(-9, 10, info.shape).astype(info.dtype)
+            values[info.name] = rng.integers(-9, 10, shape).astype(info.dtype)
     return values
 
 

@@ -4,7 +4,8 @@ fake CUDA tensors whose memory is host memory, which the library cannot tell fro
 memory. Proves: __cuda_array_interface__ and DLPack tensors are read by pointer, without a copy,
 outputs written in place; dtype, shape, strides, alignment and device are checked; a DLPack
 capsule is read but never consumed (its producer's destructor deletes it, once); streams are
-passed as handles. What it cannot prove: anything about real device memory, torch or CuPy.
+passed as handles; symbolic dims take tensors of any shape in range. What it cannot prove:
+anything about real device memory, torch or CuPy.
 
     STITCHC=build/stitchc PYTHONPATH=<installed package> python test_stitch_cuda_paths.py -v
 """
@@ -220,6 +221,34 @@ class DLPackTest(unittest.TestCase):
             with self.assertRaisesRegex(ValueError, r"input 'x' has dtype DLPack type \(code 0, "
                                                     r"32 bits, 1 lanes\)"):
                 model.run([FakeDLPackTensor(inputs["x"], 0, 32), b], [y])
+
+
+class SymbolicDimsTest(unittest.TestCase):
+    """A library of symbolic dims takes CUDA tensors of any shape in range: outputs are checked
+    against the shapes the inputs give them."""
+
+    def test_shapes_in_range(self):
+        """At (3, 7), fake CUDA inputs give what the host path gives, into outputs of that
+        shape; outputs sized for the maxima are refused, as is seq 17 (by the library)."""
+        rng = np.random.default_rng(support.SEED)
+        with device_model("gated_mlp") as model, \
+                stitch.load(support.library("gated_mlp")) as host:
+            inputs = support.random_inputs(model, rng, {"batch": 3, "seq": 7})
+            expected = host.run(inputs)
+            outputs = {k: FakeCudaArray(np.full(v.shape, np.nan, v.dtype))
+                       for k, v in expected.items()}
+            got = model.run({k: FakeCudaArray(v) for k, v in inputs.items()}, outputs)
+            for key, value in expected.items():
+                self.assertIs(got[key], outputs[key])
+                np.testing.assert_array_equal(outputs[key].array, value)
+            largest = {"y": FakeCudaArray(np.empty((4, 16, 16), np.float32)),
+                       "gated": outputs["gated"]}
+            with self.assertRaisesRegex(ValueError, r"output 'y' has shape \(4, 16, 16\) but "
+                                                    r"the model expects float32\[3, 7, 16\]"):
+                model.run({k: FakeCudaArray(v) for k, v in inputs.items()}, largest)
+            too_long = support.random_inputs(model, rng, {"batch": 1, "seq": 17})
+            with self.assertRaisesRegex(stitch.ShapeError, r"dim 1 \('seq'\) must be in 1\.\.16"):
+                model.run({k: FakeCudaArray(v) for k, v in too_long.items()}, outputs)
 
 
 if __name__ == "__main__":

@@ -267,5 +267,16 @@ TEST_CASE("the launcher describes the symbols and the outputs' dims", "[symbolic
   CHECK_THAT(g.sources, Catch::Contains("dims[1] = sym1;"));
   CHECK_THAT(g.sources, Catch::Contains("dims[2] = 8;"));
   CHECK_THAT(g.sources, Catch::Contains("2, symbols, stitch_output_dims, // symbolic dims"));
+
+  // An output dim computed from the symbols is -1 with no symbol of its own.
+  ModelBuilder flat;
+  flat.input("x", kFloat, {-1, -1, 8}, {"batch", "seq"}).output("y");
+  flat.initializer_i64("shape", {2}, {-1, 8});
+  flat.node("Relu", {"x"}, {"r"});
+  flat.node("Reshape", {"r", "shape"}, {"y"});
+  const Generated f = generate(flat, {dim("batch", 1, 4, 2), dim("seq", 1, 8, 8)});
+  CHECK_THAT(f.sources,
+             Catch::Contains("{-1, 8, 0, 0, 0, 0, 0, 0}, 1024, {-1, 0, 0, 0, 0, 0, 0, 0}"));
+  CHECK_THAT(f.sources, Catch::Contains("dims[0] = (sym0 * sym1);"));
   CHECK_THAT(g.sources, !Catch::Contains("\"batch\""));
 }
