@@ -30,6 +30,9 @@
 #                GPT-2's feed-forward blocks, a 4096 -> 11008 -> 4096 gated MLP; M = 1, 128,
 #                2048; float16): check, latency and TFLOP/s, compute-sanitizer at M <= 128; the
 #                models (up to 270 MB of weights each) are written and built on the machine
+#   dynamic      scripts/bench/dynamic_shapes.py: one library compiled with --dim ranges against
+#                libraries compiled for each shape (issue 20's cost of being dynamic); the table
+#                in dynamic/dynamic.md, for docs/benchmarks.md
 #   export       export_bench_models.py: the benchmark models, inputs, PyTorch's outputs
 #   compile      stitchc on each benchmark model in each precision (--report plan.json,
 #                --time-passes; --precision fp16|bf16|tf32)
@@ -92,7 +95,7 @@ case "$io_precision" in reduced|model) ;; *) echo "run.sh: --io-precision reduce
 for p in ${precisions//,/ }; do
   case "$p" in fp32|tf32|fp16|bf16) ;; *) echo "run.sh: unknown precision '$p' in --precisions (fp32, tf32, fp16, bf16)" >&2; exit 2 ;; esac
 done
-all_stages="setup conformance fixtures half sanitizer attention chain export compile check bench report"
+all_stages="setup conformance fixtures half sanitizer attention chain dynamic export compile check bench report"
 stages="${stages:-${all_stages// /,}}"
 all_models="bert_b1,bert_b32,gpt2,vit_b1,vit_b32,resnet50_b1,resnet50_b64"
 models="${models:-$all_models}"
@@ -426,6 +429,14 @@ stage_attention() {
 
 # The GEMM chains (issue 19) against their unfused plans: models written and built here (their
 # weights are too large for the pack).
+stage_dynamic() {
+  local d="$out/dynamic"
+  mkdir -p "$d"
+  timeout "$(remaining)" "$PYTHON" "$repo/scripts/bench/dynamic_shapes.py" --stitchc "$STITCHC" \
+    --target "$target" --out "$d/dynamic.md" || return 1
+  note="table in dynamic/dynamic.md"
+}
+
 stage_chain() {
   local d="$out/chain" q=()
   [ "$quick" = 1 ] && q=(--quick)
@@ -562,6 +573,7 @@ run_stage half stage_half
 run_stage sanitizer stage_sanitizer
 run_stage attention stage_attention
 run_stage chain stage_chain
+run_stage dynamic stage_dynamic
 run_stage export stage_export
 run_stage compile stage_compile
 run_stage check stage_check
