@@ -8,8 +8,10 @@
 #include <cmath>
 
 #include "emitter/pointwise_expression.h"
+
 #include "emitter/row_kernel.h"
 #include "graph/error.h"
+#include <algorithm>
 
 namespace stitch {
 
@@ -158,15 +160,64 @@ std::string tensor_index(const Graph& g, TensorId t, const Shape& against,
   }
   if (fixed_from > 0) {
     const SymShape dims = g.tensor(t).sym_shape();
-    bool leading = false;
-    for (size_t d = 0; d + offset < fixed_from && d < dims.size(); ++d)
-      leading = leading || !(dims[d].is_constant() && dims[d].constant_value() == 1);
-    if (leading) {
-      const std::string rest = linear == "i" ? "rest" : linear + "_rest";
-      terms.push_back(stride == 1 ? rest : fmt::format("{} * {}", rest, stride));
+    if (needs_symbolic_coordinates(g, t, against_dims)) {
+      // Broadcast along the symbolic axes: each of its coordinates times its stride over the
+      // symbols (emit_symbolic_coordinates wrote them).
+      DimExpr sym_stride = stride;
+      // The operand's axes before the first fixed one of the iteration, innermost first.
+      const size_t leading = fixed_from > offset ? std::min(in.size(), fixed_from - offset) : 0;
+      for (size_t d = leading; d-- > 0;) {
+        if (!(dims[d].is_constant() && dims[d].constant_value() == 1))
+          terms.push_back(
+              fmt::format("{}{} * {}", coordinate, d + offset, dim_code(g, sym_stride)));
+        sym_stride = sym_stride * dims[d];
+      }
+    } else {
+      bool leading = false;
+      for (size_t d = 0; d + offset < fixed_from && d < dims.size(); ++d)
+        leading = leading || !(dims[d].is_constant() && dims[d].constant_value() == 1);
+      if (leading) {
+        const std::string rest = linear == "i" ? "rest" : linear + "_rest";
+        terms.push_back(stride == 1 ? rest : fmt::format("{} * {}", rest, stride));
+      }
     }
   }
   return terms.empty() ? "0" : fmt::format("{}", fmt::join(terms, " + "));
+}
+
+bool needs_symbolic_coordinates(const Graph& g, TensorId t, const SymShape& against_dims) {
+  size_t fixed_from = 0;
+  for (size_t d = 0; d < against_dims.size(); ++d)
+    if (!against_dims[d].is_constant()) fixed_from = d + 1;
+  if (fixed_from == 0 || tensor_is_whole(g, t, against_dims) || tensor_is_scalar(g, t))
+    return false;
+  const SymShape dims = g.tensor(t).sym_shape();
+  const size_t offset = against_dims.size() - dims.size();
+  bool ones = true, same = true;
+  for (size_t d = offset; d < fixed_from; ++d) {
+    const DimExpr& x = dims[d - offset];
+    ones = ones && x.is_constant() && x.constant_value() == 1;
+    same = same && x == against_dims[d];
+  }
+  return !ones && !same;
+}
+
+void emit_symbolic_coordinates(CodeWriter& out, const Graph& g, const SymShape& dims,
+                               const std::string& linear, const std::string& coordinate) {
+  size_t fixed_from = 0;
+  for (size_t d = 0; d < dims.size(); ++d)
+    if (!dims[d].is_constant()) fixed_from = d + 1;
+  const std::string rest = linear == "i" ? "rest" : linear + "_rest";
+  out.comment(
+      fmt::format("the coordinates of the axes up to the last symbolic one, from {}", rest));
+  out.linef("int64_t {}_lead = {};", linear, rest);
+  for (size_t d = fixed_from; d-- > 0;) {
+    if (d == 0)
+      out.linef("const int64_t {}0 = {}_lead;", coordinate, linear);
+    else
+      out.linef("const int64_t {0}{1} = {2}_lead % {3}; {2}_lead /= {3};", coordinate, d, linear,
+                dim_code(g, dims[d]));
+  }
 }
 
 bool tensor_needs_coordinates(const Graph& g, TensorId t, const Shape& against,
@@ -187,9 +238,8 @@ void emit_coordinates(CodeWriter& out, const Shape& shape, const std::string& li
     for (size_t d = 0; d < dims->size(); ++d)
       if (!(*dims)[d].is_constant()) fixed_from = d + 1;
   if (fixed_from > 0) {
-    out.comment(fmt::format("the coordinates after the symbolic axes ({} on; the others are "
-                            "not read)",
-                            fixed_from));
+    out.comment(
+        fmt::format("the coordinates of the axes after the last symbolic one ({} on)", fixed_from));
     out.linef("int64_t {} = {};", rest, linear);
     for (size_t d = shape.size(); d-- > fixed_from;)
       out.linef("const int64_t {0}{1} = {2} % {3}; {2} /= {3};", coordinate, d, rest, shape[d]);
@@ -345,6 +395,10 @@ bool emit_pointwise(const GroupEmitContext& ctx, CodeWriter& out) {
   for (TensorId t : operands)
     if (t != kNoTensor && tensor_needs_coordinates(g, t, result.shape, dims)) needs_coords = true;
   if (needs_coords) emit_coordinates(out, result.shape, "i", "c", &dims);
+  if (std::any_of(operands.begin(), operands.end(), [&](TensorId t) {
+        return t != kNoTensor && needs_symbolic_coordinates(g, t, dims);
+      }))
+    emit_symbolic_coordinates(out, g, dims);
   for (size_t k = 0; k < operands.size(); ++k) {
     if (operands[k] == kNoTensor) continue;
     const Tensor& t = g.tensor(operands[k]);

@@ -35,6 +35,13 @@ std::string element_count_code(const Graph& g, const SymShape& dims);
 std::string tensor_index(const Graph& g, TensorId t, const Shape& against,
                          const SymShape& against_dims, const std::string& linear = "i",
                          const std::string& coordinate = "c");
+// Over symbolic dims, whether tensor_index reads `t` through the coordinates of the symbolic
+// axes (it broadcasts along them: a mask [batch,1,1,seq] against [batch,heads,seq,seq]), which
+// emit_symbolic_coordinates writes, after emit_coordinates, dividing by the symbols' values.
+bool needs_symbolic_coordinates(const Graph& g, TensorId t, const SymShape& against_dims);
+void emit_symbolic_coordinates(CodeWriter& out, const Graph& g, const SymShape& dims,
+                               const std::string& linear = "i",
+                               const std::string& coordinate = "c");
 // Whether tensor_index reads the coordinates.
 bool tensor_needs_coordinates(const Graph& g, TensorId t, const Shape& against,
                               const SymShape& against_dims);

@@ -4,9 +4,8 @@
 // A group qualifies when the symbols change only how much work its kernel or library call does,
 // never how one work item is computed:
 //   - a pointwise kernel (one node, or a Local group without movement nodes) whose iteration's
-//     elements are the work: every operand it reads is the iteration's own shape (read at the
-//     flat index), or fixed after the iteration's last symbolic axis and, up to it, all 1 or
-//     the iteration's own (fixed_index);
+//     elements are the work: every operand it reads broadcasts to the iteration over the
+//     symbols (fixed_index);
 //   - a row reduction or a Regional group (row ops and their pointwise neighbours) whose rows
 //     are the work and whose row is fixed: every tensor is per element, per row, or the same
 //     for every row (row_space_index); row lookups (Gather) not yet;
@@ -37,37 +36,25 @@ DimExpr elements_of(const SymShape& dims) {
 
 std::string dims_str(const Tensor& t) { return sym_shape_to_string(t.sym_shape()); }
 
-// Whether a kernel reads `t` against an iteration of dims `it` through an index whose form the
-// symbols do not change (pointwise_expression.h, tensor_index): the iteration's own shape (the
-// flat index), or axes after the iteration's last symbolic one that are fixed, before them
-// either all 1 (the same elements for every value of the leading axes) or the iteration's own
-// (one block of the tensor per leading index: the leading index times the block's size).
+// Whether a kernel can read `t` against an iteration of dims `it` (pointwise_expression.h,
+// tensor_index): `t` broadcasts to it over the symbols, each of its dims (right-aligned) 1 or
+// the iteration's own, as expressions. The iteration's own shape is read at the flat index; a
+// tensor fixed after the iteration's last symbolic axis and, up to it, all 1 or the iteration's
+// own, through the fixed coordinates (and the leading index); any other through every
+// coordinate, the symbolic ones divided out of the flat index per element.
 FusionDecision fixed_index(const Graph& g, TensorId t, const SymShape& it) {
   const Tensor& x = g.tensor(t);
   SymShape dims = x.sym_shape();
   if (dims == it) return FusionDecision::ok();
-  size_t fixed_from = 0; // one past the iteration's last symbolic axis
-  for (size_t d = 0; d < it.size(); ++d)
-    if (!it[d].is_constant()) fixed_from = d + 1;
   if (dims.size() > it.size())
     return FusionDecision::no(fmt::format("'{}' {} has more axes than the iteration {}", x.name,
                                           dims_str(x), sym_shape_to_string(it)));
   dims.insert(dims.begin(), it.size() - dims.size(), DimExpr(1));
-  for (size_t d = fixed_from; d < it.size(); ++d)
-    if (!dims[d].is_constant())
-      return FusionDecision::no(fmt::format("'{}' {} is read against the iteration {}: its axis "
-                                            "{} depends on the symbols",
+  for (size_t d = 0; d < it.size(); ++d)
+    if (!(dims[d].is_constant() && dims[d].constant_value() == 1) && dims[d] != it[d])
+      return FusionDecision::no(fmt::format("'{}' {} does not broadcast to the iteration {} for "
+                                            "every value of the symbols (axis {})",
                                             x.name, dims_str(x), sym_shape_to_string(it), d));
-  bool ones = true, same = true;
-  for (size_t d = 0; d < fixed_from; ++d) {
-    ones = ones && dims[d].is_constant() && dims[d].constant_value() == 1;
-    same = same && dims[d] == it[d];
-  }
-  if (!ones && !same)
-    return FusionDecision::no(fmt::format(
-        "'{}' {} is read against the iteration {}: along the axes up to the last symbolic one it "
-        "is neither the iteration's nor 1, so its index would depend on the symbols",
-        x.name, dims_str(x), sym_shape_to_string(it)));
   return FusionDecision::ok();
 }
 
