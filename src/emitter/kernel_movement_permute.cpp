@@ -4,6 +4,8 @@
 // the writes walk contiguous memory; otherwise one thread per output element gathers. Also the
 // plain copies of ops that only reinterpret their input, when they were not made views.
 #include "emitter/kernel_movement.h"
+
+#include "graph/infer_context.h"
 #include "planner/group_spec.h"
 
 namespace stitch {
@@ -88,8 +90,59 @@ void emit_tiled(const GroupEmitContext& ctx, CodeWriter& out, const PermutedCopy
 
 } // namespace
 
+// A Transpose over symbolic dims: one thread per output element, its coordinates divided out
+// of the flat index by the output's dims (the symbols' values where they are symbolic), the
+// input read at those coordinates times the input's strides over the symbols.
+void emit_symbolic_transpose(const GroupEmitContext& ctx, CodeWriter& out) {
+  const Node& node = ctx.node();
+  const Graph& g = ctx.graph();
+  const SymShape in = g.tensor(node.inputs[0]).sym_shape();
+  const SymShape result = g.tensor(node.outputs[0]).sym_shape();
+  NodeContext nc(g, node);
+  std::vector<int64_t> perm;
+  if (nc.has_attr("perm")) {
+    perm = nc.attr_ints("perm");
+  } else {
+    for (size_t d = in.size(); d-- > 0;)
+      perm.push_back(static_cast<int64_t>(d));
+  }
+  std::vector<DimExpr> strides(in.size(), DimExpr(1));
+  for (size_t d = in.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * in[d];
+  std::string kernel = ctx.kernel_name();
+  std::vector<KernelArg> args = {input_arg(ctx, node.inputs[0], "in"),
+                                 output_arg(ctx, node.outputs[0], "out")};
+  open_kernel(
+      ctx, out, kernel, args,
+      {fmt::format("The copy of {} with perm [{}] into {}, one thread per output element.",
+                   sym_shape_to_string(in), fmt::join(perm, ","), sym_shape_to_string(result))});
+  const LaunchConfig& launch = ctx.group().launch;
+  out.linef("const int64_t n = {};  // elements: {}", dim_code(g, launch.work),
+            launch.work.to_string());
+  out.line("const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;");
+  out.line("const int64_t stride = int64_t(gridDim.x) * blockDim.x;");
+  out.open("for (int64_t i = first; i < n; i += stride)");
+  out.line("int64_t rest = i;");
+  std::vector<std::string> terms;
+  for (size_t d = result.size(); d-- > 0;) {
+    if (d == 0)
+      out.line("const int64_t c0 = rest;");
+    else
+      out.linef("const int64_t c{0} = rest % {1}; rest /= {1};", d, dim_code(g, result[d]));
+    const DimExpr& s = strides[static_cast<size_t>(perm[d])];
+    terms.push_back(s.is_constant() && s.constant_value() == 1
+                        ? fmt::format("c{}", d)
+                        : fmt::format("c{} * {}", d, dim_code(g, s)));
+  }
+  out.linef("out[i] = in[{}];", terms.empty() ? "0" : fmt::format("{}", fmt::join(terms, " + ")));
+  out.close();
+  finish_kernel(ctx, out, kernel, args);
+}
+
 void emit_permuted_copy(const GroupEmitContext& ctx, CodeWriter& out) {
   const Node& node = ctx.node();
+  if (node.op == OpKind::Transpose && ctx.group().launch.work_per_block > 0)
+    return emit_symbolic_transpose(ctx, out);
   const OpSpec& spec = ctx.spec<OpSpec>();
   if (!spec.permutation) ctx.spec_error("a permuting copy without its canonical form");
   const PermutedCopy& copy = *spec.permutation;

@@ -344,6 +344,15 @@ FusionDecision symbolic_support(const Graph& g, FusionGroup& group, const Device
       return FusionDecision::ok();
     }
     if (node.op == OpKind::Gather) return gather_support(g, node, device, group.launch);
+    if (node.op == OpKind::Transpose) {
+      // One thread per output element (kernel_movement_permute.cpp's symbolic copy).
+      group.mapping = ThreadMapping::Flat;
+      group.launch =
+          flat_launch(std::max<int64_t>(1, g.tensor(node.outputs[0]).elements()), 1, device);
+      flat_symbolic_launch(g, elements_of(g.tensor(node.outputs[0]).sym_shape()), 1, device,
+                           group.launch);
+      return FusionDecision::ok();
+    }
     if (!op_is_pointwise(node.op))
       return FusionDecision::no(
           fmt::format("no kernel for {} over symbolic dims yet", op_name(node.op)));

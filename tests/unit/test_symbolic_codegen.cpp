@@ -261,6 +261,17 @@ TEST_CASE("a Gather of table rows by symbolic indices", "[symbolic][emitter]") {
   CHECK_THAT(g.sources, Catch::Contains("const int64_t p = i % 4, j = i / 4, o = 0;"));
 }
 
+// Proves: a Transpose moving a symbolic axis copies one element per thread, its coordinates
+// divided by the symbols' values, the input read through its strides over the symbols.
+TEST_CASE("a Transpose of symbolic axes", "[symbolic][emitter]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {-1, -1, 4, 8}, {"batch", "seq"}).output("y");
+  set_attr_ints(m.node("Transpose", {"x"}, {"y"}), "perm", {0, 2, 1, 3});
+  const Generated g = generate(m, {dim("batch", 1, 4, 2), dim("seq", 1, 16, 3)});
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t c2 = rest % sym1; rest /= sym1;"));
+  CHECK_THAT(g.sources, Catch::Contains("out[i] = in[c3 + c2 * 32 + c1 * 8 + c0 * (sym1 * 32)];"));
+}
+
 // Proves: the launcher describes the symbols (names from the blob, never as code), marks the
 // inputs' symbolic dims -1 with their symbol, and writes each output's dims for given values.
 TEST_CASE("the launcher describes the symbols and the outputs' dims", "[symbolic][emitter]") {
