@@ -173,7 +173,10 @@ def check_dynamic(path, spec, session, rng, stitchc, torch_model):
 
 
 def torch_model_for(spec):
-    """The torch model of a fixture, as export_models.py builds it (needs the export venv)."""
+    """The torch model of a fixture, as export_models.py builds it (needs the export venv); None
+    for a fixture written with onnx.helper (scripts/models/make_dynamic_ffn.py), which has none."""
+    if spec.get("exporter", "").startswith("onnx.helper"):
+        return None
     import export_models
     return export_models.build(spec["model"])[0]
 

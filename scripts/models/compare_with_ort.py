@@ -14,9 +14,19 @@ output passes when its relative L2 error against ORT's float32 output is within 
 aim in tests/models/precision_aims.json (or --max-rel-l2); with --target cuda it is compiled
 in that precision.
 
+Symbolic dims: with --dim NAME=MIN..MAX[@T] (repeatable, passed to stitchc), or by default for
+a fixture whose inputs.json gives its dims as ranges ({"min", "max", "example"}: the fixtures
+in tests/models/dynamic/, compiled with --dim NAME=MIN..MAX@EXAMPLE), the library is compiled
+once with those dims symbolic and compared at each shape of --shapes ("batch=1,seq=1;batch=3,
+seq=12": every ranged dim in each), by default every dim at its minimum, then at its example
+(or @T; else the middle of the range), then at its maximum. Each shape gets fresh inputs of
+that shape by the same recipe; the run fails if any shape fails. A symbolic dim of the model
+that no --dim ranges is bound by inputs.json with --input-shape, as for a fixed fixture.
+
 usage: compare_with_ort.py --stitchc STITCHC --stitch-run STITCH_RUN --work DIR
                            [--target host|cuda] [--seed N] [--rtol R] [--atol A]
-                           [--precision P [--max-rel-l2 X]] [--library LIB] MODEL.onnx
+                           [--precision P [--max-rel-l2 X]] [--library LIB]
+                           [--dim NAME=MIN..MAX[@T] ...] [--shapes SHAPES] MODEL.onnx
 Exit status: 0 when every output matches, 1 otherwise (stitch-run's or stitchc's output says
 why).
 """
@@ -34,10 +44,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_models import random_feed  # noqa: E402  (the fixtures' input recipe)
 
 
-def make_inputs(spec, rng):
-    """Random inputs as the fixture's inputs.json describes them (check_models.random_feed),
-    except that a 0/1 mask ("fill": "ones") gets a random padded tail on each row."""
-    feed = random_feed(spec, rng)
+def make_inputs(spec, rng, dims=None):
+    """Random inputs as the fixture's inputs.json describes them (check_models.random_feed), its
+    symbolic dims bound to dims (default: inputs.json's), except that a 0/1 mask ("fill":
+    "ones") gets a random padded tail on each row."""
+    feed = random_feed(spec, rng, dims)
     for inp in spec["inputs"]:
         if inp["fill"] != "ones":
             continue
@@ -49,27 +60,117 @@ def make_inputs(spec, rng):
     return feed
 
 
-def input_shape_args(spec):
-    """stitchc's --input-shape arguments binding the fixture's symbolic dims, as a user would."""
+def input_shape_args(spec, ranges=None):
+    """stitchc's --input-shape arguments binding the fixture's symbolic dims, as a user would,
+    but for the inputs whose symbolic dims are all ranged (by stitchc --dim: `ranges`)."""
+    ranges = ranges or {}
     args = []
     for inp in spec["inputs"]:
-        if any(isinstance(d, str) for d in inp["shape"]):
-            shape = [spec["dims"][d] if isinstance(d, str) else d for d in inp["shape"]]
-            args += ["--input-shape", inp["name"] + "=" + "x".join(map(str, shape))]
+        symbolic = [d for d in inp["shape"] if isinstance(d, str)]
+        if not symbolic or all(d in ranges for d in symbolic):
+            continue
+        if any(d in ranges for d in symbolic):
+            sys.exit(f"input {inp['name']} {inp['shape']}: --dim ranges some of its symbolic dims "
+                     f"but not {[d for d in symbolic if d not in ranges]}; range them all")
+        sizes = [spec["dims"].get(d) for d in symbolic]
+        if not all(isinstance(n, int) for n in sizes):
+            sys.exit(f"input {inp['name']} {inp['shape']}: inputs.json gives no size for its "
+                     f"symbolic dims; range them with --dim NAME=MIN..MAX")
+        shape = [spec["dims"][d] if isinstance(d, str) else d for d in inp["shape"]]
+        args += ["--input-shape", inp["name"] + "=" + "x".join(map(str, shape))]
     return args
+
+
+def parse_range(arg):
+    """--dim NAME=MIN..MAX[@T] -> (NAME, {"min", "max"[, "example"]}), as stitchc reads it."""
+    name, sep, text = arg.rpartition("=")
+    bounds, _, typical = text.partition("@")
+    low, dots, high = bounds.partition("..")
+    try:
+        spec = {"min": int(low), "max": int(high)}
+        if typical:
+            spec["example"] = int(typical)
+    except ValueError:
+        spec = None
+    if not sep or not name or not dots or spec is None or not 0 < spec["min"] <= spec["max"]:
+        sys.exit(f"--dim '{arg}' is not NAME=MIN..MAX[@T] with 0 < MIN <= MAX")
+    return name, spec
+
+
+def symbolic_ranges(args, spec):
+    """The dims compiled symbolic, {name: {"min", "max"[, "example"]}}: --dim's, else the
+    ranges inputs.json gives (a fixture of tests/models/dynamic/); {} for fixed shapes."""
+    if args.dim:
+        ranges = dict(parse_range(arg) for arg in args.dim)
+        if len(ranges) != len(args.dim):
+            sys.exit("--dim gives a dim twice")
+        return ranges
+    return {d: r for d, r in spec["dims"].items() if isinstance(r, dict)}
+
+
+def dim_args(ranges):
+    """stitchc's --dim arguments for the ranges (the example, if any, as the typical size)."""
+    args = []
+    for name, r in ranges.items():
+        typical = f"@{r['example']}" if "example" in r else ""
+        args += ["--dim", f"{name}={r['min']}..{r['max']}{typical}"]
+    return args
+
+
+def parse_shapes(text, ranges):
+    """--shapes "batch=1,seq=1;batch=3,seq=12" -> [{"batch": 1, "seq": 1}, ...]; each shape gives
+    every ranged dim a size in its range."""
+    shapes = []
+    for item in filter(None, (part.strip() for part in text.split(";"))):
+        shape = {}
+        for assignment in item.split(","):
+            name, sep, value = assignment.strip().partition("=")
+            if not sep or not value.strip().isdigit():
+                sys.exit(f"--shapes: '{assignment.strip()}' in '{item}' is not NAME=SIZE")
+            shape[name.strip()] = int(value)
+        if set(shape) != set(ranges):
+            sys.exit(f"--shapes: '{item}' gives {sorted(shape)}, but the symbolic dims are "
+                     f"{sorted(ranges)}")
+        for name, size in shape.items():
+            if not ranges[name]["min"] <= size <= ranges[name]["max"]:
+                sys.exit(f"--shapes: '{item}': {name} must be in "
+                         f"{ranges[name]['min']}..{ranges[name]['max']}")
+        shapes.append(shape)
+    if not shapes:
+        sys.exit("--shapes gives no shape")
+    return shapes
+
+
+def default_shapes(ranges):
+    """Every ranged dim at its minimum, at its example (else the middle of its range) and at
+    its maximum, without repeats."""
+    shapes = []
+    for pick in ("min", "example", "max"):
+        shape = {d: r.get(pick, (r["min"] + r["max"]) // 2) for d, r in ranges.items()}
+        if shape not in shapes:
+            shapes.append(shape)
+    return shapes
+
+
+def describe_shape(shape):
+    return " ".join(f"{d}={n}" for d, n in shape.items())
 
 
 AIMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "models",
                     "precision_aims.json")
 
 
-def run(argv, what):
+def run(argv, what, exit_on_failure=True):
+    """Runs argv, printing its output; exits on failure unless told not to. Returns whether it
+    succeeded."""
     print("+", " ".join(argv), flush=True)
     result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     print(result.stdout, end="", flush=True)
     if result.returncode != 0:
         print(f"{what} failed with exit code {result.returncode}", flush=True)
-        sys.exit(1)
+        if exit_on_failure:
+            sys.exit(1)
+    return result.returncode == 0
 
 
 def precision_aim(model, precision):
@@ -102,23 +203,36 @@ def main():
                         help="fail unless the plan holds a cooperative (grid-barrier) group")
     parser.add_argument("--library", default=None,
                         help="run this library (built earlier with the same flags) instead of compiling")
+    parser.add_argument("--dim", action="append", default=[], metavar="NAME=MIN..MAX[@T]",
+                        help="compile the dim NAME symbolic over this range (stitchc --dim; "
+                             "repeatable); default: the ranges of inputs.json, if it gives any")
+    parser.add_argument("--shapes", default=None,
+                        help="with symbolic dims: the shapes to compare at, "
+                             "'batch=1,seq=1;batch=3,seq=12' (default: every dim at its minimum, "
+                             "example and maximum)")
     args = parser.parse_args()
     reduced = args.precision in ("fp16", "bf16")
 
     spec_path = args.model[: -len(".onnx")] + ".inputs.json"
     with open(spec_path) as f:
         spec = json.load(f)
+    ranges = symbolic_ranges(args, spec)
+    if args.shapes and not ranges:
+        sys.exit("--shapes needs symbolic dims: --dim NAME=MIN..MAX, or ranges in inputs.json")
+    shapes = (parse_shapes(args.shapes, ranges) if args.shapes else default_shapes(ranges)
+              ) if ranges else [None]
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)
 
-    # Symbolic dims are bound on the command line, as a user would.
+    # Symbolic dims are ranged (--dim) or bound (--input-shape) on the command line, as a user
+    # would.
     stitchc = [args.stitchc, args.model, "--target", args.target,
                "-o", os.path.join(args.work, "libmodel.so")]
     if args.planner:
         stitchc += ["--planner", args.planner]
     if args.precision:
         stitchc += ["--precision", args.precision]
-    stitchc += input_shape_args(spec)
+    stitchc += dim_args(ranges) + input_shape_args(spec, ranges)
     report = os.path.join(args.work, "report.json")
     if args.require_gemm_chains or args.require_cooperative:
         stitchc += ["--report", report]
@@ -144,27 +258,41 @@ def main():
             return
 
     rng = np.random.default_rng(args.seed)
-    feed = make_inputs(spec, rng)
     session = ort.InferenceSession(args.model, providers=["CPUExecutionProvider"])
     names = [o.name for o in session.get_outputs()]
-    outputs = session.run(names, feed)
-
-    command = [args.stitch_run, library]
+    base = [args.stitch_run, library]
     if reduced:
         aim = args.max_rel_l2 if args.max_rel_l2 is not None else precision_aim(args.model,
                                                                                 args.precision)
-        command += ["--max-rel-l2", str(aim)]
+        base += ["--max-rel-l2", str(aim)]
     else:
-        command += ["--rtol", str(args.rtol), "--atol", str(args.atol)]
-    for name, value in feed.items():
-        path = os.path.join(args.work, f"input_{len(command)}.npy")
-        np.save(path, value)
-        command += ["--input", f"{name}={path}"]
-    for k, (name, value) in enumerate(zip(names, outputs)):
-        path = os.path.join(args.work, f"expected_{k}.npy")
-        np.save(path, value)
-        command += ["--expected", f"{name}={path}"]
-    run(command, "stitch-run")
+        base += ["--rtol", str(args.rtol), "--atol", str(args.atol)]
+    results = []
+    for k, shape in enumerate(shapes):
+        # A fixed-shape library is compared once, in the work folder itself, as before.
+        work = args.work if shape is None else os.path.join(args.work, f"shape_{k}")
+        os.makedirs(work, exist_ok=True)
+        if shape is not None:
+            print(f"=== shape {describe_shape(shape)} ===", flush=True)
+        sizes = None if shape is None else {**spec["dims"], **shape}
+        feed = make_inputs(spec, rng, sizes)
+        outputs = session.run(names, feed)
+        command = list(base)
+        for name, value in feed.items():
+            path = os.path.join(work, f"input_{len(command)}.npy")
+            np.save(path, value)
+            command += ["--input", f"{name}={path}"]
+        for i, (name, value) in enumerate(zip(names, outputs)):
+            path = os.path.join(work, f"expected_{i}.npy")
+            np.save(path, value)
+            command += ["--expected", f"{name}={path}"]
+        results.append(run(command, "stitch-run", exit_on_failure=shape is None))
+    if shapes != [None]:
+        for shape, passed in zip(shapes, results):
+            print(f"shape {describe_shape(shape)}: {'PASS' if passed else 'FAIL'}", flush=True)
+        if not all(results):
+            sys.exit(f"FAIL: {results.count(False)} of {len(results)} shapes mismatch")
+        print(f"PASS: all {len(results)} shapes match", flush=True)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <type_traits>
 
@@ -25,8 +26,11 @@ bool ends_with(const std::string& text, const std::string& suffix) {
          text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// Checks what the library says of a tensor. With `symbolic` (a library with symbolic dims), a
+// dim may be -1, and then `bytes` is the size at the symbols' maxima, which the tool cannot
+// recompute for an output; its other dims are checked all the same.
 void check_info(const stitch_tensor_info& info, const char* kind, size_t index,
-                const std::string& path) {
+                const std::string& path, bool symbolic = false) {
   std::string what = fmt::format("{}: the library's {} {}", path, kind, index);
   if (info.name == nullptr) run_fail("{} has no name", what);
   if (!is_known_dtype(info.dtype))
@@ -34,15 +38,30 @@ void check_info(const stitch_tensor_info& info, const char* kind, size_t index,
   if (info.rank < 0 || info.rank > STITCH_MAX_RANK)
     run_fail("{} ('{}') has rank {}", what, info.name, info.rank);
   std::vector<int64_t> dims(info.dims, info.dims + info.rank);
+  std::vector<int64_t> fixed;
+  for (int64_t dim : dims)
+    if (!symbolic || dim != -1) fixed.push_back(dim);
   uint64_t count = 0;
-  if (!checked_element_count(dims, dtype_size(info.dtype), &count))
+  if (!checked_element_count(fixed, dtype_size(info.dtype), &count))
     run_fail("{} ('{}') has the impossible dims [{}]", what, info.name, fmt::join(dims, ","));
-  if (count * dtype_size(info.dtype) != info.bytes)
+  if (fixed.size() == dims.size() && count * dtype_size(info.dtype) != info.bytes)
     run_fail("{} ('{}') is {} but claims {} bytes", what, info.name,
              describe_type(info.dtype, dims), info.bytes);
 }
 
+TensorInfo copy_info(const stitch_tensor_info& info) {
+  return {info.name,
+          info.dtype,
+          std::vector<int64_t>(info.dims, info.dims + info.rank),
+          info.bytes,
+          {}};
+}
+
 } // namespace
+
+bool TensorInfo::is_symbolic() const {
+  return std::find(dims.begin(), dims.end(), -1) != dims.end();
+}
 
 ModelLibrary::ModelLibrary(const std::string& path, const std::string& symbol_prefix)
     : path_(path) {
@@ -74,21 +93,25 @@ ModelLibrary::ModelLibrary(const std::string& path, const std::string& symbol_pr
                                      "--symbol-prefix NAME)"
                                    : "");
   }
-  auto resolve = [&](const char* name, auto* out) {
-    std::string symbol = prefix_ + "_" + name;
+  auto lookup = [&](const char* name, auto* out) {
     dlerror();
-    void* address = dlsym(handle_, symbol.c_str());
-    if (address == nullptr)
-      run_fail("{}: not a complete stitchc library: the symbol '{}' is missing", path, symbol);
+    void* address = dlsym(handle_, (prefix_ + "_" + name).c_str());
     *out = reinterpret_cast<std::remove_pointer_t<decltype(out)>>(address);
+    return address != nullptr;
+  };
+  auto resolve = [&](const char* name, auto* out) {
+    if (!lookup(name, out))
+      run_fail("{}: not a complete stitchc library: the symbol '{}_{}' is missing", path, prefix_,
+               name);
   };
   try {
     resolve("api_version", &api_.api_version);
-    int version = api_.api_version();
-    if (version != STITCH_API_VERSION)
-      run_fail("{}: the library has stitch API version {}, but this stitch-run speaks version {}; "
-               "use the stitch-run of the stitchc that built it",
-               path, version, STITCH_API_VERSION);
+    api_version_ = api_.api_version();
+    if (api_version_ < kOldestApiVersion || api_version_ > STITCH_API_VERSION)
+      run_fail(
+          "{}: the library has stitch API version {}, but this stitch-run speaks version {} "
+          "(and runs libraries of version {}); use the stitch-run of the stitchc that built it",
+          path, api_version_, STITCH_API_VERSION, kOldestApiVersion);
     resolve("target", &api_.target);
     resolve("model_create", &api_.model_create);
     resolve("model_destroy", &api_.model_destroy);
@@ -105,6 +128,17 @@ ModelLibrary::ModelLibrary(const std::string& path, const std::string& symbol_pr
     resolve("status_name", &api_.status_name);
     resolve("last_error", &api_.last_error);
     resolve("library_build_info", &api_.library_build_info);
+    // Symbolic dims: all four functions, or none (a library of fixed shapes before version 4).
+    int symbol_functions = lookup("model_num_symbols", &api_.model_num_symbols) +
+                           lookup("model_symbol", &api_.model_symbol) +
+                           lookup("model_input_symbols", &api_.model_input_symbols) +
+                           lookup("model_output_shapes", &api_.model_output_shapes);
+    lookup("model_output_symbols", &api_.model_output_symbols);
+    if (symbol_functions != 0 && symbol_functions != 4)
+      run_fail("{}: not a complete stitchc library: it exports {} of the 4 functions of symbolic "
+               "dims ({}_model_num_symbols, _model_symbol, _model_input_symbols, "
+               "_model_output_shapes)",
+               path, symbol_functions, prefix_);
     const char* target = api_.target();
     target_ = target != nullptr ? target : "";
     if (target_ != "cuda" && target_ != "host")
@@ -145,6 +179,7 @@ ModelInstance::ModelInstance(const ModelLibrary& library) : library_(library) {
   const StitchApi& api = library.api();
   library.check(api.model_create(&model_), "stitch_model_create");
   try {
+    symbols_ = describe_symbols();
     inputs_ = describe(true);
     outputs_ = describe(false);
     size_t tap_count = 0;
@@ -153,11 +188,7 @@ ModelInstance::ModelInstance(const ModelLibrary& library) : library_(library) {
       stitch_tap_info info{};
       library.check(api.model_tap(model_, i, &info), "stitch_model_tap");
       check_info(info.tensor, "tap", i, library.path());
-      taps_.push_back({{info.tensor.name, info.tensor.dtype,
-                        std::vector<int64_t>(info.tensor.dims, info.tensor.dims + info.tensor.rank),
-                        info.tensor.bytes},
-                       info.group,
-                       info.node != nullptr ? info.node : ""});
+      taps_.push_back({copy_info(info.tensor), info.group, info.node != nullptr ? info.node : ""});
     }
     library.check(api.context_create(model_, &context_), "stitch_context_create");
   } catch (...) {
@@ -172,6 +203,26 @@ ModelInstance::~ModelInstance() {
   api.model_destroy(model_);
 }
 
+std::vector<SymbolInfo> ModelInstance::describe_symbols() const {
+  const StitchApi& api = library_.api();
+  if (!library_.has_symbols_api()) return {};
+  size_t count = 0;
+  library_.check(api.model_num_symbols(model_, &count), "stitch_model_num_symbols");
+  std::vector<SymbolInfo> symbols;
+  for (size_t i = 0; i < count; ++i) {
+    stitch_symbol_info info{};
+    library_.check(api.model_symbol(model_, i, &info), "stitch_model_symbol");
+    std::string what = fmt::format("{}: the library's symbolic dim {}", library_.path(), i);
+    if (info.name == nullptr || info.name[0] == '\0') run_fail("{} has no name", what);
+    if (info.min < 0 || info.max < info.min)
+      run_fail("{} ('{}') has the impossible range {}..{}", what, info.name, info.min, info.max);
+    for (const SymbolInfo& other : symbols)
+      if (other.name == info.name) run_fail("{} ('{}') has the name of another", what, info.name);
+    symbols.push_back({info.name, info.min, info.max});
+  }
+  return symbols;
+}
+
 std::vector<TensorInfo> ModelInstance::describe(bool inputs) const {
   const StitchApi& api = library_.api();
   const char* kind = inputs ? "input" : "output";
@@ -184,11 +235,47 @@ std::vector<TensorInfo> ModelInstance::describe(bool inputs) const {
     stitch_tensor_info info{};
     library_.check(inputs ? api.model_input(model_, i, &info) : api.model_output(model_, i, &info),
                    inputs ? "stitch_model_input" : "stitch_model_output");
-    check_info(info, kind, i, library_.path());
-    infos.push_back({info.name, info.dtype, std::vector<int64_t>(info.dims, info.dims + info.rank),
-                     info.bytes});
+    check_info(info, kind, i, library_.path(), is_symbolic());
+    infos.push_back(copy_info(info));
+    auto* read_symbols = inputs ? api.model_input_symbols : api.model_output_symbols;
+    if (!is_symbolic() || read_symbols == nullptr) continue;
+    // Each dim of -1 is some symbol's (or, for an output, computed from them: -2), and every
+    // other dim is fixed.
+    int32_t symbols[STITCH_MAX_RANK];
+    std::fill(symbols, symbols + STITCH_MAX_RANK, -1);
+    library_.check(read_symbols(model_, i, symbols),
+                   inputs ? "stitch_model_input_symbols" : "stitch_model_output_symbols");
+    TensorInfo& tensor = infos.back();
+    tensor.symbols.assign(symbols, symbols + info.rank);
+    for (size_t d = 0; d < tensor.dims.size(); ++d) {
+      int32_t s = tensor.symbols[d];
+      bool symbolic = (s >= 0 && static_cast<size_t>(s) < symbols_.size()) || (!inputs && s == -2);
+      if (symbolic != (tensor.dims[d] == -1) || (!symbolic && s != -1))
+        run_fail("{}: the library's {} {} ('{}') has dim {} of {} but symbol index {}",
+                 library_.path(), kind, i, info.name, d, tensor.dims[d], s);
+    }
   }
   return infos;
+}
+
+std::vector<TensorInfo>
+ModelInstance::output_shapes(const std::vector<stitch_tensor>& inputs) const {
+  if (!is_symbolic()) return outputs_;
+  std::vector<stitch_tensor_info> infos(outputs_.size());
+  library_.check(library_.api().model_output_shapes(model_, inputs.data(), inputs.size(),
+                                                    infos.data(), infos.size()),
+                 "stitch_model_output_shapes");
+  std::vector<TensorInfo> outputs;
+  for (size_t o = 0; o < infos.size(); ++o) {
+    check_info(infos[o], "output", o, library_.path());
+    outputs.push_back(copy_info(infos[o]));
+    if (outputs.back().name != outputs_[o].name || outputs.back().dtype != outputs_[o].dtype)
+      run_fail("{}: stitch_model_output_shapes describes output {} as '{}' of {}, but the model's "
+               "output {} is '{}' of {}",
+               library_.path(), o, outputs.back().name, dtype_name(outputs.back().dtype), o,
+               outputs_[o].name, dtype_name(outputs_[o].dtype));
+  }
+  return outputs;
 }
 
 void ModelInstance::run(const std::vector<stitch_tensor>& inputs,

@@ -1,5 +1,6 @@
 // stitch-run's job, step by step: check the options, load the library and its target,
-// gather inputs and expected outputs (every file is read before the model runs), run once
+// gather inputs and expected outputs (every file is read before the model runs), ask the
+// library for the outputs' shapes at the inputs' (a library with symbolic dims), run once
 // and copy the outputs back, write them, compare them, and time further runs last so that
 // a mismatch is reported even when timing was asked for.
 #include "driver/run/run_tool.h"
@@ -12,6 +13,7 @@
 #include "driver/run/output_files.h"
 #include "driver/run/run_error.h"
 #include "driver/run/run_target.h"
+#include "driver/run/symbols.h"
 
 namespace stitch::run {
 
@@ -35,44 +37,54 @@ void check_options(const RunOptions& options) {
     run_fail("--random and --test-data contradict each other: --test-data gives the inputs");
 }
 
-// The model's tensors on the target, and the stitch_tensor records that describe them.
+// The model's tensors on the target at one run's shape, and the stitch_tensor records that
+// describe them. The records point into `input_dims` and `output_infos`, which are filled
+// first and not changed after.
 struct BoundTensors {
+  std::vector<std::vector<int64_t>> input_dims;
+  std::vector<TensorInfo> output_infos; // at the inputs' shape
   std::vector<TargetBuffer> input_buffers;
   std::vector<TargetBuffer> output_buffers;
   std::vector<stitch_tensor> inputs;
   std::vector<stitch_tensor> outputs;
 };
 
-stitch_tensor describe_buffer(const TensorInfo& info, const TargetBuffer& buffer) {
-  return stitch_tensor{buffer.data(), info.dtype, static_cast<int32_t>(info.dims.size()),
-                       info.dims.data(), buffer.bytes()};
+stitch_tensor describe_buffer(stitch_dtype dtype, const std::vector<int64_t>& dims,
+                              const TargetBuffer& buffer) {
+  return stitch_tensor{buffer.data(), dtype, static_cast<int32_t>(dims.size()), dims.data(),
+                       buffer.bytes()};
 }
 
-BoundTensors bind_tensors(RunTarget& target, const ModelInstance& model,
-                          const std::vector<SourcedTensor>& inputs) {
-  BoundTensors bound;
+// Copies the inputs to the target, asks the library for the outputs' shapes and makes their
+// buffers. Returned in a unique_ptr so the records' pointers stay valid.
+std::unique_ptr<BoundTensors> bind_tensors(RunTarget& target, const ModelInstance& model,
+                                           const std::vector<SourcedTensor>& inputs) {
+  auto bound = std::make_unique<BoundTensors>();
+  for (const SourcedTensor& input : inputs)
+    bound->input_dims.push_back(input.tensor.dims);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const HostTensor& tensor = inputs[i].tensor;
-    bound.input_buffers.emplace_back(target, tensor.bytes.size());
-    target.copy_to_target(bound.input_buffers.back().data(), tensor.bytes.data(),
+    bound->input_buffers.emplace_back(target, tensor.bytes.size());
+    target.copy_to_target(bound->input_buffers.back().data(), tensor.bytes.data(),
                           tensor.bytes.size());
-    bound.inputs.push_back(describe_buffer(model.inputs()[i], bound.input_buffers.back()));
+    bound->inputs.push_back(
+        describe_buffer(tensor.dtype, bound->input_dims[i], bound->input_buffers.back()));
   }
-  for (const TensorInfo& info : model.outputs()) {
-    bound.output_buffers.emplace_back(target, info.bytes);
+  bound->output_infos = model.output_shapes(bound->inputs);
+  for (const TensorInfo& info : bound->output_infos) {
+    bound->output_buffers.emplace_back(target, info.bytes);
     std::vector<uint8_t> unwritten(info.bytes, kUnwrittenOutputByte);
-    target.copy_to_target(bound.output_buffers.back().data(), unwritten.data(), info.bytes);
-    bound.outputs.push_back(describe_buffer(info, bound.output_buffers.back()));
+    target.copy_to_target(bound->output_buffers.back().data(), unwritten.data(), info.bytes);
+    bound->outputs.push_back(describe_buffer(info.dtype, info.dims, bound->output_buffers.back()));
   }
   target.synchronize();
   return bound;
 }
 
-std::vector<HostTensor> copy_outputs_back(RunTarget& target, const ModelInstance& model,
-                                          const BoundTensors& bound) {
+std::vector<HostTensor> copy_outputs_back(RunTarget& target, const BoundTensors& bound) {
   std::vector<HostTensor> outputs;
-  for (size_t i = 0; i < model.outputs().size(); ++i) {
-    const TensorInfo& info = model.outputs()[i];
+  for (size_t i = 0; i < bound.output_infos.size(); ++i) {
+    const TensorInfo& info = bound.output_infos[i];
     HostTensor tensor{info.dtype, info.dims, std::vector<uint8_t>(info.bytes)};
     target.copy_to_host(tensor.bytes.data(), bound.output_buffers[i].data(), info.bytes);
     outputs.push_back(std::move(tensor));
@@ -80,15 +92,44 @@ std::vector<HostTensor> copy_outputs_back(RunTarget& target, const ModelInstance
   return outputs;
 }
 
+// The value of each symbol in a run on `inputs` ("" for a model without symbols).
+std::string run_binding(const ModelInstance& model, const std::vector<SourcedTensor>& inputs) {
+  if (!model.is_symbolic()) return "";
+  std::vector<std::optional<std::vector<int64_t>>> dims;
+  std::vector<std::string> origins;
+  for (const SourcedTensor& input : inputs) {
+    dims.emplace_back(input.tensor.dims);
+    origins.push_back(input.origin);
+  }
+  std::vector<std::optional<int64_t>> none(model.symbols().size());
+  return describe_binding(
+      model.symbols(), choose_symbol_values(model.symbols(), none, model.inputs(), dims, origins));
+}
+
+// --info's tensors: the symbolic dims with their ranges, then each input and output with its
+// symbolic dims named ("x: float32[batch,seq,64]").
+void print_info(const ModelInstance& model, std::ostream& out) {
+  for (const SymbolInfo& symbol : model.symbols())
+    out << fmt::format("  symbol {} in {}..{}\n", display_name(symbol.name), symbol.min,
+                       symbol.max);
+  for (const TensorInfo& info : model.inputs())
+    out << fmt::format("  input  {}: {}\n", display_name(info.name),
+                       describe_symbolic_type(info, model.symbols()));
+  std::vector<std::string> output_types = describe_output_types(model);
+  for (size_t o = 0; o < model.outputs().size(); ++o)
+    out << fmt::format("  output {}: {}\n", display_name(model.outputs()[o].name), output_types[o]);
+}
+
 void print_signature(const ModelLibrary& library, const RunTarget& target,
                      const ModelInstance& model, const std::vector<SourcedTensor>& inputs,
-                     std::ostream& out) {
+                     const std::string& binding, std::ostream& out) {
   out << fmt::format("model {} (target {}, stitch API {})\n", library.path(), target.description(),
-                     STITCH_API_VERSION);
+                     library.api_version());
+  if (!binding.empty()) out << fmt::format("  dims   {}\n", binding);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const TensorInfo& info = model.inputs()[i];
     out << fmt::format("  input  {}: {} <- {}\n", display_name(info.name),
-                       describe_type(info.dtype, info.dims), inputs[i].origin);
+                       describe_tensor(inputs[i].tensor), inputs[i].origin);
   }
 }
 
@@ -130,8 +171,10 @@ void print_verdict(const Verdict& verdict, const Tolerance& tolerance, std::ostr
   }
 }
 
+// Times runs at the bound shape; for a library with symbolic dims the line says which
+// ("timing at batch=3 seq=12: ..."), so that a script can time several shapes.
 void time_runs(const RunOptions& options, RunTarget& target, ModelInstance& model,
-               const BoundTensors& bound, std::ostream& out) {
+               const BoundTensors& bound, const std::string& binding, std::ostream& out) {
   auto enqueue_run = [&] { model.run(bound.inputs, bound.outputs, target.stream()); };
   for (int i = 0; i < options.warmup; ++i)
     enqueue_run();
@@ -140,9 +183,9 @@ void time_runs(const RunOptions& options, RunTarget& target, ModelInstance& mode
   for (int i = 0; i < options.iters; ++i)
     latencies.push_back(target.timed_run_ms(enqueue_run));
   LatencyStats stats = latency_stats(latencies);
-  out << fmt::format("timing: {} runs after {} warmup ({}): median {:.4f} ms, p90 {:.4f} ms, "
+  out << fmt::format("timing{}: {} runs after {} warmup ({}): median {:.4f} ms, p90 {:.4f} ms, "
                      "min {:.4f} ms, mean {:.4f} ms\n",
-                     options.iters, options.warmup,
+                     binding.empty() ? "" : " at " + binding, options.iters, options.warmup,
                      target.description() == "host" ? "steady_clock" : "CUDA events",
                      stats.median_ms, stats.p90_ms, stats.min_ms, stats.mean_ms);
 }
@@ -152,7 +195,7 @@ int run_checked(const RunOptions& options, std::ostream& out) {
   ModelLibrary library(options.library_path, options.symbol_prefix);
   if (options.info) {
     out << fmt::format("library {} (stitch API {}, C API prefix {})\n", library.path(),
-                       STITCH_API_VERSION, library.symbol_prefix());
+                       library.api_version(), library.symbol_prefix());
     for (const auto& [label, value] : library.build_info())
       out << fmt::format("  {:<18} {}\n", label + ":", value);
     out.flush();
@@ -161,22 +204,21 @@ int run_checked(const RunOptions& options, std::ostream& out) {
       library.is_cuda_target() ? make_cuda_target() : make_host_target();
   ModelInstance model(library);
   if (options.info) {
-    for (const auto& [kind, infos] :
-         {std::pair{"input ", &model.inputs()}, std::pair{"output", &model.outputs()}})
-      for (const TensorInfo& info : *infos)
-        out << fmt::format("  {} {}: {}\n", kind, display_name(info.name),
-                           describe_type(info.dtype, info.dims));
+    print_info(model, out);
     return kExitAllMatch;
   }
-  std::vector<SourcedTensor> inputs = gather_inputs(model.inputs(), options.sources);
+  std::vector<SourcedTensor> inputs =
+      gather_inputs(model.inputs(), model.symbols(), options.sources);
   std::vector<std::optional<SourcedTensor>> expected =
       gather_expected(model.outputs(), options.sources);
-  print_signature(library, *target, model, inputs, out);
+  const std::string binding = run_binding(model, inputs);
+  print_signature(library, *target, model, inputs, binding, out);
+  out.flush();
 
-  BoundTensors bound = bind_tensors(*target, model, inputs);
-  model.run(bound.inputs, bound.outputs, target->stream());
+  std::unique_ptr<BoundTensors> bound = bind_tensors(*target, model, inputs);
+  model.run(bound->inputs, bound->outputs, target->stream());
   target->synchronize();
-  std::vector<HostTensor> outputs = copy_outputs_back(*target, model, bound);
+  std::vector<HostTensor> outputs = copy_outputs_back(*target, *bound);
 
   Verdict verdict = report_outputs(model, outputs, expected, options.tolerance, out);
   if (!options.output_dir.empty()) {
@@ -198,7 +240,7 @@ int run_checked(const RunOptions& options, std::ostream& out) {
           compare_taps_with_onnx(options.taps, model, inputs, taps, options.tolerance, out);
   }
   out.flush();
-  if (options.iters > 0) time_runs(options, *target, model, bound, out);
+  if (options.iters > 0) time_runs(options, *target, model, *bound, binding, out);
   return verdict.mismatched == 0 && taps_match ? kExitAllMatch : kExitMismatch;
 }
 

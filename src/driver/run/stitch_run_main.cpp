@@ -13,6 +13,10 @@ namespace {
 constexpr const char* kDescription =
     "stitch-run: runs a model library built by stitchc (CUDA or host target).\n"
     "Inputs without --input come from --test-data, else are random (seeded by --seed).\n"
+    "A library compiled with symbolic dims (stitchc --dim NAME=MIN..MAX) runs at any shape in\n"
+    "range: an input file gives its own dims, random inputs take each symbolic dim from --dim,\n"
+    "else from an input file that has it, else its maximum; the outputs take the shape the\n"
+    "library gives for the inputs' (stitch_model_output_shapes), and --info names the dims.\n"
     "A library built with stitchc --debug-taps also keeps every tensor each fusion group wrote:\n"
     "--taps-onnx MODEL compares them with ONNX Runtime and names the first group that differs.\n"
     "Tensor files: .npy (numpy dtypes f2 f4 f8 i1..i8 u1..u8 b1; bfloat16 as ml_dtypes saves it:\n"
@@ -34,8 +38,9 @@ int parse_command_line(int argc, char** argv, stitch::run::RunOptions& options) 
   app.add_option("library", options.library_path, "the model library (libmodel.so)")->required();
   app.add_flag("--info", options.info,
                "print how the library was built (stitchc's version, the model's SHA-256, target, "
-               "architectures, planner, precision, stitchc's arguments) and its inputs and "
-               "outputs; run nothing");
+               "architectures, planner, precision, stitchc's arguments), its symbolic dims with "
+               "their ranges, and its inputs and outputs (a symbolic dim by its name, or ? for "
+               "a dim computed from them); run nothing");
   app.add_option("--symbol-prefix", options.symbol_prefix,
                  "the library's C API prefix (stitchc --symbol-prefix; default stitch, or NAME "
                  "for a libNAME.so that exports NAME_*)");
@@ -48,6 +53,12 @@ int parse_command_line(int argc, char** argv, stitch::run::RunOptions& options) 
                  "expected, by position");
   app.add_flag("--random", options.force_random,
                "random values for every input without --input (the default)");
+  app.add_option(
+         "--dim", sources.dim_args,
+         "NAME=SIZE: the size of the library's symbolic dim NAME for this run (repeatable); "
+         "an input file must agree with it; default: the size an input file gives, else "
+         "the symbol's maximum")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--seed", sources.random.seed, "seed of the random inputs (default 0)");
   app.add_option("--random-int-max", sources.random.int_max,
                  "random integer inputs are drawn from [0, N] (default 4)");
@@ -76,7 +87,9 @@ int parse_command_line(int argc, char** argv, stitch::run::RunOptions& options) 
                  "the Python (with numpy, onnx, onnxruntime) that runs the --taps-onnx "
                  "reference (default: $STITCH_PYTHON, else python3)");
   app.add_option("--warmup", options.warmup, "untimed runs before timing (default 3)");
-  app.add_option("--iters", options.iters, "timed runs; prints median and p90 (default 0: none)");
+  app.add_option("--iters", options.iters,
+                 "timed runs; prints median and p90, and the symbolic dims' sizes it timed at "
+                 "(default 0: none)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

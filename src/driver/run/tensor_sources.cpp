@@ -7,6 +7,7 @@
 
 #include "driver/run/output_files.h"
 #include "driver/run/run_error.h"
+#include "driver/run/symbols.h"
 #include "driver/run/tensor_file.h"
 
 namespace stitch::run {
@@ -48,10 +49,17 @@ bool parse_file_index(const std::string& file_name, const std::string& prefix, s
   return true;
 }
 
-void check_input(const TensorInfo& info, const SourcedTensor& source) {
-  if (source.tensor.dtype == info.dtype && source.tensor.dims == info.dims) return;
+// The dtype, the rank and every fixed dim; a symbolic dim (-1) takes any size here, and the
+// library checks it against its symbol's range.
+void check_input(const TensorInfo& info, const std::vector<SymbolInfo>& symbols,
+                 const SourcedTensor& source) {
+  const HostTensor& tensor = source.tensor;
+  bool matches = tensor.dtype == info.dtype && tensor.dims.size() == info.dims.size();
+  for (size_t d = 0; matches && d < info.dims.size(); ++d)
+    matches = info.dims[d] == -1 || tensor.dims[d] == info.dims[d];
+  if (matches) return;
   run_fail("input '{}': {} holds {}, but the model expects {}", display_name(info.name),
-           source.origin, describe_tensor(source.tensor), describe_type(info.dtype, info.dims));
+           source.origin, describe_tensor(tensor), describe_symbolic_type(info, symbols));
 }
 
 } // namespace
@@ -94,7 +102,10 @@ std::vector<std::string> test_data_files(const std::string& folder, const std::s
 }
 
 std::vector<SourcedTensor> gather_inputs(const std::vector<TensorInfo>& inputs,
+                                         const std::vector<SymbolInfo>& symbols,
                                          const TensorSourceOptions& options) {
+  std::vector<std::optional<int64_t>> requested =
+      requested_symbol_values(options.dim_args, symbols);
   std::map<size_t, SourcedTensor> given =
       read_named_files(options.input_args, inputs, "--input", "input");
   std::vector<std::string> folder_files;
@@ -104,18 +115,33 @@ std::vector<SourcedTensor> gather_inputs(const std::vector<TensorInfo>& inputs,
       run_fail("--test-data '{}' holds {} input_N.pb files, but the model has {} inputs ({})",
                options.test_data_dir, folder_files.size(), inputs.size(), name_list(inputs));
   }
+  // The files first: their dims give the symbols that --dim does not.
+  std::vector<std::optional<SourcedTensor>> files(inputs.size());
+  std::vector<std::optional<std::vector<int64_t>>> file_dims(inputs.size());
+  std::vector<std::string> origins(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (auto it = given.find(i); it != given.end()) {
+      files[i] = std::move(it->second);
+    } else if (!folder_files.empty()) {
+      files[i] = SourcedTensor{read_tensor_proto(folder_files[i]).tensor, folder_files[i]};
+    } else {
+      continue;
+    }
+    check_input(inputs[i], symbols, *files[i]);
+    file_dims[i] = files[i]->tensor.dims;
+    origins[i] = files[i]->origin;
+  }
+  SymbolValues values = choose_symbol_values(symbols, requested, inputs, file_dims, origins);
   std::vector<SourcedTensor> tensors;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const TensorInfo& info = inputs[i];
-    if (auto it = given.find(i); it != given.end()) {
-      tensors.push_back(std::move(it->second));
-    } else if (!folder_files.empty()) {
-      tensors.push_back(SourcedTensor{read_tensor_proto(folder_files[i]).tensor, folder_files[i]});
-    } else {
-      tensors.push_back(SourcedTensor{random_tensor(info.dtype, info.dims, options.random, i),
-                                      fmt::format("random (seed {})", options.random.seed)});
+    if (files[i]) {
+      tensors.push_back(std::move(*files[i]));
+      continue;
     }
-    check_input(info, tensors.back());
+    tensors.push_back(
+        SourcedTensor{random_tensor(info.dtype, dims_at(info, values), options.random, i),
+                      fmt::format("random (seed {})", options.random.seed)});
   }
   return tensors;
 }

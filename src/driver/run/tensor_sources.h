@@ -3,10 +3,11 @@
 // N-th input), or random values. For an output: an --expected NAME=FILE or the folder's
 // output_N.pb; an output with neither is not compared.
 //
-// Inputs are checked here against the model — dtype and dims must be exactly what the
-// library was compiled for — so a wrong file is reported before anything runs. Expected
-// tensors are checked by the comparison, which reports a dtype or shape difference as a
-// mismatch.
+// Inputs are checked here against the model — dtype, rank and every fixed dim must be exactly
+// what the library was compiled for — so a wrong file is reported before anything runs. A
+// symbolic dim (a library compiled with stitchc --dim) takes the file's size; random inputs
+// take each symbol's value as symbols.h chooses it. Expected tensors are checked by the
+// comparison, which reports a dtype or shape difference as a mismatch.
 #pragma once
 
 #include <optional>
@@ -23,6 +24,7 @@ struct TensorSourceOptions {
   std::vector<std::string> input_args;    // NAME=FILE (.npy or .pb)
   std::vector<std::string> expected_args; // NAME=FILE (.npy or .pb)
   std::string test_data_dir;              // an ONNX test-data folder, or ""
+  std::vector<std::string> dim_args;      // NAME=VALUE: a symbolic dim's size (symbols.h)
   RandomSpec random;
 };
 
@@ -32,7 +34,9 @@ struct SourcedTensor {
   std::string origin;
 };
 
+// The inputs of one run; `symbols` are the model's symbolic dims (none for fixed shapes).
 std::vector<SourcedTensor> gather_inputs(const std::vector<TensorInfo>& inputs,
+                                         const std::vector<SymbolInfo>& symbols,
                                          const TensorSourceOptions& options);
 std::vector<std::optional<SourcedTensor>> gather_expected(const std::vector<TensorInfo>& outputs,
                                                           const TensorSourceOptions& options);
