@@ -512,11 +512,14 @@ GeneratedModel emit_model(const Graph& g, const FusionPlan& plan, const MemoryPl
       for (const FusionGroup& variant : variant_groups)
         contexts.emplace_back(g, variant, memory, cooperative_index, mapping_id(variant.mapping));
     }
-    for (const GroupEmitContext& c : contexts) {
-      emit_group(c, w);
-      w.line();
+    for (size_t k = 0; k < contexts.size(); ++k) {
+      if (k > 0) w.line();
+      emit_group(contexts[k], w);
     }
-    if (!group.variants.empty()) emit_variant_dispatch(g, group, contexts, w);
+    if (!group.variants.empty()) {
+      w.line();
+      emit_variant_dispatch(g, group, contexts, w);
+    }
     // A chain's kernel asks for its shared memory in its own check (the chain runs unfused where
     // the device does not grant it); every other kernel's is checked when the model is created.
     std::vector<std::string> checked;

@@ -17,7 +17,7 @@ __global__ void __launch_bounds__(256) stitch_g3_local(const float* __restrict__
   const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = first; i < n; i += stride) {
-    // the coordinates after the symbolic axes (2 on; the others are not read)
+    // the coordinates of the axes after the last symbolic one (2 on)
     int64_t rest = i;
     const int64_t c2 = rest % 64; rest /= 64;
     const float x0 = in0[i];
