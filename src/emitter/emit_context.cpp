@@ -135,7 +135,7 @@ std::string describe_node(const Graph& g, const Node& n) {
   auto typed = [&](TensorId t) {
     if (t == kNoTensor) return std::string("_");
     const Tensor& x = g.tensor(t);
-    return fmt::format("{}{}", dtype_name(x.dtype), shape_to_string(x.shape));
+    return fmt::format("{}{}", dtype_name(x.dtype), sym_shape_to_string(x.sym_shape()));
   };
   std::vector<std::string> ins, outs;
   for (TensorId t : n.inputs)

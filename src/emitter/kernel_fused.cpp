@@ -41,7 +41,7 @@ namespace {
 
 std::string describe_tensor(const Graph& g, TensorId t) {
   const Tensor& x = g.tensor(t);
-  return fmt::format("'{}' {}{}", x.name, dtype_name(x.dtype), shape_to_string(x.shape));
+  return fmt::format("'{}' {}{}", x.name, dtype_name(x.dtype), sym_shape_to_string(x.sym_shape()));
 }
 
 std::string constant_literal(const Tensor& t) {

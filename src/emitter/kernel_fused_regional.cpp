@@ -566,8 +566,16 @@ std::string regional_summary(const RegionalSpec& spec) {
       : spec.cache == RowCache::Shared ? "; the row inputs are kept in shared memory between passes"
       : spec.passes > 1                ? "; each pass reads its inputs from global memory"
                                        : "";
-  return fmt::format("{} rows of {} elements, {} per row, {} pass{}{}.", spec.rows, spec.row_length,
-                     who, spec.passes, spec.passes == 1 ? "" : "es", cache);
+  // Over symbolic dims the rows are an expression of the symbols (the launch's work).
+  std::string rows = std::to_string(spec.rows);
+  if (!spec.space_dims.empty()) {
+    DimExpr count = 1;
+    for (size_t d = 0; d < spec.row_axes_from; ++d)
+      count = count * spec.space_dims[d];
+    rows = count.to_string();
+  }
+  return fmt::format("{} rows of {} elements, {} per row, {} pass{}{}.", rows, spec.row_length, who,
+                     spec.passes, spec.passes == 1 ? "" : "es", cache);
 }
 
 void emit_regional_body(const GroupEmitContext& ctx, const FusedSignature& sig,

@@ -169,7 +169,9 @@ std::string tensor_index(const Graph& g, TensorId t, const Shape& against,
       for (size_t d = leading; d-- > 0;) {
         if (!(dims[d].is_constant() && dims[d].constant_value() == 1))
           terms.push_back(
-              fmt::format("{}{} * {}", coordinate, d + offset, dim_code(g, sym_stride)));
+              sym_stride.is_constant() && sym_stride.constant_value() == 1
+                  ? fmt::format("{}{}", coordinate, d + offset)
+                  : fmt::format("{}{} * {}", coordinate, d + offset, dim_code(g, sym_stride)));
         sym_stride = sym_stride * dims[d];
       }
     } else {
@@ -191,13 +193,14 @@ bool needs_symbolic_coordinates(const Graph& g, TensorId t, const SymShape& agai
     if (!against_dims[d].is_constant()) fixed_from = d + 1;
   if (fixed_from == 0 || tensor_is_whole(g, t, against_dims) || tensor_is_scalar(g, t))
     return false;
-  const SymShape dims = g.tensor(t).sym_shape();
-  const size_t offset = against_dims.size() - dims.size();
+  // The operand's dims right-aligned against the iteration's, its missing leading axes 1.
+  SymShape dims = g.tensor(t).sym_shape();
+  dims.insert(dims.begin(), against_dims.size() - std::min(against_dims.size(), dims.size()),
+              DimExpr(1));
   bool ones = true, same = true;
-  for (size_t d = offset; d < fixed_from; ++d) {
-    const DimExpr& x = dims[d - offset];
-    ones = ones && x.is_constant() && x.constant_value() == 1;
-    same = same && x == against_dims[d];
+  for (size_t d = 0; d < fixed_from; ++d) {
+    ones = ones && dims[d].is_constant() && dims[d].constant_value() == 1;
+    same = same && dims[d] == against_dims[d];
   }
   return !ones && !same;
 }
@@ -238,8 +241,9 @@ void emit_coordinates(CodeWriter& out, const Shape& shape, const std::string& li
     for (size_t d = 0; d < dims->size(); ++d)
       if (!(*dims)[d].is_constant()) fixed_from = d + 1;
   if (fixed_from > 0) {
-    out.comment(
-        fmt::format("the coordinates of the axes after the last symbolic one ({} on)", fixed_from));
+    if (fixed_from < shape.size())
+      out.comment(fmt::format("the coordinates of the axes after the last symbolic one ({} on)",
+                              fixed_from));
     out.linef("int64_t {} = {};", rest, linear);
     for (size_t d = shape.size(); d-- > fixed_from;)
       out.linef("const int64_t {0}{1} = {2} % {3}; {2} /= {3};", coordinate, d, rest, shape[d]);

@@ -63,9 +63,12 @@ private:
       return false;
     const Tensor &a = g_.tensor(node.inputs[0]), &b = g_.tensor(node.inputs[1]),
                  &y = g_.tensor(node.outputs[0]);
-    return !a.is_constant() && a.shape.size() >= 2 && b.is_constant() && b.view_of == kNoTensor &&
-           b.shape.size() == 2 && b.dtype == a.dtype && y.dtype == a.dtype &&
-           b.shape[0] == a.shape.back() && y.elements() > 0 && a.elements() > 0;
+    // Over symbolic dims the Slices that split a merged product along its symbolic rows do not
+    // run yet: such products stay apart (each is its own library call).
+    return !a.is_constant() && !a.is_dynamic() && a.shape.size() >= 2 && b.is_constant() &&
+           b.view_of == kNoTensor && b.shape.size() == 2 && b.dtype == a.dtype &&
+           y.dtype == a.dtype && b.shape[0] == a.shape.back() && y.elements() > 0 &&
+           a.elements() > 0;
   }
 
   // A Gemm computing A * B (+ C) with a runtime 2-D A, a constant B (transposed or not),
@@ -83,9 +86,9 @@ private:
     const Tensor &a = g_.tensor(node.inputs[0]), &b = g_.tensor(node.inputs[1]),
                  &y = g_.tensor(node.outputs[0]);
     const int64_t k = nc.attr_int("transB", 0) != 0 ? 1 : 0;
-    if (a.is_constant() || a.shape.size() != 2 || !b.is_constant() || b.view_of != kNoTensor ||
-        b.shape.size() != 2 || b.dtype != a.dtype || y.dtype != a.dtype || y.elements() == 0 ||
-        a.elements() == 0 || b.shape[k] != a.shape[1])
+    if (a.is_constant() || a.is_dynamic() || a.shape.size() != 2 || !b.is_constant() ||
+        b.view_of != kNoTensor || b.shape.size() != 2 || b.dtype != a.dtype || y.dtype != a.dtype ||
+        y.elements() == 0 || a.elements() == 0 || b.shape[k] != a.shape[1])
       return false;
     if (!has_c) return true;
     const Tensor& c = g_.tensor(node.inputs[2]);

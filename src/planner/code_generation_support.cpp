@@ -139,6 +139,23 @@ void refuse_symbolic_nodes(const Graph& graph) {
       ++others[std::string(op_name(node.op))];
     }
   }
+  // An output holding values computed from the symbols (a Shape or Size of a symbolic input):
+  // its planning bytes in the weights would be wrong at every other shape.
+  for (TensorId out : graph.outputs) {
+    TensorId root = out;
+    while (graph.tensor(root).view_of != kNoTensor)
+      root = graph.tensor(root).view_of;
+    for (TensorId t : {out, root}) {
+      const Tensor& x = graph.tensor(t);
+      if (std::any_of(x.sym_values.begin(), x.sym_values.end(),
+                      [](const DimExpr& v) { return !v.is_constant(); }))
+        user_fail({graph.source_file, "", ""},
+                  "graph output '{}' holds {}, values computed from the symbolic dims: a library "
+                  "over symbolic dims cannot return them yet; bind each dim with --dim "
+                  "NAME=VALUE",
+                  graph.tensor(out).name, sym_shape_to_string(x.sym_values));
+    }
+  }
   if (first == nullptr) return;
   std::vector<std::string> symbols;
   for (const SymbolicDim& s : graph.symbols)

@@ -282,6 +282,27 @@ FusionDecision regional_support(const Graph& g, const std::vector<int32_t>& node
         if (FusionDecision d = row_space_index(g, t, space); !d) return d;
       }
   }
+  // What the group writes: element outputs over the whole space (at base + k), row outputs one
+  // value per row (at line); a value the same for every row is never written per row.
+  auto padded = [&](TensorId t) {
+    SymShape p = g.tensor(t).sym_shape();
+    p.insert(p.begin(), space.dims.size() - std::min(space.dims.size(), p.size()), DimExpr(1));
+    return p;
+  };
+  for (TensorId t : spec.element_outputs)
+    if (padded(t) != space.dims)
+      return FusionDecision::no(fmt::format("the group would write '{}' {} once per row of {}",
+                                            g.tensor(t).name, dims_str(g.tensor(t)),
+                                            sym_shape_to_string(space.dims)));
+  for (TensorId t : spec.row_outputs) {
+    const SymShape p = padded(t);
+    const SymShape rows(p.begin(), p.begin() + space.split), row(p.begin() + space.split, p.end());
+    if (squeezed_dims(rows) != squeezed_dims(space.rows()) || !all_ones(row) ||
+        all_ones(space.rows()) != all_ones(rows))
+      return FusionDecision::no(fmt::format("the group would write '{}' {} once per row of {}",
+                                            g.tensor(t).name, dims_str(g.tensor(t)),
+                                            sym_shape_to_string(space.dims)));
+  }
   for (const RegionalSpec::PerRowLoad& load : spec.per_row_loads) {
     const Tensor& x = g.tensor(load.tensor);
     if (!(!x.is_dynamic() && x.elements() == 1) &&

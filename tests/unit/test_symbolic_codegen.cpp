@@ -30,16 +30,18 @@ Graph symbolic_graph(const ModelBuilder& m, std::vector<SymbolicDim> dims) {
 }
 
 struct Generated {
+  Graph graph;
   FusionPlan plan;
   std::string sources; // every group file, then the launcher
 };
 
 Generated generate(const ModelBuilder& m, std::vector<SymbolicDim> dims,
                    const std::string& planner = "ilp") {
-  Graph g = symbolic_graph(m, std::move(dims));
+  Generated out;
+  out.graph = symbolic_graph(m, std::move(dims));
+  const Graph& g = out.graph;
   PlannerOptions options;
   options.planner = planner;
-  Generated out;
   out.plan = plan_fusion(g, options);
   MemoryPlan memory = plan_memory(g, out.plan);
   GeneratedModel model = emit_model(g, out.plan, memory, "host");
@@ -123,6 +125,57 @@ TEST_CASE("operands broadcast along symbolic axes", "[symbolic][emitter]") {
     CHECK_THAT(g.sources, Catch::Contains("[c2 + c1 * 8]")); // p
     CHECK_THAT(g.sources, Catch::Contains("[c2 + c0 * 8]")); // g
   }
+}
+
+// Proves: an operand of lower rank broadcast along a symbolic axis ([seq,8] against
+// [batch,seq,8]) is read at its own coordinates, its missing leading axes 1 (not at the flat
+// index of the leading axes).
+TEST_CASE("operands of lower rank broadcast along symbolic axes", "[symbolic][emitter]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {-1, -1, 8}, {"batch", "seq"})
+      .input("pos", kFloat, {-1, 8}, {"seq"})
+      .output("y");
+  m.node("Add", {"x", "pos"}, {"y"});
+  for (int64_t planned : {1, 8}) {
+    const Generated g = generate(m, {dim("batch", 1, 8, planned), dim("seq", 1, 8, planned)});
+    CHECK_THAT(g.sources, Catch::Contains("const float v1 = in1[c2 + c1 * 8];"));
+  }
+}
+
+// Proves: a value the same for every row (a fixed [64] computed beside a softmax) is never
+// written by a row group once per row: planned at one row, where the group would take it, the
+// plan keeps it out.
+TEST_CASE("a row group writes no fixed output once per row", "[symbolic][planner]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {-1, -1, 64}, {"batch", "seq"})
+      .input("w", kFloat, {64})
+      .input("v", kFloat, {64})
+      .output("z")
+      .output("y");
+  m.node("Add", {"w", "v"}, {"y"});
+  m.node("Add", {"x", "y"}, {"s"});
+  set_attr_int(m.node("Softmax", {"s"}, {"z"}), "axis", -1);
+  const Generated g = generate(m, {dim("batch", 1, 8, 1), dim("seq", 1, 8, 1)});
+  bool regional = false;
+  for (const FusionGroup& group : g.plan.groups) {
+    if (!std::holds_alternative<RegionalSpec>(group.spec)) continue;
+    regional = true;
+    for (TensorId t : group.outputs)
+      CHECK(g.graph.tensor(t).name != "y");
+  }
+  CHECK(regional);
+}
+
+// Proves: a Shape of a symbolic input as a graph output (its value changes with the shape) is
+// refused, naming the output.
+TEST_CASE("an output holding the symbols' values is refused", "[symbolic][planner]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {-1, -1}, {"batch", "seq"}).output("s").output("r");
+  m.node("Shape", {"x"}, {"s"});
+  m.node("Relu", {"x"}, {"r"});
+  CHECK_THAT(refusal(m, {dim("batch", 1, 8, 8), dim("seq", 1, 8, 8)}),
+             Catch::Contains("graph output 's' holds [batch,seq], values computed from the "
+                             "symbolic dims"));
 }
 
 // Proves: at a planning binding of 1, where [1,8] and [batch,8] have one shape, the operand of
