@@ -9,7 +9,8 @@
 // exactly where enqueueing it directly would: behind the caller's earlier work on that stream.
 //
 // Shapes. A model with symbolic dims keeps one executable graph per shape (the symbols' values)
-// it ran at, at most State::kMaxGraphs, the least recently used replaced; each is captured,
+// it ran at, at most State::kMaxGraphs; a new shape past them takes the least recently used
+// one's slot, its executable graph updated in place where CUDA allows. Each is captured,
 // replayed and updated as below.
 //
 // Replay. A run with the input and output pointers the graph was captured for launches it again
@@ -151,30 +152,24 @@ struct Launcher::State {
     if (capture_stream != nullptr) (void)cudaStreamDestroy(capture_stream);
   }
 
-  // The graph for this run's shape: the one captured at it, else a fresh slot (the least
-  // recently used one's when all are taken).
-  ShapeGraph& graph_for(const Model& model, const stitch_abi_buffers& buffers) {
+  // The graph captured at this run's shape, or null.
+  ShapeGraph* find(const Model& model, const stitch_abi_buffers& buffers) {
     const auto num_symbols = static_cast<std::size_t>(model.abi->num_symbols);
-    const auto same_shape = [&](const ShapeGraph& graph) {
-      return graph.shape.size() == num_symbols &&
-             std::equal(graph.shape.begin(), graph.shape.end(), buffers.symbols);
-    };
     for (ShapeGraph& graph : graphs)
-      if (num_symbols == 0 || same_shape(graph)) return graph;
-    ShapeGraph* slot = nullptr;
-    if (graphs.size() < kMaxGraphs) {
-      slot = &graphs.emplace_back();
-    } else {
-      slot = &*std::min_element(
-          graphs.begin(), graphs.end(),
-          [](const ShapeGraph& a, const ShapeGraph& b) { return a.last_used < b.last_used; });
-      // CUDA defers destroying an executable graph that is still running until it completes.
-      if (slot->exec != nullptr) (void)cudaGraphExecDestroy(slot->exec);
-      slot->exec = nullptr;
-      slot->captured_for.clear();
-    }
-    slot->shape.assign(buffers.symbols, buffers.symbols + num_symbols);
-    return *slot;
+      if (num_symbols == 0 || (graph.shape.size() == num_symbols &&
+                               std::equal(graph.shape.begin(), graph.shape.end(), buffers.symbols)))
+        return &graph;
+    return nullptr;
+  }
+
+  // Where a new shape's graph goes: a free slot, else the least recently used one, whose
+  // executable graph install() then updates in place where CUDA allows (one model's graphs
+  // differ between shapes in kernel parameters and grids, rarely in topology).
+  ShapeGraph& slot_for_new_shape() {
+    if (graphs.size() < kMaxGraphs) return graphs.emplace_back();
+    return *std::min_element(
+        graphs.begin(), graphs.end(),
+        [](const ShapeGraph& a, const ShapeGraph& b) { return a.last_used < b.last_used; });
   }
 
   static bool captured_for_pointers(const Model& model, const ShapeGraph& graph,
@@ -256,22 +251,26 @@ void Launcher::run(const Model& model, stitch_abi_buffers buffers, void* caller_
       check_cuda(cudaEventRecord(state.finished, stream), "cudaEventRecord after the run");
     return;
   }
-  ShapeGraph& shape_graph = state.graph_for(model, buffers);
-  shape_graph.last_used = ++state.runs;
-  if (!State::captured_for_pointers(model, shape_graph, buffers)) {
+  ShapeGraph* shape_graph = state.find(model, buffers);
+  if (shape_graph == nullptr || !State::captured_for_pointers(model, *shape_graph, buffers)) {
+    // Captured before any slot changes: a capture that fails leaves every graph as it was.
     check_locations();
-    shape_graph.captured_for.clear(); // until a graph for the new pointers is installed
     CapturedGraph graph;
     state.capture(model, buffers, graph);
-    State::install(shape_graph, graph);
-    shape_graph.captured_for.reserve(static_cast<std::size_t>(abi.num_inputs + abi.num_outputs));
-    shape_graph.captured_for.assign(buffers.inputs, buffers.inputs + abi.num_inputs);
-    shape_graph.captured_for.insert(shape_graph.captured_for.end(), buffers.outputs,
-                                    buffers.outputs + abi.num_outputs);
+    ShapeGraph& slot = shape_graph != nullptr ? *shape_graph : state.slot_for_new_shape();
+    slot.captured_for.clear(); // until the graph for these pointers and shape is installed
+    State::install(slot, graph);
+    slot.shape.assign(buffers.symbols, buffers.symbols + abi.num_symbols);
+    slot.captured_for.reserve(static_cast<std::size_t>(abi.num_inputs + abi.num_outputs));
+    slot.captured_for.assign(buffers.inputs, buffers.inputs + abi.num_inputs);
+    slot.captured_for.insert(slot.captured_for.end(), buffers.outputs,
+                             buffers.outputs + abi.num_outputs);
+    shape_graph = &slot;
   }
+  shape_graph->last_used = ++state.runs;
   check_cuda(cudaStreamWaitEvent(stream, state.finished, 0),
              "cudaStreamWaitEvent for the context's previous run");
-  check_cuda(cudaGraphLaunch(shape_graph.exec, stream), "cudaGraphLaunch");
+  check_cuda(cudaGraphLaunch(shape_graph->exec, stream), "cudaGraphLaunch");
   check_cuda(cudaEventRecord(state.finished, stream), "cudaEventRecord after the run");
 }
 
