@@ -12,7 +12,8 @@
 // algorithm cublasLtMatmulAlgoGetHeuristic chose within the workspace are cached under the
 // descriptor's fields plus each pointer's alignment (the heuristic's choice depends on it), so
 // a model's repeated calls do one map lookup and one cublasLtMatmul. Only the bias pointer is
-// set per call.
+// set per call. A library over symbolic dims has a plan per M it ran at: at most kMaxGemmPlans,
+// the least recently used dropped.
 //
 // Element types: every matrix and the bias are the descriptor's dtype (CUDA_R_32F, CUDA_R_16F or
 // CUDA_R_16BF; the bias type is set to it explicitly, as cuBLASLt's default would), alpha and
@@ -22,6 +23,7 @@
 // epilogues are cuBLASLt's for all three types with this compute type.
 #include "cuda_checks.h"
 
+#include <algorithm>
 #include <array>
 #include <climits>
 #include <cstdint>
@@ -31,6 +33,9 @@
 
 namespace stitch::library::cuda {
 namespace {
+
+// The plans one context keeps at most.
+constexpr std::size_t kMaxGemmPlans = 256;
 
 // What the cuBLASLt objects of one GEMM shape and alignment are cached under.
 using GemmKey = std::array<int64_t, 25>;
@@ -42,6 +47,7 @@ struct GemmPlan {
   cublasLtMatrixLayout_t layout_c = nullptr; // null when C is read as D's layout
   cublasLtMatrixLayout_t layout_d = nullptr;
   cublasLtMatmulAlgo_t algo = {};
+  uint64_t last_used = 0; // the plans' call count at this plan's last call
 
   GemmPlan() = default;
   GemmPlan(const GemmPlan&) = delete;
@@ -66,6 +72,7 @@ using Preference =
 
 struct stitch_library_gemm_plans {
   std::map<stitch::library::cuda::GemmKey, std::unique_ptr<stitch::library::cuda::GemmPlan>> plans;
+  uint64_t calls = 0;
 };
 
 namespace stitch::library::cuda {
@@ -273,13 +280,20 @@ int32_t run_gemm(const ErrorSink& sink, const stitch_library_call& where, const 
   const GemmKey key = key_of(call, workspace_bytes);
   auto found = plans.find(key);
   if (found == plans.end()) {
+    // A library over symbolic dims calls with a new M per shape: past kMaxGemmPlans the least
+    // recently used plan goes (captured CUDA Graphs hold no reference to it).
+    if (plans.size() >= kMaxGemmPlans)
+      plans.erase(std::min_element(plans.begin(), plans.end(), [](const auto& a, const auto& b) {
+        return a.second->last_used < b.second->last_used;
+      }));
     auto built = std::make_unique<GemmPlan>();
     if (int32_t status = build_plan(sink, libraries->cublaslt, call, workspace_bytes, *built);
         status != STITCH_OK)
       return status;
     found = plans.emplace(key, std::move(built)).first;
   }
-  const GemmPlan& plan = *found->second;
+  GemmPlan& plan = *found->second;
+  plan.last_used = ++libraries->gemm_plans->calls;
 
   if (call.bias != nullptr) {
     STITCH_CHECK_CUBLASLT(sink, cublasLtMatmulDescSetAttribute, plan.operation,
