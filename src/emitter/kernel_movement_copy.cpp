@@ -131,8 +131,68 @@ void emit_split(const GroupEmitContext& ctx, CodeWriter& out) {
   finish_kernel(ctx, out, kernel, args);
 }
 
+namespace {
+
+// A Slice over symbolic dims (legality_symbolic.cpp's slice_support): one thread per output
+// element, its coordinates divided out of the flat index by the output's dims, the input read
+// at start + c * step along each sliced axis (the raw start along a symbolic axis, a constant
+// >= 0; the clamped one along a fixed axis), through the input's strides over the symbols.
+void emit_symbolic_slice(const GroupEmitContext& ctx, CodeWriter& out) {
+  const Node& node = ctx.node();
+  const Graph& g = ctx.graph();
+  NodeContext nc(g, node);
+  const SymShape in = g.tensor(node.inputs[0]).sym_shape();
+  const SymShape result = g.tensor(node.outputs[0]).sym_shape();
+  std::vector<DimExpr> start(in.size(), DimExpr(0));
+  std::vector<int64_t> step(in.size(), 1);
+  const std::vector<int64_t> raw_starts =
+      nc.opset() < 10 ? nc.req_ints("starts") : nc.const_int_vector(1, "starts");
+  const std::vector<SliceAxis> slices = read_slice_params(nc); // in the order of `raw_starts`
+  for (size_t i = 0; i < slices.size(); ++i) {
+    const auto axis = static_cast<size_t>(slices[i].axis);
+    step[axis] = slices[i].step;
+    start[axis] = in[axis].is_constant() ? DimExpr(slices[i].start) : DimExpr(raw_starts[i]);
+  }
+  std::vector<DimExpr> strides(in.size(), DimExpr(1));
+  for (size_t d = in.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * in[d];
+  std::string kernel = ctx.kernel_name();
+  std::vector<KernelArg> args = {input_arg(ctx, node.inputs[0], "in"),
+                                 output_arg(ctx, node.outputs[0], "out")};
+  open_kernel(ctx, out, kernel, args,
+              {fmt::format("Slice of {} into {}: one thread per output element.",
+                           sym_shape_to_string(in), sym_shape_to_string(result))});
+  const LaunchConfig& launch = ctx.group().launch;
+  out.linef("const int64_t n = {};  // elements: {}", dim_code(g, launch.work),
+            launch.work.to_string());
+  out.line("const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;");
+  out.line("const int64_t stride = int64_t(gridDim.x) * blockDim.x;");
+  out.open("for (int64_t i = first; i < n; i += stride)");
+  out.line("int64_t rest = i;");
+  std::vector<std::string> terms;
+  DimExpr base = 0;
+  for (size_t d = result.size(); d-- > 0;) {
+    if (d == 0)
+      out.line("const int64_t c0 = rest;");
+    else
+      out.linef("const int64_t c{0} = rest % {1}; rest /= {1};", d, dim_code(g, result[d]));
+    base = base + start[d] * strides[d];
+    const DimExpr s = strides[d] * step[d];
+    terms.push_back(s.is_constant() && s.constant_value() == 1
+                        ? fmt::format("c{}", d)
+                        : fmt::format("c{} * {}", d, dim_code(g, s)));
+  }
+  if (!(base.is_constant() && base.constant_value() == 0)) terms.push_back(dim_code(g, base));
+  out.linef("out[i] = in[{}];", terms.empty() ? "0" : fmt::format("{}", fmt::join(terms, " + ")));
+  out.close();
+  finish_kernel(ctx, out, kernel, args);
+}
+
+} // namespace
+
 void emit_slice(const GroupEmitContext& ctx, CodeWriter& out) {
   const Node& node = ctx.node();
+  if (ctx.group().launch.work_per_block > 0) return emit_symbolic_slice(ctx, out);
   NodeContext nc(ctx.graph(), node);
   const Shape& in = ctx.tensor(node.inputs[0]).shape;
   Shape in_strides = row_major_strides(in);

@@ -175,7 +175,8 @@ void refuse_symbolic_nodes(const Graph& graph) {
                   fmt::format("cannot generate code over the symbolic dims {} here: {}{}. Over "
                               "symbolic dims stitchc generates pointwise ops, row reductions "
                               "and normalizations of fixed rows, matrix products whose rows alone "
-                              "are symbolic, embedding lookups, Transposes and views so far; bind "
+                              "are symbolic, embedding lookups, Transposes, Slices and views so "
+                              "far; bind "
                               "each dim with --dim NAME=VALUE",
                               fmt::join(symbols, ", "), reason, rest));
 }

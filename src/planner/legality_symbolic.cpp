@@ -336,6 +336,54 @@ FusionDecision gather_support(const Graph& g, const Node& node, const DevicePara
   return FusionDecision::ok();
 }
 
+// A Slice over symbolic dims (kernel_movement_copy.cpp's symbolic read): along a symbolic axis
+// its start a constant >= 0 and its step positive, so that element c of the output reads input
+// element start + c * step at every shape (where the start passes the axis's end, the output
+// is empty there). Fixed axes slice as planned; ends only size the output.
+FusionDecision slice_support(const Graph& g, const Node& node, const DeviceParams& device,
+                             LaunchConfig& launch) {
+  const Tensor& data = g.tensor(node.inputs[0]);
+  const SymShape dims = data.sym_shape();
+  NodeContext nc(g, node);
+  for (int k = 1; k < static_cast<int>(node.inputs.size()); ++k) {
+    if (k == 2 || node.inputs[static_cast<size_t>(k)] == kNoTensor) continue; // ends size it
+    const Tensor& x = g.tensor(node.inputs[static_cast<size_t>(k)]);
+    if (std::any_of(x.sym_values.begin(), x.sym_values.end(),
+                    [](const DimExpr& v) { return !v.is_constant(); }))
+      return FusionDecision::no(fmt::format("a Slice whose {} '{}' = {} depends on the symbols",
+                                            k == 1   ? "starts"
+                                            : k == 3 ? "axes"
+                                                     : "steps",
+                                            x.name, sym_shape_to_string(x.sym_values)));
+  }
+  std::vector<int64_t> starts, axes, steps;
+  if (nc.opset() < 10) {
+    starts = nc.req_ints("starts");
+    axes = nc.attr_ints("axes");
+  } else {
+    starts = nc.const_int_vector(1, "starts");
+    if (nc.has_input(3)) axes = nc.const_int_vector(3, "axes");
+    if (nc.has_input(4)) steps = nc.const_int_vector(4, "steps");
+  }
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i)
+      axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  const std::vector<int64_t> normalized = nc.normalize_axes(axes, nc.rank(0), "axes");
+  for (size_t i = 0; i < starts.size() && i < normalized.size() && i < steps.size(); ++i) {
+    const DimExpr& d = dims[static_cast<size_t>(normalized[i])];
+    if (d.is_constant()) continue;
+    if (starts[i] < 0 || steps[i] <= 0)
+      return FusionDecision::no(fmt::format("a Slice of the symbolic axis {} of '{}' {} from {} "
+                                            "step {} (over symbolic dims a start >= 0 and a "
+                                            "positive step)",
+                                            normalized[i], data.name, dims_str(data), starts[i],
+                                            steps[i]));
+  }
+  flat_symbolic_launch(g, elements_of(g.tensor(node.outputs[0]).sym_shape()), 1, device, launch);
+  return FusionDecision::ok();
+}
+
 } // namespace
 
 FusionDecision symbolic_support(const Graph& g, FusionGroup& group, const DeviceParams& device) {
@@ -365,6 +413,10 @@ FusionDecision symbolic_support(const Graph& g, FusionGroup& group, const Device
       return FusionDecision::ok();
     }
     if (node.op == OpKind::Gather) return gather_support(g, node, device, group.launch);
+    if (node.op == OpKind::Slice) {
+      group.mapping = ThreadMapping::Flat;
+      return slice_support(g, node, device, group.launch);
+    }
     if (node.op == OpKind::Transpose) {
       // One thread per output element (kernel_movement_permute.cpp's symbolic copy).
       group.mapping = ThreadMapping::Flat;

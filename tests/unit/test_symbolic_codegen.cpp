@@ -325,6 +325,29 @@ TEST_CASE("a Transpose of symbolic axes", "[symbolic][emitter]") {
   CHECK_THAT(g.sources, Catch::Contains("out[i] = in[c3 + c2 * 32 + c1 * 8 + c0 * (sym1 * 32)];"));
 }
 
+// Proves: a Slice along a symbolic axis (a start >= 0) reads start + c * step through the
+// input's strides over the symbols; a negative start there is refused with the reason.
+TEST_CASE("a Slice along symbolic axes", "[symbolic][emitter]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {-1, -1, 8}, {"batch", "seq"}).output("tail");
+  m.initializer_i64("one", {1}, {1});
+  m.initializer_i64("big", {1}, {100});
+  m.initializer_i64("axis1", {1}, {1});
+  m.node("Slice", {"x", "one", "big", "axis1"}, {"tail"});
+  const Generated g = generate(m, {dim("batch", 1, 4, 2), dim("seq", 2, 16, 5)});
+  CHECK_THAT(g.sources, Catch::Contains("out[i] = in[c2 + c1 * 8 + c0 * (sym1 * 8) + 8];"));
+
+  ModelBuilder last;
+  last.input("x", kFloat, {-1, -1, 8}, {"batch", "seq"}).output("y");
+  last.initializer_i64("minus_one", {1}, {-1});
+  last.initializer_i64("big", {1}, {100});
+  last.initializer_i64("axis1", {1}, {1});
+  last.node("Slice", {"x", "minus_one", "big", "axis1"}, {"y"}, "last_token");
+  CHECK_THAT(refusal(last, {dim("batch", 1, 4, 2), dim("seq", 1, 16, 5)}),
+             Catch::Contains("node 'last_token' (Slice)") &&
+                 Catch::Contains("from -1 step 1 (over symbolic dims a start >= 0"));
+}
+
 // Proves: the launcher describes the symbols (names from the blob, never as code), marks the
 // inputs' symbolic dims -1 with their symbol, and writes each output's dims for given values.
 TEST_CASE("the launcher describes the symbols and the outputs' dims", "[symbolic][emitter]") {
