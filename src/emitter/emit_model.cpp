@@ -327,10 +327,8 @@ GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const Memory
     const Tensor& t = g.tensor(out);
     std::string bytes = std::to_string(t.bytes());
     if (t.is_dynamic()) {
-      DimExpr count = static_cast<int64_t>(dtype_size(t.dtype));
-      for (const DimExpr& d : t.dims)
-        count = count * d;
-      bytes = fmt::format("static_cast<size_t>({})", dim_code(g, count));
+      bytes = fmt::format("static_cast<size_t>({})",
+                          dim_code(g, sym_elements(t.dims) * dtype_size(t.dtype)));
     }
     w.comment(fmt::format("output {} ('{}') is a copy", i, t.name));
     w.linef("if ((status = stitch_call_result(cudaMemcpyAsync(b->outputs[{}], {}, {}, "

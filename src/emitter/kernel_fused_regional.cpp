@@ -569,10 +569,10 @@ std::string regional_summary(const RegionalSpec& spec) {
   // Over symbolic dims the rows are an expression of the symbols (the launch's work).
   std::string rows = std::to_string(spec.rows);
   if (!spec.space_dims.empty()) {
-    DimExpr count = 1;
-    for (size_t d = 0; d < spec.row_axes_from; ++d)
-      count = count * spec.space_dims[d];
-    rows = count.to_string();
+    rows = sym_elements(
+               SymShape(spec.space_dims.begin(),
+                        spec.space_dims.begin() + static_cast<std::ptrdiff_t>(spec.row_axes_from)))
+               .to_string();
   }
   return fmt::format("{} rows of {} elements, {} per row, {} pass{}{}.", rows, spec.row_length, who,
                      spec.passes, spec.passes == 1 ? "" : "es", cache);

@@ -91,6 +91,35 @@ void open_grid_stride_loop(CodeWriter& out, int64_t count, std::string_view inde
   out.open(fmt::format("for (int64_t {0} = first; {0} < n; {0} += stride)", index));
 }
 
+void open_symbolic_loop(const GroupEmitContext& ctx, CodeWriter& out) {
+  const LaunchConfig& launch = ctx.group().launch;
+  out.linef("const int64_t n = {};  // elements: {}", dim_code(ctx.graph(), launch.work),
+            launch.work.to_string());
+  out.line("const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;");
+  out.line("const int64_t stride = int64_t(gridDim.x) * blockDim.x;");
+  out.open("for (int64_t i = first; i < n; i += stride)");
+}
+
+void emit_symbolic_strided_read(const GroupEmitContext& ctx, CodeWriter& out,
+                                const SymShape& result, const std::vector<DimExpr>& strides,
+                                const DimExpr& base) {
+  const Graph& g = ctx.graph();
+  out.line("int64_t rest = i;");
+  std::vector<std::string> terms;
+  for (size_t d = result.size(); d-- > 0;) {
+    if (d == 0)
+      out.line("const int64_t c0 = rest;");
+    else
+      out.linef("const int64_t c{0} = rest % {1}; rest /= {1};", d, dim_code(g, result[d]));
+    const DimExpr& s = strides[d];
+    terms.push_back(s.is_constant() && s.constant_value() == 1
+                        ? fmt::format("c{}", d)
+                        : fmt::format("c{} * {}", d, dim_code(g, s)));
+  }
+  if (!(base.is_constant() && base.constant_value() == 0)) terms.push_back(dim_code(g, base));
+  out.linef("out[i] = in[{}];", terms.empty() ? "0" : fmt::format("{}", fmt::join(terms, " + ")));
+}
+
 void finish_kernel(const GroupEmitContext& ctx, CodeWriter& out, const std::string& kernel,
                    const std::vector<KernelArg>& args) {
   out.close();

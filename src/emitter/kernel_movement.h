@@ -27,6 +27,14 @@ void open_kernel(const GroupEmitContext& ctx, CodeWriter& out, const std::string
                  const std::vector<KernelArg>& args, const std::vector<std::string>& notes = {});
 // "const int64_t n = count;" and "for (int64_t i = first; i < n; i += stride) {".
 void open_grid_stride_loop(CodeWriter& out, int64_t count, std::string_view index = "i");
+// Over symbolic dims (LaunchConfig::work): "const int64_t n = <the work>;" and the same loop.
+void open_symbolic_loop(const GroupEmitContext& ctx, CodeWriter& out);
+// Over symbolic dims, the loop's body of a strided copy: the coordinates c of output element i
+// over `result` (divided out by the symbols' values where symbolic), and
+// out[i] = in[base + sum c_d * strides[d]].
+void emit_symbolic_strided_read(const GroupEmitContext& ctx, CodeWriter& out,
+                                const SymShape& result, const std::vector<DimExpr>& strides,
+                                const DimExpr& base);
 // Closes the kernel and writes the launch function for it.
 void finish_kernel(const GroupEmitContext& ctx, CodeWriter& out, const std::string& kernel,
                    const std::vector<KernelArg>& args);

@@ -162,28 +162,14 @@ void emit_symbolic_slice(const GroupEmitContext& ctx, CodeWriter& out) {
   open_kernel(ctx, out, kernel, args,
               {fmt::format("Slice of {} into {}: one thread per output element.",
                            sym_shape_to_string(in), sym_shape_to_string(result))});
-  const LaunchConfig& launch = ctx.group().launch;
-  out.linef("const int64_t n = {};  // elements: {}", dim_code(g, launch.work),
-            launch.work.to_string());
-  out.line("const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;");
-  out.line("const int64_t stride = int64_t(gridDim.x) * blockDim.x;");
-  out.open("for (int64_t i = first; i < n; i += stride)");
-  out.line("int64_t rest = i;");
-  std::vector<std::string> terms;
+  std::vector<DimExpr> read_strides;
   DimExpr base = 0;
-  for (size_t d = result.size(); d-- > 0;) {
-    if (d == 0)
-      out.line("const int64_t c0 = rest;");
-    else
-      out.linef("const int64_t c{0} = rest % {1}; rest /= {1};", d, dim_code(g, result[d]));
+  for (size_t d = 0; d < in.size(); ++d) {
     base = base + start[d] * strides[d];
-    const DimExpr s = strides[d] * step[d];
-    terms.push_back(s.is_constant() && s.constant_value() == 1
-                        ? fmt::format("c{}", d)
-                        : fmt::format("c{} * {}", d, dim_code(g, s)));
+    read_strides.push_back(strides[d] * step[d]);
   }
-  if (!(base.is_constant() && base.constant_value() == 0)) terms.push_back(dim_code(g, base));
-  out.linef("out[i] = in[{}];", terms.empty() ? "0" : fmt::format("{}", fmt::join(terms, " + ")));
+  open_symbolic_loop(ctx, out);
+  emit_symbolic_strided_read(ctx, out, result, read_strides, base);
   out.close();
   finish_kernel(ctx, out, kernel, args);
 }

@@ -56,11 +56,7 @@ void emit_gather(const GroupEmitContext& ctx, CodeWriter& out) {
   if (launch.work_per_block > 0) {
     // Over symbolic dims the indices are the symbolic part and the data before the axis is
     // one slice (legality): output element i is row i / inner of the picked rows.
-    out.linef("const int64_t n = {};  // elements: {}", dim_code(ctx.graph(), launch.work),
-              launch.work.to_string());
-    out.line("const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;");
-    out.line("const int64_t stride = int64_t(gridDim.x) * blockDim.x;");
-    out.open("for (int64_t i = first; i < n; i += stride)");
+    open_symbolic_loop(ctx, out);
     out.linef("const int64_t p = {}, j = {}, o = 0;", quotient_mod("i", 1, inner),
               quotient_mod("i", inner, -1));
   } else {

@@ -116,25 +116,11 @@ void emit_symbolic_transpose(const GroupEmitContext& ctx, CodeWriter& out) {
       ctx, out, kernel, args,
       {fmt::format("The copy of {} with perm [{}] into {}, one thread per output element.",
                    sym_shape_to_string(in), fmt::join(perm, ","), sym_shape_to_string(result))});
-  const LaunchConfig& launch = ctx.group().launch;
-  out.linef("const int64_t n = {};  // elements: {}", dim_code(g, launch.work),
-            launch.work.to_string());
-  out.line("const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;");
-  out.line("const int64_t stride = int64_t(gridDim.x) * blockDim.x;");
-  out.open("for (int64_t i = first; i < n; i += stride)");
-  out.line("int64_t rest = i;");
-  std::vector<std::string> terms;
-  for (size_t d = result.size(); d-- > 0;) {
-    if (d == 0)
-      out.line("const int64_t c0 = rest;");
-    else
-      out.linef("const int64_t c{0} = rest % {1}; rest /= {1};", d, dim_code(g, result[d]));
-    const DimExpr& s = strides[static_cast<size_t>(perm[d])];
-    terms.push_back(s.is_constant() && s.constant_value() == 1
-                        ? fmt::format("c{}", d)
-                        : fmt::format("c{} * {}", d, dim_code(g, s)));
-  }
-  out.linef("out[i] = in[{}];", terms.empty() ? "0" : fmt::format("{}", fmt::join(terms, " + ")));
+  std::vector<DimExpr> read_strides;
+  for (int64_t p : perm)
+    read_strides.push_back(strides[static_cast<size_t>(p)]);
+  open_symbolic_loop(ctx, out);
+  emit_symbolic_strided_read(ctx, out, result, read_strides, DimExpr(0));
   out.close();
   finish_kernel(ctx, out, kernel, args);
 }

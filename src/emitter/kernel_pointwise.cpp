@@ -122,10 +122,7 @@ VectorAccess vector_access(DType t, int width, const GroupEmitContext& ctx) {
 }
 
 std::string element_count_code(const Graph& g, const SymShape& dims) {
-  DimExpr count = 1;
-  for (const DimExpr& d : dims)
-    count = count * d;
-  return dim_code(g, count);
+  return dim_code(g, sym_elements(dims));
 }
 
 bool tensor_is_whole(const Graph& g, TensorId t, const SymShape& against_dims) {
@@ -146,9 +143,7 @@ std::string tensor_index(const Graph& g, TensorId t, const Shape& against,
   // Over symbolic dims, the axes up to the last symbolic one are either all 1 in `t` or the
   // iteration's own (legality): then the block of `t` that the leading index picks starts at
   // that index (what emit_coordinates leaves in rest) times the block's size.
-  size_t fixed_from = 0;
-  for (size_t d = 0; d < against_dims.size(); ++d)
-    if (!against_dims[d].is_constant()) fixed_from = d + 1;
+  const size_t fixed_from = symbolic_prefix(against_dims);
   std::vector<std::string> terms;
   int64_t stride = 1;
   for (size_t d = in.size(); d-- > 0;) {
@@ -188,9 +183,7 @@ std::string tensor_index(const Graph& g, TensorId t, const Shape& against,
 }
 
 bool needs_symbolic_coordinates(const Graph& g, TensorId t, const SymShape& against_dims) {
-  size_t fixed_from = 0;
-  for (size_t d = 0; d < against_dims.size(); ++d)
-    if (!against_dims[d].is_constant()) fixed_from = d + 1;
+  const size_t fixed_from = symbolic_prefix(against_dims);
   if (fixed_from == 0 || tensor_is_whole(g, t, against_dims) || tensor_is_scalar(g, t))
     return false;
   // The operand's dims right-aligned against the iteration's, its missing leading axes 1.
@@ -207,9 +200,7 @@ bool needs_symbolic_coordinates(const Graph& g, TensorId t, const SymShape& agai
 
 void emit_symbolic_coordinates(CodeWriter& out, const Graph& g, const SymShape& dims,
                                const std::string& linear, const std::string& coordinate) {
-  size_t fixed_from = 0;
-  for (size_t d = 0; d < dims.size(); ++d)
-    if (!dims[d].is_constant()) fixed_from = d + 1;
+  const size_t fixed_from = symbolic_prefix(dims);
   const std::string rest = linear == "i" ? "rest" : linear + "_rest";
   out.comment(
       fmt::format("the coordinates of the axes up to the last symbolic one, from {}", rest));
@@ -236,10 +227,7 @@ bool needs_coordinates(const Shape& in, const Shape& out) {
 void emit_coordinates(CodeWriter& out, const Shape& shape, const std::string& linear,
                       const std::string& coordinate, const SymShape* dims) {
   const std::string rest = linear == "i" ? "rest" : linear + "_rest";
-  size_t fixed_from = 0; // the first axis after the last symbolic one
-  if (dims != nullptr)
-    for (size_t d = 0; d < dims->size(); ++d)
-      if (!(*dims)[d].is_constant()) fixed_from = d + 1;
+  const size_t fixed_from = dims != nullptr ? symbolic_prefix(*dims) : 0;
   if (fixed_from > 0) {
     if (fixed_from < shape.size())
       out.comment(fmt::format("the coordinates of the axes after the last symbolic one ({} on)",

@@ -351,29 +351,44 @@ DimBounds DimExpr::bounds(const SymbolRanges& ranges) const {
   return sum;
 }
 
-std::string DimExpr::to_string() const {
-  if (terms_.empty()) return "0";
-  // The constant term (first in the canonical order) is written last: seq+1, not 1+seq.
+namespace {
+
+// A canonical sum written out, the constant term (first in the canonical order) last: seq+1,
+// not 1+seq. As text, compact and each coefficient first ("2*seq+1"); as C++ (`code`), spaced
+// and each coefficient after its product ("sym1 * 2 + 1").
+std::string write_sum(const std::vector<Term>& terms,
+                      const std::function<std::string(const Atom&)>& atom, bool code) {
   std::vector<const Term*> order;
-  for (const Term& t : terms_)
+  for (const Term& t : terms)
     if (!t.atoms.empty()) order.push_back(&t);
-  if (terms_[0].atoms.empty()) order.push_back(&terms_[0]);
+  if (terms[0].atoms.empty()) order.push_back(&terms[0]);
+  const char* times = code ? " * " : "*";
   std::string out;
   for (const Term* t : order) {
     int64_t c = t->coefficient;
     if (c < 0) {
-      out += "-";
+      out += code && !out.empty() ? " - " : "-";
       c = checked_sub(0, c);
     } else if (!out.empty()) {
-      out += "+";
+      out += code ? " + " : "+";
     }
     std::string product;
-    if (c != 1 || t->atoms.empty()) product = std::to_string(c);
     for (const Atom& a : t->atoms)
-      product += (product.empty() ? "" : "*") + atom_string(a);
+      product += (product.empty() ? "" : times) + atom(a);
+    if (t->atoms.empty())
+      product = std::to_string(c);
+    else if (c != 1)
+      product = code ? product + times + std::to_string(c) : std::to_string(c) + times + product;
     out += product;
   }
   return out;
+}
+
+} // namespace
+
+std::string DimExpr::to_string() const {
+  if (terms_.empty()) return "0";
+  return write_sum(terms_, atom_string, false);
 }
 
 namespace {
@@ -400,27 +415,10 @@ std::string DimExpr::to_code(const std::function<std::string(const std::string&)
   if (is_constant()) return std::to_string(constant_value());
   if (terms_.size() == 1 && terms_[0].coefficient == 1 && terms_[0].atoms.size() == 1)
     return atom_code(terms_[0].atoms[0], symbol); // one symbol, or one call: no parentheses
-  std::vector<const Term*> order;
-  for (const Term& t : terms_)
-    if (!t.atoms.empty()) order.push_back(&t);
-  if (terms_[0].atoms.empty()) order.push_back(&terms_[0]);
-  std::string out;
-  for (const Term* t : order) {
-    int64_t c = t->coefficient;
-    if (c < 0) {
-      out += out.empty() ? "-" : " - ";
-      c = checked_sub(0, c);
-    } else if (!out.empty()) {
-      out += " + ";
-    }
-    std::string product;
-    for (const Atom& a : t->atoms)
-      product += (product.empty() ? "" : " * ") + atom_code(a, symbol);
-    if (c != 1 || t->atoms.empty())
-      product = t->atoms.empty() ? std::to_string(c) : product + " * " + std::to_string(c);
-    out += product;
-  }
-  return "(" + out + ")";
+  return "(" +
+         write_sum(
+             terms_, [&](const Atom& a) { return atom_code(a, symbol); }, true) +
+         ")";
 }
 
 int DimExpr::compare(const DimExpr& a, const DimExpr& b) {
@@ -441,6 +439,20 @@ std::string sym_shape_to_string(const SymShape& shape) {
 
 SymShape sym_shape_of(const std::vector<int64_t>& shape) {
   return SymShape(shape.begin(), shape.end());
+}
+
+DimExpr sym_elements(const SymShape& shape) {
+  DimExpr count = 1;
+  for (const DimExpr& d : shape)
+    count = count * d;
+  return count;
+}
+
+size_t symbolic_prefix(const SymShape& shape) {
+  size_t end = 0;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (!shape[d].is_constant()) end = d + 1;
+  return end;
 }
 
 bool is_static(const SymShape& shape) {

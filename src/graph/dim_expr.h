@@ -111,5 +111,10 @@ std::string sym_shape_to_string(const SymShape& shape);
 SymShape sym_shape_of(const std::vector<int64_t>& shape);
 // True when every dim is a constant.
 bool is_static(const SymShape& shape);
+// The product of the dims: a shape's elements as an expression.
+DimExpr sym_elements(const SymShape& shape);
+// One past the last dim that depends on the symbols (0 for a static shape): the dims from
+// there on are constants.
+size_t symbolic_prefix(const SymShape& shape);
 
 } // namespace stitch

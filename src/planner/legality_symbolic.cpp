@@ -5,7 +5,7 @@
 // never how one work item is computed:
 //   - a pointwise kernel (one node, or a Local group without movement nodes) whose iteration's
 //     elements are the work: every operand it reads broadcasts to the iteration over the
-//     symbols (fixed_index);
+//     symbols (broadcasts_over_symbols);
 //   - a row reduction or a Regional group (row ops and their pointwise neighbours) whose rows
 //     are the work and whose row is fixed: every tensor is per element, per row, or the same
 //     for every row (row_space_index); row lookups (Gather) not yet;
@@ -27,13 +27,6 @@ namespace stitch::legality {
 
 namespace {
 
-DimExpr elements_of(const SymShape& dims) {
-  DimExpr count = 1;
-  for (const DimExpr& d : dims)
-    count = count * d;
-  return count;
-}
-
 std::string dims_str(const Tensor& t) { return sym_shape_to_string(t.sym_shape()); }
 
 // Whether a kernel can read `t` against an iteration of dims `it` (pointwise_expression.h,
@@ -42,7 +35,7 @@ std::string dims_str(const Tensor& t) { return sym_shape_to_string(t.sym_shape()
 // tensor fixed after the iteration's last symbolic axis and, up to it, all 1 or the iteration's
 // own, through the fixed coordinates (and the leading index); any other through every
 // coordinate, the symbolic ones divided out of the flat index per element.
-FusionDecision fixed_index(const Graph& g, TensorId t, const SymShape& it) {
+FusionDecision broadcasts_over_symbols(const Graph& g, TensorId t, const SymShape& it) {
   const Tensor& x = g.tensor(t);
   SymShape dims = x.sym_shape();
   if (dims == it) return FusionDecision::ok();
@@ -78,7 +71,7 @@ void flat_symbolic_launch(const Graph& g, const DimExpr& work, int vector_width,
 FusionDecision pointwise_support(const Graph& g, const SymShape& it,
                                  const std::vector<TensorId>& reads, int& vector_width) {
   for (TensorId t : reads)
-    if (FusionDecision d = fixed_index(g, t, it); !d) return d;
+    if (FusionDecision d = broadcasts_over_symbols(g, t, it); !d) return d;
   for (TensorId t : reads)
     if (!whole_or_scalar(g, t, it)) vector_width = 1;
   return FusionDecision::ok();
@@ -101,8 +94,8 @@ FusionDecision gemm_support(const Graph& g, GemmSpec& spec) {
   const SymShape a_dims = a.sym_shape();
   if (a_dims.empty() || !a_dims.back().is_constant())
     return FusionDecision::no(fmt::format("A '{}' {}: K must be fixed", a.name, dims_str(a)));
-  const DimExpr m = elements_of(SymShape(a_dims.begin(), a_dims.end() - 1));
-  if (elements_of(result.sym_shape()) != m * DimExpr(spec.n))
+  const DimExpr m = sym_elements(SymShape(a_dims.begin(), a_dims.end() - 1));
+  if (sym_elements(result.sym_shape()) != m * DimExpr(spec.n))
     return FusionDecision::no(fmt::format("the result '{}' {} is not M x N of A {}", result.name,
                                           dims_str(result), dims_str(a)));
   // Where each addend goes was decided at the planning binding, where a residual of the
@@ -236,8 +229,8 @@ void row_symbolic_launch(const Graph& g, const DimExpr& lines, int64_t length,
 }
 
 FusionDecision regional_support(const Graph& g, const std::vector<int32_t>& nodes,
-                                RegionalSpec& spec, ThreadMapping mapping,
-                                const DeviceParams& device, LaunchConfig& launch) {
+                                RegionalSpec& spec, const DeviceParams& device,
+                                LaunchConfig& launch) {
   if (!spec.gathers.empty())
     return FusionDecision::no("row lookups (Gather) in a row group over symbolic dims");
   // The space's dims: the tensor row_space_shape took it from (the first of the highest rank
@@ -261,16 +254,14 @@ FusionDecision regional_support(const Graph& g, const std::vector<int32_t>& node
                               "ops read");
   // The row starts after the last symbolic axis at the latest: the planning binding may have
   // put size-1 axes into it that are rows at other values of the symbols.
-  space.split = spec.row_axes_from;
-  for (size_t d = 0; d < space.dims.size(); ++d)
-    if (!space.dims[d].is_constant()) space.split = std::max(space.split, d + 1);
+  space.split = std::max(spec.row_axes_from, symbolic_prefix(space.dims));
   for (int32_t n : nodes) {
     const Node& node = g.nodes[n];
     if (reduction_rule(node.op) != nullptr) {
       DimExpr lines;
       int64_t length = 0;
       if (FusionDecision d = symbolic_rows(g, node, lines, length); !d) return d;
-      if (length != spec.row_length || lines != elements_of(space.rows()))
+      if (length != spec.row_length || lines != sym_elements(space.rows()))
         return FusionDecision::no(fmt::format("{} reduces other rows than the row space {}",
                                               op_name(node.op), sym_shape_to_string(space.dims)));
     }
@@ -313,7 +304,7 @@ FusionDecision regional_support(const Graph& g, const std::vector<int32_t>& node
   }
   spec.space_dims = space.dims;
   spec.row_axes_from = space.split;
-  row_symbolic_launch(g, elements_of(space.rows()), spec.row_length, mapping, device, launch);
+  row_symbolic_launch(g, sym_elements(space.rows()), spec.row_length, spec.mapping, device, launch);
   return FusionDecision::ok();
 }
 
@@ -332,7 +323,7 @@ FusionDecision gather_support(const Graph& g, const Node& node, const DevicePara
       return FusionDecision::no(fmt::format("a Gather along axis {} of '{}' {} over symbolic dims "
                                             "(the axes before it must be 1)",
                                             axis, data.name, shape_str(data.shape)));
-  flat_symbolic_launch(g, elements_of(g.tensor(node.outputs[0]).sym_shape()), 1, device, launch);
+  flat_symbolic_launch(g, sym_elements(g.tensor(node.outputs[0]).sym_shape()), 1, device, launch);
   return FusionDecision::ok();
 }
 
@@ -380,7 +371,7 @@ FusionDecision slice_support(const Graph& g, const Node& node, const DeviceParam
                                             normalized[i], data.name, dims_str(data), starts[i],
                                             steps[i]));
   }
-  flat_symbolic_launch(g, elements_of(g.tensor(node.outputs[0]).sym_shape()), 1, device, launch);
+  flat_symbolic_launch(g, sym_elements(g.tensor(node.outputs[0]).sym_shape()), 1, device, launch);
   return FusionDecision::ok();
 }
 
@@ -404,11 +395,6 @@ FusionDecision symbolic_support(const Graph& g, FusionGroup& group, const Device
       if (FusionDecision d = symbolic_rows(g, node, lines, length); !d) return d;
       if (!spec->reduction->rows() || length != spec->reduction->length)
         return FusionDecision::no("a reduction over symbolic dims whose lines are not rows");
-      if (FusionDecision d = row_space_index(g, node.outputs[0],
-                                             SymRowSpace{g.tensor(node.outputs[0]).sym_shape(),
-                                                         g.tensor(node.outputs[0]).dims.size()});
-          !d)
-        return d;
       row_symbolic_launch(g, lines, length, group.mapping, device, group.launch);
       return FusionDecision::ok();
     }
@@ -422,7 +408,7 @@ FusionDecision symbolic_support(const Graph& g, FusionGroup& group, const Device
       group.mapping = ThreadMapping::Flat;
       group.launch =
           flat_launch(std::max<int64_t>(1, g.tensor(node.outputs[0]).elements()), 1, device);
-      flat_symbolic_launch(g, elements_of(g.tensor(node.outputs[0]).sym_shape()), 1, device,
+      flat_symbolic_launch(g, sym_elements(g.tensor(node.outputs[0]).sym_shape()), 1, device,
                            group.launch);
       return FusionDecision::ok();
     }
@@ -434,7 +420,7 @@ FusionDecision symbolic_support(const Graph& g, FusionGroup& group, const Device
     std::erase(reads, kNoTensor);
     int width = group.launch.vector_width;
     if (FusionDecision d = pointwise_support(g, it, reads, width); !d) return d;
-    flat_symbolic_launch(g, elements_of(it), width, device, group.launch);
+    flat_symbolic_launch(g, sym_elements(it), width, device, group.launch);
     group.launch.vector_width = width;
     return FusionDecision::ok();
   }
@@ -451,12 +437,12 @@ FusionDecision symbolic_support(const Graph& g, FusionGroup& group, const Device
     if (FusionDecision d = pointwise_support(g, it, spec->io.reads, width); !d) return d;
     spec->vector_width = width;
     spec->iteration_dims = it;
-    flat_symbolic_launch(g, elements_of(it), width, device, group.launch);
+    flat_symbolic_launch(g, sym_elements(it), width, device, group.launch);
     group.launch.vector_width = width;
     return FusionDecision::ok();
   }
   if (auto* spec = std::get_if<RegionalSpec>(&group.spec))
-    return regional_support(g, group.nodes, *spec, spec->mapping, device, group.launch);
+    return regional_support(g, group.nodes, *spec, device, group.launch);
   return FusionDecision::no(
       fmt::format("no {} group over symbolic dims yet", group_kind_name(group.kind)));
 }

@@ -38,10 +38,10 @@ std::string describe_pointer(const void* pointer) {
        "the generated model breaks the runtime ABI (a stitchc bug): " + message);
 }
 
-// `symbols`: the model's symbols where a dim may be -1 (a symbolic dim; `bytes` is then the
+// `model`: the model whose symbols a dim may be -1 for (a symbolic dim; `bytes` is then the
 // size at the maxima, which only inputs can check here), null where none may.
 void check_generated_tensor(const char* kind, std::size_t index, const stitch_abi_tensor& tensor,
-                            const stitch_abi_model* symbols = nullptr, bool input = false) {
+                            const stitch_abi_model* model = nullptr, bool input = false) {
   const std::string label = std::string(kind) + " " + std::to_string(index);
   if (tensor.name == nullptr) fail_generated(label + " has no name");
   const std::string named = describe_tensor(kind, index, tensor);
@@ -53,19 +53,19 @@ void check_generated_tensor(const char* kind, std::size_t index, const stitch_ab
   uint64_t bytes = dtype_size(tensor.dtype);
   bool symbolic = false;
   for (int32_t d = 0; d < tensor.rank; ++d) {
-    if (tensor.dims[d] == -1 && symbols != nullptr && symbols->num_symbols > 0) {
+    if (tensor.dims[d] == -1 && model != nullptr && model->num_symbols > 0) {
       symbolic = true;
       const int32_t s = tensor.symbols[d];
       if (!input) {
-        if (s < -1 || s >= symbols->num_symbols)
+        if (s < -1 || s >= model->num_symbols)
           fail_generated(named + " dim " + std::to_string(d) + " names symbol " +
-                         std::to_string(s) + " of " + std::to_string(symbols->num_symbols));
+                         std::to_string(s) + " of " + std::to_string(model->num_symbols));
         continue;
       }
-      if (s < 0 || s >= symbols->num_symbols)
+      if (s < 0 || s >= model->num_symbols)
         fail_generated(named + " dim " + std::to_string(d) + " names symbol " + std::to_string(s) +
-                       " of " + std::to_string(symbols->num_symbols));
-      if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(symbols->symbols[s].max), &bytes))
+                       " of " + std::to_string(model->num_symbols));
+      if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(model->symbols[s].max), &bytes))
         fail_generated(named + " overflows 64 bits at its symbols' maxima");
       continue;
     }
@@ -83,13 +83,13 @@ void check_generated_tensor(const char* kind, std::size_t index, const stitch_ab
 }
 
 void check_generated_table(const char* kind, int32_t count, const stitch_abi_tensor* table,
-                           const stitch_abi_model* symbols = nullptr, bool input = false) {
+                           const stitch_abi_model* model = nullptr, bool input = false) {
   if (count < 0) fail_generated(std::string("it has ") + std::to_string(count) + " " + kind + "s");
   if (count > 0 && table == nullptr)
     fail_generated(std::string("its ") + kind + " table is null but it has " +
                    std::to_string(count) + " " + kind + "s");
   for (int32_t i = 0; i < count; ++i)
-    check_generated_tensor(kind, static_cast<std::size_t>(i), table[i], symbols, input);
+    check_generated_tensor(kind, static_cast<std::size_t>(i), table[i], model, input);
 }
 
 void check_generated_symbols(const stitch_abi_model& abi) {
