@@ -251,25 +251,43 @@ GemmArguments emit_epilogue_fields(const GroupEmitContext& ctx, CodeWriter& out,
 void emit_gemm_call(const GroupEmitContext& ctx, CodeWriter& out) {
   const GemmSpec& spec = ctx.spec<GemmSpec>();
   if (!open_gemm_function(ctx, out, spec)) return;
-  std::string m = std::to_string(spec.m);
-  if (spec.m_dims) {
-    const Graph& g = ctx.graph();
-    emit_symbol_reads(g, symbols_of(g, {*spec.m_dims}), out);
-    m = dim_code(g, *spec.m_dims);
-    out.comment(fmt::format("M = {}: the library's layouts and algorithm are cached per M",
-                            spec.m_dims->to_string()));
+  // The call's extents: the plan's numbers, or over symbolic dims the run's values of their
+  // expressions.
+  const Graph& g = ctx.graph();
+  using Extents = GemmSpec::SymbolicExtents;
+  const std::optional<Extents>& e = spec.symbolic;
+  auto extent = [&](DimExpr Extents::*field, int64_t planned) {
+    return e ? dim_code(g, (*e).*field) : std::to_string(planned);
+  };
+  auto text = [&](DimExpr Extents::*field, int64_t planned) {
+    return e ? ((*e).*field).to_string() : std::to_string(planned);
+  };
+  if (e) {
+    emit_symbol_reads(g, symbols_of(g, {e->m, e->n, e->k, e->lda, e->ldb, e->batch_count}), out);
+    out.comment(fmt::format("over symbolic dims: M = {}, N = {}, K = {}{}; the library's layouts "
+                            "and algorithm are cached per shape",
+                            e->m.to_string(), e->n.to_string(), e->k.to_string(),
+                            e->batch_count != DimExpr(1)
+                                ? fmt::format(", {} batches", e->batch_count.to_string())
+                                : std::string()));
   }
   if (spec.rows_folded)
-    out.comment(fmt::format("B is shared by all batches of A: one GEMM with M = {}",
-                            spec.m_dims ? spec.m_dims->to_string() : m));
-  out.linef("stitch_gemm_desc desc = stitch_gemm_desc_packed({}, {}, {}); // m, n, k", m, spec.n,
-            spec.k);
+    out.comment(
+        fmt::format("B is shared by all batches of A: one GEMM with M = {}", text(&Extents::m, spec.m)));
+  out.linef("stitch_gemm_desc desc = stitch_gemm_desc_packed({}, {}, {}); // m, n, k",
+            extent(&Extents::m, spec.m), extent(&Extents::n, spec.n), extent(&Extents::k, spec.k));
   emit_dtype_field(out, spec.dtype);
   if (spec.math == LibraryMath::Tf32) out.line("desc.allow_tf32 = 1; // --precision tf32");
-  if (spec.trans_a) out.linef("desc.trans_a = 1; // A is stored [{}, {}]", spec.k, spec.m);
-  if (spec.trans_a || spec.lda != spec.k) out.linef("desc.lda = {};", spec.lda);
-  if (spec.trans_b) out.linef("desc.trans_b = 1; // B is stored [{}, {}]", spec.n, spec.k);
-  if (spec.trans_b || spec.ldb != spec.n) out.linef("desc.ldb = {};", spec.ldb);
+  if (spec.trans_a)
+    out.linef("desc.trans_a = 1; // A is stored [{}, {}]", text(&Extents::k, spec.k),
+              text(&Extents::m, spec.m));
+  if (spec.trans_a || (e ? e->lda != e->k : spec.lda != spec.k))
+    out.linef("desc.lda = {};", extent(&Extents::lda, spec.lda));
+  if (spec.trans_b)
+    out.linef("desc.trans_b = 1; // B is stored [{}, {}]", text(&Extents::n, spec.n),
+              text(&Extents::k, spec.k));
+  if (spec.trans_b || (e ? e->ldb != e->n : spec.ldb != spec.n))
+    out.linef("desc.ldb = {};", extent(&Extents::ldb, spec.ldb));
   if (spec.slice_a >= 0)
     out.comment(fmt::format("A is a slice of lhs {} from element {}, read in place: no copy",
                             shape_to_string(ctx.tensor(spec.a).shape), spec.offset_a));
@@ -289,14 +307,20 @@ void emit_gemm_call(const GroupEmitContext& ctx, CodeWriter& out) {
     out.comment(fmt::format("the product is written straight into the layout of its Transpose, "
                             "result {}",
                             shape_to_string(ctx.tensor(spec.result).shape)));
-  if (spec.ldd != spec.n)
-    out.linef("desc.ldd = {}; // rows of D written into the transposed result", spec.ldd);
+  if (e ? e->ldd != e->n : spec.ldd != spec.n)
+    out.linef("desc.ldd = {}; // rows of D written into the transposed result",
+              extent(&Extents::ldd, spec.ldd));
   if (spec.alpha != 1.0) out.linef("desc.alpha = {};", float_literal(spec.alpha, DType::Float32));
-  if (spec.batch_count > 1) {
-    out.linef("desc.batch_count = {};", spec.batch_count);
-    out.linef("desc.stride_a = {};{}", spec.stride_a, spec.stride_a ? "" : " // A broadcast");
-    out.linef("desc.stride_b = {};{}", spec.stride_b, spec.stride_b ? "" : " // B broadcast");
-    if (spec.stride_d != spec.m * spec.n) out.linef("desc.stride_d = {};", spec.stride_d);
+  if (e ? e->batch_count != DimExpr(1) : spec.batch_count > 1) {
+    const bool a_broadcast = e ? e->stride_a == DimExpr(0) : spec.stride_a == 0;
+    const bool b_broadcast = e ? e->stride_b == DimExpr(0) : spec.stride_b == 0;
+    out.linef("desc.batch_count = {};", extent(&Extents::batch_count, spec.batch_count));
+    out.linef("desc.stride_a = {};{}", extent(&Extents::stride_a, spec.stride_a),
+              a_broadcast ? " // A broadcast" : "");
+    out.linef("desc.stride_b = {};{}", extent(&Extents::stride_b, spec.stride_b),
+              b_broadcast ? " // B broadcast" : "");
+    if (e ? e->stride_d != e->m * e->n : spec.stride_d != spec.m * spec.n)
+      out.linef("desc.stride_d = {};", extent(&Extents::stride_d, spec.stride_d));
   }
   // C, when read, has D's layout (the output's full shape): stride_c = stride_d = m * n.
   const GemmArguments arguments = emit_epilogue_fields(ctx, out, spec);

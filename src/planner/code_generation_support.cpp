@@ -132,6 +132,7 @@ void refuse_symbolic_nodes(const Graph& graph) {
                                              x.name, sym_shape_to_string(x.sym_values)));
       }
     if (d) continue;
+    if (getenv("STITCH_DEBUG_REFUSE")) fmt::print(stderr, "REFUSE {} ({}): {}\n", node.name, op_name(node.op), d.reason);
     if (first == nullptr) {
       first = &node;
       reason = d.reason;

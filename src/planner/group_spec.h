@@ -356,9 +356,6 @@ struct GemmSpec {
   TensorId a = kNoTensor, b = kNoTensor; // as stored: a Transpose's input where one is absorbed
   TensorId result = kNoTensor;           // what the group writes: its last node's output
   int64_t m = 0, n = 0, k = 0;
-  // Over symbolic dims: M as an expression of the symbols (the only extent of the call that
-  // may depend on them; `m` is its planning value). Unset for a call of fixed shapes.
-  std::optional<DimExpr> m_dims;
   bool trans_a = false, trans_b = false;
   int64_t lda = 0, ldb = 0; // leading dimensions as stored
   int64_t ldd = 0;          // the result's: n, or wider when an output Transpose is absorbed
@@ -369,6 +366,13 @@ struct GemmSpec {
   int64_t batch_count = 1;
   int64_t stride_a = 0, stride_b = 0, stride_d = 0;
   bool rows_folded = false;
+  // Over symbolic dims: the call's extents as expressions of the symbols (the fields above
+  // are their values at the planning binding), for a call of packed operands with no outer
+  // loop (legality_symbolic.cpp). Unset for a call of fixed shapes.
+  struct SymbolicExtents {
+    DimExpr m, n, k, lda, ldb, ldd, batch_count, stride_a, stride_b, stride_d;
+  };
+  std::optional<SymbolicExtents> symbolic;
   Shape outer;
   std::vector<int64_t> outer_stride_a, outer_stride_b, outer_stride_d;
   // Transposes the call reads or writes through instead of a copy (MatMul only): the Transpose

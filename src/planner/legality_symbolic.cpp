@@ -77,31 +77,92 @@ FusionDecision pointwise_support(const Graph& g, const SymShape& it,
   return FusionDecision::ok();
 }
 
+// `dims` without its constant-1 dims.
+SymShape squeezed_dims(const SymShape& dims) {
+  SymShape out;
+  for (const DimExpr& d : dims)
+    if (!(d.is_constant() && d.constant_value() == 1)) out.push_back(d);
+  return out;
+}
+
+bool all_ones(const SymShape& dims) { return squeezed_dims(dims).empty(); }
+
+// Over the symbols, an operand's batch axes (right-aligned to the result's) are all of the
+// result's, in its layout, or none: one stride per operand.
+enum class GemmBatch { None, All, Part };
+
+GemmBatch gemm_batch(const SymShape& matrix_dims, const SymShape& batch) {
+  SymShape own(matrix_dims.begin(), matrix_dims.end() - 2);
+  if (own.size() > batch.size()) return GemmBatch::Part;
+  own.insert(own.begin(), batch.size() - own.size(), DimExpr(1));
+  if (all_ones(own)) return GemmBatch::None;
+  return own == batch ? GemmBatch::All : GemmBatch::Part;
+}
+
 FusionDecision gemm_support(const Graph& g, GemmSpec& spec) {
   const Tensor& a = g.tensor(spec.a);
+  const Tensor& b = g.tensor(spec.b);
   const Tensor& result = g.tensor(spec.result);
-  if (!a.is_dynamic() && !result.is_dynamic()) return FusionDecision::ok();
-  if (g.tensor(spec.b).is_dynamic())
-    return FusionDecision::no(fmt::format("B '{}' {} depends on the symbols; only M may",
-                                          g.tensor(spec.b).name, dims_str(g.tensor(spec.b))));
-  if (spec.batch_count != 1 || !spec.outer.empty())
-    return FusionDecision::no("a batched product over symbolic dims (only M may depend on them)");
-  if (spec.trans_a || spec.layout_a >= 0 || spec.slice_a >= 0 || spec.layout_result >= 0)
-    return FusionDecision::no("a product reading A or writing its result through a layout or "
-                              "a slice over symbolic dims");
-  if (!spec.fill.empty() || spec.k == 0)
-    return FusionDecision::no("a product over symbolic dims with a fill kernel or K = 0");
-  const SymShape a_dims = a.sym_shape();
-  if (a_dims.empty() || !a_dims.back().is_constant())
-    return FusionDecision::no(fmt::format("A '{}' {}: K must be fixed", a.name, dims_str(a)));
-  const DimExpr m = sym_elements(SymShape(a_dims.begin(), a_dims.end() - 1));
-  if (sym_elements(result.sym_shape()) != m * DimExpr(spec.n))
-    return FusionDecision::no(fmt::format("the result '{}' {} is not M x N of A {}", result.name,
-                                          dims_str(result), dims_str(a)));
+  if (!a.is_dynamic() && !b.is_dynamic() && !result.is_dynamic()) return FusionDecision::ok();
+  if (spec.layout_a >= 0 || spec.layout_b >= 0 || spec.slice_a >= 0 || spec.slice_b >= 0 ||
+      spec.layout_result >= 0)
+    return FusionDecision::no("a product reading A or B or writing its result through a layout "
+                              "or a slice over symbolic dims");
+  if (!spec.fill.empty() || spec.k == 0 || !spec.outer.empty())
+    return FusionDecision::no(
+        "a product over symbolic dims with a fill kernel, K = 0 or a loop of calls");
+  // The stored matrices, a MatMul's vectors as matrices of one row (A) or one column (B):
+  // A's last two axes are [M, K] ([K, M] where used transposed), B's [K, N] ([N, K]).
+  SymShape ad = a.sym_shape(), bd = b.sym_shape();
+  const bool a_vector = ad.size() == 1, b_vector = bd.size() == 1;
+  if (a_vector) ad.insert(ad.begin(), DimExpr(1));
+  if (b_vector) bd.push_back(DimExpr(1));
+  const SymShape out = result.sym_shape();
+  const size_t matrix_axes = (a_vector ? 0 : 1) + (b_vector ? 0 : 1);
+  if (ad.size() < 2 || bd.size() < 2 || out.size() < matrix_axes)
+    return FusionDecision::no("a product over symbolic dims of operands of rank below 1");
+  GemmSpec::SymbolicExtents e;
+  const DimExpr& a_rows = ad[ad.size() - 2];
+  const DimExpr& b_rows = bd[bd.size() - 2];
+  e.m = spec.trans_a ? ad.back() : a_rows;
+  e.k = spec.trans_a ? a_rows : ad.back();
+  e.n = spec.trans_b ? b_rows : bd.back();
+  if (e.k != (spec.trans_b ? bd.back() : b_rows))
+    return FusionDecision::no(fmt::format("A '{}' {} and B '{}' {}: K differs as expressions",
+                                          a.name, dims_str(a), b.name, dims_str(b)));
+  e.lda = ad.back();
+  e.ldb = bd.back();
+  e.ldd = e.n;
+  const SymShape batch(out.begin(), out.end() - static_cast<std::ptrdiff_t>(matrix_axes));
+  const GemmBatch a_batch = gemm_batch(ad, batch), b_batch = gemm_batch(bd, batch);
+  for (auto [x, kind] : {std::pair{&a, a_batch}, std::pair{&b, b_batch}})
+    if (kind == GemmBatch::Part)
+      return FusionDecision::no(fmt::format("the batch axes of '{}' {} are neither all of the "
+                                            "result's {} nor none (over symbolic dims, one "
+                                            "stride per operand)",
+                                            x->name, dims_str(*x), dims_str(result)));
+  const DimExpr batches = sym_elements(batch);
+  if (sym_elements(out) != batches * e.m * e.n)
+    return FusionDecision::no(fmt::format("the result '{}' {} is not the batches of M x N of A "
+                                          "{} and B {}",
+                                          result.name, dims_str(result), dims_str(a),
+                                          dims_str(b)));
+  spec.rows_folded = false;
+  e.batch_count = 1;
+  if (a_batch == GemmBatch::All && b_batch == GemmBatch::None && !spec.trans_a) {
+    // B shared by every batch of A, whose rows continue from batch to batch: one GEMM with M =
+    // batches x m.
+    e.m = batches * e.m;
+    spec.rows_folded = !batches.is_constant() || batches.constant_value() > 1;
+  } else if (a_batch == GemmBatch::All || b_batch == GemmBatch::All) {
+    e.batch_count = batches;
+    e.stride_a = a_batch == GemmBatch::All ? e.m * e.k : DimExpr(0);
+    e.stride_b = b_batch == GemmBatch::All ? e.k * e.n : DimExpr(0);
+  }
+  e.stride_d = e.m * e.n;
   // Where each addend goes was decided at the planning binding, where a residual of the
   // result's shape may have looked like a row of N (at 1 row) and a row of N like the result's
   // shape: over the symbols, the bias is a fixed row of N and C has the result's dims.
-  const SymShape out = result.sym_shape();
   auto row_of_n = [&](const Tensor& t) {
     if (t.is_dynamic() || t.shape.empty() || t.shape.back() != spec.n) return false;
     return t.elements() == spec.n;
@@ -126,19 +187,10 @@ FusionDecision gemm_support(const Graph& g, GemmSpec& spec) {
                                             "the result's shape {}",
                                             t.name, dims_str(t), sym_shape_to_string(out)));
   }
-  if (!m.is_constant()) spec.m_dims = m;
+  spec.symbolic = e;
   return FusionDecision::ok();
 }
 
-// `dims` without its constant-1 dims.
-SymShape squeezed_dims(const SymShape& dims) {
-  SymShape out;
-  for (const DimExpr& d : dims)
-    if (!(d.is_constant() && d.constant_value() == 1)) out.push_back(d);
-  return out;
-}
-
-bool all_ones(const SymShape& dims) { return squeezed_dims(dims).empty(); }
 
 // A row space over the symbols: rows (the leading axes, which may be symbolic) times a fixed
 // row (the trailing axes from `split`).

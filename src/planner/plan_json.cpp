@@ -150,7 +150,15 @@ nlohmann::json spec_json(const Graph& g, const GroupSpec& spec) {
     j["dtype"] = dtype_name(gemm->dtype);
     j["math"] = library_math_name(gemm->math);
     j["m"] = gemm->m;
-    if (gemm->m_dims) j["m_dims"] = gemm->m_dims->to_string();
+    if (const auto& e = gemm->symbolic) {
+      // The extents that depend on the symbols, as expressions.
+      nlohmann::json dims = nlohmann::json::object();
+      for (const auto& [name, d] :
+           {std::pair{"m", &e->m}, {"n", &e->n}, {"k", &e->k}, {"batch_count", &e->batch_count},
+            {"stride_a", &e->stride_a}, {"stride_b", &e->stride_b}, {"stride_d", &e->stride_d}})
+        if (!d->is_constant()) dims[name] = d->to_string();
+      j["dims"] = dims;
+    }
     j["n"] = gemm->n;
     j["k"] = gemm->k;
     j["batch_count"] = gemm->batch_count;
