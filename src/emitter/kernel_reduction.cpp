@@ -51,7 +51,8 @@ void emit_reduce_kernel(const GroupEmitContext& ctx, CodeWriter& out, const Line
   const Node& node = ctx.node();
   const DType t = ctx.tensor(node.inputs[0]).dtype;
   KernelIo io = open_kernel(ctx, out, loop, kernel);
-  ReduceForm form = reduce_form(ctx, node.op, t, loop.space().length);
+  ReduceForm form =
+      reduce_form(ctx, node.op, t, loop.space().length, loop.space().length_dims.has_value());
   loop.open_lines(out);
   out.linef("{} acc = {};", io.acc_type, form.identity);
   loop.open_elements(out);

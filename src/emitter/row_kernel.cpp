@@ -48,8 +48,13 @@ std::string LineLoop::describe() const {
   const char* who = mapping_ == ThreadMapping::Flat         ? "one thread"
                     : mapping_ == ThreadMapping::WarpPerRow ? "a warp"
                                                             : "a block";
-  return fmt::format("{} line{} of {} {}, {} per line", space_.lines, space_.lines == 1 ? "" : "s",
-                     space_.length, elements, who);
+  const LaunchConfig& launch = ctx_.group().launch;
+  return fmt::format(
+      "{} line{} of {} {}, {} per line",
+      launch.work_per_block > 0 ? launch.work.to_string() : std::to_string(space_.lines),
+      launch.work_per_block == 0 && space_.lines == 1 ? "" : "s",
+      space_.length_dims ? space_.length_dims->to_string() : std::to_string(space_.length),
+      elements, who);
 }
 
 std::string LineLoop::element_start() const {
@@ -75,7 +80,11 @@ void LineLoop::open_lines(CodeWriter& out) const {
               dim_code(ctx_.graph(), launch.work), launch.work.to_string());
   else
     out.linef("const int64_t lines = {};  // independent reductions", space_.lines);
-  out.linef("const int64_t length = {};  // elements per line", space_.length);
+  if (space_.length_dims)
+    out.linef("const int64_t length = {};  // elements per line: {}",
+              dim_code(ctx_.graph(), *space_.length_dims), space_.length_dims->to_string());
+  else
+    out.linef("const int64_t length = {};  // elements per line", space_.length);
   switch (mapping_) {
   case ThreadMapping::Flat:
     out.line("const int64_t first_line = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;");
@@ -94,8 +103,9 @@ void LineLoop::open_lines(CodeWriter& out) const {
   }
   out.open("for (int64_t line = first_line; line < lines; line += line_stride)");
   // Over symbolic dims the lines are rows of `length` contiguous elements (legality).
-  out.linef("const int64_t base = {};",
-            launch.work_per_block > 0 ? fmt::format("line * {}", space_.length) : line_base());
+  out.linef("const int64_t base = {};", space_.length_dims       ? std::string("line * length")
+                                        : launch.work_per_block > 0 ? fmt::format("line * {}", space_.length)
+                                                                    : line_base());
 }
 
 void LineLoop::open_elements(CodeWriter& out) const {
@@ -239,7 +249,8 @@ std::string convert(const std::string& value, const std::string& from, const std
   return fmt::format("stitch::ops::cast_to<{}>({})", to, value);
 }
 
-ReduceForm reduce_form(const GroupEmitContext& ctx, OpKind op, DType t, int64_t length) {
+ReduceForm reduce_form(const GroupEmitContext& ctx, OpKind op, DType t, int64_t length,
+                       bool runtime_length) {
   const ReductionRule* rule = reduction_rule(op);
   STITCH_INTERNAL_CHECK(rule != nullptr && rule->passes() == 1,
                         "reduce_form: {} is not a one-pass reduction", op_name(op));
@@ -280,7 +291,10 @@ ReduceForm reduce_form(const GroupEmitContext& ctx, OpKind op, DType t, int64_t 
     f.finish = "acc";
     break;
   case ReduceFinish::Mean:
-    if (is_float)
+    if (runtime_length) // at least 1: every symbol is
+      f.finish = is_float ? fmt::format("acc / static_cast<{}>(length)", accumulator_type(t))
+                          : "acc / length";
+    else if (is_float)
       f.finish = fmt::format("acc / {}", float_literal(static_cast<double>(length), t));
     else
       f.finish = length > 0 ? fmt::format("acc / {}", length) : "0";

@@ -97,7 +97,9 @@ struct ReduceForm {
 };
 
 // The form of `op` (ReduceSum ... ReduceLogSum, GlobalAveragePool, GlobalMaxPool; not
-// ReduceLogSumExp) over lines of `length` elements of dtype t.
-ReduceForm reduce_form(const GroupEmitContext& ctx, OpKind op, DType t, int64_t length);
+// ReduceLogSumExp) over lines of `length` elements of dtype t; with `runtime_length`, of the
+// kernel's variable `length` (lines whose length depends on the symbols).
+ReduceForm reduce_form(const GroupEmitContext& ctx, OpKind op, DType t, int64_t length,
+                       bool runtime_length = false);
 
 } // namespace stitch

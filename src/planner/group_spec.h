@@ -72,6 +72,9 @@ struct ReductionSpace {
   // When at most one dim is reduced, a line is `length` elements `inner` apart (the product of
   // the kept dims after the reduced one); with several reduced dims `inner` is 0.
   int64_t inner = 1;
+  // Over symbolic dims, where the rows' length depends on the symbols (a softmax over the
+  // keys): `length` as an expression; `length` is its planning value. Rows only.
+  std::optional<DimExpr> length_dims;
 
   bool single_block() const { return inner > 0; }
   bool rows() const { return inner == 1; } // lines of contiguous elements

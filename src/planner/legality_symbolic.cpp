@@ -232,36 +232,33 @@ std::vector<bool> reduced_axes(const Graph& g, const Node& node) {
   return read_reduce_params(nc).reduced;
 }
 
-// A row reduction over symbolic dims: the reduced axes trailing (after them only axes of 1) and
-// fixed, so that each line is `length` contiguous elements at line * length. Its lines.
-FusionDecision symbolic_rows(const Graph& g, const Node& node, DimExpr& lines, int64_t& length) {
+// A row reduction over symbolic dims: the reduced axes trailing (after them only axes of 1), so
+// that each line is `length` contiguous elements at line * length. Its lines and length, each
+// of which may depend on the symbols.
+FusionDecision symbolic_rows(const Graph& g, const Node& node, DimExpr& lines, DimExpr& length) {
   if (reduction_rule(node.op) == nullptr)
     return FusionDecision::no(
         fmt::format("no kernel for {} over symbolic dims yet", op_name(node.op)));
   const Tensor& x = g.tensor(node.inputs[0]);
   const SymShape dims = x.sym_shape();
   const std::vector<bool> reduced = reduced_axes(g, node);
+  auto one = [&](size_t d) { return dims[d].is_constant() && dims[d].constant_value() == 1; };
   size_t first = dims.size();
   for (size_t d = 0; d < dims.size(); ++d)
-    if (reduced[d] && !(dims[d].is_constant() && dims[d].constant_value() == 1)) {
-      first = std::min(first, d);
-    }
+    if (reduced[d] && !one(d)) first = std::min(first, d);
   lines = 1;
   length = 1;
   for (size_t d = 0; d < dims.size(); ++d) {
-    const bool one = dims[d].is_constant() && dims[d].constant_value() == 1;
     if (d < first) {
-      if (reduced[d] && !one)
-        return FusionDecision::no("a reduction over symbolic dims of axes that are not trailing");
       if (!reduced[d]) lines = lines * dims[d];
       continue;
     }
-    if (one) continue;
-    if (!reduced[d] || !dims[d].is_constant())
+    if (one(d)) continue;
+    if (!reduced[d])
       return FusionDecision::no(fmt::format("'{}' {}: a reduction over symbolic dims must reduce "
-                                            "fixed trailing axes",
+                                            "trailing axes",
                                             x.name, dims_str(x)));
-    length *= dims[d].constant_value();
+    length = length * dims[d];
   }
   return FusionDecision::ok();
 }
@@ -270,7 +267,7 @@ FusionDecision symbolic_rows(const Graph& g, const Node& node, DimExpr& lines, i
 // actual ones per run.
 void row_symbolic_launch(const Graph& g, const DimExpr& lines, int64_t length,
                          ThreadMapping mapping, const DeviceParams& device, LaunchConfig& launch) {
-  if (lines.is_constant()) return;
+  if (lines.is_constant()) return; // the planned launch covers them
   const int64_t most = std::max<int64_t>(1, lines.bounds(g.symbol_ranges()).hi);
   launch = mapping == ThreadMapping::Flat ? flat_launch(most, 1, device)
                                           : row_launch(most, length, mapping, device);
@@ -310,10 +307,13 @@ FusionDecision regional_support(const Graph& g, const std::vector<int32_t>& node
   for (int32_t n : nodes) {
     const Node& node = g.nodes[n];
     if (reduction_rule(node.op) != nullptr) {
-      DimExpr lines;
-      int64_t length = 0;
+      DimExpr lines, length;
       if (FusionDecision d = symbolic_rows(g, node, lines, length); !d) return d;
-      if (length != spec.row_length || lines != sym_elements(space.rows()))
+      if (!length.is_constant())
+        return FusionDecision::no(fmt::format("{} reduces rows of {} elements in a row group (over "
+                                              "symbolic dims a row group's row is fixed)",
+                                              op_name(node.op), length.to_string()));
+      if (length.constant_value() != spec.row_length || lines != sym_elements(space.rows()))
         return FusionDecision::no(fmt::format("{} reduces other rows than the row space {}",
                                               op_name(node.op), sym_shape_to_string(space.dims)));
     }
@@ -442,12 +442,13 @@ FusionDecision symbolic_support(const Graph& g, FusionGroup& group, const Device
   if (auto* spec = std::get_if<OpSpec>(&group.spec)) {
     const Node& node = g.nodes[spec->node];
     if (spec->reduction) {
-      DimExpr lines;
-      int64_t length = 0;
+      DimExpr lines, length;
       if (FusionDecision d = symbolic_rows(g, node, lines, length); !d) return d;
-      if (!spec->reduction->rows() || length != spec->reduction->length)
+      if (!spec->reduction->rows() ||
+          g.planning_shape(SymShape{length}).front() != spec->reduction->length)
         return FusionDecision::no("a reduction over symbolic dims whose lines are not rows");
-      row_symbolic_launch(g, lines, length, group.mapping, device, group.launch);
+      if (!length.is_constant()) spec->reduction->length_dims = length;
+      row_symbolic_launch(g, lines, spec->reduction->length, group.mapping, device, group.launch);
       return FusionDecision::ok();
     }
     if (node.op == OpKind::Gather) return gather_support(g, node, device, group.launch);
