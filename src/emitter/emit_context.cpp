@@ -1,6 +1,7 @@
 // GroupEmitContext helpers: names, pointers, types and node descriptions.
 #include "emitter/emit_context.h"
 
+
 #include <set>
 
 #include <cctype>
@@ -162,6 +163,17 @@ std::string dim_code(const Graph& graph, const DimExpr& d) {
       [&](const std::string& name) { return fmt::format("sym{}", symbol_index(graph, name)); });
 }
 
+std::string symbolic_value_code(const Graph& graph, TensorId t, const std::string& index,
+                                const std::string& type) {
+  const Tensor& x = graph.tensor(t);
+  if (!x.has_symbolic_values()) return "";
+  std::string code = fmt::format("{}({})", type, dim_code(graph, x.sym_values.back()));
+  for (size_t k = x.sym_values.size() - 1; k-- > 0;)
+    code = fmt::format("({} == {} ? {}({}) : {})", index, k, type,
+                       dim_code(graph, x.sym_values[k]), code);
+  return code;
+}
+
 std::vector<int> symbols_of(const Graph& graph, const SymShape& dims) {
   std::set<int> found;
   for (const DimExpr& d : dims)
@@ -179,9 +191,23 @@ void emit_symbol_reads(const Graph& graph, const std::vector<int>& symbols, Code
 }
 
 std::vector<int> launch_symbols(const GroupEmitContext& ctx) {
+  const Graph& g = ctx.graph();
+  if (g.symbols.empty()) return {};
+  // The work's symbols and those of every dim and value the group's tensors hold: a kernel's
+  // extents (a row's length, a gathered axis) need not be its work's.
+  SymShape mentioned;
   const LaunchConfig& l = ctx.group().launch;
-  if (l.work_per_block == 0) return {};
-  return symbols_of(ctx.graph(), {l.work});
+  if (l.work_per_block > 0) mentioned.push_back(l.work);
+  for (int32_t n : ctx.group().nodes)
+    for (const std::vector<TensorId>* list : {&g.nodes[n].inputs, &g.nodes[n].outputs})
+      for (TensorId t : *list) {
+        if (t == kNoTensor) continue;
+        const Tensor& x = g.tensor(t);
+        const SymShape dims = x.sym_shape();
+        mentioned.insert(mentioned.end(), dims.begin(), dims.end());
+        mentioned.insert(mentioned.end(), x.sym_values.begin(), x.sym_values.end());
+      }
+  return symbols_of(g, mentioned);
 }
 
 std::vector<std::string> launch_symbol_params(const GroupEmitContext& ctx) {

@@ -109,15 +109,21 @@ void emit_shared_memory_opt_in(const GroupEmitContext& ctx, CodeWriter& out,
 // int64_t a group function reads from b->symbols and passes to the kernels that need it.
 // `d` as C++: a literal for a constant, else an expression of the symK ("(sym0 * sym1 * 64)").
 std::string dim_code(const Graph& graph, const DimExpr& d);
+// A tensor holding values computed from the symbols (a Shape's dims, a Gather of them, their
+// product): its element at flat `index` as C++ of the run's symK, as `type` (nested
+// conditionals over the index where it holds several). "" for any other tensor, whose
+// elements are in memory.
+std::string symbolic_value_code(const Graph& graph, TensorId t, const std::string& index,
+                                const std::string& type);
 // The symbols `dims` mention, as indices into Graph::symbols, ascending.
 std::vector<int> symbols_of(const Graph& graph, const SymShape& dims);
 // `const int64_t symK = b->symbols[K];` for each of `symbols`, with the symbol's name and range
 // in a comment (a model's name only in comments, escaped as every comment is).
 void emit_symbol_reads(const Graph& graph, const std::vector<int>& symbols, CodeWriter& out);
 
-// A kernel over symbolic dims (LaunchConfig::work): the symbols its work names, the kernel's
-// parameters for them ("const int64_t sym0", appended after its pointers in this order), and
-// the work as C++. Empty lists and "" for a kernel of fixed shapes.
+// A kernel over symbolic dims: the symbols its work (LaunchConfig::work) and its tensors' dims
+// and values name, and the kernel's parameters for them ("const int64_t sym0", appended after
+// its pointers in this order). Empty for a kernel of fixed shapes.
 std::vector<int> launch_symbols(const GroupEmitContext& ctx);
 std::vector<std::string> launch_symbol_params(const GroupEmitContext& ctx);
 

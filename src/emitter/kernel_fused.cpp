@@ -85,9 +85,13 @@ std::string load_broadcast(const GroupEmitContext& ctx, const FusedSignature& si
   if (param == sig.inputs.end())
     ctx.spec_error(fmt::format("'{}' is read but not in the kernel's interface", g.tensor(t).name));
   std::string name = "x" + param->second.substr(2);
-  out.linef("const {} {} = {}[{}];", ctype(g.tensor(t).dtype, ctx), name, param->second,
-            tensor_index(g, t, against, against_dims ? *against_dims : sym_shape_of(against),
-                         linear, coordinate));
+  const std::string index = tensor_index(
+      g, t, against, against_dims ? *against_dims : sym_shape_of(against), linear, coordinate);
+  const std::string type = ctype(g.tensor(t).dtype, ctx);
+  if (const std::string value = symbolic_value_code(g, t, index, type); !value.empty())
+    out.linef("const {} {} = {};  // computed from the symbols", type, name, value);
+  else
+    out.linef("const {} {} = {}[{}];", type, name, param->second, index);
   return name;
 }
 

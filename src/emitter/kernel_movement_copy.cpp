@@ -321,9 +321,22 @@ void emit_trilu(const GroupEmitContext& ctx, CodeWriter& out) {
   open_kernel(ctx, out, kernel, args,
               {fmt::format("Trilu: keeps the {} triangle of each {}x{} matrix (column - row {} k).",
                            upper ? "upper" : "lower", rows, cols, upper ? ">=" : "<=")});
+  const Graph& g = ctx.graph();
+  if (nc.has_input(1))
+    if (std::string value = symbolic_value_code(g, node.inputs[1], "0", "int64_t"); !value.empty())
+      k = value; // computed from the symbols
   out.linef("const int64_t diagonal = {};", k);
-  open_grid_stride_loop(out, input.elements());
-  out.linef("const int64_t column = i % {}, row = i / {} % {};", cols, cols, rows);
+  if (ctx.group().launch.work_per_block > 0) {
+    // Over symbolic dims the matrices' extents are the run's.
+    const SymShape dims = input.sym_shape();
+    open_symbolic_loop(ctx, out);
+    out.linef("const int64_t rows = {}, columns = {};", dim_code(g, dims[dims.size() - 2]),
+              dim_code(g, dims.back()));
+    out.line("const int64_t column = i % columns, row = i / columns % rows;");
+  } else {
+    open_grid_stride_loop(out, input.elements());
+    out.linef("const int64_t column = i % {}, row = i / {} % {};", cols, cols, rows);
+  }
   out.linef("out[i] = column - row {} diagonal ? in[i] : {};",
             upper ? ">=" : "<=", typed_literal(input.dtype, 0.0, ctx));
   out.close();
@@ -339,13 +352,20 @@ void emit_range(const GroupEmitContext& ctx, CodeWriter& out) {
   std::string kernel = ctx.kernel_name();
   std::vector<KernelArg> args = {output_arg(ctx, node.outputs[0], "out")};
   open_kernel(ctx, out, kernel, args, {"Range: out[i] = start + i * delta."});
-  open_grid_stride_loop(out, result.elements());
+  if (ctx.group().launch.work_per_block > 0)
+    open_symbolic_loop(ctx, out); // as many elements as the run's limit makes
+  else
+    open_grid_stride_loop(out, result.elements());
+  // An integer start computed from the symbols (a position after the run's prefix) is the
+  // run's.
+  const std::string start = symbolic_value_code(ctx.graph(), node.inputs[0], "0", "int64_t");
   if (range.is_float)
     out.linef("out[i] = {}({} + double(i) * {});", type,
               typed_literal(DType::Float64, range.start_real, ctx),
               typed_literal(DType::Float64, range.delta_real, ctx));
   else
-    out.linef("out[i] = {}({} + i * {});", type, int_literal(DType::Int64, range.start_int, ctx),
+    out.linef("out[i] = {}({} + i * {});", type,
+              start.empty() ? int_literal(DType::Int64, range.start_int, ctx) : start,
               int_literal(DType::Int64, range.delta_int, ctx));
   out.close();
   finish_kernel(ctx, out, kernel, args);
@@ -361,7 +381,10 @@ void emit_constant_fill(const GroupEmitContext& ctx, CodeWriter& out) {
   std::string kernel = ctx.kernel_name();
   std::vector<KernelArg> args = {output_arg(ctx, node.outputs[0], "out")};
   open_kernel(ctx, out, kernel, args, {"ConstantOfShape: every element is the fill value."});
-  open_grid_stride_loop(out, ctx.tensor(node.outputs[0]).elements());
+  if (ctx.group().launch.work_per_block > 0)
+    open_symbolic_loop(ctx, out);
+  else
+    open_grid_stride_loop(out, ctx.tensor(node.outputs[0]).elements());
   out.linef("out[i] = {};", constant_element_literal(ctx, value, 0));
   out.close();
   finish_kernel(ctx, out, kernel, args);

@@ -54,11 +54,21 @@ void emit_gather(const GroupEmitContext& ctx, CodeWriter& out) {
                            axis, dim)});
   const LaunchConfig& launch = ctx.group().launch;
   if (launch.work_per_block > 0) {
-    // Over symbolic dims the indices are the symbolic part and the data before the axis is
-    // one slice (legality): output element i is row i / inner of the picked rows.
+    // Over symbolic dims the extents are the run's: the slices before the axis, the axis, the
+    // index elements and the elements after the axis may each depend on the symbols.
+    const Graph& g = ctx.graph();
+    const SymShape dims = data.sym_shape();
     open_symbolic_loop(ctx, out);
-    out.linef("const int64_t p = {}, j = {}, o = 0;", quotient_mod("i", 1, inner),
-              quotient_mod("i", inner, -1));
+    out.linef("const int64_t inner = {}, count = {}, dim = {};",
+              dim_code(g, sym_elements(SymShape(dims.begin() + axis + 1, dims.end()))),
+              dim_code(g, sym_elements(indices.sym_shape())), dim_code(g, dims[axis]));
+    out.line("const int64_t p = i % inner, j = i / inner % count, o = i / inner / count;");
+    out.line("const int64_t index = stitch::movement::wrap_index(indices[j], dim);");
+    out.linef("out[i] = index < 0 ? {} : data[(o * dim + index) * inner + p];",
+              typed_literal(data.dtype, 0.0, ctx));
+    out.close();
+    finish_kernel(ctx, out, kernel, args);
+    return;
   } else {
     open_grid_stride_loop(out, ctx.tensor(node.outputs[0]).elements());
     out.linef("const int64_t p = {}, j = {}, o = {};", quotient_mod("i", 1, inner),

@@ -358,7 +358,11 @@ bool emit_pointwise(const GroupEmitContext& ctx, CodeWriter& out) {
       if (!tensor_is_whole(g, operands[k], dims) && !tensor_is_scalar(g, operands[k]))
         ctx.spec_error(fmt::format("vector width {} with operand '{}' {}", vec, t.name,
                                    sym_shape_to_string(t.sym_shape())));
-      if (!tensor_is_whole(g, operands[k], dims))
+      if (const std::string value = symbolic_value_code(g, operands[k], "0", ctype(t.dtype, ctx));
+          !value.empty())
+        out.linef("const {} s{} = {};  // computed from the symbols", ctype(t.dtype, ctx), k,
+                  value);
+      else if (!tensor_is_whole(g, operands[k], dims))
         out.linef("const {0} s{1} = in{1}[0];", ctype(t.dtype, ctx), k);
       else
         out.linef("const {0} x{1} = reinterpret_cast<const {0}*>(in{1})[v];",
@@ -394,8 +398,12 @@ bool emit_pointwise(const GroupEmitContext& ctx, CodeWriter& out) {
   for (size_t k = 0; k < operands.size(); ++k) {
     if (operands[k] == kNoTensor) continue;
     const Tensor& t = g.tensor(operands[k]);
-    out.linef("const {} v{} = in{}[{}];", ctype(t.dtype, ctx), k, k,
-              tensor_index(g, operands[k], result.shape, dims));
+    const std::string index = tensor_index(g, operands[k], result.shape, dims);
+    if (const std::string value = symbolic_value_code(g, operands[k], index, ctype(t.dtype, ctx));
+        !value.empty())
+      out.linef("const {} v{} = {};  // computed from the symbols", ctype(t.dtype, ctx), k, value);
+    else
+      out.linef("const {} v{} = in{}[{}];", ctype(t.dtype, ctx), k, k, index);
   }
   out.linef("out[i] = {};", expr);
   out.close();

@@ -60,6 +60,12 @@ struct Tensor {
   std::vector<DimExpr> sym_values;
 
   bool is_dynamic() const { return !dims.empty(); }
+  // Whether some element is computed from the symbols (not a constant at every binding).
+  bool has_symbolic_values() const {
+    for (const DimExpr& v : sym_values)
+      if (!v.is_constant()) return true;
+    return false;
+  }
   // The shape as expressions: `dims`, or the static `shape`.
   SymShape sym_shape() const { return dims.empty() ? sym_shape_of(shape) : dims; }
   // Whether the shape equals `other`'s for every value of the symbols (not merely at the

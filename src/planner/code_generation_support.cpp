@@ -117,20 +117,8 @@ void refuse_symbolic_nodes(const Graph& graph) {
   std::map<std::string, int> others; // op -> nodes after the first that cannot run
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     const Node& node = graph.nodes[n];
-    FusionDecision d =
+    const FusionDecision d =
         legality::single_node_symbolic_support(graph, static_cast<int32_t>(n), DeviceParams{});
-    // A value computed from the symbols (Range(batch) times seq) read as data would be its
-    // planning bytes in the weights: it must come from the actual dims, which is not built.
-    if (node.op != OpKind::View)
-      for (TensorId t : value_operands(node)) {
-        if (t == kNoTensor || !d) continue;
-        const Tensor& x = graph.tensor(t);
-        if (std::any_of(x.sym_values.begin(), x.sym_values.end(),
-                        [](const DimExpr& v) { return !v.is_constant(); }))
-          d = FusionDecision::no(fmt::format("it reads '{}' = {}, values computed from the "
-                                             "symbolic dims, as data",
-                                             x.name, sym_shape_to_string(x.sym_values)));
-      }
     if (d) continue;
     if (getenv("STITCH_DEBUG_REFUSE")) fmt::print(stderr, "REFUSE {} ({}): {}\n", node.name, op_name(node.op), d.reason);
     if (first == nullptr) {
@@ -148,8 +136,7 @@ void refuse_symbolic_nodes(const Graph& graph) {
       root = graph.tensor(root).view_of;
     for (TensorId t : {out, root}) {
       const Tensor& x = graph.tensor(t);
-      if (std::any_of(x.sym_values.begin(), x.sym_values.end(),
-                      [](const DimExpr& v) { return !v.is_constant(); }))
+      if (x.has_symbolic_values())
         user_fail({graph.source_file, "", ""},
                   "graph output '{}' holds {}, values computed from the symbolic dims: a library "
                   "over symbolic dims cannot return them yet; bind each dim with --dim "

@@ -360,21 +360,30 @@ FusionDecision regional_support(const Graph& g, const std::vector<int32_t>& node
   return FusionDecision::ok();
 }
 
-// A Gather of rows of a fixed table by symbolic indices (an embedding lookup): the indices'
-// elements times the row are the work; the table has one slice before the gathered axis.
+// A Gather over symbolic dims (kernel_movement_index.cpp): output element (o, j, p) reads
+// data[o, indices[j], p] with every extent the run's; its elements are the work.
 FusionDecision gather_support(const Graph& g, const Node& node, const DeviceParams& device,
                               LaunchConfig& launch) {
-  const Tensor& data = g.tensor(node.inputs[0]);
-  if (data.is_dynamic())
-    return FusionDecision::no(fmt::format("a Gather from '{}' {}, which depends on the symbols",
-                                          data.name, dims_str(data)));
-  NodeContext nc(g, node);
-  const int64_t axis = nc.normalize_axis(nc.attr_int("axis", 0), nc.rank(0));
-  for (int64_t d = 0; d < axis; ++d)
-    if (data.shape[static_cast<size_t>(d)] != 1)
-      return FusionDecision::no(fmt::format("a Gather along axis {} of '{}' {} over symbolic dims "
-                                            "(the axes before it must be 1)",
-                                            axis, data.name, shape_str(data.shape)));
+  const DimExpr work = sym_elements(g.tensor(node.outputs[0]).sym_shape());
+  flat_symbolic_launch(g, work, 1, device, launch);
+  if (work.is_constant()) { // a fixed output, from data whose axis (where -1 points) is the run's
+    launch.work = work;
+    launch.work_per_block = launch.block[0];
+  }
+  return FusionDecision::ok();
+}
+
+// Range, ConstantOfShape and Trilu over symbolic dims (kernel_movement_copy.cpp): an element per
+// thread, the output's extents the run's. Range's delta is fixed and a start computed from the
+// symbols an integer; Trilu's matrices and k may depend on the symbols.
+FusionDecision generator_support(const Graph& g, const Node& node, const DeviceParams& device,
+                                 LaunchConfig& launch) {
+  if (node.op == OpKind::Range) {
+    const Tensor& start = g.tensor(node.inputs[0]);
+    if (g.tensor(node.inputs[2]).has_symbolic_values() ||
+        (start.has_symbolic_values() && !dtype_is_integer(start.dtype)))
+      return FusionDecision::no("a Range whose delta, or floating start, depends on the symbols");
+  }
   flat_symbolic_launch(g, sym_elements(g.tensor(node.outputs[0]).sym_shape()), 1, device, launch);
   return FusionDecision::ok();
 }
@@ -391,8 +400,7 @@ FusionDecision slice_support(const Graph& g, const Node& node, const DeviceParam
   for (int k = 1; k < static_cast<int>(node.inputs.size()); ++k) {
     if (k == 2 || node.inputs[static_cast<size_t>(k)] == kNoTensor) continue; // ends size it
     const Tensor& x = g.tensor(node.inputs[static_cast<size_t>(k)]);
-    if (std::any_of(x.sym_values.begin(), x.sym_values.end(),
-                    [](const DimExpr& v) { return !v.is_constant(); }))
+    if (x.has_symbolic_values())
       return FusionDecision::no(fmt::format("a Slice whose {} '{}' = {} depends on the symbols",
                                             k == 1   ? "starts"
                                             : k == 3 ? "axes"
@@ -434,13 +442,39 @@ FusionDecision symbolic_support(const Graph& g, FusionGroup& group, const Device
   if (std::holds_alternative<AliasSpec>(group.spec)) return FusionDecision::ok();
   if (auto* spec = std::get_if<GemmSpec>(&group.spec)) return gemm_support(g, *spec);
   bool dynamic = false;
-  for (int32_t n : group.nodes)
+  TensorId values = kNoTensor; // a tensor of values computed from the symbols, read as data
+  for (int32_t n : group.nodes) {
     for (const std::vector<TensorId>* list : {&g.nodes[n].inputs, &g.nodes[n].outputs})
       for (TensorId t : *list)
         dynamic = dynamic || (t != kNoTensor && g.tensor(t).is_dynamic());
-  if (!dynamic) return FusionDecision::ok();
+    if (g.nodes[n].op != OpKind::View)
+      for (TensorId t : value_operands(g.nodes[n]))
+        if (t != kNoTensor && g.tensor(t).has_symbolic_values()) values = t;
+  }
+  if (!dynamic && values == kNoTensor) return FusionDecision::ok();
+  // Such values are the run's only where a kernel evaluates them from the symbols as it reads
+  // them (symbolic_value_code): pointwise kernels and groups, Range, Trilu's k, and
+  // ConstantOfShape, which takes only its shape from them. Elsewhere they would be their
+  // planning values.
+  auto values_read = [&](OpKind op) {
+    if (values == kNoTensor || op == OpKind::Range || op == OpKind::Trilu ||
+        op == OpKind::ConstantOfShape || op_is_pointwise(op))
+      return FusionDecision::ok();
+    return FusionDecision::no(fmt::format("it reads '{}' = {}, values computed from the symbolic "
+                                          "dims, as data",
+                                          g.tensor(values).name,
+                                          sym_shape_to_string(g.tensor(values).sym_values)));
+  };
+  if (!std::holds_alternative<OpSpec>(group.spec) && !std::holds_alternative<LocalSpec>(group.spec))
+    if (FusionDecision d = values_read(OpKind::Gather); !d) return d; // no kernel evaluates them
   if (auto* spec = std::get_if<OpSpec>(&group.spec)) {
     const Node& node = g.nodes[spec->node];
+    if (FusionDecision d = values_read(node.op); !d) return d;
+    if (node.op == OpKind::Range || node.op == OpKind::ConstantOfShape ||
+        node.op == OpKind::Trilu) {
+      group.mapping = ThreadMapping::Flat;
+      return generator_support(g, node, device, group.launch);
+    }
     if (spec->reduction) {
       DimExpr lines, length;
       if (FusionDecision d = symbolic_rows(g, node, lines, length); !d) return d;
