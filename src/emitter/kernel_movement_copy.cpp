@@ -35,18 +35,20 @@ std::string scalar_operand(const GroupEmitContext& ctx, TensorId t, const std::s
 
 void emit_concat(const GroupEmitContext& ctx, CodeWriter& out) {
   const Node& node = ctx.node();
-  NodeContext nc(ctx.graph(), node);
-  const Shape& shape = ctx.tensor(node.outputs[0]).shape;
+  const Graph& g = ctx.graph();
+  NodeContext nc(g, node);
+  // Extents as expressions: constants for fixed shapes, the run's over symbolic dims.
+  const SymShape shape = ctx.tensor(node.outputs[0]).sym_shape();
   const size_t axis = static_cast<size_t>(nc.normalize_axis(nc.req_int("axis"), nc.rank(0)));
-  const int64_t inner = dims_product(shape, axis + 1, shape.size());
-  const int64_t outer = dims_product(shape, 0, axis);
-  const int64_t total = shape[axis] * inner; // elements per outer index
+  const DimExpr inner = sym_elements(SymShape(shape.begin() + axis + 1, shape.end()));
+  const DimExpr outer = sym_elements(SymShape(shape.begin(), shape.begin() + axis));
+  const DimExpr total = shape[axis] * inner; // elements per outer index
   std::string kernel = ctx.kernel_name();
   std::vector<KernelArg> args;
-  std::vector<std::pair<std::string, int64_t>> parts; // parameter name, elements per outer index
+  std::vector<std::pair<std::string, DimExpr>> parts; // parameter name, elements per outer index
   for (size_t k = 0; k < node.inputs.size(); ++k) {
-    int64_t chunk = ctx.tensor(node.inputs[k]).shape[axis] * inner;
-    if (chunk == 0) continue;
+    const DimExpr chunk = ctx.tensor(node.inputs[k]).sym_shape()[axis] * inner;
+    if (chunk == DimExpr(0)) continue;
     std::string name = fmt::format("in{}", k);
     args.push_back(input_arg(ctx, node.inputs[k], name));
     parts.emplace_back(name, chunk);
@@ -55,22 +57,32 @@ void emit_concat(const GroupEmitContext& ctx, CodeWriter& out) {
   open_kernel(ctx, out, kernel, args,
               {fmt::format("Concatenation along axis {}: each output row of {} elements is the "
                            "inputs' rows one after another.",
-                           axis, total)});
-  open_grid_stride_loop(out, ctx.tensor(node.outputs[0]).elements());
-  if (outer == 1)
-    out.line("const int64_t row = 0, along = i;");
+                           axis, total.to_string())});
+  if (ctx.group().launch.work_per_block > 0)
+    open_symbolic_loop(ctx, out);
   else
-    out.linef("const int64_t row = i / {0}, along = i % {0};", total);
-  int64_t offset = 0;
+    open_grid_stride_loop(out, ctx.tensor(node.outputs[0]).elements());
+  if (outer == DimExpr(1))
+    out.line("const int64_t row = 0, along = i;");
+  else if (total.is_constant())
+    out.linef("const int64_t row = i / {0}, along = i % {0};", total.constant_value());
+  else {
+    out.linef("const int64_t total = {};  // {}", dim_code(g, total), total.to_string());
+    out.line("const int64_t row = i / total, along = i % total;");
+  }
+  DimExpr offset = 0;
   for (size_t p = 0; p < parts.size(); ++p) {
     const auto& [name, chunk] = parts[p];
-    std::string source = fmt::format("{}[row * {} + along{}]", name, chunk,
-                                     offset == 0 ? "" : fmt::format(" - {}", offset));
+    std::string source = fmt::format("{}[row * {} + along{}]", name, dim_code(g, chunk),
+                                     offset == DimExpr(0)
+                                         ? ""
+                                         : fmt::format(" - {}", dim_code(g, offset)));
     if (p + 1 == parts.size())
       out.linef("{}out[i] = {};", p == 0 ? "" : "else ", source);
     else
-      out.linef("{}if (along < {}) out[i] = {};", p == 0 ? "" : "else ", offset + chunk, source);
-    offset += chunk;
+      out.linef("{}if (along < {}) out[i] = {};", p == 0 ? "" : "else ",
+                dim_code(g, offset + chunk), source);
+    offset = offset + chunk;
   }
   out.close();
   finish_kernel(ctx, out, kernel, args);

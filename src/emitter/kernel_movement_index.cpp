@@ -110,15 +110,21 @@ void emit_gather_elements(const GroupEmitContext& ctx, CodeWriter& out) {
 
 void emit_gather_nd(const GroupEmitContext& ctx, CodeWriter& out) {
   const Node& node = ctx.node();
-  NodeContext nc(ctx.graph(), node);
+  const Graph& g = ctx.graph();
+  NodeContext nc(g, node);
   const Tensor& data = ctx.tensor(node.inputs[0]);
   const Tensor& indices = ctx.tensor(node.inputs[1]);
+  // Extents as expressions: constants for fixed shapes, the run's over symbolic dims.
+  const SymShape data_dims = data.sym_shape(), index_dims = indices.sym_shape();
+  auto product = [](const SymShape& dims, size_t from, size_t to) {
+    return sym_elements(SymShape(dims.begin() + static_cast<std::ptrdiff_t>(from),
+                                 dims.begin() + static_cast<std::ptrdiff_t>(to)));
+  };
   const size_t b = static_cast<size_t>(nc.attr_int("batch_dims", 0));
   const size_t m = static_cast<size_t>(indices.shape.back());
-  const int64_t slice = dims_product(data.shape, b + m, data.shape.size());
-  const int64_t rows_per_batch = dims_product(indices.shape, b, indices.shape.size() - 1);
-  const int64_t batch_stride = dims_product(data.shape, b, data.shape.size());
-  Shape strides = row_major_strides(data.shape);
+  const DimExpr slice = product(data_dims, b + m, data_dims.size());
+  const DimExpr rows_per_batch = product(index_dims, b, index_dims.size() - 1);
+  const DimExpr batch_stride = product(data_dims, b, data_dims.size());
   std::string kernel = ctx.kernel_name();
   std::vector<KernelArg> args = {input_arg(ctx, node.inputs[0], "data"),
                                  input_arg(ctx, node.inputs[1], "indices"),
@@ -126,17 +132,30 @@ void emit_gather_nd(const GroupEmitContext& ctx, CodeWriter& out) {
   open_kernel(ctx, out, kernel, args,
               {fmt::format("GatherND with batch_dims {}: each row of {} indices picks a slice of "
                            "{} elements; an index out of range gives 0.",
-                           b, m, slice)});
-  open_grid_stride_loop(out, ctx.tensor(node.outputs[0]).elements());
-  out.linef("const int64_t row = {}, s = {};", quotient_mod("i", slice, -1),
-            quotient_mod("i", 1, slice));
+                           b, m, slice.to_string())});
+  if (ctx.group().launch.work_per_block > 0)
+    open_symbolic_loop(ctx, out);
+  else
+    open_grid_stride_loop(out, ctx.tensor(node.outputs[0]).elements());
+  if (slice.is_constant()) {
+    out.linef("const int64_t row = {}, s = {};", quotient_mod("i", slice.constant_value(), -1),
+              quotient_mod("i", 1, slice.constant_value()));
+  } else {
+    out.linef("const int64_t slice = {};  // {}", dim_code(g, slice), slice.to_string());
+    out.line("const int64_t row = i / slice, s = i % slice;");
+  }
   out.linef("const int64_t* index = indices + row * {};", m);
   std::vector<std::string> terms, checks;
-  if (b > 0) terms.push_back(fmt::format("row / {} * {}", rows_per_batch, batch_stride));
+  if (b > 0)
+    terms.push_back(fmt::format("row / {} * {}", dim_code(g, rows_per_batch),
+                                dim_code(g, batch_stride)));
   for (size_t j = 0; j < m; ++j) {
     out.linef("const int64_t k{} = stitch::movement::wrap_index(index[{}], {});", j, j,
-              data.shape[b + j]);
-    terms.push_back(linear_index({fmt::format("k{}", j)}, {strides[b + j]}));
+              dim_code(g, data_dims[b + j]));
+    const DimExpr stride = product(data_dims, b + j + 1, data_dims.size());
+    if (stride != DimExpr(0))
+      terms.push_back(stride == DimExpr(1) ? fmt::format("k{}", j)
+                                           : fmt::format("k{} * {}", j, dim_code(g, stride)));
     checks.push_back(fmt::format("k{} < 0", j));
   }
   terms.push_back("s");

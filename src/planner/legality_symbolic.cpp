@@ -373,10 +373,10 @@ FusionDecision gather_support(const Graph& g, const Node& node, const DevicePara
   return FusionDecision::ok();
 }
 
-// Range, ConstantOfShape and Trilu over symbolic dims (kernel_movement_copy.cpp): an element per
-// thread, the output's extents the run's. Range's delta is fixed and a start computed from the
-// symbols an integer; Trilu's matrices and k may depend on the symbols.
-FusionDecision generator_support(const Graph& g, const Node& node, const DeviceParams& device,
+// Range, ConstantOfShape, Trilu, Concat and GatherND over symbolic dims (kernel_movement_copy.cpp,
+// kernel_movement_index.cpp): an element per thread, every extent the run's. Range's delta is
+// fixed and a start computed from the symbols an integer; GatherND's index rows are fixed.
+FusionDecision flat_copy_support(const Graph& g, const Node& node, const DeviceParams& device,
                                  LaunchConfig& launch) {
   if (node.op == OpKind::Range) {
     const Tensor& start = g.tensor(node.inputs[0]);
@@ -384,6 +384,8 @@ FusionDecision generator_support(const Graph& g, const Node& node, const DeviceP
         (start.has_symbolic_values() && !dtype_is_integer(start.dtype)))
       return FusionDecision::no("a Range whose delta, or floating start, depends on the symbols");
   }
+  if (node.op == OpKind::GatherND && !g.tensor(node.inputs[1]).sym_shape().back().is_constant())
+    return FusionDecision::no("a GatherND whose index rows' length depends on the symbols");
   flat_symbolic_launch(g, sym_elements(g.tensor(node.outputs[0]).sym_shape()), 1, device, launch);
   return FusionDecision::ok();
 }
@@ -471,9 +473,9 @@ FusionDecision symbolic_support(const Graph& g, FusionGroup& group, const Device
     const Node& node = g.nodes[spec->node];
     if (FusionDecision d = values_read(node.op); !d) return d;
     if (node.op == OpKind::Range || node.op == OpKind::ConstantOfShape ||
-        node.op == OpKind::Trilu) {
+        node.op == OpKind::Trilu || node.op == OpKind::Concat || node.op == OpKind::GatherND) {
       group.mapping = ThreadMapping::Flat;
-      return generator_support(g, node, device, group.launch);
+      return flat_copy_support(g, node, device, group.launch);
     }
     if (spec->reduction) {
       DimExpr lines, length;
