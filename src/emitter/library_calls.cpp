@@ -386,7 +386,14 @@ void emit_conv_call(const GroupEmitContext& ctx, CodeWriter& out) {
   out.line(spec.math == LibraryMath::Tf32 ? "desc.allow_tf32 = 1; // --precision tf32"
                                           : "desc.allow_tf32 = 0;");
   emit_dtype_field(out, spec.dtype);
-  out.linef("desc.batch = {};", spec.batch);
+  if (spec.batch_dims) {
+    const Graph& g = ctx.graph();
+    emit_symbol_reads(g, symbols_of(g, {*spec.batch_dims}), out);
+    out.linef("desc.batch = {}; // {}: the library's descriptors are cached per batch",
+              dim_code(g, *spec.batch_dims), spec.batch_dims->to_string());
+  } else {
+    out.linef("desc.batch = {};", spec.batch);
+  }
   out.linef("desc.in_channels = {};", spec.in_channels);
   out.linef("desc.out_channels = {};", spec.out_channels);
   out.linef("desc.groups = {};", spec.groups);

@@ -415,6 +415,9 @@ struct ConvSpec {
   TensorId result = kNoTensor;
   bool relu = false;
   int64_t batch = 0, in_channels = 0, out_channels = 0, groups = 1;
+  // Over symbolic dims: the batch as an expression of the symbols (the one extent that may
+  // depend on them; `batch` is its planning value). Unset for a call of fixed shapes.
+  std::optional<DimExpr> batch_dims;
   Shape in_spatial, out_spatial, kernel, strides, dilations, pads; // pads: symmetric
   // Channels-last: the group holds the Transposes producing X and W from channels-last
   // tensors ([N, spatial..., C]; W with its second axis last: [out, kernel..., in / groups],

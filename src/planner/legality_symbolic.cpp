@@ -373,6 +373,24 @@ FusionDecision gather_support(const Graph& g, const Node& node, const DevicePara
   return FusionDecision::ok();
 }
 
+// A convolution through the library over a symbolic batch: the first axis of X, the result and
+// a residual (the batch, channels first or last alike) the only dim that depends on the
+// symbols; the library's descriptors are the run's (cached per batch).
+FusionDecision conv_support(const Graph& g, ConvSpec& spec) {
+  const SymShape x = g.tensor(spec.x).sym_shape();
+  for (TensorId t : {spec.x, spec.w, spec.bias, spec.residual, spec.result}) {
+    if (t == kNoTensor) continue;
+    const SymShape dims = g.tensor(t).sym_shape();
+    for (size_t d = 0; d < dims.size(); ++d)
+      if (!dims[d].is_constant() && (d != 0 || t == spec.w || t == spec.bias || dims[0] != x[0]))
+        return FusionDecision::no(fmt::format("a convolution over symbolic dims whose '{}' {} "
+                                              "depends on the symbols beyond the batch",
+                                              g.tensor(t).name, dims_str(g.tensor(t))));
+  }
+  if (!x[0].is_constant()) spec.batch_dims = x[0];
+  return FusionDecision::ok();
+}
+
 // Range, ConstantOfShape, Trilu, Concat and GatherND over symbolic dims (kernel_movement_copy.cpp,
 // kernel_movement_index.cpp): an element per thread, every extent the run's. Range's delta is
 // fixed and a start computed from the symbols an integer; GatherND's index rows are fixed.
@@ -443,6 +461,7 @@ FusionDecision symbolic_support(const Graph& g, FusionGroup& group, const Device
   if (g.symbols.empty()) return FusionDecision::ok();
   if (std::holds_alternative<AliasSpec>(group.spec)) return FusionDecision::ok();
   if (auto* spec = std::get_if<GemmSpec>(&group.spec)) return gemm_support(g, *spec);
+  if (auto* spec = std::get_if<ConvSpec>(&group.spec)) return conv_support(g, *spec);
   bool dynamic = false;
   TensorId values = kNoTensor; // a tensor of values computed from the symbols, read as data
   for (int32_t n : group.nodes) {

@@ -286,6 +286,7 @@ nlohmann::json spec_json(const Graph& g, const GroupSpec& spec) {
     j["residual"] = conv->residual == kNoTensor ? nlohmann::json(nullptr)
                                                 : nlohmann::json(g.tensor(conv->residual).name);
     j["relu"] = conv->relu;
+    if (conv->batch_dims) j["batch_dims"] = conv->batch_dims->to_string();
     j["layout"] = conv->channels_last ? "channels_last" : "channels_first";
     if (conv->channels_last) {
       j["x_through"] = g.nodes[conv->layout_x].name;
