@@ -27,38 +27,76 @@
 #include "emitter/kernels.h"
 #include "emitter/pointwise_expression.h"
 #include "emitter/row_kernel.h"
+#include "graph/error.h"
 
 namespace stitch {
 
 namespace {
 
-// `const int64_t b0 = ..., b1 = ...;` decomposing `index` over the batch axes.
-void emit_batch_coordinates(CodeWriter& out, const Shape& batch,
+// An operand's offset and strides as C++: the plan's numbers, or over symbolic dims their
+// expressions of the run's symbols ("0" for a broadcast batch axis).
+struct OperandStrides {
+  std::vector<std::string> batch_dims; // the batch axes its strides index
+  std::string offset;
+  std::vector<std::string> batch;
+  std::string row, col;
+};
+
+OperandStrides strides_of(const GroupEmitContext& ctx, const AttentionSpec& spec,
+                          const AttentionSpec::Operand& o) {
+  OperandStrides r;
+  if (!spec.symbolic) {
+    for (int64_t d : o.batch)
+      r.batch_dims.push_back(std::to_string(d));
+    r.offset = std::to_string(o.offset);
+    for (int64_t stride : o.batch_strides)
+      r.batch.push_back(std::to_string(stride));
+    r.row = std::to_string(o.row_stride);
+    r.col = std::to_string(o.col_stride);
+    return r;
+  }
+  const Graph& g = ctx.graph();
+  const AttentionSpec::Symbolic& sym = *spec.symbolic;
+  const AttentionSpec::SymbolicOperand& so = &o == &spec.q   ? sym.q
+                                             : &o == &spec.k ? sym.k
+                                             : &o == &spec.v ? sym.v
+                                                             : sym.out;
+  for (const DimExpr& d : sym.batch)
+    r.batch_dims.push_back(dim_code(g, d));
+  r.offset = dim_code(g, so.offset);
+  for (const DimExpr& stride : so.batch_strides)
+    r.batch.push_back(dim_code(g, stride));
+  r.row = dim_code(g, so.row_stride);
+  r.col = dim_code(g, so.col_stride);
+  return r;
+}
+
+// `const int64_t b0 = ..., b1 = ...;` decomposing `index` over the batch axes `dims`.
+void emit_batch_coordinates(CodeWriter& out, const std::vector<std::string>& dims,
                             const std::string& index = "head") {
-  if (batch.empty()) return;
+  if (dims.empty()) return;
   out.linef("int64_t rest = {};", index);
-  for (size_t j = batch.size(); j-- > 1;) {
-    out.linef("const int64_t b{} = rest % {};", j, batch[j]);
-    out.linef("rest /= {};", batch[j]);
+  for (size_t j = dims.size(); j-- > 1;) {
+    out.linef("const int64_t b{} = rest % {};", j, dims[j]);
+    out.linef("rest /= {};", dims[j]);
   }
   out.line("const int64_t b0 = rest;");
 }
 
 // The element index of (head's batch coordinates, row, col) in an operand.
-std::string operand_index(const AttentionSpec::Operand& o, const std::string& row,
+std::string operand_index(const OperandStrides& o, const std::string& row,
                           const std::string& col) {
-  std::string index = fmt::format("{}", o.offset);
-  for (size_t j = 0; j < o.batch_strides.size(); ++j)
-    if (o.batch_strides[j] != 0) index += fmt::format(" + b{} * {}", j, o.batch_strides[j]);
-  index += fmt::format(" + {} * {}", row, o.row_stride);
-  index +=
-      o.col_stride == 1 ? fmt::format(" + {}", col) : fmt::format(" + {} * {}", col, o.col_stride);
+  std::string index = o.offset;
+  for (size_t j = 0; j < o.batch.size(); ++j)
+    if (o.batch[j] != "0") index += fmt::format(" + b{} * {}", j, o.batch[j]);
+  index += fmt::format(" + {} * {}", row, o.row);
+  index += o.col == "1" ? fmt::format(" + {}", col) : fmt::format(" + {} * {}", col, o.col);
   return index;
 }
 
-bool uses_batch(const AttentionSpec::Operand& o) {
-  for (int64_t s : o.batch_strides)
-    if (s != 0) return true;
+bool uses_batch(const OperandStrides& o) {
+  for (const std::string& s : o.batch)
+    if (s != "0") return true;
   return false;
 }
 
@@ -66,7 +104,8 @@ bool uses_batch(const AttentionSpec::Operand& o) {
 // its row: grouped-query heads read K and V at head / G; Q and an output of products that fold
 // G heads into one take the flat row head * queries + row apart into their own head and row.
 std::string emit_operand_coordinates(CodeWriter& out, const AttentionSpec& spec,
-                                     const AttentionSpec::Operand& o) {
+                                     const AttentionSpec::Operand& o,
+                                     const OperandStrides& strides) {
   std::string row = "row", head = "head";
   if (o.rows_per_head > 0) {
     out.linef("const int64_t flat_row = head * {} + row;", spec.queries);
@@ -79,8 +118,8 @@ std::string emit_operand_coordinates(CodeWriter& out, const AttentionSpec& spec,
               o.head_divisor, o.head_divisor);
     head = "grouped_head";
   }
-  if (uses_batch(o))
-    emit_batch_coordinates(out, o.batch, head);
+  if (uses_batch(strides))
+    emit_batch_coordinates(out, strides.batch_dims, head);
   else
     out.linef("(void){};", head);
   return row;
@@ -90,8 +129,8 @@ std::string emit_operand_coordinates(CodeWriter& out, const AttentionSpec& spec,
 // coordinates (e0, e1, ... of the tensor's shape, row-major), as a Local group evaluates it.
 std::string emit_prologue_value(const GroupEmitContext& ctx, const FusedSignature& sig,
                                 CodeWriter& out, const std::string& name,
-                                const AttentionSpec::Operand& o, const std::string& row,
-                                int64_t rows, int64_t cols) {
+                                const AttentionSpec& spec, const AttentionSpec::Operand& o,
+                                const std::string& row, int64_t rows, int64_t cols) {
   const Tensor& t = ctx.graph().tensor(o.tensor);
   const auto rank = static_cast<int64_t>(t.shape.size());
   out.comment(fmt::format("{} as the prologue computes it: '{}' {} evaluated at the element's "
@@ -114,7 +153,7 @@ std::string emit_prologue_value(const GroupEmitContext& ctx, const FusedSignatur
     at[packed.size() - 1] = t.shape[packed.size() - 1] == 1 ? "0" : "dim";
     return emit_remapped_value(ctx, sig, o.prologue, o.moves, o.tensor, at, out);
   }
-  out.linef("const int64_t e = {};", operand_index(o, row, "dim"));
+  out.linef("const int64_t e = {};", operand_index(strides_of(ctx, spec, o), row, "dim"));
   emit_coordinates(out, t.shape, "e", "e");
   for (int64_t j = 0; j < rank; ++j)
     if (t.shape[static_cast<size_t>(j)] != 1) at[static_cast<size_t>(j)] = fmt::format("e{}", j);
@@ -128,21 +167,22 @@ void emit_load(const GroupEmitContext& ctx, const FusedSignature& sig, CodeWrite
                const std::string& name, const std::string& pointer, const AttentionSpec& spec,
                const AttentionSpec::Operand& o, int64_t rows, int64_t cols) {
   out.open(fmt::format("__device__ float {}(int64_t head, int64_t row, int dim) const", name));
-  const std::string row = emit_operand_coordinates(out, spec, o);
+  const OperandStrides strides = strides_of(ctx, spec, o);
+  const std::string row = emit_operand_coordinates(out, spec, o, strides);
   if (o.scalings.empty()) {
     out.linef("return {};", o.prologue.empty()
-                                ? fmt::format("{}[{}]", pointer, operand_index(o, row, "dim"))
-                                : emit_prologue_value(ctx, sig, out, name, o, row, rows, cols));
+                                ? fmt::format("{}[{}]", pointer, operand_index(strides, row, "dim"))
+                                : emit_prologue_value(ctx, sig, out, name, spec, o, row, rows, cols));
     out.close();
     return;
   }
   if (o.prologue.empty()) {
-    out.linef("const float x = {}[{}];", pointer, operand_index(o, row, "dim"));
+    out.linef("const float x = {}[{}];", pointer, operand_index(strides, row, "dim"));
   } else {
     // The prologue's values in a scope of their own: the scalings name theirs alike.
     out.line("float x;");
     out.open("");
-    out.linef("x = {};", emit_prologue_value(ctx, sig, out, name, o, row, rows, cols));
+    out.linef("x = {};", emit_prologue_value(ctx, sig, out, name, spec, o, row, rows, cols));
     out.close();
   }
   const Graph& g = ctx.graph();
@@ -157,15 +197,16 @@ void emit_load(const GroupEmitContext& ctx, const FusedSignature& sig, CodeWrite
 // The operand's row as the kernel loads it whole: `static constexpr int kNAMEVector` (its
 // plan's vector: 16-byte loads, or 1 for element by element) and, for vectors, `const E*
 // NAME_row(int64_t head, int64_t row)`, the row's dim 0.
-void emit_row(CodeWriter& out, const std::string& name, const std::string& constant,
-              const std::string& pointer, const std::string& ctype, const AttentionSpec& spec,
-              const AttentionSpec::Operand& o) {
+void emit_row(const GroupEmitContext& ctx, CodeWriter& out, const std::string& name,
+              const std::string& constant, const std::string& pointer, const std::string& ctype,
+              const AttentionSpec& spec, const AttentionSpec::Operand& o) {
   out.linef("static constexpr int k{}Vector = {};", constant, o.vector);
   if (o.vector <= 1) return;
   out.open(
       fmt::format("__device__ const {}* {}_row(int64_t head, int64_t row) const", ctype, name));
-  const std::string row = emit_operand_coordinates(out, spec, o);
-  out.linef("return {} + ({});", pointer, operand_index(o, row, "0"));
+  const OperandStrides strides = strides_of(ctx, spec, o);
+  const std::string row = emit_operand_coordinates(out, spec, o, strides);
+  out.linef("return {} + ({});", pointer, operand_index(strides, row, "0"));
   out.close();
 }
 
@@ -181,6 +222,8 @@ void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
     return interface_name(ctx, sig, t, fmt::format("attention's {}", what));
   };
   const int64_t query_tile = spec.query_tile();
+  // Over symbolic dims the heads, queries and keys are the run's.
+  const std::optional<AttentionSpec::Symbolic>& sym = spec.symbolic;
 
   fused_kernel_banner(
       ctx, sig, group.nodes,
@@ -189,8 +232,10 @@ void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
                   "scores never reach memory. A block per (head, tile of {} queries): {} warps "
                   "of {} query rows, key tiles of {} through shared memory, an online softmax in "
                   "fp32; {}.",
-                  group.id, spec.heads, shape_to_string(spec.batch), spec.queries, spec.keys,
-                  spec.head_dim, spec.value_dim, query_tile, spec.warps, spec.rows_per_warp,
+                  group.id, sym ? sym->heads.to_string() : std::to_string(spec.heads),
+                  sym ? sym_shape_to_string(sym->batch) : shape_to_string(spec.batch),
+                  sym ? sym->queries.to_string() : std::to_string(spec.queries),
+                  sym ? sym->keys.to_string() : std::to_string(spec.keys), spec.head_dim, spec.value_dim, query_tile, spec.warps, spec.rows_per_warp,
                   spec.key_tile,
                   spec.tensor_cores
                       ? fmt::format("Q·Kᵀ and P·V on tensor cores ({} tiles, fp32 accumulators)",
@@ -218,6 +263,12 @@ void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
   for (const std::string& p : sig.params)
     out.linef("{};", p);
   out.line("int64_t queries, keys;");
+  // Over symbolic dims the run's symbols, which the strides below name.
+  std::vector<std::string> symbols;
+  if (sym)
+    for (int k : launch_symbols(ctx))
+      symbols.push_back(fmt::format("sym{}", k));
+  if (!symbols.empty()) out.linef("int64_t {};  // the run's symbolic dims", fmt::join(symbols, ", "));
   out.line();
   // An operand's pointer: none for one its prologue computes.
   auto pointer = [&](const AttentionSpec::Operand& o, const char* what) {
@@ -227,11 +278,11 @@ void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
             spec.q.rows_per_head > 0 ? spec.q.rows_per_head : spec.queries, spec.head_dim);
   emit_load(ctx, sig, out, "key", pointer(spec.k, "K"), spec, spec.k, spec.keys, spec.head_dim);
   emit_load(ctx, sig, out, "value", pointer(spec.v, "V"), spec, spec.v, spec.keys, spec.value_dim);
-  emit_row(out, "query", "Query", pointer(spec.q, "Q"),
+  emit_row(ctx, out, "query", "Query", pointer(spec.q, "Q"),
            storage_ctype(g.tensor(spec.q.tensor).dtype, ctx), spec, spec.q);
-  emit_row(out, "key", "Key", pointer(spec.k, "K"),
+  emit_row(ctx, out, "key", "Key", pointer(spec.k, "K"),
            storage_ctype(g.tensor(spec.k.tensor).dtype, ctx), spec, spec.k);
-  emit_row(out, "value", "Value", pointer(spec.v, "V"),
+  emit_row(ctx, out, "value", "Value", pointer(spec.v, "V"),
            storage_ctype(g.tensor(spec.v.tensor).dtype, ctx), spec, spec.v);
 
   // The logit of (query, key): the logit nodes over the logits' coordinates c0..cR-1
@@ -245,9 +296,26 @@ void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
     for (TensorId t : value_operands(g.nodes[n]))
       coordinates = coordinates || (t != kNoTensor && sig.inputs.count(t) > 0 &&
                                     needs_coordinates(g.tensor(t).shape, score_shape));
-  out.linef("const int64_t i = (head * {} + query) * {} + key;", spec.queries, spec.keys);
+  if (sym) {
+    // Over symbolic dims a mask reads through the logits' coordinates over the symbols.
+    for (int32_t n : spec.logit_nodes)
+      for (TensorId t : value_operands(g.nodes[n]))
+        coordinates = coordinates ||
+                      (t != kNoTensor && sig.inputs.count(t) > 0 &&
+                       tensor_needs_coordinates(g, t, score_shape, sym->logit_shape));
+    out.line("const int64_t i = (head * queries + query) * keys + key;");
+  } else {
+    out.linef("const int64_t i = (head * {} + query) * {} + key;", spec.queries, spec.keys);
+  }
   if (coordinates) {
-    emit_batch_coordinates(out, spec.batch);
+    std::vector<std::string> batch_dims;
+    if (sym)
+      for (const DimExpr& d : sym->batch)
+        batch_dims.push_back(dim_code(g, d));
+    else
+      for (int64_t d : spec.batch)
+        batch_dims.push_back(std::to_string(d));
+    emit_batch_coordinates(out, batch_dims);
     for (size_t j = 0; j + 2 < rank; ++j)
       out.linef("const int64_t c{0} = b{0};", j);
     out.linef("const int64_t c{} = query;", rank - 2);
@@ -265,23 +333,51 @@ void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
       out.linef("const float s = {};", rounded_to(g.tensor(t).dtype, "dot"));
       return "s";
     }
-    return load_broadcast(ctx, sig, t, score_shape, out);
+    return load_broadcast(ctx, sig, t, score_shape, out, "i", "c",
+                          sym ? &sym->logit_shape : nullptr);
   });
   out.linef("return {};", scope.value(spec.logits));
   out.close();
   out.line("__device__ int64_t key_end(int64_t, int64_t) const { return keys; }");
   out.open("__device__ void store(int64_t head, int64_t row, int dim, float value) const");
-  const std::string out_row = emit_operand_coordinates(out, spec, spec.out);
+  const OperandStrides out_strides = strides_of(ctx, spec, spec.out);
+  const std::string out_row = emit_operand_coordinates(out, spec, spec.out, out_strides);
   out.linef("{}[{}] = value;", param(spec.out.tensor, "output"),
-            operand_index(spec.out, out_row, "dim"));
+            operand_index(out_strides, out_row, "dim"));
   out.close();
   out.close(";");
   out.line();
 
   // Aggregate initialization in the struct's member order: sig.params', reads then writes.
   const std::vector<std::string> members = interface_members(sig, spec.io);
-  const std::string problem_value = fmt::format("const {} p{{{}, {}, {}}};", problem,
-                                                fmt::join(members, ", "), spec.queries, spec.keys);
+  const std::string problem_value = fmt::format(
+      "const {} p{{{}, {}, {}{}}};", problem, fmt::join(members, ", "),
+      sym ? dim_code(g, sym->queries) : std::to_string(spec.queries),
+      sym ? dim_code(g, sym->keys) : std::to_string(spec.keys),
+      symbols.empty() ? std::string() : fmt::format(", {}", fmt::join(symbols, ", ")));
+  if (sym) {
+    STITCH_INTERNAL_CHECK(spec.splits <= 1, "group {}: flash-decoding over symbolic dims",
+                          group.id);
+    std::vector<std::string> params = sig.params;
+    for (const std::string& p : launch_symbol_params(ctx))
+      params.push_back(p);
+    out.open(kernel_head(ctx, kernel, params));
+    out.line("STITCH_DYNAMIC_SHARED(float, shared);");
+    out.line(problem_value);
+    out.linef("const int64_t query_tiles = {};  // {}", dim_code(g, sym->query_tiles),
+              sym->query_tiles.to_string());
+    out.linef("const int64_t blocks = {};  // heads x query tiles", dim_code(g, group.launch.work));
+    out.open("for (int64_t block = blockIdx.x; block < blocks; block += gridDim.x)");
+    out.line("if (block != blockIdx.x) __syncthreads();  // the previous tile's shared memory");
+    out.linef("stitch::attention::flash_attention_tile<{}>(p, block / query_tiles, block % "
+              "query_tiles * {}, shared);",
+              tiles, query_tile);
+    out.close();
+    out.close();
+    out.line();
+    emit_launch(ctx, out, kernel, sig.args);
+    return;
+  }
   if (spec.splits <= 1) {
     out.open(kernel_head(ctx, kernel, sig.params));
     out.line("STITCH_DYNAMIC_SHARED(float, shared);");

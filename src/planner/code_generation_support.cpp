@@ -120,7 +120,6 @@ void refuse_symbolic_nodes(const Graph& graph) {
     const FusionDecision d =
         legality::single_node_symbolic_support(graph, static_cast<int32_t>(n), DeviceParams{});
     if (d) continue;
-    if (getenv("STITCH_DEBUG_REFUSE")) fmt::print(stderr, "REFUSE {} ({}): {}\n", node.name, op_name(node.op), d.reason);
     if (first == nullptr) {
       first = &node;
       reason = d.reason;
@@ -161,11 +160,11 @@ void refuse_symbolic_nodes(const Graph& graph) {
   }
   throw UserError(node_error_site(graph, *first),
                   fmt::format("cannot generate code over the symbolic dims {} here: {}{}. Over "
-                              "symbolic dims stitchc generates pointwise ops, row reductions "
-                              "and normalizations of fixed rows, matrix products whose rows alone "
-                              "are symbolic, embedding lookups, Transposes, Slices and views so "
-                              "far; bind "
-                              "each dim with --dim NAME=VALUE",
+                              "symbolic dims stitchc generates pointwise ops, row reductions, "
+                              "normalizations of fixed rows, matrix products and convolutions "
+                              "(over a symbolic batch) through the libraries, Gathers, "
+                              "Transposes, Slices, Concats, Ranges, Trilus, fills and views so "
+                              "far; bind each dim with --dim NAME=VALUE",
                               fmt::join(symbols, ", "), reason, rest));
 }
 

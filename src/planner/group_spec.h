@@ -517,6 +517,22 @@ struct AttentionSpec {
   // once more).
   int64_t uncoalesced_bytes = 0;
   KernelInterface io; // reads: the stored Q, K, V and the logit nodes' inputs; writes: out
+  // Over symbolic dims (legality_symbolic.cpp): the extents and strides as expressions of the
+  // symbols, the fields above their planning values; the launch covers the run's heads x
+  // query tiles (LaunchConfig::work). Unset for fixed shapes.
+  struct SymbolicOperand {
+    DimExpr offset;
+    SymShape batch_strides;
+    DimExpr row_stride, col_stride;
+  };
+  struct Symbolic {
+    SymShape logit_shape; // [batch..., queries, keys]
+    SymShape batch;       // its batch axes
+    DimExpr heads, queries, keys;
+    DimExpr query_tiles; // ceil(queries / query_tile())
+    SymbolicOperand q, k, v, out;
+  };
+  std::optional<Symbolic> symbolic;
 };
 
 // GemmChain: Y = epilogue(activation(X·W1 [, X·W3]) · W2) in one kernel (kernel_gemm_chain.cpp

@@ -108,9 +108,8 @@ FusionDecision gemm_support(const Graph& g, GemmSpec& spec) {
       spec.layout_result >= 0)
     return FusionDecision::no("a product reading A or B or writing its result through a layout "
                               "or a slice over symbolic dims");
-  if (!spec.fill.empty() || spec.k == 0 || !spec.outer.empty())
-    return FusionDecision::no(
-        "a product over symbolic dims with a fill kernel, K = 0 or a loop of calls");
+  if (!spec.fill.empty() || spec.k == 0)
+    return FusionDecision::no("a product over symbolic dims with a fill kernel or K = 0");
   // The stored matrices, a MatMul's vectors as matrices of one row (A) or one column (B):
   // A's last two axes are [M, K] ([K, M] where used transposed), B's [K, N] ([N, K]).
   SymShape ad = a.sym_shape(), bd = b.sym_shape();
@@ -141,6 +140,8 @@ FusionDecision gemm_support(const Graph& g, GemmSpec& spec) {
                                             "result's {} nor none (over symbolic dims, one "
                                             "stride per operand)",
                                             x->name, dims_str(*x), dims_str(result)));
+  if (!spec.outer.empty())
+    return FusionDecision::no("a product over symbolic dims planned as a loop of calls");
   const DimExpr batches = sym_elements(batch);
   if (sym_elements(out) != batches * e.m * e.n)
     return FusionDecision::no(fmt::format("the result '{}' {} is not the batches of M x N of A "
@@ -455,6 +456,229 @@ FusionDecision slice_support(const Graph& g, const Node& node, const DeviceParam
   return FusionDecision::ok();
 }
 
+// ---- the attention kernel over symbolic dims ----
+
+// A strided view of a stored tensor over the symbols (StridedMatrix's counterpart).
+struct SymView {
+  SymShape shape, strides;
+  DimExpr offset;
+};
+
+SymView sym_packed(const SymShape& shape) {
+  SymView v{shape, SymShape(shape.size(), DimExpr(1)), DimExpr(0)};
+  for (size_t d = shape.size(); d-- > 1;)
+    v.strides[d - 1] = v.strides[d] * shape[d];
+  return v;
+}
+
+bool is_one(const DimExpr& d) { return d.is_constant() && d.constant_value() == 1; }
+
+// The view read in `to`'s dims, as a View reads it (legality_library.cpp's reshaped over the
+// symbols): runs of axes of equal products, each contiguous within itself. The planning values
+// steer which side of a run grows; the products must then be equal as expressions. nullopt
+// where that does not hold for every value of the symbols.
+std::optional<SymView> sym_reshaped(const Graph& g, const SymView& view, const SymShape& to) {
+  SymShape extents, strides; // the view's axes that are not the constant 1
+  for (size_t j = 0; j < view.shape.size(); ++j)
+    if (!is_one(view.shape[j])) {
+      extents.push_back(view.shape[j]);
+      strides.push_back(view.strides[j]);
+    }
+  auto planned = [&](const DimExpr& d) { return g.planning_shape(SymShape{d}).front(); };
+  SymView r{to, SymShape(to.size(), DimExpr(0)), view.offset};
+  size_t from = 0, at = 0;
+  while (at < to.size() || from < extents.size()) {
+    if (at < to.size() && is_one(to[at])) {
+      ++at;
+      continue;
+    }
+    if (at >= to.size() || from >= extents.size()) return std::nullopt;
+    size_t old_end = from, new_end = at;
+    DimExpr old_size = extents[from], new_size = to[at];
+    while (old_size != new_size) {
+      if (planned(old_size) <= planned(new_size) && old_end + 1 < extents.size()) {
+        old_size = old_size * extents[++old_end];
+      } else if (new_end + 1 < to.size()) {
+        new_size = new_size * to[++new_end];
+      } else {
+        return std::nullopt;
+      }
+      if (planned(old_size) > planned(new_size) * 1024 * 1024) return std::nullopt;
+    }
+    for (size_t k = from; k < old_end; ++k)
+      if (strides[k] != strides[k + 1] * extents[k + 1]) return std::nullopt;
+    DimExpr stride = strides[old_end];
+    for (size_t k = new_end + 1; k-- > at;) {
+      r.strides[k] = stride;
+      stride = stride * to[k];
+    }
+    from = old_end + 1;
+    at = new_end + 1;
+  }
+  return r;
+}
+
+// The view of `stored` that the group's layout nodes (and scalings) make on the way to
+// `operand`, over the symbols.
+FusionDecision sym_follow(const Graph& g, const AttentionSpec& spec,
+                          const AttentionSpec::Operand& o, TensorId operand, SymView& r) {
+  const TensorId stored = o.tensor;
+  const std::vector<int32_t>& scalings = o.scalings;
+  // The chain from `operand` back to `stored`: each tensor's producer among the group's layout
+  // nodes and the operand's scalings.
+  std::vector<int32_t> chain;
+  for (TensorId at = operand; at != stored;) {
+    int32_t producer = -1;
+    for (const std::vector<int32_t>* list : {&spec.layouts, &scalings})
+      for (int32_t n : *list)
+        if (g.nodes[n].outputs[0] == at) producer = n;
+    if (producer < 0 || chain.size() > spec.layouts.size() + scalings.size())
+      return FusionDecision::no(fmt::format("'{}' does not lead to '{}' through the layouts",
+                                            g.tensor(stored).name, g.tensor(operand).name));
+    chain.push_back(producer);
+    const Node& n = g.nodes[producer];
+    // A scaling reads the operand and its scalar.
+    at = n.inputs[0];
+    if (auto k = std::find(scalings.begin(), scalings.end(), producer); k != scalings.end())
+      if (at == o.scalars[static_cast<size_t>(k - scalings.begin())]) at = n.inputs[1];
+  }
+  r = sym_packed(g.tensor(stored).sym_shape());
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    const int32_t next = *it;
+    const Node& n = g.nodes[next];
+    const SymShape to = g.tensor(n.outputs[0]).sym_shape();
+    if (n.op == OpKind::Transpose) {
+      const std::vector<int64_t> perm = read_perm(NodeContext(g, n));
+      SymView p{{}, {}, r.offset};
+      for (int64_t axis : perm) {
+        p.shape.push_back(r.shape[static_cast<size_t>(axis)]);
+        p.strides.push_back(r.strides[static_cast<size_t>(axis)]);
+      }
+      r = p;
+    } else if (n.op == OpKind::Slice) {
+      for (const SliceAxis& a : read_slice_params(NodeContext(g, n))) {
+        const auto axis = static_cast<size_t>(a.axis);
+        if (!r.shape[axis].is_constant())
+          return FusionDecision::no("a Slice of a symbolic axis on the way to the attention");
+        r.offset = r.offset + r.strides[axis] * a.start;
+        r.strides[axis] = r.strides[axis] * a.step;
+        r.shape[axis] = a.length;
+      }
+    } else if (n.op == OpKind::Expand) {
+      SymView e{to, SymShape(to.size(), DimExpr(0)), r.offset};
+      const size_t lead = to.size() - r.shape.size();
+      for (size_t j = 0; j < r.shape.size(); ++j)
+        if (r.shape[j] == to[j + lead]) e.strides[j + lead] = r.strides[j];
+      r = e;
+    } else if (n.op == OpKind::View) {
+      std::optional<SymView> viewed = sym_reshaped(g, r, to);
+      if (!viewed)
+        return FusionDecision::no(fmt::format("'{}' {} reshapes a view into axes no strides over "
+                                              "the symbols describe",
+                                              n.name, dims_str(g.tensor(n.outputs[0]))));
+      r = *viewed;
+    } // a scaling keeps the view
+    if (r.shape != to)
+      return FusionDecision::no(fmt::format("'{}' does not read as a strided view over the "
+                                            "symbols",
+                                            g.tensor(n.outputs[0]).name));
+  }
+  return FusionDecision::ok();
+}
+
+// The operand's strides against the batch axes (right-aligned, 0 where it has none or a
+// constant 1), its row and column strides.
+AttentionSpec::SymbolicOperand sym_operand(const SymView& v, size_t batch_axes, bool swap_rows) {
+  AttentionSpec::SymbolicOperand o;
+  o.offset = v.offset;
+  const size_t rank = v.shape.size();
+  const size_t axes = rank - 2;
+  o.batch_strides.assign(batch_axes, DimExpr(0));
+  for (size_t j = 0; j < axes; ++j)
+    if (!is_one(v.shape[j])) o.batch_strides[batch_axes - axes + j] = v.strides[j];
+  o.row_stride = v.strides[swap_rows ? rank - 1 : rank - 2];
+  o.col_stride = v.strides[swap_rows ? rank - 2 : rank - 1];
+  return o;
+}
+
+// Whether `d` is a multiple of `n` for every value of the symbols.
+bool divisible(const DimExpr& d, int64_t n) { return DimExpr::exact_div(d, DimExpr(n)).has_value(); }
+
+// The attention kernel (kernel_attention.cpp) over symbolic dims: the queries, keys and heads
+// the run's, every operand read through strides over the symbols; one kernel (no
+// flash-decoding), no prologue, the heads not regrouped.
+FusionDecision attention_support(const Graph& g, AttentionSpec& spec, const DeviceParams& device,
+                                 LaunchConfig& launch) {
+  if (spec.splits > 1)
+    return FusionDecision::no("flash-decoding (the keys split) over symbolic dims");
+  for (const AttentionSpec::Operand* o : {&spec.q, &spec.k, &spec.v, &spec.out})
+    if (!o->prologue.empty() || o->rows_per_head > 0)
+      return FusionDecision::no("an attention with a prologue or regrouped heads over symbolic "
+                                "dims");
+  const Node& qk = g.nodes[spec.scores];
+  const Node& pv = g.nodes[spec.product];
+  AttentionSpec::Symbolic s;
+  s.logit_shape = g.tensor(spec.logits).sym_shape();
+  if (g.tensor(qk.outputs[0]).sym_shape() != s.logit_shape)
+    return FusionDecision::no("an attention whose scores are viewed over symbolic dims");
+  s.batch = SymShape(s.logit_shape.begin(), s.logit_shape.end() - 2);
+  s.heads = sym_elements(s.batch);
+  s.queries = s.logit_shape[s.logit_shape.size() - 2];
+  s.keys = s.logit_shape.back();
+  s.query_tiles = DimExpr::ceil_div(s.queries, spec.query_tile());
+  // The output in the attention's heads: the product, or the View of it in spec.views.
+  TensorId merged = pv.outputs[0];
+  for (int32_t n : spec.views)
+    if (g.nodes[n].inputs[0] == merged) merged = g.nodes[n].outputs[0];
+  const std::vector<std::pair<const AttentionSpec::Operand*, TensorId>> reads = {
+      {&spec.q, qk.inputs[0]}, {&spec.k, qk.inputs[1]}, {&spec.v, pv.inputs[1]}};
+  std::vector<SymView> views;
+  for (const auto& [o, operand] : reads) {
+    SymView view;
+    if (FusionDecision d = sym_follow(g, spec, *o, operand, view); !d) return d;
+    views.push_back(view);
+  }
+  s.q = sym_operand(views[0], s.batch.size(), false);
+  s.k = sym_operand(views[1], s.batch.size(), true);
+  s.v = sym_operand(views[2], s.batch.size(), false);
+  // The output: packed, or written through the Transpose that follows it.
+  const SymShape merged_dims = g.tensor(merged).sym_shape();
+  SymView out = sym_packed(merged_dims);
+  if (spec.out.tensor != merged) {
+    int32_t transpose = -1;
+    for (int32_t n : spec.layouts)
+      if (g.nodes[n].op == OpKind::Transpose && g.nodes[n].inputs[0] == merged) transpose = n;
+    if (transpose < 0 || g.nodes[transpose].outputs[0] != spec.out.tensor)
+      return FusionDecision::no("the attention's output is written through more than a Transpose");
+    const std::vector<int64_t> perm = read_perm(NodeContext(g, g.nodes[transpose]));
+    const SymView stored = sym_packed(g.tensor(spec.out.tensor).sym_shape());
+    for (size_t j = 0; j < perm.size(); ++j)
+      out.strides[static_cast<size_t>(perm[j])] = stored.strides[j];
+  }
+  s.out = sym_operand(out, s.batch.size(), false);
+  // 16-byte loads only where the strides keep every row aligned at every shape.
+  for (auto [o, so] : {std::pair{&spec.q, &s.q}, std::pair{&spec.k, &s.k}, std::pair{&spec.v, &s.v}}) {
+    if (o->vector <= 1) continue;
+    bool aligned = divisible(so->offset, o->vector) && divisible(so->row_stride, o->vector);
+    for (const DimExpr& stride : so->batch_strides)
+      aligned = aligned && divisible(stride, o->vector);
+    if (!aligned) o->vector = 1;
+  }
+  // The logit nodes read tensors that broadcast against the logits over the symbols.
+  for (int32_t n : spec.logit_nodes)
+    for (TensorId t : value_operands(g.nodes[n]))
+      if (t != kNoTensor && std::find(spec.io.reads.begin(), spec.io.reads.end(), t) !=
+                                spec.io.reads.end())
+        if (FusionDecision d = broadcasts_over_symbols(g, t, s.logit_shape); !d) return d;
+  const DimExpr work = s.heads * s.query_tiles;
+  launch.grid[0] = std::max<int64_t>(1, work.bounds(g.symbol_ranges()).hi);
+  launch.work = work;
+  launch.work_per_block = 1;
+  (void)device;
+  spec.symbolic = std::move(s);
+  return FusionDecision::ok();
+}
+
 } // namespace
 
 FusionDecision symbolic_support(const Graph& g, FusionGroup& group, const DeviceParams& device) {
@@ -551,6 +775,8 @@ FusionDecision symbolic_support(const Graph& g, FusionGroup& group, const Device
   }
   if (auto* spec = std::get_if<RegionalSpec>(&group.spec))
     return regional_support(g, group.nodes, *spec, device, group.launch);
+  if (auto* spec = std::get_if<AttentionSpec>(&group.spec))
+    return attention_support(g, *spec, device, group.launch);
   return FusionDecision::no(
       fmt::format("no {} group over symbolic dims yet", group_kind_name(group.kind)));
 }

@@ -197,6 +197,11 @@ nlohmann::json spec_json(const Graph& g, const GroupSpec& spec) {
     j["batch"] = attention->batch;
     j["queries"] = attention->queries;
     j["keys"] = attention->keys;
+    if (const auto& sym = attention->symbolic)
+      j["dims"] = {{"logit_shape", sym_shape_to_string(sym->logit_shape)},
+                   {"heads", sym->heads.to_string()},
+                   {"queries", sym->queries.to_string()},
+                   {"keys", sym->keys.to_string()}};
     j["head_dim"] = attention->head_dim;
     j["value_dim"] = attention->value_dim;
     auto operand = [&](const AttentionSpec::Operand& o) {

@@ -7,7 +7,8 @@ import os
 from onnx import TensorProto, helper
 
 from corpus_lib import (
-    F, I64, case, vi, model, relu_model, floats, model_with_initializer, write, serialize, parses,
+    F, I64, case, vi, model, relu_model, floats, ints, model_with_initializer, write, serialize,
+    parses,
 )
 
 
@@ -295,13 +296,14 @@ def symbolic_relu(d):
                  [vi("x", ["batch", "seq", 4])], [vi("y", ["batch", "seq", 4])])
 
 
-@case("node 'concat0' (Concat): cannot generate code over the symbolic dims batch (1..8), "
-      "seq (1..16) here: no kernel for Concat over symbolic dims yet",
+@case("node 'cumsum0' (CumSum): cannot generate code over the symbolic dims batch (1..8), "
+      "seq (1..16) here: no kernel for CumSum over symbolic dims yet",
       ["--dim", "batch=1..8", "--dim", "seq=1..16@5"])
 def dim_node_not_generated(d):
     """A node whose kernel cannot yet run over symbolic dims is refused by name, with what can."""
-    nodes = [helper.make_node("Concat", ["x", "x"], ["y"], name="concat0", axis=1)]
-    return model(nodes, [vi("x", ["batch", "seq", 4])], [vi("y", ["batch", None, 4])])
+    nodes = [helper.make_node("CumSum", ["x", "axis"], ["y"], name="cumsum0")]
+    return model(nodes, [vi("x", ["batch", "seq", 4])], [vi("y", ["batch", "seq", 4])],
+                 [ints("axis", [1])])
 
 
 @case("--dim names 'heads', which is no symbolic dim of the graph inputs",

@@ -265,21 +265,37 @@ TEST_CASE("library products take a symbolic M and refuse a symbolic B", "[symbol
   CHECK_THAT(r.sources, Catch::Contains("desc.beta = 1.0f;"));
   CHECK_THAT(r.sources, Catch::Contains("(b, &desc, lhs, rhs, addend1, nullptr, result,"));
 
-  ModelBuilder scores;
-  scores.input("q", kFloat, {-1, 8}, {"seq"}).input("k", kFloat, {8, -1}, {"keys"}).output("s");
-  scores.node("MatMul", {"q", "k"}, {"s"}, "scores");
-  CHECK_THAT(refusal(scores, {dim("seq", 1, 32, 32), dim("keys", 1, 32, 32)}),
-             Catch::Contains("node 'scores' (MatMul): cannot generate code over the symbolic dims "
-                             "seq (1..32), keys (1..32) here: B 'k' [8,keys] depends on the "
-                             "symbols; only M may") &&
-                 Catch::Contains("bind each dim with --dim NAME=VALUE"));
 }
 
-// Proves: what cannot run over the symbols is refused with the reason: a value computed from
-// the symbols read as data, and a reduction whose row is symbolic.
-TEST_CASE("what cannot run over symbolic dims is refused with the reason", "[symbolic][planner]") {
-  // A value computed from the symbols read as data (what a planning value baked into the
-  // weights would get wrong at every other shape).
+// Proves: a batched product whose batch, M, N and K all depend on the symbols (an attention's
+// Q·Kᵀ and P·V) passes every extent and stride to the library as expressions; an operand with
+// part of the result's batch axes (one stride per operand cannot say it) is refused by name.
+TEST_CASE("library products take symbolic batches, M, N and K", "[symbolic][planner]") {
+  ModelBuilder m;
+  m.input("q", kFloat, {-1, 4, -1, 16}, {"batch", "seq"})
+      .input("kt", kFloat, {-1, 4, 16, -1}, {"batch", "seq"})
+      .output("s");
+  m.node("MatMul", {"q", "kt"}, {"s"});
+  const Generated g = generate(m, {dim("batch", 1, 4, 4), dim("seq", 1, 32, 32)}, "none");
+  CHECK_THAT(g.sources, Catch::Contains("stitch_gemm_desc_packed(sym1, sym1, 16); // m, n, k"));
+  CHECK_THAT(g.sources, Catch::Contains("desc.batch_count = (sym0 * 4);"));
+  CHECK_THAT(g.sources, Catch::Contains("desc.stride_a = (sym1 * 16);"));
+  CHECK_THAT(g.sources, Catch::Contains("desc.stride_b = (sym1 * 16);"));
+
+  ModelBuilder part;
+  part.input("x", kFloat, {-1, 4, -1, 16}, {"batch", "seq"}).output("y");
+  part.initializer_f32("w", {4, 16, 8}, std::vector<float>(512, 0.25f));
+  part.node("MatMul", {"x", "w"}, {"y"}, "per_head");
+  CHECK_THAT(refusal(part, {dim("batch", 1, 4, 4), dim("seq", 1, 32, 32)}),
+             Catch::Contains("node 'per_head' (MatMul)") &&
+                 Catch::Contains("the batch axes of 'w' [4,16,8] are neither all of the result's "
+                                 "[batch,4,seq,8] nor none"));
+}
+
+// Proves: values computed from the symbols are the run's where a kernel reads them (a pointwise
+// kernel evaluates them from the symbols) and refused where one would read their planning
+// values from memory (a Gather's indices).
+TEST_CASE("values computed from the symbols are read as the run's", "[symbolic][planner]") {
   ModelBuilder data;
   data.input("x", onnx::TensorProto::INT64, {-1, 4}, {"batch"}).output("y");
   data.initializer_i64("zero", {}, {0});
@@ -288,17 +304,34 @@ TEST_CASE("what cannot run over symbolic dims is refused with the reason", "[sym
   set_attr_int(data.node("Gather", {"s", "zero"}, {"b"}), "axis", 0);
   data.node("Mul", {"b", "two"}, {"b2"});
   data.node("Add", {"x", "b2"}, {"y"}, "add_count");
-  CHECK_THAT(refusal(data, {dim("batch", 1, 8, 8)}),
-             Catch::Contains("node 'add_count' (Add)") &&
-                 Catch::Contains("it reads 'b2' = [2*batch], values computed from the symbolic "
-                                 "dims, as data"));
+  const Generated g = generate(data, {dim("batch", 1, 8, 8)});
+  CHECK_THAT(g.sources, Catch::Contains("= int64_t((sym0 * 2));  // computed from the symbols"));
 
-  ModelBuilder softmax;
-  softmax.input("x", kFloat, {4, -1}, {"keys"}).output("y");
-  set_attr_ints(softmax.node("ReduceMax", {"x"}, {"y"}, "row_max"), "axes", {-1});
-  CHECK_THAT(refusal(softmax, {dim("keys", 1, 128, 128)}),
-             Catch::Contains("node 'row_max' (ReduceMax)") &&
-                 Catch::Contains("must reduce fixed trailing axes"));
+  ModelBuilder lookup;
+  lookup.input("x", onnx::TensorProto::INT64, {-1, 4}, {"batch"})
+      .input("table", kFloat, {10, 4})
+      .output("y");
+  lookup.initializer_i64("zero", {}, {0});
+  lookup.node("Shape", {"x"}, {"s"});
+  set_attr_int(lookup.node("Gather", {"s", "zero"}, {"b"}), "axis", 0);
+  lookup.node("Gather", {"table", "b"}, {"y"}, "pick");
+  CHECK_THAT(refusal(lookup, {dim("batch", 1, 8, 8)}),
+             Catch::Contains("node 'pick' (Gather)") &&
+                 Catch::Contains("it reads 'b' = [batch], values computed from the symbolic "
+                                 "dims, as data"));
+}
+
+// Proves: a reduction over rows whose length depends on the symbols (a softmax over the keys)
+// takes the length from the symbols, each row at line * length, a mean divided by it per run.
+TEST_CASE("row reductions over rows of symbolic length", "[symbolic][emitter]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {4, -1}, {"keys"}).output("y").output("mean");
+  set_attr_ints(m.node("ReduceMax", {"x"}, {"y"}), "axes", {-1});
+  set_attr_ints(m.node("ReduceMean", {"x"}, {"mean"}), "axes", {-1});
+  const Generated g = generate(m, {dim("keys", 1, 128, 128)}, "none");
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t length = sym0;  // elements per line: keys"));
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t base = line * length;"));
+  CHECK_THAT(g.sources, Catch::Contains("acc / static_cast<float>(length)"));
 }
 
 // Proves: an embedding lookup of a fixed table by symbolic indices runs over the indices'
@@ -311,7 +344,44 @@ TEST_CASE("a Gather of table rows by symbolic indices", "[symbolic][emitter]") {
   const Generated g = generate(m, {dim("batch", 1, 4, 2), dim("seq", 1, 16, 8)});
   CHECK_THAT(g.sources, Catch::Contains("const int64_t n = (sym0 * sym1 * 4);  // elements: "
                                         "4*batch*seq"));
-  CHECK_THAT(g.sources, Catch::Contains("const int64_t p = i % 4, j = i / 4, o = 0;"));
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t inner = 4, count = (sym0 * sym1), dim = 10;"));
+  CHECK_THAT(g.sources,
+             Catch::Contains("const int64_t p = i % inner, j = i / inner % count, o = i / inner "
+                             "/ count;"));
+}
+
+// Proves: a Gather from data whose axis is symbolic (the last token: index -1 along seq) wraps
+// its index by the run's axis, also where the output is fixed.
+TEST_CASE("a Gather along a symbolic axis wraps by the run's extent", "[symbolic][emitter]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {-1, 4}, {"seq"}).output("y");
+  m.initializer_i64("last", {}, {-1});
+  m.node("Gather", {"x", "last"}, {"y"});
+  const Generated g = generate(m, {dim("seq", 1, 16, 8)});
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t inner = 4, count = 1, dim = sym0;"));
+}
+
+// Proves: Range, Trilu, ConstantOfShape and Concat over symbolic extents: a causal mask and
+// positions up to the run's sequence, a concatenation along a symbolic axis.
+TEST_CASE("generators and concatenations over symbolic extents", "[symbolic][emitter]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {-1, 4}, {"seq"}).output("positions").output("mask").output("both");
+  m.initializer_i64("zero", {}, {0});
+  m.initializer_i64("one", {}, {1});
+  m.node("Shape", {"x"}, {"shape"});
+  set_attr_int(m.node("Gather", {"shape", "zero"}, {"n"}), "axis", 0);
+  m.initializer_i64("first", {1}, {0});
+  m.node("Range", {"zero", "n", "one"}, {"positions"});
+  set_attr_int(m.node("Gather", {"shape", "first"}, {"n1"}), "axis", 0);
+  set_attr_int(m.node("Concat", {"n1", "n1"}, {"square"}), "axis", 0);
+  m.node("ConstantOfShape", {"square"}, {"ones"});
+  m.node("Trilu", {"ones"}, {"mask"});
+  set_attr_int(m.node("Concat", {"x", "x"}, {"both"}), "axis", 0);
+  const Generated g = generate(m, {dim("seq", 1, 16, 8)}, "none");
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t n = sym0;  // elements: seq"));
+  CHECK_THAT(g.sources, Catch::Contains("out[i] = int64_t(0LL + i * 1LL);"));
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t rows = sym0, columns = sym0;"));
+  CHECK_THAT(g.sources, Catch::Contains("else out[i] = in1[row * (sym0 * 4) + along - (sym0 * 4)];"));
 }
 
 // Proves: a Transpose moving a symbolic axis copies one element per thread, its coordinates
