@@ -1,7 +1,6 @@
 // GroupEmitContext helpers: names, pointers, types and node descriptions.
 #include "emitter/emit_context.h"
 
-
 #include <set>
 
 #include <cctype>
@@ -169,8 +168,8 @@ std::string symbolic_value_code(const Graph& graph, TensorId t, const std::strin
   if (!x.has_symbolic_values()) return "";
   std::string code = fmt::format("{}({})", type, dim_code(graph, x.sym_values.back()));
   for (size_t k = x.sym_values.size() - 1; k-- > 0;)
-    code = fmt::format("({} == {} ? {}({}) : {})", index, k, type,
-                       dim_code(graph, x.sym_values[k]), code);
+    code = fmt::format("({} == {} ? {}({}) : {})", index, k, type, dim_code(graph, x.sym_values[k]),
+                       code);
   return code;
 }
 

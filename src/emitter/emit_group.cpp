@@ -27,9 +27,9 @@ void emit_launch(const GroupEmitContext& ctx, CodeWriter& out, const std::string
     STITCH_INTERNAL_CHECK(!l.cooperative && l.grid[1] == 1 && l.grid[2] == 1,
                           "group {}: a grid computed per run must be one-dimensional", group);
     out.linef("const int64_t work = {};", dim_code(ctx.graph(), l.work));
-    out.comment(fmt::format("The grid covers the work once, {} items per block, at most {} blocks "
-                            "(the grid at the symbols' maxima), then strides.",
-                            l.work_per_block, l.grid[0]));
+    out.comment(fmt::format("The grid covers the work once, {} item{} per block, at most {} "
+                            "blocks (the grid at the symbols' maxima), then strides.",
+                            l.work_per_block, l.work_per_block == 1 ? "" : "s", l.grid[0]));
     out.linef("const dim3 grid(stitch::dims::grid_for(work, {}, {}), 1, 1);", l.work_per_block,
               l.grid[0]);
   } else if (l.cooperative) {

@@ -84,8 +84,7 @@ void emit_batch_coordinates(CodeWriter& out, const std::vector<std::string>& dim
 }
 
 // The element index of (head's batch coordinates, row, col) in an operand.
-std::string operand_index(const OperandStrides& o, const std::string& row,
-                          const std::string& col) {
+std::string operand_index(const OperandStrides& o, const std::string& row, const std::string& col) {
   std::string index = o.offset;
   for (size_t j = 0; j < o.batch.size(); ++j)
     if (o.batch[j] != "0") index += fmt::format(" + b{} * {}", j, o.batch[j]);
@@ -128,9 +127,9 @@ std::string emit_operand_coordinates(CodeWriter& out, const AttentionSpec& spec,
 // The operand's element `e` of its prologue's tensor evaluated from the group's inputs at its
 // coordinates (e0, e1, ... of the tensor's shape, row-major), as a Local group evaluates it.
 std::string emit_prologue_value(const GroupEmitContext& ctx, const FusedSignature& sig,
-                                CodeWriter& out, const std::string& name,
-                                const AttentionSpec& spec, const AttentionSpec::Operand& o,
-                                const std::string& row, int64_t rows, int64_t cols) {
+                                CodeWriter& out, const std::string& name, const AttentionSpec& spec,
+                                const AttentionSpec::Operand& o, const std::string& row,
+                                int64_t rows, int64_t cols) {
   const Tensor& t = ctx.graph().tensor(o.tensor);
   const auto rank = static_cast<int64_t>(t.shape.size());
   out.comment(fmt::format("{} as the prologue computes it: '{}' {} evaluated at the element's "
@@ -170,9 +169,10 @@ void emit_load(const GroupEmitContext& ctx, const FusedSignature& sig, CodeWrite
   const OperandStrides strides = strides_of(ctx, spec, o);
   const std::string row = emit_operand_coordinates(out, spec, o, strides);
   if (o.scalings.empty()) {
-    out.linef("return {};", o.prologue.empty()
-                                ? fmt::format("{}[{}]", pointer, operand_index(strides, row, "dim"))
-                                : emit_prologue_value(ctx, sig, out, name, spec, o, row, rows, cols));
+    out.linef("return {};",
+              o.prologue.empty()
+                  ? fmt::format("{}[{}]", pointer, operand_index(strides, row, "dim"))
+                  : emit_prologue_value(ctx, sig, out, name, spec, o, row, rows, cols));
     out.close();
     return;
   }
@@ -235,8 +235,8 @@ void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
                   group.id, sym ? sym->heads.to_string() : std::to_string(spec.heads),
                   sym ? sym_shape_to_string(sym->batch) : shape_to_string(spec.batch),
                   sym ? sym->queries.to_string() : std::to_string(spec.queries),
-                  sym ? sym->keys.to_string() : std::to_string(spec.keys), spec.head_dim, spec.value_dim, query_tile, spec.warps, spec.rows_per_warp,
-                  spec.key_tile,
+                  sym ? sym->keys.to_string() : std::to_string(spec.keys), spec.head_dim,
+                  spec.value_dim, query_tile, spec.warps, spec.rows_per_warp, spec.key_tile,
                   spec.tensor_cores
                       ? fmt::format("Q·Kᵀ and P·V on tensor cores ({} tiles, fp32 accumulators)",
                                     dtype_name(spec.element))
@@ -268,7 +268,8 @@ void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
   if (sym)
     for (int k : launch_symbols(ctx))
       symbols.push_back(fmt::format("sym{}", k));
-  if (!symbols.empty()) out.linef("int64_t {};  // the run's symbolic dims", fmt::join(symbols, ", "));
+  if (!symbols.empty())
+    out.linef("int64_t {};  // the run's symbolic dims", fmt::join(symbols, ", "));
   out.line();
   // An operand's pointer: none for one its prologue computes.
   auto pointer = [&](const AttentionSpec::Operand& o, const char* what) {
@@ -300,9 +301,9 @@ void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
     // Over symbolic dims a mask reads through the logits' coordinates over the symbols.
     for (int32_t n : spec.logit_nodes)
       for (TensorId t : value_operands(g.nodes[n]))
-        coordinates = coordinates ||
-                      (t != kNoTensor && sig.inputs.count(t) > 0 &&
-                       tensor_needs_coordinates(g, t, score_shape, sym->logit_shape));
+        coordinates =
+            coordinates || (t != kNoTensor && sig.inputs.count(t) > 0 &&
+                            tensor_needs_coordinates(g, t, score_shape, sym->logit_shape));
     out.line("const int64_t i = (head * queries + query) * keys + key;");
   } else {
     out.linef("const int64_t i = (head * {} + query) * {} + key;", spec.queries, spec.keys);
@@ -350,11 +351,11 @@ void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
 
   // Aggregate initialization in the struct's member order: sig.params', reads then writes.
   const std::vector<std::string> members = interface_members(sig, spec.io);
-  const std::string problem_value = fmt::format(
-      "const {} p{{{}, {}, {}{}}};", problem, fmt::join(members, ", "),
-      sym ? dim_code(g, sym->queries) : std::to_string(spec.queries),
-      sym ? dim_code(g, sym->keys) : std::to_string(spec.keys),
-      symbols.empty() ? std::string() : fmt::format(", {}", fmt::join(symbols, ", ")));
+  const std::string problem_value =
+      fmt::format("const {} p{{{}, {}, {}{}}};", problem, fmt::join(members, ", "),
+                  sym ? dim_code(g, sym->queries) : std::to_string(spec.queries),
+                  sym ? dim_code(g, sym->keys) : std::to_string(spec.keys),
+                  symbols.empty() ? std::string() : fmt::format(", {}", fmt::join(symbols, ", ")));
   if (sym) {
     STITCH_INTERNAL_CHECK(spec.splits <= 1, "group {}: flash-decoding over symbolic dims",
                           group.id);

@@ -73,10 +73,9 @@ void emit_concat(const GroupEmitContext& ctx, CodeWriter& out) {
   DimExpr offset = 0;
   for (size_t p = 0; p < parts.size(); ++p) {
     const auto& [name, chunk] = parts[p];
-    std::string source = fmt::format("{}[row * {} + along{}]", name, dim_code(g, chunk),
-                                     offset == DimExpr(0)
-                                         ? ""
-                                         : fmt::format(" - {}", dim_code(g, offset)));
+    std::string source =
+        fmt::format("{}[row * {} + along{}]", name, dim_code(g, chunk),
+                    offset == DimExpr(0) ? "" : fmt::format(" - {}", dim_code(g, offset)));
     if (p + 1 == parts.size())
       out.linef("{}out[i] = {};", p == 0 ? "" : "else ", source);
     else

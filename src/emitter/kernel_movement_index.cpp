@@ -147,8 +147,8 @@ void emit_gather_nd(const GroupEmitContext& ctx, CodeWriter& out) {
   out.linef("const int64_t* index = indices + row * {};", m);
   std::vector<std::string> terms, checks;
   if (b > 0)
-    terms.push_back(fmt::format("row / {} * {}", dim_code(g, rows_per_batch),
-                                dim_code(g, batch_stride)));
+    terms.push_back(
+        fmt::format("row / {} * {}", dim_code(g, rows_per_batch), dim_code(g, batch_stride)));
   for (size_t j = 0; j < m; ++j) {
     out.linef("const int64_t k{} = stitch::movement::wrap_index(index[{}], {});", j, j,
               dim_code(g, data_dims[b + j]));

@@ -272,8 +272,8 @@ void emit_gemm_call(const GroupEmitContext& ctx, CodeWriter& out) {
                                 : std::string()));
   }
   if (spec.rows_folded)
-    out.comment(
-        fmt::format("B is shared by all batches of A: one GEMM with M = {}", text(&Extents::m, spec.m)));
+    out.comment(fmt::format("B is shared by all batches of A: one GEMM with M = {}",
+                            text(&Extents::m, spec.m)));
   out.linef("stitch_gemm_desc desc = stitch_gemm_desc_packed({}, {}, {}); // m, n, k",
             extent(&Extents::m, spec.m), extent(&Extents::n, spec.n), extent(&Extents::k, spec.k));
   emit_dtype_field(out, spec.dtype);

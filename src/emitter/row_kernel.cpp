@@ -103,9 +103,10 @@ void LineLoop::open_lines(CodeWriter& out) const {
   }
   out.open("for (int64_t line = first_line; line < lines; line += line_stride)");
   // Over symbolic dims the lines are rows of `length` contiguous elements (legality).
-  out.linef("const int64_t base = {};", space_.length_dims       ? std::string("line * length")
-                                        : launch.work_per_block > 0 ? fmt::format("line * {}", space_.length)
-                                                                    : line_base());
+  out.linef("const int64_t base = {};", space_.length_dims ? std::string("line * length")
+                                        : launch.work_per_block > 0
+                                            ? fmt::format("line * {}", space_.length)
+                                            : line_base());
 }
 
 void LineLoop::open_elements(CodeWriter& out) const {

@@ -146,8 +146,7 @@ FusionDecision gemm_support(const Graph& g, GemmSpec& spec) {
   if (sym_elements(out) != batches * e.m * e.n)
     return FusionDecision::no(fmt::format("the result '{}' {} is not the batches of M x N of A "
                                           "{} and B {}",
-                                          result.name, dims_str(result), dims_str(a),
-                                          dims_str(b)));
+                                          result.name, dims_str(result), dims_str(a), dims_str(b)));
   spec.rows_folded = false;
   e.batch_count = 1;
   if (a_batch == GemmBatch::All && b_batch == GemmBatch::None && !spec.trans_a) {
@@ -191,7 +190,6 @@ FusionDecision gemm_support(const Graph& g, GemmSpec& spec) {
   spec.symbolic = e;
   return FusionDecision::ok();
 }
-
 
 // A row space over the symbols: rows (the leading axes, which may be symbolic) times a fixed
 // row (the trailing axes from `split`).
@@ -602,7 +600,9 @@ AttentionSpec::SymbolicOperand sym_operand(const SymView& v, size_t batch_axes, 
 }
 
 // Whether `d` is a multiple of `n` for every value of the symbols.
-bool divisible(const DimExpr& d, int64_t n) { return DimExpr::exact_div(d, DimExpr(n)).has_value(); }
+bool divisible(const DimExpr& d, int64_t n) {
+  return DimExpr::exact_div(d, DimExpr(n)).has_value();
+}
 
 // The attention kernel (kernel_attention.cpp) over symbolic dims: the queries, keys and heads
 // the run's, every operand read through strides over the symbols; one kernel (no
@@ -657,7 +657,8 @@ FusionDecision attention_support(const Graph& g, AttentionSpec& spec, const Devi
   }
   s.out = sym_operand(out, s.batch.size(), false);
   // 16-byte loads only where the strides keep every row aligned at every shape.
-  for (auto [o, so] : {std::pair{&spec.q, &s.q}, std::pair{&spec.k, &s.k}, std::pair{&spec.v, &s.v}}) {
+  for (auto [o, so] :
+       {std::pair{&spec.q, &s.q}, std::pair{&spec.k, &s.k}, std::pair{&spec.v, &s.v}}) {
     if (o->vector <= 1) continue;
     bool aligned = divisible(so->offset, o->vector) && divisible(so->row_stride, o->vector);
     for (const DimExpr& stride : so->batch_strides)
@@ -667,8 +668,8 @@ FusionDecision attention_support(const Graph& g, AttentionSpec& spec, const Devi
   // The logit nodes read tensors that broadcast against the logits over the symbols.
   for (int32_t n : spec.logit_nodes)
     for (TensorId t : value_operands(g.nodes[n]))
-      if (t != kNoTensor && std::find(spec.io.reads.begin(), spec.io.reads.end(), t) !=
-                                spec.io.reads.end())
+      if (t != kNoTensor &&
+          std::find(spec.io.reads.begin(), spec.io.reads.end(), t) != spec.io.reads.end())
         if (FusionDecision d = broadcasts_over_symbols(g, t, s.logit_shape); !d) return d;
   const DimExpr work = s.heads * s.query_tiles;
   launch.grid[0] = std::max<int64_t>(1, work.bounds(g.symbol_ranges()).hi);

@@ -153,10 +153,16 @@ nlohmann::json spec_json(const Graph& g, const GroupSpec& spec) {
     if (const auto& e = gemm->symbolic) {
       // The extents that depend on the symbols, as expressions.
       nlohmann::json dims = nlohmann::json::object();
-      for (const auto& [name, d] :
-           {std::pair{"m", &e->m}, {"n", &e->n}, {"k", &e->k}, {"batch_count", &e->batch_count},
-            {"stride_a", &e->stride_a}, {"stride_b", &e->stride_b}, {"stride_d", &e->stride_d}})
-        if (!d->is_constant()) dims[name] = d->to_string();
+      const bool batched = e->batch_count != DimExpr(1); // strides only between batches
+      for (const auto& [name, d] : {std::pair{"m", &e->m},
+                                    {"n", &e->n},
+                                    {"k", &e->k},
+                                    {"batch_count", &e->batch_count},
+                                    {"stride_a", &e->stride_a},
+                                    {"stride_b", &e->stride_b},
+                                    {"stride_d", &e->stride_d}})
+        if (!d->is_constant() && (batched || std::string_view(name).substr(0, 6) != "stride"))
+          dims[name] = d->to_string();
       j["dims"] = dims;
     }
     j["n"] = gemm->n;

@@ -264,7 +264,6 @@ TEST_CASE("library products take a symbolic M and refuse a symbolic B", "[symbol
   const Generated r = generate(residual, {dim("rows", 1, 64, 1)});
   CHECK_THAT(r.sources, Catch::Contains("desc.beta = 1.0f;"));
   CHECK_THAT(r.sources, Catch::Contains("(b, &desc, lhs, rhs, addend1, nullptr, result,"));
-
 }
 
 // Proves: a batched product whose batch, M, N and K all depend on the symbols (an attention's
@@ -329,7 +328,8 @@ TEST_CASE("row reductions over rows of symbolic length", "[symbolic][emitter]") 
   set_attr_ints(m.node("ReduceMax", {"x"}, {"y"}), "axes", {-1});
   set_attr_ints(m.node("ReduceMean", {"x"}, {"mean"}), "axes", {-1});
   const Generated g = generate(m, {dim("keys", 1, 128, 128)}, "none");
-  CHECK_THAT(g.sources, Catch::Contains("const int64_t length = sym0;  // elements per line: keys"));
+  CHECK_THAT(g.sources,
+             Catch::Contains("const int64_t length = sym0;  // elements per line: keys"));
   CHECK_THAT(g.sources, Catch::Contains("const int64_t base = line * length;"));
   CHECK_THAT(g.sources, Catch::Contains("acc / static_cast<float>(length)"));
 }
@@ -344,7 +344,8 @@ TEST_CASE("a Gather of table rows by symbolic indices", "[symbolic][emitter]") {
   const Generated g = generate(m, {dim("batch", 1, 4, 2), dim("seq", 1, 16, 8)});
   CHECK_THAT(g.sources, Catch::Contains("const int64_t n = (sym0 * sym1 * 4);  // elements: "
                                         "4*batch*seq"));
-  CHECK_THAT(g.sources, Catch::Contains("const int64_t inner = 4, count = (sym0 * sym1), dim = 10;"));
+  CHECK_THAT(g.sources,
+             Catch::Contains("const int64_t inner = 4, count = (sym0 * sym1), dim = 10;"));
   CHECK_THAT(g.sources,
              Catch::Contains("const int64_t p = i % inner, j = i / inner % count, o = i / inner "
                              "/ count;"));
@@ -381,7 +382,8 @@ TEST_CASE("generators and concatenations over symbolic extents", "[symbolic][emi
   CHECK_THAT(g.sources, Catch::Contains("const int64_t n = sym0;  // elements: seq"));
   CHECK_THAT(g.sources, Catch::Contains("out[i] = int64_t(0LL + i * 1LL);"));
   CHECK_THAT(g.sources, Catch::Contains("const int64_t rows = sym0, columns = sym0;"));
-  CHECK_THAT(g.sources, Catch::Contains("else out[i] = in1[row * (sym0 * 4) + along - (sym0 * 4)];"));
+  CHECK_THAT(g.sources,
+             Catch::Contains("else out[i] = in1[row * (sym0 * 4) + along - (sym0 * 4)];"));
 }
 
 // Proves: a Transpose moving a symbolic axis copies one element per thread, its coordinates

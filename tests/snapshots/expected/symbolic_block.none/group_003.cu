@@ -5,7 +5,7 @@
 #include "stitch_generated.h"
 
 // node 'ln/LayerNormalization/ReduceMean_1' (ReduceMean): float32[batch,seq,1] <- float32[batch,seq,64]
-// 512 lines of 64 contiguous elements, a warp per line.
+// batch*seq lines of 64 contiguous elements, a warp per line.
 __global__ void __launch_bounds__(256) stitch_g3_reducemean(const float* __restrict__ x, float* __restrict__ y, const int64_t sym0, const int64_t sym1) {
   const int64_t lines = (sym0 * sym1);  // independent reductions: batch*seq
   const int64_t length = 64;  // elements per line

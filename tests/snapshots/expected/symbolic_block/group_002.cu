@@ -15,7 +15,7 @@ int32_t stitch_group_2(const stitch_abi_buffers* b, char* error, size_t error_si
   //   sym0: the symbolic dim 'batch', 1..16
   const int64_t sym1 = b->symbols[1];
   //   sym1: the symbolic dim 'seq', 1..512
-  // M = batch*seq: the library's layouts and algorithm are cached per M
+  // over symbolic dims: M = batch*seq, N = 64, K = 128; the library's layouts and algorithm are cached per shape
   // B is shared by all batches of A: one GEMM with M = batch*seq
   stitch_gemm_desc desc = stitch_gemm_desc_packed((sym0 * sym1), 64, 128); // m, n, k
   return stitch_library_gemm(b, &desc, lhs, rhs, nullptr, nullptr, result, error, error_size);
