@@ -37,6 +37,7 @@ namespace {
 // expressions of the run's symbols ("0" for a broadcast batch axis).
 struct OperandStrides {
   std::vector<std::string> batch_dims; // the batch axes its strides index
+  std::string queries, rows_per_head;  // where it folds heads (AttentionSpec::Operand)
   std::string offset;
   std::vector<std::string> batch;
   std::string row, col;
@@ -48,6 +49,8 @@ OperandStrides strides_of(const GroupEmitContext& ctx, const AttentionSpec& spec
   if (!spec.symbolic) {
     for (int64_t d : o.batch)
       r.batch_dims.push_back(std::to_string(d));
+    r.queries = std::to_string(spec.queries);
+    r.rows_per_head = std::to_string(o.rows_per_head);
     r.offset = std::to_string(o.offset);
     for (int64_t stride : o.batch_strides)
       r.batch.push_back(std::to_string(stride));
@@ -61,8 +64,10 @@ OperandStrides strides_of(const GroupEmitContext& ctx, const AttentionSpec& spec
                                              : &o == &spec.k ? sym.k
                                              : &o == &spec.v ? sym.v
                                                              : sym.out;
-  for (const DimExpr& d : sym.batch)
+  for (const DimExpr& d : so.batch)
     r.batch_dims.push_back(dim_code(g, d));
+  r.queries = "queries"; // the problem's member
+  r.rows_per_head = dim_code(g, so.rows_per_head);
   r.offset = dim_code(g, so.offset);
   for (const DimExpr& stride : so.batch_strides)
     r.batch.push_back(dim_code(g, stride));
@@ -107,9 +112,9 @@ std::string emit_operand_coordinates(CodeWriter& out, const AttentionSpec& spec,
                                      const OperandStrides& strides) {
   std::string row = "row", head = "head";
   if (o.rows_per_head > 0) {
-    out.linef("const int64_t flat_row = head * {} + row;", spec.queries);
-    out.linef("const int64_t grouped_head = flat_row / {};", o.rows_per_head);
-    out.linef("const int64_t grouped_row = flat_row % {};", o.rows_per_head);
+    out.linef("const int64_t flat_row = head * {} + row;", strides.queries);
+    out.linef("const int64_t grouped_head = flat_row / {};", strides.rows_per_head);
+    out.linef("const int64_t grouped_row = flat_row % {};", strides.rows_per_head);
     head = "grouped_head";
     row = "grouped_row";
   } else if (o.head_divisor > 1) {

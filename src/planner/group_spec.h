@@ -521,13 +521,15 @@ struct AttentionSpec {
   // symbols, the fields above their planning values; the launch covers the run's heads x
   // query tiles (LaunchConfig::work). Unset for fixed shapes.
   struct SymbolicOperand {
+    SymShape batch;        // the batch axes its strides index (Operand::batch)
+    DimExpr rows_per_head; // Operand::rows_per_head where it is not 0
     DimExpr offset;
     SymShape batch_strides;
     DimExpr row_stride, col_stride;
   };
   struct Symbolic {
     SymShape logit_shape; // [batch..., queries, keys]
-    SymShape batch;       // its batch axes
+    SymShape batch;       // its batch axes (the heads)
     DimExpr heads, queries, keys;
     DimExpr query_tiles; // ceil(queries / query_tile())
     SymbolicOperand q, k, v, out;

@@ -586,14 +586,16 @@ FusionDecision sym_follow(const Graph& g, const AttentionSpec& spec,
 
 // The operand's strides against the batch axes (right-aligned, 0 where it has none or a
 // constant 1), its row and column strides.
-AttentionSpec::SymbolicOperand sym_operand(const SymView& v, size_t batch_axes, bool swap_rows) {
+AttentionSpec::SymbolicOperand sym_operand(const SymView& v, const SymShape& batch,
+                                           bool swap_rows) {
   AttentionSpec::SymbolicOperand o;
+  o.batch = batch;
   o.offset = v.offset;
   const size_t rank = v.shape.size();
   const size_t axes = rank - 2;
-  o.batch_strides.assign(batch_axes, DimExpr(0));
+  o.batch_strides.assign(batch.size(), DimExpr(0));
   for (size_t j = 0; j < axes; ++j)
-    if (!is_one(v.shape[j])) o.batch_strides[batch_axes - axes + j] = v.strides[j];
+    if (!is_one(v.shape[j])) o.batch_strides[batch.size() - axes + j] = v.strides[j];
   o.row_stride = v.strides[swap_rows ? rank - 1 : rank - 2];
   o.col_stride = v.strides[swap_rows ? rank - 2 : rank - 1];
   return o;
@@ -605,22 +607,23 @@ bool divisible(const DimExpr& d, int64_t n) {
 }
 
 // The attention kernel (kernel_attention.cpp) over symbolic dims: the queries, keys and heads
-// the run's, every operand read through strides over the symbols; one kernel (no
-// flash-decoding), no prologue, the heads not regrouped.
+// the run's, every operand read through strides over the symbols (grouped-query heads
+// included); one kernel (no flash-decoding), no prologue.
 FusionDecision attention_support(const Graph& g, AttentionSpec& spec, const DeviceParams& device,
                                  LaunchConfig& launch) {
   if (spec.splits > 1)
     return FusionDecision::no("flash-decoding (the keys split) over symbolic dims");
   for (const AttentionSpec::Operand* o : {&spec.q, &spec.k, &spec.v, &spec.out})
-    if (!o->prologue.empty() || o->rows_per_head > 0)
-      return FusionDecision::no("an attention with a prologue or regrouped heads over symbolic "
-                                "dims");
+    if (!o->prologue.empty())
+      return FusionDecision::no("an attention with a prologue over symbolic dims");
   const Node& qk = g.nodes[spec.scores];
   const Node& pv = g.nodes[spec.product];
   AttentionSpec::Symbolic s;
   s.logit_shape = g.tensor(spec.logits).sym_shape();
-  if (g.tensor(qk.outputs[0]).sym_shape() != s.logit_shape)
-    return FusionDecision::no("an attention whose scores are viewed over symbolic dims");
+  // The products' heads and rows: the logits', or G heads folded into each (grouped queries).
+  const SymShape grouped = g.tensor(qk.outputs[0]).sym_shape();
+  const SymShape grouped_batch(grouped.begin(), grouped.end() - 2);
+  const DimExpr grouped_queries = grouped[grouped.size() - 2];
   s.batch = SymShape(s.logit_shape.begin(), s.logit_shape.end() - 2);
   s.heads = sym_elements(s.batch);
   s.queries = s.logit_shape[s.logit_shape.size() - 2];
@@ -638,9 +641,14 @@ FusionDecision attention_support(const Graph& g, AttentionSpec& spec, const Devi
     if (FusionDecision d = sym_follow(g, spec, *o, operand, view); !d) return d;
     views.push_back(view);
   }
-  s.q = sym_operand(views[0], s.batch.size(), false);
-  s.k = sym_operand(views[1], s.batch.size(), true);
-  s.v = sym_operand(views[2], s.batch.size(), false);
+  if (grouped_batch.size() != spec.q.batch.size() ||
+      sym_elements(grouped_batch) * grouped_queries != s.heads * s.queries)
+    return FusionDecision::no("the attention's scores are no grouping of its heads over the "
+                              "symbols");
+  s.q = sym_operand(views[0], grouped_batch, false);
+  s.k = sym_operand(views[1], grouped_batch, true);
+  s.v = sym_operand(views[2], grouped_batch, false);
+  if (spec.q.rows_per_head > 0) s.q.rows_per_head = grouped_queries;
   // The output: packed, or written through the Transpose that follows it.
   const SymShape merged_dims = g.tensor(merged).sym_shape();
   SymView out = sym_packed(merged_dims);
@@ -655,7 +663,9 @@ FusionDecision attention_support(const Graph& g, AttentionSpec& spec, const Devi
     for (size_t j = 0; j < perm.size(); ++j)
       out.strides[static_cast<size_t>(perm[j])] = stored.strides[j];
   }
-  s.out = sym_operand(out, s.batch.size(), false);
+  // Written through the View unfolding grouped heads: in the attention's heads.
+  s.out = sym_operand(out, merged != pv.outputs[0] ? s.batch : grouped_batch, false);
+  if (spec.out.rows_per_head > 0) s.out.rows_per_head = grouped_queries;
   // 16-byte loads only where the strides keep every row aligned at every shape.
   for (auto [o, so] :
        {std::pair{&spec.q, &s.q}, std::pair{&spec.k, &s.k}, std::pair{&spec.v, &s.v}}) {
