@@ -63,9 +63,9 @@ private:
       return false;
     const Tensor &a = g_.tensor(node.inputs[0]), &b = g_.tensor(node.inputs[1]),
                  &y = g_.tensor(node.outputs[0]);
-    // Over symbolic dims the Slices that split a merged product along its symbolic rows do not
-    // run yet: such products stay apart (each is its own library call).
-    return !a.is_constant() && !a.is_dynamic() && a.shape.size() >= 2 && b.is_constant() &&
+    // Over symbolic dims the merged product is split along its fixed last axis (Slices of a
+    // start >= 0, which run over the symbols).
+    return !a.is_constant() && a.shape.size() >= 2 && b.is_constant() &&
            b.view_of == kNoTensor && b.shape.size() == 2 && b.dtype == a.dtype &&
            y.dtype == a.dtype && b.shape[0] == a.shape.back() && y.elements() > 0 &&
            a.elements() > 0;
@@ -86,7 +86,7 @@ private:
     const Tensor &a = g_.tensor(node.inputs[0]), &b = g_.tensor(node.inputs[1]),
                  &y = g_.tensor(node.outputs[0]);
     const int64_t k = nc.attr_int("transB", 0) != 0 ? 1 : 0;
-    if (a.is_constant() || a.is_dynamic() || a.shape.size() != 2 || !b.is_constant() ||
+    if (a.is_constant() || a.shape.size() != 2 || !b.is_constant() ||
         b.view_of != kNoTensor || b.shape.size() != 2 || b.dtype != a.dtype || y.dtype != a.dtype ||
         y.elements() == 0 || a.elements() == 0 || b.shape[k] != a.shape[1])
       return false;
