@@ -191,7 +191,22 @@ bool RegionalWriter::per_row_symbolic(TensorId t) const {
 }
 
 std::string RegionalWriter::row_index(TensorId t) const {
-  if (!spec_.space_dims.empty()) return per_row_symbolic(t) ? "line" : "0";
+  if (!spec_.space_dims.empty()) {
+    // Over symbolic dims: one value, one per row, or broadcast along some of the rows' axes.
+    if (!per_row_symbolic(t)) return "0";
+    const SymShape p = padded_dims(t);
+    const SymShape rows(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(split_));
+    const SymShape space_rows(spec_.space_dims.begin(),
+                              spec_.space_dims.begin() + static_cast<std::ptrdiff_t>(split_));
+    auto squeezed = [](const SymShape& dims) {
+      SymShape out;
+      for (const DimExpr& d : dims)
+        if (!(d.is_constant() && d.constant_value() == 1)) out.push_back(d);
+      return out;
+    };
+    if (squeezed(rows) == squeezed(space_rows)) return "line";
+    return symbolic_broadcast_offset(g_, rows, space_rows, "line");
+  }
   const Shape& s = g_.tensor(t).shape;
   const Shape& full = spec_.space;
   Shape p(full.size() - std::min(full.size(), s.size()), 1);
@@ -490,6 +505,14 @@ void RegionalWriter::write_gather_rows(int stage, CodeWriter& out) {
     if (gather.indices_in_group) {
       index = row_value_.at(gather.indices);
       out.linef("const int64_t g{}_line = line;", k);
+    } else if (!spec_.space_dims.empty()) {
+      // Over symbolic dims: the lookup's row of this row, its broadcast axes divided out by
+      // the run's extents.
+      const SymShape row_dims(spec_.space_dims.begin(),
+                              spec_.space_dims.begin() + static_cast<std::ptrdiff_t>(split_));
+      out.linef("const int64_t g{}_line = {};", k,
+                symbolic_broadcast_offset(g_, gather.out_rows_dims, row_dims, "line"));
+      index = fmt::format("{}[g{}_line]", sig_.inputs.at(gather.indices), k);
     } else {
       out.linef("const int64_t g{}_line = {};", k, broadcast_offset(gather.out_rows, rows, "line"));
       index =

@@ -250,6 +250,28 @@ std::string convert(const std::string& value, const std::string& from, const std
   return fmt::format("stitch::ops::cast_to<{}>({})", to, value);
 }
 
+std::string symbolic_broadcast_offset(const Graph& graph, const SymShape& operand,
+                                      const SymShape& full, const std::string& linear) {
+  if (operand == full) return linear;
+  const size_t offset = full.size() - operand.size();
+  std::vector<std::string> terms;
+  DimExpr stride = 1, divisor = 1; // the operand's stride and the full shape's, innermost first
+  for (size_t d = operand.size(); d-- > 0;) {
+    const DimExpr& extent = full[d + offset];
+    if (!(operand[d].is_constant() && operand[d].constant_value() == 1)) {
+      std::string coord = divisor == DimExpr(1)
+                              ? linear
+                              : fmt::format("{} / {}", linear, dim_code(graph, divisor));
+      if (d + offset > 0) coord = fmt::format("{} % {}", coord, dim_code(graph, extent));
+      terms.push_back(stride == DimExpr(1) ? coord
+                                           : fmt::format("({}) * {}", coord, dim_code(graph, stride)));
+      stride = stride * operand[d];
+    }
+    divisor = divisor * extent;
+  }
+  return terms.empty() ? "0" : fmt::format("{}", fmt::join(terms, " + "));
+}
+
 ReduceForm reduce_form(const GroupEmitContext& ctx, OpKind op, DType t, int64_t length,
                        bool runtime_length) {
   const ReductionRule* rule = reduction_rule(op);

@@ -69,6 +69,11 @@ std::string offset_expression(const std::string& var,
 // The element of `operand` (numpy-broadcast to `full`) at element `linear` of `full`.
 std::string broadcast_offset(const Shape& operand, const Shape& full, const std::string& linear);
 
+// broadcast_offset over symbolic dims: `operand` (right-aligned to `full`, each dim 1 or
+// full's) at element `linear` of `full`, the extents the run's (dim_code).
+std::string symbolic_broadcast_offset(const Graph& graph, const SymShape& operand,
+                                      const SymShape& full, const std::string& linear);
+
 // A literal of dtype t (an accumulator's initial value or a constant) in generated code.
 std::string float_literal(double value, DType t);
 

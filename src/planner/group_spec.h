@@ -245,6 +245,9 @@ struct RegionalSpec {
     int64_t dim = 0;               // data's size along the gathered axis
     int64_t count = 0;             // index elements
     bool indices_in_group = false; // a row value of the group, not an input
+    // Over symbolic dims (legality_symbolic.cpp): `out_rows` as expressions, against the
+    // space's rows as RegionalSpec::space_dims has them.
+    SymShape out_rows_dims;
   };
   // A per-row node's input, loaded once per row at its broadcast index into `against` (the
   // node's result: its element `line` is this row's value).

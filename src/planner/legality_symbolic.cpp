@@ -77,6 +77,8 @@ FusionDecision pointwise_support(const Graph& g, const SymShape& it,
   return FusionDecision::ok();
 }
 
+bool is_one(const DimExpr& d) { return d.is_constant() && d.constant_value() == 1; }
+
 // `dims` without its constant-1 dims.
 SymShape squeezed_dims(const SymShape& dims) {
   SymShape out;
@@ -214,10 +216,20 @@ FusionDecision row_space_index(const Graph& g, TensorId t, const SymRowSpace& sp
   if (!is_static(row))
     return FusionDecision::no(fmt::format("'{}' {}: the row {} depends on the symbols", x.name,
                                           dims_str(x), sym_shape_to_string(row)));
-  if (!all_ones(rows) && squeezed_dims(rows) != squeezed_dims(space.rows()))
-    return FusionDecision::no(fmt::format("'{}' {} is read in the row space {} neither per row "
-                                          "nor the same for every row",
-                                          x.name, dims_str(x), sym_shape_to_string(space.dims)));
+  if (all_ones(rows) || squeezed_dims(rows) == squeezed_dims(space.rows())) {
+    // one value for every row, or one per row
+  } else {
+    // Broadcast along some of the rows' axes (positions against [batch, seq]): each dim 1 or
+    // the space's, read at the row's coordinates (symbolic_broadcast_offset).
+    for (size_t d = 0; d < rows.size(); ++d)
+      if (!is_one(rows[d]) && rows[d] != space.dims[d])
+        return FusionDecision::no(fmt::format("'{}' {} is read in the row space {} neither per "
+                                              "row, nor the same for every row, nor broadcast "
+                                              "along its rows",
+                                              x.name, dims_str(x),
+                                              sym_shape_to_string(space.dims)));
+    return FusionDecision::ok();
+  }
   if (!all_ones(rows) && !all_ones(row) && rows != space.rows())
     return FusionDecision::no(fmt::format("'{}' {} holds elements of rows in another layout than "
                                           "the row space {}",
@@ -279,8 +291,6 @@ void row_symbolic_launch(const Graph& g, const DimExpr& lines, int64_t length,
 FusionDecision regional_support(const Graph& g, const std::vector<int32_t>& nodes,
                                 RegionalSpec& spec, const DeviceParams& device,
                                 LaunchConfig& launch) {
-  if (!spec.gathers.empty())
-    return FusionDecision::no("row lookups (Gather) in a row group over symbolic dims");
   // The space's dims: the tensor row_space_shape took it from (the first of the highest rank
   // holding rows x row_length elements), which every row op reads whole.
   SymRowSpace space;
@@ -303,8 +313,38 @@ FusionDecision regional_support(const Graph& g, const std::vector<int32_t>& node
   // The row starts after the last symbolic axis at the latest: the planning binding may have
   // put size-1 axes into it that are rows at other values of the symbols.
   space.split = std::max(spec.row_axes_from, symbolic_prefix(space.dims));
+  // Row lookups (embeddings): one table, each result row a row of the space or broadcast over
+  // some of its axes (positions against [batch, seq]); read at the run's row.
+  std::vector<int32_t> gathers;
+  for (RegionalSpec::GatherRow& gather : spec.gathers) {
+    const Tensor& data = g.tensor(gather.data);
+    if (data.is_dynamic() || shape_elements(gather.out_rows) != gather.count)
+      return FusionDecision::no(fmt::format("a row lookup in '{}' {} over symbolic dims (one "
+                                            "fixed table)",
+                                            data.name, dims_str(data)));
+    SymShape p = g.tensor(g.nodes[gather.node].outputs[0]).sym_shape();
+    p.insert(p.begin(), space.dims.size() - std::min(space.dims.size(), p.size()), DimExpr(1));
+    gather.out_rows_dims = SymShape(p.begin(), p.begin() + space.split);
+    for (size_t d = 0; d < space.split; ++d)
+      if (!is_one(gather.out_rows_dims[d]) && gather.out_rows_dims[d] != space.dims[d])
+        return FusionDecision::no(fmt::format("the lookup '{}' {} does not broadcast to the rows "
+                                              "{}",
+                                              g.nodes[gather.node].name,
+                                              sym_shape_to_string(p),
+                                              sym_shape_to_string(space.rows())));
+    if (SymShape(p.begin() + space.split, p.end()) !=
+        SymShape(space.dims.begin() + space.split, space.dims.end()))
+      return FusionDecision::no(fmt::format("the lookup '{}' is not one row of the group's",
+                                            g.nodes[gather.node].name));
+    if (!gather.indices_in_group &&
+        squeezed_dims(g.tensor(gather.indices).sym_shape()) != squeezed_dims(gather.out_rows_dims))
+      return FusionDecision::no(fmt::format("the indices of '{}' are not one per lookup row",
+                                            g.nodes[gather.node].name));
+    gathers.push_back(gather.node);
+  }
   for (int32_t n : nodes) {
     const Node& node = g.nodes[n];
+    if (std::find(gathers.begin(), gathers.end(), n) != gathers.end()) continue; // checked above
     if (reduction_rule(node.op) != nullptr) {
       DimExpr lines, length;
       if (FusionDecision d = symbolic_rows(g, node, lines, length); !d) return d;
@@ -321,6 +361,9 @@ FusionDecision regional_support(const Graph& g, const std::vector<int32_t>& node
         if (t == kNoTensor) continue;
         if (list == &node.inputs && reduction_rule(node.op) != nullptr && t != node.inputs[0])
           continue; // a Reduce's axes
+        if (std::any_of(gathers.begin(), gathers.end(),
+                        [&](int32_t n) { return g.nodes[n].outputs[0] == t; }))
+          continue; // a lookup's row, loaded where used
         if (FusionDecision d = row_space_index(g, t, space); !d) return d;
       }
   }
@@ -468,8 +511,6 @@ SymView sym_packed(const SymShape& shape) {
     v.strides[d - 1] = v.strides[d] * shape[d];
   return v;
 }
-
-bool is_one(const DimExpr& d) { return d.is_constant() && d.constant_value() == 1; }
 
 // The view read in `to`'s dims, as a View reads it (legality_library.cpp's reshaped over the
 // symbols): runs of axes of equal products, each contiguous within itself. The planning values
