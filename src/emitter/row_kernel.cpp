@@ -259,12 +259,11 @@ std::string symbolic_broadcast_offset(const Graph& graph, const SymShape& operan
   for (size_t d = operand.size(); d-- > 0;) {
     const DimExpr& extent = full[d + offset];
     if (!(operand[d].is_constant() && operand[d].constant_value() == 1)) {
-      std::string coord = divisor == DimExpr(1)
-                              ? linear
-                              : fmt::format("{} / {}", linear, dim_code(graph, divisor));
+      std::string coord =
+          divisor == DimExpr(1) ? linear : fmt::format("{} / {}", linear, dim_code(graph, divisor));
       if (d + offset > 0) coord = fmt::format("{} % {}", coord, dim_code(graph, extent));
-      terms.push_back(stride == DimExpr(1) ? coord
-                                           : fmt::format("({}) * {}", coord, dim_code(graph, stride)));
+      terms.push_back(
+          stride == DimExpr(1) ? coord : fmt::format("({}) * {}", coord, dim_code(graph, stride)));
       stride = stride * operand[d];
     }
     divisor = divisor * extent;

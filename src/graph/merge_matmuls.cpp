@@ -65,10 +65,9 @@ private:
                  &y = g_.tensor(node.outputs[0]);
     // Over symbolic dims the merged product is split along its fixed last axis (Slices of a
     // start >= 0, which run over the symbols).
-    return !a.is_constant() && a.shape.size() >= 2 && b.is_constant() &&
-           b.view_of == kNoTensor && b.shape.size() == 2 && b.dtype == a.dtype &&
-           y.dtype == a.dtype && b.shape[0] == a.shape.back() && y.elements() > 0 &&
-           a.elements() > 0;
+    return !a.is_constant() && a.shape.size() >= 2 && b.is_constant() && b.view_of == kNoTensor &&
+           b.shape.size() == 2 && b.dtype == a.dtype && y.dtype == a.dtype &&
+           b.shape[0] == a.shape.back() && y.elements() > 0 && a.elements() > 0;
   }
 
   // A Gemm computing A * B (+ C) with a runtime 2-D A, a constant B (transposed or not),
@@ -86,9 +85,9 @@ private:
     const Tensor &a = g_.tensor(node.inputs[0]), &b = g_.tensor(node.inputs[1]),
                  &y = g_.tensor(node.outputs[0]);
     const int64_t k = nc.attr_int("transB", 0) != 0 ? 1 : 0;
-    if (a.is_constant() || a.shape.size() != 2 || !b.is_constant() ||
-        b.view_of != kNoTensor || b.shape.size() != 2 || b.dtype != a.dtype || y.dtype != a.dtype ||
-        y.elements() == 0 || a.elements() == 0 || b.shape[k] != a.shape[1])
+    if (a.is_constant() || a.shape.size() != 2 || !b.is_constant() || b.view_of != kNoTensor ||
+        b.shape.size() != 2 || b.dtype != a.dtype || y.dtype != a.dtype || y.elements() == 0 ||
+        a.elements() == 0 || b.shape[k] != a.shape[1])
       return false;
     if (!has_c) return true;
     const Tensor& c = g_.tensor(node.inputs[2]);

@@ -329,17 +329,16 @@ FusionDecision regional_support(const Graph& g, const std::vector<int32_t>& node
       if (!is_one(gather.out_rows_dims[d]) && gather.out_rows_dims[d] != space.dims[d])
         return FusionDecision::no(fmt::format("the lookup '{}' {} does not broadcast to the rows "
                                               "{}",
-                                              g.nodes[gather.node].name,
-                                              sym_shape_to_string(p),
+                                              g.nodes[gather.node].name, sym_shape_to_string(p),
                                               sym_shape_to_string(space.rows())));
     if (SymShape(p.begin() + space.split, p.end()) !=
         SymShape(space.dims.begin() + space.split, space.dims.end()))
-      return FusionDecision::no(fmt::format("the lookup '{}' is not one row of the group's",
-                                            g.nodes[gather.node].name));
+      return FusionDecision::no(
+          fmt::format("the lookup '{}' is not one row of the group's", g.nodes[gather.node].name));
     if (!gather.indices_in_group &&
         squeezed_dims(g.tensor(gather.indices).sym_shape()) != squeezed_dims(gather.out_rows_dims))
-      return FusionDecision::no(fmt::format("the indices of '{}' are not one per lookup row",
-                                            g.nodes[gather.node].name));
+      return FusionDecision::no(
+          fmt::format("the indices of '{}' are not one per lookup row", g.nodes[gather.node].name));
     gathers.push_back(gather.node);
   }
   for (int32_t n : nodes) {

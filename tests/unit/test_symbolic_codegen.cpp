@@ -212,6 +212,40 @@ TEST_CASE("row groups run symbolic rows of a fixed row", "[symbolic][emitter]") 
   CHECK_THAT(g.sources, Catch::Contains("[line]")); // scale, once per row
 }
 
+// Proves: a row group looks rows up in a table (an embedding) where the lookup is broadcast
+// along some of the rows' axes (positions [1, seq] against [batch, seq]) at the run's row, and
+// reads a tensor broadcast so the same way.
+TEST_CASE("row groups look up and read rows broadcast along symbolic axes", "[symbolic][emitter]") {
+  ModelBuilder m;
+  m.input("ids", onnx::TensorProto::INT64, {-1, -1}, {"batch", "seq"})
+      .input("positions", onnx::TensorProto::INT64, {1, -1}, {"seq"})
+      .input("bias", kFloat, {1, -1, 32}, {"seq"})
+      .output("y");
+  m.initializer_f32("words", {50, 32}, std::vector<float>(1600, 0.5f));
+  m.initializer_f32("places", {16, 32}, std::vector<float>(512, 0.25f));
+  m.node("Gather", {"words", "ids"}, {"w"});
+  m.node("Gather", {"places", "positions"}, {"p"});
+  m.node("Add", {"w", "p"}, {"wp"});
+  m.node("Add", {"wp", "bias"}, {"x"});
+  set_attr_ints(m.node("ReduceMax", {"x"}, {"max"}), "axes", {-1});
+  m.node("Sub", {"x", "max"}, {"y"});
+  const Generated g = generate(m, {dim("batch", 1, 8, 8), dim("seq", 1, 16, 16)});
+  CHECK_THAT(g.sources, Catch::Contains("_line = line;"));
+  CHECK_THAT(g.sources, Catch::Contains("_line = line % sym1;"));
+  CHECK_THAT(g.sources, Catch::Contains("[(line % sym1) * 32 + k]")); // the bias
+}
+
+// Proves: a convolution over a symbolic batch passes the run's batch to the library.
+TEST_CASE("convolutions take a symbolic batch", "[symbolic][emitter]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {-1, 3, 8, 8}, {"batch"}).output("y");
+  m.initializer_f32("w", {4, 3, 3, 3}, std::vector<float>(108, 0.1f));
+  m.node("Conv", {"x", "w"}, {"y"});
+  const Generated g = generate(m, {dim("batch", 1, 16, 4)});
+  CHECK_THAT(g.sources, Catch::Contains("desc.batch = sym0; // batch: the library's descriptors "
+                                        "are cached per batch"));
+}
+
 // Proves: where the rows' range spans both sides of the mapping rule's switch (rows of 512: a
 // block per row for few rows, a warp per row for many), the group carries the other mapping as
 // a variant and its function picks by the run's rows; the report lists the variant.
