@@ -164,6 +164,55 @@ std::string emit_prologue_value(const GroupEmitContext& ctx, const FusedSignatur
   return emit_remapped_value(ctx, sig, o.prologue, o.moves, o.tensor, at, out);
 }
 
+// emit_prologue_value over symbolic dims: the tensor's dims and the operand's strides as
+// expressions; `rows` the operand's rows (the queries, keys, or grouped rows).
+std::string emit_symbolic_prologue_value(const GroupEmitContext& ctx, const FusedSignature& sig,
+                                         CodeWriter& out, const std::string& name,
+                                         const AttentionSpec& spec,
+                                         const AttentionSpec::Operand& o,
+                                         const std::string& row) {
+  const Graph& g = ctx.graph();
+  const Tensor& t = g.tensor(o.tensor);
+  const SymShape dims = t.sym_shape();
+  const size_t rank = dims.size();
+  const AttentionSpec::Symbolic& sym = *spec.symbolic;
+  const AttentionSpec::SymbolicOperand& so = &o == &spec.q ? sym.q : &o == &spec.k ? sym.k : sym.v;
+  const DimExpr rows = so.rows_per_head != DimExpr(0) ? so.rows_per_head
+                       : &o == &spec.q                ? sym.queries
+                                                      : sym.keys;
+  out.comment(fmt::format("{} as the prologue computes it: '{}' {} evaluated at the element's "
+                          "coordinates",
+                          name, t.name, sym_shape_to_string(dims)));
+  auto one = [](const DimExpr& d) { return d.is_constant() && d.constant_value() == 1; };
+  SymShape packed(rank, DimExpr(1));
+  for (size_t d = rank; d-- > 1;)
+    packed[d - 1] = packed[d] * dims[d];
+  std::vector<std::string> at(rank, "0");
+  // The operand's axes are the tensor's (batch..., row, dim), packed: their coordinates as
+  // they are.
+  bool direct = so.offset == DimExpr(0) && so.batch_strides.size() + 2 == rank &&
+                SymShape(dims.begin(), dims.end() - 2) == so.batch && dims[rank - 2] == rows &&
+                so.row_stride == packed[rank - 2] && so.col_stride == DimExpr(1);
+  for (size_t j = 0; direct && j < so.batch_strides.size(); ++j)
+    direct = one(dims[j]) || so.batch_strides[j] == packed[j];
+  if (direct) {
+    for (size_t j = 0; j < so.batch_strides.size(); ++j)
+      if (!one(dims[j])) at[j] = fmt::format("b{}", j);
+    at[rank - 2] = one(dims[rank - 2]) ? "0" : row;
+    at[rank - 1] = one(dims[rank - 1]) ? "0" : "dim";
+    return emit_remapped_value(ctx, sig, o.prologue, o.moves, o.tensor, at, out);
+  }
+  out.linef("const int64_t e = {};", operand_index(strides_of(ctx, spec, o), row, "dim"));
+  for (size_t j = 0; j < rank; ++j) {
+    if (one(dims[j])) continue;
+    std::string e = one(packed[j]) ? "e" : fmt::format("e / {}", dim_code(g, packed[j]));
+    if (j > 0) e = fmt::format("({}) % {}", e, dim_code(g, dims[j]));
+    out.linef("const int64_t e{} = {};", j, e);
+    at[j] = fmt::format("e{}", j);
+  }
+  return emit_remapped_value(ctx, sig, o.prologue, o.moves, o.tensor, at, out);
+}
+
 // One accessor of the problem struct: `float NAME(int64_t head, int64_t row, int dim)`, the
 // element through the operand's strides (or its prologue) and its scalings (each rounded to its
 // type, as the graph computes them).
@@ -177,6 +226,8 @@ void emit_load(const GroupEmitContext& ctx, const FusedSignature& sig, CodeWrite
     out.linef("return {};",
               o.prologue.empty()
                   ? fmt::format("{}[{}]", pointer, operand_index(strides, row, "dim"))
+              : spec.symbolic
+                  ? emit_symbolic_prologue_value(ctx, sig, out, name, spec, o, row)
                   : emit_prologue_value(ctx, sig, out, name, spec, o, row, rows, cols));
     out.close();
     return;
@@ -187,7 +238,9 @@ void emit_load(const GroupEmitContext& ctx, const FusedSignature& sig, CodeWrite
     // The prologue's values in a scope of their own: the scalings name theirs alike.
     out.line("float x;");
     out.open("");
-    out.linef("x = {};", emit_prologue_value(ctx, sig, out, name, spec, o, row, rows, cols));
+    out.linef("x = {};", spec.symbolic
+                             ? emit_symbolic_prologue_value(ctx, sig, out, name, spec, o, row)
+                             : emit_prologue_value(ctx, sig, out, name, spec, o, row, rows, cols));
     out.close();
   }
   const Graph& g = ctx.graph();

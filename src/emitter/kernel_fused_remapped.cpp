@@ -146,31 +146,45 @@ private:
     return name;
   }
 
+  // Shapes as expressions (over symbolic dims the run's extents; constants otherwise), and
+  // their row-major strides.
+  SymShape dims(TensorId t) const { return ctx_.tensor(t).sym_shape(); }
+  static bool one(const DimExpr& d) { return d.is_constant() && d.constant_value() == 1; }
+  static SymShape strides_of(const SymShape& shape) {
+    SymShape strides(shape.size(), DimExpr(1));
+    for (size_t d = shape.size(); d-- > 1;)
+      strides[d - 1] = strides[d] * shape[d];
+    return strides;
+  }
+  std::string code(const DimExpr& d) const { return dim_code(ctx_.graph(), d); }
+
   // A View (a reshape; an attention's prologue holds them) reads its operand at the same
   // row-major position: the element's linear index in the result, taken apart in the operand.
   std::string viewed(const Node& node, const std::vector<std::string>& at) {
-    const Shape& result = ctx_.tensor(node.outputs[0]).shape;
-    const Shape& operand = ctx_.tensor(node.inputs[0]).shape;
-    const Shape result_strides = row_major_strides(result);
+    const SymShape result = dims(node.outputs[0]);
+    const SymShape operand = dims(node.inputs[0]);
+    const SymShape result_strides = strides_of(result);
     std::vector<std::string> terms;
     for (size_t j = 0; j < result.size(); ++j)
-      if (result[j] != 1 && at[j] != "0")
-        terms.push_back(result_strides[j] == 1 ? at[j]
-                                               : fmt::format("{} * {}", at[j], result_strides[j]));
+      if (!one(result[j]) && at[j] != "0")
+        terms.push_back(one(result_strides[j])
+                            ? at[j]
+                            : fmt::format("{} * {}", at[j], code(result_strides[j])));
     const std::string linear =
         named(terms.empty() ? "0" : fmt::format("{}", fmt::join(terms, " + ")));
-    const Shape operand_strides = row_major_strides(operand);
+    const SymShape operand_strides = strides_of(operand);
     std::vector<std::string> a;
     for (size_t j = 0; j < operand.size(); ++j) {
-      if (operand[j] == 1) {
+      if (one(operand[j])) {
         a.push_back("0");
         continue;
       }
-      std::string e =
-          operand_strides[j] == 1 ? linear : fmt::format("{} / {}", linear, operand_strides[j]);
+      std::string e = one(operand_strides[j])
+                          ? linear
+                          : fmt::format("{} / {}", linear, code(operand_strides[j]));
       if (j > 0)
-        e = operand_strides[j] == 1 ? fmt::format("{} % {}", e, operand[j])
-                                    : fmt::format("({}) % {}", e, operand[j]);
+        e = one(operand_strides[j]) ? fmt::format("{} % {}", e, code(operand[j]))
+                                    : fmt::format("({}) % {}", e, code(operand[j]));
       a.push_back(named(e));
     }
     out_.comment(fmt::format("'{}' (View): '{}' at the same row-major position", node.name,
@@ -179,14 +193,14 @@ private:
   }
 
   std::string computed(const Node& node, const std::vector<std::string>& at) {
-    const Shape& result = ctx_.tensor(node.outputs[0]).shape;
+    const SymShape result = dims(node.outputs[0]);
     std::vector<std::string> values;
     for (TensorId operand : value_operands(node)) {
       if (operand == kNoTensor) {
         values.emplace_back();
         continue;
       }
-      values.push_back(value(operand, broadcast(ctx_.tensor(operand).shape, result, at)));
+      values.push_back(value(operand, broadcast(dims(operand), result, at)));
     }
     const std::string name = fmt::format("t{}", next_t_++);
     out_.comment(fmt::format("{} = '{}' ({})", name, node.name, op_name(node.op)));
@@ -195,13 +209,14 @@ private:
     return name;
   }
 
-  // Coordinates of an operand of shape s, numpy-broadcast against `result`.
-  static std::vector<std::string> broadcast(const Shape& s, const Shape& result,
+  // Coordinates of an operand of dims s, numpy-broadcast against `result` (a dim 1 for every
+  // value of the symbols reads coordinate 0).
+  static std::vector<std::string> broadcast(const SymShape& s, const SymShape& result,
                                             const std::vector<std::string>& at) {
     const size_t lead = result.size() - s.size();
     std::vector<std::string> a;
     for (size_t j = 0; j < s.size(); ++j)
-      a.push_back(s[j] == 1 && result[j + lead] != 1 ? "0" : at[j + lead]);
+      a.push_back(one(s[j]) && !one(result[j + lead]) ? "0" : at[j + lead]);
     return a;
   }
 
@@ -211,12 +226,21 @@ private:
       ctx_.spec_error(
           fmt::format("'{}' is read but not in the kernel's interface", ctx_.tensor(t).name));
     const Tensor& x = ctx_.tensor(t);
-    Shape strides = row_major_strides(x.shape);
-    for (size_t j = 0; j < strides.size(); ++j)
-      if (x.shape[j] == 1) strides[j] = 0; // its coordinate is 0, whatever expression names it
+    const SymShape shape = dims(t);
+    const SymShape strides = strides_of(shape);
+    std::vector<std::string> terms;
+    for (size_t j = 0; j < strides.size(); ++j) {
+      // A dim of 1 reads coordinate 0, whatever expression names it.
+      if (one(shape[j]) || strides[j] == DimExpr(0) || at[j] == "0") continue;
+      terms.push_back(one(strides[j]) ? at[j] : fmt::format("{} * {}", at[j], code(strides[j])));
+    }
     const std::string name = fmt::format("x{}", next_x_++);
+    if (const std::string v = symbolic_value_code(ctx_.graph(), t, terms.empty() ? "0" : fmt::format("{}", fmt::join(terms, " + ")), ctype(x.dtype, ctx_)); !v.empty()) {
+      out_.linef("const {} {} = {};  // computed from the symbols", ctype(x.dtype, ctx_), name, v);
+      return name;
+    }
     out_.linef("const {} {} = {}[{}];", ctype(x.dtype, ctx_), name, param->second,
-               linear_index(at, strides));
+               terms.empty() ? "0" : fmt::format("{}", fmt::join(terms, " + ")));
     return name;
   }
 
@@ -236,15 +260,29 @@ void emit_remapped_local_body(const GroupEmitContext& ctx, const FusedSignature&
   const Shape& shape = spec.iteration;
   if (spec.vector_width != 1)
     ctx.spec_error(fmt::format("vector width {} with movement nodes", spec.vector_width));
-  out.linef("const int64_t n = {};  // elements of {}", shape_elements(shape),
-            shape_to_string(shape));
-  out.linef("const int64_t first = int64_t({}) * blockDim.x + threadIdx.x;", blocks.index);
-  out.linef("const int64_t stride = int64_t({}) * blockDim.x;", blocks.count);
-  out.open("for (int64_t i = first; i < n; i += stride)");
   std::vector<std::string> at;
-  if (!shape.empty()) emit_coordinates(out, shape);
-  for (size_t d = 0; d < shape.size(); ++d)
-    at.push_back(shape[d] == 1 ? "0" : fmt::format("c{}", d));
+  if (!spec.iteration_dims.empty()) {
+    // Over symbolic dims: the run's elements, every coordinate taken apart by the run's extents.
+    const SymShape& dims = spec.iteration_dims;
+    out.linef("const int64_t n = {};  // elements of {}", element_count_code(ctx.graph(), dims),
+              sym_shape_to_string(dims));
+    out.linef("const int64_t first = int64_t({}) * blockDim.x + threadIdx.x;", blocks.index);
+    out.linef("const int64_t stride = int64_t({}) * blockDim.x;", blocks.count);
+    out.open("for (int64_t i = first; i < n; i += stride)");
+    emit_coordinates(out, shape, "i", "c", &dims);
+    if (symbolic_prefix(dims) > 0) emit_symbolic_coordinates(out, ctx.graph(), dims);
+    for (size_t d = 0; d < dims.size(); ++d)
+      at.push_back(dims[d] == DimExpr(1) ? "0" : fmt::format("c{}", d));
+  } else {
+    out.linef("const int64_t n = {};  // elements of {}", shape_elements(shape),
+              shape_to_string(shape));
+    out.linef("const int64_t first = int64_t({}) * blockDim.x + threadIdx.x;", blocks.index);
+    out.linef("const int64_t stride = int64_t({}) * blockDim.x;", blocks.count);
+    out.open("for (int64_t i = first; i < n; i += stride)");
+    if (!shape.empty()) emit_coordinates(out, shape);
+    for (size_t d = 0; d < shape.size(); ++d)
+      at.push_back(shape[d] == 1 ? "0" : fmt::format("c{}", d));
+  }
   RemappedValues values(ctx, sig, spec.nodes, spec.moves, out);
   for (TensorId t : spec.io.writes) {
     const std::string v = values.value(t, at);

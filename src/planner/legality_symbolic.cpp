@@ -449,25 +449,13 @@ FusionDecision flat_copy_support(const Graph& g, const Node& node, const DeviceP
   return FusionDecision::ok();
 }
 
-// A Slice over symbolic dims (kernel_movement_copy.cpp's symbolic read): along a symbolic axis
-// its start a constant >= 0 and its step positive, so that element c of the output reads input
-// element start + c * step at every shape (where the start passes the axis's end, the output
-// is empty there). Fixed axes slice as planned; ends only size the output.
-FusionDecision slice_support(const Graph& g, const Node& node, const DeviceParams& device,
-                             LaunchConfig& launch) {
+// Along each symbolic axis a Slice reads from a start >= 0 with a positive step: what the
+// planning binding normalized is then the start at every shape (until the start passes the
+// axis's end, where the output is empty).
+FusionDecision slice_starts_hold(const Graph& g, const Node& node) {
   const Tensor& data = g.tensor(node.inputs[0]);
   const SymShape dims = data.sym_shape();
   NodeContext nc(g, node);
-  for (int k = 1; k < static_cast<int>(node.inputs.size()); ++k) {
-    if (k == 2 || node.inputs[static_cast<size_t>(k)] == kNoTensor) continue; // ends size it
-    const Tensor& x = g.tensor(node.inputs[static_cast<size_t>(k)]);
-    if (x.has_symbolic_values())
-      return FusionDecision::no(fmt::format("a Slice whose {} '{}' = {} depends on the symbols",
-                                            k == 1   ? "starts"
-                                            : k == 3 ? "axes"
-                                                     : "steps",
-                                            x.name, sym_shape_to_string(x.sym_values)));
-  }
   std::vector<int64_t> starts, axes, steps;
   if (nc.opset() < 10) {
     starts = nc.req_ints("starts");
@@ -492,7 +480,84 @@ FusionDecision slice_support(const Graph& g, const Node& node, const DeviceParam
                                             normalized[i], data.name, dims_str(data), starts[i],
                                             steps[i]));
   }
+  return FusionDecision::ok();
+}
+
+// A Slice over symbolic dims (kernel_movement_copy.cpp's symbolic read): along a symbolic axis
+// its start a constant >= 0 and its step positive, so that element c of the output reads input
+// element start + c * step at every shape (where the start passes the axis's end, the output
+// is empty there). Fixed axes slice as planned; ends only size the output.
+FusionDecision slice_support(const Graph& g, const Node& node, const DeviceParams& device,
+                             LaunchConfig& launch) {
+  const Tensor& data = g.tensor(node.inputs[0]);
+  const SymShape dims = data.sym_shape();
+  NodeContext nc(g, node);
+  for (int k = 1; k < static_cast<int>(node.inputs.size()); ++k) {
+    if (k == 2 || node.inputs[static_cast<size_t>(k)] == kNoTensor) continue; // ends size it
+    const Tensor& x = g.tensor(node.inputs[static_cast<size_t>(k)]);
+    if (x.has_symbolic_values())
+      return FusionDecision::no(fmt::format("a Slice whose {} '{}' = {} depends on the symbols",
+                                            k == 1   ? "starts"
+                                            : k == 3 ? "axes"
+                                                     : "steps",
+                                            x.name, sym_shape_to_string(x.sym_values)));
+  }
+  if (FusionDecision d = slice_starts_hold(g, node); !d) return d;
   flat_symbolic_launch(g, sym_elements(g.tensor(node.outputs[0]).sym_shape()), 1, device, launch);
+  return FusionDecision::ok();
+}
+
+// A Local group with movement nodes over symbolic dims (kernel_fused_remapped.cpp): each
+// element asks its values at coordinates that the moves map, so every map must hold at every
+// shape: Concats and Pads along fixed axes, Slices of a symbolic axis from 0 (step 1),
+// Expands and broadcasts widening the same axes at every value of the symbols.
+FusionDecision moves_support(const Graph& g, const std::vector<int32_t>& nodes,
+                             const std::vector<MovementRead>& moves) {
+  auto widens = [](const DimExpr& from, const DimExpr& to) { return is_one(from) && !is_one(to); };
+  for (const MovementRead& m : moves) {
+    const Node& node = g.nodes[m.node];
+    const SymShape out = g.tensor(node.outputs[0]).sym_shape();
+    if (node.op == OpKind::Slice)
+      if (FusionDecision d = slice_starts_hold(g, node); !d) return d;
+    if (m.axis >= 0 && !out[static_cast<size_t>(m.axis)].is_constant())
+      return FusionDecision::no(fmt::format("'{}' ({}) joins along the symbolic axis {} of {}",
+                                            node.name, op_name(node.op), m.axis,
+                                            sym_shape_to_string(out)));
+    for (const MovementRead::Part& part : m.parts) {
+      const SymShape in = g.tensor(part.operand).sym_shape();
+      if (m.axis >= 0 && !in[static_cast<size_t>(m.axis)].is_constant())
+        return FusionDecision::no(fmt::format("'{}' ({}) joins an operand of symbolic length",
+                                              node.name, op_name(node.op)));
+      for (size_t j = 0; j < in.size(); ++j) {
+        if (in[j].is_constant()) continue;
+        const bool plain = part.source[j] >= 0 && part.step[j] == 1 &&
+                           (part.offset[j] == 0 || static_cast<int32_t>(j) == m.axis);
+        if (!plain)
+          return FusionDecision::no(fmt::format("'{}' ({}) reads the symbolic axis {} of '{}' "
+                                                "{} other than from 0 with step 1",
+                                                node.name, op_name(node.op), j,
+                                                g.tensor(part.operand).name, dims_str(g.tensor(part.operand))));
+      }
+      if (node.op == OpKind::Expand) {
+        const size_t lead = out.size() - in.size();
+        for (size_t j = 0; j < in.size(); ++j)
+          if (widens(in[j], out[j + lead]) != (part.source[j] < 0))
+            return FusionDecision::no(fmt::format("'{}' (Expand) widens {} to {} at the "
+                                                  "planning binding only",
+                                                  node.name, dims_str(g.tensor(part.operand)),
+                                                  sym_shape_to_string(out)));
+      }
+    }
+  }
+  // The pointwise nodes' operands broadcast to their results at every value of the symbols.
+  for (int32_t n : nodes) {
+    const Node& node = g.nodes[n];
+    if (!op_is_pointwise(node.op) || node.op == OpKind::Expand) continue;
+    const SymShape out = g.tensor(node.outputs[0]).sym_shape();
+    for (TensorId t : value_operands(node))
+      if (t != kNoTensor)
+        if (FusionDecision d = broadcasts_over_symbols(g, t, out); !d) return d;
+  }
   return FusionDecision::ok();
 }
 
@@ -653,9 +718,9 @@ FusionDecision attention_support(const Graph& g, AttentionSpec& spec, const Devi
                                  LaunchConfig& launch) {
   if (spec.splits > 1)
     return FusionDecision::no("flash-decoding (the keys split) over symbolic dims");
-  for (const AttentionSpec::Operand* o : {&spec.q, &spec.k, &spec.v, &spec.out})
-    if (!o->prologue.empty())
-      return FusionDecision::no("an attention with a prologue over symbolic dims");
+  // A prologue (rotary embedding) is evaluated per element as a Local group's moves are.
+  for (const AttentionSpec::Operand* o : {&spec.q, &spec.k, &spec.v})
+    if (FusionDecision d = moves_support(g, o->prologue, o->moves); !d) return d;
   const Node& qk = g.nodes[spec.scores];
   const Node& pv = g.nodes[spec.product];
   AttentionSpec::Symbolic s;
@@ -808,14 +873,18 @@ FusionDecision symbolic_support(const Graph& g, FusionGroup& group, const Device
     return FusionDecision::ok();
   }
   if (auto* spec = std::get_if<LocalSpec>(&group.spec)) {
-    if (!spec->moves.empty())
-      return FusionDecision::no("movement nodes in a pointwise group over symbolic dims");
     const SymShape it = g.tensor(spec->io.writes.front()).sym_shape();
     for (TensorId t : spec->io.writes)
       if (g.tensor(t).sym_shape() != it)
         return FusionDecision::no(fmt::format(
             "the group writes '{}' {} and '{}' {}", g.tensor(spec->io.writes.front()).name,
             sym_shape_to_string(it), g.tensor(t).name, dims_str(g.tensor(t))));
+    if (!spec->moves.empty()) {
+      if (FusionDecision d = moves_support(g, spec->nodes, spec->moves); !d) return d;
+      spec->iteration_dims = it;
+      flat_symbolic_launch(g, sym_elements(it), 1, device, group.launch);
+      return FusionDecision::ok();
+    }
     int width = spec->vector_width;
     if (FusionDecision d = pointwise_support(g, it, spec->io.reads, width); !d) return d;
     spec->vector_width = width;
