@@ -235,6 +235,32 @@ TEST_CASE("row groups look up and read rows broadcast along symbolic axes", "[sy
   CHECK_THAT(g.sources, Catch::Contains("[(line % sym1) * 32 + k]")); // the bias
 }
 
+// Proves: a pointwise group with movement nodes (a rotary embedding's halves: Slices, Neg,
+// Concat along the fixed last axis, times a table broadcast over the batch) runs over symbolic
+// dims as one kernel, each element's coordinates taken apart by the run's extents.
+TEST_CASE("pointwise groups with movement nodes over symbolic dims", "[symbolic][emitter]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {-1, -1, 8}, {"batch", "seq"})
+      .input("cos", kFloat, {-1, 8}, {"seq"})
+      .output("y");
+  m.initializer_i64("zero", {1}, {0});
+  m.initializer_i64("four", {1}, {4});
+  m.initializer_i64("eight", {1}, {8});
+  m.initializer_i64("last", {1}, {-1});
+  m.node("Slice", {"x", "zero", "four", "last"}, {"lo"});
+  m.node("Slice", {"x", "four", "eight", "last"}, {"hi"});
+  m.node("Neg", {"hi"}, {"nhi"});
+  set_attr_int(m.node("Concat", {"nhi", "lo"}, {"rot"}), "axis", -1);
+  m.node("Mul", {"rot", "cos"}, {"y"});
+  const Generated g = generate(m, {dim("batch", 1, 8, 8), dim("seq", 1, 64, 64)});
+  CHECK(g.plan.groups.size() == 1);
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t n = (sym0 * sym1 * 8);"));
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t c1 = i_lead % sym1; i_lead /= sym1;"));
+  CHECK_THAT(g.sources, Catch::Contains("if (c2 < 4)"));
+  CHECK_THAT(g.sources, Catch::Contains("in1[c1 * 8 + c2]")); // cos, broadcast over the batch
+  CHECK_THAT(g.sources, Catch::Contains("in0[c0 * (sym1 * 8) + c1 * 8 + k0]"));
+}
+
 // Proves: a convolution over a symbolic batch passes the run's batch to the library.
 TEST_CASE("convolutions take a symbolic batch", "[symbolic][emitter]") {
   ModelBuilder m;
