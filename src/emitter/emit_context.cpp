@@ -1,6 +1,7 @@
 // GroupEmitContext helpers: names, pointers, types and node descriptions.
 #include "emitter/emit_context.h"
 
+#include <algorithm>
 #include <set>
 
 #include <cctype>
@@ -171,6 +172,24 @@ std::string symbolic_value_code(const Graph& graph, TensorId t, const std::strin
     code = fmt::format("({} == {} ? {}({}) : {})", index, k, type, dim_code(graph, x.sym_values[k]),
                        code);
   return code;
+}
+
+namespace {
+
+bool is_literal(const std::string& d) {
+  return !d.empty() && std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+} // namespace
+
+std::string index_div(bool index32, const std::string& a, const std::string& d) {
+  if (index32 && !is_literal(d)) return fmt::format("stitch::dims::div32({}, {})", a, d);
+  return fmt::format("{} / {}", a, d);
+}
+
+std::string index_mod(bool index32, const std::string& a, const std::string& d) {
+  if (index32 && !is_literal(d)) return fmt::format("stitch::dims::mod32({}, {})", a, d);
+  return fmt::format("{} % {}", a, d);
 }
 
 std::vector<int> symbols_of(const Graph& graph, const SymShape& dims) {

@@ -115,6 +115,11 @@ std::string dim_code(const Graph& graph, const DimExpr& d);
 // elements are in memory.
 std::string symbolic_value_code(const Graph& graph, TensorId t, const std::string& index,
                                 const std::string& type);
+// `a / d` and `a % d` of non-negative indices as generated code: in 32 bits
+// (stitch::dims::div32, mod32) where `index32` (LaunchConfig::index32: the group's indices fit)
+// and `d` is a run-time extent, else C++'s (a constant divisor costs a multiply anyway).
+std::string index_div(bool index32, const std::string& a, const std::string& d);
+std::string index_mod(bool index32, const std::string& a, const std::string& d);
 // The symbols `dims` mention, as indices into Graph::symbols, ascending.
 std::vector<int> symbols_of(const Graph& graph, const SymShape& dims);
 // `const int64_t symK = b->symbols[K];` for each of `symbols`, with the symbol's name and range

@@ -221,7 +221,7 @@ void emit_local_body(const GroupEmitContext& ctx, const FusedSignature& sig, con
   if (coordinates) emit_coordinates(out, shape, "i", "c", &dims);
   if (std::any_of(reads.begin(), reads.end(),
                   [&](TensorId t) { return needs_symbolic_coordinates(g, t, dims); }))
-    emit_symbolic_coordinates(out, g, dims);
+    emit_symbolic_coordinates(out, g, dims, "i", "c", ctx.group().launch.index32);
   ValueScope scope(ctx, spec.nodes, out, [&](TensorId t) {
     return load_broadcast(ctx, sig, t, shape, out, "i", "c", &dims);
   });

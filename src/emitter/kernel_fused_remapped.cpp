@@ -179,12 +179,12 @@ private:
         a.push_back("0");
         continue;
       }
-      std::string e = one(operand_strides[j])
-                          ? linear
-                          : fmt::format("{} / {}", linear, code(operand_strides[j]));
+      const bool index32 = ctx_.group().launch.index32;
+      std::string e =
+          one(operand_strides[j]) ? linear : index_div(index32, linear, code(operand_strides[j]));
       if (j > 0)
-        e = one(operand_strides[j]) ? fmt::format("{} % {}", e, code(operand[j]))
-                                    : fmt::format("({}) % {}", e, code(operand[j]));
+        e = one(operand_strides[j]) || index32 ? index_mod(index32, e, code(operand[j]))
+                                               : fmt::format("({}) % {}", e, code(operand[j]));
       a.push_back(named(e));
     }
     out_.comment(fmt::format("'{}' (View): '{}' at the same row-major position", node.name,
@@ -270,7 +270,8 @@ void emit_remapped_local_body(const GroupEmitContext& ctx, const FusedSignature&
     out.linef("const int64_t stride = int64_t({}) * blockDim.x;", blocks.count);
     out.open("for (int64_t i = first; i < n; i += stride)");
     emit_coordinates(out, shape, "i", "c", &dims);
-    if (symbolic_prefix(dims) > 0) emit_symbolic_coordinates(out, ctx.graph(), dims);
+    if (symbolic_prefix(dims) > 0)
+      emit_symbolic_coordinates(out, ctx.graph(), dims, "i", "c", ctx.group().launch.index32);
     for (size_t d = 0; d < dims.size(); ++d)
       at.push_back(dims[d] == DimExpr(1) ? "0" : fmt::format("c{}", d));
   } else {

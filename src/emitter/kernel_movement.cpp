@@ -109,6 +109,10 @@ void emit_symbolic_strided_read(const GroupEmitContext& ctx, CodeWriter& out,
   for (size_t d = result.size(); d-- > 0;) {
     if (d == 0)
       out.line("const int64_t c0 = rest;");
+    else if (ctx.group().launch.index32 && !result[d].is_constant())
+      out.linef("const int64_t c{0} = stitch::dims::mod32(rest, {1}); rest = "
+                "stitch::dims::div32(rest, {1});",
+                d, dim_code(g, result[d]));
     else
       out.linef("const int64_t c{0} = rest % {1}; rest /= {1};", d, dim_code(g, result[d]));
     const DimExpr& s = strides[d];

@@ -68,7 +68,9 @@ void emit_concat(const GroupEmitContext& ctx, CodeWriter& out) {
     out.linef("const int64_t row = i / {0}, along = i % {0};", total.constant_value());
   else {
     out.linef("const int64_t total = {};  // {}", dim_code(g, total), total.to_string());
-    out.line("const int64_t row = i / total, along = i % total;");
+    const bool index32 = ctx.group().launch.index32;
+    out.linef("const int64_t row = {}, along = {};", index_div(index32, "i", "total"),
+              index_mod(index32, "i", "total"));
   }
   DimExpr offset = 0;
   for (size_t p = 0; p < parts.size(); ++p) {
@@ -343,7 +345,9 @@ void emit_trilu(const GroupEmitContext& ctx, CodeWriter& out) {
     open_symbolic_loop(ctx, out);
     out.linef("const int64_t rows = {}, columns = {};", dim_code(g, dims[dims.size() - 2]),
               dim_code(g, dims.back()));
-    out.line("const int64_t column = i % columns, row = i / columns % rows;");
+    const bool index32 = ctx.group().launch.index32;
+    out.linef("const int64_t column = {}, row = {};", index_mod(index32, "i", "columns"),
+              index_mod(index32, index_div(index32, "i", "columns"), "rows"));
   } else {
     open_grid_stride_loop(out, input.elements());
     out.linef("const int64_t column = i % {}, row = i / {} % {};", cols, cols, rows);

@@ -62,7 +62,10 @@ void emit_gather(const GroupEmitContext& ctx, CodeWriter& out) {
     out.linef("const int64_t inner = {}, count = {}, dim = {};",
               dim_code(g, sym_elements(SymShape(dims.begin() + axis + 1, dims.end()))),
               dim_code(g, sym_elements(indices.sym_shape())), dim_code(g, dims[axis]));
-    out.line("const int64_t p = i % inner, j = i / inner % count, o = i / inner / count;");
+    const bool index32 = ctx.group().launch.index32;
+    out.linef("const int64_t p = {}, j = {}, o = {};", index_mod(index32, "i", "inner"),
+              index_mod(index32, index_div(index32, "i", "inner"), "count"),
+              index_div(index32, index_div(index32, "i", "inner"), "count"));
     out.line("const int64_t index = stitch::movement::wrap_index(indices[j], dim);");
     out.linef("out[i] = index < 0 ? {} : data[(o * dim + index) * inner + p];",
               typed_literal(data.dtype, 0.0, ctx));
@@ -142,7 +145,9 @@ void emit_gather_nd(const GroupEmitContext& ctx, CodeWriter& out) {
               quotient_mod("i", 1, slice.constant_value()));
   } else {
     out.linef("const int64_t slice = {};  // {}", dim_code(g, slice), slice.to_string());
-    out.line("const int64_t row = i / slice, s = i % slice;");
+    const bool index32 = ctx.group().launch.index32;
+    out.linef("const int64_t row = {}, s = {};", index_div(index32, "i", "slice"),
+              index_mod(index32, "i", "slice"));
   }
   out.linef("const int64_t* index = indices + row * {};", m);
   std::vector<std::string> terms, checks;

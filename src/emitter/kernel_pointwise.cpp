@@ -199,7 +199,8 @@ bool needs_symbolic_coordinates(const Graph& g, TensorId t, const SymShape& agai
 }
 
 void emit_symbolic_coordinates(CodeWriter& out, const Graph& g, const SymShape& dims,
-                               const std::string& linear, const std::string& coordinate) {
+                               const std::string& linear, const std::string& coordinate,
+                               bool index32) {
   const size_t fixed_from = symbolic_prefix(dims);
   const std::string rest = linear == "i" ? "rest" : linear + "_rest";
   out.comment(
@@ -208,6 +209,10 @@ void emit_symbolic_coordinates(CodeWriter& out, const Graph& g, const SymShape& 
   for (size_t d = fixed_from; d-- > 0;) {
     if (d == 0)
       out.linef("const int64_t {}0 = {}_lead;", coordinate, linear);
+    else if (index32 && !dims[d].is_constant())
+      out.linef("const int64_t {0}{1} = stitch::dims::mod32({2}_lead, {3}); {2}_lead = "
+                "stitch::dims::div32({2}_lead, {3});",
+                coordinate, d, linear, dim_code(g, dims[d]));
     else
       out.linef("const int64_t {0}{1} = {2}_lead % {3}; {2}_lead /= {3};", coordinate, d, linear,
                 dim_code(g, dims[d]));
@@ -394,7 +399,7 @@ bool emit_pointwise(const GroupEmitContext& ctx, CodeWriter& out) {
   if (std::any_of(operands.begin(), operands.end(), [&](TensorId t) {
         return t != kNoTensor && needs_symbolic_coordinates(g, t, dims);
       }))
-    emit_symbolic_coordinates(out, g, dims);
+    emit_symbolic_coordinates(out, g, dims, "i", "c", ctx.group().launch.index32);
   for (size_t k = 0; k < operands.size(); ++k) {
     if (operands[k] == kNoTensor) continue;
     const Tensor& t = g.tensor(operands[k]);

@@ -41,7 +41,7 @@ std::string tensor_index(const Graph& g, TensorId t, const Shape& against,
 bool needs_symbolic_coordinates(const Graph& g, TensorId t, const SymShape& against_dims);
 void emit_symbolic_coordinates(CodeWriter& out, const Graph& g, const SymShape& dims,
                                const std::string& linear = "i",
-                               const std::string& coordinate = "c");
+                               const std::string& coordinate = "c", bool index32 = false);
 // Whether tensor_index reads the coordinates.
 bool tensor_needs_coordinates(const Graph& g, TensorId t, const Shape& against,
                               const SymShape& against_dims);

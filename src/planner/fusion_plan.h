@@ -61,6 +61,10 @@ struct LaunchConfig {
   // 0: the grid above, fixed.
   DimExpr work;
   int64_t work_per_block = 0;
+  // Over symbolic dims: every index the kernel forms stays below 2^31 at the symbols' maxima,
+  // so its divisions by run-time extents (coordinates taken apart by the symbols) run in 32
+  // bits (stitch::dims::div32), several times cheaper on a GPU than 64-bit ones.
+  bool index32 = false;
 };
 
 // Over symbolic dims, where the best thread mapping of a row group changes within the range of

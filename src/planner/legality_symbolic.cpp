@@ -797,7 +797,37 @@ FusionDecision attention_support(const Graph& g, AttentionSpec& spec, const Devi
 
 } // namespace
 
+namespace {
+
+FusionDecision group_support(const Graph& g, FusionGroup& group, const DeviceParams& device);
+
+// Whether every tensor of the group holds fewer than 2^31 elements at the symbols' maxima: then
+// its kernel's index math may run in 32 bits (LaunchConfig::index32).
+bool fits_32_bits(const Graph& g, const FusionGroup& group) {
+  bool dynamic = false;
+  for (int32_t n : group.nodes)
+    for (const std::vector<TensorId>* list : {&g.nodes[n].inputs, &g.nodes[n].outputs})
+      for (TensorId t : *list) {
+        if (t == kNoTensor) continue;
+        const Tensor& x = g.tensor(t);
+        dynamic = dynamic || x.is_dynamic();
+        if (sym_elements(x.sym_shape()).bounds(g.symbol_ranges()).hi >= (int64_t{1} << 31))
+          return false;
+      }
+  return dynamic;
+}
+
+} // namespace
+
 FusionDecision symbolic_support(const Graph& g, FusionGroup& group, const DeviceParams& device) {
+  FusionDecision d = group_support(g, group, device);
+  if (d && !g.symbols.empty()) group.launch.index32 = fits_32_bits(g, group);
+  return d;
+}
+
+namespace {
+
+FusionDecision group_support(const Graph& g, FusionGroup& group, const DeviceParams& device) {
   if (g.symbols.empty()) return FusionDecision::ok();
   if (std::holds_alternative<AliasSpec>(group.spec)) return FusionDecision::ok();
   if (auto* spec = std::get_if<GemmSpec>(&group.spec)) return gemm_support(g, *spec);
@@ -900,5 +930,7 @@ FusionDecision symbolic_support(const Graph& g, FusionGroup& group, const Device
   return FusionDecision::no(
       fmt::format("no {} group over symbolic dims yet", group_kind_name(group.kind)));
 }
+
+} // namespace
 
 } // namespace stitch::legality

@@ -344,6 +344,7 @@ nlohmann::json plan_to_json(const Graph& g, const FusionPlan& plan, const Memory
         gj["work"] = group.launch.work.to_string();
         gj["work_per_block"] = group.launch.work_per_block;
       }
+      if (group.launch.index32) gj["index32"] = true;
       // Mapping variants: which rows run another mapping, and its launch.
       if (!group.variants.empty()) {
         nlohmann::json variants = nlohmann::json::array();

@@ -27,6 +27,14 @@ __host__ __device__ __forceinline__ int64_t floor_div(int64_t a, int64_t d) {
   const int64_t q = a / d;
   return (a % d != 0 && a < 0) ? q - 1 : q; // d > 0
 }
+// a / d and a % d of indices known below 2^31 (LaunchConfig::index32), in 32 bits: a 64-bit
+// division is several times dearer on a GPU.
+__host__ __device__ __forceinline__ int64_t div32(int64_t a, int64_t d) {
+  return static_cast<int64_t>(static_cast<uint32_t>(a) / static_cast<uint32_t>(d));
+}
+__host__ __device__ __forceinline__ int64_t mod32(int64_t a, int64_t d) {
+  return static_cast<int64_t>(static_cast<uint32_t>(a) % static_cast<uint32_t>(d));
+}
 __host__ __device__ __forceinline__ int64_t min(int64_t a, int64_t b) { return a < b ? a : b; }
 __host__ __device__ __forceinline__ int64_t max(int64_t a, int64_t b) { return a > b ? a : b; }
 // The blocks of a grid-stride launch over `work` items, `per_block` per block: enough to cover

@@ -121,9 +121,16 @@ TEST_CASE("operands broadcast along symbolic axes", "[symbolic][emitter]") {
   for (const std::string planner : {"none", "ilp"}) {
     INFO("planner " << planner);
     const Generated g = generate(m, {dim("batch", 1, 4, 1), dim("seq", 1, 16, 1)}, planner);
-    CHECK_THAT(g.sources, Catch::Contains("const int64_t c1 = i_lead % sym1; i_lead /= sym1;"));
+    // Below 2^31 elements at the maxima: the division by the run's seq in 32 bits.
+    CHECK_THAT(g.sources, Catch::Contains("const int64_t c1 = stitch::dims::mod32(i_lead, sym1); "
+                                          "i_lead = stitch::dims::div32(i_lead, sym1);"));
     CHECK_THAT(g.sources, Catch::Contains("[c2 + c1 * 8]")); // p
     CHECK_THAT(g.sources, Catch::Contains("[c2 + c0 * 8]")); // g
+    // Past 2^31 elements at the maxima: in 64 bits.
+    const Generated wide =
+        generate(m, {dim("batch", 1, 1 << 20, 1), dim("seq", 1, 1 << 12, 1)}, planner);
+    CHECK_THAT(wide.sources,
+               Catch::Contains("const int64_t c1 = i_lead % sym1; i_lead /= sym1;"));
   }
 }
 
@@ -255,7 +262,7 @@ TEST_CASE("pointwise groups with movement nodes over symbolic dims", "[symbolic]
   const Generated g = generate(m, {dim("batch", 1, 8, 8), dim("seq", 1, 64, 64)});
   CHECK(g.plan.groups.size() == 1);
   CHECK_THAT(g.sources, Catch::Contains("const int64_t n = (sym0 * sym1 * 8);"));
-  CHECK_THAT(g.sources, Catch::Contains("const int64_t c1 = i_lead % sym1; i_lead /= sym1;"));
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t c1 = stitch::dims::mod32(i_lead, sym1);"));
   CHECK_THAT(g.sources, Catch::Contains("if (c2 < 4)"));
   CHECK_THAT(g.sources, Catch::Contains("in1[c1 * 8 + c2]")); // cos, broadcast over the batch
   CHECK_THAT(g.sources, Catch::Contains("in0[c0 * (sym1 * 8) + c1 * 8 + k0]"));
@@ -407,8 +414,9 @@ TEST_CASE("a Gather of table rows by symbolic indices", "[symbolic][emitter]") {
   CHECK_THAT(g.sources,
              Catch::Contains("const int64_t inner = 4, count = (sym0 * sym1), dim = 10;"));
   CHECK_THAT(g.sources,
-             Catch::Contains("const int64_t p = i % inner, j = i / inner % count, o = i / inner "
-                             "/ count;"));
+             Catch::Contains("const int64_t p = stitch::dims::mod32(i, inner), j = "
+                             "stitch::dims::mod32(stitch::dims::div32(i, inner), count), o = "
+                             "stitch::dims::div32(stitch::dims::div32(i, inner), count);"));
 }
 
 // Proves: a Gather from data whose axis is symbolic (the last token: index -1 along seq) wraps
@@ -453,7 +461,8 @@ TEST_CASE("a Transpose of symbolic axes", "[symbolic][emitter]") {
   m.input("x", kFloat, {-1, -1, 4, 8}, {"batch", "seq"}).output("y");
   set_attr_ints(m.node("Transpose", {"x"}, {"y"}), "perm", {0, 2, 1, 3});
   const Generated g = generate(m, {dim("batch", 1, 4, 2), dim("seq", 1, 16, 3)});
-  CHECK_THAT(g.sources, Catch::Contains("const int64_t c2 = rest % sym1; rest /= sym1;"));
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t c2 = stitch::dims::mod32(rest, sym1); rest = "
+                                        "stitch::dims::div32(rest, sym1);"));
   CHECK_THAT(g.sources, Catch::Contains("out[i] = in[c3 + c2 * 32 + c1 * 8 + c0 * (sym1 * 32)];"));
 }
 

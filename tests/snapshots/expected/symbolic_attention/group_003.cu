@@ -13,7 +13,7 @@ __global__ void __launch_bounds__(256) stitch_g3_trilu(const bool* __restrict__ 
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = first; i < n; i += stride) {
     const int64_t rows = sym1, columns = sym1;
-    const int64_t column = i % columns, row = i / columns % rows;
+    const int64_t column = stitch::dims::mod32(i, columns), row = stitch::dims::mod32(stitch::dims::div32(i, columns), rows);
     out[i] = column - row >= diagonal ? in[i] : false;
   }
 }
