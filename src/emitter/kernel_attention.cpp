@@ -168,8 +168,7 @@ std::string emit_prologue_value(const GroupEmitContext& ctx, const FusedSignatur
 // expressions; `rows` the operand's rows (the queries, keys, or grouped rows).
 std::string emit_symbolic_prologue_value(const GroupEmitContext& ctx, const FusedSignature& sig,
                                          CodeWriter& out, const std::string& name,
-                                         const AttentionSpec& spec,
-                                         const AttentionSpec::Operand& o,
+                                         const AttentionSpec& spec, const AttentionSpec::Operand& o,
                                          const std::string& row) {
   const Graph& g = ctx.graph();
   const Tensor& t = g.tensor(o.tensor);
@@ -226,9 +225,8 @@ void emit_load(const GroupEmitContext& ctx, const FusedSignature& sig, CodeWrite
     out.linef("return {};",
               o.prologue.empty()
                   ? fmt::format("{}[{}]", pointer, operand_index(strides, row, "dim"))
-              : spec.symbolic
-                  ? emit_symbolic_prologue_value(ctx, sig, out, name, spec, o, row)
-                  : emit_prologue_value(ctx, sig, out, name, spec, o, row, rows, cols));
+              : spec.symbolic ? emit_symbolic_prologue_value(ctx, sig, out, name, spec, o, row)
+                              : emit_prologue_value(ctx, sig, out, name, spec, o, row, rows, cols));
     out.close();
     return;
   }

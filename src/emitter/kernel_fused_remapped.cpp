@@ -235,7 +235,10 @@ private:
       terms.push_back(one(strides[j]) ? at[j] : fmt::format("{} * {}", at[j], code(strides[j])));
     }
     const std::string name = fmt::format("x{}", next_x_++);
-    if (const std::string v = symbolic_value_code(ctx_.graph(), t, terms.empty() ? "0" : fmt::format("{}", fmt::join(terms, " + ")), ctype(x.dtype, ctx_)); !v.empty()) {
+    if (const std::string v = symbolic_value_code(
+            ctx_.graph(), t, terms.empty() ? "0" : fmt::format("{}", fmt::join(terms, " + ")),
+            ctype(x.dtype, ctx_));
+        !v.empty()) {
       out_.linef("const {} {} = {};  // computed from the symbols", ctype(x.dtype, ctx_), name, v);
       return name;
     }

@@ -40,8 +40,8 @@ std::string tensor_index(const Graph& g, TensorId t, const Shape& against,
 // emit_symbolic_coordinates writes, after emit_coordinates, dividing by the symbols' values.
 bool needs_symbolic_coordinates(const Graph& g, TensorId t, const SymShape& against_dims);
 void emit_symbolic_coordinates(CodeWriter& out, const Graph& g, const SymShape& dims,
-                               const std::string& linear = "i",
-                               const std::string& coordinate = "c", bool index32 = false);
+                               const std::string& linear = "i", const std::string& coordinate = "c",
+                               bool index32 = false);
 // Whether tensor_index reads the coordinates.
 bool tensor_needs_coordinates(const Graph& g, TensorId t, const Shape& against,
                               const SymShape& against_dims);

@@ -536,7 +536,8 @@ FusionDecision moves_support(const Graph& g, const std::vector<int32_t>& nodes,
           return FusionDecision::no(fmt::format("'{}' ({}) reads the symbolic axis {} of '{}' "
                                                 "{} other than from 0 with step 1",
                                                 node.name, op_name(node.op), j,
-                                                g.tensor(part.operand).name, dims_str(g.tensor(part.operand))));
+                                                g.tensor(part.operand).name,
+                                                dims_str(g.tensor(part.operand))));
       }
       if (node.op == OpKind::Expand) {
         const size_t lead = out.size() - in.size();

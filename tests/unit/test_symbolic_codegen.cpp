@@ -129,8 +129,7 @@ TEST_CASE("operands broadcast along symbolic axes", "[symbolic][emitter]") {
     // Past 2^31 elements at the maxima: in 64 bits.
     const Generated wide =
         generate(m, {dim("batch", 1, 1 << 20, 1), dim("seq", 1, 1 << 12, 1)}, planner);
-    CHECK_THAT(wide.sources,
-               Catch::Contains("const int64_t c1 = i_lead % sym1; i_lead /= sym1;"));
+    CHECK_THAT(wide.sources, Catch::Contains("const int64_t c1 = i_lead % sym1; i_lead /= sym1;"));
   }
 }
 
@@ -461,8 +460,9 @@ TEST_CASE("a Transpose of symbolic axes", "[symbolic][emitter]") {
   m.input("x", kFloat, {-1, -1, 4, 8}, {"batch", "seq"}).output("y");
   set_attr_ints(m.node("Transpose", {"x"}, {"y"}), "perm", {0, 2, 1, 3});
   const Generated g = generate(m, {dim("batch", 1, 4, 2), dim("seq", 1, 16, 3)});
-  CHECK_THAT(g.sources, Catch::Contains("const int64_t c2 = stitch::dims::mod32(rest, sym1); rest = "
-                                        "stitch::dims::div32(rest, sym1);"));
+  CHECK_THAT(g.sources,
+             Catch::Contains("const int64_t c2 = stitch::dims::mod32(rest, sym1); rest = "
+                             "stitch::dims::div32(rest, sym1);"));
   CHECK_THAT(g.sources, Catch::Contains("out[i] = in[c3 + c2 * 32 + c1 * 8 + c0 * (sym1 * 32)];"));
 }
 
