@@ -926,8 +926,17 @@ FusionDecision group_support(const Graph& g, FusionGroup& group, const DevicePar
   }
   if (auto* spec = std::get_if<RegionalSpec>(&group.spec))
     return regional_support(g, group.nodes, *spec, device, group.launch);
-  if (auto* spec = std::get_if<AttentionSpec>(&group.spec))
+  if (auto* spec = std::get_if<AttentionSpec>(&group.spec)) {
+    if (spec->splits > 1) {
+      // Flash-decoding's split of the keys suits some shapes of the range only: over symbolic
+      // dims the attention runs as one kernel, every key tile in each block.
+      spec->splits = 1;
+      spec->keys_per_split = 0;
+      group.scratch_bytes = 0;
+      group.launch.grid[1] = 1;
+    }
     return attention_support(g, *spec, device, group.launch);
+  }
   return FusionDecision::no(
       fmt::format("no {} group over symbolic dims yet", group_kind_name(group.kind)));
 }
