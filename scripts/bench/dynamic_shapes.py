@@ -1,13 +1,22 @@
 #!/usr/bin/env python3
 """The cost of being dynamic: per-shape latency of one library compiled with --dim ranges
-against libraries compiled for each shape alone, on the same model, and the table written to
-docs/benchmarks.md (between the "dynamic-shapes" markers) and printed.
+against libraries compiled for each shape alone, on the same model, and two tables written to
+docs/benchmarks.md (each between its markers) and printed.
 
-The model is a transformer block's feed-forward half over [batch, seq, hidden] (LayerNorm, two
-products with a Gelu between them, the residual, a per-token mask), written here with onnx's
-helper, fixed seed. Every library is timed through the C API (ctypes): `--warmup` untimed runs,
-then the median of `--iters` runs of stitch_run, for each shape, on one context per library.
-The outputs of the dynamic library are compared with the shape-specialized ones at each shape.
+The feed-forward table ("dynamic-shapes" markers): a transformer block's feed-forward half over
+[batch, seq, hidden] (LayerNorm, two products with a Gelu between them, the residual, a
+per-token mask), written here with onnx's helper, fixed seed, at five shapes.
+
+The fixtures table ("dynamic-fixtures" markers): the real-model fixtures of tests/models/dynamic/
+with symbolic dims (BERT, GPT-2, Llama and a decoder block over batch and seq, ViT over batch),
+each compiled once with the ranges of its <name>.inputs.json (--dim NAME=MIN..MAX@EXAMPLE) and
+once for each of a few shapes; the inputs follow the fixture's recipe (compare_with_ort.py's:
+random token ids, 0/1 masks with a padded tail, normal floats), the same for both libraries.
+
+Every library is timed through the C API (ctypes): `--warmup` untimed runs, then the median of
+`--iters` runs of stitch_run (`--fixture-warmup`, `--fixture-iters` for the fixtures), for each
+shape, on one context per library. The outputs of the dynamic library (all of them) are
+compared with the shape-specialized ones at each shape: the largest absolute difference.
 
 On the host target (the default; the build machine has no GPU) the numbers are the CPU
 emulation's and say nothing about GPU speed: they show that the dynamic library runs each
@@ -15,12 +24,16 @@ shape in range with the same plan and compare the work per shape. On a GPU (`--t
 torch for device memory and synchronization) they are the issue's measure: at most 5% slower.
 
 usage: scripts/bench/dynamic_shapes.py [--stitchc build/stitchc] [--target host|cuda]
+                                      [--only ffn|fixtures] [--fixtures NAME,...]
+                                      [--warmup N] [--iters N]
+                                      [--fixture-warmup N] [--fixture-iters N]
                                       [--out docs/benchmarks.md] [--no-write]
-(--out: a file with the "dynamic-shapes" markers gets the table between them; a file that does
-not exist yet gets the table alone)
+(--out: a file with the markers of the tables run gets each table between its markers; a file
+that does not exist yet gets the tables alone)
 """
 import argparse
 import ctypes
+import json
 import os
 import re
 import statistics
@@ -38,6 +51,24 @@ HIDDEN, FFN = 256, 1024
 RANGES = {"batch": (1, 16, 4), "seq": (1, 256, 128)}  # min, max, planned at
 SHAPES = [(1, 1), (1, 128), (3, 77), (4, 128), (16, 256)]
 BEGIN, END = "<!-- dynamic-shapes: begin -->", "<!-- dynamic-shapes: end -->"
+
+FIXTURE_DIR = os.path.join(ROOT, "tests", "models", "dynamic")
+FIXTURES = ["bert_ts16", "gpt2_ts17", "llama_ts19", "decoder_block_ts20", "vit_ts18"]
+# The shapes each fixture is timed at, by its symbolic dims (a size past the fixture's range
+# is taken at its maximum).
+FIXTURE_SHAPES = {("batch", "seq"): [(1, 1), (1, 64), (3, 12), (8, 64)],
+                  ("batch",): [(1,), (3,), (8,)]}
+FIXTURES_BEGIN = "<!-- dynamic-fixtures: begin -->"
+FIXTURES_END = "<!-- dynamic-fixtures: end -->"
+
+sys.path.insert(0, os.path.join(ROOT, "scripts", "models"))
+from compare_with_ort import make_inputs  # noqa: E402  (the fixtures' input recipe)
+
+# The C API's element types (stitch_dtype, numbered as ONNX's TensorProto.DataType) by the
+# name numpy and torch give them.
+DTYPES = {"float32": 1, "uint8": 2, "int8": 3, "uint16": 4, "int16": 5, "int32": 6, "int64": 7,
+          "bool": 9, "float16": 10, "float64": 11, "uint32": 12, "uint64": 13, "bfloat16": 16}
+DTYPE_NAMES = {code: name for name, code in DTYPES.items()}
 
 
 def write_model(path):
@@ -99,54 +130,93 @@ class Library:
         self.model, self.context = ctypes.c_void_p(), ctypes.c_void_p()
         self.check(self.lib.stitch_model_create(ctypes.byref(self.model)))
         self.check(self.lib.stitch_context_create(self.model, ctypes.byref(self.context)))
+        count = ctypes.c_size_t()
+        self.check(self.lib.stitch_model_num_outputs(self.model, ctypes.byref(count)))
+        self.num_outputs = count.value
 
     def check(self, status):
         if status != 0:
             raise RuntimeError(self.lib.stitch_last_error().decode())
 
+    def input_names(self):
+        """The model's inputs' names, in the order stitch_run takes them."""
+        count = ctypes.c_size_t()
+        self.check(self.lib.stitch_model_num_inputs(self.model, ctypes.byref(count)))
+        names = []
+        for index in range(count.value):
+            info = TensorInfo()
+            self.check(self.lib.stitch_model_input(self.model, ctypes.c_size_t(index),
+                                                   ctypes.byref(info)))
+            names.append(info.name.decode())
+        return names
+
     def prepare(self, feeds):
-        """The argument arrays of a run on `feeds` (numpy, or torch tensors on the GPU)."""
+        """The argument arrays of a run on `feeds` (numpy, or torch tensors on the GPU; any of
+        the C API's dtypes), every output allocated at the shape stitch_model_output_shapes
+        gives for these inputs."""
         keep, inputs = [], []
         for array in feeds:
             dims = (ctypes.c_int64 * len(array.shape))(*array.shape)
             keep.append(dims)
-            pointer = array.data_ptr() if self.target == "cuda" else array.ctypes.data
-            nbytes = array.numel() * 4 if self.target == "cuda" else array.nbytes
-            inputs.append(Tensor(pointer, 1, len(array.shape), dims, nbytes))
+            dtype = DTYPES[str(array.dtype).replace("torch.", "")]
+            if self.target == "cuda":
+                pointer, nbytes = array.data_ptr(), array.numel() * array.element_size()
+            else:
+                pointer, nbytes = array.ctypes.data, array.nbytes
+            inputs.append(Tensor(pointer, dtype, len(array.shape), dims, nbytes))
         inputs = (Tensor * len(inputs))(*inputs)
-        info = (TensorInfo * 1)()
-        self.check(self.lib.stitch_model_output_shapes(self.model, inputs, len(feeds), info, 1))
-        shape = tuple(info[0].dims[:info[0].rank])
-        if self.target == "cuda":
-            import torch
-            out = torch.empty(shape, dtype=torch.float32, device="cuda")
-            pointer = out.data_ptr()
-        else:
-            out = np.empty(shape, np.float32)
-            pointer = out.ctypes.data
-        dims = (ctypes.c_int64 * len(shape))(*shape)
-        keep.append(dims)
-        outputs = (Tensor * 1)(Tensor(pointer, 1, len(shape), dims, info[0].bytes))
-        return inputs, outputs, out, keep
+        info = (TensorInfo * self.num_outputs)()
+        self.check(self.lib.stitch_model_output_shapes(self.model, inputs, len(feeds), info,
+                                                       self.num_outputs))
+        outs, outputs = [], []
+        for output in info:
+            shape = tuple(output.dims[:output.rank])
+            dtype = DTYPE_NAMES[output.dtype]
+            if self.target == "cuda":
+                import torch
+                out = torch.empty(shape, dtype=getattr(torch, dtype), device="cuda")
+                pointer = out.data_ptr()
+            else:
+                out = np.empty(shape, dtype)
+                pointer = out.ctypes.data
+            dims = (ctypes.c_int64 * len(shape))(*shape)
+            keep.append(dims)
+            outs.append(out)
+            outputs.append(Tensor(pointer, output.dtype, len(shape), dims, output.bytes))
+        outputs = (Tensor * len(outputs))(*outputs)
+        return inputs, outputs, outs, keep
 
     def time(self, feeds, warmup, iters):
-        inputs, outputs, out, keep = self.prepare(feeds)
+        """The median milliseconds of `iters` runs after `warmup`, and the outputs (numpy, in
+        model order)."""
+        inputs, outputs, outs, keep = self.prepare(feeds)
         synchronize = lambda: None  # noqa: E731 (host runs are synchronous)
         if self.target == "cuda":
             import torch
             synchronize = torch.cuda.synchronize
+
+        def run():
+            self.check(self.lib.stitch_run(self.context, inputs, len(feeds), outputs,
+                                           len(outs), None))
+
         for _ in range(warmup):
-            self.check(self.lib.stitch_run(self.context, inputs, len(feeds), outputs, 1, None))
+            run()
         synchronize()
         times = []
         for _ in range(iters):
             start = time.perf_counter()
-            self.check(self.lib.stitch_run(self.context, inputs, len(feeds), outputs, 1, None))
+            run()
             synchronize()
             times.append((time.perf_counter() - start) * 1e3)
         del keep
-        result = out.cpu().numpy() if self.target == "cuda" else out
-        return statistics.median(times), result
+        results = [out.cpu().numpy() if self.target == "cuda" else out for out in outs]
+        return statistics.median(times), results
+
+
+def max_abs_diff(outputs, others):
+    """The largest absolute difference between two runs' outputs, over all of them."""
+    return max(float(np.abs(a.astype(np.float64) - b.astype(np.float64)).max())
+               for a, b in zip(outputs, others))
 
 
 def compile_library(stitchc, model, out, target, dims):
@@ -166,16 +236,16 @@ def feeds_for(batch, seq, target):
     return [x, mask]
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--stitchc", default=os.path.join(ROOT, "build", "stitchc"))
-    parser.add_argument("--target", choices=["host", "cuda"], default="host")
-    parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--iters", type=int, default=9)
-    parser.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks.md"))
-    parser.add_argument("--no-write", action="store_true", help="print the table only")
-    args = parser.parse_args()
+def on_target(arrays, target):
+    """numpy arrays as stitch_run takes them on `target`: torch tensors on the GPU for cuda."""
+    if target == "cuda":
+        import torch
+        return [torch.from_numpy(np.ascontiguousarray(a)).cuda() for a in arrays]
+    return [np.ascontiguousarray(a) for a in arrays]
 
+
+def ffn_table(args):
+    """Times the feed-forward model at SHAPES; the table (markers included)."""
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         model = os.path.join(tmp, "ffn_block.onnx")
@@ -192,7 +262,7 @@ def main():
             feeds = feeds_for(batch, seq, args.target)
             fixed_ms, fixed_out = fixed.time(feeds, args.warmup, args.iters)
             dynamic_ms, dynamic_out = dynamic.time(feeds, args.warmup, args.iters)
-            diff = float(np.abs(fixed_out - dynamic_out).max())
+            diff = max_abs_diff(fixed_out, dynamic_out)
             rows.append((batch, seq, fixed_ms, dynamic_ms, dynamic_ms / fixed_ms, diff))
             print(f"batch {batch} seq {seq}: fixed {fixed_ms:.3f} ms, dynamic {dynamic_ms:.3f} ms,"
                   f" max |diff| {diff:.2e}", flush=True)
@@ -213,26 +283,139 @@ def main():
         lines.append(f"| {batch} | {seq} | {fixed_ms:.3f} | {dynamic_ms:.3f} | {ratio:.2f} | "
                      f"{diff:.1e} |")
     lines += ["", END]
-    table = "\n".join(lines)
-    print(table)
-    if args.no_write:
+    return "\n".join(lines)
+
+
+def fixture_shapes(ranges):
+    """The shapes ({dim: size}) a fixture with these symbolic dims ({dim: {"min", "max"}}) is
+    timed at: FIXTURE_SHAPES, each size brought within its range."""
+    names = tuple(sorted(ranges))
+    if names not in FIXTURE_SHAPES:
+        sys.exit(f"no shapes to time for symbolic dims {list(names)}; add them to "
+                 "FIXTURE_SHAPES")
+    shapes = []
+    for sizes in FIXTURE_SHAPES[names]:
+        shape = {d: min(max(n, ranges[d]["min"]), ranges[d]["max"]) for d, n in zip(names, sizes)}
+        if shape not in shapes:
+            shapes.append(shape)
+    return shapes
+
+
+def fixtures_table(args):
+    """Times each fixture of --fixtures at fixture_shapes; the table (markers included)."""
+    rows, flags = [], {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.fixtures.split(","):
+            model = os.path.join(FIXTURE_DIR, name + ".onnx")
+            with open(os.path.join(FIXTURE_DIR, name + ".inputs.json")) as f:
+                spec = json.load(f)
+            ranges = {d: r for d, r in spec["dims"].items() if isinstance(r, dict)}
+            dims = {d: f"{r['min']}..{r['max']}" + (f"@{r['example']}" if "example" in r else "")
+                    for d, r in ranges.items()}
+            flags.setdefault(" ".join(f"--dim {d}={v}" for d, v in dims.items()), []).append(name)
+            dynamic_path = os.path.join(tmp, f"lib{name}_dynamic.so")
+            compile_library(args.stitchc, model, dynamic_path, args.target, dims)
+            dynamic = Library(dynamic_path, args.target)
+            order = dynamic.input_names()
+            for k, shape in enumerate(fixture_shapes(ranges)):
+                text = "x".join(str(n) for n in shape.values())
+                fixed_path = os.path.join(tmp, f"lib{name}_{text}.so")
+                compile_library(args.stitchc, model, fixed_path, args.target, shape)
+                fixed = Library(fixed_path, args.target)
+                feed = make_inputs(spec, np.random.default_rng(k), {**spec["dims"], **shape})
+                feeds = on_target([feed[n] for n in order], args.target)
+                fixed_ms, fixed_out = fixed.time(feeds, args.fixture_warmup, args.fixture_iters)
+                dynamic_ms, dynamic_out = dynamic.time(feeds, args.fixture_warmup,
+                                                       args.fixture_iters)
+                diff = max_abs_diff(fixed_out, dynamic_out)
+                rows.append((name, shape["batch"], shape.get("seq", "–"), fixed_ms, dynamic_ms,
+                             dynamic_ms / fixed_ms, diff))
+                print(f"{name} {' '.join(f'{d} {n}' for d, n in shape.items())}: fixed "
+                      f"{fixed_ms:.3f} ms, dynamic {dynamic_ms:.3f} ms, max |diff| {diff:.2e}",
+                      flush=True)
+
+    ranges_text = "; ".join(f"`{text}` for {', '.join(names)}" for text, names in flags.items())
+    runs = "run" if args.fixture_warmup == 1 else "runs"
+    fewer = (" (fewer than for the feed-forward model, to keep the run short)"
+             if args.fixture_iters < args.iters else "")
+    host = (" On the host target these are the CPU emulation's times and say nothing about a "
+            "GPU." if args.target == "host" else "")
+    lines = [FIXTURES_BEGIN, "",
+             "Models: the fixtures of `tests/models/dynamic/` with symbolic dims (small exports, "
+             "hidden size 64: BERT, GPT-2, Llama and a decoder block over [batch, seq], ViT over "
+             f"batch), `scripts/bench/dynamic_shapes.py --target {args.target}`. For each, one "
+             f"library compiled with the ranges of its `inputs.json` ({ranges_text}) against one "
+             "compiled for each shape (`--dim batch=B --dim seq=S`, ViT `--dim batch=B`), both "
+             "run on the same inputs, made by the fixture's recipe (random token ids, 0/1 masks "
+             f"with a padded tail, normal floats); median of {args.fixture_iters} `stitch_run`s "
+             f"after {args.fixture_warmup} warm-up {runs}{fewer}, one context each; the last "
+             "column is the largest absolute difference between the two libraries' outputs, "
+             f"over all of them.{host}", "",
+             "| fixture | batch | seq | shape-specialized ms | dynamic ms | "
+             "dynamic / specialized | max abs diff |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for name, batch, seq, fixed_ms, dynamic_ms, ratio, diff in rows:
+        lines.append(f"| {name} | {batch} | {seq} | {fixed_ms:.3f} | {dynamic_ms:.3f} | "
+                     f"{ratio:.2f} | {diff:.1e} |")
+    lines += ["", FIXTURES_END]
+    return "\n".join(lines)
+
+
+def write_tables(path, tables):
+    """Writes each table of `tables` ([(markers' name, begin, end, table)]) between its markers
+    in the file at path, or the tables alone to a file that does not exist yet. Returns the exit
+    status."""
+    if not os.path.exists(path):  # a file of its own (scripts/gpu/run.sh's dynamic stage)
+        with open(path, "w") as f:
+            f.write("\n\n".join(table for _, _, _, table in tables) + "\n")
         return 0
-    if not os.path.exists(args.out):  # a file of its own (scripts/gpu/run.sh's dynamic stage)
-        with open(args.out, "w") as f:
-            f.write(table + "\n")
-        return 0
-    with open(args.out) as f:
+    with open(path) as f:
         text = f.read()
-    if BEGIN in text and END in text:
-        text = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: table, text,
+    for name, begin, end, table in tables:
+        if begin not in text or end not in text:
+            print(f"{path} has no {name} markers; add them where the table goes",
+                  file=sys.stderr)
+            return 1
+        text = re.sub(re.escape(begin) + ".*?" + re.escape(end), lambda _: table, text,
                       flags=re.S)
-    else:
-        print(f"{args.out} has no dynamic-shapes markers; add them where the table goes",
-              file=sys.stderr)
-        return 1
-    with open(args.out, "w") as f:
+    with open(path, "w") as f:
         f.write(text)
     return 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stitchc", default=os.path.join(ROOT, "build", "stitchc"))
+    parser.add_argument("--target", choices=["host", "cuda"], default="host")
+    parser.add_argument("--only", choices=["ffn", "fixtures"], default=None,
+                        help="measure and write one table only (default: both)")
+    parser.add_argument("--fixtures", default=",".join(FIXTURES),
+                        help="the fixtures of tests/models/dynamic to time, comma-separated")
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--iters", type=int, default=9)
+    parser.add_argument("--fixture-warmup", type=int, default=2)
+    parser.add_argument("--fixture-iters", type=int, default=15)
+    parser.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks.md"))
+    parser.add_argument("--no-write", action="store_true", help="print the tables only")
+    args = parser.parse_args()
+
+    parts = [("ffn", "dynamic-shapes", BEGIN, END, ffn_table),
+             ("fixtures", "dynamic-fixtures", FIXTURES_BEGIN, FIXTURES_END, fixtures_table)]
+    parts = [part for part in parts if args.only in (None, part[0])]
+    if not args.no_write and os.path.exists(args.out):  # the markers, before measuring
+        with open(args.out) as f:
+            text = f.read()
+        for _, name, begin, end, _ in parts:
+            if begin not in text or end not in text:
+                print(f"{args.out} has no {name} markers; add them where the table goes",
+                      file=sys.stderr)
+                return 1
+    tables = [(name, begin, end, measure(args)) for _, name, begin, end, measure in parts]
+    for _, _, _, table in tables:
+        print(table)
+    if args.no_write:
+        return 0
+    return write_tables(args.out, tables)
 
 
 if __name__ == "__main__":

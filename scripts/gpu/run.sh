@@ -31,8 +31,9 @@
 #                2048; float16): check, latency and TFLOP/s, compute-sanitizer at M <= 128; the
 #                models (up to 270 MB of weights each) are written and built on the machine
 #   dynamic      scripts/bench/dynamic_shapes.py: one library compiled with --dim ranges against
-#                libraries compiled for each shape (issue 20's cost of being dynamic); the table
-#                in dynamic/dynamic.md, for docs/benchmarks.md
+#                libraries compiled for each shape (issue 20's cost of being dynamic): the
+#                feed-forward model and the BERT and LLaMA fixtures; the tables in
+#                dynamic/dynamic.md, for docs/benchmarks.md
 #   export       export_bench_models.py: the benchmark models, inputs, PyTorch's outputs
 #   compile      stitchc on each benchmark model in each precision (--report plan.json,
 #                --time-passes; --precision fp16|bf16|tf32)
@@ -432,8 +433,9 @@ stage_attention() {
 stage_dynamic() {
   local d="$out/dynamic"
   mkdir -p "$d"
+  # Two of the real fixtures (BERT, LLaMA): each shape is a library of its own to build.
   timeout "$(remaining)" "$PYTHON" "$repo/scripts/bench/dynamic_shapes.py" --stitchc "$STITCHC" \
-    --target "$target" --out "$d/dynamic.md" || return 1
+    --target "$target" --fixtures bert_ts16,llama_ts19 --out "$d/dynamic.md" || return 1
   note="table in dynamic/dynamic.md"
 }
 
