@@ -182,10 +182,7 @@ std::string emit_symbolic_prologue_value(const GroupEmitContext& ctx, const Fuse
   out.comment(fmt::format("{} as the prologue computes it: '{}' {} evaluated at the element's "
                           "coordinates",
                           name, t.name, sym_shape_to_string(dims)));
-  auto one = [](const DimExpr& d) { return d.is_constant() && d.constant_value() == 1; };
-  SymShape packed(rank, DimExpr(1));
-  for (size_t d = rank; d-- > 1;)
-    packed[d - 1] = packed[d] * dims[d];
+  const SymShape packed = sym_row_major_strides(dims);
   std::vector<std::string> at(rank, "0");
   // The operand's axes are the tensor's (batch..., row, dim), packed: their coordinates as
   // they are.
@@ -193,18 +190,18 @@ std::string emit_symbolic_prologue_value(const GroupEmitContext& ctx, const Fuse
                 SymShape(dims.begin(), dims.end() - 2) == so.batch && dims[rank - 2] == rows &&
                 so.row_stride == packed[rank - 2] && so.col_stride == DimExpr(1);
   for (size_t j = 0; direct && j < so.batch_strides.size(); ++j)
-    direct = one(dims[j]) || so.batch_strides[j] == packed[j];
+    direct = is_one(dims[j]) || so.batch_strides[j] == packed[j];
   if (direct) {
     for (size_t j = 0; j < so.batch_strides.size(); ++j)
-      if (!one(dims[j])) at[j] = fmt::format("b{}", j);
-    at[rank - 2] = one(dims[rank - 2]) ? "0" : row;
-    at[rank - 1] = one(dims[rank - 1]) ? "0" : "dim";
+      if (!is_one(dims[j])) at[j] = fmt::format("b{}", j);
+    at[rank - 2] = is_one(dims[rank - 2]) ? "0" : row;
+    at[rank - 1] = is_one(dims[rank - 1]) ? "0" : "dim";
     return emit_remapped_value(ctx, sig, o.prologue, o.moves, o.tensor, at, out);
   }
   out.linef("const int64_t e = {};", operand_index(strides_of(ctx, spec, o), row, "dim"));
   for (size_t j = 0; j < rank; ++j) {
-    if (one(dims[j])) continue;
-    std::string e = one(packed[j]) ? "e" : fmt::format("e / {}", dim_code(g, packed[j]));
+    if (is_one(dims[j])) continue;
+    std::string e = is_one(packed[j]) ? "e" : fmt::format("e / {}", dim_code(g, packed[j]));
     if (j > 0) e = fmt::format("({}) % {}", e, dim_code(g, dims[j]));
     out.linef("const int64_t e{} = {};", j, e);
     at[j] = fmt::format("e{}", j);

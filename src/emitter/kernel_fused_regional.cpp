@@ -186,7 +186,7 @@ SymShape RegionalWriter::padded_dims(TensorId t) const {
 bool RegionalWriter::per_row_symbolic(TensorId t) const {
   const SymShape p = padded_dims(t);
   for (size_t d = 0; d < split_; ++d)
-    if (!(p[d].is_constant() && p[d].constant_value() == 1)) return true;
+    if (!is_one(p[d])) return true;
   return false;
 }
 
@@ -198,12 +198,6 @@ std::string RegionalWriter::row_index(TensorId t) const {
     const SymShape rows(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(split_));
     const SymShape space_rows(spec_.space_dims.begin(),
                               spec_.space_dims.begin() + static_cast<std::ptrdiff_t>(split_));
-    auto squeezed = [](const SymShape& dims) {
-      SymShape out;
-      for (const DimExpr& d : dims)
-        if (!(d.is_constant() && d.constant_value() == 1)) out.push_back(d);
-      return out;
-    };
     if (squeezed(rows) == squeezed(space_rows)) return "line";
     return symbolic_broadcast_offset(g_, rows, space_rows, "line");
   }

@@ -149,13 +149,6 @@ private:
   // Shapes as expressions (over symbolic dims the run's extents; constants otherwise), and
   // their row-major strides.
   SymShape dims(TensorId t) const { return ctx_.tensor(t).sym_shape(); }
-  static bool one(const DimExpr& d) { return d.is_constant() && d.constant_value() == 1; }
-  static SymShape strides_of(const SymShape& shape) {
-    SymShape strides(shape.size(), DimExpr(1));
-    for (size_t d = shape.size(); d-- > 1;)
-      strides[d - 1] = strides[d] * shape[d];
-    return strides;
-  }
   std::string code(const DimExpr& d) const { return dim_code(ctx_.graph(), d); }
 
   // A View (a reshape; an attention's prologue holds them) reads its operand at the same
@@ -163,28 +156,29 @@ private:
   std::string viewed(const Node& node, const std::vector<std::string>& at) {
     const SymShape result = dims(node.outputs[0]);
     const SymShape operand = dims(node.inputs[0]);
-    const SymShape result_strides = strides_of(result);
+    const SymShape result_strides = sym_row_major_strides(result);
     std::vector<std::string> terms;
     for (size_t j = 0; j < result.size(); ++j)
-      if (!one(result[j]) && at[j] != "0")
-        terms.push_back(one(result_strides[j])
+      if (!is_one(result[j]) && at[j] != "0")
+        terms.push_back(is_one(result_strides[j])
                             ? at[j]
                             : fmt::format("{} * {}", at[j], code(result_strides[j])));
     const std::string linear =
         named(terms.empty() ? "0" : fmt::format("{}", fmt::join(terms, " + ")));
-    const SymShape operand_strides = strides_of(operand);
+    const SymShape operand_strides = sym_row_major_strides(operand);
     std::vector<std::string> a;
     for (size_t j = 0; j < operand.size(); ++j) {
-      if (one(operand[j])) {
+      if (is_one(operand[j])) {
         a.push_back("0");
         continue;
       }
       const bool index32 = ctx_.group().launch.index32;
-      std::string e =
-          one(operand_strides[j]) ? linear : index_div(index32, linear, code(operand_strides[j]));
+      std::string e = is_one(operand_strides[j])
+                          ? linear
+                          : index_div(index32, linear, code(operand_strides[j]));
       if (j > 0)
-        e = one(operand_strides[j]) || index32 ? index_mod(index32, e, code(operand[j]))
-                                               : fmt::format("({}) % {}", e, code(operand[j]));
+        e = is_one(operand_strides[j]) || index32 ? index_mod(index32, e, code(operand[j]))
+                                                  : fmt::format("({}) % {}", e, code(operand[j]));
       a.push_back(named(e));
     }
     out_.comment(fmt::format("'{}' (View): '{}' at the same row-major position", node.name,
@@ -216,7 +210,7 @@ private:
     const size_t lead = result.size() - s.size();
     std::vector<std::string> a;
     for (size_t j = 0; j < s.size(); ++j)
-      a.push_back(one(s[j]) && !one(result[j + lead]) ? "0" : at[j + lead]);
+      a.push_back(is_one(s[j]) && !is_one(result[j + lead]) ? "0" : at[j + lead]);
     return a;
   }
 
@@ -227,23 +221,20 @@ private:
           fmt::format("'{}' is read but not in the kernel's interface", ctx_.tensor(t).name));
     const Tensor& x = ctx_.tensor(t);
     const SymShape shape = dims(t);
-    const SymShape strides = strides_of(shape);
+    const SymShape strides = sym_row_major_strides(shape);
     std::vector<std::string> terms;
     for (size_t j = 0; j < strides.size(); ++j) {
       // A dim of 1 reads coordinate 0, whatever expression names it.
-      if (one(shape[j]) || strides[j] == DimExpr(0) || at[j] == "0") continue;
-      terms.push_back(one(strides[j]) ? at[j] : fmt::format("{} * {}", at[j], code(strides[j])));
+      if (is_one(shape[j]) || strides[j] == DimExpr(0) || at[j] == "0") continue;
+      terms.push_back(is_one(strides[j]) ? at[j] : fmt::format("{} * {}", at[j], code(strides[j])));
     }
+    const std::string index = terms.empty() ? "0" : fmt::format("{}", fmt::join(terms, " + "));
+    const std::string type = ctype(x.dtype, ctx_);
     const std::string name = fmt::format("x{}", next_x_++);
-    if (const std::string v = symbolic_value_code(
-            ctx_.graph(), t, terms.empty() ? "0" : fmt::format("{}", fmt::join(terms, " + ")),
-            ctype(x.dtype, ctx_));
-        !v.empty()) {
-      out_.linef("const {} {} = {};  // computed from the symbols", ctype(x.dtype, ctx_), name, v);
-      return name;
-    }
-    out_.linef("const {} {} = {}[{}];", ctype(x.dtype, ctx_), name, param->second,
-               terms.empty() ? "0" : fmt::format("{}", fmt::join(terms, " + ")));
+    if (const std::string v = symbolic_value_code(ctx_.graph(), t, index, type); !v.empty())
+      out_.linef("const {} {} = {};  // computed from the symbols", type, name, v);
+    else
+      out_.linef("const {} {} = {}[{}];", type, name, param->second, index);
     return name;
   }
 

@@ -258,7 +258,7 @@ std::string symbolic_broadcast_offset(const Graph& graph, const SymShape& operan
   DimExpr stride = 1, divisor = 1; // the operand's stride and the full shape's, innermost first
   for (size_t d = operand.size(); d-- > 0;) {
     const DimExpr& extent = full[d + offset];
-    if (!(operand[d].is_constant() && operand[d].constant_value() == 1)) {
+    if (!is_one(operand[d])) {
       std::string coord =
           divisor == DimExpr(1) ? linear : fmt::format("{} / {}", linear, dim_code(graph, divisor));
       if (d + offset > 0) coord = fmt::format("{} % {}", coord, dim_code(graph, extent));

@@ -448,6 +448,22 @@ DimExpr sym_elements(const SymShape& shape) {
   return count;
 }
 
+SymShape sym_row_major_strides(const SymShape& shape) {
+  SymShape strides(shape.size(), DimExpr(1));
+  for (size_t d = shape.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * shape[d];
+  return strides;
+}
+
+bool is_one(const DimExpr& d) { return d.is_constant() && d.constant_value() == 1; }
+
+SymShape squeezed(const SymShape& shape) {
+  SymShape out;
+  for (const DimExpr& d : shape)
+    if (!is_one(d)) out.push_back(d);
+  return out;
+}
+
 size_t symbolic_prefix(const SymShape& shape) {
   size_t end = 0;
   for (size_t d = 0; d < shape.size(); ++d)

@@ -113,6 +113,12 @@ SymShape sym_shape_of(const std::vector<int64_t>& shape);
 bool is_static(const SymShape& shape);
 // The product of the dims: a shape's elements as an expression.
 DimExpr sym_elements(const SymShape& shape);
+// Row-major strides of a shape as expressions: each the product of the dims after it.
+SymShape sym_row_major_strides(const SymShape& shape);
+// Whether `d` is the constant 1 (a dim of 1 at every value of the symbols, which broadcasts).
+bool is_one(const DimExpr& d);
+// `shape` without its constant-1 dims.
+SymShape squeezed(const SymShape& shape);
 // One past the last dim that depends on the symbols (0 for a static shape): the dims from
 // there on are constants.
 size_t symbolic_prefix(const SymShape& shape);

@@ -44,7 +44,7 @@ FusionDecision broadcasts_over_symbols(const Graph& g, TensorId t, const SymShap
                                           dims_str(x), sym_shape_to_string(it)));
   dims.insert(dims.begin(), it.size() - dims.size(), DimExpr(1));
   for (size_t d = 0; d < it.size(); ++d)
-    if (!(dims[d].is_constant() && dims[d].constant_value() == 1) && dims[d] != it[d])
+    if (!is_one(dims[d]) && dims[d] != it[d])
       return FusionDecision::no(fmt::format("'{}' {} does not broadcast to the iteration {} for "
                                             "every value of the symbols (axis {})",
                                             x.name, dims_str(x), sym_shape_to_string(it), d));
@@ -77,17 +77,7 @@ FusionDecision pointwise_support(const Graph& g, const SymShape& it,
   return FusionDecision::ok();
 }
 
-bool is_one(const DimExpr& d) { return d.is_constant() && d.constant_value() == 1; }
-
-// `dims` without its constant-1 dims.
-SymShape squeezed_dims(const SymShape& dims) {
-  SymShape out;
-  for (const DimExpr& d : dims)
-    if (!(d.is_constant() && d.constant_value() == 1)) out.push_back(d);
-  return out;
-}
-
-bool all_ones(const SymShape& dims) { return squeezed_dims(dims).empty(); }
+bool all_ones(const SymShape& dims) { return squeezed(dims).empty(); }
 
 // Over the symbols, an operand's batch axes (right-aligned to the result's) are all of the
 // result's, in its layout, or none: one stride per operand.
@@ -216,7 +206,7 @@ FusionDecision row_space_index(const Graph& g, TensorId t, const SymRowSpace& sp
   if (!is_static(row))
     return FusionDecision::no(fmt::format("'{}' {}: the row {} depends on the symbols", x.name,
                                           dims_str(x), sym_shape_to_string(row)));
-  if (all_ones(rows) || squeezed_dims(rows) == squeezed_dims(space.rows())) {
+  if (all_ones(rows) || squeezed(rows) == squeezed(space.rows())) {
     // one value for every row, or one per row
   } else {
     // Broadcast along some of the rows' axes (positions against [batch, seq]): each dim 1 or
@@ -253,10 +243,9 @@ FusionDecision symbolic_rows(const Graph& g, const Node& node, DimExpr& lines, D
   const Tensor& x = g.tensor(node.inputs[0]);
   const SymShape dims = x.sym_shape();
   const std::vector<bool> reduced = reduced_axes(g, node);
-  auto one = [&](size_t d) { return dims[d].is_constant() && dims[d].constant_value() == 1; };
   size_t first = dims.size();
   for (size_t d = 0; d < dims.size(); ++d)
-    if (reduced[d] && !one(d)) first = std::min(first, d);
+    if (reduced[d] && !is_one(dims[d])) first = std::min(first, d);
   lines = 1;
   length = 1;
   for (size_t d = 0; d < dims.size(); ++d) {
@@ -264,7 +253,7 @@ FusionDecision symbolic_rows(const Graph& g, const Node& node, DimExpr& lines, D
       if (!reduced[d]) lines = lines * dims[d];
       continue;
     }
-    if (one(d)) continue;
+    if (is_one(dims[d])) continue;
     if (!reduced[d])
       return FusionDecision::no(fmt::format("'{}' {}: a reduction over symbolic dims must reduce "
                                             "trailing axes",
@@ -336,7 +325,7 @@ FusionDecision regional_support(const Graph& g, const std::vector<int32_t>& node
       return FusionDecision::no(
           fmt::format("the lookup '{}' is not one row of the group's", g.nodes[gather.node].name));
     if (!gather.indices_in_group &&
-        squeezed_dims(g.tensor(gather.indices).sym_shape()) != squeezed_dims(gather.out_rows_dims))
+        squeezed(g.tensor(gather.indices).sym_shape()) != squeezed(gather.out_rows_dims))
       return FusionDecision::no(
           fmt::format("the indices of '{}' are not one per lookup row", g.nodes[gather.node].name));
     gathers.push_back(gather.node);
@@ -381,7 +370,7 @@ FusionDecision regional_support(const Graph& g, const std::vector<int32_t>& node
   for (TensorId t : spec.row_outputs) {
     const SymShape p = padded(t);
     const SymShape rows(p.begin(), p.begin() + space.split), row(p.begin() + space.split, p.end());
-    if (squeezed_dims(rows) != squeezed_dims(space.rows()) || !all_ones(row) ||
+    if (squeezed(rows) != squeezed(space.rows()) || !all_ones(row) ||
         all_ones(space.rows()) != all_ones(rows))
       return FusionDecision::no(fmt::format("the group would write '{}' {} once per row of {}",
                                             g.tensor(t).name, dims_str(g.tensor(t)),
@@ -390,7 +379,7 @@ FusionDecision regional_support(const Graph& g, const std::vector<int32_t>& node
   for (const RegionalSpec::PerRowLoad& load : spec.per_row_loads) {
     const Tensor& x = g.tensor(load.tensor);
     if (!(!x.is_dynamic() && x.elements() == 1) &&
-        squeezed_dims(x.sym_shape()) != squeezed_dims(space.rows()))
+        squeezed(x.sym_shape()) != squeezed(space.rows()))
       return FusionDecision::no(fmt::format("'{}' {} is loaded per row but is neither one value "
                                             "nor one per row",
                                             x.name, dims_str(x)));
@@ -571,10 +560,7 @@ struct SymView {
 };
 
 SymView sym_packed(const SymShape& shape) {
-  SymView v{shape, SymShape(shape.size(), DimExpr(1)), DimExpr(0)};
-  for (size_t d = shape.size(); d-- > 1;)
-    v.strides[d - 1] = v.strides[d] * shape[d];
-  return v;
+  return {shape, sym_row_major_strides(shape), DimExpr(0)};
 }
 
 // The view read in `to`'s dims, as a View reads it (legality_library.cpp's reshaped over the
@@ -713,12 +699,9 @@ bool divisible(const DimExpr& d, int64_t n) {
 }
 
 // The attention kernel (kernel_attention.cpp) over symbolic dims: the queries, keys and heads
-// the run's, every operand read through strides over the symbols (grouped-query heads
-// included); one kernel (no flash-decoding), no prologue.
-FusionDecision attention_support(const Graph& g, AttentionSpec& spec, const DeviceParams& device,
-                                 LaunchConfig& launch) {
-  if (spec.splits > 1)
-    return FusionDecision::no("flash-decoding (the keys split) over symbolic dims");
+// the run's, every operand read through strides over the symbols (grouped-query heads and
+// prologues included); one kernel, without flash-decoding (group_support drops the split).
+FusionDecision attention_support(const Graph& g, AttentionSpec& spec, LaunchConfig& launch) {
   // A prologue (rotary embedding) is evaluated per element as a Local group's moves are.
   for (const AttentionSpec::Operand* o : {&spec.q, &spec.k, &spec.v})
     if (FusionDecision d = moves_support(g, o->prologue, o->moves); !d) return d;
@@ -791,16 +774,9 @@ FusionDecision attention_support(const Graph& g, AttentionSpec& spec, const Devi
   launch.grid[0] = std::max<int64_t>(1, work.bounds(g.symbol_ranges()).hi);
   launch.work = work;
   launch.work_per_block = 1;
-  (void)device;
   spec.symbolic = std::move(s);
   return FusionDecision::ok();
 }
-
-} // namespace
-
-namespace {
-
-FusionDecision group_support(const Graph& g, FusionGroup& group, const DeviceParams& device);
 
 // Whether every tensor of the group holds fewer than 2^31 elements at the symbols' maxima: then
 // its kernel's index math may run in 32 bits (LaunchConfig::index32).
@@ -817,16 +793,6 @@ bool fits_32_bits(const Graph& g, const FusionGroup& group) {
       }
   return dynamic;
 }
-
-} // namespace
-
-FusionDecision symbolic_support(const Graph& g, FusionGroup& group, const DeviceParams& device) {
-  FusionDecision d = group_support(g, group, device);
-  if (d && !g.symbols.empty()) group.launch.index32 = fits_32_bits(g, group);
-  return d;
-}
-
-namespace {
 
 FusionDecision group_support(const Graph& g, FusionGroup& group, const DeviceParams& device) {
   if (g.symbols.empty()) return FusionDecision::ok();
@@ -848,20 +814,19 @@ FusionDecision group_support(const Graph& g, FusionGroup& group, const DevicePar
   // them (symbolic_value_code): pointwise kernels and groups, Range, Trilu's k, and
   // ConstantOfShape, which takes only its shape from them. Elsewhere they would be their
   // planning values.
-  auto values_read = [&](OpKind op) {
-    if (values == kNoTensor || op == OpKind::Range || op == OpKind::Trilu ||
-        op == OpKind::ConstantOfShape || op_is_pointwise(op))
-      return FusionDecision::ok();
+  const auto* op = std::get_if<OpSpec>(&group.spec);
+  const OpKind kind = op != nullptr ? g.nodes[op->node].op : OpKind::Identity;
+  const bool evaluates_values =
+      std::holds_alternative<LocalSpec>(group.spec) ||
+      (op != nullptr && (kind == OpKind::Range || kind == OpKind::Trilu ||
+                         kind == OpKind::ConstantOfShape || op_is_pointwise(kind)));
+  if (values != kNoTensor && !evaluates_values)
     return FusionDecision::no(fmt::format("it reads '{}' = {}, values computed from the symbolic "
                                           "dims, as data",
                                           g.tensor(values).name,
                                           sym_shape_to_string(g.tensor(values).sym_values)));
-  };
-  if (!std::holds_alternative<OpSpec>(group.spec) && !std::holds_alternative<LocalSpec>(group.spec))
-    if (FusionDecision d = values_read(OpKind::Gather); !d) return d; // no kernel evaluates them
   if (auto* spec = std::get_if<OpSpec>(&group.spec)) {
     const Node& node = g.nodes[spec->node];
-    if (FusionDecision d = values_read(node.op); !d) return d;
     if (node.op == OpKind::Range || node.op == OpKind::ConstantOfShape ||
         node.op == OpKind::Trilu || node.op == OpKind::Concat || node.op == OpKind::GatherND) {
       group.mapping = ThreadMapping::Flat;
@@ -935,12 +900,18 @@ FusionDecision group_support(const Graph& g, FusionGroup& group, const DevicePar
       group.scratch_bytes = 0;
       group.launch.grid[1] = 1;
     }
-    return attention_support(g, *spec, device, group.launch);
+    return attention_support(g, *spec, group.launch);
   }
   return FusionDecision::no(
       fmt::format("no {} group over symbolic dims yet", group_kind_name(group.kind)));
 }
 
 } // namespace
+
+FusionDecision symbolic_support(const Graph& g, FusionGroup& group, const DeviceParams& device) {
+  FusionDecision d = group_support(g, group, device);
+  if (d && !g.symbols.empty()) group.launch.index32 = fits_32_bits(g, group);
+  return d;
+}
 
 } // namespace stitch::legality
