@@ -46,8 +46,9 @@ extern "C" {
 
 /* Version 3 added stitch_library_build_info, lookups by name, the model's device, contexts in
  * caller-provided memory and runs without stitchc's CUDA Graph. Version 4 added symbolic dims
- * (a library compiled with `stitchc --dim NAME=MIN..MAX` serves every shape in range). */
-#define STITCH_API_VERSION 4
+ * (a library compiled with `stitchc --dim NAME=MIN..MAX` serves every shape in range). Version 5
+ * added contexts for part of that range (stitch_context_create_for), and their memory. */
+#define STITCH_API_VERSION 5
 #define STITCH_MAX_RANK 8
 
 typedef enum stitch_status {
@@ -179,7 +180,8 @@ STITCH_API stitch_status stitch_model_context_memory(const stitch_model* model,
 /* Symbolic dims (API version 4). A library compiled for fixed shapes has none. A run takes each
  * input's actual dims (stitch_tensor.dims): each symbolic dim within its symbol's range, equal
  * wherever one symbol appears; the outputs then have the dims stitch_model_output_shapes gives.
- * The context's memory is sized once, for the maxima. */
+ * A context's memory is sized once: for the symbols' maxima (stitch_context_create), or for
+ * smaller maxima of the caller's (stitch_context_create_for). */
 STITCH_API stitch_status stitch_model_num_symbols(const stitch_model* model, size_t* out_count);
 STITCH_API stitch_status stitch_model_symbol(const stitch_model* model, size_t index,
                                              stitch_symbol_info* out_info);
@@ -206,6 +208,26 @@ STITCH_API stitch_status stitch_context_create(stitch_model* model, stitch_conte
 STITCH_API stitch_status stitch_context_create_in_memory(stitch_model* model, void* memory,
                                                          uint64_t bytes,
                                                          stitch_context** out_context);
+/* Contexts for part of a symbolic model's range (API version 5). A context created for maxima
+ * `max_symbols` (num_symbols values, one per symbol in the model's order, each within its range)
+ * runs every shape whose symbols are at most those, in memory laid out for them: its arena holds
+ * the intermediates of the largest such run, not of the model's maxima. A run with a symbol above
+ * the context's maximum fails with STITCH_ERROR_SHAPE_MISMATCH. With a run's own symbols as the
+ * maxima, stitch_model_context_memory_for answers what a context for that one shape needs.
+ *
+ * stitch_model_context_memory_for: the bytes of such a context (the parts
+ * stitch_model_context_memory lists; the debug taps stay sized for the model's maxima).
+ * stitch_context_create_for: such a context, on allocations of its own (`memory` NULL) or in
+ * caller-provided memory as stitch_context_create_in_memory takes it (256-byte aligned, `bytes`
+ * at least stitch_model_context_memory_for's).
+ * A model of fixed shapes takes num_symbols 0 (max_symbols may be NULL), and the model's
+ * maxima give what stitch_model_context_memory and stitch_context_create give. */
+STITCH_API stitch_status stitch_model_context_memory_for(const stitch_model* model,
+                                                         const int64_t* max_symbols,
+                                                         size_t num_symbols, uint64_t* out_bytes);
+STITCH_API stitch_status stitch_context_create_for(stitch_model* model, const int64_t* max_symbols,
+                                                   size_t num_symbols, void* memory, uint64_t bytes,
+                                                   stitch_context** out_context);
 STITCH_API stitch_status stitch_context_destroy(stitch_context* context);
 
 /* Runs the whole model on `stream` (a cudaStream_t; NULL is the legacy default stream).

@@ -86,6 +86,23 @@ public:
     check(stitch_model_context_memory(model_, &bytes));
     return bytes;
   }
+  // Symbolic dims (a library compiled with stitchc --dim): each symbol's name and range, in the
+  // model's order; empty for a model of fixed shapes.
+  std::vector<stitch_symbol_info> symbols() const {
+    size_t n = 0;
+    check(stitch_model_num_symbols(model_, &n));
+    std::vector<stitch_symbol_info> out(n);
+    for (size_t i = 0; i < n; ++i)
+      check(stitch_model_symbol(model_, i, &out[i]));
+    return out;
+  }
+  // Device memory a Context for runs whose symbols are at most `max_symbols` needs (one value
+  // per symbol, in the order of symbols()).
+  uint64_t context_memory_for(const std::vector<int64_t>& max_symbols) const {
+    uint64_t bytes = 0;
+    check(stitch_model_context_memory_for(model_, max_symbols.data(), max_symbols.size(), &bytes));
+    return bytes;
+  }
   // How the library was built.
   static stitch_build_info build_info() {
     stitch_build_info info{};
@@ -120,6 +137,14 @@ public:
   // 256-byte aligned), kept alive by the caller until the context is destroyed.
   Context(Model& model, void* memory, uint64_t bytes) {
     check(stitch_context_create_in_memory(model.get(), memory, bytes, &context_));
+  }
+  // A context for runs whose symbols are at most `max_symbols` (Model::symbols()' order), its
+  // memory laid out for them: its own, or (with `memory`) Model::context_memory_for() bytes of
+  // the caller's.
+  Context(Model& model, const std::vector<int64_t>& max_symbols, void* memory = nullptr,
+          uint64_t bytes = 0) {
+    check(stitch_context_create_for(model.get(), max_symbols.data(), max_symbols.size(), memory,
+                                    bytes, &context_));
   }
   ~Context() {
     if (context_) stitch_context_destroy(context_);

@@ -57,6 +57,12 @@
   X(stitch_status, context_create, (stitch_model* model, stitch_context** out_context))          \
   X(stitch_status, context_create_in_memory,                                                     \
     (stitch_model* model, void* memory, uint64_t bytes, stitch_context** out_context))           \
+  X(stitch_status, model_context_memory_for,                                                     \
+    (const stitch_model* model, const int64_t* max_symbols, size_t num_symbols,                  \
+     uint64_t* out_bytes))                                                                       \
+  X(stitch_status, context_create_for,                                                           \
+    (stitch_model* model, const int64_t* max_symbols, size_t num_symbols, void* memory,          \
+     uint64_t bytes, stitch_context** out_context))                                              \
   X(stitch_status, context_destroy, (stitch_context* context))                                   \
   X(stitch_status, run,                                                                          \
     (stitch_context* context, const stitch_tensor* inputs, size_t num_inputs,                    \

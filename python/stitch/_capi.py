@@ -98,7 +98,7 @@ _REQUIRED = {
                       ctypes.c_void_p]),
 }
 
-# Added by API versions 3 and 4; bound only where the library exports them.
+# Added by API versions 3 to 5; bound only where the library exports them.
 _OPTIONAL = {
     "library_build_info": (_status, [ctypes.POINTER(stitch_build_info)]),
     "model_device": (_status, [_handle, ctypes.POINTER(ctypes.c_int)]),
@@ -111,6 +111,12 @@ _OPTIONAL = {
     "model_output_symbols": (_status, [_handle, ctypes.c_size_t, ctypes.POINTER(ctypes.c_int32)]),
     "model_output_shapes": (_status, [_handle, _tensors, ctypes.c_size_t, _info_p,
                                       ctypes.c_size_t]),
+    "model_context_memory": (_status, [_handle, ctypes.POINTER(ctypes.c_uint64)]),
+    # API version 5: contexts for part of the symbols' range.
+    "model_context_memory_for": (_status, [_handle, ctypes.POINTER(ctypes.c_int64),
+                                           ctypes.c_size_t, ctypes.POINTER(ctypes.c_uint64)]),
+    "context_create_for": (_status, [_handle, ctypes.POINTER(ctypes.c_int64), ctypes.c_size_t,
+                                     ctypes.c_void_p, ctypes.c_uint64, ctypes.POINTER(_handle)]),
 }
 
 

@@ -18,6 +18,7 @@ while the context lives, so does the model.
 """
 
 import ctypes
+import operator
 import os
 import re
 import threading
@@ -89,12 +90,52 @@ class _NativeModel:
             infos.append(_shapes.read_info(info))
         return infos
 
-    def create_context(self):
+    def maxima(self, max_dims):
+        """max_dims (a dict symbol name -> the most it may be, naming every symbol) as the C
+        API's array in symbol order."""
+        if self.api.context_create_for is None:
+            raise ValueError(f"{self.path} has stitch API version {self.api.api_version()}; "
+                             "contexts for part of the range need version 5")
+        names = [symbol.name for symbol in self.symbols]
+        unknown = sorted(set(max_dims) - set(names))
+        missing = [name for name in names if name not in max_dims]
+        if unknown or missing:
+            raise ValueError(f"max_dims must give every symbolic dim of the model ({names}); "
+                             f"unknown: {unknown}, missing: {missing}")
+        values = (ctypes.c_int64 * max(len(names), 1))()
+        for index, name in enumerate(names):
+            values[index] = operator.index(max_dims[name])
+        return values, len(names)
+
+    def context_memory(self, max_dims=None):
+        size = ctypes.c_uint64()
+        with self.lock:
+            if self.pointer is None:
+                raise ValueError(f"the model of {self.path} is closed")
+            if max_dims is None:
+                if self.api.model_context_memory is None:
+                    raise ValueError(f"{self.path} does not report its context memory "
+                                     "(stitch API version 3 and later do)")
+                status = self.api.model_context_memory(self.pointer, ctypes.byref(size))
+            else:
+                values, count = self.maxima(max_dims)
+                status = self.api.model_context_memory_for(self.pointer, values, count,
+                                                           ctypes.byref(size))
+        self.api.check(status)
+        return size.value
+
+    def create_context(self, max_dims=None):
         with self.lock:
             if self.pointer is None:
                 raise ValueError(f"the model of {self.path} is closed")
             handle = ctypes.c_void_p()
-            self.api.check(self.api.context_create(self.pointer, ctypes.byref(handle)))
+            if max_dims is None:
+                status = self.api.context_create(self.pointer, ctypes.byref(handle))
+            else:
+                values, count = self.maxima(max_dims)
+                status = self.api.context_create_for(self.pointer, values, count, None, 0,
+                                                     ctypes.byref(handle))
+            self.api.check(status)
             context = _ContextHandle(self.api, handle.value)
             self.contexts.add(context)
             return context
@@ -138,9 +179,9 @@ class Context:
     captured CUDA Graph). Make one per thread with Model.context(), or let Model.run keep one
     per thread. Closing the model closes its contexts."""
 
-    def __init__(self, native):
+    def __init__(self, native, max_dims=None):
         self._native = native
-        self._handle = native.create_context()
+        self._handle = native.create_context(max_dims)
 
     @property
     def closed(self):
@@ -344,9 +385,21 @@ class Model:
     def closed(self):
         return self._native.pointer is None
 
-    def context(self):
-        """A new Context of this model, for one thread at a time."""
-        return Context(self._native)
+    def context(self, max_dims=None):
+        """A new Context of this model, for one thread at a time.
+
+        max_dims (API version 5): a dict naming every symbolic dim with the most it will be in
+        this context's runs (within its range): the context's memory is laid out for those
+        maxima instead of the symbols' (see context_memory), and a run above them raises
+        stitch.ShapeError."""
+        return Context(self._native, max_dims)
+
+    def context_memory(self, max_dims=None):
+        """The device memory (host memory on the host target) of one Context in bytes: its
+        arena of intermediates, the library workspace and its debug taps. max_dims: that of a
+        context(max_dims=...), its arena laid out for those maxima; with a run's own dims,
+        what a context for that one shape needs."""
+        return self._native.context_memory(max_dims)
 
     def run(self, inputs=None, outputs=None, stream=None, graph=True):
         """Runs the model through the calling thread's Context.

@@ -21,12 +21,15 @@ once with those dims symbolic and compared at each shape of --shapes ("batch=1,s
 seq=12": every ranged dim in each), by default every dim at its minimum, then at its example
 (or @T; else the middle of the range), then at its maximum. Each shape gets fresh inputs of
 that shape by the same recipe; the run fails if any shape fails. A symbolic dim of the model
-that no --dim ranges is bound by inputs.json with --input-shape, as for a fixed fixture.
+that no --dim ranges is bound by inputs.json with --input-shape, as for a fixed fixture. With
+--shape-context, each shape also runs in a context created for that shape alone (its arena laid
+out for those dims), whose outputs must be bitwise the same.
 
 usage: compare_with_ort.py --stitchc STITCHC --stitch-run STITCH_RUN --work DIR
                            [--target host|cuda] [--seed N] [--rtol R] [--atol A]
                            [--precision P [--max-rel-l2 X]] [--library LIB]
-                           [--dim NAME=MIN..MAX[@T] ...] [--shapes SHAPES] MODEL.onnx
+                           [--dim NAME=MIN..MAX[@T] ...] [--shapes SHAPES] [--shape-context]
+                           MODEL.onnx
 Exit status: 0 when every output matches, 1 otherwise (stitch-run's or stitchc's output says
 why).
 """
@@ -210,6 +213,10 @@ def main():
                         help="with symbolic dims: the shapes to compare at, "
                              "'batch=1,seq=1;batch=3,seq=12' (default: every dim at its minimum, "
                              "example and maximum)")
+    parser.add_argument("--shape-context", action="store_true",
+                        help="with symbolic dims: at each shape, also run in a context created "
+                             "for that shape alone and require bitwise the same outputs "
+                             "(stitch-run --shape-context)")
     args = parser.parse_args()
     reduced = args.precision in ("fp16", "bf16")
 
@@ -219,6 +226,9 @@ def main():
     ranges = symbolic_ranges(args, spec)
     if args.shapes and not ranges:
         sys.exit("--shapes needs symbolic dims: --dim NAME=MIN..MAX, or ranges in inputs.json")
+    if args.shape_context and not ranges:
+        sys.exit("--shape-context needs symbolic dims: --dim NAME=MIN..MAX, or ranges in "
+                 "inputs.json")
     shapes = (parse_shapes(args.shapes, ranges) if args.shapes else default_shapes(ranges)
               ) if ranges else [None]
     shutil.rmtree(args.work, ignore_errors=True)
@@ -278,6 +288,8 @@ def main():
         feed = make_inputs(spec, rng, sizes)
         outputs = session.run(names, feed)
         command = list(base)
+        if args.shape_context and shape is not None:
+            command.append("--shape-context")
         for name, value in feed.items():
             path = os.path.join(work, f"input_{len(command)}.npy")
             np.save(path, value)

@@ -29,6 +29,8 @@ std::string storage_bytes(const Graph& graph, const MemoryPlan& memory, TensorId
   case StorageKind::Output:
     return fmt::format("static_cast<unsigned char*>(b->outputs[{}])", s.index);
   case StorageKind::Arena:
+    // A model with symbolic dims: the context's layout of the arena (memory_plan.h's slots).
+    if (!graph.symbols.empty()) return fmt::format("(b->arena + b->arena_offsets[{}])", s.slot);
     return fmt::format("(b->arena + {})", s.offset);
   case StorageKind::Weights:
     return fmt::format("(b->weights + {})", s.offset);
@@ -69,6 +71,9 @@ std::string GroupEmitContext::scratch_pointer(const std::string& type) const {
   STITCH_INTERNAL_CHECK(group_.scratch_bytes > 0 && position < memory_.scratch_offset.size() &&
                             memory_.scratch_offset[position] >= 0,
                         "group {} uses scratch the memory plan did not place", group_.id);
+  if (!graph_.symbols.empty())
+    return fmt::format("reinterpret_cast<{}*>(b->arena + b->arena_offsets[{}])", type,
+                       memory_.scratch_slot[position]);
   return fmt::format("reinterpret_cast<{}*>(b->arena + {})", type,
                      memory_.scratch_offset[position]);
 }

@@ -229,6 +229,55 @@ void emit_shared_check(CodeWriter& w, int group, const std::string& kernel, int6
           group, bytes);
   w.close();
 }
+// A model with symbolic dims: the bytes of each arena slot (an intermediate, or a group's
+// scratch) at a run's symbols, which the runtime lays a context's arena out with
+// (stitch_context_create_for) and checks each run against. Every size printed grows with the
+// symbols (DimExpr::non_decreasing), so that a layout at some maxima holds every run below them;
+// a size that does not is printed as its maximum.
+void emit_arena_slot_bytes(const Graph& g, const MemoryPlan& memory, CodeWriter& w) {
+  if (memory.arena_slot_bytes.empty()) return;
+  w.line();
+  w.comment(
+      "Each arena slot's bytes at the symbols' values of a run (the ABI's arena_slot_bytes).");
+  w.open("static void stitch_arena_slot_bytes(const int64_t* symbols, uint64_t* bytes)");
+  std::vector<DimExpr> sizes;
+  std::set<int> used;
+  const SymbolRanges ranges = g.symbol_ranges();
+  for (size_t k = 0; k < memory.arena_slot_bytes.size(); ++k) {
+    const TensorId t = memory.arena_slot_tensor[k];
+    DimExpr size = memory.arena_slot_bytes[k]; // a group's scratch: fixed
+    if (t != kNoTensor) {
+      const DimExpr bytes =
+          DimExpr::max(sym_elements(g.tensor(t).dims) * dtype_size(g.tensor(t).dtype), 0, &ranges);
+      // A context laid out at some maxima must hold every run below them: a size that may
+      // shrink as a symbol grows (64-seq) is given at its maximum for every run.
+      if (bytes.non_decreasing(ranges)) size = bytes;
+      for (int s : symbols_of(g, {size}))
+        used.insert(s);
+    }
+    sizes.push_back(size);
+  }
+  for (int k : used) {
+    w.linef("const int64_t sym{} = symbols[{}];", k, k);
+    w.comment(fmt::format(
+        "  sym{}: the symbolic dim '{}', {}..{}", k, g.symbols[static_cast<size_t>(k)].name,
+        g.symbols[static_cast<size_t>(k)].min, g.symbols[static_cast<size_t>(k)].max));
+  }
+  if (used.empty()) w.line("(void)symbols;");
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    const TensorId t = memory.arena_slot_tensor[k];
+    std::string what;
+    for (size_t gi = 0; gi < memory.scratch_slot.size() && t == kNoTensor; ++gi)
+      if (memory.scratch_slot[gi] == static_cast<int32_t>(k))
+        what = fmt::format("group {}'s scratch", gi);
+    w.comment(t == kNoTensor
+                  ? what
+                  : fmt::format("'{}' {} {}", g.tensor(t).name, dtype_name(g.tensor(t).dtype),
+                                sym_shape_to_string(g.tensor(t).dims)));
+    w.linef("bytes[{}] = static_cast<uint64_t>({});", k, dim_code(g, sizes[k]));
+  }
+  w.close();
+}
 
 GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const MemoryPlan& memory,
                             const Blob& blob, const std::vector<int>& groups_with_code,
@@ -391,6 +440,7 @@ GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const Memory
     }
     w.close();
   }
+  if (!g.symbols.empty()) emit_arena_slot_bytes(g, memory, w);
   w.line();
   w.open("extern \"C\" const stitch_abi_model* stitch_generated_model(void)");
   w.linef("static const stitch_abi_tensor inputs[] = {};",
@@ -405,6 +455,19 @@ GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const Memory
                                  g.symbols[k].min, g.symbols[k].max));
     w.comment("The symbolic dims: each run binds them from the inputs' dims, within these ranges.");
     w.linef("static const stitch_abi_symbol symbols[] = {};", initializer_list(rows));
+    if (!memory.arena_slot_bytes.empty()) {
+      w.comment("The arena's slots laid out at the symbols' maxima (stitch_context_create's),");
+      w.comment("and the steps that placed them in the plan's order: a slot's index allocates it,");
+      w.comment("~index releases it (a context for smaller maxima replays them).");
+      std::vector<std::string> offsets;
+      for (int64_t offset : memory.arena_slot_offsets)
+        offsets.push_back(std::to_string(offset));
+      w.linef("static const int64_t arena_offsets[] = {};", initializer_list(offsets));
+      std::vector<std::string> steps;
+      for (int32_t step : memory.arena_steps)
+        steps.push_back(step >= 0 ? std::to_string(step) : fmt::format("~{}", ~step));
+      w.linef("static const int32_t arena_steps[] = {};", initializer_list(steps));
+    }
   }
   w.comment("How the library was built (stitch_library_build_info); the strings are in the blob.");
   w.open("static const stitch_abi_build_info build_info =");
@@ -430,10 +493,17 @@ GeneratedFile emit_launcher(const Graph& g, const FusionPlan& plan, const Memory
           plan.fallbacks.size(), memory.fallback_bytes);
   w.linef("{}, // cooperative launches", cooperative.size());
   w.linef("{}, // what depends on the device", asks ? "stitch_prepare" : "nullptr");
-  if (g.symbols.empty())
+  if (g.symbols.empty()) {
     w.line("0, nullptr, nullptr, // symbolic dims: none");
-  else
+    w.line("0, nullptr, 0, nullptr, nullptr, // the arena's slots: fixed offsets");
+  } else {
     w.linef("{}, symbols, stitch_output_dims, // symbolic dims", g.symbols.size());
+    if (memory.arena_slot_bytes.empty())
+      w.line("0, nullptr, 0, nullptr, nullptr, // the arena's slots: none");
+    else
+      w.linef("{}, arena_offsets, {}, arena_steps, stitch_arena_slot_bytes, // the arena's slots",
+              memory.arena_slot_bytes.size(), memory.arena_steps.size());
+  }
   w.close(";");
   w.line("return &model;");
   w.close();

@@ -353,6 +353,35 @@ DimBounds DimExpr::bounds(const SymbolRanges& ranges) const {
 
 namespace {
 
+bool atom_non_decreasing(const DimExpr::Atom& a, const SymbolRanges& ranges) {
+  switch (a.kind) {
+  case DimExpr::Atom::Kind::Symbol:
+    return true;
+  case DimExpr::Atom::Kind::FloorDiv:
+    return a.a->non_decreasing(ranges);
+  case DimExpr::Atom::Kind::Min:
+  case DimExpr::Atom::Kind::Max:
+    return a.a->non_decreasing(ranges) && a.b->non_decreasing(ranges);
+  }
+  return false;
+}
+
+} // namespace
+
+bool DimExpr::non_decreasing(const SymbolRanges& ranges) const {
+  for (const Term& t : terms_) {
+    if (t.atoms.empty()) continue; // the constant term
+    if (t.coefficient < 0) return false;
+    // A product of non-decreasing factors is non-decreasing where none is negative.
+    for (const Atom& a : t.atoms)
+      if (!atom_non_decreasing(a, ranges) || (t.atoms.size() > 1 && atom_bounds(a, ranges).lo < 0))
+        return false;
+  }
+  return true;
+}
+
+namespace {
+
 // A canonical sum written out, the constant term (first in the canonical order) last: seq+1,
 // not 1+seq. As text, compact and each coefficient first ("2*seq+1"); as C++ (`code`), spaced
 // and each coefficient after its product ("sym1 * 2 + 1").

@@ -70,6 +70,10 @@ public:
   // The smallest and largest value over every combination of the symbols' ranges (sound,
   // not always tight: interval arithmetic).
   DimBounds bounds(const SymbolRanges& ranges) const;
+  // Whether the value never decreases as any symbol grows within `ranges` (sound, not
+  // complete: positive sums of products of symbols, floor divisions, min and max of such, no
+  // negative factor; seq-1 is, 64-seq is not).
+  bool non_decreasing(const SymbolRanges& ranges) const;
 
   // "batch*seq", "2*seq+1", "floor((seq+1)/2)", "min(seq,64)".
   std::string to_string() const;

@@ -8,7 +8,8 @@
 // status, never a dereference.
 //
 // Device memory. stitch_model_create copies the embedded weights to the device once;
-// stitch_context_create allocates the context's arena (arena_bytes) and the workspace library
+// stitch_context_create allocates the context's arena (arena_bytes; for a model with symbolic
+// dims, stitch_context_create_for lays it out for smaller maxima) and the workspace library
 // calls share (at least stitch_library_workspace_bytes(), at least the model's workspace_bytes),
 // creates the library handles and the launcher, and one buffer per debug tap (a library built
 // with --debug-taps; the generated code copies each tapped tensor there after its group). Both use
@@ -142,17 +143,34 @@ std::unique_ptr<Model> create_model() {
   return model;
 }
 
+// The maxima a context serves: the model's (null), or those given to stitch_context_create_for.
+struct Maxima {
+  const int64_t* symbols = nullptr;
+  std::size_t count = 0;
+};
+
+// The caller's maxima (stitch_context_create_for, stitch_model_context_memory_for): null only
+// where there are none (a model of fixed shapes, num_symbols 0).
+Maxima given_maxima(const int64_t* max_symbols, size_t num_symbols) {
+  static const int64_t kNone = 0;
+  if (num_symbols > 0) require_out(max_symbols, "max_symbols");
+  return {num_symbols > 0 ? max_symbols : &kNone, num_symbols};
+}
+
 // A context on its own allocations, or, with `memory`, on parts of that block (`bytes` long).
-std::unique_ptr<Context> create_context(const Model& model, void* memory, uint64_t bytes) {
+std::unique_ptr<Context> create_context(const Model& model, void* memory, uint64_t bytes,
+                                        Maxima maxima) {
   const stitch_abi_model& abi = *model.abi;
-  const ContextLayout layout = context_layout(model);
+  ContextLayout layout = context_layout(model, maxima.symbols, maxima.count);
   if (memory != nullptr) {
     if (reinterpret_cast<std::uintptr_t>(memory) % ContextLayout::kAlignment != 0)
       fail(STITCH_ERROR_INVALID_ARGUMENT, "memory is not 256-byte aligned");
     if (bytes < layout.total_bytes)
       fail(STITCH_ERROR_INVALID_ARGUMENT,
            "memory is " + std::to_string(bytes) + " bytes but a context needs " +
-               std::to_string(layout.total_bytes) + " (stitch_model_context_memory)");
+               std::to_string(layout.total_bytes) +
+               (maxima.symbols != nullptr ? " (stitch_model_context_memory_for)"
+                                          : " (stitch_model_context_memory)"));
   }
   unsigned char* const block = static_cast<unsigned char*>(memory);
   const auto part = [&](DeviceBuffer& buffer, uint64_t offset, uint64_t size, const char* purpose) {
@@ -165,6 +183,9 @@ std::unique_ptr<Context> create_context(const Model& model, void* memory, uint64
   context->model = &model;
   context->inputs.resize(static_cast<std::size_t>(abi.num_inputs));
   context->outputs.resize(static_cast<std::size_t>(abi.num_outputs));
+  context->max_symbols = std::move(layout.max_symbols);
+  context->arena_offsets = std::move(layout.arena_offsets);
+  context->slot_bytes = std::move(layout.slot_bytes);
   part(context->arena, 0, layout.arena_bytes, "arena");
   part(context->workspace, layout.workspace_offset, layout.workspace_bytes, "library workspace");
   part(context->fallback, layout.fallback_offset, layout.fallback_bytes,
@@ -184,13 +205,13 @@ std::unique_ptr<Context> create_context(const Model& model, void* memory, uint64
 // A new context of `model` (on `memory` when not null) in the registry; `out_context` is
 // checked and cleared first, so that it is null whenever creating fails.
 stitch_context* add_context(stitch_model* model, void* memory, uint64_t bytes,
-                            stitch_context** out_context) {
+                            stitch_context** out_context, Maxima maxima = {}) {
   require_out(out_context, "out_context");
   *out_context = nullptr;
   HandleRegistry& registry = HandleRegistry::instance();
   const Model& live = registry.model(model);
   const DeviceScope scope(live.device);
-  return registry.add_context(model, create_context(live, memory, bytes));
+  return registry.add_context(model, create_context(live, memory, bytes, maxima));
 }
 
 // The index of the tensor named `name` in `table`.
@@ -341,6 +362,16 @@ stitch_status stitch_context_create_in_memory(stitch_model* model, void* memory,
   });
 }
 
+stitch_status stitch_context_create_for(stitch_model* model, const int64_t* max_symbols,
+                                        size_t num_symbols, void* memory, uint64_t bytes,
+                                        stitch_context** out_context) {
+  return guarded("stitch_context_create_for", [&] {
+    if (out_context != nullptr) *out_context = nullptr;
+    *out_context =
+        add_context(model, memory, bytes, out_context, given_maxima(max_symbols, num_symbols));
+  });
+}
+
 stitch_status stitch_model_input_index(const stitch_model* model, const char* name,
                                        size_t* out_index) {
   return guarded("stitch_model_input_index", [&] {
@@ -372,6 +403,16 @@ stitch_status stitch_model_context_memory(const stitch_model* model, uint64_t* o
     const Model& live = HandleRegistry::instance().model(model);
     require_out(out_bytes, "out_bytes");
     *out_bytes = context_layout(live).total_bytes;
+  });
+}
+
+stitch_status stitch_model_context_memory_for(const stitch_model* model, const int64_t* max_symbols,
+                                              size_t num_symbols, uint64_t* out_bytes) {
+  return guarded("stitch_model_context_memory_for", [&] {
+    const Model& live = HandleRegistry::instance().model(model);
+    require_out(out_bytes, "out_bytes");
+    const Maxima maxima = given_maxima(max_symbols, num_symbols);
+    *out_bytes = context_layout(live, maxima.symbols, maxima.count).total_bytes;
   });
 }
 
@@ -476,6 +517,7 @@ stitch_status run_context(const char* function, stitch_context* context,
     if (symbolic) bind_run_shapes(*model.abi, inputs, num_inputs, live.shapes);
     check_run_tensors(*model.abi, inputs, num_inputs, outputs, num_outputs,
                       symbolic ? &live.shapes : nullptr);
+    if (symbolic) check_run_fits_context(live);
     for (size_t i = 0; i < num_inputs; ++i)
       live.inputs[i] = inputs[i].data;
     for (size_t o = 0; o < num_outputs; ++o)
@@ -493,6 +535,7 @@ stitch_status run_context(const char* function, stitch_context* context,
     buffers.cooperative_grids =
         model.cooperative_grids.empty() ? nullptr : model.cooperative_grids.data();
     buffers.symbols = symbolic ? live.shapes.symbols.data() : nullptr;
+    buffers.arena_offsets = live.arena_offsets.empty() ? nullptr : live.arena_offsets.data();
     const DeviceScope scope(model.device);
     live.launcher->run(model, buffers, stream, (flags & STITCH_RUN_NO_GRAPH) != 0);
     live.has_run = true;

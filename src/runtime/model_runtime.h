@@ -93,16 +93,28 @@ private:
 // Where a context's device memory goes, as offsets into one block (stitch_model_context_memory,
 // stitch_context_create_in_memory): the arena, the library workspace, the unfused GEMM chains'
 // intermediates (only where the device runs a chain unfused), then each debug tap, each part
-// 256-byte aligned.
+// 256-byte aligned. A model with symbolic dims reaches its intermediates through arena slots:
+// laid out at the symbols' maxima by stitchc, or, for a context serving smaller maxima
+// (stitch_context_create_for), by the runtime for those.
 struct ContextLayout {
   static constexpr uint64_t kAlignment = 256;
   uint64_t arena_bytes = 0, workspace_bytes = 0, fallback_bytes = 0;
   uint64_t workspace_offset = 0, fallback_offset = 0;
   std::vector<uint64_t> tap_offsets;
   uint64_t total_bytes = 0;
+  // A model with symbolic dims: the most each symbol may be in a run of the context, each slot's
+  // offset, and (for smaller maxima than the model's) each slot's bytes at those maxima, which a
+  // run must not exceed.
+  std::vector<int64_t> max_symbols;
+  std::vector<int64_t> arena_offsets;
+  std::vector<uint64_t> slot_bytes;
 };
 struct Model;
-ContextLayout context_layout(const Model& model);
+// The layout of a context serving runs whose symbols are at most `max_symbols` (one per symbol,
+// checked against the model's ranges), or (null) the model's maxima, where stitchc's layout
+// serves.
+ContextLayout context_layout(const Model& model, const int64_t* max_symbols = nullptr,
+                             std::size_t num_symbols = 0);
 
 // The CUDA device that is current while the object lives: the model's device, switched to for
 // the duration of a call when the caller's thread has another one current (and switched
@@ -193,9 +205,19 @@ struct Context {
   std::vector<std::unique_ptr<DeviceBuffer>> tap_buffers;
   std::vector<void*> taps;
   bool has_run = false; // a run was enqueued, so the taps hold values
-  // A model with symbolic dims: this run's symbol values and resolved tables.
+  // A model with symbolic dims: this run's symbol values and resolved tables, the most each
+  // symbol may be in this context's runs, the arena's layout (each slot's offset) and, in a
+  // context laid out for maxima below the model's, each slot's bytes there (and at this run).
   RunShapes shapes;
+  std::vector<int64_t> max_symbols;
+  std::vector<int64_t> arena_offsets;
+  std::vector<uint64_t> slot_bytes, run_slot_bytes;
 };
+
+// Throws STITCH_ERROR_SHAPE_MISMATCH unless this run's symbols (context.shapes, bound) fit the
+// context: each at most its maximum there, and, in a context laid out for smaller maxima than
+// the model's, each arena slot within the bytes it has there.
+void check_run_fits_context(Context& context);
 
 // Runs the generated enqueue on `buffers` and turns a failure into ApiError with the generated
 // code's message.

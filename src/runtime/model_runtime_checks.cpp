@@ -2,6 +2,8 @@
 // tensors checked at every run.
 #include "model_runtime_checks.h"
 
+#include "arena_layout.h"
+
 #include <cstdio>
 #include <cstring>
 
@@ -92,10 +94,43 @@ void check_generated_table(const char* kind, int32_t count, const stitch_abi_ten
     check_generated_tensor(kind, static_cast<std::size_t>(i), table[i], model, input);
 }
 
+// The arena's slots (a model with symbolic dims): tables present, and the steps lay the slots
+// out within the arena as the model describes it.
+void check_generated_slots(const stitch_abi_model& abi) {
+  if (abi.num_arena_slots < 0 || abi.num_arena_steps < 0)
+    fail_generated("it has " + std::to_string(abi.num_arena_slots) + " arena slots and " +
+                   std::to_string(abi.num_arena_steps) + " steps placing them");
+  if (abi.num_arena_slots == 0) return;
+  if (abi.num_symbols == 0)
+    fail_generated("it has arena slots but no symbolic dims (fixed offsets serve fixed shapes)");
+  if (abi.arena_offsets == nullptr || abi.arena_steps == nullptr || abi.arena_slot_bytes == nullptr)
+    fail_generated("it has " + std::to_string(abi.num_arena_slots) +
+                   " arena slots but no offsets, steps or slot sizes");
+  std::vector<uint64_t> bytes(static_cast<std::size_t>(abi.num_arena_slots));
+  std::vector<int64_t> maxima;
+  for (int32_t s = 0; s < abi.num_symbols; ++s)
+    maxima.push_back(abi.symbols[s].max);
+  abi.arena_slot_bytes(maxima.data(), bytes.data());
+  std::vector<int64_t> offsets(bytes.size());
+  uint64_t arena_bytes = 0;
+  if (!arena::lay_out(abi.arena_steps, static_cast<std::size_t>(abi.num_arena_steps), bytes.data(),
+                      bytes.size(), offsets.data(), &arena_bytes))
+    fail_generated("its arena steps do not place each slot once, in turn");
+  for (std::size_t k = 0; k < bytes.size(); ++k)
+    if (abi.arena_offsets[k] < 0 ||
+        static_cast<uint64_t>(abi.arena_offsets[k]) + bytes[k] > abi.arena_bytes)
+      fail_generated("arena slot " + std::to_string(k) + " (" + std::to_string(bytes[k]) +
+                     " bytes at offset " + std::to_string(abi.arena_offsets[k]) +
+                     ") ends past the arena's " + std::to_string(abi.arena_bytes) + " bytes");
+}
+
 void check_generated_symbols(const stitch_abi_model& abi) {
   if (abi.num_symbols < 0)
     fail_generated("it has " + std::to_string(abi.num_symbols) + " symbolic dims");
-  if (abi.num_symbols == 0) return;
+  if (abi.num_symbols == 0) {
+    check_generated_slots(abi);
+    return;
+  }
   if (abi.symbols == nullptr || abi.output_dims == nullptr)
     fail_generated("it has " + std::to_string(abi.num_symbols) +
                    " symbolic dims but no symbol table or no output_dims function");
@@ -106,6 +141,7 @@ void check_generated_symbols(const stitch_abi_model& abi) {
       fail_generated("symbol " + std::to_string(s) + " ('" + symbol.name + "') ranges over " +
                      std::to_string(symbol.min) + ".." + std::to_string(symbol.max));
   }
+  check_generated_slots(abi);
 }
 
 // `data`: whether the tensor's data is checked too (a run), or only its type and shape.

@@ -3,6 +3,8 @@
 // and the host emulation, which keeps the CUDA runtime's names.
 #include "model_runtime.h"
 
+#include "arena_layout.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -60,7 +62,32 @@ void DeviceBuffer::release() {
     check_cuda(cudaFree(data), std::string("cudaFree of the ") + purpose_);
 }
 
-ContextLayout context_layout(const Model& model) {
+namespace {
+
+// The maxima a context is created for, checked: one per symbol, each within its range.
+std::vector<int64_t> checked_maxima(const stitch_abi_model& abi, const int64_t* max_symbols,
+                                    std::size_t num_symbols) {
+  const auto count = static_cast<std::size_t>(abi.num_symbols);
+  if (num_symbols != count)
+    fail(STITCH_ERROR_INVALID_ARGUMENT, "num_symbols is " + std::to_string(num_symbols) +
+                                            " but the model has " + std::to_string(count) +
+                                            " symbolic dim" + (count == 1 ? "" : "s"));
+  std::vector<int64_t> maxima(max_symbols, max_symbols + count);
+  for (std::size_t s = 0; s < count; ++s) {
+    const stitch_abi_symbol& symbol = abi.symbols[s];
+    if (maxima[s] < symbol.min || maxima[s] > symbol.max)
+      fail(STITCH_ERROR_INVALID_ARGUMENT, "max_symbols[" + std::to_string(s) + "] ('" +
+                                              symbol.name + "') is " + std::to_string(maxima[s]) +
+                                              ", outside its range " + std::to_string(symbol.min) +
+                                              ".." + std::to_string(symbol.max));
+  }
+  return maxima;
+}
+
+} // namespace
+
+ContextLayout context_layout(const Model& model, const int64_t* max_symbols,
+                             std::size_t num_symbols) {
   const stitch_abi_model& abi = *model.abi;
   const auto aligned = [](uint64_t bytes) {
     return (bytes + ContextLayout::kAlignment - 1) / ContextLayout::kAlignment *
@@ -68,6 +95,35 @@ ContextLayout context_layout(const Model& model) {
   };
   ContextLayout layout;
   layout.arena_bytes = abi.arena_bytes;
+  if (abi.num_symbols > 0) {
+    const auto count = static_cast<std::size_t>(abi.num_symbols);
+    const auto slots = static_cast<std::size_t>(abi.num_arena_slots);
+    if (max_symbols != nullptr) {
+      layout.max_symbols = checked_maxima(abi, max_symbols, num_symbols);
+    } else {
+      for (std::size_t s = 0; s < count; ++s)
+        layout.max_symbols.push_back(abi.symbols[s].max);
+    }
+    const bool below = !std::equal(
+        layout.max_symbols.begin(), layout.max_symbols.end(), abi.symbols, abi.symbols + count,
+        [](int64_t m, const stitch_abi_symbol& s) { return m == s.max; });
+    if (!below) {
+      layout.arena_offsets.assign(abi.arena_offsets, abi.arena_offsets + slots);
+    } else if (slots > 0) {
+      // The model's steps replayed with each slot's bytes at these maxima (arena_layout.h).
+      layout.slot_bytes.assign(slots, 0);
+      layout.arena_offsets.assign(slots, 0);
+      abi.arena_slot_bytes(layout.max_symbols.data(), layout.slot_bytes.data());
+      if (!arena::lay_out(abi.arena_steps, static_cast<std::size_t>(abi.num_arena_steps),
+                          layout.slot_bytes.data(), slots, layout.arena_offsets.data(),
+                          &layout.arena_bytes))
+        fail(STITCH_ERROR_INTERNAL, "the model's arena steps do not place each slot once");
+    } else {
+      layout.arena_bytes = 0;
+    }
+  } else if (max_symbols != nullptr || num_symbols != 0) {
+    checked_maxima(abi, max_symbols, num_symbols);
+  }
   layout.workspace_bytes = std::max(abi.workspace_bytes, stitch_library_workspace_bytes());
   layout.workspace_offset = aligned(layout.arena_bytes);
   layout.fallback_bytes = model.runs_unfused_chains() ? abi.fallback_bytes : 0;
@@ -79,6 +135,37 @@ ContextLayout context_layout(const Model& model) {
   }
   layout.total_bytes = end;
   return layout;
+}
+
+void check_run_fits_context(Context& context) {
+  const stitch_abi_model& abi = *context.model->abi;
+  const std::vector<int64_t>& symbols = context.shapes.symbols;
+  for (std::size_t s = 0; s < context.max_symbols.size(); ++s) {
+    if (symbols[s] <= context.max_symbols[s]) continue;
+    const std::size_t input = context.shapes.binder[s];
+    const std::string given =
+        input < static_cast<std::size_t>(abi.num_inputs)
+            ? "input " + std::to_string(input) + " ('" + abi.inputs[input].name + "') gives"
+            : "the run gives";
+    fail(STITCH_ERROR_SHAPE_MISMATCH,
+         given + " '" + abi.symbols[s].name + "' " + std::to_string(symbols[s]) + ", above " +
+             std::to_string(context.max_symbols[s]) +
+             ", the most this context serves (stitch_context_create_for)");
+  }
+  if (context.slot_bytes.empty()) return; // the model's layout, at its maxima, holds every run
+  // stitchc prints slot sizes that grow with the symbols (a size that may shrink as its
+  // maximum), so this holds once the symbols do; checked all the same, as the layout's bounds
+  // are the context's memory.
+  context.run_slot_bytes.resize(context.slot_bytes.size());
+  abi.arena_slot_bytes(symbols.data(), context.run_slot_bytes.data());
+  for (std::size_t k = 0; k < context.slot_bytes.size(); ++k)
+    if (arena::slot_size(context.run_slot_bytes[k]) > arena::slot_size(context.slot_bytes[k]))
+      fail(STITCH_ERROR_SHAPE_MISMATCH,
+           "at these dims intermediate " + std::to_string(k) + " of the arena takes " +
+               std::to_string(context.run_slot_bytes[k]) + " bytes, more than the " +
+               std::to_string(context.slot_bytes[k]) +
+               " this context laid out at its maxima (stitch_context_create_for): create it "
+               "for larger maxima");
 }
 
 void enqueue_model(const stitch_abi_model& abi, const stitch_abi_buffers& buffers) {

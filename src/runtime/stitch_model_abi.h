@@ -16,7 +16,7 @@
 
 #include "stitch_cuda.h"
 
-#define STITCH_ABI_VERSION 6
+#define STITCH_ABI_VERSION 7
 #define STITCH_ABI_MAX_RANK 8
 
 extern "C" {
@@ -91,6 +91,10 @@ struct stitch_abi_buffers {
   // The value of each of the model's symbols for this run, bound from the inputs' dims (null
   // for a model without symbols).
   const int64_t* symbols;
+  // A model with symbolic dims: each arena slot's offset in this context's arena (the model's
+  // arena_offsets, or a layout for the smaller maxima the context serves); null for a model of
+  // fixed shapes, whose code holds its offsets.
+  const int64_t* arena_offsets;
 };
 
 struct stitch_abi_model {
@@ -128,6 +132,17 @@ struct stitch_abi_model {
   int32_t num_symbols;
   const stitch_abi_symbol* symbols;
   void (*output_dims)(const int64_t* symbols, int64_t* dims);
+  // A model with symbolic dims reaches its intermediates through arena slots (each an
+  // intermediate tensor, or a group's scratch): `arena_offsets` lays them out at the symbols'
+  // maxima (`arena_bytes` long); `arena_steps` are the steps that placed them in the plan's
+  // order (a slot's index allocates it, ~index releases it: arena_layout.h), which the runtime
+  // replays with `arena_slot_bytes` (each slot's bytes for given symbol values) to lay out a
+  // context for smaller maxima. 0 and null for a model of fixed shapes or without intermediates.
+  int32_t num_arena_slots;
+  const int64_t* arena_offsets;
+  int32_t num_arena_steps;
+  const int32_t* arena_steps;
+  void (*arena_slot_bytes)(const int64_t* symbols, uint64_t* bytes);
 };
 
 // Defined by the generated launcher of each model.

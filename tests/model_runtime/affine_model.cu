@@ -68,7 +68,11 @@ int32_t enqueue(const stitch_abi_buffers* b, char* error, size_t error_size) {
   auto* y = static_cast<float*>(b->outputs[0]);
   auto* z = static_cast<float*>(b->outputs[1]);
   const auto* w = reinterpret_cast<const float*>(b->weights);
-  auto* weighted = reinterpret_cast<float*>(b->arena);
+  // The symbolic variant reaches its intermediate through arena slot 0 (the context's layout).
+  if (b->symbols != nullptr && b->arena_offsets == nullptr)
+    return fail_with(7, error, error_size, "a symbolic model's run has no arena offsets");
+  auto* weighted =
+      reinterpret_cast<float*>(b->arena + (b->symbols != nullptr ? b->arena_offsets[0] : 0));
 
   // The symbolic variant's rows are the run's symbol 0; the fixed model's are kRows.
   const int rows = b->symbols != nullptr ? static_cast<int>(b->symbols[0]) : kRows;
@@ -125,6 +129,16 @@ void symbolic_output_dims(const int64_t* symbols, int64_t* dims) {
   dims[1] = kCols;
   dims[STITCH_ABI_MAX_RANK] = symbols[0];
 }
+// Its arena as slots: 0 the weighted intermediate (rows*8 floats), 1 a block of rows*256 bytes
+// placed first and released last, as a larger intermediate of a generated model would be, so
+// that the layout moves slot 0 with the maxima: at rows 4, slot 1 at 0 (1024 bytes) and slot 0
+// at 1024 (an arena of 1280 bytes); at rows 1, slot 0 at 256 (512 bytes).
+const int64_t kSymbolicOffsets[] = {1024, 0};
+const int32_t kSymbolicSteps[] = {1, 0, ~0, ~1};
+void symbolic_slot_bytes(const int64_t* symbols, uint64_t* bytes) {
+  bytes[0] = static_cast<uint64_t>(symbols[0]) * kCols * sizeof(float);
+  bytes[1] = static_cast<uint64_t>(symbols[0]) * 256;
+}
 
 const stitch_abi_build_info kBuildInfo = {
     "0.0.0-test",
@@ -159,6 +173,11 @@ const stitch_abi_model kModel = {
     0, // symbolic dims
     nullptr,
     nullptr,
+    0, // arena slots
+    nullptr,
+    0,
+    nullptr,
+    nullptr,
 };
 
 stitch_abi_model with_fault(int fault) {
@@ -174,6 +193,12 @@ stitch_abi_model with_fault(int fault) {
     model.num_symbols = 1;
     model.symbols = kSymbols;
     model.output_dims = symbolic_output_dims;
+    model.arena_bytes = affine::kSymbolicArenaBytes;
+    model.num_arena_slots = 2;
+    model.arena_offsets = kSymbolicOffsets;
+    model.num_arena_steps = 4;
+    model.arena_steps = kSymbolicSteps;
+    model.arena_slot_bytes = symbolic_slot_bytes;
   }
   return model;
 }

@@ -16,6 +16,9 @@ inline constexpr int kRows = 4;
 inline constexpr int kCols = 8;
 inline constexpr std::size_t kInputBytes = kRows * kCols * sizeof(float);
 inline constexpr std::size_t kSumBytes = kRows * sizeof(float);
+// The symbolic variant's arena at its maximum (kRows): two slots, 1024 + 256 bytes (its
+// layout for fewer rows is smaller: see affine_model.cu).
+inline constexpr std::size_t kSymbolicArenaBytes = 1280;
 inline constexpr float kWeights[kCols] = {0.5f, -1.25f, 2.0f, 0.75f, -0.5f, 1.5f, -2.25f, 0.375f};
 
 // What the model computes, in the model's order of operations.

@@ -1,7 +1,8 @@
-// test_model_runtime_symbols.cpp: API version 4, symbolic dims, on the affine model's symbolic
-// variant (affine::kSymbolicRows: x float32[rows,8] with rows in 1..4; y [rows,8], z [rows]):
-// the symbols and which input dims they are, outputs' shapes for given inputs, runs at every
-// shape in range against the reference, and the errors for a dim out of range.
+// test_model_runtime_symbols.cpp: API versions 4 and 5, symbolic dims, on the affine model's
+// symbolic variant (affine::kSymbolicRows: x float32[rows,8] with rows in 1..4; y [rows,8], z
+// [rows]): the symbols and which input dims they are, outputs' shapes for given inputs, runs at
+// every shape in range against the reference, the errors for a dim out of range, and contexts
+// laid out for part of the range.
 #include "model_runtime_test_support.h"
 
 #include <atomic>
@@ -214,4 +215,90 @@ TEST_CASE("model runtime: contexts run different shapes at once", "[model_runtim
     INFO("thread " << t);
     CHECK(failures[t] == "");
   }
+}
+
+// Proves (API version 5): a context for part of the range lays its arena out for its maxima,
+// so that it needs less memory (the symbolic variant's arena: 1280 bytes at rows 4, 512 at rows
+// 1, 768 at rows 2), runs every shape up to them bitwise as a context for the model's maxima does,
+// on its own memory or the caller's, and refuses a run above them; the model's maxima give what
+// stitch_model_context_memory gives; bad maxima are refused with their reason.
+TEST_CASE("model runtime: contexts for part of the range", "[model_runtime]") {
+  SymbolicVariant variant;
+  OwnedModel model;
+  uint64_t full = 0, at[5] = {};
+  require_ok(stitch_model_context_memory(model.get(), &full));
+  for (int64_t rows = 1; rows <= affine::kRows; ++rows)
+    require_ok(stitch_model_context_memory_for(model.get(), &rows, 1, &at[rows]));
+  REQUIRE(at[affine::kRows] == full);
+  REQUIRE(full - at[1] == affine::kSymbolicArenaBytes - 512);
+  REQUIRE(full - at[2] == affine::kSymbolicArenaBytes - 768);
+
+  const std::vector<float> x = random_matrix(5);
+  OwnedContext reference_context(model.get());
+  const int64_t two = 2;
+  stitch_context* own = nullptr;
+  require_ok(stitch_context_create_for(model.get(), &two, 1, nullptr, 0, &own));
+  std::unique_ptr<void, decltype(&std::free)> block(std::aligned_alloc(256, at[2]), &std::free);
+  stitch_context* borrowed = nullptr;
+  require_ok(stitch_context_create_for(model.get(), &two, 1, block.get(), at[2], &borrowed));
+  for (int rows : {2, 1, 2}) {
+    INFO("rows " << rows);
+    std::vector<float> y, z, y_own, z_own, y_borrowed, z_borrowed;
+    require_ok(run_rows(reference_context.get(), x, rows, y, z));
+    require_ok(run_rows(own, x, rows, y_own, z_own));
+    require_ok(run_rows(borrowed, x, rows, y_borrowed, z_borrowed));
+    REQUIRE(y_own == y);
+    REQUIRE(z_own == z);
+    REQUIRE(y_borrowed == y);
+    REQUIRE(z_borrowed == z);
+  }
+  std::vector<float> y, z;
+  require_failure(run_rows(own, x, 3, y, z), STITCH_ERROR_SHAPE_MISMATCH, "stitch_run",
+                  "input 0 ('x') gives 'rows' 3, above 2, the most this context serves");
+  stitch_context_destroy(own);
+  stitch_context_destroy(borrowed);
+
+  stitch_context* context = nullptr;
+  require_failure(
+      stitch_context_create_for(model.get(), &two, 1, block.get(), at[2] - 256, &context),
+      STITCH_ERROR_INVALID_ARGUMENT, "stitch_context_create_for",
+      "(stitch_model_context_memory_for)");
+  REQUIRE(context == nullptr);
+  const int64_t five = 5, zero = 0;
+  uint64_t bytes = 0;
+  require_failure(stitch_model_context_memory_for(model.get(), &five, 1, &bytes),
+                  STITCH_ERROR_INVALID_ARGUMENT, "stitch_model_context_memory_for",
+                  "max_symbols[0] ('rows') is 5, outside its range 1..4");
+  require_failure(stitch_context_create_for(model.get(), &zero, 1, nullptr, 0, &context),
+                  STITCH_ERROR_INVALID_ARGUMENT, "stitch_context_create_for",
+                  "max_symbols[0] ('rows') is 0, outside its range 1..4");
+  require_failure(stitch_model_context_memory_for(model.get(), nullptr, 1, &bytes),
+                  STITCH_ERROR_INVALID_ARGUMENT, "stitch_model_context_memory_for",
+                  "max_symbols is null");
+  require_failure(stitch_model_context_memory_for(model.get(), &two, 0, &bytes),
+                  STITCH_ERROR_INVALID_ARGUMENT, "stitch_model_context_memory_for",
+                  "num_symbols is 0 but the model has 1 symbolic dim");
+}
+
+// Proves: a model of fixed shapes takes no maxima, and then gives the context
+// stitch_context_create gives; maxima it does not have are refused.
+TEST_CASE("model runtime: contexts for part of the range of a fixed model", "[model_runtime]") {
+  OwnedModel model;
+  uint64_t full = 0, bytes = 0;
+  require_ok(stitch_model_context_memory(model.get(), &full));
+  require_ok(stitch_model_context_memory_for(model.get(), nullptr, 0, &bytes));
+  REQUIRE(bytes == full);
+  stitch_context* context = nullptr;
+  require_ok(stitch_context_create_for(model.get(), nullptr, 0, nullptr, 0, &context));
+  const std::vector<float> x = random_matrix(3);
+  std::vector<float> y, z;
+  require_ok(run_rows(context, x, affine::kRows, y, z));
+  const AffineOutputs reference = reference_outputs(x);
+  REQUIRE(y == reference.y);
+  REQUIRE(z == reference.z);
+  stitch_context_destroy(context);
+  const int64_t two = 2;
+  require_failure(stitch_model_context_memory_for(model.get(), &two, 1, &bytes),
+                  STITCH_ERROR_INVALID_ARGUMENT, "stitch_model_context_memory_for",
+                  "num_symbols is 1 but the model has 0 symbolic dims");
 }

@@ -165,6 +165,30 @@ class SymbolicTest(unittest.TestCase):
                                                 r"model expects float32\[3, 7, 16\]"):
             self.model.run(self.inputs(3, 7), {"y": np.empty((4, 16, 16), np.float32)})
 
+    def test_context_for_part_of_the_range(self):
+        """A context for batch <= 2 and seq <= 5 (API version 5) needs no more memory than one
+        for the maxima (gated_mlp keeps every intermediate on chip: no arena), runs every shape
+        up to them bitwise as the thread's context does, and refuses a larger one; max_dims
+        must name every symbol within its range."""
+        small = {"batch": 2, "seq": 5}
+        self.assertLessEqual(self.model.context_memory(small), self.model.context_memory())
+        self.assertEqual(self.model.context_memory({"batch": 4, "seq": 16}),
+                         self.model.context_memory())
+        with self.model.context(max_dims=small) as context:
+            for batch, seq in [(2, 5), (1, 1), (1, 4)]:
+                inputs = self.inputs(batch, seq)
+                got = context.run(inputs)
+                for key, value in self.model.run(inputs).items():
+                    np.testing.assert_array_equal(got[key], value, err_msg=key)
+            with self.assertRaisesRegex(stitch.ShapeError,
+                                        r"'seq' 7, above 5, the most this context serves"):
+                context.run(self.inputs(1, 7))
+        with self.assertRaisesRegex(ValueError, r"missing: \['seq'\]"):
+            self.model.context(max_dims={"batch": 2})
+        with self.assertRaisesRegex(stitch.Error, r"max_symbols\[1\] \('seq'\) is 17, outside "
+                                                  r"its range 1\.\.16"):
+            self.model.context_memory({"batch": 2, "seq": 17})
+
 
 class FixedShapesTest(unittest.TestCase):
     """Libraries without symbolic dims."""

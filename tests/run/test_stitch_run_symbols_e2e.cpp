@@ -104,6 +104,18 @@ TEST_CASE("stitch-run runs a library stitchc compiled with symbolic dims at seve
   CHECK_THAT(timed.output, Catch::Contains("output y: float32[3,5,16]"));
   CHECK_THAT(timed.output, Catch::Contains("timing at batch=3 seq=5: 2 runs"));
 
+  // Proves: --shape-context runs the shape again in a context laid out for it alone, which
+  // needs less memory than one for the maxima, and compares the outputs bitwise.
+  ToolResult own =
+      run_stitch_run({library, "--dim", "batch=1", "--dim", "seq=2", "--shape-context"});
+  CHECK(own.status == 0);
+  CHECK_THAT(own.output,
+             Catch::Matches("(.|\n)*context memory: [0-9]+ bytes for the symbols' "
+                            "maxima, [0-9]+ for this shape alone \\([0-9.]+%\\)(.|\n)*"));
+  CHECK_THAT(own.output,
+             Catch::Contains("the context for this shape gives the same bytes (1 output): OK"));
+  CHECK_THAT(own.output, !Catch::Contains("(100.0%)"));
+
   // Proves: an input outside the compiled range is refused with the library's message, which
   // names the input, the dim, its symbol and the range.
   const std::string big = (dir / "x_big.npy").string();

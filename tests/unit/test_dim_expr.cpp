@@ -60,6 +60,21 @@ TEST_CASE("DimExpr: ranges decide min and max and bound every expression", "[dim
   CHECK(b.hi == 99);
 }
 
+// Proves: sizes that grow with every symbol are recognized (sums and products of symbols,
+// floor divisions, min and max of them), and those that may shrink are not (a negative term, a
+// product with a factor that may be negative).
+TEST_CASE("DimExpr: which expressions never decrease as the symbols grow", "[dim_expr]") {
+  SymbolRanges ranges{{"batch", {1, 8}}, {"seq", {1, 64}}};
+  CHECK((batch * seq * 768).non_decreasing(ranges));
+  CHECK((seq - 1).non_decreasing(ranges));
+  CHECK(DimExpr::ceil_div(seq, 16).non_decreasing(ranges));
+  CHECK((batch * DimExpr::min(seq, 32) + 4).non_decreasing(ranges));
+  CHECK(DimExpr(5).non_decreasing(ranges));
+  CHECK(!(DimExpr(64) - seq).non_decreasing(ranges));
+  CHECK(!(batch * seq - seq * seq).non_decreasing(ranges));
+  CHECK(!(batch * DimExpr::floor_div(seq - 3, 2)).non_decreasing(ranges)); // -1 at seq 1
+}
+
 TEST_CASE("DimExpr: exact division by one term", "[dim_expr]") {
   auto q = DimExpr::exact_div(batch * seq * 768, batch * 12);
   REQUIRE(q);

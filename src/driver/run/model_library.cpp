@@ -134,6 +134,16 @@ ModelLibrary::ModelLibrary(const std::string& path, const std::string& symbol_pr
                            lookup("model_input_symbols", &api_.model_input_symbols) +
                            lookup("model_output_shapes", &api_.model_output_shapes);
     lookup("model_output_symbols", &api_.model_output_symbols);
+    // Contexts for part of the range (API version 5): both, or neither (a library of fixed
+    // shapes may leave them out, as it may the functions of symbolic dims).
+    lookup("model_context_memory", &api_.model_context_memory);
+    const int context_functions =
+        lookup("model_context_memory_for", &api_.model_context_memory_for) +
+        lookup("context_create_for", &api_.context_create_for);
+    if (context_functions == 1)
+      run_fail("{}: not a complete stitchc library: it exports one of {}_model_context_memory_for "
+               "and {}_context_create_for",
+               path, prefix_, prefix_);
     if (symbol_functions != 0 && symbol_functions != 4)
       run_fail("{}: not a complete stitchc library: it exports {} of the 4 functions of symbolic "
                "dims ({}_model_num_symbols, _model_symbol, _model_input_symbols, "
@@ -283,6 +293,46 @@ void ModelInstance::run(const std::vector<stitch_tensor>& inputs,
   library_.check(library_.api().run(context_, inputs.data(), inputs.size(), outputs.data(),
                                     outputs.size(), stream),
                  "stitch_run");
+}
+
+uint64_t ModelInstance::context_memory(const std::vector<int64_t>* maxima) const {
+  uint64_t bytes = 0;
+  if (maxima == nullptr) {
+    if (library_.api().model_context_memory == nullptr)
+      run_fail("{}: the library does not report its context memory (stitch API version 3 and "
+               "later do)",
+               library_.path());
+    library_.check(library_.api().model_context_memory(model_, &bytes),
+                   "stitch_model_context_memory");
+    return bytes;
+  }
+  if (!library_.has_context_for_api())
+    run_fail("{}: the library does not export contexts for part of the range (stitch API "
+             "version 5)",
+             library_.path());
+  library_.check(
+      library_.api().model_context_memory_for(model_, maxima->data(), maxima->size(), &bytes),
+      "stitch_model_context_memory_for");
+  return bytes;
+}
+
+void ModelInstance::run_in_context_for(const std::vector<int64_t>& maxima,
+                                       const std::vector<stitch_tensor>& inputs,
+                                       const std::vector<stitch_tensor>& outputs, void* stream) {
+  const StitchApi& api = library_.api();
+  if (!library_.has_context_for_api())
+    run_fail("{}: the library does not export contexts for part of the range (stitch API "
+             "version 5)",
+             library_.path());
+  stitch_context* context = nullptr;
+  library_.check(api.context_create_for(model_, maxima.data(), maxima.size(), nullptr, 0, &context),
+                 "stitch_context_create_for");
+  const stitch_status status =
+      api.run(context, inputs.data(), inputs.size(), outputs.data(), outputs.size(), stream);
+  // Destroying the context waits for its run; the run's failure is the one to report.
+  const stitch_status destroyed = api.context_destroy(context);
+  library_.check(status, "stitch_run");
+  library_.check(destroyed, "stitch_context_destroy");
 }
 
 void ModelInstance::read_tap(size_t index, void* data) {

@@ -47,6 +47,12 @@ struct StitchApi {
                                        stitch_tensor_info*, size_t) = nullptr;
   // Null in the first libraries of version 4, which name no output's symbols.
   stitch_status (*model_output_symbols)(const stitch_model*, size_t, int32_t*) = nullptr;
+  stitch_status (*model_context_memory)(const stitch_model*, uint64_t*) = nullptr;
+  // API version 5 (contexts for part of the range): null where the library lacks them.
+  stitch_status (*model_context_memory_for)(const stitch_model*, const int64_t*, size_t,
+                                            uint64_t*) = nullptr;
+  stitch_status (*context_create_for)(stitch_model*, const int64_t*, size_t, void*, uint64_t,
+                                      stitch_context**) = nullptr;
 };
 
 // The oldest API version stitch-run runs: version 4 only added the functions of symbolic dims.
@@ -99,6 +105,8 @@ public:
   int api_version() const { return api_version_; }
   // Whether the library exports the functions of symbolic dims (API version 4).
   bool has_symbols_api() const { return api_.model_num_symbols != nullptr; }
+  // Whether it exports contexts for part of the range (API version 5).
+  bool has_context_for_api() const { return api_.context_create_for != nullptr; }
   const std::string& symbol_prefix() const { return prefix_; }
   // How the library was built (stitch_library_build_info), as label and value pairs.
   std::vector<std::pair<std::string, std::string>> build_info() const;
@@ -137,6 +145,15 @@ public:
   // Enqueues one run on `stream` (ignored by the host target).
   void run(const std::vector<stitch_tensor>& inputs, const std::vector<stitch_tensor>& outputs,
            void* stream);
+  // The device memory of a context: at the model's maxima (stitch_model_context_memory), or,
+  // with `maxima` (one value per symbol), of a context for runs up to them
+  // (stitch_model_context_memory_for, API version 5).
+  uint64_t context_memory(const std::vector<int64_t>* maxima = nullptr) const;
+  // One run, waited for, in a context of its own created for `maxima`
+  // (stitch_context_create_for, API version 5).
+  void run_in_context_for(const std::vector<int64_t>& maxima,
+                          const std::vector<stitch_tensor>& inputs,
+                          const std::vector<stitch_tensor>& outputs, void* stream);
   // Copies tap `index` of the last run into `data` (taps()[index].tensor.bytes long).
   void read_tap(size_t index, void* data);
 

@@ -92,9 +92,9 @@ std::vector<HostTensor> copy_outputs_back(RunTarget& target, const BoundTensors&
   return outputs;
 }
 
-// The value of each symbol in a run on `inputs` ("" for a model without symbols).
-std::string run_binding(const ModelInstance& model, const std::vector<SourcedTensor>& inputs) {
-  if (!model.is_symbolic()) return "";
+// The value of each symbol in a run on `inputs` (empty for a model without symbols).
+SymbolValues run_symbols(const ModelInstance& model, const std::vector<SourcedTensor>& inputs) {
+  if (!model.is_symbolic()) return {};
   std::vector<std::optional<std::vector<int64_t>>> dims;
   std::vector<std::string> origins;
   for (const SourcedTensor& input : inputs) {
@@ -102,8 +102,40 @@ std::string run_binding(const ModelInstance& model, const std::vector<SourcedTen
     origins.push_back(input.origin);
   }
   std::vector<std::optional<int64_t>> none(model.symbols().size());
-  return describe_binding(
-      model.symbols(), choose_symbol_values(model.symbols(), none, model.inputs(), dims, origins));
+  return choose_symbol_values(model.symbols(), none, model.inputs(), dims, origins);
+}
+
+// --shape-context: the run again in a context laid out for this shape alone, its outputs
+// bitwise those of the context for the model's maxima. Prints both contexts' memory; returns
+// whether the outputs agree.
+bool check_shape_context(RunTarget& target, ModelInstance& model,
+                         const std::vector<SourcedTensor>& inputs, const BoundTensors& bound,
+                         const std::vector<HostTensor>& outputs, std::ostream& out) {
+  if (!model.is_symbolic()) run_fail("--shape-context needs a library with symbolic dims");
+  const SymbolValues symbols = run_symbols(model, inputs);
+  const uint64_t full = model.context_memory(), own = model.context_memory(&symbols);
+  out << fmt::format("  context memory: {} bytes for the symbols' maxima, {} for this shape "
+                     "alone ({:.1f}%)\n",
+                     full, own, full > 0 ? 100.0 * static_cast<double>(own) / full : 100.0);
+  for (size_t o = 0; o < bound.outputs.size(); ++o) { // overwrite what the first run wrote
+    std::vector<uint8_t> unwritten(bound.output_infos[o].bytes, kUnwrittenOutputByte);
+    target.copy_to_target(bound.output_buffers[o].data(), unwritten.data(), unwritten.size());
+  }
+  target.synchronize();
+  model.run_in_context_for(symbols, bound.inputs, bound.outputs, target.stream());
+  target.synchronize();
+  const std::vector<HostTensor> again = copy_outputs_back(target, bound);
+  bool same = true;
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    if (again[o].bytes == outputs[o].bytes) continue;
+    same = false;
+    out << fmt::format("  output {}: the context for this shape gives other bytes: MISMATCH\n",
+                       display_name(model.outputs()[o].name));
+  }
+  if (same)
+    out << fmt::format("  the context for this shape gives the same bytes ({} output{}): OK\n",
+                       outputs.size(), outputs.size() == 1 ? "" : "s");
+  return same;
 }
 
 // --info's tensors: the symbolic dims with their ranges, then each input and output with its
@@ -211,7 +243,8 @@ int run_checked(const RunOptions& options, std::ostream& out) {
       gather_inputs(model.inputs(), model.symbols(), options.sources);
   std::vector<std::optional<SourcedTensor>> expected =
       gather_expected(model.outputs(), options.sources);
-  const std::string binding = run_binding(model, inputs);
+  const std::string binding =
+      model.is_symbolic() ? describe_binding(model.symbols(), run_symbols(model, inputs)) : "";
   print_signature(library, *target, model, inputs, binding, out);
   out.flush();
 
@@ -228,6 +261,9 @@ int run_checked(const RunOptions& options, std::ostream& out) {
     write_outputs(options.output_dir, names, outputs, out);
   }
   print_verdict(verdict, options.tolerance, out);
+  bool same_in_shape_context = true;
+  if (options.shape_context)
+    same_in_shape_context = check_shape_context(*target, model, inputs, *bound, outputs, out);
   bool taps_match = true;
   if (options.taps.wanted()) {
     if (model.taps().empty())
@@ -241,7 +277,8 @@ int run_checked(const RunOptions& options, std::ostream& out) {
   }
   out.flush();
   if (options.iters > 0) time_runs(options, *target, model, *bound, binding, out);
-  return verdict.mismatched == 0 && taps_match ? kExitAllMatch : kExitMismatch;
+  return verdict.mismatched == 0 && taps_match && same_in_shape_context ? kExitAllMatch
+                                                                        : kExitMismatch;
 }
 
 } // namespace

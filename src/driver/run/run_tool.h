@@ -32,6 +32,9 @@ struct RunOptions {
   int warmup = 3;  // runs before timing; used only when iters > 0
   int iters = 0;   // timed runs; 0 times nothing
   TapOptions taps; // --taps-dir, --taps-onnx, --python (a library built with --debug-taps)
+  // --shape-context (a library with symbolic dims): run again in a context created for this
+  // run's own shape (stitch_context_create_for) and require bitwise the same outputs.
+  bool shape_context = false;
 };
 
 struct LatencyStats {

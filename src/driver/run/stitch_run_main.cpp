@@ -86,6 +86,10 @@ int parse_command_line(int argc, char** argv, stitch::run::RunOptions& options) 
   app.add_option("--python", options.taps.python,
                  "the Python (with numpy, onnx, onnxruntime) that runs the --taps-onnx "
                  "reference (default: $STITCH_PYTHON, else python3)");
+  app.add_flag("--shape-context", options.shape_context,
+               "a library with symbolic dims: also run in a context created for this run's shape "
+               "alone (stitch_context_create_for, its arena laid out for these dims), print both "
+               "contexts' memory, and fail unless its outputs are bitwise the same");
   app.add_option("--warmup", options.warmup, "untimed runs before timing (default 3)");
   app.add_option("--iters", options.iters,
                  "timed runs; prints median and p90, and the symbolic dims' sizes it timed at "

@@ -16,7 +16,7 @@ __global__ void __launch_bounds__(256) stitch_g2_constantofshape(bool* __restric
 }
 
 int32_t stitch_group_2(const stitch_abi_buffers* b, char* error, size_t error_size) {
-  auto* const a0 = reinterpret_cast<bool*>((b->arena + 0));
+  auto* const a0 = reinterpret_cast<bool*>((b->arena + b->arena_offsets[2]));
   const int64_t sym1 = b->symbols[1];
   //   sym1: the symbolic dim 'seq', 1..64
   const int64_t work = (sym1 * sym1);

@@ -19,8 +19,8 @@ __global__ void __launch_bounds__(256) stitch_g3_trilu(const bool* __restrict__ 
 }
 
 int32_t stitch_group_3(const stitch_abi_buffers* b, char* error, size_t error_size) {
-  auto* const a0 = reinterpret_cast<const bool*>((b->arena + 0));
-  auto* const a1 = reinterpret_cast<bool*>((b->arena + 4096));
+  auto* const a0 = reinterpret_cast<const bool*>((b->arena + b->arena_offsets[2]));
+  auto* const a1 = reinterpret_cast<bool*>((b->arena + b->arena_offsets[3]));
   const int64_t sym1 = b->symbols[1];
   //   sym1: the symbolic dim 'seq', 1..64
   const int64_t work = (sym1 * sym1);

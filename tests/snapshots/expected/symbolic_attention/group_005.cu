@@ -137,9 +137,9 @@ __global__ void __launch_bounds__(128) stitch_g5_attention(const float* __restri
 }
 
 int32_t stitch_group_5(const stitch_abi_buffers* b, char* error, size_t error_size) {
-  auto* const a0 = reinterpret_cast<const float*>((b->arena + 131072));
-  auto* const a1 = reinterpret_cast<const bool*>((b->arena + 4096));
-  auto* const a2 = reinterpret_cast<float*>((b->arena + 524288));
+  auto* const a0 = reinterpret_cast<const float*>((b->arena + b->arena_offsets[1]));
+  auto* const a1 = reinterpret_cast<const bool*>((b->arena + b->arena_offsets[3]));
+  auto* const a2 = reinterpret_cast<float*>((b->arena + b->arena_offsets[4]));
   const int64_t sym0 = b->symbols[0];
   //   sym0: the symbolic dim 'batch', 1..8
   const int64_t sym1 = b->symbols[1];

@@ -12,11 +12,11 @@
 // epilogue: node '/proj/Add' (Add): float32[batch,seq,64] <- float32[64], float32[batch,seq,64]
 // epilogue: node '/Add' (Add): float32[batch,seq,64] <- float32[batch,seq,64], float32[batch,seq,64]
 int32_t stitch_group_7(const stitch_abi_buffers* b, char* error, size_t error_size) {
-  const float* const lhs = reinterpret_cast<const float*>((b->arena + 524288));
+  const float* const lhs = reinterpret_cast<const float*>((b->arena + b->arena_offsets[4]));
   const float* const rhs = reinterpret_cast<const float*>((b->weights + 55040));
   const float* const addend1 = reinterpret_cast<const float*>((b->weights + 71424));
   const float* const addend2 = reinterpret_cast<const float*>(static_cast<unsigned char*>(b->inputs[0]));
-  float* const result = reinterpret_cast<float*>((b->arena + 0));
+  float* const result = reinterpret_cast<float*>((b->arena + b->arena_offsets[5]));
   const int64_t sym0 = b->symbols[0];
   //   sym0: the symbolic dim 'batch', 1..8
   const int64_t sym1 = b->symbols[1];

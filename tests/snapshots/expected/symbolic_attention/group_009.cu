@@ -8,9 +8,9 @@
 
 // node '/fc1/MatMul' (MatMul): float32[batch,seq,256] <- float32[batch,seq,64], float32[64,256]
 int32_t stitch_group_9(const stitch_abi_buffers* b, char* error, size_t error_size) {
-  const float* const lhs = reinterpret_cast<const float*>((b->arena + 131072));
+  const float* const lhs = reinterpret_cast<const float*>((b->arena + b->arena_offsets[6]));
   const float* const rhs = reinterpret_cast<const float*>((b->weights + 72960));
-  float* const result = reinterpret_cast<float*>((b->arena + 262144));
+  float* const result = reinterpret_cast<float*>((b->arena + b->arena_offsets[7]));
   const int64_t sym0 = b->symbols[0];
   //   sym0: the symbolic dim 'batch', 1..8
   const int64_t sym1 = b->symbols[1];

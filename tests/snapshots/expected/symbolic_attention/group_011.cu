@@ -12,10 +12,10 @@
 // epilogue: node '/fc2/Add' (Add): float32[batch,seq,64] <- float32[64], float32[batch,seq,64]
 // epilogue: node '/Add_1' (Add): float32[batch,seq,64] <- float32[batch,seq,64], float32[batch,seq,64]
 int32_t stitch_group_11(const stitch_abi_buffers* b, char* error, size_t error_size) {
-  const float* const lhs = reinterpret_cast<const float*>((b->arena + 786432));
+  const float* const lhs = reinterpret_cast<const float*>((b->arena + b->arena_offsets[8]));
   const float* const rhs = reinterpret_cast<const float*>((b->weights + 139520));
   const float* const addend1 = reinterpret_cast<const float*>((b->weights + 205056));
-  const float* const addend2 = reinterpret_cast<const float*>((b->arena + 0));
+  const float* const addend2 = reinterpret_cast<const float*>((b->arena + b->arena_offsets[5]));
   float* const result = reinterpret_cast<float*>(static_cast<unsigned char*>(b->outputs[0]));
   const int64_t sym0 = b->symbols[0];
   //   sym0: the symbolic dim 'batch', 1..8

@@ -57,6 +57,32 @@ static void stitch_output_dims(const int64_t* symbols, int64_t* dims) {
   dims[2] = 64;
 }
 
+// Each arena slot's bytes at the symbols' values of a run (the ABI's arena_slot_bytes).
+static void stitch_arena_slot_bytes(const int64_t* symbols, uint64_t* bytes) {
+  const int64_t sym0 = symbols[0];
+  //   sym0: the symbolic dim 'batch', 1..8
+  const int64_t sym1 = symbols[1];
+  //   sym1: the symbolic dim 'seq', 1..64
+  // '/norm1/LayerNormalization_output_0' float32 [batch,seq,64]
+  bytes[0] = static_cast<uint64_t>((sym0 * sym1 * 256));
+  // '/qkv/Add_output_0' float32 [batch,seq,192]
+  bytes[1] = static_cast<uint64_t>((sym0 * sym1 * 768));
+  // '/ConstantOfShape_output_0' bool [seq,seq]
+  bytes[2] = static_cast<uint64_t>((sym1 * sym1));
+  // '/Trilu_output_0' bool [seq,seq]
+  bytes[3] = static_cast<uint64_t>((sym1 * sym1));
+  // '/Transpose_3_output_0' float32 [batch,seq,4,16]
+  bytes[4] = static_cast<uint64_t>((sym0 * sym1 * 256));
+  // '/Add_output_0' float32 [batch,seq,64]
+  bytes[5] = static_cast<uint64_t>((sym0 * sym1 * 256));
+  // '/norm2/LayerNormalization_output_0' float32 [batch,seq,64]
+  bytes[6] = static_cast<uint64_t>((sym0 * sym1 * 256));
+  // '/fc1/MatMul_output_0' float32 [batch,seq,256]
+  bytes[7] = static_cast<uint64_t>((sym0 * sym1 * 1024));
+  // '/Gelu_output_0' float32 [batch,seq,256]
+  bytes[8] = static_cast<uint64_t>((sym0 * sym1 * 1024));
+}
+
 extern "C" const stitch_abi_model* stitch_generated_model(void) {
   static const stitch_abi_tensor inputs[] = {
       {stitch_blob_string(205312), 1, 3, {-1, -1, 64, 0, 0, 0, 0, 0}, 131072, {0, 1, 0, 0, 0, 0, 0, 0}}};
@@ -66,6 +92,38 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
   static const stitch_abi_symbol symbols[] = {
       {stitch_blob_string(205316), 1, 8},
       {stitch_blob_string(205322), 1, 64}};
+  // The arena's slots laid out at the symbols' maxima (stitch_context_create's),
+  // and the steps that placed them in the plan's order: a slot's index allocates it,
+  // ~index releases it (a context for smaller maxima replays them).
+  static const int64_t arena_offsets[] = {
+      0,
+      131072,
+      0,
+      4096,
+      524288,
+      0,
+      131072,
+      262144,
+      786432};
+  static const int32_t arena_steps[] = {
+      0,
+      1,
+      ~0,
+      2,
+      3,
+      ~2,
+      4,
+      ~1,
+      ~3,
+      5,
+      ~4,
+      6,
+      7,
+      ~6,
+      8,
+      ~7,
+      ~5,
+      ~8};
   // How the library was built (stitch_library_build_info); the strings are in the blob.
   static const stitch_abi_build_info build_info = {
     stitch_blob_string(205326), // stitchc version
@@ -94,6 +152,7 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     0, // cooperative launches
     nullptr, // what depends on the device
     2, symbols, stitch_output_dims, // symbolic dims
+    9, arena_offsets, 18, arena_steps, stitch_arena_slot_bytes, // the arena's slots
   };
   return &model;
 }

@@ -21,8 +21,8 @@ __global__ void __launch_bounds__(256) stitch_g1_sub(const float* __restrict__ i
 
 int32_t stitch_group_1(const stitch_abi_buffers* b, char* error, size_t error_size) {
   auto* const a0 = reinterpret_cast<const float*>(static_cast<unsigned char*>(b->inputs[0]));
-  auto* const a1 = reinterpret_cast<const float*>((b->arena + 0));
-  auto* const a2 = reinterpret_cast<float*>((b->arena + 32768));
+  auto* const a1 = reinterpret_cast<const float*>((b->arena + b->arena_offsets[0]));
+  auto* const a2 = reinterpret_cast<float*>((b->arena + b->arena_offsets[1]));
   const int64_t sym0 = b->symbols[0];
   //   sym0: the symbolic dim 'batch', 1..16
   const int64_t sym1 = b->symbols[1];

@@ -25,8 +25,8 @@ __global__ void __launch_bounds__(256) stitch_g3_reducemean(const float* __restr
 }
 
 int32_t stitch_group_3(const stitch_abi_buffers* b, char* error, size_t error_size) {
-  auto* const a0 = reinterpret_cast<const float*>((b->arena + 2129920));
-  auto* const a1 = reinterpret_cast<float*>((b->arena + 0));
+  auto* const a0 = reinterpret_cast<const float*>((b->arena + b->arena_offsets[2]));
+  auto* const a1 = reinterpret_cast<float*>((b->arena + b->arena_offsets[3]));
   const int64_t sym0 = b->symbols[0];
   //   sym0: the symbolic dim 'batch', 1..16
   const int64_t sym1 = b->symbols[1];

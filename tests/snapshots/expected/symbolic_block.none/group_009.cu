@@ -8,9 +8,9 @@
 
 // node 'h/MatMul' (MatMul): float32[batch,seq,128] <- float32[batch,seq,64], float32[64,128]
 int32_t stitch_group_9(const stitch_abi_buffers* b, char* error, size_t error_size) {
-  const float* const lhs = reinterpret_cast<const float*>((b->arena + 2097152));
+  const float* const lhs = reinterpret_cast<const float*>((b->arena + b->arena_offsets[8]));
   const float* const rhs = reinterpret_cast<const float*>((b->weights + 768));
-  float* const result = reinterpret_cast<float*>((b->arena + 4194304));
+  float* const result = reinterpret_cast<float*>((b->arena + b->arena_offsets[9]));
   const int64_t sym0 = b->symbols[0];
   //   sym0: the symbolic dim 'batch', 1..16
   const int64_t sym1 = b->symbols[1];

@@ -20,9 +20,9 @@ __global__ void __launch_bounds__(256) stitch_g10_add(const float* __restrict__ 
 }
 
 int32_t stitch_group_10(const stitch_abi_buffers* b, char* error, size_t error_size) {
-  auto* const a0 = reinterpret_cast<const float*>((b->arena + 4194304));
+  auto* const a0 = reinterpret_cast<const float*>((b->arena + b->arena_offsets[9]));
   auto* const a1 = reinterpret_cast<const float*>((b->weights + 33536));
-  auto* const a2 = reinterpret_cast<float*>((b->arena + 0));
+  auto* const a2 = reinterpret_cast<float*>((b->arena + b->arena_offsets[10]));
   const int64_t sym0 = b->symbols[0];
   //   sym0: the symbolic dim 'batch', 1..16
   const int64_t sym1 = b->symbols[1];

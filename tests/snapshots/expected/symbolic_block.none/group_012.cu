@@ -8,9 +8,9 @@
 
 // node 'o/MatMul' (MatMul): float32[batch,seq,64] <- float32[batch,seq,128], float32[128,64]
 int32_t stitch_group_12(const stitch_abi_buffers* b, char* error, size_t error_size) {
-  const float* const lhs = reinterpret_cast<const float*>((b->arena + 4194304));
+  const float* const lhs = reinterpret_cast<const float*>((b->arena + b->arena_offsets[11]));
   const float* const rhs = reinterpret_cast<const float*>((b->weights + 34048));
-  float* const result = reinterpret_cast<float*>((b->arena + 0));
+  float* const result = reinterpret_cast<float*>((b->arena + b->arena_offsets[12]));
   const int64_t sym0 = b->symbols[0];
   //   sym0: the symbolic dim 'batch', 1..16
   const int64_t sym1 = b->symbols[1];

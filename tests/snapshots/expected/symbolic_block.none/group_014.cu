@@ -20,7 +20,7 @@ __global__ void __launch_bounds__(256) stitch_g14_mul(const float* __restrict__ 
 }
 
 int32_t stitch_group_14(const stitch_abi_buffers* b, char* error, size_t error_size) {
-  auto* const a0 = reinterpret_cast<const float*>((b->arena + 2097152));
+  auto* const a0 = reinterpret_cast<const float*>((b->arena + b->arena_offsets[13]));
   auto* const a1 = reinterpret_cast<const float*>(static_cast<unsigned char*>(b->inputs[1]));
   auto* const a2 = reinterpret_cast<float*>(static_cast<unsigned char*>(b->outputs[0]));
   const int64_t sym0 = b->symbols[0];

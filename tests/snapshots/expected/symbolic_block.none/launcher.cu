@@ -72,6 +72,42 @@ static void stitch_output_dims(const int64_t* symbols, int64_t* dims) {
   dims[2] = 64;
 }
 
+// Each arena slot's bytes at the symbols' values of a run (the ABI's arena_slot_bytes).
+static void stitch_arena_slot_bytes(const int64_t* symbols, uint64_t* bytes) {
+  const int64_t sym0 = symbols[0];
+  //   sym0: the symbolic dim 'batch', 1..16
+  const int64_t sym1 = symbols[1];
+  //   sym1: the symbolic dim 'seq', 1..512
+  // 'ln/LayerNormalization/Mean' float32 [batch,seq,1]
+  bytes[0] = static_cast<uint64_t>((sym0 * sym1 * 4));
+  // 'ln/LayerNormalization/Deviation' float32 [batch,seq,64]
+  bytes[1] = static_cast<uint64_t>((sym0 * sym1 * 256));
+  // 'ln/LayerNormalization/Square' float32 [batch,seq,64]
+  bytes[2] = static_cast<uint64_t>((sym0 * sym1 * 256));
+  // 'ln/LayerNormalization/Variance' float32 [batch,seq,1]
+  bytes[3] = static_cast<uint64_t>((sym0 * sym1 * 4));
+  // 'ln/LayerNormalization/VarianceEpsilon' float32 [batch,seq,1]
+  bytes[4] = static_cast<uint64_t>((sym0 * sym1 * 4));
+  // 'ln/LayerNormalization/StdDev' float32 [batch,seq,1]
+  bytes[5] = static_cast<uint64_t>((sym0 * sym1 * 4));
+  // 'ln/LayerNormalization/Normalized' float32 [batch,seq,64]
+  bytes[6] = static_cast<uint64_t>((sym0 * sym1 * 256));
+  // 'ln/LayerNormalization/Scaled' float32 [batch,seq,64]
+  bytes[7] = static_cast<uint64_t>((sym0 * sym1 * 256));
+  // 'ln' float32 [batch,seq,64]
+  bytes[8] = static_cast<uint64_t>((sym0 * sym1 * 256));
+  // 'h' float32 [batch,seq,128]
+  bytes[9] = static_cast<uint64_t>((sym0 * sym1 * 512));
+  // 'hb' float32 [batch,seq,128]
+  bytes[10] = static_cast<uint64_t>((sym0 * sym1 * 512));
+  // 'hr' float32 [batch,seq,128]
+  bytes[11] = static_cast<uint64_t>((sym0 * sym1 * 512));
+  // 'o' float32 [batch,seq,64]
+  bytes[12] = static_cast<uint64_t>((sym0 * sym1 * 256));
+  // 'res' float32 [batch,seq,64]
+  bytes[13] = static_cast<uint64_t>((sym0 * sym1 * 256));
+}
+
 extern "C" const stitch_abi_model* stitch_generated_model(void) {
   static const stitch_abi_tensor inputs[] = {
       {stitch_blob_string(66816), 1, 3, {-1, -1, 64, 0, 0, 0, 0, 0}, 2097152, {0, 1, 0, 0, 0, 0, 0, 0}},
@@ -82,6 +118,53 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
   static const stitch_abi_symbol symbols[] = {
       {stitch_blob_string(66825), 1, 16},
       {stitch_blob_string(66831), 1, 512}};
+  // The arena's slots laid out at the symbols' maxima (stitch_context_create's),
+  // and the steps that placed them in the plan's order: a slot's index allocates it,
+  // ~index releases it (a context for smaller maxima replays them).
+  static const int64_t arena_offsets[] = {
+      0,
+      32768,
+      2129920,
+      0,
+      2129920,
+      0,
+      2129920,
+      0,
+      2097152,
+      4194304,
+      0,
+      4194304,
+      0,
+      2097152};
+  static const int32_t arena_steps[] = {
+      0,
+      1,
+      ~0,
+      2,
+      3,
+      ~2,
+      4,
+      ~3,
+      5,
+      ~4,
+      6,
+      ~1,
+      ~5,
+      7,
+      ~6,
+      8,
+      ~7,
+      9,
+      ~8,
+      10,
+      ~9,
+      11,
+      ~10,
+      12,
+      ~11,
+      13,
+      ~12,
+      ~13};
   // How the library was built (stitch_library_build_info); the strings are in the blob.
   static const stitch_abi_build_info build_info = {
     stitch_blob_string(66835), // stitchc version
@@ -110,6 +193,7 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     0, // cooperative launches
     nullptr, // what depends on the device
     2, symbols, stitch_output_dims, // symbolic dims
+    14, arena_offsets, 28, arena_steps, stitch_arena_slot_bytes, // the arena's slots
   };
   return &model;
 }

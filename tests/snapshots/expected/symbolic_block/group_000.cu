@@ -91,7 +91,7 @@ int32_t stitch_group_0(const stitch_abi_buffers* b, char* error, size_t error_si
   auto* const a0 = reinterpret_cast<const float*>(static_cast<unsigned char*>(b->inputs[0]));
   auto* const a1 = reinterpret_cast<const float*>((b->weights + 256));
   auto* const a2 = reinterpret_cast<const float*>((b->weights + 512));
-  auto* const a3 = reinterpret_cast<float*>((b->arena + 0));
+  auto* const a3 = reinterpret_cast<float*>((b->arena + b->arena_offsets[0]));
   const int64_t sym0 = b->symbols[0];
   //   sym0: the symbolic dim 'batch', 1..16
   const int64_t sym1 = b->symbols[1];

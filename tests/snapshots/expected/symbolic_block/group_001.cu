@@ -12,10 +12,10 @@
 // epilogue: node 'hb/Add' (Add): float32[batch,seq,128] <- float32[batch,seq,128], float32[128]
 // epilogue: node 'hr/Relu' (Relu): float32[batch,seq,128] <- float32[batch,seq,128]
 int32_t stitch_group_1(const stitch_abi_buffers* b, char* error, size_t error_size) {
-  const float* const lhs = reinterpret_cast<const float*>((b->arena + 0));
+  const float* const lhs = reinterpret_cast<const float*>((b->arena + b->arena_offsets[0]));
   const float* const rhs = reinterpret_cast<const float*>((b->weights + 768));
   const float* const addend1 = reinterpret_cast<const float*>((b->weights + 33536));
-  float* const result = reinterpret_cast<float*>((b->arena + 2097152));
+  float* const result = reinterpret_cast<float*>((b->arena + b->arena_offsets[1]));
   const int64_t sym0 = b->symbols[0];
   //   sym0: the symbolic dim 'batch', 1..16
   const int64_t sym1 = b->symbols[1];

@@ -32,7 +32,7 @@ __global__ void __launch_bounds__(256) stitch_g3_local(const float* __restrict__
 }
 
 int32_t stitch_group_3(const stitch_abi_buffers* b, char* error, size_t error_size) {
-  auto* const a0 = reinterpret_cast<const float*>((b->arena + 0));
+  auto* const a0 = reinterpret_cast<const float*>((b->arena + b->arena_offsets[2]));
   auto* const a1 = reinterpret_cast<const float*>(static_cast<unsigned char*>(b->inputs[0]));
   auto* const a2 = reinterpret_cast<const float*>(static_cast<unsigned char*>(b->inputs[1]));
   auto* const a3 = reinterpret_cast<float*>(static_cast<unsigned char*>(b->outputs[0]));

@@ -39,6 +39,20 @@ static void stitch_output_dims(const int64_t* symbols, int64_t* dims) {
   dims[2] = 64;
 }
 
+// Each arena slot's bytes at the symbols' values of a run (the ABI's arena_slot_bytes).
+static void stitch_arena_slot_bytes(const int64_t* symbols, uint64_t* bytes) {
+  const int64_t sym0 = symbols[0];
+  //   sym0: the symbolic dim 'batch', 1..16
+  const int64_t sym1 = symbols[1];
+  //   sym1: the symbolic dim 'seq', 1..512
+  // 'ln' float32 [batch,seq,64]
+  bytes[0] = static_cast<uint64_t>((sym0 * sym1 * 256));
+  // 'hr' float32 [batch,seq,128]
+  bytes[1] = static_cast<uint64_t>((sym0 * sym1 * 512));
+  // 'o' float32 [batch,seq,64]
+  bytes[2] = static_cast<uint64_t>((sym0 * sym1 * 256));
+}
+
 extern "C" const stitch_abi_model* stitch_generated_model(void) {
   static const stitch_abi_tensor inputs[] = {
       {stitch_blob_string(66816), 1, 3, {-1, -1, 64, 0, 0, 0, 0, 0}, 2097152, {0, 1, 0, 0, 0, 0, 0, 0}},
@@ -49,6 +63,20 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
   static const stitch_abi_symbol symbols[] = {
       {stitch_blob_string(66825), 1, 16},
       {stitch_blob_string(66831), 1, 512}};
+  // The arena's slots laid out at the symbols' maxima (stitch_context_create's),
+  // and the steps that placed them in the plan's order: a slot's index allocates it,
+  // ~index releases it (a context for smaller maxima replays them).
+  static const int64_t arena_offsets[] = {
+      0,
+      2097152,
+      0};
+  static const int32_t arena_steps[] = {
+      0,
+      1,
+      ~0,
+      2,
+      ~1,
+      ~2};
   // How the library was built (stitch_library_build_info); the strings are in the blob.
   static const stitch_abi_build_info build_info = {
     stitch_blob_string(66835), // stitchc version
@@ -77,6 +105,7 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     0, // cooperative launches
     nullptr, // what depends on the device
     2, symbols, stitch_output_dims, // symbolic dims
+    3, arena_offsets, 6, arena_steps, stitch_arena_slot_bytes, // the arena's slots
   };
   return &model;
 }

@@ -72,6 +72,7 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     0, // cooperative launches
     nullptr, // what depends on the device
     0, nullptr, nullptr, // symbolic dims: none
+    0, nullptr, 0, nullptr, nullptr, // the arena's slots: fixed offsets
   };
   return &model;
 }
