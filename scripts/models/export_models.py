@@ -91,25 +91,31 @@ class NarrowResNet(resnet.ResNet):
         self.fc = nn.Linear(widths[3], num_classes)
 
 
-def build_resnet18(gen):
+def build_resnet18(gen, batch=None):
     config = {"layers": [2, 2, 2, 2], "widths": [16, 32, 64, 128], "num_classes": 10,
               "image": [1, 3, 64, 64]}
+    if batch is not None:
+        config["image"][0] = batch
     model = NarrowResNet(config["layers"], config["widths"], config["num_classes"])
     randomize_norms(model, gen)
     x = torch.randn(config["image"], generator=gen)
     return model, (x,), [image_input(x.shape)], ["logits"], config
 
 
-def build_mobilenet_v2(gen):
+def build_mobilenet_v2(gen, batch=None):
     config = {"width_mult": 0.25, "num_classes": 10, "image": [1, 3, 64, 64]}
+    if batch is not None:
+        config["image"][0] = batch
     model = mobilenet_v2(width_mult=config["width_mult"], num_classes=config["num_classes"])
     randomize_norms(model, gen)
     x = torch.randn(config["image"], generator=gen)
     return model, (x,), [image_input(x.shape)], ["logits"], config
 
 
-def build_efficientnet_b0(gen):
+def build_efficientnet_b0(gen, batch=None):
     config = {"width_mult": 0.25, "depth_mult": 0.5, "num_classes": 10, "image": [1, 3, 64, 64]}
+    if batch is not None:
+        config["image"][0] = batch
     setting, last_channel = efficientnet._efficientnet_conf(
         "efficientnet_b0", width_mult=config["width_mult"], depth_mult=config["depth_mult"])
     model = efficientnet.EfficientNet(setting, dropout=0.2, num_classes=config["num_classes"],
@@ -295,6 +301,43 @@ def build_decoder_block(gen, batch=None, sequence=None):
     return model, (x,), [spec], ["y"], config
 
 
+class DecoderStep(DecoderBlock):
+    """The decoder block as a server runs it with a key-value cache: the new tokens attend to
+    the cached keys and values of the `past` tokens before them and to each other (causally:
+    token i sees the past and new tokens up to i, a mask built with tril shifted by the past
+    length), and the step returns the extended keys and values for the next one."""
+
+    def forward(self, x, past_k, past_v):
+        batch, seq, hidden = x.shape
+        q, k, v = self.qkv(self.norm1(x)).split(hidden, dim=-1)
+        q, k, v = (t.reshape(batch, seq, self.heads, hidden // self.heads).transpose(1, 2) for t in (q, k, v))
+        k = torch.cat([past_k, k], dim=2)
+        v = torch.cat([past_v, v], dim=2)
+        past = past_k.shape[2]
+        scores = q @ k.transpose(-2, -1) / (hidden // self.heads) ** 0.5
+        seen = torch.ones(seq, past + seq, dtype=torch.bool, device=x.device).tril(past)
+        scores = scores.masked_fill(~seen, float("-inf"))
+        attn = torch.softmax(scores, dim=-1) @ v
+        x = x + self.proj(attn.transpose(1, 2).reshape(batch, seq, hidden))
+        return x + self.fc2(nn.functional.gelu(self.fc1(self.norm2(x)))), k, v
+
+
+def build_decoder_step(gen, batch=None, sequence=None, past=None):
+    config = {"hidden": 64, "heads": 4, "ffn": 256, "batch": 2, "sequence": 4, "past": 12}
+    example_shape(config, batch, sequence)
+    if past is not None:
+        config["past"] = past
+    model = DecoderStep(config["hidden"], config["heads"], config["ffn"])
+    randomize_norms(model, gen)
+    head = config["hidden"] // config["heads"]
+    x = torch.randn(config["batch"], config["sequence"], config["hidden"], generator=gen)
+    cache = [config["batch"], config["heads"], config["past"], head]
+    past_k, past_v = (torch.randn(cache, generator=gen) for _ in range(2))
+    specs = [{"name": name, "dtype": "float32", "shape": list(t.shape), "fill": "normal"}
+             for name, t in (("x", x), ("past_k", past_k), ("past_v", past_v))]
+    return model, (x, past_k, past_v), specs, ["y", "k", "v"], config
+
+
 BUILDERS = {
     "resnet18": build_resnet18,
     "mobilenet_v2": build_mobilenet_v2,
@@ -303,6 +346,7 @@ BUILDERS = {
     "gpt2": build_gpt2,
     "vit": build_vit,
     "decoder_block": build_decoder_block,
+    "decoder_step": build_decoder_step,
     "llama": build_llama,
 }
 
@@ -336,9 +380,9 @@ FIXTURES = [
 # "seq" on every input and output ({input or output name: {axis: dim name}}), and the range of
 # each dim (inputs.json's "dims"). The example size the exporters trace with is not 1 and no
 # other size in the model, so that neither exporter specializes a dim or confuses two of them;
-# seq's maximum is the models' 64 positions (BERT's and GPT-2's position tables end there). ViT
-# keeps its image size, so only its batch is symbolic; its images have 3 channels, so its
-# example batch is 5.
+# seq's maximum is the models' 64 positions (BERT's and GPT-2's position tables end there). The
+# image models (ViT, ResNet-18, MobileNetV2, EfficientNet-B0) keep their image size, so only their batch is
+# symbolic; their images have 3 channels, so their example batch is 5.
 BATCH = {"min": 1, "max": 8, "example": 3}
 SEQ = {"min": 1, "max": 64, "example": 12}
 TOKENS = {0: "batch", 1: "seq"}  # [batch, seq] token inputs, [batch, seq, ...] outputs
@@ -347,6 +391,15 @@ BERT_DIMS = {"input_ids": TOKENS, "attention_mask": TOKENS, "token_type_ids": TO
              "last_hidden_state": TOKENS, "pooler_output": {0: "batch"}}
 LM_DIMS = {"input_ids": TOKENS, "attention_mask": TOKENS, "logits": TOKENS}
 BLOCK_DIMS = {"x": TOKENS, "y": TOKENS}
+IMAGES = {"pixels": {0: "batch"}, "logits": {0: "batch"}}  # image models: only the batch
+# A decode step with a key-value cache: new tokens [batch, seq], cached ones [batch, heads,
+# past, dim]; the returned keys and values hold past + seq tokens ("total").
+STEP_DIMS = {"x": TOKENS, "y": TOKENS, "past_k": {0: "batch", 2: "past"},
+             "past_v": {0: "batch", 2: "past"}, "k": {0: "batch", 2: "total"},
+             "v": {0: "batch", 2: "total"}}
+STEP = {"batch": BATCH, "seq": {"min": 1, "max": 16, "example": 3},
+        "past": {"min": 1, "max": 64, "example": 13}}
+IMAGE_BATCH = {"batch": dict(BATCH, example=5)}
 DYNAMIC_FIXTURES = [
     ("bert_ts16", "bert", "torchscript", 16, BERT_DIMS, TEXT),
     ("bert_dynamo17", "bert", "dynamo", 17, BERT_DIMS, TEXT),
@@ -356,10 +409,13 @@ DYNAMIC_FIXTURES = [
     ("llama_dynamo18", "llama", "dynamo", 18, LM_DIMS, TEXT),
     ("decoder_block_ts20", "decoder_block", "torchscript", 20, BLOCK_DIMS, TEXT),
     ("decoder_block_dynamo22", "decoder_block", "dynamo", 22, BLOCK_DIMS, TEXT),
-    ("vit_ts18", "vit", "torchscript", 18, {"pixels": {0: "batch"}, "logits": {0: "batch"}},
-     {"batch": dict(BATCH, example=5)}),
+    ("vit_ts18", "vit", "torchscript", 18, IMAGES, IMAGE_BATCH),
+    ("resnet18_ts13", "resnet18", "torchscript", 13, IMAGES, IMAGE_BATCH),
+    ("mobilenet_v2_dynamo19", "mobilenet_v2", "dynamo", 19, IMAGES, IMAGE_BATCH),
+    ("efficientnet_b0_ts15", "efficientnet_b0", "torchscript", 15, IMAGES, IMAGE_BATCH),
+    ("decoder_step_ts17", "decoder_step", "torchscript", 17, STEP_DIMS, STEP),
 ]
-BUILDER_DIMS = {"batch": "batch", "seq": "sequence"}  # dim name -> the builders' keyword
+BUILDER_DIMS = {"batch": "batch", "seq": "sequence", "past": "past"}  # dim -> builder keyword
 
 # ---------------------------------------------------------------------------------------------
 # Export and checks.

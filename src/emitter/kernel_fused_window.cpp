@@ -98,6 +98,10 @@ void emit_fused_window(const GroupEmitContext& ctx, CodeWriter& out) {
   const TensorId data = wn.inputs[0], result = wn.outputs[0];
   const Shape& in = g.tensor(data).shape;
   const Shape& shape = g.tensor(result).shape;
+  // Over symbolic dims (the images or channels; legality keeps the spatial axes fixed), operands
+  // are indexed by their symbolic shapes against these.
+  const SymShape in_dims = g.tensor(data).sym_shape(), dims = g.tensor(result).sym_shape();
+  const bool symbolic = !is_static(in_dims);
   if (g.tensor(result).dtype != DType::Float32)
     ctx.spec_error(fmt::format("a window op on {}", dtype_name(g.tensor(result).dtype)));
   const WindowGeometry& w = spec.geometry;
@@ -113,13 +117,19 @@ void emit_fused_window(const GroupEmitContext& ctx, CodeWriter& out) {
   for (int32_t n : producers)
     for (TensorId t : value_operands(g.nodes[n]))
       if (t != kNoTensor) tap_reads.push_back(t);
+  // Over symbolic dims by the symbolic shapes: at a planning binding of 1, [1,C,H,W] and
+  // [batch,C,H,W] have one shape but are read differently.
+  auto coordinates = [&](TensorId t, const Shape& against, const SymShape& against_dims) {
+    if (!symbolic) return needs_coordinates(g.tensor(t).shape, against);
+    return g.tensor(t).sym_shape() != against_dims &&
+           !(!g.tensor(t).is_dynamic() && g.tensor(t).elements() == 1);
+  };
   for (TensorId t : tap_reads)
-    tap_coordinates |=
-        !made_before.count(t) && sig.inputs.count(t) && needs_coordinates(g.tensor(t).shape, in);
+    tap_coordinates |= !made_before.count(t) && sig.inputs.count(t) && coordinates(t, in, in_dims);
   for (int32_t n : consumers)
     for (TensorId t : value_operands(g.nodes[n]))
       output_coordinates |= t != kNoTensor && t != result && !made_after.count(t) &&
-                            sig.inputs.count(t) && needs_coordinates(g.tensor(t).shape, shape);
+                            sig.inputs.count(t) && coordinates(t, shape, dims);
 
   const std::string kernel = fused_kernel_name(ctx);
   fused_kernel_banner(ctx, sig, group.nodes,
@@ -129,9 +139,16 @@ void emit_fused_window(const GroupEmitContext& ctx, CodeWriter& out) {
                                   group.id, producers.size(), w.taps(), wn.name, op_name(wn.op),
                                   consumers.size()),
                       out);
-  out.open(kernel_head(ctx, kernel, sig.params));
-  out.linef("const int64_t n = {};  // elements of {}", shape_elements(shape),
-            shape_to_string(shape));
+  std::vector<std::string> params = sig.params;
+  for (const std::string& p : launch_symbol_params(ctx))
+    params.push_back(p);
+  out.open(kernel_head(ctx, kernel, params));
+  if (symbolic)
+    out.linef("const int64_t n = {};  // elements of {}", dim_code(g, sym_elements(dims)),
+              sym_shape_to_string(dims));
+  else
+    out.linef("const int64_t n = {};  // elements of {}", shape_elements(shape),
+              shape_to_string(shape));
   out.line("const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;");
   out.line("const int64_t stride = int64_t(gridDim.x) * blockDim.x;");
   out.open("for (int64_t i = first; i < n; i += stride)");
@@ -158,16 +175,19 @@ void emit_fused_window(const GroupEmitContext& ctx, CodeWriter& out) {
     std::string offset = open_tap_loops(out, w, "p");
     out.linef("const int64_t at = plane * {} + {}; // the tap's element of the window's input",
               shape_elements(w.in), offset);
-    if (tap_coordinates) emit_coordinates(out, in, "at", "a");
-    ValueScope taps(ctx, producers, out,
-                    [&](TensorId t) { return load_broadcast(ctx, sig, t, in, out, "at", "a"); });
+    if (tap_coordinates) emit_coordinates(out, in, "at", "a", symbolic ? &in_dims : nullptr);
+    ValueScope taps(ctx, producers, out, [&](TensorId t) {
+      return load_broadcast(ctx, sig, t, in, out, "at", "a", symbolic ? &in_dims : nullptr);
+    });
     out.line(fold.per_tap(taps.value(data)));
     close_tap_loops(out, w);
   }
   out.linef("const float window = {};", fold.result);
-  if (output_coordinates) emit_coordinates(out, shape);
+  if (output_coordinates) emit_coordinates(out, shape, "i", "c", symbolic ? &dims : nullptr);
   ValueScope after(ctx, consumers, out, [&](TensorId t) {
-    return t == result ? std::string("window") : load_broadcast(ctx, sig, t, shape, out);
+    return t == result
+               ? std::string("window")
+               : load_broadcast(ctx, sig, t, shape, out, "i", "c", symbolic ? &dims : nullptr);
   });
   for (TensorId t : spec.io.writes)
     out.linef("{}[i] = {};", sig.outputs.at(t), after.value(t));

@@ -1,7 +1,8 @@
 // The pooling kernels: MaxPool (with its optional int64 Indices output) and AveragePool, over
 // any number of spatial axes. One thread per output element, grid-stride, on the plan's flat
-// launch over output 0. A thread finds its window's start on each spatial axis and walks the
-// taps inside the input in row-major order, with loop bounds clamped to the input by
+// launch over output 0 (over symbolic dims, the run's elements: the images and channels may be
+// symbolic, the spatial axes are fixed). A thread finds its window's start on each spatial axis and
+// walks the taps inside the input in row-major order, with loop bounds clamped to the input by
 // stitch::window::first_tap / end_tap (stitch_window.cuh), so no tap tests its bounds:
 //
 //   MaxPool      the first largest value (a later equal one does not replace it, as in the
@@ -38,12 +39,20 @@ void emit_output_coordinates(CodeWriter& out, const WindowGeometry& w, const std
   }
 }
 
+// The kernel's signature (with the symbols it takes, over symbolic dims) and its loop over the
+// output's elements, `y`: the run's count over symbolic dims (its images or channels).
 void emit_kernel_head(const GroupEmitContext& ctx, CodeWriter& out, const std::string& kernel,
-                      const std::vector<std::string>& params, int64_t n) {
+                      std::vector<std::string> params, const Tensor& y) {
   out.comment(describe_node(ctx.graph(), ctx.node()));
+  for (const std::string& p : launch_symbol_params(ctx))
+    params.push_back(p);
   out.open(fmt::format("__global__ void __launch_bounds__({}) {}({})", ctx.group().launch.block[0],
                        kernel, fmt::join(params, ", ")));
-  out.linef("const int64_t n = {};", n);
+  if (y.is_dynamic())
+    out.linef("const int64_t n = {}; // elements of {}",
+              dim_code(ctx.graph(), sym_elements(y.sym_shape())), sym_shape_to_string(y.dims));
+  else
+    out.linef("const int64_t n = {};", y.elements());
   out.line("const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;");
   out.line("const int64_t stride = int64_t(gridDim.x) * blockDim.x;");
   out.open("for (int64_t i = first; i < n; i += stride)");
@@ -64,7 +73,7 @@ void emit_max_pool(const GroupEmitContext& ctx, CodeWriter& out, const WindowGeo
   std::vector<std::string> params = {fmt::format("const {}* __restrict__ x", storage),
                                      fmt::format("{}* __restrict__ y", storage)};
   if (with_indices) params.push_back("int64_t* __restrict__ indices");
-  emit_kernel_head(ctx, out, kernel, params, y.elements());
+  emit_kernel_head(ctx, out, kernel, params, y);
   emit_output_coordinates(out, w, storage);
   out.linef("{} best = stitch::window::lowest<{}>();", type, type);
   out.line("int64_t best_at = -1; // offset of `best` in the plane, -1 before the first tap");
@@ -113,7 +122,7 @@ void emit_average_pool(const GroupEmitContext& ctx, CodeWriter& out, const Windo
   emit_kernel_head(ctx, out, kernel,
                    {fmt::format("const {}* __restrict__ x", storage),
                     fmt::format("{}* __restrict__ y", storage)},
-                   y.elements());
+                   y);
   emit_output_coordinates(out, w, storage);
   emit_average_pool_count(out, w, include_pad);
   out.linef("{} sum = 0;", type);

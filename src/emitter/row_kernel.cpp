@@ -102,11 +102,17 @@ void LineLoop::open_lines(CodeWriter& out) const {
     break;
   }
   out.open("for (int64_t line = first_line; line < lines; line += line_stride)");
-  // Over symbolic dims the lines are rows of `length` contiguous elements (legality).
-  out.linef("const int64_t base = {};", space_.length_dims ? std::string("line * length")
-                                        : launch.work_per_block > 0
-                                            ? fmt::format("line * {}", space_.length)
-                                            : line_base());
+  // Over symbolic dims the lines are rows of `length` contiguous elements, or columns of
+  // `length` elements `inner` apart (legality's symbolic_lines).
+  const bool symbolic = space_.length_dims || launch.work_per_block > 0;
+  const std::string length = space_.length_dims ? "length" : std::to_string(space_.length);
+  if (!symbolic)
+    out.linef("const int64_t base = {};", line_base());
+  else if (space_.inner == 1)
+    out.linef("const int64_t base = line * {};", length);
+  else
+    out.linef("const int64_t base = (line / {0}) * ({1} * {0}) + line % {0};", space_.inner,
+              length);
 }
 
 void LineLoop::open_elements(CodeWriter& out) const {
@@ -121,6 +127,10 @@ std::string LineLoop::line_base() const {
 }
 
 std::string LineLoop::element_offset(const std::string& k) const {
+  // Over symbolic dims, elements `inner` apart (legality's symbolic_lines), whatever axes the
+  // planning binding dropped from the space.
+  if (space_.length_dims || ctx_.group().launch.work_per_block > 0)
+    return space_.inner == 1 ? k : fmt::format("{} * {}", k, space_.inner);
   std::vector<std::pair<int64_t, int64_t>> reduced;
   for (size_t d = 0; d < space_.dims.size(); ++d)
     if (space_.reduced[d]) reduced.emplace_back(space_.dims[d], strides_[d]);

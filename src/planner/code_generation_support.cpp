@@ -161,8 +161,9 @@ void refuse_symbolic_nodes(const Graph& graph) {
   throw UserError(node_error_site(graph, *first),
                   fmt::format("cannot generate code over the symbolic dims {} here: {}{}. Over "
                               "symbolic dims stitchc generates pointwise ops, row reductions, "
-                              "normalizations of fixed rows, matrix products and convolutions "
-                              "(over a symbolic batch) through the libraries, Gathers, "
+                              "normalizations of fixed rows, attention, matrix products and "
+                              "convolutions (over a symbolic batch) through the libraries, "
+                              "pooling windows (over symbolic images and channels), Gathers, "
                               "Transposes, Slices, Concats, Ranges, Trilus, fills and views so "
                               "far; bind each dim with --dim NAME=VALUE",
                               fmt::join(symbols, ", "), reason, rest));

@@ -3,25 +3,33 @@
 //
 // A group qualifies when the symbols change only how much work its kernel or library call does,
 // never how one work item is computed:
-//   - a pointwise kernel (one node, or a Local group without movement nodes) whose iteration's
-//     elements are the work: every operand it reads broadcasts to the iteration over the
-//     symbols (broadcasts_over_symbols);
-//   - a row reduction or a Regional group (row ops and their pointwise neighbours) whose rows
-//     are the work and whose row is fixed: every tensor is per element, per row, or the same
-//     for every row (row_space_index); row lookups (Gather) not yet;
-//   - a matrix product through the library whose M alone depends on the symbols (A's leading
-//     dims, folded into M), B and every addend's layout fixed;
+//   - a pointwise kernel (one node, or a Local group, its movement nodes included where each
+//     map holds at every shape: moves_support) whose iteration's elements are the work: every
+//     operand it reads broadcasts to the iteration over the symbols (broadcasts_over_symbols);
+//   - a row reduction (rows of any length) or a Regional group (row ops and their pointwise
+//     neighbours, row lookups included) whose rows are the work and whose row is fixed: every
+//     tensor is per element, per row, broadcast along some row axes, or the same for every row;
+//   - a matrix product or a convolution through the library over symbolic extents
+//     (GemmSpec::symbolic, ConvSpec::batch_dims), and the attention kernel over the run's heads,
+//     queries and keys (attention_support);
+//   - a pooling window, alone or in a Local group with its pointwise producers and consumers,
+//     whose spatial axes are fixed: the output's elements are the work (window_group_support);
+//   - Gathers, GatherNDs, Concats, Transposes, Slices, Range, ConstantOfShape and Trilu, one
+//     thread per output element over the run's extents;
 //   - a view, which has no code.
 // Vectors of 16 bytes need every operand whole or a fixed scalar over every shape, not only at
 // the planning binding. The launch is sized for the symbols' maxima and covers the actual work
 // per run (LaunchConfig::work).
 #include "planner/legality_internal.h"
 
+#include <set>
+
 #include "graph/error.h"
 #include "graph/infer_context.h"
 #include "graph/op_params.h"
 #include "graph/reductions.h"
 #include "planner/launch_config.h"
+#include "planner/reduction_mapping.h"
 
 namespace stitch::legality {
 
@@ -227,19 +235,12 @@ FusionDecision row_space_index(const Graph& g, TensorId t, const SymRowSpace& sp
   return FusionDecision::ok();
 }
 
-// The axes a Reduce* node reduces, per input axis.
-std::vector<bool> reduced_axes(const Graph& g, const Node& node) {
-  NodeContext nc(g, node);
-  return read_reduce_params(nc).reduced;
-}
-
-// A row reduction over symbolic dims: the reduced axes trailing (after them only axes of 1), so
-// that each line is `length` contiguous elements at line * length. Its lines and length, each
-// of which may depend on the symbols.
-FusionDecision symbolic_rows(const Graph& g, const Node& node, DimExpr& lines, DimExpr& length) {
-  if (reduction_rule(node.op) == nullptr)
-    return FusionDecision::no(
-        fmt::format("no kernel for {} over symbolic dims yet", op_name(node.op)));
+// A reduction over symbolic dims: its reduced axes one block (after merging, and dropping axes
+// of 1), the kept axes after it fixed, so that each line is `length` elements `inner` apart
+// (a row where `inner` is 1) at (line / inner) * length * inner + line % inner. Its lines and
+// length, each of which may depend on the symbols, and `inner`, fixed.
+FusionDecision symbolic_lines(const Graph& g, const Node& node, DimExpr& lines, DimExpr& length,
+                              int64_t& inner) {
   const Tensor& x = g.tensor(node.inputs[0]);
   const SymShape dims = x.sym_shape();
   const std::vector<bool> reduced = reduced_axes(g, node);
@@ -248,18 +249,28 @@ FusionDecision symbolic_rows(const Graph& g, const Node& node, DimExpr& lines, D
     if (reduced[d] && !is_one(dims[d])) first = std::min(first, d);
   lines = 1;
   length = 1;
+  inner = 1;
   for (size_t d = 0; d < dims.size(); ++d) {
     if (d < first) {
       if (!reduced[d]) lines = lines * dims[d];
       continue;
     }
     if (is_one(dims[d])) continue;
-    if (!reduced[d])
+    if (!reduced[d]) {
+      if (!dims[d].is_constant())
+        return FusionDecision::no(fmt::format("'{}' {}: a reduction over symbolic dims keeps "
+                                              "the symbolic axis {} inside its lines",
+                                              x.name, dims_str(x), d));
+      inner *= dims[d].constant_value();
+      continue;
+    }
+    if (inner != 1)
       return FusionDecision::no(fmt::format("'{}' {}: a reduction over symbolic dims must reduce "
-                                            "trailing axes",
+                                            "one block of axes",
                                             x.name, dims_str(x)));
     length = length * dims[d];
   }
+  lines = lines * inner;
   return FusionDecision::ok();
 }
 
@@ -275,6 +286,59 @@ void row_symbolic_launch(const Graph& g, const DimExpr& lines, int64_t length,
   launch.work_per_block = mapping == ThreadMapping::Flat         ? launch.block[0]
                           : mapping == ThreadMapping::WarpPerRow ? launch.block[0] / 32
                                                                  : 1;
+}
+
+// A window (pooling, or a depthwise Conv) over symbolic dims: the symbols only in the image and
+// channel axes, its spatial axes fixed, so that the kernel takes the flat output index apart
+// by fixed spatial sizes and only the plane count (image * channels + channel) and the output's
+// elements depend on the run. A depthwise Conv's filter is indexed by the channel, which must
+// be fixed too.
+FusionDecision window_dims_support(const Graph& g, const Node& window, bool by_channel) {
+  const Tensor& x = g.tensor(window.inputs[0]);
+  const SymShape dims = x.sym_shape();
+  for (size_t d = by_channel ? 1 : 2; d < dims.size(); ++d)
+    if (!dims[d].is_constant())
+      return FusionDecision::no(
+          fmt::format("'{}' {}: a window over symbolic dims needs fixed {}", x.name, dims_str(x),
+                      by_channel ? "channels and spatial axes" : "spatial axes"));
+  return FusionDecision::ok();
+}
+
+// A Local group around a window over symbolic dims: fixed spatial axes, every operand read at
+// a tap broadcasting to the window's input and every operand read per output element to its
+// output over the symbols (the emitter indexes both by their symbolic shapes), one flat launch
+// over the output's elements.
+FusionDecision window_group_support(const Graph& g, const WindowSpec& spec,
+                                    const DeviceParams& device, LaunchConfig& launch) {
+  const Node& window = g.nodes[spec.window];
+  if (FusionDecision d = window_dims_support(g, window, spec.fold == WindowFold::Depthwise); !d)
+    return d;
+  const SymShape in = g.tensor(window.inputs[0]).sym_shape();
+  const SymShape out = g.tensor(window.outputs[0]).sym_shape();
+  std::set<TensorId> made;
+  for (int32_t n : spec.producers)
+    made.insert(g.nodes[n].outputs[0]);
+  for (int32_t n : spec.consumers)
+    made.insert(g.nodes[n].outputs[0]);
+  made.insert(window.outputs[0]);
+  std::vector<TensorId> at_taps = {window.inputs[0]}, per_output;
+  for (int32_t n : spec.producers)
+    for (TensorId t : value_operands(g.nodes[n]))
+      at_taps.push_back(t);
+  for (int32_t n : spec.consumers)
+    for (TensorId t : value_operands(g.nodes[n]))
+      per_output.push_back(t);
+  for (const auto& [reads, it] : {std::pair{&at_taps, &in}, std::pair{&per_output, &out}})
+    for (TensorId t : *reads)
+      if (t != kNoTensor && !made.count(t))
+        if (FusionDecision d = broadcasts_over_symbols(g, t, *it); !d) return d;
+  for (TensorId t : spec.io.writes)
+    if (g.tensor(t).sym_shape() != out)
+      return FusionDecision::no(fmt::format("the group writes '{}' {}, not the window's output {}",
+                                            g.tensor(t).name, dims_str(g.tensor(t)),
+                                            sym_shape_to_string(out)));
+  flat_symbolic_launch(g, sym_elements(out), 1, device, launch);
+  return FusionDecision::ok();
 }
 
 FusionDecision regional_support(const Graph& g, const std::vector<int32_t>& nodes,
@@ -335,7 +399,11 @@ FusionDecision regional_support(const Graph& g, const std::vector<int32_t>& node
     if (std::find(gathers.begin(), gathers.end(), n) != gathers.end()) continue; // checked above
     if (reduction_rule(node.op) != nullptr) {
       DimExpr lines, length;
-      if (FusionDecision d = symbolic_rows(g, node, lines, length); !d) return d;
+      int64_t inner = 1;
+      if (FusionDecision d = symbolic_lines(g, node, lines, length, inner); !d) return d;
+      if (inner != 1)
+        return FusionDecision::no(
+            fmt::format("{} reduces columns in a row group", op_name(node.op)));
       if (!length.is_constant())
         return FusionDecision::no(fmt::format("{} reduces rows of {} elements in a row group (over "
                                               "symbolic dims a row group's row is fixed)",
@@ -440,8 +508,9 @@ FusionDecision flat_copy_support(const Graph& g, const Node& node, const DeviceP
 
 // Along each symbolic axis a Slice reads from a start >= 0 with a positive step: what the
 // planning binding normalized is then the start at every shape (until the start passes the
-// axis's end, where the output is empty).
-FusionDecision slice_starts_hold(const Graph& g, const Node& node) {
+// axis's end, where the output is empty). With `from_end`, a negative start counts from the
+// run's end of the axis (the Slice kernel reads from max(dim + start, 0): x[:, -1:]).
+FusionDecision slice_starts_hold(const Graph& g, const Node& node, bool from_end = false) {
   const Tensor& data = g.tensor(node.inputs[0]);
   const SymShape dims = data.sym_shape();
   NodeContext nc(g, node);
@@ -462,20 +531,21 @@ FusionDecision slice_starts_hold(const Graph& g, const Node& node) {
   for (size_t i = 0; i < starts.size() && i < normalized.size() && i < steps.size(); ++i) {
     const DimExpr& d = dims[static_cast<size_t>(normalized[i])];
     if (d.is_constant()) continue;
-    if (starts[i] < 0 || steps[i] <= 0)
-      return FusionDecision::no(fmt::format("a Slice of the symbolic axis {} of '{}' {} from {} "
-                                            "step {} (over symbolic dims a start >= 0 and a "
-                                            "positive step)",
-                                            normalized[i], data.name, dims_str(data), starts[i],
-                                            steps[i]));
+    if ((starts[i] < 0 && !from_end) || steps[i] <= 0)
+      return FusionDecision::no(fmt::format(
+          "a Slice of the symbolic axis {} of '{}' {} from {} step {} (over symbolic dims a "
+          "positive step, and a start >= 0 {})",
+          normalized[i], data.name, dims_str(data), starts[i], steps[i],
+          from_end ? "or from the end" : "where the Slice is read through in a fused group"));
   }
   return FusionDecision::ok();
 }
 
 // A Slice over symbolic dims (kernel_movement_copy.cpp's symbolic read): along a symbolic axis
-// its start a constant >= 0 and its step positive, so that element c of the output reads input
-// element start + c * step at every shape (where the start passes the axis's end, the output
-// is empty there). Fixed axes slice as planned; ends only size the output.
+// its step positive and its start a constant >= 0 or counted from the run's end of the axis,
+// so that element c of the output reads input element start + c * step at every shape (where
+// the start passes the axis's end, the output is empty there). Fixed axes slice as planned;
+// ends only size the output.
 FusionDecision slice_support(const Graph& g, const Node& node, const DeviceParams& device,
                              LaunchConfig& launch) {
   const Tensor& data = g.tensor(node.inputs[0]);
@@ -491,7 +561,7 @@ FusionDecision slice_support(const Graph& g, const Node& node, const DeviceParam
                                                      : "steps",
                                             x.name, sym_shape_to_string(x.sym_values)));
   }
-  if (FusionDecision d = slice_starts_hold(g, node); !d) return d;
+  if (FusionDecision d = slice_starts_hold(g, node, true); !d) return d;
   flat_symbolic_launch(g, sym_elements(g.tensor(node.outputs[0]).sym_shape()), 1, device, launch);
   return FusionDecision::ok();
 }
@@ -834,15 +904,31 @@ FusionDecision group_support(const Graph& g, FusionGroup& group, const DevicePar
     }
     if (spec->reduction) {
       DimExpr lines, length;
-      if (FusionDecision d = symbolic_rows(g, node, lines, length); !d) return d;
-      if (!spec->reduction->rows() ||
-          g.planning_shape(SymShape{length}).front() != spec->reduction->length)
-        return FusionDecision::no("a reduction over symbolic dims whose lines are not rows");
-      if (!length.is_constant()) spec->reduction->length_dims = length;
-      row_symbolic_launch(g, lines, spec->reduction->length, group.mapping, device, group.launch);
+      int64_t inner = 1;
+      if (FusionDecision d = symbolic_lines(g, node, lines, length, inner); !d) return d;
+      // The kernel walks the lines as these give them at every shape (a planning binding of 1
+      // drops the axes it makes 1 from the planned space): rows as planned, columns (lines
+      // `inner` apart) a thread per line.
+      ReductionSpace& space = *spec->reduction;
+      space.inner = inner;
+      space.length = g.planning_shape(SymShape{length}).front();
+      if (!length.is_constant()) space.length_dims = length;
+      if (inner != 1 && group.mapping != ThreadMapping::Flat) {
+        group.mapping = ThreadMapping::Flat;
+        group.launch =
+            flat_launch(std::max<int64_t>(1, lines.bounds(g.symbol_ranges()).hi), 1, device);
+      }
+      row_symbolic_launch(g, lines, space.length, group.mapping, device, group.launch);
       return FusionDecision::ok();
     }
     if (node.op == OpKind::Gather) return gather_support(g, node, device, group.launch);
+    if (spec->window) { // MaxPool, AveragePool: a thread per output element
+      if (FusionDecision d = window_dims_support(g, node, false); !d) return d;
+      group.mapping = ThreadMapping::Flat;
+      flat_symbolic_launch(g, sym_elements(g.tensor(node.outputs[0]).sym_shape()), 1, device,
+                           group.launch);
+      return FusionDecision::ok();
+    }
     if (node.op == OpKind::Slice) {
       group.mapping = ThreadMapping::Flat;
       return slice_support(g, node, device, group.launch);
@@ -891,6 +977,8 @@ FusionDecision group_support(const Graph& g, FusionGroup& group, const DevicePar
   }
   if (auto* spec = std::get_if<RegionalSpec>(&group.spec))
     return regional_support(g, group.nodes, *spec, device, group.launch);
+  if (auto* spec = std::get_if<WindowSpec>(&group.spec))
+    return window_group_support(g, *spec, device, group.launch);
   if (auto* spec = std::get_if<AttentionSpec>(&group.spec)) {
     if (spec->splits > 1) {
       // Flash-decoding's split of the keys suits some shapes of the range only: over symbolic

@@ -62,9 +62,8 @@ ReductionSpace make_space(const Shape& shape, const std::vector<bool>& reduced) 
 
 } // namespace
 
-ReductionSpace reduction_space(const Graph& graph, const Node& node) {
+std::vector<bool> reduced_axes(const Graph& graph, const Node& node) {
   NodeContext ctx(graph, node);
-  const Shape& x = ctx.shape(0);
   const int64_t rank = ctx.rank(0);
   switch (node.op) {
   case OpKind::ReduceSum:
@@ -77,18 +76,22 @@ ReductionSpace reduction_space(const Graph& graph, const Node& node) {
   case OpKind::ReduceSumSquare:
   case OpKind::ReduceLogSum:
   case OpKind::ReduceLogSumExp:
-    return make_space(x, read_reduce_params(ctx).reduced);
+    return read_reduce_params(ctx).reduced;
   case OpKind::ArgMax:
   case OpKind::ArgMin:
-    return make_space(x, one_axis(rank, ctx.normalize_axis(ctx.attr_int("axis", 0), rank)));
+    return one_axis(rank, ctx.normalize_axis(ctx.attr_int("axis", 0), rank));
   case OpKind::CumSum:
-    return make_space(x, one_axis(rank, ctx.normalize_axis(ctx.const_ints(1, "axis")[0], rank)));
+    return one_axis(rank, ctx.normalize_axis(ctx.const_ints(1, "axis")[0], rank));
   case OpKind::GlobalAveragePool:
   case OpKind::GlobalMaxPool:
-    return make_space(x, trailing_axes(rank, 2));
+    return trailing_axes(rank, 2);
   default:
-    internal_fail("reduction_space: {} is not a reduction", op_name(node.op));
+    internal_fail("reduced_axes: {} is not a reduction", op_name(node.op));
   }
+}
+
+ReductionSpace reduction_space(const Graph& graph, const Node& node) {
+  return make_space(graph.tensor(node.inputs[0]).shape, reduced_axes(graph, node));
 }
 
 void plan_reduction_launch(const Graph& graph, const Node& node, const DeviceParams& device,

@@ -27,6 +27,8 @@
 
 namespace stitch {
 
+// The axes `node`, a Reduction-category node, reduces (or scans), per axis of its input.
+std::vector<bool> reduced_axes(const Graph& graph, const Node& node);
 // The iteration space of `node`, a Reduction-category node.
 ReductionSpace reduction_space(const Graph& graph, const Node& node);
 

@@ -296,14 +296,16 @@ def symbolic_relu(d):
                  [vi("x", ["batch", "seq", 4])], [vi("y", ["batch", "seq", 4])])
 
 
-@case("node 'cumsum0' (CumSum): cannot generate code over the symbolic dims batch (1..8), "
-      "seq (1..16) here: no kernel for CumSum over symbolic dims yet",
+@case("node 'flip0' (Slice): cannot generate code over the symbolic dims batch (1..8), seq "
+      "(1..16) here: a Slice of the symbolic axis 1 of 'x' [batch,seq,4] from -1 step -1 (over "
+      "symbolic dims a positive step",
       ["--dim", "batch=1..8", "--dim", "seq=1..16@5"])
 def dim_node_not_generated(d):
     """A node whose kernel cannot yet run over symbolic dims is refused by name, with what can."""
-    nodes = [helper.make_node("CumSum", ["x", "axis"], ["y"], name="cumsum0")]
+    nodes = [helper.make_node("Slice", ["x", "start", "end", "axis", "step"], ["y"], name="flip0")]
     return model(nodes, [vi("x", ["batch", "seq", 4])], [vi("y", ["batch", "seq", 4])],
-                 [ints("axis", [1])])
+                 [ints("start", [-1]), ints("end", [-1000]), ints("axis", [1]),
+                  ints("step", [-1])])
 
 
 @case("--dim names 'heads', which is no symbolic dim of the graph inputs",

@@ -278,6 +278,50 @@ TEST_CASE("convolutions take a symbolic batch", "[symbolic][emitter]") {
                                         "are cached per batch"));
 }
 
+// Proves: a MaxPool over a symbolic batch runs over the run's output elements (the spatial
+// axes fixed), and a global average pool is a row reduction over the run's images and channels.
+TEST_CASE("pooling windows and global pools take a symbolic batch", "[symbolic][emitter]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {-1, 4, 9, 9}, {"batch"}).output("y").output("g");
+  auto& pool = m.node("MaxPool", {"x"}, {"y"});
+  set_attr_ints(pool, "kernel_shape", {3, 3});
+  set_attr_ints(pool, "strides", {2, 2});
+  set_attr_ints(pool, "pads", {1, 1, 1, 1});
+  m.node("GlobalAveragePool", {"x"}, {"g"});
+  const Generated g = generate(m, {dim("batch", 1, 16, 4)}, "none");
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t n = (sym0 * 100); // elements of "
+                                        "[batch,4,5,5]"));
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t work = (sym0 * 4);"));
+}
+
+// Proves: a window fused with its pointwise neighbours over a symbolic batch reads a
+// per-channel operand through its channel coordinate, even at a planning batch of 1, where
+// [1,4,9,9] and [batch,4,9,9] have one shape; a window over symbolic spatial axes is refused
+// (by shape inference, which says which dim may be symbolic).
+TEST_CASE("fused windows over a symbolic batch", "[symbolic][emitter]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {-1, 4, 9, 9}, {"batch"}).output("y");
+  m.initializer_f32("scale", {1, 4, 1, 1}, {0.5f, 1.0f, 1.5f, 2.0f});
+  m.node("Mul", {"x", "scale"}, {"s"});
+  auto& pool = m.node("AveragePool", {"s"}, {"p"});
+  set_attr_ints(pool, "kernel_shape", {3, 3});
+  set_attr_ints(pool, "pads", {1, 1, 1, 1});
+  m.node("Relu", {"p"}, {"y"});
+  const Generated g = generate(m, {dim("batch", 1, 16, 1)});
+  REQUIRE(g.plan.groups.size() == 1);
+  CHECK(std::holds_alternative<WindowSpec>(g.plan.groups[0].spec));
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t n = (sym0 * 324);  // elements of "
+                                        "[batch,4,9,9]"));
+  CHECK_THAT(g.sources, Catch::Contains("[a1]"));
+
+  ModelBuilder spatial;
+  spatial.input("x", kFloat, {1, 4, -1, 9}, {"height"}).output("y");
+  set_attr_ints(spatial.node("MaxPool", {"x"}, {"y"}), "kernel_shape", {3, 3});
+  CHECK_THROWS_WITH(symbolic_graph(spatial, {dim("height", 3, 16, 9)}),
+                    Catch::Contains("MaxPool takes symbolic dims in its leading (batch) dim "
+                                    "only"));
+}
+
 // Proves: where the rows' range spans both sides of the mapping rule's switch (rows of 512: a
 // block per row for few rows, a warp per row for many), the group carries the other mapping as
 // a variant and its function picks by the run's rows; the report lists the variant.
@@ -400,6 +444,27 @@ TEST_CASE("row reductions over rows of symbolic length", "[symbolic][emitter]") 
   CHECK_THAT(g.sources, Catch::Contains("acc / static_cast<float>(length)"));
 }
 
+// Proves: planned at a binding of 1, which drops the reduced axis from the planned space, a
+// reduction over a symbolic axis still reads each line's elements at the run's positions:
+// along a row (k), along a column `inner` apart (a mean pool over seq: k * 8, lines 8 apart
+// within each image), and a running sum and an argmax likewise.
+TEST_CASE("reductions over symbolic axes planned at a binding of 1", "[symbolic][emitter]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {-1, -1, 8}, {"batch", "seq"}).output("mean").output("sums").output("best");
+  set_attr_ints(m.node("ReduceMean", {"x"}, {"mean"}), "axes", {1});
+  m.initializer_i64("axis", {}, {1});
+  m.node("CumSum", {"x", "axis"}, {"sums"});
+  m.node("Transpose", {"x"}, {"t"});
+  set_attr_int(m.node("ArgMax", {"t"}, {"best"}), "axis", -1);
+  const Generated g = generate(m, {dim("batch", 1, 4, 1), dim("seq", 1, 64, 1)}, "none");
+  CHECK_THAT(g.sources,
+             Catch::Contains("const int64_t base = (line / 8) * (length * 8) + line % 8;"));
+  CHECK_THAT(g.sources, Catch::Contains("x[base + k * 8]"));
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t base = line * length;"));
+  CHECK_THAT(g.sources, Catch::Contains("x[base + k]"));
+  CHECK_THAT(g.sources, Catch::Contains("acc / static_cast<float>(length)"));
+}
+
 // Proves: an embedding lookup of a fixed table by symbolic indices runs over the indices'
 // elements times the row, output element i reading row i / row of the picks.
 TEST_CASE("a Gather of table rows by symbolic indices", "[symbolic][emitter]") {
@@ -466,8 +531,9 @@ TEST_CASE("a Transpose of symbolic axes", "[symbolic][emitter]") {
   CHECK_THAT(g.sources, Catch::Contains("out[i] = in[c3 + c2 * 32 + c1 * 8 + c0 * (sym1 * 32)];"));
 }
 
-// Proves: a Slice along a symbolic axis (a start >= 0) reads start + c * step through the
-// input's strides over the symbols; a negative start there is refused with the reason.
+// Proves: a Slice along a symbolic axis reads start + c * step through the input's strides
+// over the symbols, from a start >= 0 or from one counted from the run's end of the axis (the
+// last token: max(seq - 1, 0)); a negative step there is refused with the reason.
 TEST_CASE("a Slice along symbolic axes", "[symbolic][emitter]") {
   ModelBuilder m;
   m.input("x", kFloat, {-1, -1, 8}, {"batch", "seq"}).output("tail");
@@ -484,9 +550,18 @@ TEST_CASE("a Slice along symbolic axes", "[symbolic][emitter]") {
   last.initializer_i64("big", {1}, {100});
   last.initializer_i64("axis1", {1}, {1});
   last.node("Slice", {"x", "minus_one", "big", "axis1"}, {"y"}, "last_token");
-  CHECK_THAT(refusal(last, {dim("batch", 1, 4, 2), dim("seq", 1, 16, 5)}),
-             Catch::Contains("node 'last_token' (Slice)") &&
-                 Catch::Contains("from -1 step 1 (over symbolic dims a start >= 0"));
+  const Generated from_end = generate(last, {dim("batch", 1, 4, 2), dim("seq", 1, 16, 5)});
+  CHECK_THAT(from_end.sources, Catch::Contains("sym1 - 1"));
+
+  ModelBuilder reversed;
+  reversed.input("x", kFloat, {-1, -1, 8}, {"batch", "seq"}).output("y");
+  reversed.initializer_i64("minus_one", {1}, {-1});
+  reversed.initializer_i64("before", {1}, {-1000});
+  reversed.initializer_i64("axis1", {1}, {1});
+  reversed.node("Slice", {"x", "minus_one", "before", "axis1", "minus_one"}, {"y"}, "flip");
+  CHECK_THAT(refusal(reversed, {dim("batch", 1, 4, 2), dim("seq", 1, 16, 5)}),
+             Catch::Contains("node 'flip' (Slice)") &&
+                 Catch::Contains("from -1 step -1 (over symbolic dims a positive step"));
 }
 
 // Proves: the launcher describes the symbols (names from the blob, never as code), marks the
