@@ -8,7 +8,8 @@ The feed-forward table ("dynamic-shapes" markers): a transformer block's feed-fo
 per-token mask), written here with onnx's helper, fixed seed, at five shapes.
 
 The fixtures table ("dynamic-fixtures" markers): the real-model fixtures of tests/models/dynamic/
-with symbolic dims (BERT, GPT-2, Llama and a decoder block over batch and seq, ViT over batch),
+with symbolic dims (BERT, GPT-2, Llama and a decoder block over batch and seq, a decode step
+with a key-value cache over batch, seq and past, ViT and three CNNs over batch),
 each compiled once with the ranges of its <name>.inputs.json (--dim NAME=MIN..MAX@EXAMPLE) and
 once for each of a few shapes; the inputs follow the fixture's recipe (compare_with_ort.py's:
 random token ids, 0/1 masks with a padded tail, normal floats), the same for both libraries.
@@ -18,13 +19,16 @@ Every library is timed through the C API (ctypes): `--warmup` untimed runs, then
 shape, on one context per library. The outputs of the dynamic library (all of them) are
 compared with the shape-specialized ones at each shape: the largest absolute difference.
 
+The memory table ("dynamic-memory" markers): for the same fixtures, the memory of a context laid
+out for each timed shape alone (stitch_model_context_memory_for) against one for the maxima.
+
 On the host target (the default; the build machine has no GPU) the numbers are the CPU
 emulation's and say nothing about GPU speed: they show that the dynamic library runs each
 shape in range with the same plan and compare the work per shape. On a GPU (`--target cuda`,
 torch for device memory and synchronization) they are the issue's measure: at most 5% slower.
 
 usage: scripts/bench/dynamic_shapes.py [--stitchc build/stitchc] [--target host|cuda]
-                                      [--only ffn|fixtures] [--fixtures NAME,...]
+                                      [--only ffn|fixtures|memory] [--fixtures NAME,...]
                                       [--warmup N] [--iters N]
                                       [--fixture-warmup N] [--fixture-iters N]
                                       [--out docs/benchmarks.md] [--no-write]
@@ -53,13 +57,17 @@ SHAPES = [(1, 1), (1, 128), (3, 77), (4, 128), (16, 256)]
 BEGIN, END = "<!-- dynamic-shapes: begin -->", "<!-- dynamic-shapes: end -->"
 
 FIXTURE_DIR = os.path.join(ROOT, "tests", "models", "dynamic")
-FIXTURES = ["bert_ts16", "gpt2_ts17", "llama_ts19", "decoder_block_ts20", "vit_ts18"]
-# The shapes each fixture is timed at, by its symbolic dims (a size past the fixture's range
-# is taken at its maximum).
+FIXTURES = ["bert_ts16", "gpt2_ts17", "llama_ts19", "decoder_block_ts20", "decoder_step_ts17",
+            "vit_ts18", "resnet18_ts13", "mobilenet_v2_dynamo19", "efficientnet_b0_ts15"]
+# The shapes each fixture is timed at, by its symbolic dims in sorted order (a size past the
+# fixture's range is taken at its maximum).
 FIXTURE_SHAPES = {("batch", "seq"): [(1, 1), (1, 64), (3, 12), (8, 64)],
+                  ("batch", "past", "seq"): [(1, 1, 1), (1, 64, 1), (3, 13, 3), (8, 64, 16)],
                   ("batch",): [(1,), (3,), (8,)]}
 FIXTURES_BEGIN = "<!-- dynamic-fixtures: begin -->"
 FIXTURES_END = "<!-- dynamic-fixtures: end -->"
+MEMORY_BEGIN = "<!-- dynamic-memory: begin -->"
+MEMORY_END = "<!-- dynamic-memory: end -->"
 
 sys.path.insert(0, os.path.join(ROOT, "scripts", "models"))
 from compare_with_ort import make_inputs  # noqa: E402  (the fixtures' input recipe)
@@ -120,6 +128,10 @@ class Tensor(ctypes.Structure):
                 ("dims", ctypes.POINTER(ctypes.c_int64)), ("bytes", ctypes.c_uint64)]
 
 
+class SymbolInfo(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("min", ctypes.c_int64), ("max", ctypes.c_int64)]
+
+
 class Library:
     """A compiled model through its C API: one model, one context."""
 
@@ -137,6 +149,31 @@ class Library:
     def check(self, status):
         if status != 0:
             raise RuntimeError(self.lib.stitch_last_error().decode())
+
+    def symbols(self):
+        """The symbolic dims' names, in the model's order."""
+        count = ctypes.c_size_t()
+        self.check(self.lib.stitch_model_num_symbols(self.model, ctypes.byref(count)))
+        names = []
+        for index in range(count.value):
+            info = SymbolInfo()
+            self.check(self.lib.stitch_model_symbol(self.model, ctypes.c_size_t(index),
+                                                    ctypes.byref(info)))
+            names.append(info.name.decode())
+        return names
+
+    def context_memory(self, maxima=None):
+        """The bytes of a context for the model's maxima, or (maxima: {symbol: size}) of one for
+        runs up to those sizes (stitch_model_context_memory_for)."""
+        size = ctypes.c_uint64()
+        if maxima is None:
+            self.check(self.lib.stitch_model_context_memory(self.model, ctypes.byref(size)))
+            return size.value
+        names = self.symbols()
+        values = (ctypes.c_int64 * len(names))(*(maxima[n] for n in names))
+        self.check(self.lib.stitch_model_context_memory_for(self.model, values, len(names),
+                                                            ctypes.byref(size)))
+        return size.value
 
     def input_names(self):
         """The model's inputs' names, in the order stitch_run takes them."""
@@ -328,8 +365,8 @@ def fixtures_table(args):
                 dynamic_ms, dynamic_out = dynamic.time(feeds, args.fixture_warmup,
                                                        args.fixture_iters)
                 diff = max_abs_diff(fixed_out, dynamic_out)
-                rows.append((name, shape["batch"], shape.get("seq", "–"), fixed_ms, dynamic_ms,
-                             dynamic_ms / fixed_ms, diff))
+                rows.append((name, ", ".join(f"{d} {n}" for d, n in shape.items()), fixed_ms,
+                             dynamic_ms, dynamic_ms / fixed_ms, diff))
                 print(f"{name} {' '.join(f'{d} {n}' for d, n in shape.items())}: fixed "
                       f"{fixed_ms:.3f} ms, dynamic {dynamic_ms:.3f} ms, max |diff| {diff:.2e}",
                       flush=True)
@@ -342,22 +379,64 @@ def fixtures_table(args):
             "GPU." if args.target == "host" else "")
     lines = [FIXTURES_BEGIN, "",
              "Models: the fixtures of `tests/models/dynamic/` with symbolic dims (small exports, "
-             "hidden size 64: BERT, GPT-2, Llama and a decoder block over [batch, seq], ViT over "
-             f"batch), `scripts/bench/dynamic_shapes.py --target {args.target}`. For each, one "
+             "hidden size 64: BERT, GPT-2, Llama and a decoder block over [batch, seq], the "
+             "decode step with a key-value cache over [batch, seq] and past, ViT, ResNet-18, "
+             "MobileNetV2 and EfficientNet-B0 over batch), "
+             f"`scripts/bench/dynamic_shapes.py --target {args.target}`. For each, one "
              f"library compiled with the ranges of its `inputs.json` ({ranges_text}) against one "
-             "compiled for each shape (`--dim batch=B --dim seq=S`, ViT `--dim batch=B`), both "
+             "compiled for each shape (each symbolic dim bound: `--dim batch=B --dim seq=S`), both "
              "run on the same inputs, made by the fixture's recipe (random token ids, 0/1 masks "
              f"with a padded tail, normal floats); median of {args.fixture_iters} `stitch_run`s "
              f"after {args.fixture_warmup} warm-up {runs}{fewer}, one context each; the last "
              "column is the largest absolute difference between the two libraries' outputs, "
              f"over all of them.{host}", "",
-             "| fixture | batch | seq | shape-specialized ms | dynamic ms | "
+             "| fixture | shape | shape-specialized ms | dynamic ms | "
              "dynamic / specialized | max abs diff |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
-    for name, batch, seq, fixed_ms, dynamic_ms, ratio, diff in rows:
-        lines.append(f"| {name} | {batch} | {seq} | {fixed_ms:.3f} | {dynamic_ms:.3f} | "
+             "|---|---|---:|---:|---:|---:|"]
+    for name, shape, fixed_ms, dynamic_ms, ratio, diff in rows:
+        lines.append(f"| {name} | {shape} | {fixed_ms:.3f} | {dynamic_ms:.3f} | "
                      f"{ratio:.2f} | {diff:.1e} |")
     lines += ["", FIXTURES_END]
+    return "\n".join(lines)
+
+
+def memory_table(args):
+    """The context memory of each fixture of --fixtures' library at fixture_shapes against the
+    maxima's; the table (markers included)."""
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.fixtures.split(","):
+            model = os.path.join(FIXTURE_DIR, name + ".onnx")
+            with open(os.path.join(FIXTURE_DIR, name + ".inputs.json")) as f:
+                spec = json.load(f)
+            ranges = {d: r for d, r in spec["dims"].items() if isinstance(r, dict)}
+            dims = {d: f"{r['min']}..{r['max']}" + (f"@{r['example']}" if "example" in r else "")
+                    for d, r in ranges.items()}
+            path = os.path.join(tmp, f"lib{name}.so")
+            compile_library(args.stitchc, model, path, args.target, dims)
+            library = Library(path, args.target)
+            full = library.context_memory()
+            for shape in fixture_shapes(ranges):
+                own = library.context_memory(shape)
+                text = ", ".join(f"{d} {n}" for d, n in shape.items())
+                rows.append((name, text, own, full))
+                print(f"{name} {text}: {own} bytes of {full}", flush=True)
+    workspace = (" On the host target a context has no library workspace, so this is its arena "
+                 "of intermediates (and the scratch of its groups); on the CUDA target the "
+                 "cuBLASLt and cuDNN workspace comes on top of both columns." if args.target ==
+                 "host" else " On the CUDA target both columns include the library workspace.")
+    lines = [MEMORY_BEGIN, "",
+             "The memory of a context for one shape (`stitch_model_context_memory_for` with the "
+             "shape's sizes as the maxima: its arena laid out for them) against a context for the "
+             "symbols' maxima (`stitch_context_create`), each fixture of `tests/models/dynamic/` "
+             "compiled once with the ranges of its `inputs.json`, `scripts/bench/dynamic_shapes.py "
+             f"--only memory --target {args.target}`.{workspace}", "",
+             "| fixture | shape | context for the shape, KiB | for the maxima, KiB | share |",
+             "|---|---|---:|---:|---:|"]
+    for name, text, own, full in rows:
+        lines.append(f"| {name} | {text} | {own / 1024:.1f} | {full / 1024:.1f} | "
+                     f"{100.0 * own / full if full else 100.0:.1f}% |")
+    lines += ["", MEMORY_END]
     return "\n".join(lines)
 
 
@@ -387,8 +466,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stitchc", default=os.path.join(ROOT, "build", "stitchc"))
     parser.add_argument("--target", choices=["host", "cuda"], default="host")
-    parser.add_argument("--only", choices=["ffn", "fixtures"], default=None,
-                        help="measure and write one table only (default: both)")
+    parser.add_argument("--only", choices=["ffn", "fixtures", "memory"], default=None,
+                        help="measure and write one table only (default: all)")
     parser.add_argument("--fixtures", default=",".join(FIXTURES),
                         help="the fixtures of tests/models/dynamic to time, comma-separated")
     parser.add_argument("--warmup", type=int, default=2)
@@ -400,7 +479,8 @@ def main():
     args = parser.parse_args()
 
     parts = [("ffn", "dynamic-shapes", BEGIN, END, ffn_table),
-             ("fixtures", "dynamic-fixtures", FIXTURES_BEGIN, FIXTURES_END, fixtures_table)]
+             ("fixtures", "dynamic-fixtures", FIXTURES_BEGIN, FIXTURES_END, fixtures_table),
+             ("memory", "dynamic-memory", MEMORY_BEGIN, MEMORY_END, memory_table)]
     parts = [part for part in parts if args.only in (None, part[0])]
     if not args.no_write and os.path.exists(args.out):  # the markers, before measuring
         with open(args.out) as f:
