@@ -233,11 +233,19 @@ void emit_tile(const GroupEmitContext& ctx, CodeWriter& out) {
               {fmt::format("Tile {} to {}: output coordinate c reads input coordinate c modulo "
                            "the input's dims.",
                            shape_to_string(in), shape_to_string(shape))});
-  open_grid_stride_loop(out, ctx.tensor(node.outputs[0]).elements());
+  // Over symbolic dims only the leading axis is symbolic and it is not repeated (legality): it
+  // maps each output coordinate to itself, also where the planning binding makes it 1.
+  const bool symbolic = ctx.group().launch.work_per_block > 0;
+  if (symbolic)
+    open_symbolic_loop(ctx, out);
+  else
+    open_grid_stride_loop(out, ctx.tensor(node.outputs[0]).elements());
   emit_coordinates(out, shape, "i");
   std::vector<std::string> coords;
   for (size_t d = 0; d < in.size(); ++d) {
-    if (in[d] == 1)
+    if (symbolic && d == 0)
+      coords.push_back("c0");
+    else if (in[d] == 1)
       coords.push_back("0");
     else if (in[d] == shape[d])
       coords.push_back(fmt::format("c{}", d));
@@ -262,38 +270,32 @@ void emit_pad(const GroupEmitContext& ctx, CodeWriter& out) {
                                  output_arg(ctx, node.outputs[0], "out")};
 
   // The pads per axis, read as the shape rule reads them.
-  std::vector<int64_t> pads, axes;
   std::string fill = typed_literal(input.dtype, 0.0, ctx);
-  if (nc.opset() < 11) {
-    pads = nc.req_ints("pads");
+  if (nc.opset() < 11)
     fill = typed_literal(input.dtype, nc.attr_float("value", 0.0), ctx);
-  } else {
-    pads = nc.const_int_vector(1, "pads");
-    if (nc.has_input(2) && nc.input(2).elements() == 1)
-      fill = scalar_operand(ctx, node.inputs[2], "fill", args);
-    if (nc.has_input(3)) axes = nc.const_int_vector(3, "axes");
-  }
-  if (axes.empty() && !nc.has_input(3))
-    for (int64_t d = 0; d < rank; ++d)
-      axes.push_back(d);
-  axes = nc.normalize_axes(axes, rank, "axes");
-  std::vector<int64_t> begin(rank, 0), end(rank, 0);
-  for (size_t j = 0; j < axes.size(); ++j) {
-    begin[axes[j]] = pads[j];
-    end[axes[j]] = pads[j + axes.size()];
-  }
+  else if (nc.has_input(2) && nc.input(2).elements() == 1)
+    fill = scalar_operand(ctx, node.inputs[2], "fill", args);
+  const std::vector<int64_t> pads = read_pads_per_axis(nc);
+  const std::vector<int64_t> begin(pads.begin(), pads.begin() + rank),
+      end(pads.begin() + rank, pads.end());
+  // Over symbolic dims only the leading axis is symbolic and it is not padded (legality): it
+  // maps each output coordinate to itself, also where the planning binding makes it 1.
+  const bool symbolic = ctx.group().launch.work_per_block > 0;
 
   open_kernel(ctx, out, kernel, args,
               {fmt::format("Pad {} to {} in {} mode, pads begin [{}] end [{}]; a negative pad "
                            "crops first, and the mode pads the cropped axis.",
                            shape_to_string(in), shape_to_string(shape), mode, fmt::join(begin, ","),
                            fmt::join(end, ","))});
-  open_grid_stride_loop(out, ctx.tensor(node.outputs[0]).elements());
+  if (symbolic)
+    open_symbolic_loop(ctx, out);
+  else
+    open_grid_stride_loop(out, ctx.tensor(node.outputs[0]).elements());
   emit_coordinates(out, shape, "i");
   std::vector<std::string> coords, outside;
   for (int64_t d = 0; d < rank; ++d) {
     if (begin[d] == 0 && end[d] == 0) {
-      coords.push_back(in[d] == 1 ? "0" : fmt::format("c{}", d));
+      coords.push_back(in[d] == 1 && !(symbolic && d == 0) ? "0" : fmt::format("c{}", d));
       continue;
     }
     // The axis's window of the input after cropping, and where it starts in the output.

@@ -141,6 +141,29 @@ std::vector<int64_t> read_perm(const NodeContext& ctx) {
   return perm;
 }
 
+std::vector<int64_t> read_pads_per_axis(const NodeContext& ctx) {
+  const int64_t rank = ctx.rank(0);
+  std::vector<int64_t> pads, axes;
+  if (ctx.opset() < 11) {
+    pads = ctx.req_ints("pads");
+  } else {
+    pads = ctx.const_int_vector(1, "pads");
+    if (ctx.has_input(3)) axes = ctx.const_int_vector(3, "axes");
+  }
+  if (axes.empty() && !ctx.has_input(3))
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  axes = ctx.normalize_axes(axes, rank, "axes");
+  if (pads.size() != 2 * axes.size())
+    ctx.fail("pads has {} entries; {} axes need {}", pads.size(), axes.size(), 2 * axes.size());
+  std::vector<int64_t> per_axis(static_cast<size_t>(2 * rank), 0);
+  for (size_t j = 0; j < axes.size(); ++j) {
+    per_axis[static_cast<size_t>(axes[j])] = pads[j];
+    per_axis[static_cast<size_t>(axes[j] + rank)] = pads[j + axes.size()];
+  }
+  return per_axis;
+}
+
 std::vector<SliceAxis> read_slice_params(const NodeContext& ctx) {
   std::vector<int64_t> starts, ends, axes, steps;
   if (ctx.opset() < 10) {

@@ -15,7 +15,8 @@
 //   - a pooling window, alone or in a Local group with its pointwise producers and consumers,
 //     whose spatial axes are fixed: the output's elements are the work (window_group_support);
 //   - Gathers, GatherNDs, Concats, Transposes, Slices, Range, ConstantOfShape and Trilu, one
-//     thread per output element over the run's extents;
+//     thread per output element over the run's extents; Pads and Tiles over a symbolic leading
+//     axis they leave alone (leading_copy_support);
 //   - a view, which has no code.
 // Vectors of 16 bytes need every operand whole or a fixed scalar over every shape, not only at
 // the planning binding. The launch is sized for the symbols' maxima and covers the actual work
@@ -506,6 +507,34 @@ FusionDecision flat_copy_support(const Graph& g, const Node& node, const DeviceP
   return FusionDecision::ok();
 }
 
+// A Pad or Tile over symbolic dims: only the leading axis symbolic, neither padded nor repeated,
+// so that the planned kernel's index math (every other axis fixed) holds at every shape and
+// only the output's element count is the run's.
+FusionDecision leading_copy_support(const Graph& g, const Node& node, const DeviceParams& device,
+                                    LaunchConfig& launch) {
+  const SymShape in = g.tensor(node.inputs[0]).sym_shape();
+  const SymShape out = g.tensor(node.outputs[0]).sym_shape();
+  for (const SymShape* dims : {&in, &out})
+    for (size_t d = 1; d < dims->size(); ++d)
+      if (!(*dims)[d].is_constant())
+        return FusionDecision::no(fmt::format("{} over symbolic dims takes them in its leading "
+                                              "axis only, not in {}",
+                                              op_name(node.op), sym_shape_to_string(*dims)));
+  if (!in.empty() && !in[0].is_constant()) {
+    NodeContext nc(g, node);
+    const std::vector<int64_t> pads =
+        node.op == OpKind::Pad ? read_pads_per_axis(nc) : std::vector<int64_t>{};
+    const bool moved =
+        node.op == OpKind::Pad ? pads[0] != 0 || pads[in.size()] != 0 : out[0] != in[0];
+    if (moved)
+      return FusionDecision::no(fmt::format("{} {} the symbolic axis 0 of {}", op_name(node.op),
+                                            node.op == OpKind::Pad ? "pads" : "repeats",
+                                            sym_shape_to_string(in)));
+  }
+  flat_symbolic_launch(g, sym_elements(out), 1, device, launch);
+  return FusionDecision::ok();
+}
+
 // Along each symbolic axis a Slice reads from a start >= 0 with a positive step: what the
 // planning binding normalized is then the start at every shape (until the start passes the
 // axis's end, where the output is empty). With `from_end`, a negative start counts from the
@@ -922,6 +951,10 @@ FusionDecision group_support(const Graph& g, FusionGroup& group, const DevicePar
       return FusionDecision::ok();
     }
     if (node.op == OpKind::Gather) return gather_support(g, node, device, group.launch);
+    if (node.op == OpKind::Pad || node.op == OpKind::Tile) {
+      group.mapping = ThreadMapping::Flat;
+      return leading_copy_support(g, node, device, group.launch);
+    }
     if (spec->window) { // MaxPool, AveragePool: a thread per output element
       if (FusionDecision d = window_dims_support(g, node, false); !d) return d;
       group.mapping = ThreadMapping::Flat;

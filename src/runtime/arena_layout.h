@@ -80,8 +80,8 @@ private:
 // Replays `steps` over slots of `bytes` (num_slots of them), writing each slot's offset, and
 // returns the arena's size. False where a step names no slot, or allocates or releases a slot
 // out of turn (the caller's tables are then corrupt).
-inline bool lay_out(const int32_t* steps, size_t num_steps, const uint64_t* bytes,
-                    size_t num_slots, int64_t* offsets, uint64_t* arena_bytes) {
+inline bool lay_out(const int32_t* steps, size_t num_steps, const uint64_t* bytes, size_t num_slots,
+                    int64_t* offsets, uint64_t* arena_bytes) {
   BestFit arena;
   std::map<size_t, bool> live; // slot -> allocated and not yet released
   for (size_t i = 0; i < num_steps; ++i) {

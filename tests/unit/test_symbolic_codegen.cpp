@@ -322,6 +322,31 @@ TEST_CASE("fused windows over a symbolic batch", "[symbolic][emitter]") {
                                     "only"));
 }
 
+// Proves: a Pad and a Tile over a symbolic leading axis they leave alone run over the run's
+// output elements, the leading coordinate read as itself even at a planning batch of 1; padding
+// or repeating the symbolic axis is refused (Pad's shape rule refuses it first).
+TEST_CASE("pads and tiles over a symbolic leading axis", "[symbolic][emitter]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {-1, 4, 6}, {"batch"}).output("p").output("t");
+  m.initializer_i64("pads", {6}, {0, 0, 1, 0, 0, 2});
+  m.node("Pad", {"x", "pads"}, {"p"});
+  m.initializer_i64("repeats", {3}, {1, 2, 1});
+  m.node("Tile", {"x", "repeats"}, {"t"});
+  const Generated g = generate(m, {dim("batch", 1, 16, 1)}, "none");
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t n = (sym0 * 36);  // elements: 36*batch"));
+  CHECK_THAT(g.sources, Catch::Contains("out[i] = in[c0 * 24 + c1 * 6 + x2];"));
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t n = (sym0 * 48);  // elements: 48*batch"));
+  CHECK_THAT(g.sources, Catch::Contains("out[i] = in[c0 * 24 + (c1 % 4) * 6 + c2];"));
+
+  ModelBuilder twice;
+  twice.input("x", kFloat, {-1, 4, 6}, {"batch"}).output("t");
+  twice.initializer_i64("repeats", {3}, {2, 1, 1});
+  twice.node("Tile", {"x", "repeats"}, {"t"}, "tile0");
+  CHECK_THAT(refusal(twice, {dim("batch", 1, 16, 4)}),
+             Catch::Contains("node 'tile0' (Tile)") &&
+                 Catch::Contains("Tile repeats the symbolic axis 0 of [batch,4,6]"));
+}
+
 // Proves: where the rows' range spans both sides of the mapping rule's switch (rows of 512: a
 // block per row for few rows, a warp per row for many), the group carries the other mapping as
 // a variant and its function picks by the run's rows; the report lists the variant.
