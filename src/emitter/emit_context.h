@@ -38,6 +38,7 @@ public:
 
   const Graph& graph() const { return graph_; }
   const FusionGroup& group() const { return group_; }
+  const MemoryPlan& memory() const { return memory_; }
   const Node& node(size_t i = 0) const { return graph_.nodes[group_.nodes.at(i)]; }
   const Tensor& tensor(TensorId t) const { return graph_.tensor(t); }
 

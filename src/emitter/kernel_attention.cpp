@@ -263,6 +263,126 @@ void emit_row(const GroupEmitContext& ctx, CodeWriter& out, const std::string& n
   out.close();
 }
 
+// Over symbolic dims, flash-decoding by the run's shape (AttentionSpec::Symbolic::sm_count): the
+// kernel of one split of the keys, the kernel merging the splits, and the group function that
+// applies the planner's rule to the run's heads, query tiles and keys, splitting where it says
+// so and running `kernel` (every key tile in each block, through `stitch_group_N_whole`)
+// otherwise.
+void emit_symbolic_splits(const GroupEmitContext& ctx, CodeWriter& out, const FusedSignature& sig,
+                          const std::string& kernel, const std::string& tiles,
+                          const std::string& problem_value) {
+  const Graph& g = ctx.graph();
+  const FusionGroup& group = ctx.group();
+  const AttentionSpec& spec = ctx.spec<AttentionSpec>();
+  const AttentionSpec::Symbolic& sym = *spec.symbolic;
+  const int64_t query_tile = spec.query_tile();
+  const std::string query_tiles =
+      fmt::format("const int64_t query_tiles = {};  // {}", dim_code(g, sym.query_tiles),
+                  sym.query_tiles.to_string());
+  std::vector<std::string> params = sig.params;
+  for (const std::string& p : launch_symbol_params(ctx))
+    params.push_back(p);
+
+  const std::string partial_kernel = kernel + "_split";
+  std::vector<std::string> split_params = params;
+  split_params.push_back("stitch::attention::Partial* __restrict__ stats");
+  split_params.push_back("float* __restrict__ partial");
+  split_params.push_back("const int splits");
+  split_params.push_back("const int64_t per_split");
+  out.comment("One split of the keys (blockIdx.y of `splits`, `per_split` keys each) for the "
+              "block's (head, query tile): its rows' maximum, sum and unnormalized output into "
+              "the scratch.");
+  out.open(kernel_head(ctx, partial_kernel, split_params));
+  out.line("STITCH_DYNAMIC_SHARED(float, shared);");
+  out.line(problem_value);
+  out.line(query_tiles);
+  out.line("const int64_t block = blockIdx.x;");
+  out.linef("stitch::attention::flash_attention_partial<{}>(p, block / query_tiles, block % "
+            "query_tiles * {}, block, static_cast<int>(blockIdx.y), splits, per_split, stats, "
+            "partial, shared);",
+            tiles, query_tile);
+  out.close();
+  out.line();
+
+  const std::string combine = kernel + "_combine";
+  constexpr int kCombineThreads = 128;
+  std::vector<std::string> combine_params = params;
+  combine_params.push_back("const stitch::attention::Partial* __restrict__ stats");
+  combine_params.push_back("const float* __restrict__ partial");
+  combine_params.push_back("const int splits");
+  out.comment("The splits of each row merged in order: a thread per (query row, output dim).");
+  out.open(fmt::format("__global__ void __launch_bounds__({}) {}({})", kCombineThreads, combine,
+                       fmt::join(combine_params, ", ")));
+  out.line(problem_value);
+  out.line(query_tiles);
+  out.line("const int64_t block = blockIdx.x;");
+  out.linef("for (int e = threadIdx.x; e < {}; e += blockDim.x)", query_tile * spec.value_dim);
+  out.linef("  stitch::attention::flash_attention_combine<{}>(p, block / query_tiles, block % "
+            "query_tiles * {}, block, splits, stats, partial, e / {}, e % {});",
+            tiles, query_tile, spec.value_dim, spec.value_dim);
+  out.close();
+  out.line();
+
+  // The kernel over every key tile, launched by a function of its own.
+  const GroupEmitContext whole(g, group, ctx.memory(), -1, "whole");
+  emit_launch(whole, out, kernel, sig.args);
+  for (const auto& [name, bytes] : whole.shared_opt_ins())
+    ctx.record_shared_opt_in(name, bytes);
+  out.line();
+
+  const LaunchConfig& l = group.launch;
+  out.comment(fmt::format(
+      "Flash-decoding where the run's blocks (heads x query tiles) are fewer than {} and its "
+      "keys make two splits of {} key tiles or more: min(ceil(2 * {} / blocks), key tiles / {}, "
+      "{}) splits of whole key tiles, as the planner splits a fixed shape; else the kernel over "
+      "every key tile.",
+      sym.sm_count, sym.tiles_per_split, sym.sm_count, sym.tiles_per_split, sym.max_splits));
+  out.open(fmt::format(fmt::runtime(kGroupSignature), ctx.group_function()));
+  std::vector<std::string> names;
+  for (size_t k = 0; k < sig.args.size(); ++k) {
+    out.linef("auto* const a{} = {};", k, sig.args[k]);
+    names.push_back(fmt::format("a{}", k));
+  }
+  const std::vector<int> symbols = launch_symbols(ctx);
+  emit_symbol_reads(g, symbols, out);
+  for (int k : symbols)
+    names.push_back(fmt::format("sym{}", k));
+  out.linef("const int64_t blocks = {};  // heads x query tiles", dim_code(g, l.work));
+  out.linef("const int64_t keys = {};  // {}", dim_code(g, sym.keys), sym.keys.to_string());
+  out.linef("const int64_t key_tiles = (keys + {0} - 1) / {0};", spec.key_tile);
+  out.line("int64_t splits = 1;");
+  out.linef("if (blocks > 0 && blocks < {}) splits = std::min<int64_t>(std::min<int64_t>((2 * {} "
+            "+ blocks - 1) / blocks, key_tiles / {}), {});",
+            sym.sm_count, sym.sm_count, sym.tiles_per_split, sym.max_splits);
+  out.open("if (splits < 2)");
+  out.linef("return {}(b, error, error_size);", whole.group_function());
+  out.close();
+  out.linef("const int64_t per_split = (key_tiles + splits - 1) / splits * {};", spec.key_tile);
+  out.line("splits = (keys + per_split - 1) / per_split;");
+  out.linef("auto* const stats = {};", ctx.scratch_pointer("stitch::attention::Partial"));
+  out.linef("auto* const partial = reinterpret_cast<float*>(stats + {});  // after {} stats",
+            sym.split_rows, sym.split_rows);
+  emit_shared_memory_opt_in(ctx, out, partial_kernel, l.dynamic_shared_bytes);
+  std::vector<std::string> split_args = names;
+  for (const char* a : {"stats", "partial", "static_cast<int>(splits)", "per_split"})
+    split_args.push_back(a);
+  out.linef("cudaError_t status = STITCH_LAUNCH({}, dim3(static_cast<unsigned>(blocks), "
+            "static_cast<unsigned>(splits), 1), dim3({}, 1, 1), {}, b->stream, {});",
+            partial_kernel, l.block[0], l.dynamic_shared_bytes, fmt::join(split_args, ", "));
+  out.linef("if (status != cudaSuccess) return stitch_launch_result(status, \"{}\", {}, error, "
+            "error_size);",
+            partial_kernel, group.id);
+  std::vector<std::string> combine_args = names;
+  for (const char* a : {"stats", "partial", "static_cast<int>(splits)"})
+    combine_args.push_back(a);
+  out.linef("status = STITCH_LAUNCH({}, dim3(static_cast<unsigned>(blocks), 1, 1), dim3({}, 1, "
+            "1), 0, b->stream, {});",
+            combine, kCombineThreads, fmt::join(combine_args, ", "));
+  out.linef("return stitch_launch_result(status, \"{}\", {}, error, error_size);", combine,
+            group.id);
+  out.close();
+}
+
 } // namespace
 
 void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
@@ -298,6 +418,11 @@ void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
                ? fmt::format(" Flash-decoding: the keys in {} splits of {}, a block per (head, "
                              "query tile, split), merged by a second kernel.",
                              spec.splits, spec.keys_per_split)
+           : sym && sym->sm_count > 0
+               ? fmt::format(" Flash-decoding where a run has fewer than {} blocks and keys "
+                             "enough: the run splits its keys, a block per (head, query tile, "
+                             "split), merged by a second kernel.",
+                             sym->sm_count)
                : std::string()),
       out);
   if (spec.tensor_cores)
@@ -429,7 +554,11 @@ void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
     out.close();
     out.close();
     out.line();
-    emit_launch(ctx, out, kernel, sig.args);
+    if (sym->sm_count == 0) {
+      emit_launch(ctx, out, kernel, sig.args);
+      return;
+    }
+    emit_symbolic_splits(ctx, out, sig, kernel, tiles, problem_value);
     return;
   }
   if (spec.splits <= 1) {

@@ -536,6 +536,15 @@ struct AttentionSpec {
     DimExpr heads, queries, keys;
     DimExpr query_tiles; // ceil(queries / query_tile())
     SymbolicOperand q, k, v, out;
+    // Flash-decoding by the run's shape (`splits` above is 1): where a run's heads x query
+    // tiles are fewer than `sm_count` blocks and its keys many, the keys split as the planner
+    // splits them at a fixed shape, min(ceil(2 * sm_count / blocks), key tiles /
+    // tiles_per_split, max_splits) ranges of whole key tiles when that is 2 or more, the
+    // partial results (at most `split_rows` rows) in the group's scratch; else one kernel.
+    // sm_count 0: never.
+    int64_t sm_count = 0;
+    int64_t tiles_per_split = 0, max_splits = 0; // kTilesPerSplit and kMaxSplits
+    int64_t split_rows = 0;
   };
   std::optional<Symbolic> symbolic;
 };

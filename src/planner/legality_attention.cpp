@@ -25,8 +25,6 @@ namespace stitch::legality {
 namespace {
 
 constexpr int64_t kMaxHeadDim = 256;
-constexpr int64_t kTilesPerSplit = 2; // key tiles per flash-decoding split, at least
-constexpr int64_t kMaxSplits = 32;
 constexpr int64_t kMmaRows = 16;          // query rows of a warp on tensor cores
 constexpr int kTensorCoreCapability = 80; // bfloat16 warp products: sm_80 and later
 

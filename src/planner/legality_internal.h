@@ -22,6 +22,10 @@ constexpr int64_t kRegistersPerNode = 3;
 // A cooperative (grid-barrier) kernel is planned for this many registers per thread: its grid
 // is what fits resident at that budget, and its __launch_bounds__ holds nvcc to it.
 constexpr int64_t kCooperativeRegisters = 64;
+// Flash-decoding: each split takes at least this many key tiles, and an attention at most this
+// many splits (legality_attention.cpp; over symbolic dims the run applies the same rule).
+constexpr int64_t kTilesPerSplit = 2;
+constexpr int64_t kMaxSplits = 32;
 
 inline bool contains(const std::vector<int32_t>& sorted, int32_t n) {
   return std::binary_search(sorted.begin(), sorted.end(), n);

@@ -507,6 +507,32 @@ FusionDecision flat_copy_support(const Graph& g, const Node& node, const DeviceP
   return FusionDecision::ok();
 }
 
+// Flash-decoding over symbolic dims: where some shape in range has fewer heads x query tiles
+// than SMs and keys enough for two splits of kTilesPerSplit key tiles, the run splits its keys
+// by the planner's rule (AttentionSpec::Symbolic::sm_count). The partial rows are bounded over
+// every shape: a run splits only with fewer blocks than SMs, into at most ceil(2 * SMs /
+// blocks) splits, so blocks x splits stay below 3 x SMs. Left to one kernel where that scratch
+// would not fit.
+void split_by_run(const Graph& g, AttentionSpec& spec, const DeviceParams& device,
+                  int64_t& scratch_bytes) {
+  AttentionSpec::Symbolic& sym = *spec.symbolic;
+  const SymbolRanges ranges = g.symbol_ranges();
+  const int64_t fewest_blocks =
+      std::max<int64_t>(1, (sym.heads * sym.query_tiles).bounds(ranges).lo);
+  const int64_t most_blocks = std::max<int64_t>(1, (sym.heads * sym.query_tiles).bounds(ranges).hi);
+  const int64_t most_key_tiles = (sym.keys.bounds(ranges).hi + spec.key_tile - 1) / spec.key_tile;
+  if (fewest_blocks >= device.sm_count || most_key_tiles / kTilesPerSplit < 2) return;
+  const int64_t rows =
+      std::min(3 * int64_t{device.sm_count}, most_blocks * kMaxSplits) * spec.query_tile();
+  const int64_t bytes = rows * (8 + 4 * spec.value_dim);
+  if (bytes > device.max_global_scratch) return;
+  sym.sm_count = device.sm_count;
+  sym.tiles_per_split = kTilesPerSplit;
+  sym.max_splits = kMaxSplits;
+  sym.split_rows = rows;
+  scratch_bytes = bytes;
+}
+
 // A Pad or Tile over symbolic dims: only the leading axis symbolic, neither padded nor repeated,
 // so that the planned kernel's index math (every other axis fixed) holds at every shape and
 // only the output's element count is the run's.
@@ -1013,15 +1039,15 @@ FusionDecision group_support(const Graph& g, FusionGroup& group, const DevicePar
   if (auto* spec = std::get_if<WindowSpec>(&group.spec))
     return window_group_support(g, *spec, device, group.launch);
   if (auto* spec = std::get_if<AttentionSpec>(&group.spec)) {
-    if (spec->splits > 1) {
-      // Flash-decoding's split of the keys suits some shapes of the range only: over symbolic
-      // dims the attention runs as one kernel, every key tile in each block.
-      spec->splits = 1;
-      spec->keys_per_split = 0;
-      group.scratch_bytes = 0;
-      group.launch.grid[1] = 1;
-    }
-    return attention_support(g, *spec, group.launch);
+    // Flash-decoding's split of the keys suits some shapes of the range only: the run decides
+    // it (split_by_run), the planned kernel taking every key tile in each block otherwise.
+    spec->splits = 1;
+    spec->keys_per_split = 0;
+    group.scratch_bytes = 0;
+    group.launch.grid[1] = 1;
+    if (FusionDecision d = attention_support(g, *spec, group.launch); !d) return d;
+    split_by_run(g, *spec, device, group.scratch_bytes);
+    return FusionDecision::ok();
   }
   return FusionDecision::no(
       fmt::format("no {} group over symbolic dims yet", group_kind_name(group.kind)));
