@@ -235,6 +235,12 @@ nlohmann::json spec_json(const Graph& g, const GroupSpec& spec) {
     j["query_tiles"] = attention->query_tiles;
     j["splits"] = attention->splits;
     j["keys_per_split"] = attention->keys_per_split;
+    // Over symbolic dims, flash-decoding decided by each run's shape (split_by_run).
+    if (const auto& sym = attention->symbolic; sym && sym->sm_count > 0)
+      j["splits_by_run"] = {{"below_blocks", sym->sm_count},
+                            {"tiles_per_split", sym->tiles_per_split},
+                            {"max_splits", sym->max_splits},
+                            {"partial_rows", sym->split_rows}};
     j["uncoalesced_bytes"] = attention->uncoalesced_bytes;
   } else if (const auto* chain = std::get_if<GemmChainSpec>(&spec)) {
     auto name_of = [&](TensorId t) {
