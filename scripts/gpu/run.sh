@@ -32,8 +32,9 @@
 #                models (up to 270 MB of weights each) are written and built on the machine
 #   dynamic      scripts/bench/dynamic_shapes.py: one library compiled with --dim ranges against
 #                libraries compiled for each shape (issue 20's cost of being dynamic): the
-#                feed-forward model and the BERT and LLaMA fixtures; the tables in
-#                dynamic/dynamic.md, for docs/benchmarks.md
+#                feed-forward model and the BERT and LLaMA fixtures, and the memory of a context
+#                laid out for each shape (stitch_model_context_memory_for, with the library
+#                workspace); the tables in dynamic/dynamic.md, for docs/benchmarks.md
 #   export       export_bench_models.py: the benchmark models, inputs, PyTorch's outputs
 #   compile      stitchc on each benchmark model in each precision (--report plan.json,
 #                --time-passes; --precision fp16|bf16|tf32)
