@@ -150,17 +150,22 @@ class Library:
         if status != 0:
             raise RuntimeError(self.lib.stitch_last_error().decode())
 
-    def symbols(self):
-        """The symbolic dims' names, in the model's order."""
+    def names(self, count_function, info_function, info_type):
+        """The `name` of each of the model's inputs or symbols (count_function, info_function and
+        their info struct), in the model's order."""
         count = ctypes.c_size_t()
-        self.check(self.lib.stitch_model_num_symbols(self.model, ctypes.byref(count)))
+        self.check(count_function(self.model, ctypes.byref(count)))
         names = []
         for index in range(count.value):
-            info = SymbolInfo()
-            self.check(self.lib.stitch_model_symbol(self.model, ctypes.c_size_t(index),
-                                                    ctypes.byref(info)))
+            info = info_type()
+            self.check(info_function(self.model, ctypes.c_size_t(index), ctypes.byref(info)))
             names.append(info.name.decode())
         return names
+
+    def symbols(self):
+        """The symbolic dims' names, in the model's order."""
+        return self.names(self.lib.stitch_model_num_symbols, self.lib.stitch_model_symbol,
+                          SymbolInfo)
 
     def context_memory(self, maxima=None):
         """The bytes of a context for the model's maxima, or (maxima: {symbol: size}) of one for
@@ -177,15 +182,8 @@ class Library:
 
     def input_names(self):
         """The model's inputs' names, in the order stitch_run takes them."""
-        count = ctypes.c_size_t()
-        self.check(self.lib.stitch_model_num_inputs(self.model, ctypes.byref(count)))
-        names = []
-        for index in range(count.value):
-            info = TensorInfo()
-            self.check(self.lib.stitch_model_input(self.model, ctypes.c_size_t(index),
-                                                   ctypes.byref(info)))
-            names.append(info.name.decode())
-        return names
+        return self.names(self.lib.stitch_model_num_inputs, self.lib.stitch_model_input,
+                          TensorInfo)
 
     def prepare(self, feeds):
         """The argument arrays of a run on `feeds` (numpy, or torch tensors on the GPU; any of
@@ -338,17 +336,25 @@ def fixture_shapes(ranges):
     return shapes
 
 
+def load_fixture(name):
+    """A fixture of tests/models/dynamic: its model's path, its inputs.json, its symbolic dims'
+    ranges ({dim: {"min", "max"[, "example"]}}) and stitchc's --dim values for them
+    ({dim: "MIN..MAX@EXAMPLE"})."""
+    model = os.path.join(FIXTURE_DIR, name + ".onnx")
+    with open(os.path.join(FIXTURE_DIR, name + ".inputs.json")) as f:
+        spec = json.load(f)
+    ranges = {d: r for d, r in spec["dims"].items() if isinstance(r, dict)}
+    dims = {d: f"{r['min']}..{r['max']}" + (f"@{r['example']}" if "example" in r else "")
+            for d, r in ranges.items()}
+    return model, spec, ranges, dims
+
+
 def fixtures_table(args):
     """Times each fixture of --fixtures at fixture_shapes; the table (markers included)."""
     rows, flags = [], {}
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.fixtures.split(","):
-            model = os.path.join(FIXTURE_DIR, name + ".onnx")
-            with open(os.path.join(FIXTURE_DIR, name + ".inputs.json")) as f:
-                spec = json.load(f)
-            ranges = {d: r for d, r in spec["dims"].items() if isinstance(r, dict)}
-            dims = {d: f"{r['min']}..{r['max']}" + (f"@{r['example']}" if "example" in r else "")
-                    for d, r in ranges.items()}
+            model, spec, ranges, dims = load_fixture(name)
             flags.setdefault(" ".join(f"--dim {d}={v}" for d, v in dims.items()), []).append(name)
             dynamic_path = os.path.join(tmp, f"lib{name}_dynamic.so")
             compile_library(args.stitchc, model, dynamic_path, args.target, dims)
@@ -406,12 +412,7 @@ def memory_table(args):
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.fixtures.split(","):
-            model = os.path.join(FIXTURE_DIR, name + ".onnx")
-            with open(os.path.join(FIXTURE_DIR, name + ".inputs.json")) as f:
-                spec = json.load(f)
-            ranges = {d: r for d, r in spec["dims"].items() if isinstance(r, dict)}
-            dims = {d: f"{r['min']}..{r['max']}" + (f"@{r['example']}" if "example" in r else "")
-                    for d, r in ranges.items()}
+            model, spec, ranges, dims = load_fixture(name)
             path = os.path.join(tmp, f"lib{name}.so")
             compile_library(args.stitchc, model, path, args.target, dims)
             library = Library(path, args.target)

@@ -466,10 +466,6 @@ FusionDecision analyze_group(const FusionContext& ctx, const std::vector<int32_t
   // A single node's group is checked where it is made (single_node_group).
   a.group.nodes = a.nodes; // what make_group gives the plan's group
   d = legality::symbolic_support(ctx.graph, a.group, ctx.device);
-  // Over symbols the run decides an attention's flash-decoding, and its scratch bounds every
-  // run's (split_by_run), not the planning binding's.
-  if (d && std::holds_alternative<AttentionSpec>(a.group.spec))
-    a.scratch_bytes = a.group.scratch_bytes;
   if (d && std::holds_alternative<RegionalSpec>(a.group.spec) && !overrides.row_mapping)
     add_mapping_variant(ctx, nodes, a);
   return d;

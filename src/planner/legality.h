@@ -132,7 +132,6 @@ struct GroupAnalysis {
   int64_t cached_rows = 0;                 // Regional: full-row inputs kept between passes
   int64_t shared_bytes = 0;                // Regional: dynamic shared memory for the cached rows
   int64_t registers = 0;                   // per thread, estimated
-  int64_t scratch_bytes = 0;               // Global
   int64_t recomputed = 0;                  // element evaluations of smaller intermediates, repeated
   int epilogue_nodes = 0;                  // GemmLibrary, ConvLibrary: nodes after the call's node
   FusionGroup group;                       // the planned group (mapping, launch, spec), id unset

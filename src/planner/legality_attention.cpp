@@ -613,11 +613,11 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
   if (blocks < ctx.device.sm_count && splits >= 2) {
     spec.keys_per_split = (key_tiles + splits - 1) / splits * spec.key_tile;
     spec.splits = static_cast<int>((spec.keys + spec.keys_per_split - 1) / spec.keys_per_split);
-    a.scratch_bytes = spec.partial_bytes();
-    if (a.scratch_bytes > ctx.device.max_global_scratch) {
+    a.group.scratch_bytes = spec.partial_bytes();
+    if (a.group.scratch_bytes > ctx.device.max_global_scratch) {
       spec.splits = 1;
       spec.keys_per_split = 0;
-      a.scratch_bytes = 0;
+      a.group.scratch_bytes = 0;
     }
   }
 

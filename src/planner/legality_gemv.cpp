@@ -148,7 +148,7 @@ FusionDecision analyze_row_gemv(const FusionContext& ctx, GroupAnalysis& a,
   // constant B sits 16-byte aligned in the weights).
   spec.vectors = mv.b_rows_are_outputs && mv.k % 4 == 0 && g.tensor(mv.b).is_constant();
   launch.vector_width = spec.vectors ? 4 : 1;
-  a.scratch_bytes = mv.k * 4; // x, as fp32
+  a.group.scratch_bytes = mv.k * 4; // x, as fp32
   spec.io = kernel_interface(ctx, a.nodes, a.inputs, a.outputs);
   a.kind = GroupKind::Kernel;
   a.scheme = StitchScheme::Global;

@@ -143,11 +143,11 @@ FusionDecision analyze_column(const FusionContext& ctx, GroupAnalysis& a) {
   spec.blocks = launch.grid[0];
   // Each block's partial per column, then the finished column values: (blocks + 1) rows of
   // accumulators.
-  a.scratch_bytes = (spec.blocks + 1) * spec.columns * dtype_size(spec.accumulator);
-  if (a.scratch_bytes > ctx.device.max_global_scratch)
+  a.group.scratch_bytes = (spec.blocks + 1) * spec.columns * dtype_size(spec.accumulator);
+  if (a.group.scratch_bytes > ctx.device.max_global_scratch)
     return FusionDecision::no(fmt::format("the column reduction's partial results take {} MiB of "
                                           "scratch, more than the {} MiB allowed",
-                                          a.scratch_bytes >> 20,
+                                          a.group.scratch_bytes >> 20,
                                           ctx.device.max_global_scratch >> 20));
   a.registers = kBaseRegisters + kRegistersPerNode * static_cast<int64_t>(a.nodes.size());
   if (FusionDecision d = fits_registers(ctx, a); !d) return d;

@@ -51,7 +51,6 @@ FusionGroup make_group(const FusionContext& ctx, const GroupAnalysis& a) {
   group.outputs = a.outputs;
   group.rows = a.rows;
   group.row_length = a.row_length;
-  group.scratch_bytes = a.scratch_bytes;
   group.parts = a.parts;
   GroupCost cost = group_cost(ctx, a);
   group.estimated_bytes = cost.bytes;

@@ -407,7 +407,7 @@ TEST_CASE("planner legality: column reduction is global", "[planner]") {
   CHECK(a.rows == 256);
   CHECK(a.row_length == 64);
   CHECK(a.group.launch.cooperative);
-  CHECK(a.scratch_bytes > 0);
+  CHECK(a.group.scratch_bytes > 0);
 }
 
 // Unrelated pointwise ops of different shapes share one launch as independent parts.
@@ -738,7 +738,7 @@ TEST_CASE("planner legality: row ops stitch to the one-row matrix product they f
   CHECK(a.row_length == 49);
   CHECK(a.group.launch.cooperative);
   CHECK(a.group.launch.vector_width == 4); // B constant, K = 64
-  CHECK(a.scratch_bytes == 64 * 4);        // the vector
+  CHECK(a.group.scratch_bytes == 64 * 4);  // the vector
   // Resident at the cooperative register budget, which the kernel's launch bounds promise.
   const DeviceParams device;
   CHECK(a.group.launch.min_blocks_per_sm * device.sm_count >= a.group.launch.grid[0]);
