@@ -1,39 +1,18 @@
 // Einsum as a direct loop nest: one thread per output element, a loop per summed label, the
 // operands' product accumulated in fp32 (fp64 for double, 64-bit integers for integer types).
 // Repeated labels in one term (diagonals) add their axes' strides; "..." dims and labels of
-// size 1 broadcast. This is the general fallback: it does no tiling, so a matmul-shaped Einsum
-// is best lowered to MatMul (cuBLASLt) by an earlier pass.
+// size 1 broadcast. This is the general fallback: it does no tiling, so lower-composites makes
+// every two-operand Einsum that is a matrix product a MatMul (cuBLASLt), and this kernel runs
+// the others (one operand, three or more, diagonals, labels summed in one operand only).
 #include <algorithm>
-#include <array>
 #include <map>
 
 #include "emitter/kernel_movement.h"
+#include "graph/op_params.h"
 
 namespace stitch {
 
 namespace {
-
-struct EinsumTerm {
-  std::string labels;
-  int ellipsis_at = -1; // the label position "..." stands before, or -1
-};
-
-EinsumTerm parse_term(const std::string& text) {
-  EinsumTerm term;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '.') {
-      term.ellipsis_at = static_cast<int>(term.labels.size());
-      i += 2;
-    } else {
-      term.labels += text[i];
-    }
-  }
-  return term;
-}
-
-// Labels are letters; the "..." dims get the ids 128 + j (j counting from the left of the
-// broadcast "..." shape).
-constexpr int kEllipsisLabel = 128;
 
 struct Einsum {
   std::map<int, int64_t> dims;                 // label -> size
@@ -42,81 +21,30 @@ struct Einsum {
   std::vector<std::map<int, int64_t>> strides; // per operand: label -> element stride
 };
 
+// The labels (op_params.h), each label's size (a non-1 size wins) and each operand's stride
+// per label (a repeated label adds its axes' strides; a broadcast axis has none).
 Einsum analyze(const GroupEmitContext& ctx) {
   NodeContext nc(ctx.graph(), ctx.node());
-  std::string equation;
-  for (char c : nc.attr_string("equation", ""))
-    if (c != ' ') equation += c;
-  size_t arrow = equation.find("->");
-  std::vector<std::string> texts(1);
-  for (char c : equation.substr(0, arrow)) {
-    if (c == ',')
-      texts.emplace_back();
-    else
-      texts.back() += c;
-  }
-  std::vector<EinsumTerm> terms;
-  Shape ellipsis;
-  bool any_ellipsis = false;
-  for (int i = 0; i < nc.num_inputs(); ++i) {
-    terms.push_back(parse_term(texts[i]));
-    if (terms.back().ellipsis_at < 0) continue;
-    any_ellipsis = true;
-    const Shape& shape = nc.shape(i);
-    size_t rank = shape.size() - terms.back().labels.size();
-    Shape part(shape.begin() + terms.back().ellipsis_at,
-               shape.begin() + terms.back().ellipsis_at + rank);
-    ellipsis = *broadcast_shapes(ellipsis, part);
-  }
+  const EinsumLabels labels = read_einsum_labels(nc);
   Einsum e;
-  std::array<int, 128> count{};
-  // Each operand axis's label, then sizes (a non-1 size wins) and strides.
-  std::vector<std::vector<int>> axis_labels;
+  e.output = labels.output;
   for (int i = 0; i < nc.num_inputs(); ++i) {
-    const EinsumTerm& t = terms[i];
     const Shape& shape = nc.shape(i);
-    size_t rank = t.ellipsis_at < 0 ? 0 : shape.size() - t.labels.size();
-    std::vector<int> labels;
-    for (size_t j = 0; j <= t.labels.size(); ++j) {
-      if (static_cast<int>(j) == t.ellipsis_at)
-        for (size_t k = 0; k < rank; ++k)
-          labels.push_back(kEllipsisLabel + static_cast<int>(ellipsis.size() - rank + k));
-      if (j < t.labels.size()) {
-        labels.push_back(t.labels[j]);
-        ++count[static_cast<unsigned char>(t.labels[j])];
-      }
-    }
-    for (size_t a = 0; a < labels.size(); ++a) {
-      int64_t& d = e.dims[labels[a]];
+    for (size_t a = 0; a < shape.size(); ++a) {
+      int64_t& d = e.dims[labels.inputs[static_cast<size_t>(i)][a]];
       if (d <= 1) d = shape[a];
     }
-    axis_labels.push_back(labels);
   }
   for (int i = 0; i < nc.num_inputs(); ++i) {
-    Shape strides = row_major_strides(nc.shape(i));
+    const Shape& shape = nc.shape(i);
+    const Shape strides = row_major_strides(shape);
     std::map<int, int64_t> by_label;
-    for (size_t a = 0; a < axis_labels[i].size(); ++a) {
-      int label = axis_labels[i][a];
-      if (nc.shape(i)[a] == 1 && e.dims[label] != 1) continue; // broadcast
+    for (size_t a = 0; a < shape.size(); ++a) {
+      const int label = labels.inputs[static_cast<size_t>(i)][a];
+      if (shape[a] == 1 && e.dims[label] != 1) continue; // broadcast
       by_label[label] += strides[a];
     }
     e.strides.push_back(by_label);
-  }
-  // The output labels, explicit or implicit ("..." first, then the labels used once, sorted).
-  EinsumTerm out_term;
-  if (arrow != std::string::npos) {
-    out_term = parse_term(equation.substr(arrow + 2));
-    if (!any_ellipsis) out_term.ellipsis_at = -1;
-  } else {
-    out_term.ellipsis_at = any_ellipsis ? 0 : -1;
-    for (int c = 0; c < 128; ++c)
-      if (count[c] == 1) out_term.labels += static_cast<char>(c);
-  }
-  for (size_t j = 0; j <= out_term.labels.size(); ++j) {
-    if (static_cast<int>(j) == out_term.ellipsis_at)
-      for (size_t k = 0; k < ellipsis.size(); ++k)
-        e.output.push_back(kEllipsisLabel + static_cast<int>(k));
-    if (j < out_term.labels.size()) e.output.push_back(out_term.labels[j]);
   }
   for (const auto& [label, size] : e.dims)
     if (std::find(e.output.begin(), e.output.end(), label) == e.output.end())

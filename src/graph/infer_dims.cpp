@@ -2,6 +2,7 @@
 #include "graph/infer_dims.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <optional>
 
@@ -676,6 +677,24 @@ void gather_nd(SymContext& c) {
   c.set(0, out);
 }
 
+// Einsum: each label's dim over the operands, broadcast as numpy would (a 1 against any
+// other dim), then the output labels' dims.
+void einsum(SymContext& c) {
+  const EinsumLabels labels = read_einsum_labels(c.ctx);
+  std::map<int, DimExpr> dims;
+  for (size_t i = 0; i < labels.inputs.size(); ++i) {
+    const SymShape in = c.in(static_cast<int>(i));
+    for (size_t a = 0; a < labels.inputs[i].size(); ++a) {
+      auto [it, inserted] = dims.emplace(labels.inputs[i][a], in[a]);
+      if (!inserted) it->second = broadcast(c, {it->second}, {in[a]}).front();
+    }
+  }
+  SymShape out;
+  for (int label : labels.output)
+    out.push_back(dims.at(label));
+  c.set(0, out);
+}
+
 using SymRule = void (*)(SymContext&);
 
 SymRule sym_rule(OpKind op) {
@@ -816,6 +835,8 @@ SymRule sym_rule(OpKind op) {
     return gather_elements;
   case OpKind::GatherND:
     return gather_nd;
+  case OpKind::Einsum:
+    return einsum;
   default:
     return nullptr;
   }

@@ -1,14 +1,17 @@
 // lower-composites: one lowering function per composite ONNX op (see lower_composites.h).
 #include "graph/lower_composites.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <optional>
 #include <set>
 
 #include "graph/constant.h"
 #include "graph/error.h"
 #include "graph/infer_context.h"
+#include "graph/infer_dims.h"
 #include "graph/op_params.h"
 #include "graph/shape_rules.h"
 
@@ -89,6 +92,26 @@ public:
     return op(OpKind::Reshape, {x, target}, role, std::move(attrs));
   }
 
+  // `x` with its axes permuted (axis j of the result is axis perm[j] of `x`): a Transpose
+  // node, a permuted constant, or `x` itself.
+  TensorId transpose(TensorId x, const std::vector<int64_t>& perm, const std::string& role) {
+    bool identity = true;
+    for (size_t j = 0; j < perm.size(); ++j)
+      identity = identity && perm[j] == static_cast<int64_t>(j);
+    if (identity) return x;
+    const Tensor& t = graph_.tensor(x);
+    if (t.is_constant() && t.view_of == kNoTensor) {
+      Shape shape;
+      for (int64_t p : perm)
+        shape.push_back(t.shape[static_cast<size_t>(p)]);
+      auto data = std::make_shared<ConstantData>();
+      data->bytes = transpose_bytes(t.constant->bytes, t.shape, perm,
+                                    static_cast<size_t>(dtype_size(t.dtype)));
+      return constant_tensor(base_ + "/" + role, t.dtype, std::move(shape), std::move(data));
+    }
+    return op(OpKind::Transpose, {x}, role, {{"perm", Attribute{perm}}});
+  }
+
   TensorId ints(const std::string& role, const std::vector<int64_t>& values) {
     return int64_constant(role, {static_cast<int64_t>(values.size())}, values);
   }
@@ -154,6 +177,7 @@ private:
     n.opset = composite_.opset;
     InferContext ctx(graph_, n);
     shape_rule(kind)(ctx);
+    infer_node_dims(ctx); // the expressions too, so that later reshapes compare them
     out_.push_back(std::move(n));
   }
 
@@ -556,6 +580,169 @@ void lower_attention(Lowering& l) {
   l.bind(y, l.output(0));
 }
 
+// ---- Einsum as a matrix product ----
+
+// The roles of a two-operand Einsum's labels when it is a (batched) matrix product: batch
+// labels (both operands and the output), rows (the first operand and the output), columns
+// (the second operand and the output) and summed labels (both operands, not the output), each
+// list in the order the result is built in, and each label's dim.
+struct EinsumProduct {
+  std::vector<int> batch, rows, columns, summed;
+  std::map<int, DimExpr> dims;
+  int first = 0; // the input taking the rows (the other takes the columns)
+};
+
+bool contains(const std::vector<int>& labels, int label) {
+  return std::find(labels.begin(), labels.end(), label) != labels.end();
+}
+
+// The permutation taking axes labelled `from` to the order `to` (axis j of the result is axis
+// perm[j] of the source).
+std::vector<int64_t> label_perm(const std::vector<int>& from, const std::vector<int>& to) {
+  std::vector<int64_t> perm;
+  for (int label : to)
+    perm.push_back(std::find(from.begin(), from.end(), label) - from.begin());
+  return perm;
+}
+
+bool is_identity(const std::vector<int64_t>& perm) {
+  for (size_t j = 0; j < perm.size(); ++j)
+    if (perm[j] != static_cast<int64_t>(j)) return false;
+  return true;
+}
+
+// The Einsum as a product, or nullopt where it is none: not two floating-point operands, a
+// label repeated in one term (a diagonal), summed in one operand only, or of different dims in
+// the two (a broadcast). The rows go to the operand that leaves the output in the product's
+// order, else to the one that needs fewer Transposes of non-constant values.
+std::optional<EinsumProduct> einsum_product(const Graph& graph, const Node& node) {
+  if (node.inputs.size() != 2 || node.outputs.empty()) return std::nullopt;
+  for (TensorId t : node.inputs) {
+    const DType d = graph.tensor(t).dtype;
+    if (d != DType::Float32 && d != DType::Float16 && d != DType::BFloat16) return std::nullopt;
+  }
+  const EinsumLabels e = read_einsum_labels(NodeContext(graph, node));
+  EinsumProduct p;
+  for (int i = 0; i < 2; ++i) {
+    const SymShape shape = graph.tensor(node.inputs[static_cast<size_t>(i)]).sym_shape();
+    const std::vector<int>& labels = e.inputs[static_cast<size_t>(i)];
+    for (size_t a = 0; a < labels.size(); ++a) {
+      if (std::count(labels.begin(), labels.end(), labels[a]) > 1) return std::nullopt;
+      auto [it, inserted] = p.dims.emplace(labels[a], shape[a]);
+      if (!inserted && it->second != shape[a]) return std::nullopt;
+    }
+  }
+  for (int label : e.inputs[0])
+    if (!contains(e.output, label) && !contains(e.inputs[1], label)) return std::nullopt;
+  for (int label : e.inputs[1])
+    if (!contains(e.output, label) && !contains(e.inputs[0], label)) return std::nullopt;
+
+  // Transposes of non-constant values each choice needs (the operands', the result's).
+  auto moved = [&](int first) {
+    const std::vector<int>&rows_side = e.inputs[static_cast<size_t>(first)],
+          &columns_side = e.inputs[static_cast<size_t>(1 - first)];
+    EinsumProduct q;
+    q.first = first;
+    q.dims = p.dims;
+    for (int label : e.output) {
+      const bool r = contains(rows_side, label), c = contains(columns_side, label);
+      (r && c ? q.batch : r ? q.rows : q.columns).push_back(label);
+    }
+    // The summed labels in the order of the operand that is not a constant.
+    const bool first_constant = graph.tensor(node.inputs[static_cast<size_t>(first)]).is_constant();
+    for (int label : first_constant ? columns_side : rows_side)
+      if (!contains(e.output, label)) q.summed.push_back(label);
+    std::vector<int> a_order = q.batch, b_order = q.batch, built = q.batch;
+    a_order.insert(a_order.end(), q.rows.begin(), q.rows.end());
+    a_order.insert(a_order.end(), q.summed.begin(), q.summed.end());
+    b_order.insert(b_order.end(), q.summed.begin(), q.summed.end());
+    b_order.insert(b_order.end(), q.columns.begin(), q.columns.end());
+    built.insert(built.end(), q.rows.begin(), q.rows.end());
+    built.insert(built.end(), q.columns.begin(), q.columns.end());
+    int count = is_identity(label_perm(built, e.output)) ? 0 : 1;
+    for (int i : {first, 1 - first}) {
+      const bool constant = graph.tensor(node.inputs[static_cast<size_t>(i)]).is_constant();
+      const std::vector<int>& order = i == first ? a_order : b_order;
+      std::vector<int> used;
+      for (int label : order) // a side without columns or rows has no such axes
+        if (contains(e.inputs[static_cast<size_t>(i)], label)) used.push_back(label);
+      if (!constant && !is_identity(label_perm(e.inputs[static_cast<size_t>(i)], used))) ++count;
+    }
+    return std::make_pair(count, q);
+  };
+  auto [straight_moves, straight] = moved(0);
+  auto [swapped_moves, swapped] = moved(1);
+  return swapped_moves < straight_moves ? swapped : straight;
+}
+
+DimExpr label_product(const EinsumProduct& p, const std::vector<int>& labels) {
+  DimExpr product = 1;
+  for (int label : labels)
+    product = product * p.dims.at(label);
+  return product;
+}
+
+// A two-operand Einsum as a MatMul of [batch, rows, summed] and [batch, summed, columns] (the
+// merged axes reshaped; with no batch labels the rows stay apart, as MatMul broadcasts a
+// matrix over them), reshaped to [batch, rows..., columns...] and transposed to the output's
+// order. Without summed labels it is a broadcast Mul; with neither rows nor columns, a Mul
+// and a ReduceSum over the summed axis.
+void lower_einsum(Lowering& l, const EinsumProduct& p) {
+  const EinsumLabels e = read_einsum_labels(l.context());
+  const TensorId a = l.input(p.first), b = l.input(1 - p.first);
+  const std::vector<int>&a_labels = e.inputs[static_cast<size_t>(p.first)],
+        &b_labels = e.inputs[static_cast<size_t>(1 - p.first)];
+  auto dims_of = [&](const std::vector<int>& labels) {
+    SymShape d;
+    for (int label : labels)
+      d.push_back(p.dims.at(label));
+    return d;
+  };
+  auto joined = [](std::vector<int> x, const std::vector<int>& y) {
+    x.insert(x.end(), y.begin(), y.end());
+    return x;
+  };
+  const std::vector<int> a_order = joined(joined(p.batch, p.rows), p.summed);
+  const std::vector<int> b_order = joined(joined(p.batch, p.summed), p.columns);
+  const TensorId at = l.transpose(a, label_perm(a_labels, a_order), "A");
+  const TensorId bt = l.transpose(b, label_perm(b_labels, b_order), "B");
+  const SymShape batch = dims_of(p.batch);
+  const DimExpr rows = label_product(p, p.rows), columns = label_product(p, p.columns),
+                summed = label_product(p, p.summed);
+  auto with_batch = [&](std::initializer_list<DimExpr> tail) {
+    SymShape s = batch;
+    s.insert(s.end(), tail.begin(), tail.end());
+    return s;
+  };
+  TensorId y = kNoTensor;
+  if (p.summed.empty()) {
+    // An outer product per batch: A [batch, rows, 1] * B [batch, 1, columns].
+    y = l.op(OpKind::Mul,
+             {l.reshape(at, with_batch({rows, DimExpr(1)}), "ARows"),
+              l.reshape(bt, with_batch({DimExpr(1), columns}), "BColumns")},
+             "Product");
+  } else if (p.rows.empty() && p.columns.empty()) {
+    // A dot product per batch: the sum of A [batch, summed] * B [batch, summed].
+    const TensorId products = l.op(OpKind::Mul,
+                                   {l.reshape(at, with_batch({summed}), "AVector"),
+                                    l.reshape(bt, with_batch({summed}), "BVector")},
+                                   "Products");
+    y = l.reduce(OpKind::ReduceSum, products, {static_cast<int64_t>(batch.size())}, "Product");
+  } else {
+    SymShape a_to = batch.empty() ? dims_of(p.rows) : with_batch({rows});
+    if (a_to.empty()) a_to.push_back(DimExpr(1));
+    a_to.push_back(summed);
+    y = l.op(
+        OpKind::MatMul,
+        {l.reshape(at, a_to, "AMatrix"), l.reshape(bt, with_batch({summed, columns}), "BMatrix")},
+        "Product");
+  }
+  const std::vector<int> built = joined(joined(p.batch, p.rows), p.columns);
+  y = l.reshape(y, dims_of(built), "ProductAxes");
+  y = l.transpose(y, label_perm(built, e.output), "Output");
+  l.bind(y, l.output(0));
+}
+
 // Lowers `node` into `out`; false when it is not a composite.
 bool lower_node(Graph& graph, const Node& node, std::set<std::string>& names,
                 std::vector<Node>& out) {
@@ -588,6 +775,12 @@ bool lower_node(Graph& graph, const Node& node, std::set<std::string>& names,
   case OpKind::Attention:
     lower_attention(l);
     return true;
+  case OpKind::Einsum:
+    if (std::optional<EinsumProduct> p = einsum_product(graph, node)) {
+      lower_einsum(l, *p);
+      return true;
+    }
+    return false;
   default:
     return false;
   }

@@ -14,6 +14,11 @@
 //   RotaryEmbedding  Slices of the rotated halves (or even and odd elements), x1 cos - x2 sin
 //                  and x1 sin + x2 cos, Concats, the caches looked up by position_ids (Gather),
 //                  the head transposes: index remappings and pointwise ops one Local kernel runs
+//   Einsum         of two operands that is a (batched) matrix product: Transposes and
+//                  Reshapes to [batch, rows, summed] and [batch, summed, columns], MatMul, the
+//                  result reshaped and transposed to the output's labels (a constant operand
+//                  permuted here); without summed labels a broadcast Mul, without rows and
+//                  columns a Mul and a ReduceSum. Other Einsums stay one node (a loop nest)
 //   Attention      heads split, past keys and values concatenated, K and V repeated for
 //                  grouped-query heads (Expand), MatMul of the scaled Q and K^T, the masks
 //                  added (bool as 0 / -inf, causal as a constant), softcap, Softmax (as above),

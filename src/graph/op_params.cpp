@@ -2,6 +2,7 @@
 #include "graph/op_params.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "graph/constant.h"
@@ -319,6 +320,79 @@ FillValue read_fill_value(const NodeContext& ctx) {
                             static_cast<int64_t>(value.constant->bytes.size()) == value.bytes(),
                         "ConstantOfShape value '{}' has no data of its type", value.name);
   return {value.dtype, value.constant->bytes};
+}
+
+EinsumLabels read_einsum_labels(const NodeContext& ctx) {
+  std::string equation;
+  for (char c : ctx.attr_string("equation", ""))
+    if (c != ' ') equation += c;
+  const size_t arrow = equation.find("->");
+  // Each term's letters, and where its "..." stands (-1: none).
+  auto parse = [](const std::string& text, std::string& letters) {
+    int at = -1;
+    for (size_t i = 0; i < text.size(); ++i) {
+      if (text[i] == '.') {
+        at = static_cast<int>(letters.size());
+        i += 2;
+      } else {
+        letters += text[i];
+      }
+    }
+    return at;
+  };
+  std::vector<std::string> terms(1);
+  for (char c : equation.substr(0, arrow)) {
+    if (c == ',')
+      terms.emplace_back();
+    else
+      terms.back() += c;
+  }
+  EinsumLabels labels;
+  std::vector<std::string> letters(terms.size());
+  std::vector<int> ellipsis_at(terms.size());
+  int64_t ellipsis_rank = 0;
+  bool any_ellipsis = false;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    ellipsis_at[i] = parse(terms[i], letters[i]);
+    if (ellipsis_at[i] < 0) continue;
+    any_ellipsis = true;
+    ellipsis_rank = std::max<int64_t>(ellipsis_rank, ctx.rank(static_cast<int>(i)) -
+                                                         static_cast<int64_t>(letters[i].size()));
+  }
+  std::array<int, 128> count{};
+  for (size_t i = 0; i < terms.size(); ++i) {
+    const int64_t rank = ellipsis_at[i] < 0 ? 0
+                                            : ctx.rank(static_cast<int>(i)) -
+                                                  static_cast<int64_t>(letters[i].size());
+    std::vector<int> axes;
+    for (size_t j = 0; j <= letters[i].size(); ++j) {
+      if (static_cast<int>(j) == ellipsis_at[i])
+        for (int64_t k = 0; k < rank; ++k)
+          axes.push_back(kEinsumEllipsisLabel + static_cast<int>(ellipsis_rank - rank + k));
+      if (j < letters[i].size()) {
+        axes.push_back(letters[i][j]);
+        ++count[static_cast<unsigned char>(letters[i][j]) & 127];
+      }
+    }
+    labels.inputs.push_back(std::move(axes));
+  }
+  std::string out_letters;
+  int out_ellipsis = -1;
+  if (arrow != std::string::npos) {
+    out_ellipsis = any_ellipsis ? parse(equation.substr(arrow + 2), out_letters) : -1;
+    if (!any_ellipsis) parse(equation.substr(arrow + 2), out_letters);
+  } else {
+    out_ellipsis = any_ellipsis ? 0 : -1;
+    for (int c = 0; c < 128; ++c)
+      if (count[c] == 1) out_letters += static_cast<char>(c);
+  }
+  for (size_t j = 0; j <= out_letters.size(); ++j) {
+    if (static_cast<int>(j) == out_ellipsis)
+      for (int64_t k = 0; k < ellipsis_rank; ++k)
+        labels.output.push_back(kEinsumEllipsisLabel + static_cast<int>(k));
+    if (j < out_letters.size()) labels.output.push_back(out_letters[j]);
+  }
+  return labels;
 }
 
 RotaryParams read_rotary_params(const NodeContext& ctx) {

@@ -114,6 +114,18 @@ FillValue read_fill_value(const NodeContext& ctx);
 
 // ---- Composites lowered by lower-composites (the rule and the lowering read these) ----
 
+// Einsum's equation as a label per axis: a letter is its character code; the "..." dims are
+// kEinsumEllipsisLabel + j, j counting from the left of the broadcast "..." shape (an operand
+// with fewer "..." dims takes the rightmost ids, as broadcasting aligns them). The output is
+// the explicit one or the implicit one ("..." first, then the letters used once, in ASCII
+// order). The shape rule has validated the equation against the inputs' ranks.
+constexpr int kEinsumEllipsisLabel = 128;
+struct EinsumLabels {
+  std::vector<std::vector<int>> inputs; // per input, a label per axis
+  std::vector<int> output;              // a label per output axis
+};
+EinsumLabels read_einsum_labels(const NodeContext& ctx);
+
 // RotaryEmbedding's heads: X [batch, heads, sequence, head] or, with num_heads,
 // [batch, sequence, heads * head]; the rotated part of each head (rotary_embedding_dim, 0: the
 // whole head), even and at most the head.

@@ -306,7 +306,8 @@ def single_reduction():
     # Reductions and scans, planned one kernel per op (cases.txt: planner none), each mapping of
     # kernel_reduction.cpp: a thread per output over a non-contiguous axis, a warp per row,
     # a block per row, a thread per short row, ArgMax, CumSum (a warp per row and a thread per
-    # line), a global pool, and an Einsum (a kernel of its own, not a library call).
+    # line), a global pool, and an Einsum that is no matrix product (it sums h of one operand
+    # only), a kernel of its own; lower-composites makes the others MatMuls.
     m = Model("single_reduction", opset=18, seed=12)
     x = m.input("x", [4, 6, 8, 40])
     m.node("ReduceSum", [x, m.ints("axis1", [1])], ["sum_channels"], keepdims=1)
@@ -317,7 +318,7 @@ def single_reduction():
     m.node("CumSum", [x, m.const("cum_axis", np.array(3, np.int64))], ["cumsum_rows"])
     m.node("CumSum", [x, m.const("cum_axis1", np.array(1, np.int64))], ["cumsum_lines"])
     m.node("GlobalAveragePool", [x], ["gap"])
-    m.node("Einsum", [x, m.weight("einsum_b", [40, 5])], ["einsum"], equation="bchw,wk->bchk")
+    m.node("Einsum", [x, m.weight("einsum_b", [40, 5])], ["einsum"], equation="bchw,wk->bck")
     for name in ["sum_channels", "max_rows", "mean_planes", "l2_short", "cumsum_rows",
                  "cumsum_lines", "gap", "einsum"]:
         m.output(name)

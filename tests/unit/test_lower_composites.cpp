@@ -5,6 +5,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <tuple>
+
 #include "frontend/onnx_loader.h"
 #include "graph/constant.h"
 #include "graph/infer_context.h"
@@ -482,4 +485,80 @@ TEST_CASE("Attention and RotaryEmbedding refuse malformed inputs naming the node
                        "rotary_embedding_dim", 5);
     fails(m, "must be even");
   }
+}
+
+namespace {
+
+ModelBuilder einsum_model(const std::string& equation, const std::vector<int64_t>& a,
+                          const std::vector<int64_t>& b, bool b_constant, int type = kFloat) {
+  ModelBuilder m(17);
+  m.input("a", type, a).output("y");
+  if (b_constant) {
+    std::vector<float> values(static_cast<size_t>(shape_elements(b)));
+    for (size_t i = 0; i < values.size(); ++i)
+      values[i] = static_cast<float>(i);
+    m.initializer_f32("b", b, values);
+  } else {
+    m.input("b", type, b);
+  }
+  test::set_attr_string(m.node("Einsum", {"a", "b"}, {"y"}, "einsum"), "equation", equation);
+  return m;
+}
+
+} // namespace
+
+TEST_CASE("two-operand Einsums that are matrix products lower to MatMul", "[passes][lower]") {
+  // Proves: EinsumDense's "abc,cde->abde" is one MatMul of x and the weight viewed as [c, d*e]
+  // (the rows a, b stay apart, as MatMul broadcasts the matrix), the result viewed as
+  // [a, b, d, e]; a weight read transposed ("abc,dc->abd") is permuted here, not by a
+  // Transpose node; the Keras scores "aecd,abcd->acbe" take their rows from the second
+  // operand, so that the product is already in the output's order; the output keeps its name.
+  {
+    Graph g = compile(einsum_model("abc,cde->abde", {2, 5, 6}, {6, 2, 3}, true));
+    REQUIRE(ops(g) == std::vector<OpKind>{OpKind::MatMul, OpKind::View});
+    CHECK(g.tensor(g.nodes[0].inputs[1]).shape == Shape{6, 6});
+    CHECK(g.tensor(g.nodes[1].outputs[0]).name == "y");
+    CHECK(g.tensor(g.nodes[1].outputs[0]).shape == Shape{2, 5, 2, 3});
+  }
+  {
+    Graph g = compile(einsum_model("abc,dc->abd", {2, 5, 3}, {4, 3}, true));
+    REQUIRE(ops(g) == std::vector<OpKind>{OpKind::MatMul});
+    const Tensor& w = g.tensor(g.nodes[0].inputs[1]);
+    CHECK(w.shape == Shape{3, 4});
+    CHECK(constant_as_double(w) ==
+          std::vector<double>{0, 3, 6, 9, 1, 4, 7, 10, 2, 5, 8, 11}); // [4, 3] transposed
+  }
+  {
+    Graph g = compile(einsum_model("aecd,abcd->acbe", {2, 7, 4, 8}, {2, 5, 4, 8}, false));
+    REQUIRE(!g.nodes.empty());
+    CHECK(g.nodes.back().op == OpKind::MatMul);
+    const std::vector<OpKind> kinds = ops(g);
+    CHECK(std::count(kinds.begin(), kinds.end(), OpKind::Einsum) == 0);
+    CHECK(g.tensor(g.nodes.back().outputs[0]).shape == Shape{2, 4, 5, 7});
+  }
+  {
+    // No summed label: an outer product per batch, a broadcast Mul; no rows or columns: a
+    // dot product per batch, a Mul and a ReduceSum.
+    const std::vector<OpKind> outer =
+        ops(compile(einsum_model("ab,ac->abc", {2, 3}, {2, 4}, false)));
+    CHECK(std::count(outer.begin(), outer.end(), OpKind::Mul) == 1);
+    CHECK(std::count(outer.begin(), outer.end(), OpKind::MatMul) == 0);
+    const std::vector<OpKind> dot = ops(compile(einsum_model("ab,ab->a", {2, 3}, {2, 3}, false)));
+    CHECK(std::count(dot.begin(), dot.end(), OpKind::ReduceSum) == 1);
+  }
+}
+
+TEST_CASE("Einsums that are no matrix product stay one node", "[passes][lower]") {
+  // Proves: a diagonal, a label summed in one operand only, a label broadcast between the
+  // operands and integer or float64 operands keep the Einsum (the loop-nest kernel).
+  for (const auto& [equation, a, b] :
+       std::vector<std::tuple<std::string, std::vector<int64_t>, std::vector<int64_t>>>{
+           {"aab,bc->ac", {3, 3, 4}, {4, 2}},
+           {"abc,cd->ad", {2, 3, 4}, {4, 5}},
+           {"ab,ab->ab", {2, 3}, {1, 3}}}) {
+    Graph g = compile(einsum_model(equation, a, b, false));
+    CHECK(ops(g) == std::vector<OpKind>{OpKind::Einsum});
+  }
+  Graph g = compile(einsum_model("ab,bc->ac", {2, 3}, {3, 4}, false, onnx::TensorProto::DOUBLE));
+  CHECK(ops(g) == std::vector<OpKind>{OpKind::Einsum});
 }

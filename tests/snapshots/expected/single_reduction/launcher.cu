@@ -53,7 +53,7 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
       {stitch_blob_string(2605), 1, 4, {4, 6, 8, 40, 0, 0, 0, 0}, 30720},
       {stitch_blob_string(2617), 1, 4, {4, 6, 8, 40, 0, 0, 0, 0}, 30720},
       {stitch_blob_string(2630), 1, 4, {4, 6, 1, 1, 0, 0, 0, 0}, 96},
-      {stitch_blob_string(2634), 1, 4, {4, 6, 8, 5, 0, 0, 0, 0}, 3840},
+      {stitch_blob_string(2634), 1, 3, {4, 6, 5, 0, 0, 0, 0, 0}, 480},
       {stitch_blob_string(2641), 7, 3, {4, 6, 8, 0, 0, 0, 0, 0}, 1536}};
   // How the library was built (stitch_library_build_info); the strings are in the blob.
   static const stitch_abi_build_info build_info = {
