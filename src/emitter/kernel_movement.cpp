@@ -100,28 +100,43 @@ void open_symbolic_loop(const GroupEmitContext& ctx, CodeWriter& out) {
   out.open("for (int64_t i = first; i < n; i += stride)");
 }
 
+void emit_symbolic_coordinates(const GroupEmitContext& ctx, CodeWriter& out, const SymShape& dims) {
+  const Graph& g = ctx.graph();
+  out.line("int64_t rest = i;");
+  for (size_t d = dims.size(); d-- > 0;) {
+    if (d == 0)
+      out.line("const int64_t c0 = rest;");
+    else if (ctx.group().launch.index32 && !dims[d].is_constant())
+      out.linef("const int64_t c{0} = stitch::dims::mod32(rest, {1}); rest = "
+                "stitch::dims::div32(rest, {1});",
+                d, dim_code(g, dims[d]));
+    else
+      out.linef("const int64_t c{0} = rest % {1}; rest /= {1};", d, dim_code(g, dims[d]));
+  }
+}
+
+std::string symbolic_offset(const GroupEmitContext& ctx, const std::vector<std::string>& coords,
+                            const std::vector<DimExpr>& strides) {
+  std::vector<std::string> terms; // innermost first
+  for (size_t d = coords.size(); d-- > 0;) {
+    const DimExpr& s = strides[d];
+    if (coords[d] == "0" || (s.is_constant() && s.constant_value() == 0)) continue;
+    terms.push_back(s.is_constant() && s.constant_value() == 1
+                        ? coords[d]
+                        : fmt::format("{} * {}", coords[d], dim_code(ctx.graph(), s)));
+  }
+  return terms.empty() ? "0" : fmt::format("{}", fmt::join(terms, " + "));
+}
+
 void emit_symbolic_strided_read(const GroupEmitContext& ctx, CodeWriter& out,
                                 const SymShape& result, const std::vector<DimExpr>& strides,
                                 const DimExpr& base) {
-  const Graph& g = ctx.graph();
-  out.line("int64_t rest = i;");
-  std::vector<std::string> terms;
-  for (size_t d = result.size(); d-- > 0;) {
-    if (d == 0)
-      out.line("const int64_t c0 = rest;");
-    else if (ctx.group().launch.index32 && !result[d].is_constant())
-      out.linef("const int64_t c{0} = stitch::dims::mod32(rest, {1}); rest = "
-                "stitch::dims::div32(rest, {1});",
-                d, dim_code(g, result[d]));
-    else
-      out.linef("const int64_t c{0} = rest % {1}; rest /= {1};", d, dim_code(g, result[d]));
-    const DimExpr& s = strides[d];
-    terms.push_back(s.is_constant() && s.constant_value() == 1
-                        ? fmt::format("c{}", d)
-                        : fmt::format("c{} * {}", d, dim_code(g, s)));
-  }
-  if (!(base.is_constant() && base.constant_value() == 0)) terms.push_back(dim_code(g, base));
-  out.linef("out[i] = in[{}];", terms.empty() ? "0" : fmt::format("{}", fmt::join(terms, " + ")));
+  emit_symbolic_coordinates(ctx, out, result);
+  std::string offset = symbolic_offset(ctx, coordinate_names(result.size(), "c"), strides);
+  if (!(base.is_constant() && base.constant_value() == 0))
+    offset = offset == "0" ? dim_code(ctx.graph(), base)
+                           : fmt::format("{} + {}", offset, dim_code(ctx.graph(), base));
+  out.linef("out[i] = in[{}];", offset);
 }
 
 void finish_kernel(const GroupEmitContext& ctx, CodeWriter& out, const std::string& kernel,

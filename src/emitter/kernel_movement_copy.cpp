@@ -149,8 +149,8 @@ namespace {
 // A Slice over symbolic dims (legality_symbolic.cpp's slice_support): one thread per output
 // element, its coordinates divided out of the flat index by the output's dims, the input read
 // at start + c * step along each sliced axis (along a symbolic axis the raw start, a constant
-// >= 0, or max(dim + start, 0) for one counted from the end; the clamped one along a fixed
-// axis), through the input's strides over the symbols.
+// >= 0 (at most dim - 1 with a negative step), or max(dim + start, 0) for one counted from the
+// end; the clamped one along a fixed axis), through the input's strides over the symbols.
 void emit_symbolic_slice(const GroupEmitContext& ctx, CodeWriter& out) {
   const Node& node = ctx.node();
   const Graph& g = ctx.graph();
@@ -165,10 +165,15 @@ void emit_symbolic_slice(const GroupEmitContext& ctx, CodeWriter& out) {
   for (size_t i = 0; i < slices.size(); ++i) {
     const auto axis = static_cast<size_t>(slices[i].axis);
     step[axis] = slices[i].step;
-    // Along a symbolic axis the raw start, or one counted from the run's end of the axis.
-    start[axis] = in[axis].is_constant() ? DimExpr(slices[i].start)
-                  : raw_starts[i] >= 0   ? DimExpr(raw_starts[i])
-                                         : DimExpr::max(in[axis] + raw_starts[i], 0);
+    // Along a symbolic axis the raw start, or one counted from the run's end of the axis; a
+    // negative step starts at most at the axis's last element.
+    const int64_t raw = raw_starts[i];
+    if (in[axis].is_constant())
+      start[axis] = DimExpr(slices[i].start);
+    else if (raw < 0)
+      start[axis] = DimExpr::max(in[axis] + raw, 0);
+    else
+      start[axis] = slices[i].step > 0 ? DimExpr(raw) : DimExpr::min(in[axis] - 1, raw);
   }
   std::vector<DimExpr> strides(in.size(), DimExpr(1));
   for (size_t d = in.size(); d-- > 1;)

@@ -99,14 +99,31 @@ void emit_gather_elements(const GroupEmitContext& ctx, CodeWriter& out) {
               {fmt::format("GatherElements along axis {}: output element c reads data at c with "
                            "coordinate {} replaced by indices[c]; out of range gives 0.",
                            axis, axis)});
-  open_grid_stride_loop(out, indices.elements());
-  emit_coordinates(out, indices.shape, "i");
-  out.linef("const int64_t index = stitch::movement::wrap_index(indices[i], {});",
-            data.shape[axis]);
-  std::vector<std::string> coords = coordinate_names(indices.shape);
-  coords[axis] = "index";
-  out.linef("out[i] = index < 0 ? {} : data[{}];", typed_literal(data.dtype, 0.0, ctx),
-            linear_index(coords, strides));
+  std::vector<std::string> coords;
+  std::string offset;
+  if (ctx.group().launch.work_per_block > 0) {
+    // Over symbolic dims: the coordinates and the data's strides and axis are the run's.
+    const SymShape data_dims = data.sym_shape();
+    std::vector<DimExpr> data_strides(data_dims.size(), DimExpr(1));
+    for (size_t d = data_dims.size(); d-- > 1;)
+      data_strides[d - 1] = data_strides[d] * data_dims[d];
+    open_symbolic_loop(ctx, out);
+    emit_symbolic_coordinates(ctx, out, indices.sym_shape());
+    out.linef("const int64_t index = stitch::movement::wrap_index(indices[i], {});",
+              dim_code(ctx.graph(), data_dims[axis]));
+    coords = coordinate_names(data_dims.size(), "c");
+    coords[axis] = "index";
+    offset = symbolic_offset(ctx, coords, data_strides);
+  } else {
+    open_grid_stride_loop(out, indices.elements());
+    emit_coordinates(out, indices.shape, "i");
+    out.linef("const int64_t index = stitch::movement::wrap_index(indices[i], {});",
+              data.shape[axis]);
+    coords = coordinate_names(indices.shape);
+    coords[axis] = "index";
+    offset = linear_index(coords, strides);
+  }
+  out.linef("out[i] = index < 0 ? {} : data[{}];", typed_literal(data.dtype, 0.0, ctx), offset);
   out.close();
   finish_kernel(ctx, out, kernel, args);
 }

@@ -7,6 +7,7 @@
 
 #include "graph/infer_context.h"
 #include "planner/group_spec.h"
+#include "planner/movement_mapping.h"
 
 namespace stitch {
 
@@ -90,35 +91,30 @@ void emit_tiled(const GroupEmitContext& ctx, CodeWriter& out, const PermutedCopy
 
 } // namespace
 
-// A Transpose over symbolic dims: one thread per output element, its coordinates divided out
-// of the flat index by the output's dims (the symbols' values where they are symbolic), the
-// input read at those coordinates times the input's strides over the symbols.
-void emit_symbolic_transpose(const GroupEmitContext& ctx, CodeWriter& out) {
+// A permuting copy over symbolic dims (a Transpose; DepthToSpace and SpaceToDepth over their
+// batch): one thread per output element, its coordinates divided out of the flat index by the
+// output view's dims (the symbols' values where they are symbolic), the input read at those
+// coordinates times the input view's strides over the symbols.
+void emit_symbolic_permutation(const GroupEmitContext& ctx, CodeWriter& out) {
   const Node& node = ctx.node();
-  const Graph& g = ctx.graph();
-  const SymShape in = g.tensor(node.inputs[0]).sym_shape();
-  const SymShape result = g.tensor(node.outputs[0]).sym_shape();
-  NodeContext nc(g, node);
-  std::vector<int64_t> perm;
-  if (nc.has_attr("perm")) {
-    perm = nc.attr_ints("perm");
-  } else {
-    for (size_t d = in.size(); d-- > 0;)
-      perm.push_back(static_cast<int64_t>(d));
-  }
+  const SymbolicPermutation copy = symbolic_permutation(ctx.graph(), node);
+  const SymShape& in = copy.dims;
   std::vector<DimExpr> strides(in.size(), DimExpr(1));
   for (size_t d = in.size(); d-- > 1;)
     strides[d - 1] = strides[d] * in[d];
+  SymShape result;
+  std::vector<DimExpr> read_strides;
+  for (int64_t p : copy.perm) {
+    result.push_back(in[static_cast<size_t>(p)]);
+    read_strides.push_back(strides[static_cast<size_t>(p)]);
+  }
   std::string kernel = ctx.kernel_name();
   std::vector<KernelArg> args = {input_arg(ctx, node.inputs[0], "in"),
                                  output_arg(ctx, node.outputs[0], "out")};
-  open_kernel(
-      ctx, out, kernel, args,
-      {fmt::format("The copy of {} with perm [{}] into {}, one thread per output element.",
-                   sym_shape_to_string(in), fmt::join(perm, ","), sym_shape_to_string(result))});
-  std::vector<DimExpr> read_strides;
-  for (int64_t p : perm)
-    read_strides.push_back(strides[static_cast<size_t>(p)]);
+  open_kernel(ctx, out, kernel, args,
+              {fmt::format("The copy of {} with perm [{}] into {}, one thread per output element.",
+                           sym_shape_to_string(in), fmt::join(copy.perm, ","),
+                           sym_shape_to_string(result))});
   open_symbolic_loop(ctx, out);
   emit_symbolic_strided_read(ctx, out, result, read_strides, DimExpr(0));
   out.close();
@@ -127,8 +123,7 @@ void emit_symbolic_transpose(const GroupEmitContext& ctx, CodeWriter& out) {
 
 void emit_permuted_copy(const GroupEmitContext& ctx, CodeWriter& out) {
   const Node& node = ctx.node();
-  if (node.op == OpKind::Transpose && ctx.group().launch.work_per_block > 0)
-    return emit_symbolic_transpose(ctx, out);
+  if (ctx.group().launch.work_per_block > 0) return emit_symbolic_permutation(ctx, out);
   const OpSpec& spec = ctx.spec<OpSpec>();
   if (!spec.permutation) ctx.spec_error("a permuting copy without its canonical form");
   const PermutedCopy& copy = *spec.permutation;

@@ -180,10 +180,17 @@ void emit_resize(const GroupEmitContext& ctx, CodeWriter& out) {
                   p.mode == "nearest" ? ", nearest " + p.nearest_mode : std::string(),
                   resized.empty() ? "none" : fmt::format("{}", fmt::join(resized, ", ")))};
   open_kernel(ctx, out, kernel, args, notes);
-  open_grid_stride_loop(out, result.elements());
+  // Over symbolic dims only the leading axis is symbolic, and it is not resized (the shape
+  // rule): the run's elements, and coordinate 0 kept also where the planning binding makes it 1.
+  const bool symbolic = ctx.group().launch.work_per_block > 0;
+  if (symbolic)
+    open_symbolic_loop(ctx, out);
+  else
+    open_grid_stride_loop(out, result.elements());
   emit_coordinates(out, result.shape, "i");
 
   std::vector<std::string> coords = coordinate_names(result.shape);
+  if (symbolic) coords[0] = "c0";
   std::vector<std::string> outside;
   for (const ResizeAxis& a : p.axes) {
     out.linef("const double x{} = stitch::movement::resize_coordinate(c{}, "

@@ -22,6 +22,11 @@ void emit_topk(const GroupEmitContext& ctx, CodeWriter& out) {
   std::vector<KernelArg> args = {input_arg(ctx, node.inputs[0], "in"),
                                  output_arg(ctx, node.outputs[0], "values"),
                                  output_arg(ctx, node.outputs[1], "indices")};
+  // Over symbolic dims the rows are the run's (LaunchConfig::work; the selected axis and the
+  // axes after it fixed).
+  const bool symbolic = ctx.group().launch.work_per_block > 0;
+  const std::string rows =
+      symbolic ? dim_code(ctx.graph(), ctx.group().launch.work) : std::to_string(plan.rows);
   std::string method =
       plan.capacity == 0 ? "each element's rank counted"
       : plan.capacity >= plan.length
@@ -30,8 +35,10 @@ void emit_topk(const GroupEmitContext& ctx, CodeWriter& out) {
   open_kernel(
       ctx, out, kernel, args,
       {fmt::format("TopK: the {} {} of each of {} rows of {} (stride {}), sorted; {}.", plan.k,
-                   largest ? "largest" : "smallest", plan.rows, plan.length, plan.inner, method)});
-  if (plan.k == 0 || plan.rows == 0) {
+                   largest ? "largest" : "smallest",
+                   symbolic ? ctx.group().launch.work.to_string() : std::to_string(plan.rows),
+                   plan.length, plan.inner, method)});
+  if (plan.k == 0 || (!symbolic && plan.rows == 0)) {
     out.line("// Nothing to select.");
     finish_kernel(ctx, out, kernel, args);
     return;
@@ -40,7 +47,7 @@ void emit_topk(const GroupEmitContext& ctx, CodeWriter& out) {
     out.linef("STITCH_SHARED({}, keys, {});", type, plan.capacity);
     out.linef("STITCH_SHARED(int64_t, slots, {});", plan.capacity);
   }
-  out.open(fmt::format("for (int64_t row = blockIdx.x; row < {}; row += gridDim.x)", plan.rows));
+  out.open(fmt::format("for (int64_t row = blockIdx.x; row < {}; row += gridDim.x)", rows));
   if (plan.inner == 1)
     out.line("const int64_t outer = row, inner = 0;");
   else

@@ -648,6 +648,56 @@ void batch_only(SymContext& c) {
   }
 }
 
+// Resize over a symbolic leading (batch) axis it leaves alone: a scale of 1, or a size that is
+// the axis's own extent (as sizes computed from the input's Shape give it); the other axes
+// fixed, resized as the shape rule computed at the planning binding.
+void resize(SymContext& c) {
+  const SymShape in = c.in(0);
+  auto refuse = [&](const std::string& why) {
+    c.unsupported(fmt::format("Resize over symbolic dims {}", why));
+  };
+  for (size_t d = 1; d < in.size(); ++d)
+    if (!in[d].is_constant()) refuse("takes them in its leading (batch) axis only");
+  const int opset = c.ctx.opset();
+  const int scales_input = opset < 11 ? 1 : 2, sizes_input = opset < 11 ? -1 : 3;
+  for (int i = 1; i < c.ctx.num_inputs(); ++i)
+    if (i != sizes_input && c.depends(i)) refuse("needs a constant roi and constant scales");
+  if (opset >= 11 &&
+      c.ctx.attr_string("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize")
+    refuse("does not crop (tf_crop_and_resize)");
+  std::vector<int64_t> axes;
+  for (int64_t d = 0; d < c.rank(0); ++d)
+    axes.push_back(d);
+  if (opset >= 18) {
+    axes = c.ctx.normalize_axes(c.ctx.attr_ints("axes", axes), c.rank(0), "axes");
+    if (c.ctx.attr_string("keep_aspect_ratio_policy", "stretch") != "stretch" &&
+        std::find(axes.begin(), axes.end(), 0) != axes.end())
+      refuse("keeps no aspect ratio that includes the batch axis");
+  }
+  const auto at = static_cast<size_t>(std::find(axes.begin(), axes.end(), 0) - axes.begin());
+  if (at < axes.size()) {
+    const bool sizes =
+        sizes_input > 0 && c.present(sizes_input) && c.ctx.input(sizes_input).elements() > 0;
+    bool kept = false;
+    if (sizes) {
+      const std::vector<DimExpr> v = c.required_values(sizes_input, "sizes");
+      kept = v[at] == in[0];
+      for (size_t i = 0; i < v.size(); ++i)
+        if (i != at && !v[i].is_constant())
+          refuse("takes sizes computed from the symbols only for the batch axis");
+    } else {
+      kept = c.ctx.const_floats(scales_input, "scales")[at] == 1.0;
+    }
+    if (!kept)
+      refuse(fmt::format("must leave its symbolic axis 0 of {} alone (a scale of 1, or a size "
+                         "that is the axis's own)",
+                         sym_shape_to_string(in)));
+  }
+  SymShape out = sym_shape_of(c.ctx.graph().tensor(c.ctx.node().outputs[0]).shape);
+  out[0] = in[0];
+  c.set(0, out);
+}
+
 void topk(SymContext& c) {
   SymShape in = c.in(0);
   int64_t axis = c.ctx.normalize_axis(c.ctx.attr_int("axis", -1), c.rank(0));
@@ -829,6 +879,8 @@ SymRule sym_rule(OpKind op) {
     return batch_only;
   case OpKind::TopK:
     return topk;
+  case OpKind::Resize:
+    return resize;
   case OpKind::ScatterND:
     return scatter_like;
   case OpKind::GatherElements:

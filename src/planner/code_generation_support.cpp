@@ -164,8 +164,10 @@ void refuse_symbolic_nodes(const Graph& graph) {
                               "normalizations of fixed rows, attention, matrix products and "
                               "convolutions (over a symbolic batch) through the libraries, "
                               "pooling windows (over symbolic images and channels), Gathers, "
-                              "Transposes, Slices, Concats, Ranges, Trilus, fills, views, and "
-                              "Pads and Tiles over a symbolic batch so far; bind each dim with "
+                              "GatherElements, Transposes, Slices, Concats, Ranges, Trilus, "
+                              "fills, views, Einsums that are matrix products, TopK over "
+                              "symbolic rows, and Pads, Tiles, Resizes, DepthToSpace and "
+                              "SpaceToDepth over a symbolic batch so far; bind each dim with "
                               "--dim NAME=VALUE",
                               fmt::join(symbols, ", "), reason, rest));
 }

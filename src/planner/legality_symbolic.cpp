@@ -23,6 +23,7 @@
 // per run (LaunchConfig::work).
 #include "planner/legality_internal.h"
 
+#include <limits>
 #include <set>
 
 #include "graph/error.h"
@@ -563,9 +564,10 @@ FusionDecision leading_copy_support(const Graph& g, const Node& node, const Devi
 
 // Along each symbolic axis a Slice reads from a start >= 0 with a positive step: what the
 // planning binding normalized is then the start at every shape (until the start passes the
-// axis's end, where the output is empty). With `from_end`, a negative start counts from the
-// run's end of the axis (the Slice kernel reads from max(dim + start, 0): x[:, -1:]).
-FusionDecision slice_starts_hold(const Graph& g, const Node& node, bool from_end = false) {
+// axis's end, where the output is empty). The Slice's own kernel (`own_kernel`) computes its
+// starts per run: one counted from the run's end of the axis (max(dim + start, 0): x[:, -1:]),
+// and any negative step (from min(start, dim - 1): x[::-1]).
+FusionDecision slice_starts_hold(const Graph& g, const Node& node, bool own_kernel = false) {
   const Tensor& data = g.tensor(node.inputs[0]);
   const SymShape dims = data.sym_shape();
   NodeContext nc(g, node);
@@ -586,12 +588,11 @@ FusionDecision slice_starts_hold(const Graph& g, const Node& node, bool from_end
   for (size_t i = 0; i < starts.size() && i < normalized.size() && i < steps.size(); ++i) {
     const DimExpr& d = dims[static_cast<size_t>(normalized[i])];
     if (d.is_constant()) continue;
-    if ((starts[i] < 0 && !from_end) || steps[i] <= 0)
+    if (!own_kernel && (starts[i] < 0 || steps[i] <= 0))
       return FusionDecision::no(fmt::format(
-          "a Slice of the symbolic axis {} of '{}' {} from {} step {} (over symbolic dims a "
-          "positive step, and a start >= 0 {})",
-          normalized[i], data.name, dims_str(data), starts[i], steps[i],
-          from_end ? "or from the end" : "where the Slice is read through in a fused group"));
+          "a Slice of the symbolic axis {} of '{}' {} from {} step {} (read through in a fused "
+          "group over symbolic dims, a Slice starts at a constant >= 0 with a positive step)",
+          normalized[i], data.name, dims_str(data), starts[i], steps[i]));
   }
   return FusionDecision::ok();
 }
@@ -618,6 +619,34 @@ FusionDecision slice_support(const Graph& g, const Node& node, const DeviceParam
   }
   if (FusionDecision d = slice_starts_hold(g, node, true); !d) return d;
   flat_symbolic_launch(g, sym_elements(g.tensor(node.outputs[0]).sym_shape()), 1, device, launch);
+  return FusionDecision::ok();
+}
+
+// TopK over symbolic dims (kernel_movement_topk.cpp): a block per row as planned, the rows the
+// run's. The selected axis, K and the axes after the selected one (the row's stride) are fixed;
+// the grid is sized for the most rows.
+FusionDecision topk_support(const Graph& g, const Node& node, LaunchConfig& launch) {
+  const SymShape in = g.tensor(node.inputs[0]).sym_shape();
+  const SymShape out = g.tensor(node.outputs[0]).sym_shape();
+  NodeContext nc(g, node);
+  const auto axis = static_cast<size_t>(nc.normalize_axis(nc.attr_int("axis", -1), nc.rank(0)));
+  for (size_t d = axis; d < in.size(); ++d)
+    if (!in[d].is_constant() || !out[d].is_constant())
+      return FusionDecision::no(fmt::format("TopK over symbolic dims selects along a fixed axis, "
+                                            "with fixed K and fixed axes after it, not axis {} "
+                                            "of {} into {}",
+                                            axis, sym_shape_to_string(in),
+                                            sym_shape_to_string(out)));
+  DimExpr rows = 1;
+  for (size_t d = 0; d < axis; ++d)
+    rows = rows * in[d];
+  for (size_t d = axis + 1; d < in.size(); ++d)
+    rows = rows * in[d];
+  if (rows.is_constant()) return FusionDecision::ok();
+  const int64_t most = std::max<int64_t>(1, rows.bounds(g.symbol_ranges()).hi);
+  launch.grid = {std::min<int64_t>(most, std::numeric_limits<int32_t>::max()), 1, 1};
+  launch.work = rows;
+  launch.work_per_block = 1;
   return FusionDecision::ok();
 }
 
@@ -930,7 +959,9 @@ FusionDecision group_support(const Graph& g, FusionGroup& group, const DevicePar
     for (const std::vector<TensorId>* list : {&g.nodes[n].inputs, &g.nodes[n].outputs})
       for (TensorId t : *list)
         dynamic = dynamic || (t != kNoTensor && g.tensor(t).is_dynamic());
-    if (g.nodes[n].op != OpKind::View)
+    // (A Resize's sizes give its shape only: its symbolic rule keeps their symbols to the
+    // batch axis, which it leaves alone.)
+    if (g.nodes[n].op != OpKind::View && g.nodes[n].op != OpKind::Resize)
       for (TensorId t : value_operands(g.nodes[n]))
         if (t != kNoTensor && g.tensor(t).has_symbolic_values()) values = t;
   }
@@ -992,8 +1023,10 @@ FusionDecision group_support(const Graph& g, FusionGroup& group, const DevicePar
       group.mapping = ThreadMapping::Flat;
       return slice_support(g, node, device, group.launch);
     }
-    if (node.op == OpKind::Transpose) {
-      // One thread per output element (kernel_movement_permute.cpp's symbolic copy).
+    if (node.op == OpKind::Transpose || node.op == OpKind::DepthToSpace ||
+        node.op == OpKind::SpaceToDepth) {
+      // One thread per output element (kernel_movement_permute.cpp's symbolic copy; the shape
+      // rule keeps DepthToSpace's and SpaceToDepth's symbolic dims to their batch).
       group.mapping = ThreadMapping::Flat;
       group.launch =
           flat_launch(std::max<int64_t>(1, g.tensor(node.outputs[0]).elements()), 1, device);
@@ -1001,6 +1034,21 @@ FusionDecision group_support(const Graph& g, FusionGroup& group, const DevicePar
                            group.launch);
       return FusionDecision::ok();
     }
+    if (node.op == OpKind::TopK) return topk_support(g, node, group.launch);
+    if (node.op == OpKind::GatherElements || node.op == OpKind::Resize) {
+      // A thread per output element: GatherElements's coordinates and data strides the run's
+      // (kernel_movement_index.cpp); Resize over the leading axis it leaves alone, the only
+      // symbolic one its shape rule keeps (kernel_movement_resize.cpp).
+      group.mapping = ThreadMapping::Flat;
+      flat_symbolic_launch(g, sym_elements(g.tensor(node.outputs[0]).sym_shape()), 1, device,
+                           group.launch);
+      return FusionDecision::ok();
+    }
+    if (node.op == OpKind::Einsum)
+      return FusionDecision::no(
+          "an Einsum that is no matrix product (a diagonal, a label summed in one operand only, "
+          "a label broadcast between the operands, or other than two operands) runs as a loop "
+          "nest of fixed extents only");
     if (!op_is_pointwise(node.op))
       return FusionDecision::no(
           fmt::format("no kernel for {} over symbolic dims yet", op_name(node.op)));

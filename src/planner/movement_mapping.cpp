@@ -106,6 +106,29 @@ PermutedCopy node_permutation(const Graph& graph, const Node& node) {
   }
 }
 
+SymbolicPermutation symbolic_permutation(const Graph& graph, const Node& node) {
+  NodeContext ctx(graph, node);
+  const SymShape in = graph.tensor(node.inputs[0]).sym_shape();
+  switch (node.op) {
+  case OpKind::Transpose:
+    return {in, read_perm(ctx)};
+  case OpKind::DepthToSpace: { // as node_permutation; only the batch may be symbolic
+    const int64_t b = ctx.req_int("blocksize");
+    const DimExpr c = DimExpr::floor_div(in[1], b * b);
+    if (ctx.attr_string("mode", "DCR") == "DCR")
+      return {{in[0], b, b, c, in[2], in[3]}, {0, 3, 4, 1, 5, 2}};
+    return {{in[0], c, b, b, in[2], in[3]}, {0, 1, 4, 2, 5, 3}};
+  }
+  case OpKind::SpaceToDepth: {
+    const int64_t b = ctx.req_int("blocksize");
+    return {{in[0], in[1], DimExpr::floor_div(in[2], b), b, DimExpr::floor_div(in[3], b), b},
+            {0, 3, 5, 1, 2, 4}};
+  }
+  default:
+    internal_fail("symbolic_permutation of {}", op_name(node.op));
+  }
+}
+
 TransposeTiling transpose_tiling(const PermutedCopy& copy) {
   TransposeTiling t;
   int64_t rank = static_cast<int64_t>(copy.dims.size());

@@ -32,6 +32,14 @@ PermutedCopy canonical_permutation(const Shape& in, const std::vector<int64_t>& 
 
 // The canonical copy a permuting node performs (Transpose, DepthToSpace, SpaceToDepth).
 PermutedCopy node_permutation(const Graph& graph, const Node& node);
+// The same copy over symbolic dims, not canonicalized (a symbolic axis may be 1 at the planning
+// binding): the input viewed as `dims` (DepthToSpace and SpaceToDepth: their 6-D view) and the
+// permutation; axis j of the output view is axis perm[j] of `dims`.
+struct SymbolicPermutation {
+  SymShape dims;
+  std::vector<int64_t> perm;
+};
+SymbolicPermutation symbolic_permutation(const Graph& graph, const Node& node);
 
 // The shared-memory tiling of a canonical permuted copy, when it pays (TransposeTiling).
 TransposeTiling transpose_tiling(const PermutedCopy& copy);

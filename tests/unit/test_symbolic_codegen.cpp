@@ -558,7 +558,7 @@ TEST_CASE("a Transpose of symbolic axes", "[symbolic][emitter]") {
 
 // Proves: a Slice along a symbolic axis reads start + c * step through the input's strides
 // over the symbols, from a start >= 0 or from one counted from the run's end of the axis (the
-// last token: max(seq - 1, 0)); a negative step there is refused with the reason.
+// last token: max(seq - 1, 0)), also with a negative step (x[:, ::-1]).
 TEST_CASE("a Slice along symbolic axes", "[symbolic][emitter]") {
   ModelBuilder m;
   m.input("x", kFloat, {-1, -1, 8}, {"batch", "seq"}).output("tail");
@@ -584,9 +584,59 @@ TEST_CASE("a Slice along symbolic axes", "[symbolic][emitter]") {
   reversed.initializer_i64("before", {1}, {-1000});
   reversed.initializer_i64("axis1", {1}, {1});
   reversed.node("Slice", {"x", "minus_one", "before", "axis1", "minus_one"}, {"y"}, "flip");
-  CHECK_THAT(refusal(reversed, {dim("batch", 1, 4, 2), dim("seq", 1, 16, 5)}),
-             Catch::Contains("node 'flip' (Slice)") &&
-                 Catch::Contains("from -1 step -1 (over symbolic dims a positive step"));
+  const Generated flipped = generate(reversed, {dim("batch", 1, 4, 2), dim("seq", 1, 16, 5)});
+  CHECK_THAT(flipped.sources, Catch::Contains("out[i] = in[c2 + c1 * -8 + c0 * (sym1 * 8) + "
+                                              "(stitch::dims::max(0, (sym1 - 1)) * 8)];"));
+}
+
+// Proves: over a symbolic batch planned at 1, DepthToSpace copies through its 6-D view with
+// the batch's coordinate kept, a Resize leaves the batch alone (sizes computed from the
+// input's Shape included) and refuses to scale it, TopK selects over the run's rows and
+// refuses a symbolic selected axis, and GatherElements reads the data at the run's strides.
+TEST_CASE("movement and selection ops over a symbolic batch", "[symbolic][emitter]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {-1, 8, 6, 6}, {"batch"}).output("d2s").output("up").output("fit");
+  m.output("values").output("picked");
+  set_attr_int(m.node("DepthToSpace", {"x"}, {"d2s"}), "blocksize", 2);
+  m.initializer_f32("scales", {4}, {1.0f, 1.0f, 2.0f, 2.0f});
+  m.node("Resize", {"x", "", "scales"}, {"up"});
+  m.node("Shape", {"x"}, {"shape"});
+  m.initializer_i64("zero", {1}, {0});
+  m.initializer_i64("two", {1}, {2});
+  m.node("Slice", {"shape", "zero", "two"}, {"lead"});
+  m.initializer_i64("spatial", {2}, {9, 4});
+  set_attr_int(m.node("Concat", {"lead", "spatial"}, {"sizes"}), "axis", 0);
+  m.node("Resize", {"x", "", "", "sizes"}, {"fit"});
+  m.initializer_i64("k", {1}, {3});
+  set_attr_int(m.node("TopK", {"x", "k"}, {"values", "indices"}), "axis", 1);
+  set_attr_int(m.node("GatherElements", {"x", "indices"}, {"picked"}), "axis", 1);
+  const Generated g = generate(m, {dim("batch", 1, 8, 1)}, "none");
+  CHECK_THAT(g.sources,
+             Catch::Contains("out[i] = in[c5 * 72 + c4 + c3 * 144 + c2 * 6 + c1 * 36 + c0 * "
+                             "288];"));
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t n = (sym0 * 1152);  // elements: "
+                                        "1152*batch"));
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t n = (sym0 * 288);  // elements: "
+                                        "288*batch"));
+  CHECK_THAT(g.sources, Catch::Contains("for (int64_t row = blockIdx.x; row < (sym0 * 36); row += "
+                                        "gridDim.x)"));
+  CHECK_THAT(g.sources, Catch::Contains("data[c3 + c2 * 6 + index * 36 + c0 * 288]"));
+
+  ModelBuilder scaled;
+  scaled.input("x", kFloat, {-1, 8, 6, 6}, {"batch"}).output("up");
+  scaled.initializer_f32("scales", {4}, {2.0f, 1.0f, 2.0f, 2.0f});
+  scaled.node("Resize", {"x", "", "scales"}, {"up"}, "upsample");
+  CHECK_THROWS_WITH(symbolic_graph(scaled, {dim("batch", 1, 8, 2)}),
+                    Catch::Contains("node 'upsample' (Resize)") &&
+                        Catch::Contains("must leave its symbolic axis 0 of [batch,8,6,6] alone"));
+
+  ModelBuilder along;
+  along.input("x", kFloat, {2, -1}, {"seq"}).output("values").output("indices");
+  along.initializer_i64("k", {1}, {1});
+  set_attr_int(along.node("TopK", {"x", "k"}, {"values", "indices"}, "best"), "axis", 1);
+  CHECK_THAT(refusal(along, {dim("seq", 1, 64, 8)}),
+             Catch::Contains("node 'best' (TopK)") &&
+                 Catch::Contains("TopK over symbolic dims selects along a fixed axis"));
 }
 
 // Proves: the launcher describes the symbols (names from the blob, never as code), marks the
