@@ -296,16 +296,15 @@ def symbolic_relu(d):
                  [vi("x", ["batch", "seq", 4])], [vi("y", ["batch", "seq", 4])])
 
 
-@case("node 'flip0' (Slice): cannot generate code over the symbolic dims batch (1..8), seq "
-      "(1..16) here: a Slice of the symbolic axis 1 of 'x' [batch,seq,4] from -1 step -1 (over "
-      "symbolic dims a positive step",
+@case("node 'best0' (TopK): cannot generate code over the symbolic dims batch (1..8), seq "
+      "(1..16) here: TopK over symbolic dims selects along a fixed axis",
       ["--dim", "batch=1..8", "--dim", "seq=1..16@5"])
 def dim_node_not_generated(d):
     """A node whose kernel cannot yet run over symbolic dims is refused by name, with what can."""
-    nodes = [helper.make_node("Slice", ["x", "start", "end", "axis", "step"], ["y"], name="flip0")]
-    return model(nodes, [vi("x", ["batch", "seq", 4])], [vi("y", ["batch", "seq", 4])],
-                 [ints("start", [-1]), ints("end", [-1000]), ints("axis", [1]),
-                  ints("step", [-1])])
+    nodes = [helper.make_node("TopK", ["x", "k"], ["values", "indices"], name="best0", axis=1)]
+    return model(nodes, [vi("x", ["batch", "seq"])],
+                 [vi("values", ["batch", 1]), vi("indices", ["batch", 1], TensorProto.INT64)],
+                 [ints("k", [1])])
 
 
 @case("--dim names 'heads', which is no symbolic dim of the graph inputs",
@@ -324,12 +323,13 @@ def dim_broadcast_uncertain(d):
                  [floats("b", [7, 4], [1.0] * 28)])
 
 
-@case("stitchc does not yet express Einsum's output shape over symbolic dims",
+@case("stitchc does not yet express Attention's output shape over symbolic dims",
       ["--dim", "n=1..9"])
 def dim_op_not_symbolic(d):
     """An op whose shape stitchc cannot yet carry over symbols names itself and its inputs."""
-    nodes = [helper.make_node("Einsum", ["x"], ["y"], name="einsum0", equation="ij->ji")]
-    return model(nodes, [vi("x", ["n", 4])], [vi("y", [4, "n"])])
+    nodes = [helper.make_node("Attention", ["q", "k", "v"], ["y"], name="attention0")]
+    return model(nodes, [vi("q", ["n", 2, 3, 4]), vi("k", ["n", 2, 5, 4]),
+                         vi("v", ["n", 2, 5, 4])], [vi("y", ["n", 2, 3, 4])], opset=23)
 
 
 @case("graph input 'x' has no shape; give one with --input-shape x=...")
