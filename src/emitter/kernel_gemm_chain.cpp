@@ -41,6 +41,24 @@ void emit_matrix(CodeWriter& out, const std::string& name, const std::string& co
             name, pointer, m.offset, m.row_stride, m.col_stride);
 }
 
+// The coordinates of element `linear` of a value of `shape` (over the symbols `dims`) that
+// `operands` are read at: the fixed axes', then, over symbolic dims, those of the axes up to
+// the last symbolic one where an operand broadcasts along them (tensor_index).
+void emit_operand_coordinates(const GroupEmitContext& ctx, CodeWriter& out,
+                              const std::vector<TensorId>& operands, const Shape& shape,
+                              const SymShape& dims, const std::string& linear,
+                              const std::string& coordinate) {
+  const Graph& g = ctx.graph();
+  bool fixed = false, symbolic = false;
+  for (TensorId t : operands) {
+    fixed = fixed || tensor_needs_coordinates(g, t, shape, dims);
+    symbolic = symbolic || (!g.symbols.empty() && needs_symbolic_coordinates(g, t, dims));
+  }
+  if (fixed || symbolic) emit_coordinates(out, shape, linear, coordinate, &dims);
+  if (symbolic)
+    emit_symbolic_coordinates(out, g, dims, linear, coordinate, ctx.group().launch.index32);
+}
+
 // The value a product's output holds at (m, column), as the graph stores it: alpha times the sum
 // plus beta times Gemm's C (broadcast against the output), rounded to the output's type.
 std::string product_value(const GroupEmitContext& ctx, const FusedSignature& sig, CodeWriter& out,
@@ -53,9 +71,9 @@ std::string product_value(const GroupEmitContext& ctx, const FusedSignature& sig
   if (c != kNoTensor) {
     const std::string linear = prefix + "i", coordinate = prefix + "c";
     out.linef("const int64_t {} = m * {} + {};", linear, t.shape.back(), column);
-    if (needs_coordinates(g.tensor(c).shape, t.shape))
-      emit_coordinates(out, t.shape, linear, coordinate);
-    const std::string loaded = load_broadcast(ctx, sig, c, t.shape, out, linear, coordinate);
+    const SymShape dims = t.sym_shape();
+    emit_operand_coordinates(ctx, out, {c}, t.shape, dims, linear, coordinate);
+    const std::string loaded = load_broadcast(ctx, sig, c, t.shape, out, linear, coordinate, &dims);
     value = fmt::format("{} + {} * {}", value, float_literal(beta, DType::Float32), loaded);
   }
   return rounded_to(t.dtype, value);
@@ -108,9 +126,14 @@ void emit_gemm_chain(const GroupEmitContext& ctx, CodeWriter& out) {
   out.line();
 
   out.comment("What stitch::chain asks of this model: its operands, activation and epilogue.");
+  // Over symbolic dims the rows are the run's, from the symbols the kernel takes (which the
+  // activation and the epilogue may also index by).
+  const std::vector<int> symbols = launch_symbols(ctx);
   out.open(fmt::format("struct {}", problem));
   for (const std::string& p : sig.params)
     out.linef("{};", p);
+  for (int k : symbols)
+    out.linef("int64_t sym{};", k);
   out.line("int64_t rows, inner, hidden, columns;");
   out.line();
   emit_matrix(out, "x", "X", param(spec.x.tensor, "X"), element, spec.x);
@@ -120,17 +143,20 @@ void emit_gemm_chain(const GroupEmitContext& ctx, CodeWriter& out) {
   emit_matrix(out, "w2", "W2", param(spec.w2.tensor, "W2"), element, spec.w2);
 
   // The hidden value at (m, n): the activation nodes over the hidden values' coordinates.
+  // The operands the activation and the epilogue load (the kernel's inputs among their nodes').
+  auto loaded = [&](const std::vector<int32_t>& nodes) {
+    std::vector<TensorId> operands;
+    for (int32_t n : nodes)
+      for (TensorId t : value_operands(g.nodes[n]))
+        if (t != kNoTensor && sig.inputs.count(t) > 0) operands.push_back(t);
+    return operands;
+  };
   const Shape& hidden_shape = spec.hidden_shape;
+  const SymShape hidden_dims = g.tensor(spec.hidden).sym_shape();
   out.open("__device__ float activation(int64_t m, int64_t n, float first, float second) const");
   out.line("(void)second;");
-  bool hidden_coordinates = false;
-  for (int32_t n : spec.activation)
-    for (TensorId t : value_operands(g.nodes[n]))
-      hidden_coordinates =
-          hidden_coordinates || (t != kNoTensor && sig.inputs.count(t) > 0 &&
-                                 needs_coordinates(g.tensor(t).shape, hidden_shape));
   out.linef("const int64_t i = m * {} + n;", spec.hidden_dim);
-  if (hidden_coordinates) emit_coordinates(out, hidden_shape);
+  emit_operand_coordinates(ctx, out, loaded(spec.activation), hidden_shape, hidden_dims, "i", "c");
   out.line("(void)i;");
   auto first_value = [&](const GemmChainSpec::Product& p, const char* sum, const char* prefix) {
     out.comment(fmt::format("the product '{}' as the graph stores it", g.tensor(p.value).name));
@@ -152,7 +178,7 @@ void emit_gemm_chain(const GroupEmitContext& ctx, CodeWriter& out) {
     if (source != t) return hidden_scope->value(source); // once, however many Views read it
     if (t == spec.first.value) return first_value(spec.first, "first", "p");
     if (gated && t == spec.gate->value) return first_value(*spec.gate, "second", "q");
-    return load_broadcast(ctx, sig, t, hidden_shape, out);
+    return load_broadcast(ctx, sig, t, hidden_shape, out, "i", "c", &hidden_dims);
   });
   hidden_scope = &hidden;
   out.linef("return {};", hidden.value(resolve(spec.hidden)));
@@ -161,15 +187,10 @@ void emit_gemm_chain(const GroupEmitContext& ctx, CodeWriter& out) {
   // The result at (m, j): the epilogue nodes over the result's coordinates.
   const Shape& result_shape = spec.result_shape;
   const TensorId product_out = g.nodes[spec.second].outputs[0];
+  const SymShape result_dims = g.tensor(spec.result).sym_shape();
   out.open("__device__ void store(int64_t m, int64_t j, float y) const");
-  bool result_coordinates = false;
-  for (int32_t n : spec.epilogue)
-    for (TensorId t : value_operands(g.nodes[n]))
-      result_coordinates =
-          result_coordinates || (t != kNoTensor && sig.inputs.count(t) > 0 &&
-                                 needs_coordinates(g.tensor(t).shape, result_shape));
   out.linef("const int64_t i = m * {} + j;", spec.columns);
-  if (result_coordinates) emit_coordinates(out, result_shape);
+  emit_operand_coordinates(ctx, out, loaded(spec.epilogue), result_shape, result_dims, "i", "c");
   ValueScope* result_scope = nullptr;
   ValueScope result(ctx, spec.epilogue, out, [&](TensorId t) -> std::string {
     if (resolve(t) != t) return result_scope->value(resolve(t));
@@ -182,7 +203,7 @@ void emit_gemm_chain(const GroupEmitContext& ctx, CodeWriter& out) {
       out.close();
       return "s";
     }
-    return load_broadcast(ctx, sig, t, result_shape, out);
+    return load_broadcast(ctx, sig, t, result_shape, out, "i", "c", &result_dims);
   });
   result_scope = &result;
   out.linef("{}[i] = {};", param(spec.result, "result"), result.value(resolve(spec.result)));
@@ -191,13 +212,21 @@ void emit_gemm_chain(const GroupEmitContext& ctx, CodeWriter& out) {
   out.line();
 
   // Aggregate initialization in the struct's member order: sig.params', reads then writes.
-  const std::vector<std::string> members = interface_members(sig, spec.io);
+  std::vector<std::string> members = interface_members(sig, spec.io);
+  std::vector<std::string> params = sig.params;
+  for (int k : symbols) {
+    members.push_back(fmt::format("sym{}", k));
+    params.push_back(fmt::format("const int64_t sym{}", k));
+  }
+  const bool symbolic_rows = group.launch.work_per_block > 0;
+  const std::string rows =
+      symbolic_rows ? dim_code(g, *spec.symbolic_rows) : std::to_string(spec.rows);
   out.comment(fmt::format("A cluster of {} blocks per tile of {} rows; block r of the cluster owns "
                           "hidden columns [r * {}, (r + 1) * {}).",
                           spec.cluster_blocks, tile_rows, spec.slice, spec.slice));
-  out.open(kernel_head(ctx, kernel, sig.params));
+  out.open(kernel_head(ctx, kernel, params));
   out.line("STITCH_DYNAMIC_SHARED(unsigned char, shared);");
-  out.linef("const {} p{{{}, {}, {}, {}, {}}};", problem, fmt::join(members, ", "), spec.rows,
+  out.linef("const {} p{{{}, {}, {}, {}, {}}};", problem, fmt::join(members, ", "), rows,
             spec.inner, spec.hidden_dim, spec.columns);
   out.linef("const int64_t tile = blockIdx.x / {};", spec.cluster_blocks);
   out.linef("stitch::chain::gemm_chain_tile<{}>(p, tile * {}, {}, shared);", tiles, tile_rows,
@@ -212,6 +241,16 @@ void emit_gemm_chain(const GroupEmitContext& ctx, CodeWriter& out) {
     out.linef("auto* const a{} = {};", k, sig.args[k]);
     names.push_back(fmt::format("a{}", k));
   }
+  emit_symbol_reads(g, symbols, out);
+  for (int k : symbols)
+    names.push_back(fmt::format("sym{}", k));
+  std::string grid = std::to_string(l.grid[0]);
+  if (symbolic_rows) {
+    out.linef("const int64_t blocks = {};  // the run's row tiles x {} blocks: {}",
+              dim_code(g, l.work), spec.cluster_blocks, l.work.to_string());
+    out.line("if (blocks == 0) return 0; // no rows");
+    grid = "blocks";
+  }
   emit_shared_memory_opt_in(ctx, out, kernel, l.dynamic_shared_bytes);
   constexpr int64_t kPortableClusterBlocks = 8;
   if (l.cluster > kPortableClusterBlocks) {
@@ -224,8 +263,7 @@ void emit_gemm_chain(const GroupEmitContext& ctx, CodeWriter& out) {
   }
   out.linef("const cudaError_t status = STITCH_LAUNCH_CLUSTER({}, dim3({}, 1, 1), dim3({}, 1, 1), "
             "dim3({}, 1, 1), {}, b->stream, {});",
-            kernel, l.grid[0], l.cluster, l.block[0], l.dynamic_shared_bytes,
-            fmt::join(names, ", "));
+            kernel, grid, l.cluster, l.block[0], l.dynamic_shared_bytes, fmt::join(names, ", "));
   out.linef("return stitch_launch_result(status, \"{}\", {}, error, error_size);", kernel,
             group.id);
   out.close();

@@ -100,7 +100,7 @@ void open_symbolic_loop(const GroupEmitContext& ctx, CodeWriter& out) {
   out.open("for (int64_t i = first; i < n; i += stride)");
 }
 
-void emit_symbolic_coordinates(const GroupEmitContext& ctx, CodeWriter& out, const SymShape& dims) {
+void emit_run_coordinates(const GroupEmitContext& ctx, CodeWriter& out, const SymShape& dims) {
   const Graph& g = ctx.graph();
   out.line("int64_t rest = i;");
   for (size_t d = dims.size(); d-- > 0;) {
@@ -131,7 +131,7 @@ std::string symbolic_offset(const GroupEmitContext& ctx, const std::vector<std::
 void emit_symbolic_strided_read(const GroupEmitContext& ctx, CodeWriter& out,
                                 const SymShape& result, const std::vector<DimExpr>& strides,
                                 const DimExpr& base) {
-  emit_symbolic_coordinates(ctx, out, result);
+  emit_run_coordinates(ctx, out, result);
   std::string offset = symbolic_offset(ctx, coordinate_names(result.size(), "c"), strides);
   if (!(base.is_constant() && base.constant_value() == 0))
     offset = offset == "0" ? dim_code(ctx.graph(), base)

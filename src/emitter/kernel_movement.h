@@ -31,7 +31,7 @@ void open_grid_stride_loop(CodeWriter& out, int64_t count, std::string_view inde
 void open_symbolic_loop(const GroupEmitContext& ctx, CodeWriter& out);
 // Over symbolic dims: "c0" .. "c<rank-1>", the coordinates of element i over `dims` (divided
 // out by the symbols' values where symbolic; c0 takes the rest, unbounded).
-void emit_symbolic_coordinates(const GroupEmitContext& ctx, CodeWriter& out, const SymShape& dims);
+void emit_run_coordinates(const GroupEmitContext& ctx, CodeWriter& out, const SymShape& dims);
 // The offset sum coords[d] * strides[d] (the strides' symbols as the run's values), innermost
 // first; "0" for none.
 std::string symbolic_offset(const GroupEmitContext& ctx, const std::vector<std::string>& coords,

@@ -108,7 +108,7 @@ void emit_gather_elements(const GroupEmitContext& ctx, CodeWriter& out) {
     for (size_t d = data_dims.size(); d-- > 1;)
       data_strides[d - 1] = data_strides[d] * data_dims[d];
     open_symbolic_loop(ctx, out);
-    emit_symbolic_coordinates(ctx, out, indices.sym_shape());
+    emit_run_coordinates(ctx, out, indices.sym_shape());
     out.linef("const int64_t index = stitch::movement::wrap_index(indices[i], {});",
               dim_code(ctx.graph(), data_dims[axis]));
     coords = coordinate_names(data_dims.size(), "c");

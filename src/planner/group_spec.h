@@ -607,6 +607,10 @@ struct GemmChainSpec {
   int warps_m = 0, warps_n = 0, block_k = 0, hidden_tile = 0, out_tile = 0;
   int cluster_blocks = 0; // over 8: the non-portable size, which the launcher allows first
   int64_t slice = 0, row_tiles = 0, shared_bytes = 0;
+  // Over symbolic dims (legality_symbolic.cpp): the rows as an expression of the symbols (X's
+  // leading dims; `rows` is their planning value), the grid the run's row tiles
+  // (LaunchConfig::work). Unset for fixed shapes.
+  std::optional<DimExpr> symbolic_rows;
   // The configuration search (cost_model.h chain_traffic): how many configurations fit, and the
   // chosen one's modeled time and bytes at each memory level.
   int64_t configurations = 0;

@@ -650,6 +650,67 @@ FusionDecision topk_support(const Graph& g, const Node& node, LaunchConfig& laun
   return FusionDecision::ok();
 }
 
+// A GEMM chain over symbolic rows (kernel_gemm_chain.cpp): X's rows are the run's (its leading
+// dims: a batch and a sequence), the inner, hidden and output widths and the weights fixed. X is
+// read as rows of its last axis, every value of the chain holds rows x its width in that order,
+// and the other operands of the products (Gemm's C), the activation and the epilogue broadcast
+// to their values at every shape. The grid is the run's row tiles, a cluster of blocks each,
+// sized for the most rows.
+FusionDecision chain_support(const Graph& g, const std::vector<int32_t>& nodes, GemmChainSpec& spec,
+                             LaunchConfig& launch) {
+  const Tensor& x = g.tensor(spec.x.tensor);
+  const SymShape xs = x.sym_shape();
+  if (xs.empty() || xs.back() != DimExpr(spec.inner) || spec.x.offset != 0 ||
+      spec.x.col_stride != 1 || spec.x.row_stride != spec.inner)
+    return FusionDecision::no(fmt::format("the chain reads X '{}' {} other than as rows of its "
+                                          "last axis",
+                                          x.name, dims_str(x)));
+  DimExpr rows = 1;
+  for (size_t d = 0; d + 1 < xs.size(); ++d)
+    rows = rows * xs[d];
+  for (const GemmChainSpec::Matrix* w :
+       {&spec.first.w, &spec.w2, spec.gate ? &spec.gate->w : &spec.first.w})
+    if (g.tensor(w->tensor).is_dynamic())
+      return FusionDecision::no(fmt::format("the chain's weight '{}' {} has symbolic dims",
+                                            g.tensor(w->tensor).name,
+                                            dims_str(g.tensor(w->tensor))));
+  std::set<TensorId> inside;
+  for (int32_t n : nodes)
+    for (TensorId t : g.nodes[n].outputs)
+      inside.insert(t);
+  // Each value: rows x its last axis; each operand from outside broadcasts to the value it
+  // meets.
+  for (int32_t n : nodes) {
+    const Node& node = g.nodes[n];
+    if (node.op == OpKind::View) continue;
+    const SymShape out = g.tensor(node.outputs[0]).sym_shape();
+    if (out.empty() || !out.back().is_constant() || sym_elements(out) != rows * out.back())
+      return FusionDecision::no(fmt::format("'{}' {} in the chain is not its rows {} by a fixed "
+                                            "width",
+                                            g.tensor(node.outputs[0]).name,
+                                            dims_str(g.tensor(node.outputs[0])), rows.to_string()));
+    if (n == spec.first.node || n == spec.second || (spec.gate && n == spec.gate->node)) {
+      const TensorId c = n == spec.second       ? spec.second_c
+                         : n == spec.first.node ? spec.first.c
+                                                : spec.gate->c;
+      if (c != kNoTensor)
+        if (FusionDecision d = broadcasts_over_symbols(g, c, out); !d) return d;
+      continue;
+    }
+    for (TensorId t : value_operands(node))
+      if (t != kNoTensor && inside.count(t) == 0)
+        if (FusionDecision d = broadcasts_over_symbols(g, t, out); !d) return d;
+  }
+  spec.symbolic_rows = rows;
+  if (rows.is_constant()) return FusionDecision::ok();
+  const DimExpr blocks =
+      DimExpr::ceil_div(rows, 16 * int64_t{spec.warps_m}) * int64_t{spec.cluster_blocks};
+  launch.grid[0] = std::max<int64_t>(spec.cluster_blocks, blocks.bounds(g.symbol_ranges()).hi);
+  launch.work = blocks;
+  launch.work_per_block = 1;
+  return FusionDecision::ok();
+}
+
 // A Local group with movement nodes over symbolic dims (kernel_fused_remapped.cpp): each
 // element asks its values at coordinates that the moves map, so every map must hold at every
 // shape: Concats and Pads along fixed axes, Slices of a symbolic axis from 0 (step 1),
@@ -1097,6 +1158,8 @@ FusionDecision group_support(const Graph& g, FusionGroup& group, const DevicePar
     split_by_run(g, *spec, device, group.scratch_bytes);
     return FusionDecision::ok();
   }
+  if (auto* spec = std::get_if<GemmChainSpec>(&group.spec))
+    return chain_support(g, group.nodes, *spec, group.launch);
   return FusionDecision::no(
       fmt::format("no {} group over symbolic dims yet", group_kind_name(group.kind)));
 }

@@ -667,3 +667,52 @@ TEST_CASE("the launcher describes the symbols and the outputs' dims", "[symbolic
   CHECK_THAT(f.sources, Catch::Contains("dims[0] = (sym0 * sym1);"));
   CHECK_THAT(g.sources, !Catch::Contains("\"batch\""));
 }
+
+// Proves: a GEMM chain (float16 products, GELU, a residual) over symbolic rows, batch x seq,
+// takes the run's rows in its problem and launches the run's row tiles, a cluster each (none
+// for no rows); a chain whose hidden width is symbolic is planned apart (the library calls).
+TEST_CASE("GEMM chains over symbolic rows", "[symbolic][emitter][chain]") {
+  auto chain_model = [](bool symbolic_hidden) {
+    ModelBuilder m(20);
+    m.input("x_in", kFloat, {-1, -1, 32}, {"batch", "seq"}).output("y");
+    if (symbolic_hidden)
+      m.input("w1", kFloat, {32, -1}, {"hidden"});
+    else
+      m.input("w1", kFloat, {32, 96});
+    m.input("w2", kFloat, {symbolic_hidden ? -1 : 96, 32}, {"hidden"});
+    for (const char* name : {"x_in", "w1", "w2"})
+      set_attr_int(m.node("Cast", {name}, {std::string(name) + "_h"}), "to",
+                   onnx::TensorProto::FLOAT16);
+    m.node("MatMul", {"x_in_h", "w1_h"}, {"p"});
+    m.node("Gelu", {"p"}, {"h"});
+    m.node("MatMul", {"h", "w2_h"}, {"o"});
+    m.node("Add", {"o", "x_in_h"}, {"r"});
+    set_attr_int(m.node("Cast", {"r"}, {"y"}), "to", kFloat);
+    return m;
+  };
+  auto plan = [](const ModelBuilder& m, std::vector<SymbolicDim> dims, Generated& out) {
+    out.graph = symbolic_graph(m, std::move(dims));
+    PlannerOptions options;
+    options.gemm_chain = FusionMode::Fused;
+    out.plan = plan_fusion(out.graph, options);
+    int chains = 0;
+    for (const FusionGroup& group : out.plan.groups)
+      chains += group.kind == GroupKind::GemmChain;
+    return chains;
+  };
+  Generated g;
+  REQUIRE(plan(chain_model(false), {dim("batch", 1, 8, 3), dim("seq", 1, 64, 12)}, g) == 1);
+  const MemoryPlan memory = plan_memory(g.graph, g.plan);
+  const GeneratedModel model = emit_model(g.graph, g.plan, memory, "host");
+  for (const GeneratedFile& f : model.groups)
+    g.sources += f.text;
+  CHECK_THAT(g.sources, Catch::Contains("(sym0 * sym1), 32, 96, 32};"));
+  CHECK_THAT(g.sources, Catch::Contains("if (blocks == 0) return 0; // no rows"));
+  CHECK_THAT(g.sources,
+             Catch::Contains("STITCH_LAUNCH_CLUSTER(") && Catch::Contains("dim3(blocks, 1, 1)"));
+
+  Generated apart;
+  CHECK(plan(chain_model(true),
+             {dim("batch", 1, 8, 3), dim("seq", 1, 64, 12), dim("hidden", 32, 128, 96)},
+             apart) == 0);
+}
