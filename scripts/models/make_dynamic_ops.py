@@ -8,6 +8,12 @@ write where PyTorch's do not:
   Einsum "abc,cde->abde", the scores "aecd,abcd->acbe" scaled and softmaxed, the context
   "acbe,aecd->abcd", the output projection "abcd,cde->abe"; besides, each token's dot product
   with the mean token "abc,ac->ab" and an outer product "ab,ac->abc" of two slices.
+- attention_dynamic (opset 23): the ONNX Attention op over batch, seq and past, as exporters
+  of opset 23 write torch's scaled_dot_product_attention: a causal grouped-query attention
+  (3-D Q [batch, seq, 4 x 8], K and V [batch, seq, 2 x 8], 4 query heads over 2 key-value
+  heads) after a key-value cache past_key and past_value [batch, 2, past, 8], returning the
+  extended caches; and a 4-D attention [batch, 4, seq, 8] with an additive mask
+  [batch, 1, seq, seq] and a softcap.
 - image_ops_dynamic: what detection and super-resolution models hold over their batch, x
   float32[batch, 8, 6, 6]: DepthToSpace (DCR) and SpaceToDepth, Resize (nearest by scales,
   linear to sizes computed from the input's shape), TopK along the channels and GatherElements
@@ -54,11 +60,11 @@ class Builder:
                                            name=f"{op.lower()}_{len(self.nodes)}", **attrs))
         return outputs[0] if len(outputs) == 1 else outputs
 
-    def finish(self, name, inputs, outputs):
+    def finish(self, name, inputs, outputs, opset=OPSET):
         graph = helper.make_graph(self.nodes, name, inputs, outputs, self.inits)
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
                                   producer_name="make_dynamic_ops.py")
-        model.ir_version = 8  # what the project's onnxruntime reads
+        model.ir_version = 8 if opset < 21 else 10  # what the project's onnxruntime reads
         onnx.checker.check_model(model, full_check=True)
         return model
 
@@ -121,7 +127,32 @@ def build_image_ops():
          vi("gathered", f, ["batch", 3, 6, 6]), vi("flipped", f, ["batch", 8, 6, 6])])
 
 
-def spec(model, name, inputs, dims):
+ATTENTION_OPSET = 23
+ATTENTION_DIMS = {"batch": {"min": 1, "max": 4, "example": 2},
+                  "seq": {"min": 1, "max": 16, "example": 3},
+                  "past": {"min": 1, "max": 32, "example": 5}}
+
+
+def build_attention():
+    b = Builder(20261132)
+    b.node("Attention", ["q", "k", "v", "", "past_key", "past_value"],
+           ["y", "present_key", "present_value"], q_num_heads=4, kv_num_heads=2, is_causal=1)
+    b.node("Attention", ["q4", "k4", "v4", "mask"], ["y4"], softcap=3.0)
+    vi = helper.make_tensor_value_info
+    f = TensorProto.FLOAT
+    return b.finish(
+        "attention_dynamic",
+        [vi("q", f, ["batch", "seq", 32]), vi("k", f, ["batch", "seq", 16]),
+         vi("v", f, ["batch", "seq", 16]), vi("past_key", f, ["batch", 2, "past", 8]),
+         vi("past_value", f, ["batch", 2, "past", 8]), vi("q4", f, ["batch", 4, "seq", 8]),
+         vi("k4", f, ["batch", 4, "seq", 8]), vi("v4", f, ["batch", 4, "seq", 8]),
+         vi("mask", f, ["batch", 1, "seq", "seq"])],
+        [vi("y", f, ["batch", "seq", 32]), vi("present_key", f, ["batch", 2, None, 8]),
+         vi("present_value", f, ["batch", 2, None, 8]), vi("y4", f, ["batch", 4, "seq", 8])],
+        opset=ATTENTION_OPSET)
+
+
+def spec(model, name, inputs, dims, opset=OPSET):
     """The fixture's inputs.json, in the form check_models.py and compare_with_ort.py read."""
     ops = {}
     for n in model.graph.node:
@@ -129,7 +160,7 @@ def spec(model, name, inputs, dims):
     return {
         "model": name,
         "exporter": "onnx.helper (scripts/models/make_dynamic_ops.py)",
-        "opset": OPSET,
+        "opset": opset,
         "inputs": inputs,
         "outputs": [o.name for o in model.graph.output],
         "dims": dims,
@@ -148,10 +179,19 @@ def main():
          [{"name": "x", "dtype": "float32", "shape": ["batch", 8, 6, 6], "fill": "normal"}],
          IMAGE_DIMS),
     ]
+    normal = [("q", ["batch", "seq", 32]), ("k", ["batch", "seq", 16]),
+              ("v", ["batch", "seq", 16]), ("past_key", ["batch", 2, "past", 8]),
+              ("past_value", ["batch", 2, "past", 8]), ("q4", ["batch", 4, "seq", 8]),
+              ("k4", ["batch", 4, "seq", 8]), ("v4", ["batch", 4, "seq", 8]),
+              ("mask", ["batch", 1, "seq", "seq"])]
+    fixtures.append(("attention_dynamic", build_attention(),
+                     [{"name": n, "dtype": "float32", "shape": s, "fill": "normal"}
+                      for n, s in normal], ATTENTION_DIMS))
     for name, model, inputs, dims in fixtures:
         onnx.save(model, os.path.join(out_dir, name + ".onnx"))
+        opset = model.opset_import[0].version
         with open(os.path.join(out_dir, name + ".inputs.json"), "w") as f:
-            json.dump(spec(model, name.split("_dynamic")[0], inputs, dims), f, indent=1)
+            json.dump(spec(model, name.split("_dynamic")[0], inputs, dims, opset), f, indent=1)
             f.write("\n")
         print(f"wrote {name}")
 

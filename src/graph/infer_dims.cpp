@@ -745,6 +745,21 @@ void einsum(SymContext& c) {
   c.set(0, out);
 }
 
+// Attention (opset 23): Y, the present keys and values and the scores over the batch and the
+// sequences (op_params' read_attention_dims).
+void attention(SymContext& c) {
+  const AttentionParams a = read_attention_params(c.ctx);
+  const AttentionDims d = read_attention_dims(c.ctx);
+  if (!d.not_symbolic.empty()) c.unsupported(d.not_symbolic);
+  if (a.four_d)
+    c.set(0, {d.batch, a.q_heads, d.q_sequence, a.v_head});
+  else
+    c.set(0, {d.batch, d.q_sequence, a.q_heads * a.v_head});
+  c.set(1, {d.batch, a.kv_heads, d.total, a.head});
+  c.set(2, {d.batch, a.kv_heads, d.total, a.v_head});
+  c.set(3, {d.batch, a.q_heads, d.q_sequence, d.total});
+}
+
 using SymRule = void (*)(SymContext&);
 
 SymRule sym_rule(OpKind op) {
@@ -889,6 +904,8 @@ SymRule sym_rule(OpKind op) {
     return gather_nd;
   case OpKind::Einsum:
     return einsum;
+  case OpKind::Attention:
+    return attention;
   default:
     return nullptr;
   }

@@ -84,8 +84,7 @@ public:
         r.shape.push_back(d.constant_value());
       return graph_.add_tensor(std::move(r));
     }
-    TensorId target = int64_constant(role + "Shape", {}, {});
-    set_shape_value(graph_, graph_.tensor(target), to);
+    const TensorId target = int_values(role + "Shape", to);
     std::map<std::string, Attribute> attrs;
     for (const DimExpr& d : to)
       if (d == DimExpr(0)) attrs["allowzero"] = Attribute{int64_t{1}};
@@ -110,6 +109,16 @@ public:
       return constant_tensor(base_ + "/" + role, t.dtype, std::move(shape), std::move(data));
     }
     return op(OpKind::Transpose, {x}, role, {{"perm", Attribute{perm}}});
+  }
+
+  // A constant int64 list of `values` (a shape, say), which may depend on the symbols: its
+  // elements at the planning binding, and their expressions (set_shape_value). With `scalar`,
+  // a 0-D tensor of the one value (Range's limit, Trilu's k).
+  TensorId int_values(const std::string& role, const SymShape& values, bool scalar = false) {
+    const TensorId t = int64_constant(role, {}, {});
+    set_shape_value(graph_, graph_.tensor(t), values);
+    if (scalar) graph_.tensor(t).shape.clear();
+    return t;
   }
 
   TensorId ints(const std::string& role, const std::vector<int64_t>& values) {
@@ -469,13 +478,17 @@ void lower_attention(Lowering& l) {
   NodeContext ctx = l.context();
   const DType t = l.dtype(l.input(0));
   const AttentionParams a = read_attention_params(ctx);
+  // The batch and the sequences over the symbols (the shape rule's read_attention_dims; the
+  // heads and head sizes are fixed).
+  const AttentionDims d = read_attention_dims(ctx);
+  if (!d.not_symbolic.empty()) ctx.fail("over symbolic dims {}", d.not_symbolic);
   const bool three = !a.four_d;
-  const int64_t batch = a.batch, q_heads = a.q_heads, kv_heads = a.kv_heads;
-  const int64_t q_sequence = a.q_sequence, kv_sequence = a.kv_sequence;
-  const int64_t head = a.head, v_head = a.v_head, past = a.past, total = a.total;
+  const DimExpr batch = d.batch, q_sequence = d.q_sequence, kv_sequence = d.kv_sequence;
+  const DimExpr past = d.past, total = d.total;
+  const int64_t q_heads = a.q_heads, kv_heads = a.kv_heads, head = a.head, v_head = a.v_head;
   const std::map<std::string, Attribute> swap_heads = {
       {"perm", Attribute{std::vector<int64_t>{0, 2, 1, 3}}}};
-  auto heads_of = [&](TensorId x, int64_t sequence, int64_t heads, int64_t size,
+  auto heads_of = [&](TensorId x, const DimExpr& sequence, int64_t heads, int64_t size,
                       const std::string& role) {
     if (!three) return x;
     return l.op(OpKind::Transpose, {l.reshape(x, {batch, sequence, heads, size}, role + "Heads")},
@@ -493,9 +506,9 @@ void lower_attention(Lowering& l) {
   auto repeated = [&](TensorId x, int64_t size, const std::string& role) {
     if (group == 1) return x;
     const TensorId one = l.reshape(x, {batch, kv_heads, 1, total, size}, role + "PerGroup");
-    const TensorId wide =
-        l.op(OpKind::Expand, {one, l.ints(role + "Shape", {batch, kv_heads, group, total, size})},
-             role + "Repeated");
+    const TensorId wide = l.op(
+        OpKind::Expand, {one, l.int_values(role + "Shape", {batch, kv_heads, group, total, size})},
+        role + "Repeated");
     return l.reshape(wide, {batch, q_heads, total, size}, role + "ForHeads");
   };
   const TensorId keys = repeated(k, head, "K");
@@ -515,38 +528,69 @@ void lower_attention(Lowering& l) {
   if (l.input(3) != kNoTensor) {
     bias = l.input(3);
     // A mask shorter than the keys: the keys after it are masked out.
-    if (const Shape ms = l.shape(bias); !ms.empty() && ms.back() < total) {
-      std::vector<int64_t> pads(2 * ms.size(), 0);
-      pads[2 * ms.size() - 1] = total - ms.back();
-      std::vector<TensorId> inputs = {bias, l.ints("MaskPads", pads)};
-      if (l.dtype(bias) != DType::Bool) inputs.push_back(l.scalar("MaskPadValue", t, -inf));
-      bias = l.op(OpKind::Pad, std::move(inputs), "MaskPadded");
+    const SymShape ms = l.sym_shape(bias);
+    if (!ms.empty() && ms.back() != total) {
+      if (!ms.back().is_constant() || !total.is_constant())
+        ctx.fail("over symbolic dims the mask's last dim {} must be the keys' {} (past and new)",
+                 ms.back().to_string(), total.to_string());
+      if (ms.back().constant_value() < total.constant_value()) {
+        std::vector<int64_t> pads(2 * ms.size(), 0);
+        pads[2 * ms.size() - 1] = total.constant_value() - ms.back().constant_value();
+        std::vector<TensorId> inputs = {bias, l.ints("MaskPads", pads)};
+        if (l.dtype(bias) != DType::Bool) inputs.push_back(l.scalar("MaskPadValue", t, -inf));
+        bias = l.op(OpKind::Pad, std::move(inputs), "MaskPadded");
+      }
     }
     if (l.dtype(bias) == DType::Bool)
       bias = l.op(OpKind::Where, {bias, l.scalar("Zero", t, 0.0), l.scalar("NegInf", t, -inf)},
                   "MaskBias");
   }
   if (ctx.attr_int("is_causal", 0) != 0) {
-    std::vector<double> causal(static_cast<size_t>(q_sequence * total));
-    for (int64_t i = 0; i < q_sequence; ++i)
-      for (int64_t j = 0; j < total; ++j)
-        causal[static_cast<size_t>(i * total + j)] = i + past < j ? -inf : 0.0;
-    const TensorId mask = l.values("CausalMask", t, {q_sequence, total}, causal);
+    // Query i sees the keys j <= i + past: a constant at fixed shapes; over symbolic dims -inf
+    // above the diagonal shifted by the past length (Trilu's upper part from k = past + 1).
+    TensorId mask = kNoTensor;
+    if (q_sequence.is_constant() && total.is_constant()) {
+      const int64_t rows = q_sequence.constant_value(), cols = total.constant_value();
+      const int64_t shift = past.constant_value();
+      std::vector<double> causal(static_cast<size_t>(rows * cols));
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j)
+          causal[static_cast<size_t>(i * cols + j)] = i + shift < j ? -inf : 0.0;
+      mask = l.values("CausalMask", t, {rows, cols}, causal);
+    } else {
+      const TensorId filled =
+          l.op(OpKind::Expand,
+               {l.scalar("MaskedOut", t, -inf), l.int_values("CausalShape", {q_sequence, total})},
+               "CausalFill");
+      mask = l.op(OpKind::Trilu, {filled, l.int_values("CausalShift", {past + 1}, true)},
+                  "CausalMask", {{"upper", Attribute{int64_t{1}}}});
+    }
     bias = bias == kNoTensor ? mask : l.op(OpKind::Add, {bias, mask}, "Bias");
   }
   if (l.input(6) != kNoTensor) {
     // Key j of batch b is padding from nonpad_kv_seqlen[b] on.
-    std::vector<double> positions(static_cast<size_t>(total));
-    for (int64_t j = 0; j < total; ++j)
-      positions[static_cast<size_t>(j)] = static_cast<double>(j);
-    const TensorId valid = l.op(OpKind::Less,
-                                {l.values("KeyPositions", DType::Int64, {1, total}, positions),
-                                 l.reshape(l.input(6), {batch, 1}, "ValidKeys")},
-                                "KeyIsValid");
+    TensorId positions = kNoTensor;
+    if (total.is_constant()) {
+      std::vector<double> at(static_cast<size_t>(total.constant_value()));
+      for (size_t j = 0; j < at.size(); ++j)
+        at[j] = static_cast<double>(j);
+      positions = l.values("KeyPositions", DType::Int64, {1, total.constant_value()}, at);
+    } else {
+      positions = l.reshape(
+          l.op(OpKind::Range,
+               {l.int_values("KeyFirst", {DimExpr(0)}, true), l.int_values("KeyEnd", {total}, true),
+                l.int_values("KeyStep", {DimExpr(1)}, true)},
+               "KeyRange"),
+          {DimExpr(1), total}, "KeyPositions");
+    }
+    const TensorId valid =
+        l.op(OpKind::Less, {positions, l.reshape(l.input(6), {batch, DimExpr(1)}, "ValidKeys")},
+             "KeyIsValid");
     const TensorId padding =
         l.op(OpKind::Where, {valid, l.scalar("Zero", t, 0.0), l.scalar("NegInf", t, -inf)},
              "PaddingBias");
-    const TensorId per_batch = l.reshape(padding, {batch, 1, 1, total}, "PaddingBiasPerBatch");
+    const TensorId per_batch =
+        l.reshape(padding, {batch, DimExpr(1), DimExpr(1), total}, "PaddingBiasPerBatch");
     bias = bias == kNoTensor ? per_batch : l.op(OpKind::Add, {bias, per_batch}, "Bias");
   }
   if (bias != kNoTensor) scores = l.op(OpKind::Add, {scores, bias}, "BiasedScores");

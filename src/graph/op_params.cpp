@@ -420,6 +420,40 @@ RotaryParams read_rotary_params(const NodeContext& ctx) {
   return r;
 }
 
+AttentionDims read_attention_dims(const NodeContext& ctx) {
+  const AttentionParams a = read_attention_params(ctx); // validates the planning shapes
+  const SymShape q = ctx.input(0).sym_shape(), k = ctx.input(1).sym_shape(),
+                 v = ctx.input(2).sym_shape();
+  const size_t seq = a.four_d ? 2 : 1;
+  AttentionDims d;
+  d.batch = q[0];
+  d.q_sequence = q[seq];
+  d.kv_sequence = k[seq];
+  d.past = ctx.has_input(4) ? ctx.input(4).sym_shape()[2] : DimExpr(0);
+  d.total = d.past + d.kv_sequence;
+  auto fixed_except = [&](const SymShape& dims, const std::vector<size_t>& free) {
+    for (size_t i = 0; i < dims.size(); ++i)
+      if (std::find(free.begin(), free.end(), i) == free.end() && !dims[i].is_constant())
+        return false;
+    return true;
+  };
+  bool same = k[0] == d.batch && v[0] == d.batch && v[seq] == d.kv_sequence;
+  bool fixed = fixed_except(q, {0, seq}) && fixed_except(k, {0, seq}) && fixed_except(v, {0, seq});
+  for (int i : {4, 5})
+    if (ctx.has_input(i)) {
+      const SymShape p = ctx.input(i).sym_shape();
+      same = same && p[0] == d.batch && p[2] == d.past;
+      fixed = fixed && fixed_except(p, {0, 2});
+    }
+  if (!fixed)
+    d.not_symbolic = "its heads and head sizes must be fixed (symbolic dims only in the batch "
+                     "and the sequences)";
+  else if (!same)
+    d.not_symbolic = "Q, K, V and the past keys and values must have one batch, and K, V and "
+                     "the past keys and values their sequences, for every value of the symbols";
+  return d;
+}
+
 AttentionParams read_attention_params(const NodeContext& ctx) {
   const int64_t rank = ctx.rank(0);
   if ((rank != 3 && rank != 4) || ctx.rank(1) != rank || ctx.rank(2) != rank)

@@ -144,5 +144,13 @@ struct AttentionParams {
   bool four_d = true;
 };
 AttentionParams read_attention_params(const NodeContext& ctx);
+// The same dims over symbolic dims: the batch and the sequences as expressions of the symbols
+// (the heads and head sizes are fixed); `fixed` says why not where another dim is symbolic or
+// the inputs' batches and sequences differ as expressions (empty: they are as above).
+struct AttentionDims {
+  DimExpr batch, q_sequence, kv_sequence, past, total;
+  std::string not_symbolic; // why the dims cannot be carried over the symbols, or empty
+};
+AttentionDims read_attention_dims(const NodeContext& ctx);
 
 } // namespace stitch

@@ -73,8 +73,12 @@ std::vector<TensorId> place_written(const Graph& g, const std::vector<FusionGrou
   std::vector<TensorId> placed;
   std::vector<std::vector<TensorId>> ends(groups.size() + 1); // the last: read after them all
   for (size_t gi = 0; gi < groups.size(); ++gi) {
-    for (TensorId t : groups[gi].outputs) {
-      if (g.tensor(t).view_of != kNoTensor || storage[t].kind != StorageKind::None) continue;
+    for (TensorId written : groups[gi].outputs) {
+      // A group may write a view of a value it computes (an attention's output viewed as its
+      // heads, where a planning binding of 1 keeps the heads' Transpose out of the group): the
+      // value gets the storage the view shares.
+      const TensorId t = root_of(g, written);
+      if (storage[t].kind != StorageKind::None) continue;
       storage[t] = {kind, 0, 0, placement.add(g.max_bytes(t))};
       placed.push_back(t);
       ends[std::max(last_use[t], static_cast<int>(gi))].push_back(t);
