@@ -23,13 +23,16 @@ seq=12": every ranged dim in each), by default every dim at its minimum, then at
 that shape by the same recipe; the run fails if any shape fails. A symbolic dim of the model
 that no --dim ranges is bound by inputs.json with --input-shape, as for a fixed fixture. With
 --shape-context, each shape also runs in a context created for that shape alone (its arena laid
-out for those dims), whose outputs must be bitwise the same.
+out for those dims), whose outputs must be bitwise the same. With --unfused-too (host), the
+model is also compiled with one kernel per op (--planner none), that library compared with ORT
+the same way, and at each shape the unfused library's outputs with the fused one's (--rtol and
+--atol, or the precision's aim): the fused plan computes what the unfused one does.
 
 usage: compare_with_ort.py --stitchc STITCHC --stitch-run STITCH_RUN --work DIR
                            [--target host|cuda] [--seed N] [--rtol R] [--atol A]
                            [--precision P [--max-rel-l2 X]] [--library LIB]
                            [--dim NAME=MIN..MAX[@T] ...] [--shapes SHAPES] [--shape-context]
-                           MODEL.onnx
+                           [--unfused-too] MODEL.onnx
 Exit status: 0 when every output matches, 1 otherwise (stitch-run's or stitchc's output says
 why).
 """
@@ -217,8 +220,14 @@ def main():
                         help="with symbolic dims: at each shape, also run in a context created "
                              "for that shape alone and require bitwise the same outputs "
                              "(stitch-run --shape-context)")
+    parser.add_argument("--unfused-too", action="store_true",
+                        help="also compile one kernel per op (--planner none), compare it with "
+                             "ORT, and at each shape compare the two libraries' outputs")
     args = parser.parse_args()
     reduced = args.precision in ("fp16", "bf16")
+    if args.unfused_too and (args.library or args.planner or args.target != "host"):
+        sys.exit("--unfused-too compiles both plans for the host target: no --library, no "
+                 "--planner")
 
     spec_path = args.model[: -len(".onnx")] + ".inputs.json"
     with open(spec_path) as f:
@@ -266,6 +275,10 @@ def main():
                          f"unfused plan {fallbacks}: expected the same, at least one")
         if args.target == "cuda":
             return
+    unfused = os.path.join(args.work, "libunfused.so")
+    if args.unfused_too:
+        run([unfused if arg == library else arg for arg in stitchc] + ["--planner", "none"],
+            "stitchc --planner none")
 
     rng = np.random.default_rng(args.seed)
     session = ort.InferenceSession(args.model, providers=["CPUExecutionProvider"])
@@ -298,7 +311,29 @@ def main():
             path = os.path.join(work, f"expected_{i}.npy")
             np.save(path, value)
             command += ["--expected", f"{name}={path}"]
-        results.append(run(command, "stitch-run", exit_on_failure=shape is None))
+        if not args.unfused_too:
+            results.append(run(command, "stitch-run", exit_on_failure=shape is None))
+            continue
+        # Each plan against ORT, writing its outputs; then the unfused outputs against the fused.
+        passed = True
+        for lib, folder in ((library, "fused"), (unfused, "unfused")):
+            print(f"--- the {folder} plan against ONNX Runtime ---", flush=True)
+            own = [lib if c == library else c for c in command]
+            own += ["--output-dir", os.path.join(work, folder)]
+            passed = run(own, "stitch-run", exit_on_failure=False) and passed
+        between = [args.stitch_run, unfused] + (
+            ["--max-rel-l2", str(aim)] if reduced
+            else ["--rtol", str(args.rtol), "--atol", str(args.atol)])
+        for flag, value in zip(command, command[1:]):
+            if flag == "--input":
+                between += ["--input", value]
+        for name in names:
+            between += ["--expected", f"{name}={os.path.join(work, 'fused', name + '.npy')}"]
+        print("--- the unfused plan against the fused one ---", flush=True)
+        passed = run(between, "stitch-run", exit_on_failure=False) and passed
+        if not passed and shape is None:
+            sys.exit(1)
+        results.append(passed)
     if shapes != [None]:
         for shape, passed in zip(shapes, results):
             print(f"shape {describe_shape(shape)}: {'PASS' if passed else 'FAIL'}", flush=True)

@@ -12,8 +12,9 @@ its inputs.json, weights from fixed seeds (the files are the same on every run):
   Reshape into 4 heads of 64 and a Transpose to [batch, 4, seq, 64], a softmax over each
   head's 64, and the mean of each token's row.
 
-The ctests models/dynamic/<name>/host and host-unfused compile each once with stitchc --dim
-and compare it with ONNX Runtime at several shapes (compare_with_ort.py).
+The ctest models/dynamic/<name>/host compiles each once with stitchc --dim, fused and one
+kernel per op, and compares both with ONNX Runtime, and each other, at several shapes
+(compare_with_ort.py --unfused-too).
 
 usage: .venv/bin/python scripts/models/make_dynamic_ffn.py [OUT_DIR]
 """

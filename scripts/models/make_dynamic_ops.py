@@ -19,8 +19,9 @@ write where PyTorch's do not:
   linear to sizes computed from the input's shape), TopK along the channels and GatherElements
   by its indices, and a Slice flipping the batch.
 
-The ctests models/dynamic/<name>/host and host-unfused compile each once with stitchc --dim
-and compare it with ONNX Runtime at several shapes (compare_with_ort.py).
+The ctest models/dynamic/<name>/host compiles each once with stitchc --dim, fused and one
+kernel per op, and compares both with ONNX Runtime, and each other, at several shapes
+(compare_with_ort.py --unfused-too).
 
 usage: .venv/bin/python scripts/models/make_dynamic_ops.py [OUT_DIR]
 """
