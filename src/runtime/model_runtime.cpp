@@ -294,6 +294,8 @@ stitch_status stitch_model_destroy(stitch_model* model) {
   return guarded("stitch_model_destroy", [&] {
     std::unique_ptr<Model> owned = HandleRegistry::instance().take_model(model);
     owned->weights.release();
+    owned.reset();
+    if (HandleRegistry::instance().empty()) release_idle_resources();
   });
 }
 

@@ -184,6 +184,12 @@ private:
   std::unique_ptr<State> state_;
 };
 
+// When the library's last model is destroyed: on the host target, the emulation's worker
+// threads stop and the calling thread's cached fiber stacks are unmapped (a process that loads
+// many model libraries would otherwise keep each one's threads and stacks); nothing on the
+// CUDA target. Defined once per target.
+void release_idle_resources();
+
 // What one thread's runs need: the arena, the library workspace and handles, the launcher, and
 // the pointer arrays handed to enqueue (sized once, refilled by every run).
 struct Context {

@@ -4,6 +4,9 @@
 // generated code receives a null stream). One device, 0.
 #include "model_runtime.h"
 
+#include "host/fiber_stacks.h"
+#include "host/worker_pool.h"
+
 #if !defined(STITCH_HOST_TARGET)
 #error "model_runtime_host.cpp is the host target's launcher; build it with -DSTITCH_HOST_TARGET"
 #endif
@@ -31,5 +34,10 @@ void Launcher::run(const Model& model, stitch_abi_buffers buffers, void* /*strea
 void Launcher::wait_idle() {}
 
 void Launcher::release() {}
+
+void release_idle_resources() {
+  host::BlockWorkerPool::instance().release();
+  host::this_thread_stack_cache().trim(0);
+}
 
 } // namespace stitch::runtime

@@ -75,6 +75,11 @@ const Model& HandleRegistry::model(const stitch_model* handle) const {
   return *found->second.model;
 }
 
+bool HandleRegistry::empty() const {
+  std::shared_lock lock(mutex_);
+  return models_.empty();
+}
+
 std::unique_ptr<Model> HandleRegistry::take_model(stitch_model* handle) {
   if (handle == nullptr) fail(STITCH_ERROR_INVALID_ARGUMENT, "model is null");
   std::unique_lock lock(mutex_);

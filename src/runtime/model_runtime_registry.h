@@ -45,6 +45,8 @@ public:
   stitch_context* add_context(const stitch_model* owner, std::unique_ptr<Context> context);
   Context& context(const stitch_context* handle) const;
   std::unique_ptr<Context> take_context(stitch_context* handle);
+  // Whether no model (and so no context) of this library is live.
+  bool empty() const;
 
 private:
   HandleRegistry();

@@ -7,6 +7,9 @@
 #include <dlfcn.h>
 
 #include <cmath>
+#include <filesystem>
+#include <optional>
+#include <thread>
 
 using namespace model_runtime_test;
 
@@ -215,4 +218,41 @@ TEST_CASE("model runtime: exports, and each library binds its own model", "[mode
   require_failure(stitch_model_input(twin_model, 0, &info), STITCH_ERROR_INVALID_ARGUMENT,
                   "stitch_model_input", "not a live model");
   require_ok(destroy(twin_model));
+}
+
+namespace {
+
+// The OS threads of this process (/proc/self/task).
+std::size_t process_threads() {
+  std::size_t count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
+    (void)entry;
+    ++count;
+  }
+  return count;
+}
+
+} // namespace
+
+// Proves: destroying the library's last model stops the host emulation's worker threads (every
+// model library holds a pool of its own, and its threads cache fiber stacks: a process loading
+// many libraries kept them all until mmap ran out of mappings); the next model's runs start
+// them again and compute as before.
+TEST_CASE("model runtime: the last model destroyed releases the emulation's worker threads",
+          "[model_runtime]") {
+  const std::size_t before = process_threads();
+  for (int round = 0; round < 2; ++round) {
+    std::optional<OwnedModel> model;
+    model.emplace();
+    {
+      OwnedContext context(model->get());
+      const std::vector<float> x = random_matrix(7 + static_cast<uint32_t>(round));
+      AffineOutputs out;
+      require_ok(run_affine(context.get(), x, out)); // a launch of one block per row
+      REQUIRE(out == reference_outputs(x));
+      if (std::thread::hardware_concurrency() > 1) CHECK(process_threads() > before);
+    }
+    model.reset(); // the library's last model
+    CHECK(process_threads() == before);
+  }
 }

@@ -1,8 +1,9 @@
 // BlockWorkerPool: the OS threads that run the blocks of an ordinary launch in parallel. The
 // launching thread always takes part; up to `participants - 1` pool threads join it, each
 // running the same job (a loop that takes block indices from a shared counter). Threads are
-// started on first need and live until the process (or the library) unloads. One launch uses
-// the pool at a time; a second host thread launching concurrently waits its turn.
+// started on first need and live until release() (the library's last model destroyed), or the
+// process (or the library) unloads. One launch uses the pool at a time; a second host thread
+// launching concurrently waits its turn.
 #pragma once
 
 #include <condition_variable>
@@ -55,6 +56,24 @@ public:
     std::unique_lock<std::mutex> lock(mutex_);
     done_.wait(lock, [&] { return helpers_done_ == helpers_wanted_; });
     job_ = nullptr;
+  }
+
+  // Stops the pool threads, each unmapping the fiber stacks it cached as it exits (every model
+  // library holds a pool of its own: a process that loads many would otherwise keep their
+  // threads and stacks, past the kernel's limit on memory mappings). Waits for a launch in
+  // flight; the next launch starts threads again.
+  void release() {
+    std::lock_guard<std::mutex> one_launch_at_a_time(run_mutex_);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& helper : helpers_)
+      helper.join();
+    std::lock_guard<std::mutex> lock(mutex_);
+    helpers_.clear();
+    stopping_ = false;
   }
 
 private:
