@@ -58,7 +58,8 @@ BEGIN, END = "<!-- dynamic-shapes: begin -->", "<!-- dynamic-shapes: end -->"
 
 FIXTURE_DIR = os.path.join(ROOT, "tests", "models", "dynamic")
 FIXTURES = ["bert_ts16", "gpt2_ts17", "llama_ts19", "decoder_block_ts20", "decoder_step_ts17",
-            "vit_ts18", "resnet18_ts13", "mobilenet_v2_dynamo19", "efficientnet_b0_ts15"]
+            "vit_ts18", "resnet18_ts13", "mobilenet_v2_dynamo19", "efficientnet_b0_ts15",
+            "einsum_dynamic", "attention_dynamic", "image_ops_dynamic"]
 # The shapes each fixture is timed at, by its symbolic dims in sorted order (a size past the
 # fixture's range is taken at its maximum).
 FIXTURE_SHAPES = {("batch", "seq"): [(1, 1), (1, 64), (3, 12), (8, 64)],
@@ -387,7 +388,10 @@ def fixtures_table(args):
              "Models: the fixtures of `tests/models/dynamic/` with symbolic dims (small exports, "
              "hidden size 64: BERT, GPT-2, Llama and a decoder block over [batch, seq], the "
              "decode step with a key-value cache over [batch, seq] and past, ViT, ResNet-18, "
-             "MobileNetV2 and EfficientNet-B0 over batch), "
+             "MobileNetV2 and EfficientNet-B0 over batch; the ops other exporters write: a "
+             "Keras-style attention layer of Einsums over [batch, seq], the ONNX Attention op "
+             "with a key-value cache over [batch, seq] and past, DepthToSpace, Resize, TopK and "
+             "GatherElements over batch), "
              f"`scripts/bench/dynamic_shapes.py --target {args.target}`. For each, one "
              f"library compiled with the ranges of its `inputs.json` ({ranges_text}) against one "
              "compiled for each shape (each symbolic dim bound: `--dim batch=B --dim seq=S`), both "
