@@ -709,7 +709,18 @@ void topk(SymContext& c) {
 
 void scatter_like(SymContext& c) { c.set(0, c.in(0)); }
 
-void gather_elements(SymContext& c) { c.set(0, c.in(1)); }
+// GatherElements: the indices' shape; off the gathered axis they must not outgrow the data at
+// any value of the symbols (the kernel reads the data at their coordinates).
+void gather_elements(SymContext& c) {
+  const SymShape data = c.in(0), indices = c.in(1);
+  const auto axis = static_cast<size_t>(c.ctx.normalize_axis(c.ctx.attr_int("axis", 0), c.rank(0)));
+  for (size_t d = 0; d < data.size() && d < indices.size(); ++d)
+    if (d != axis && indices[d] != data[d] && c.bounds(indices[d]).hi > c.bounds(data[d]).lo)
+      c.unsupported(fmt::format("its indices {} may be larger than its data {} on axis {} for "
+                                "some values of the symbols",
+                                sym_shape_to_string(indices), sym_shape_to_string(data), d));
+  c.set(0, indices);
+}
 
 // GatherND: indices' leading dims, then data's dims past the batch dims and the indexed ones
 // (indices' last dim, which must be constant).

@@ -362,6 +362,15 @@ TEST_CASE("what depends on the symbols other than as a shape is refused with the
                       Catch::Contains("--dim batch=1..8 ranges the dim 'batch', which "
                                       "--input-shape binds to 4"));
   }
+  SECTION("GatherElements whose indices may outgrow the data") {
+    ModelBuilder m;
+    m.input("x", kFloat, {-1, 10}, {"n"}).input("i", kInt64, {-1, 4}, {"m"}).output("y");
+    set_attr_int(m.node("GatherElements", {"x", "i"}, {"y"}), "axis", 1);
+    CHECK_THAT(
+        infer_error(m.write(), {dim("n", 1, 8, 4), dim("m", 1, 8, 4)}),
+        Catch::Contains("(GatherElements)") &&
+            Catch::Contains("its indices [m,4] may be larger than its data [n,10] on axis 0"));
+  }
   SECTION("an op whose output shape stitchc expresses over some of its dims only") {
     ModelBuilder m(23);
     m.input("q", kFloat, {2, -1, 3, 4}, {"heads"}).input("k", kFloat, {2, -1, 5, 4}, {"heads"});
