@@ -7,7 +7,8 @@ write where PyTorch's do not:
   MultiHeadAttention) over x float32[batch, seq, 32]: the projections to 4 heads of 8 as
   Einsum "abc,cde->abde", the scores "aecd,abcd->acbe" scaled and softmaxed, the context
   "acbe,aecd->abcd", the output projection "abcd,cde->abe"; besides, each token's dot product
-  with the mean token "abc,ac->ab" and an outer product "ab,ac->abc" of two slices.
+  with the mean token "abc,ac->ab", an outer product "ab,ac->abc" of two slices, and the
+  largest value of each feature over the sequence with its position (TopK along seq).
 - attention_dynamic (opset 23): the ONNX Attention op over batch, seq and past, as exporters
   of opset 23 write torch's scaled_dot_product_attention: a causal grouped-query attention
   (3-D Q [batch, seq, 4 x 8], K and V [batch, seq, 2 x 8], 4 query heads over 2 key-value
@@ -89,12 +90,15 @@ def build_einsum():
     rest = b.node("Slice", ["x", b.const("s1", [1], np.int64), b.const("e1", [5], np.int64),
                             b.const("a2b", [2], np.int64)], "next_features")
     b.node("Einsum", [first, rest], "outer", equation="abx,aby->abxy")
+    b.node("TopK", ["x", b.const("one", [1], np.int64)], ["top_value", "top_position"], axis=1)
     vi = helper.make_tensor_value_info
     return b.finish(
         "einsum_dynamic", [vi("x", TensorProto.FLOAT, ["batch", "seq", HIDDEN])],
         [vi("y", TensorProto.FLOAT, ["batch", "seq", HIDDEN]),
          vi("dots", TensorProto.FLOAT, ["batch", "seq"]),
-         vi("outer", TensorProto.FLOAT, ["batch", "seq", 1, 4])])
+         vi("outer", TensorProto.FLOAT, ["batch", "seq", 1, 4]),
+         vi("top_value", TensorProto.FLOAT, ["batch", 1, HIDDEN]),
+         vi("top_position", TensorProto.INT64, ["batch", 1, HIDDEN])])
 
 
 def build_image_ops():

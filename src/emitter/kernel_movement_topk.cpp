@@ -27,8 +27,14 @@ void emit_topk(const GroupEmitContext& ctx, CodeWriter& out) {
   const bool symbolic = ctx.group().launch.work_per_block > 0;
   const std::string rows =
       symbolic ? dim_code(ctx.graph(), ctx.group().launch.work) : std::to_string(plan.rows);
+  // A symbolic selected axis: the row's length is the run's (the buffer serves the longest).
+  const std::string length =
+      plan.length_dims ? dim_code(ctx.graph(), *plan.length_dims) : std::to_string(plan.length);
   std::string method =
       plan.capacity == 0 ? "each element's rank counted"
+      : plan.length_dims
+          ? fmt::format("the row sorted in, or streamed through, a shared buffer of {}",
+                        plan.capacity)
       : plan.capacity >= plan.length
           ? fmt::format("the row sorted in a shared buffer of {}", plan.capacity)
           : fmt::format("the row streamed through a sorted shared buffer of {}", plan.capacity);
@@ -37,8 +43,9 @@ void emit_topk(const GroupEmitContext& ctx, CodeWriter& out) {
       {fmt::format("TopK: the {} {} of each of {} rows of {} (stride {}), sorted; {}.", plan.k,
                    largest ? "largest" : "smallest",
                    symbolic ? ctx.group().launch.work.to_string() : std::to_string(plan.rows),
-                   plan.length, plan.inner, method)});
-  if (plan.k == 0 || (!symbolic && plan.rows == 0)) {
+                   plan.length_dims ? plan.length_dims->to_string() : std::to_string(plan.length),
+                   plan.inner, method)});
+  if (plan.k == 0 || (!symbolic && !plan.length_dims && plan.rows == 0)) {
     out.line("// Nothing to select.");
     finish_kernel(ctx, out, kernel, args);
     return;
@@ -52,17 +59,19 @@ void emit_topk(const GroupEmitContext& ctx, CodeWriter& out) {
     out.line("const int64_t outer = row, inner = 0;");
   else
     out.linef("const int64_t outer = row / {0}, inner = row % {0};", plan.inner);
-  out.linef("const {}* x = in + outer * {} + inner;", type, plan.length * plan.inner);
+  const std::string row_elements =
+      plan.length_dims ? (plan.inner == 1 ? length : fmt::format("{} * {}", length, plan.inner))
+                       : std::to_string(plan.length * plan.inner);
+  out.linef("const {}* x = in + outer * {} + inner;", type, row_elements);
   out.linef("const int64_t out_offset = outer * {} + inner;", plan.k * plan.inner);
   if (plan.capacity > 0)
     out.linef("stitch::sort::block_top_k<{}, {}>(x, {}, {}, {}, values + out_offset, indices + "
               "out_offset, {}, keys, slots);",
-              largest ? "true" : "false", plan.capacity, plan.length, plan.inner, plan.k,
-              plan.inner);
+              largest ? "true" : "false", plan.capacity, length, plan.inner, plan.k, plan.inner);
   else
     out.linef("stitch::sort::block_top_k_by_rank<{}>(x, {}, {}, {}, values + out_offset, indices + "
               "out_offset, {});",
-              largest ? "true" : "false", plan.length, plan.inner, plan.k, plan.inner);
+              largest ? "true" : "false", length, plan.inner, plan.k, plan.inner);
   out.close();
   finish_kernel(ctx, out, kernel, args);
 }

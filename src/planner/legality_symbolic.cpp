@@ -31,6 +31,7 @@
 #include "graph/op_params.h"
 #include "graph/reductions.h"
 #include "planner/launch_config.h"
+#include "planner/movement_mapping.h"
 #include "planner/reduction_mapping.h"
 
 namespace stitch::legality {
@@ -622,26 +623,39 @@ FusionDecision slice_support(const Graph& g, const Node& node, const DeviceParam
   return FusionDecision::ok();
 }
 
-// TopK over symbolic dims (kernel_movement_topk.cpp): a block per row as planned, the rows the
-// run's. The selected axis, K and the axes after the selected one (the row's stride) are fixed;
-// the grid is sized for the most rows.
-FusionDecision topk_support(const Graph& g, const Node& node, LaunchConfig& launch) {
+// TopK over symbolic dims (kernel_movement_topk.cpp): a block per row, the rows the run's. K
+// and the axes after the selected one (the row's stride) are fixed; the selected axis may be
+// symbolic where it is never shorter than K: then the row's length is the run's and the
+// selection's buffer serves the longest row. The grid is sized for the most rows.
+FusionDecision topk_support(const Graph& g, const Node& node, OpSpec& spec, LaunchConfig& launch) {
   const SymShape in = g.tensor(node.inputs[0]).sym_shape();
   const SymShape out = g.tensor(node.outputs[0]).sym_shape();
   NodeContext nc(g, node);
   const auto axis = static_cast<size_t>(nc.normalize_axis(nc.attr_int("axis", -1), nc.rank(0)));
-  for (size_t d = axis; d < in.size(); ++d)
-    if (!in[d].is_constant() || !out[d].is_constant())
-      return FusionDecision::no(fmt::format("TopK over symbolic dims selects along a fixed axis, "
-                                            "with fixed K and fixed axes after it, not axis {} "
-                                            "of {} into {}",
-                                            axis, sym_shape_to_string(in),
-                                            sym_shape_to_string(out)));
-  DimExpr rows = 1;
-  for (size_t d = 0; d < axis; ++d)
-    rows = rows * in[d];
   for (size_t d = axis + 1; d < in.size(); ++d)
-    rows = rows * in[d];
+    if (!in[d].is_constant())
+      return FusionDecision::no(fmt::format("TopK over symbolic dims needs fixed axes after the "
+                                            "selected one, not {} (axis {})",
+                                            sym_shape_to_string(in), axis));
+  if (!out[axis].is_constant())
+    return FusionDecision::no(
+        fmt::format("TopK over symbolic dims needs a fixed K, not {}", out[axis].to_string()));
+  STITCH_INTERNAL_CHECK(spec.topk.has_value(), "TopK '{}' without its selection plan", node.name);
+  TopKPlan& plan = *spec.topk;
+  const DimExpr& length = in[axis];
+  if (!length.is_constant()) {
+    const DimBounds range = length.bounds(g.symbol_ranges());
+    if (range.lo < plan.k)
+      return FusionDecision::no(fmt::format("TopK selects {} along axis {} of {}, which may be "
+                                            "as short as {}",
+                                            plan.k, axis, sym_shape_to_string(in), range.lo));
+    plan.length_dims = length;
+    plan.capacity = topk_capacity(range.hi, plan.k);
+    launch.block = {topk_threads(plan), 1, 1};
+  }
+  DimExpr rows = 1;
+  for (size_t d = 0; d < in.size(); ++d)
+    if (d != axis) rows = rows * in[d];
   if (rows.is_constant()) return FusionDecision::ok();
   const int64_t most = std::max<int64_t>(1, rows.bounds(g.symbol_ranges()).hi);
   launch.grid = {std::min<int64_t>(most, std::numeric_limits<int32_t>::max()), 1, 1};
@@ -1095,7 +1109,7 @@ FusionDecision group_support(const Graph& g, FusionGroup& group, const DevicePar
                            group.launch);
       return FusionDecision::ok();
     }
-    if (node.op == OpKind::TopK) return topk_support(g, node, group.launch);
+    if (node.op == OpKind::TopK) return topk_support(g, node, *spec, group.launch);
     if (node.op == OpKind::GatherElements || node.op == OpKind::Resize) {
       // A thread per output element: GatherElements's coordinates and data strides the run's
       // (kernel_movement_index.cpp); Resize over the leading axis it leaves alone, the only

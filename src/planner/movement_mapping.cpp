@@ -163,12 +163,18 @@ TopKPlan topk_plan(const Graph& graph, const Node& node) {
   for (size_t d = axis + 1; d < in.size(); ++d)
     p.inner *= in[d];
   p.rows = p.length == 0 ? 0 : shape_elements(in) / p.length;
-  int64_t padded = next_power_of_two(std::max<int64_t>(p.length, 2));
-  if (padded <= kMaxSortCapacity)
-    p.capacity = padded;
-  else if (p.k <= kMaxSortCapacity / 2)
-    p.capacity = kMaxSortCapacity;
+  p.capacity = topk_capacity(p.length, p.k);
   return p;
+}
+
+int64_t topk_capacity(int64_t length, int64_t k) {
+  const int64_t padded = next_power_of_two(std::max<int64_t>(length, 2));
+  if (padded <= kMaxSortCapacity) return padded;
+  return k <= kMaxSortCapacity / 2 ? kMaxSortCapacity : 0;
+}
+
+int64_t topk_threads(const TopKPlan& plan) {
+  return plan.capacity == 0 ? kBlock : std::clamp<int64_t>(plan.capacity / 2, 32, kBlock);
 }
 
 bool scatter_rows_distinct(const Graph& graph, const Node& node) {
@@ -226,10 +232,9 @@ void plan_movement_launch(const Graph& graph, const Node& node, const DevicePara
     return;
   case OpKind::TopK: {
     TopKPlan p = topk_plan(graph, node);
-    int64_t threads = p.capacity == 0 ? kBlock : std::clamp<int64_t>(p.capacity / 2, 32, kBlock);
     group.mapping = ThreadMapping::BlockPerRow;
     group.launch = LaunchConfig{};
-    group.launch.block = {threads, 1, 1};
+    group.launch.block = {topk_threads(p), 1, 1};
     group.launch.grid = {std::clamp<int64_t>(p.rows, 1, kMaxGridX), 1, 1};
     return;
   }

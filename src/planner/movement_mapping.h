@@ -46,6 +46,12 @@ TransposeTiling transpose_tiling(const PermutedCopy& copy);
 
 // TopK's per-row selection (TopKPlan).
 TopKPlan topk_plan(const Graph& graph, const Node& node);
+// The selection's shared buffer for rows of `length` (at most): the row padded to a power of two
+// where that fits, else the largest buffer streaming the row where k fits half of it, else 0
+// (ranks counted).
+int64_t topk_capacity(int64_t length, int64_t k);
+// The threads of the block that selects one row.
+int64_t topk_threads(const TopKPlan& plan);
 
 // ScatterND's update rows address distinct slices, as far as compile time can tell: its
 // indices are constant (or there is a single row) and no two rows name the same slice.

@@ -297,14 +297,15 @@ def symbolic_relu(d):
 
 
 @case("node 'best0' (TopK): cannot generate code over the symbolic dims batch (1..8), seq "
-      "(1..16) here: TopK over symbolic dims selects along a fixed axis",
+      "(1..16) here: TopK selects 2 along axis 1 of [batch,seq], which may be as short as 1",
       ["--dim", "batch=1..8", "--dim", "seq=1..16@5"])
 def dim_node_not_generated(d):
-    """A node whose kernel cannot yet run over symbolic dims is refused by name, with what can."""
+    """A node whose kernel cannot run over the symbols' whole range is refused by name, with the
+    reason and what can."""
     nodes = [helper.make_node("TopK", ["x", "k"], ["values", "indices"], name="best0", axis=1)]
     return model(nodes, [vi("x", ["batch", "seq"])],
-                 [vi("values", ["batch", 1]), vi("indices", ["batch", 1], TensorProto.INT64)],
-                 [ints("k", [1])])
+                 [vi("values", ["batch", 2]), vi("indices", ["batch", 2], TensorProto.INT64)],
+                 [ints("k", [2])])
 
 
 @case("--dim names 'heads', which is no symbolic dim of the graph inputs",

@@ -591,8 +591,9 @@ TEST_CASE("a Slice along symbolic axes", "[symbolic][emitter]") {
 
 // Proves: over a symbolic batch planned at 1, DepthToSpace copies through its 6-D view with
 // the batch's coordinate kept, a Resize leaves the batch alone (sizes computed from the
-// input's Shape included) and refuses to scale it, TopK selects over the run's rows and
-// refuses a symbolic selected axis, and GatherElements reads the data at the run's strides.
+// input's Shape included) and refuses to scale it, TopK selects over the run's rows and along a
+// symbolic axis of the run's length (refused where it may be shorter than K), and
+// GatherElements reads the data at the run's strides.
 TEST_CASE("movement and selection ops over a symbolic batch", "[symbolic][emitter]") {
   ModelBuilder m;
   m.input("x", kFloat, {-1, 8, 6, 6}, {"batch"}).output("d2s").output("up").output("fit");
@@ -630,13 +631,22 @@ TEST_CASE("movement and selection ops over a symbolic batch", "[symbolic][emitte
                     Catch::Contains("node 'upsample' (Resize)") &&
                         Catch::Contains("must leave its symbolic axis 0 of [batch,8,6,6] alone"));
 
-  ModelBuilder along;
-  along.input("x", kFloat, {2, -1}, {"seq"}).output("values").output("indices");
-  along.initializer_i64("k", {1}, {1});
-  set_attr_int(along.node("TopK", {"x", "k"}, {"values", "indices"}, "best"), "axis", 1);
-  CHECK_THAT(refusal(along, {dim("seq", 1, 64, 8)}),
+  // Along a symbolic axis: the run's length, a buffer for the longest row; refused where the
+  // axis may be shorter than K.
+  auto along = [](int64_t k) {
+    ModelBuilder m;
+    m.input("x", kFloat, {2, -1}, {"seq"}).output("values").output("indices");
+    m.initializer_i64("k", {1}, {k});
+    set_attr_int(m.node("TopK", {"x", "k"}, {"values", "indices"}, "best"), "axis", 1);
+    return m;
+  };
+  const Generated seq = generate(along(1), {dim("seq", 1, 100, 8)}, "none");
+  CHECK_THAT(seq.sources, Catch::Contains("const float* x = in + outer * sym0 + inner;"));
+  CHECK_THAT(seq.sources, Catch::Contains("stitch::sort::block_top_k<true, 128>(x, sym0, 1, 1, "));
+  CHECK_THAT(refusal(along(2), {dim("seq", 1, 64, 8)}),
              Catch::Contains("node 'best' (TopK)") &&
-                 Catch::Contains("TopK over symbolic dims selects along a fixed axis"));
+                 Catch::Contains("TopK selects 2 along axis 1 of [2,seq], which may be as short "
+                                 "as 1"));
 }
 
 // Proves: the launcher describes the symbols (names from the blob, never as code), marks the
