@@ -128,9 +128,15 @@ private:
     return stack;
   }
 
-  // munmap covers whole pages, so the staggered top's partial page goes too.
+  // munmap covers whole pages, so the staggered top's partial page goes too. Under ASan the
+  // range is unpoisoned first: munmap leaves its shadow as the fibers' frames left it, and a
+  // stack mapped there later would inherit their poisoned redzones.
   static void unmap_stack(const boost::context::stack_context& stack) noexcept {
-    ::munmap(static_cast<char*>(stack.sp) - stack.size, stack.size);
+    char* const base = static_cast<char*>(stack.sp) - stack.size;
+#if defined(STITCH_HOST_ASAN)
+    __asan_unpoison_memory_region(base, stack.size);
+#endif
+    ::munmap(base, stack.size);
   }
 
   boost::context::stack_context last_taken_;
