@@ -240,8 +240,10 @@ std::size_t process_threads() {
 // them again and compute as before.
 TEST_CASE("model runtime: the last model destroyed releases the emulation's worker threads",
           "[model_runtime]") {
-  const std::size_t before = process_threads();
-  for (int round = 0; round < 2; ++round) {
+  // The baseline after a first model's life: a sanitizer's runtime starts a thread of its own
+  // once the process has more than one.
+  std::size_t before = 0;
+  for (int round = 0; round < 3; ++round) {
     std::optional<OwnedModel> model;
     model.emplace();
     {
@@ -250,9 +252,12 @@ TEST_CASE("model runtime: the last model destroyed releases the emulation's work
       AffineOutputs out;
       require_ok(run_affine(context.get(), x, out)); // a launch of one block per row
       REQUIRE(out == reference_outputs(x));
-      if (std::thread::hardware_concurrency() > 1) CHECK(process_threads() > before);
+      if (round > 0 && std::thread::hardware_concurrency() > 1) CHECK(process_threads() > before);
     }
     model.reset(); // the library's last model
-    CHECK(process_threads() == before);
+    if (round == 0)
+      before = process_threads();
+    else
+      CHECK(process_threads() == before);
   }
 }
