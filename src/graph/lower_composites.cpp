@@ -633,7 +633,8 @@ void lower_attention(Lowering& l) {
 struct EinsumProduct {
   std::vector<int> batch, rows, columns, summed;
   std::map<int, DimExpr> dims;
-  int first = 0; // the input taking the rows (the other takes the columns)
+  int first = 0;       // the input taking the rows (the other takes the columns)
+  EinsumLabels labels; // the equation's (read_einsum_labels)
 };
 
 bool contains(const std::vector<int>& labels, int label) {
@@ -688,6 +689,7 @@ std::optional<EinsumProduct> einsum_product(const Graph& graph, const Node& node
     EinsumProduct q;
     q.first = first;
     q.dims = p.dims;
+    q.labels = e;
     for (int label : e.output) {
       const bool r = contains(rows_side, label), c = contains(columns_side, label);
       (r && c ? q.batch : r ? q.rows : q.columns).push_back(label);
@@ -732,7 +734,7 @@ DimExpr label_product(const EinsumProduct& p, const std::vector<int>& labels) {
 // order. Without summed labels it is a broadcast Mul; with neither rows nor columns, a Mul
 // and a ReduceSum over the summed axis.
 void lower_einsum(Lowering& l, const EinsumProduct& p) {
-  const EinsumLabels e = read_einsum_labels(l.context());
+  const EinsumLabels& e = p.labels;
   const TensorId a = l.input(p.first), b = l.input(1 - p.first);
   const std::vector<int>&a_labels = e.inputs[static_cast<size_t>(p.first)],
         &b_labels = e.inputs[static_cast<size_t>(1 - p.first)];
