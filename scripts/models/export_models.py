@@ -11,7 +11,9 @@ inputs for it, so that tests need onnx and onnxruntime but never torch.
 
 With --dynamic it exports DYNAMIC_FIXTURES instead, into tests/models/dynamic/: BERT, GPT-2,
 LLaMA and the decoder block (both exporters) with a symbolic batch and sequence ("batch",
-"seq"), ViT (TorchScript) with a symbolic batch; same weights and opsets as the fixtures above.
+"seq"), ViT, ResNet-18, MobileNetV2 and EfficientNet-B0 with a symbolic batch, and the last
+three also with a symbolic image size ("height", "width"; the "_hw_" fixtures); same weights
+and opsets as the fixtures above.
 
 Every fixture is checked before it is kept: onnx.checker (full check), and onnxruntime on
 random inputs against the torch model's own outputs (a fixture with symbolic dims: at each
@@ -55,6 +57,14 @@ def image_input(shape):
     return {"name": "pixels", "dtype": "float32", "shape": list(shape), "fill": "normal"}
 
 
+def size_image(config, batch, height, width):
+    """The example image's size where a fixture with symbolic dims gives it: config["image"] is
+    [batch, channels, height, width]."""
+    for axis, size in ((0, batch), (2, height), (3, width)):
+        if size is not None:
+            config["image"][axis] = size
+
+
 def randomize_norms(module, generator):
     """Fresh init leaves BatchNorm/LayerNorm as identities (mean 0, var 1, gamma 1, beta 0),
     which would hide mistakes in how a compiler applies them; give them random values."""
@@ -91,31 +101,28 @@ class NarrowResNet(resnet.ResNet):
         self.fc = nn.Linear(widths[3], num_classes)
 
 
-def build_resnet18(gen, batch=None):
+def build_resnet18(gen, batch=None, height=None, width=None):
     config = {"layers": [2, 2, 2, 2], "widths": [16, 32, 64, 128], "num_classes": 10,
               "image": [1, 3, 64, 64]}
-    if batch is not None:
-        config["image"][0] = batch
+    size_image(config, batch, height, width)
     model = NarrowResNet(config["layers"], config["widths"], config["num_classes"])
     randomize_norms(model, gen)
     x = torch.randn(config["image"], generator=gen)
     return model, (x,), [image_input(x.shape)], ["logits"], config
 
 
-def build_mobilenet_v2(gen, batch=None):
+def build_mobilenet_v2(gen, batch=None, height=None, width=None):
     config = {"width_mult": 0.25, "num_classes": 10, "image": [1, 3, 64, 64]}
-    if batch is not None:
-        config["image"][0] = batch
+    size_image(config, batch, height, width)
     model = mobilenet_v2(width_mult=config["width_mult"], num_classes=config["num_classes"])
     randomize_norms(model, gen)
     x = torch.randn(config["image"], generator=gen)
     return model, (x,), [image_input(x.shape)], ["logits"], config
 
 
-def build_efficientnet_b0(gen, batch=None):
+def build_efficientnet_b0(gen, batch=None, height=None, width=None):
     config = {"width_mult": 0.25, "depth_mult": 0.5, "num_classes": 10, "image": [1, 3, 64, 64]}
-    if batch is not None:
-        config["image"][0] = batch
+    size_image(config, batch, height, width)
     setting, last_channel = efficientnet._efficientnet_conf(
         "efficientnet_b0", width_mult=config["width_mult"], depth_mult=config["depth_mult"])
     model = efficientnet.EfficientNet(setting, dropout=0.2, num_classes=config["num_classes"],
@@ -224,8 +231,7 @@ def build_vit(gen, batch=None):
     config = {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
               "intermediate_size": 128, "image_size": 32, "patch_size": 8, "num_labels": 10,
               "image": [1, 3, 32, 32]}
-    if batch is not None:
-        config["image"][0] = batch
+    size_image(config, batch, None, None)
     hf = transformers.ViTConfig(**{k: v for k, v in config.items() if k != "image"},
                                 attn_implementation="eager")
     model = VitClassifier(hf)
@@ -381,8 +387,9 @@ FIXTURES = [
 # each dim (inputs.json's "dims"). The example size the exporters trace with is not 1 and no
 # other size in the model, so that neither exporter specializes a dim or confuses two of them;
 # seq's maximum is the models' 64 positions (BERT's and GPT-2's position tables end there). The
-# image models (ViT, ResNet-18, MobileNetV2, EfficientNet-B0) keep their image size, so only their batch is
-# symbolic; their images have 3 channels, so their example batch is 5.
+# image models (ViT, ResNet-18, MobileNetV2, EfficientNet-B0) keep their image size, so only their
+# batch is symbolic (the "_hw_" fixtures below also their height and width); their images have
+# 3 channels, so their example batch is 5.
 BATCH = {"min": 1, "max": 8, "example": 3}
 SEQ = {"min": 1, "max": 64, "example": 12}
 TOKENS = {0: "batch", 1: "seq"}  # [batch, seq] token inputs, [batch, seq, ...] outputs
@@ -400,6 +407,11 @@ STEP_DIMS = {"x": TOKENS, "y": TOKENS, "past_k": {0: "batch", 2: "past"},
 STEP = {"batch": BATCH, "seq": {"min": 1, "max": 16, "example": 3},
         "past": {"min": 1, "max": 64, "example": 13}}
 IMAGE_BATCH = {"batch": dict(BATCH, example=5)}
+# The image models over their batch and image size too ("_hw_" fixtures): any height and width
+# from 1 pixel to 96, traced at 40 x 56 (sizes no other dim of the models has).
+IMAGES_HW = {"pixels": {0: "batch", 2: "height", 3: "width"}, "logits": {0: "batch"}}
+IMAGE_HW = {"batch": dict(BATCH, example=5), "height": {"min": 1, "max": 96, "example": 40},
+            "width": {"min": 1, "max": 96, "example": 56}}
 DYNAMIC_FIXTURES = [
     ("bert_ts16", "bert", "torchscript", 16, BERT_DIMS, TEXT),
     ("bert_dynamo17", "bert", "dynamo", 17, BERT_DIMS, TEXT),
@@ -414,8 +426,12 @@ DYNAMIC_FIXTURES = [
     ("mobilenet_v2_dynamo19", "mobilenet_v2", "dynamo", 19, IMAGES, IMAGE_BATCH),
     ("efficientnet_b0_ts15", "efficientnet_b0", "torchscript", 15, IMAGES, IMAGE_BATCH),
     ("decoder_step_ts17", "decoder_step", "torchscript", 17, STEP_DIMS, STEP),
+    ("resnet18_hw_ts13", "resnet18", "torchscript", 13, IMAGES_HW, IMAGE_HW),
+    ("mobilenet_v2_hw_dynamo19", "mobilenet_v2", "dynamo", 19, IMAGES_HW, IMAGE_HW),
+    ("efficientnet_b0_hw_ts15", "efficientnet_b0", "torchscript", 15, IMAGES_HW, IMAGE_HW),
 ]
-BUILDER_DIMS = {"batch": "batch", "seq": "sequence", "past": "past"}  # dim -> builder keyword
+BUILDER_DIMS = {"batch": "batch", "seq": "sequence", "past": "past",  # dim -> builder keyword
+                "height": "height", "width": "width"}
 
 # ---------------------------------------------------------------------------------------------
 # Export and checks.

@@ -152,8 +152,8 @@ def build_attention():
          vi("past_value", f, ["batch", 2, "past", 8]), vi("q4", f, ["batch", 4, "seq", 8]),
          vi("k4", f, ["batch", 4, "seq", 8]), vi("v4", f, ["batch", 4, "seq", 8]),
          vi("mask", f, ["batch", 1, "seq", "seq"])],
-        [vi("y", f, ["batch", "seq", 32]), vi("present_key", f, ["batch", 2, None, 8]),
-         vi("present_value", f, ["batch", 2, None, 8]), vi("y4", f, ["batch", 4, "seq", 8])],
+        [vi("y", f, ["batch", "seq", 32]), vi("present_key", f, ["batch", 2, "total", 8]),
+         vi("present_value", f, ["batch", 2, "total", 8]), vi("y4", f, ["batch", 4, "seq", 8])],
         opset=ATTENTION_OPSET)
 
 

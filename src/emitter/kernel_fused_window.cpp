@@ -98,8 +98,8 @@ void emit_fused_window(const GroupEmitContext& ctx, CodeWriter& out) {
   const TensorId data = wn.inputs[0], result = wn.outputs[0];
   const Shape& in = g.tensor(data).shape;
   const Shape& shape = g.tensor(result).shape;
-  // Over symbolic dims (the images or channels; legality keeps the spatial axes fixed), operands
-  // are indexed by their symbolic shapes against these.
+  // Over symbolic dims (the images, the channels of a pooling window, the spatial extents),
+  // operands are indexed by their symbolic shapes against these.
   const SymShape in_dims = g.tensor(data).sym_shape(), dims = g.tensor(result).sym_shape();
   const bool symbolic = !is_static(in_dims);
   if (g.tensor(result).dtype != DType::Float32)
@@ -149,32 +149,24 @@ void emit_fused_window(const GroupEmitContext& ctx, CodeWriter& out) {
   else
     out.linef("const int64_t n = {};  // elements of {}", shape_elements(shape),
               shape_to_string(shape));
+  const WindowExtents e = emit_window_extents(out, g, w);
   out.line("const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;");
   out.line("const int64_t stride = int64_t(gridDim.x) * blockDim.x;");
   out.open("for (int64_t i = first; i < n; i += stride)");
   // The output position o<d> on each spatial axis, the plane, where each window starts.
-  out.line("int64_t left = i;");
-  for (size_t d = w.out.size(); d-- > 0;)
-    out.linef("const int64_t o{} = left % {}; left /= {};", d, w.out[d], w.out[d]);
-  out.line("const int64_t plane = left; // image * channels + channel");
+  emit_window_position(out, w, e);
   if (spec.fold == WindowFold::Depthwise)
     out.linef("const int64_t channel = plane % {};", spec.channels);
-  for (size_t d = 0; d < w.out.size(); ++d) {
-    std::string start =
-        w.strides[d] == 1 ? fmt::format("o{}", d) : fmt::format("o{} * {}", d, w.strides[d]);
-    if (w.pad_begin[d] != 0) start += fmt::format(" - {}", w.pad_begin[d]);
-    out.linef("const int64_t start{} = {}; // window start on spatial axis {}", d, start, d);
-  }
 
   // The taps: the producers' chain at the tap's input element, folded by the window.
   const Fold fold = window_fold(sig, spec);
-  if (spec.fold == WindowFold::Average) emit_average_pool_count(out, w, spec.count_include_pad);
+  if (spec.fold == WindowFold::Average) emit_average_pool_count(out, w, e, spec.count_include_pad);
   for (const std::string& line : fold.before)
     out.line(line);
   {
-    std::string offset = open_tap_loops(out, w, "p");
+    std::string offset = open_tap_loops(out, w, e, "p");
     out.linef("const int64_t at = plane * {} + {}; // the tap's element of the window's input",
-              shape_elements(w.in), offset);
+              window_plane_code(e), offset);
     if (tap_coordinates) emit_coordinates(out, in, "at", "a", symbolic ? &in_dims : nullptr);
     ValueScope taps(ctx, producers, out, [&](TensorId t) {
       return load_broadcast(ctx, sig, t, in, out, "at", "a", symbolic ? &in_dims : nullptr);

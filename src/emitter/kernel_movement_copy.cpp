@@ -283,29 +283,33 @@ void emit_pad(const GroupEmitContext& ctx, CodeWriter& out) {
   const std::vector<int64_t> pads = read_pads_per_axis(nc);
   const std::vector<int64_t> begin(pads.begin(), pads.begin() + rank),
       end(pads.begin() + rank, pads.end());
-  // Over symbolic dims only the leading axis is symbolic and it is not padded (legality): it
-  // maps each output coordinate to itself, also where the planning binding makes it 1.
+  // Over symbolic dims every coordinate is taken from the run's extents, and an axis's window
+  // of the input is the run's; the pads are fixed.
   const bool symbolic = ctx.group().launch.work_per_block > 0;
+  const SymShape in_dims = symbolic ? input.sym_shape() : sym_shape_of(in);
 
   open_kernel(ctx, out, kernel, args,
               {fmt::format("Pad {} to {} in {} mode, pads begin [{}] end [{}]; a negative pad "
                            "crops first, and the mode pads the cropped axis.",
                            shape_to_string(in), shape_to_string(shape), mode, fmt::join(begin, ","),
                            fmt::join(end, ","))});
-  if (symbolic)
+  if (symbolic) {
     open_symbolic_loop(ctx, out);
-  else
+    emit_run_coordinates(ctx, out, ctx.tensor(node.outputs[0]).sym_shape());
+  } else {
     open_grid_stride_loop(out, ctx.tensor(node.outputs[0]).elements());
-  emit_coordinates(out, shape, "i");
+    emit_coordinates(out, shape, "i");
+  }
   std::vector<std::string> coords, outside;
-  for (int64_t d = 0; d < rank; ++d) {
+  for (size_t d = 0; d < static_cast<size_t>(rank); ++d) {
     if (begin[d] == 0 && end[d] == 0) {
-      coords.push_back(in[d] == 1 && !(symbolic && d == 0) ? "0" : fmt::format("c{}", d));
+      coords.push_back(is_one(in_dims[d]) ? "0" : fmt::format("c{}", d));
       continue;
     }
     // The axis's window of the input after cropping, and where it starts in the output.
     const int64_t crop_begin = std::max<int64_t>(0, -begin[d]);
-    const int64_t window = in[d] - crop_begin - std::max<int64_t>(0, -end[d]);
+    const DimExpr window_dims = in_dims[d] - (crop_begin + std::max<int64_t>(0, -end[d]));
+    const std::string window = dim_code(ctx.graph(), window_dims);
     const int64_t shift = std::max<int64_t>(0, begin[d]);
     std::string x = shift == 0 ? fmt::format("c{}", d) : fmt::format("c{} - {}", d, shift);
     std::string name = fmt::format("x{}", d);
@@ -313,7 +317,8 @@ void emit_pad(const GroupEmitContext& ctx, CodeWriter& out) {
       out.linef("const int64_t {} = {};", name, x);
       outside.push_back(fmt::format("{0} < 0 || {0} >= {1}", name, window));
     } else {
-      if (window <= 0 && ctx.tensor(node.outputs[0]).elements() > 0)
+      if (window_dims.is_constant() && window_dims.constant_value() <= 0 &&
+          ctx.tensor(node.outputs[0]).elements() > 0)
         ctx.spec_error(fmt::format("{} padding of axis {} whose pads crop every element (the "
                                    "shape rule refuses it)",
                                    mode, d));
@@ -326,7 +331,9 @@ void emit_pad(const GroupEmitContext& ctx, CodeWriter& out) {
   }
   if (!outside.empty())
     out.linef("if ({}) {{ out[i] = {}; continue; }}", fmt::join(outside, " || "), fill);
-  out.linef("out[i] = in[{}];", linear_index(coords, row_major_strides(in)));
+  out.linef("out[i] = in[{}];", symbolic
+                                    ? symbolic_offset(ctx, coords, sym_row_major_strides(in_dims))
+                                    : linear_index(coords, row_major_strides(in)));
   out.close();
   finish_kernel(ctx, out, kernel, args);
 }

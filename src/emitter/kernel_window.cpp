@@ -1,9 +1,9 @@
 // The pooling kernels: MaxPool (with its optional int64 Indices output) and AveragePool, over
 // any number of spatial axes. One thread per output element, grid-stride, on the plan's flat
-// launch over output 0 (over symbolic dims, the run's elements: the images and channels may be
-// symbolic, the spatial axes are fixed). A thread finds its window's start on each spatial axis and
-// walks the taps inside the input in row-major order, with loop bounds clamped to the input by
-// stitch::window::first_tap / end_tap (stitch_window.cuh), so no tap tests its bounds:
+// launch over output 0 (over symbolic dims, the run's elements and spatial extents). A thread finds
+// its window's start on each spatial axis and walks the taps inside the input in row-major order,
+// with loop bounds clamped to the input by stitch::window::first_tap / end_tap (stitch_window.cuh),
+// so no tap tests its bounds:
 //
 //   MaxPool      the first largest value (a later equal one does not replace it, as in the
 //                ONNX reference), and its index into the whole flattened input (row-major, or
@@ -22,27 +22,20 @@ namespace stitch {
 
 namespace {
 
-// The coordinates of output element i: o<d> on each spatial axis and `plane` (image * channels
-// + channel); then `xp`, where that plane starts in X, and start<d>, where the window starts on
-// each spatial axis (negative inside the begin pad).
-void emit_output_coordinates(CodeWriter& out, const WindowGeometry& w, const std::string& storage) {
-  out.line("int64_t rest = i;");
-  for (size_t d = w.out.size(); d-- > 0;)
-    out.linef("const int64_t o{} = rest % {}; rest /= {};", d, w.out[d], w.out[d]);
-  out.line("const int64_t plane = rest; // image * channels + channel");
-  out.linef("const {}* const xp = x + plane * {};", storage, shape_elements(w.in));
-  for (size_t d = 0; d < w.out.size(); ++d) {
-    std::string start =
-        w.strides[d] == 1 ? fmt::format("o{}", d) : fmt::format("o{} * {}", d, w.strides[d]);
-    if (w.pad_begin[d] != 0) start += fmt::format(" - {}", w.pad_begin[d]);
-    out.linef("const int64_t start{} = {}; // window start on spatial axis {}", d, start, d);
-  }
+// The position of output element i (emit_window_position), then `xp`, where its plane starts
+// in X.
+void emit_output_coordinates(CodeWriter& out, const WindowGeometry& w, const WindowExtents& e,
+                             const std::string& storage) {
+  emit_window_position(out, w, e);
+  out.linef("const {}* const xp = x + plane * {};", storage, window_plane_code(e));
 }
 
-// The kernel's signature (with the symbols it takes, over symbolic dims) and its loop over the
-// output's elements, `y`: the run's count over symbolic dims (its images or channels).
-void emit_kernel_head(const GroupEmitContext& ctx, CodeWriter& out, const std::string& kernel,
-                      std::vector<std::string> params, const Tensor& y) {
+// The kernel's signature (with the symbols it takes, over symbolic dims), the window's
+// extents (emit_window_extents) and its loop over the output's elements, `y`: the run's count
+// over symbolic dims.
+WindowExtents emit_kernel_head(const GroupEmitContext& ctx, CodeWriter& out,
+                               const std::string& kernel, std::vector<std::string> params,
+                               const Tensor& y, const WindowGeometry& w) {
   out.comment(describe_node(ctx.graph(), ctx.node()));
   for (const std::string& p : launch_symbol_params(ctx))
     params.push_back(p);
@@ -53,9 +46,11 @@ void emit_kernel_head(const GroupEmitContext& ctx, CodeWriter& out, const std::s
               dim_code(ctx.graph(), sym_elements(y.sym_shape())), sym_shape_to_string(y.dims));
   else
     out.linef("const int64_t n = {};", y.elements());
+  WindowExtents e = emit_window_extents(out, ctx.graph(), w);
   out.line("const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;");
   out.line("const int64_t stride = int64_t(gridDim.x) * blockDim.x;");
   out.open("for (int64_t i = first; i < n; i += stride)");
+  return e;
 }
 
 void emit_max_pool(const GroupEmitContext& ctx, CodeWriter& out, const WindowGeometry& w,
@@ -73,21 +68,20 @@ void emit_max_pool(const GroupEmitContext& ctx, CodeWriter& out, const WindowGeo
   std::vector<std::string> params = {fmt::format("const {}* __restrict__ x", storage),
                                      fmt::format("{}* __restrict__ y", storage)};
   if (with_indices) params.push_back("int64_t* __restrict__ indices");
-  emit_kernel_head(ctx, out, kernel, params, y);
-  emit_output_coordinates(out, w, storage);
+  const WindowExtents e = emit_kernel_head(ctx, out, kernel, params, y, w);
+  emit_output_coordinates(out, w, e, storage);
   out.linef("{} best = stitch::window::lowest<{}>();", type, type);
   out.line("int64_t best_at = -1; // offset of `best` in the plane, -1 before the first tap");
-  std::string at = open_tap_loops(out, w, "x");
+  std::string at = open_tap_loops(out, w, e, "x");
   out.linef("const {} v = xp[{}];", type, at);
   out.open("if (best_at < 0 || v > best)");
   out.line("best = v;");
   if (column_major) {
     // The index counts the spatial axes column-major: x0 + x1 * in0 + x2 * in0 * in1.
     std::vector<std::string> terms;
-    int64_t stride = 1;
-    for (size_t d = 0; d < w.in.size(); ++d) {
-      terms.push_back(stride == 1 ? fmt::format("x{}", d) : fmt::format("x{} * {}", d, stride));
-      stride *= w.in[d];
+    for (size_t d = 0; d < e.in.size(); ++d) {
+      const std::string stride = extents_product({e.in.begin(), e.in.begin() + d});
+      terms.push_back(stride == "1" ? fmt::format("x{}", d) : fmt::format("x{} * {}", d, stride));
     }
     out.linef("best_at = {}; // column-major (storage_order=1)", fmt::join(terms, " + "));
   } else {
@@ -97,7 +91,7 @@ void emit_max_pool(const GroupEmitContext& ctx, CodeWriter& out, const WindowGeo
   close_tap_loops(out, w);
   out.line("y[i] = best;");
   if (with_indices)
-    out.linef("indices[i] = best_at < 0 ? -1 : plane * {} + best_at;", shape_elements(w.in));
+    out.linef("indices[i] = best_at < 0 ? -1 : plane * {} + best_at;", window_plane_code(e));
   out.close();
   out.close();
   out.line();
@@ -119,14 +113,14 @@ void emit_average_pool(const GroupEmitContext& ctx, CodeWriter& out, const Windo
   const bool include_pad = attrs.attr_flag("count_include_pad", false);
   const std::string kernel = ctx.kernel_name();
 
-  emit_kernel_head(ctx, out, kernel,
-                   {fmt::format("const {}* __restrict__ x", storage),
-                    fmt::format("{}* __restrict__ y", storage)},
-                   y);
-  emit_output_coordinates(out, w, storage);
-  emit_average_pool_count(out, w, include_pad);
+  const WindowExtents e = emit_kernel_head(ctx, out, kernel,
+                                           {fmt::format("const {}* __restrict__ x", storage),
+                                            fmt::format("{}* __restrict__ y", storage)},
+                                           y, w);
+  emit_output_coordinates(out, w, e, storage);
+  emit_average_pool_count(out, w, e, include_pad);
   out.linef("{} sum = 0;", type);
-  std::string at = open_tap_loops(out, w, "x");
+  std::string at = open_tap_loops(out, w, e, "x");
   out.linef("sum += xp[{}];", at);
   close_tap_loops(out, w);
   out.linef("y[i] = sum / static_cast<{}>(count);", type);

@@ -386,14 +386,16 @@ void emit_conv_call(const GroupEmitContext& ctx, CodeWriter& out) {
   out.line(spec.math == LibraryMath::Tf32 ? "desc.allow_tf32 = 1; // --precision tf32"
                                           : "desc.allow_tf32 = 0;");
   emit_dtype_field(out, spec.dtype);
-  if (spec.batch_dims) {
-    const Graph& g = ctx.graph();
-    emit_symbol_reads(g, symbols_of(g, {*spec.batch_dims}), out);
-    out.linef("desc.batch = {}; // {}: the library's descriptors are cached per batch",
-              dim_code(g, *spec.batch_dims), spec.batch_dims->to_string());
-  } else {
+  const Graph& g = ctx.graph();
+  SymShape run_dims = spec.in_spatial_dims;
+  run_dims.insert(run_dims.end(), spec.out_spatial_dims.begin(), spec.out_spatial_dims.end());
+  if (spec.batch_dims) run_dims.push_back(*spec.batch_dims);
+  emit_symbol_reads(g, symbols_of(g, run_dims), out);
+  if (spec.batch_dims)
+    out.linef("desc.batch = {}; // {}", dim_code(g, *spec.batch_dims),
+              spec.batch_dims->to_string());
+  else
     out.linef("desc.batch = {};", spec.batch);
-  }
   out.linef("desc.in_channels = {};", spec.in_channels);
   out.linef("desc.out_channels = {};", spec.out_channels);
   out.linef("desc.groups = {};", spec.groups);
@@ -403,8 +405,19 @@ void emit_conv_call(const GroupEmitContext& ctx, CodeWriter& out) {
       parts.push_back(fmt::format("desc.{}[{}] = {};", field, i, v[i]));
     out.line(fmt::format("{}", fmt::join(parts, " ")));
   };
-  array("in_spatial", spec.in_spatial);
-  array("out_spatial", spec.out_spatial);
+  // The spatial extents of the run: one statement per axis, its expression in a comment.
+  auto run_array = [&](const char* field, const SymShape& dims) {
+    for (size_t i = 0; i < dims.size(); ++i)
+      out.linef("desc.{}[{}] = {};{}", field, i, dim_code(g, dims[i]),
+                dims[i].is_constant() ? "" : " // " + dims[i].to_string());
+  };
+  if (spec.in_spatial_dims.empty()) {
+    array("in_spatial", spec.in_spatial);
+    array("out_spatial", spec.out_spatial);
+  } else {
+    run_array("in_spatial", spec.in_spatial_dims);
+    run_array("out_spatial", spec.out_spatial_dims);
+  }
   array("kernel", spec.kernel);
   array("strides", spec.strides);
   array("dilations", spec.dilations);
@@ -413,6 +426,8 @@ void emit_conv_call(const GroupEmitContext& ctx, CodeWriter& out) {
   if (spec.channels_last)
     out.linef("desc.channels_last = 1; // X, Y and Z [N, spatial..., C]; W [{}]",
               spec.transpose ? "in, kernel..., out / groups" : "out, kernel..., in / groups");
+  if (spec.batch_dims || !spec.in_spatial_dims.empty())
+    out.comment("the library's descriptors and algorithm are cached per shape");
   if (!spec.epilogue.empty())
     out.linef("return stitch_library_conv_epilogue(b, &desc, x, w, bias, {}, {}, y, error, "
               "error_size);  // y = {}(conv + bias{})",

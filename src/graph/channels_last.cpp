@@ -385,7 +385,7 @@ private:
   }
 
   // Reshape(input, shape) into a new tensor named after `name`.
-  // The target may be symbolic (the batch): the new tensor's dims follow after the pass.
+  // The target may be symbolic: the new tensor's dims follow after the pass.
   TensorId add_reshape(TensorId input, const SymShape& shape, const std::string& name) {
     const TensorId out = add_tensor(name, g_.tensor(input).dtype, g_.planning_shape(shape), shape);
     const TensorId dims = add_tensor(name + "/shape", DType::Int64, {});
@@ -430,19 +430,18 @@ private:
     const TensorId out = g_.nodes[n].outputs[0];
     const Shape out_first = g_.tensor(out).shape; // [N, C, out...]
     const size_t spatial = in.size() - 2;
-    // Only the batch may be symbolic (a pool's spatial dims and channels are static).
-    const DimExpr batch = g_.tensor(stored).sym_shape()[0];
-    SymShape in_windows = {batch, 1};
-    in_windows.insert(in_windows.end(), in.begin() + 1, in.end());
+    // The images and spatial extents may be symbolic (the pads are fixed: explicit or VALID).
+    const SymShape in_dims = g_.tensor(stored).sym_shape(), out_dims = g_.tensor(out).sym_shape();
+    SymShape in_windows = {in_dims[0], 1};
+    in_windows.insert(in_windows.end(), in_dims.begin() + 1, in_dims.end());
     const TensorId x = add_reshape(stored, in_windows, name + "/windows");
-    Shape out_windows = {out_first[0], 1};
-    SymShape out_last = {batch};
+    SymShape pooled_dims = {out_dims[0], 1}, out_last = {out_dims[0]};
     for (size_t i = 0; i < spatial; ++i) {
-      out_windows.push_back(out_first[2 + i]);
-      out_last.push_back(out_first[2 + i]);
+      pooled_dims.push_back(out_dims[2 + i]);
+      out_last.push_back(out_dims[2 + i]);
     }
-    out_windows.push_back(out_first[1]);
-    out_last.push_back(out_first[1]);
+    pooled_dims.push_back(out_dims[1]);
+    out_last.push_back(out_dims[1]);
 
     Node& node = g_.nodes[n];
     const WindowParams w =
@@ -468,10 +467,8 @@ private:
     node.attrs.erase("storage_order");
     node.outputs.resize(1);
     set_input(n, 0, x);
-    SymShape pooled_dims = sym_shape_of(out_windows);
-    pooled_dims[0] = batch;
-    const TensorId pooled =
-        add_tensor(name + "/windows_pooled", g_.tensor(out).dtype, out_windows, pooled_dims);
+    const TensorId pooled = add_tensor(name + "/windows_pooled", g_.tensor(out).dtype,
+                                       g_.planning_shape(pooled_dims), pooled_dims);
     g_.nodes[n].outputs[0] = pooled;
     producer_[pooled] = n;
     const TensorId last = add_reshape(pooled, out_last, g_.tensor(out).name + "/channels_last");

@@ -648,6 +648,111 @@ void batch_only(SymContext& c) {
   }
 }
 
+// The extent of spatial axis i of a forward window (Conv, MaxPool, AveragePool) sliding over
+// `in`, as rule_conv and rule_pool compute it at fixed sizes (shape_rules_compute.cpp's
+// window_output). The padding must not depend on the size: explicit pads, VALID, or SAME at a
+// stride of 1 (where it is the kernel extent less one), so that the planned kernels and library
+// calls pad every shape in range alike.
+DimExpr window_extent(const SymContext& c, const WindowParams& w, size_t i, const DimExpr& in,
+                      bool ceil_mode) {
+  const int64_t extent = (w.kernel[i] - 1) * w.dilations[i] + 1, stride = w.strides[i];
+  if (w.auto_pad == AutoPad::SameUpper || w.auto_pad == AutoPad::SameLower) {
+    if (stride != 1)
+      c.unsupported(fmt::format("auto_pad SAME at stride {} pads spatial axis {} by its size, "
+                                "which depends on the symbols (explicit pads do not)",
+                                stride, i));
+    return in;
+  }
+  const AxisPads pads = window_pads(w, i, 0, 0); // NOTSET or VALID: the sizes are not used
+  const DimExpr span = in + (pads.begin + pads.end - extent);
+  if (c.bounds(span).lo < 0)
+    c.unsupported(fmt::format("spatial axis {} ({}, padded by {} and {}) may be smaller than the "
+                              "kernel extent {} for some values of the symbols",
+                              i, in.to_string(), pads.begin, pads.end, extent));
+  if (!ceil_mode) return DimExpr::floor_div(span, stride) + 1;
+  // A partial last window counts unless it would start in the end padding: at most as many
+  // windows as starts inside the input and the begin padding.
+  if (pads.end >= extent)
+    c.unsupported(fmt::format("ceil_mode with an end pad of {} on spatial axis {}, not less than "
+                              "the kernel extent {}",
+                              pads.end, i, extent));
+  return c.min(DimExpr::ceil_div(span, stride) + 1, DimExpr::ceil_div(in + pads.begin, stride));
+}
+
+// Conv, ConvTranspose and the pooling ops over symbolic image and spatial axes: the output's
+// spatial extents as expressions of the input's (window_extent; ConvTranspose's
+// stride * (in - 1) + output_padding + dilated kernel - pads, or in * stride with SAME). The
+// channels, the weights and the bias are fixed.
+void spatial_window(SymContext& c) {
+  const SymShape x = c.in(0);
+  if (x.size() < 3 || is_static(SymShape(x.begin() + 2, x.end()))) return batch_only(c);
+  const OpKind op = c.ctx.op();
+  const std::string name(op_name(op));
+  for (int i = 1; i < c.ctx.num_inputs(); ++i)
+    if (c.depends(i))
+      c.unsupported(
+          fmt::format("{} takes symbolic dims in X only (its weights and bias fixed)", name));
+  if (!x[1].is_constant()) c.unsupported(fmt::format("{} over symbolic channels", name));
+  const Shape planned = c.ctx.graph().tensor(c.ctx.node().outputs[0]).shape;
+  SymShape out = {x[0], DimExpr(planned[1])};
+  const size_t n = x.size() - 2;
+  if (op == OpKind::GlobalAveragePool || op == OpKind::GlobalMaxPool) {
+    out.resize(x.size(), DimExpr(1));
+  } else {
+    const bool conv = op == OpKind::Conv || op == OpKind::ConvTranspose;
+    std::vector<int64_t> kernel =
+        conv ? std::vector<int64_t>(c.ctx.shape(1).begin() + 2, c.ctx.shape(1).end())
+             : c.ctx.req_ints("kernel_shape");
+    const WindowParams w = read_window_params(c.ctx, kernel);
+    if (op == OpKind::ConvTranspose) {
+      if (!c.ctx.attr_ints("output_shape").empty())
+        c.unsupported("ConvTranspose with a fixed output_shape over symbolic spatial axes");
+      const std::vector<int64_t> output_padding =
+          c.ctx.attr_ints("output_padding", std::vector<int64_t>(n, 0));
+      for (size_t i = 0; i < n; ++i) {
+        const DimExpr& in = x[i + 2];
+        if (w.auto_pad == AutoPad::SameUpper || w.auto_pad == AutoPad::SameLower) {
+          out.push_back(in * w.strides[i]);
+          continue;
+        }
+        const int64_t pads = w.auto_pad == AutoPad::Valid ? 0 : w.pads[i] + w.pads[i + n];
+        const int64_t extent = (w.kernel[i] - 1) * w.dilations[i] + 1;
+        out.push_back((in - 1) * w.strides[i] + (output_padding[i] + extent - pads));
+      }
+    } else {
+      const bool ceil_mode = !conv && c.ctx.attr_flag("ceil_mode", false);
+      for (size_t i = 0; i < n; ++i)
+        out.push_back(window_extent(c, w, i, x[i + 2], ceil_mode));
+    }
+  }
+  c.set(0, out);
+  if (op == OpKind::MaxPool) c.set(1, out); // Indices
+}
+
+// Pad by fixed pads over any symbolic axes: each axis grows by its pads. A cropped symbolic
+// axis must keep no fewer than no elements, and in the modes that copy the input (reflect,
+// edge, wrap) at least one, at every value of the symbols.
+void pad(SymContext& c) {
+  const SymShape x = c.in(0);
+  for (int i = 1; i < c.ctx.num_inputs(); ++i)
+    if (c.depends(i)) c.unsupported("Pad with pads computed from the symbolic dims");
+  const std::vector<int64_t> pads = read_pads_per_axis(c.ctx);
+  const bool constant_mode = c.ctx.attr_string("mode", "constant") == "constant";
+  SymShape out = x;
+  for (size_t d = 0; d < x.size(); ++d) {
+    const int64_t begin = pads[d], end = pads[d + x.size()];
+    out[d] = x[d] + (begin + end);
+    if (x[d].is_constant() || (begin == 0 && end == 0)) continue;
+    const DimExpr kept = x[d] - (std::max<int64_t>(0, -begin) + std::max<int64_t>(0, -end));
+    if (c.bounds(kept).lo < (constant_mode ? 0 : 1))
+      c.unsupported(fmt::format("its pads [{}, {}] may crop axis {} ({}) to {} elements for "
+                                "some values of the symbols",
+                                begin, end, d, x[d].to_string(),
+                                constant_mode ? "fewer than no" : "no"));
+  }
+  c.set(0, out);
+}
+
 // Resize over a symbolic leading (batch) axis it leaves alone: a scale of 1, or a size that is
 // the axis's own extent (as sizes computed from the input's Shape give it); the other axes
 // fixed, resized as the shape rule computed at the planning binding.
@@ -899,10 +1004,12 @@ SymRule sym_rule(OpKind op) {
   case OpKind::MaxPool:
   case OpKind::GlobalAveragePool:
   case OpKind::GlobalMaxPool:
+    return spatial_window;
   case OpKind::DepthToSpace:
   case OpKind::SpaceToDepth:
-  case OpKind::Pad:
     return batch_only;
+  case OpKind::Pad:
+    return pad;
   case OpKind::TopK:
     return topk;
   case OpKind::Resize:

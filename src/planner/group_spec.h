@@ -57,7 +57,14 @@ struct KernelInterface {
 struct WindowGeometry {
   Shape in, out; // spatial sizes of X and Y
   std::vector<int64_t> kernel, strides, dilations, pad_begin, pad_end;
+  // Over symbolic spatial axes: the spatial extents of X and Y as expressions of the symbols
+  // (`in` and `out` their planning values); empty where every one is fixed. The pads never
+  // depend on the symbols (the shape rule refuses a padding that would).
+  SymShape in_dims, out_dims;
   int64_t taps() const;
+  // The spatial extents a kernel indexes by: the run's, else the fixed sizes.
+  SymShape in_extents() const { return in_dims.empty() ? sym_shape_of(in) : in_dims; }
+  SymShape out_extents() const { return out_dims.empty() ? sym_shape_of(out) : out_dims; }
 };
 
 // ---- What single-op kernels need decided (reduction_mapping.h, movement_mapping.h) ----
@@ -421,9 +428,12 @@ struct ConvSpec {
   TensorId result = kNoTensor;
   bool relu = false;
   int64_t batch = 0, in_channels = 0, out_channels = 0, groups = 1;
-  // Over symbolic dims: the batch as an expression of the symbols (the one extent that may
-  // depend on them; `batch` is its planning value). Unset for a call of fixed shapes.
+  // Over symbolic dims: the batch as an expression of the symbols (`batch` is its planning
+  // value), unset for a fixed batch; and the spatial extents of X and the result as
+  // expressions (`in_spatial` and `out_spatial` their planning values), empty where every one
+  // is fixed. The channels, W and the bias are fixed.
   std::optional<DimExpr> batch_dims;
+  SymShape in_spatial_dims, out_spatial_dims;
   Shape in_spatial, out_spatial, kernel, strides, dilations, pads; // pads: symmetric
   // Channels-last: the group holds the Transposes producing X and W from channels-last
   // tensors ([N, spatial..., C]; W with its second axis last: [out, kernel..., in / groups],

@@ -10,10 +10,11 @@
 //     neighbours, row lookups included) whose rows are the work and whose row is fixed: every
 //     tensor is per element, per row, broadcast along some row axes, or the same for every row;
 //   - a matrix product or a convolution through the library over symbolic extents
-//     (GemmSpec::symbolic, ConvSpec::batch_dims), and the attention kernel over the run's heads,
-//     queries and keys (attention_support);
-//   - a pooling window, alone or in a Local group with its pointwise producers and consumers,
-//     whose spatial axes are fixed: the output's elements are the work (window_group_support);
+//     (GemmSpec::symbolic; ConvSpec::batch_dims and spatial dims), and the attention kernel over
+//     the run's heads, queries and keys (attention_support);
+//   - a pooling window or depthwise convolution, alone or in a Local group with its pointwise
+//     producers and consumers, over the run's images and spatial extents: the output's elements
+//     are the work (window_group_support);
 //   - Gathers, GatherNDs, Concats, Transposes, Slices, Range, ConstantOfShape and Trilu, one
 //     thread per output element over the run's extents; Pads and Tiles over a symbolic leading
 //     axis they leave alone (leading_copy_support);
@@ -291,23 +292,20 @@ void row_symbolic_launch(const Graph& g, const DimExpr& lines, int64_t length,
                                                                  : 1;
 }
 
-// A window (pooling, or a depthwise Conv) over symbolic dims: the symbols only in the image and
-// channel axes, its spatial axes fixed, so that the kernel takes the flat output index apart
-// by fixed spatial sizes and only the plane count (image * channels + channel) and the output's
-// elements depend on the run. A depthwise Conv's filter is indexed by the channel, which must
-// be fixed too.
+// A window (pooling, or a depthwise Conv) over symbolic dims: the images, the spatial extents
+// (WindowGeometry::in_dims, out_dims: the kernel takes the flat output index apart by the run's
+// extents) and, for pooling, the channels. A depthwise Conv's filter is indexed by the channel,
+// which must be fixed.
 FusionDecision window_dims_support(const Graph& g, const Node& window, bool by_channel) {
   const Tensor& x = g.tensor(window.inputs[0]);
-  const SymShape dims = x.sym_shape();
-  for (size_t d = by_channel ? 1 : 2; d < dims.size(); ++d)
-    if (!dims[d].is_constant())
-      return FusionDecision::no(
-          fmt::format("'{}' {}: a window over symbolic dims needs fixed {}", x.name, dims_str(x),
-                      by_channel ? "channels and spatial axes" : "spatial axes"));
+  if (by_channel && !x.sym_shape()[1].is_constant())
+    return FusionDecision::no(fmt::format("'{}' {}: a depthwise convolution over symbolic "
+                                          "channels",
+                                          x.name, dims_str(x)));
   return FusionDecision::ok();
 }
 
-// A Local group around a window over symbolic dims: fixed spatial axes, every operand read at
+// A Local group around a window over symbolic dims: every operand read at
 // a tap broadcasting to the window's input and every operand read per output element to its
 // output over the symbols (the emitter indexes both by their symbolic shapes), one flat launch
 // over the output's elements.
@@ -474,21 +472,36 @@ FusionDecision gather_support(const Graph& g, const Node& node, const DevicePara
   return FusionDecision::ok();
 }
 
-// A convolution through the library over a symbolic batch: the first axis of X, the result and
-// a residual (the batch, channels first or last alike) the only dim that depends on the
-// symbols; the library's descriptors are the run's (cached per batch).
+// A convolution through the library over symbolic images and spatial extents: X, the result
+// and a residual (channels first or last alike) depend on the symbols only through the
+// convolution's batch and its input's or output's spatial extents, the channels, W and the bias
+// fixed; the library's descriptors are the run's (cached per shape).
 FusionDecision conv_support(const Graph& g, ConvSpec& spec) {
-  const SymShape x = g.tensor(spec.x).sym_shape();
+  const Node& conv = g.nodes[spec.conv];
+  const SymShape x = g.tensor(conv.inputs[0]).sym_shape();
+  const SymShape y = g.tensor(conv.outputs[0]).sym_shape();
+  std::vector<DimExpr> allowed = {x[0]};
+  allowed.insert(allowed.end(), x.begin() + 2, x.end());
+  allowed.insert(allowed.end(), y.begin() + 2, y.end());
   for (TensorId t : {spec.x, spec.w, spec.bias, spec.residual, spec.result}) {
     if (t == kNoTensor) continue;
-    const SymShape dims = g.tensor(t).sym_shape();
-    for (size_t d = 0; d < dims.size(); ++d)
-      if (!dims[d].is_constant() && (d != 0 || t == spec.w || t == spec.bias || dims[0] != x[0]))
+    const bool fixed = t == spec.w || t == spec.bias;
+    for (const DimExpr& d : g.tensor(t).sym_shape())
+      if (!d.is_constant() &&
+          (fixed || std::find(allowed.begin(), allowed.end(), d) == allowed.end()))
         return FusionDecision::no(fmt::format("a convolution over symbolic dims whose '{}' {} "
-                                              "depends on the symbols beyond the batch",
+                                              "depends on the symbols beyond its images and "
+                                              "spatial extents",
                                               g.tensor(t).name, dims_str(g.tensor(t))));
   }
+  if (!x[1].is_constant() || !y[1].is_constant())
+    return FusionDecision::no("a convolution over symbolic channels");
   if (!x[0].is_constant()) spec.batch_dims = x[0];
+  const SymShape in(x.begin() + 2, x.end()), out(y.begin() + 2, y.end());
+  if (!is_static(in) || !is_static(out)) {
+    spec.in_spatial_dims = in;
+    spec.out_spatial_dims = out;
+  }
   return FusionDecision::ok();
 }
 
@@ -535,29 +548,24 @@ void split_by_run(const Graph& g, AttentionSpec& spec, const DeviceParams& devic
   scratch_bytes = bytes;
 }
 
-// A Pad or Tile over symbolic dims: only the leading axis symbolic, neither padded nor repeated,
-// so that the planned kernel's index math (every other axis fixed) holds at every shape and
-// only the output's element count is the run's.
+// A Tile over symbolic dims: only the leading axis symbolic and not repeated, so that the
+// planned kernel's index math (every other axis fixed) holds at every shape and only the
+// output's element count is the run's. A Pad over any symbolic axes: its kernel takes every
+// coordinate from the run's extents (kernel_movement_copy.cpp), the pads fixed.
 FusionDecision leading_copy_support(const Graph& g, const Node& node, const DeviceParams& device,
                                     LaunchConfig& launch) {
   const SymShape in = g.tensor(node.inputs[0]).sym_shape();
   const SymShape out = g.tensor(node.outputs[0]).sym_shape();
-  for (const SymShape* dims : {&in, &out})
-    for (size_t d = 1; d < dims->size(); ++d)
-      if (!(*dims)[d].is_constant())
-        return FusionDecision::no(fmt::format("{} over symbolic dims takes them in its leading "
-                                              "axis only, not in {}",
-                                              op_name(node.op), sym_shape_to_string(*dims)));
-  if (!in.empty() && !in[0].is_constant()) {
-    NodeContext nc(g, node);
-    const std::vector<int64_t> pads =
-        node.op == OpKind::Pad ? read_pads_per_axis(nc) : std::vector<int64_t>{};
-    const bool moved =
-        node.op == OpKind::Pad ? pads[0] != 0 || pads[in.size()] != 0 : out[0] != in[0];
-    if (moved)
-      return FusionDecision::no(fmt::format("{} {} the symbolic axis 0 of {}", op_name(node.op),
-                                            node.op == OpKind::Pad ? "pads" : "repeats",
-                                            sym_shape_to_string(in)));
+  if (node.op == OpKind::Tile) {
+    for (const SymShape* dims : {&in, &out})
+      for (size_t d = 1; d < dims->size(); ++d)
+        if (!(*dims)[d].is_constant())
+          return FusionDecision::no(fmt::format("Tile over symbolic dims takes them in its "
+                                                "leading axis only, not in {}",
+                                                sym_shape_to_string(*dims)));
+    if (!in.empty() && out[0] != in[0])
+      return FusionDecision::no(
+          fmt::format("Tile repeats the symbolic axis 0 of {}", sym_shape_to_string(in)));
   }
   flat_symbolic_launch(g, sym_elements(out), 1, device, launch);
   return FusionDecision::ok();

@@ -33,6 +33,13 @@ WindowGeometry window_geometry(const Graph& g, const Node& node) {
     w.pad_begin.push_back(pads.begin);
     w.pad_end.push_back(pads.end);
   }
+  const SymShape x_dims = g.tensor(node.inputs[0]).sym_shape();
+  const SymShape y_dims = g.tensor(node.outputs[0]).sym_shape();
+  if (!is_static(SymShape(x_dims.begin() + 2, x_dims.end())) ||
+      !is_static(SymShape(y_dims.begin() + 2, y_dims.end()))) {
+    w.in_dims.assign(x_dims.begin() + 2, x_dims.end());
+    w.out_dims.assign(y_dims.begin() + 2, y_dims.end());
+  }
   return w;
 }
 

@@ -276,14 +276,71 @@ TEST_CASE("convolutions and pooling take a symbolic batch", "[infer_dims]") {
   CHECK(dims_of(g, "p") == "[batch,8,15,15]");
   CHECK(dims_of(g, "y") == "[batch,8]");
   check_against_rules(path, {dim("batch", 1, 32, 4)}, {{{"batch", 1}}, {{"batch", 7}}});
+}
 
-  ModelBuilder spatial;
-  spatial.input("x", kFloat, {1, 3, -1, 16}, {"height"}).output("y");
-  spatial.initializer_f32("w", {8, 3, 3, 3}, std::vector<float>(8 * 27, 0.1f));
-  spatial.node("Conv", {"x", "w"}, {"y"});
-  CHECK_THAT(infer_error(spatial.write(), {dim("height", 3, 64, 16)}),
-             Catch::Contains("node") && Catch::Contains("(Conv)") &&
-                 Catch::Contains("symbolic dims in its leading (batch) dim only"));
+// Proves: convolutions and pooling windows over symbolic spatial axes give their outputs'
+// extents as expressions (floor divisions; ceil_mode's partial last window, a ConvTranspose's
+// growth, a global pool's 1s, a Pad's growth) that equal the fixed rules' at every size tried,
+// the smallest included; a padding that would depend on the size, and an axis that may be
+// shorter than the kernel, are refused with the reason.
+TEST_CASE("convolutions and pooling take symbolic spatial axes", "[infer_dims]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {-1, 3, -1, -1}, {"batch", "height", "width"})
+      .output("y")
+      .output("u")
+      .output("q");
+  m.initializer_f32("w", {8, 3, 3, 3}, std::vector<float>(8 * 27, 0.1f));
+  m.initializer_i64("pads", {8}, {0, 0, 2, 1, 0, 1, 0, -1});
+  m.initializer_f32("wt", {8, 2, 4, 4}, std::vector<float>(8 * 32, 0.1f));
+  auto& conv = m.node("Conv", {"x", "w"}, {"c"});
+  set_attr_ints(conv, "pads", {1, 1, 1, 1});
+  set_attr_ints(conv, "strides", {2, 1});
+  set_attr_ints(conv, "dilations", {1, 2});
+  auto& pool = m.node("MaxPool", {"c"}, {"p"});
+  set_attr_ints(pool, "kernel_shape", {3, 2});
+  set_attr_ints(pool, "strides", {2, 2});
+  set_attr_int(pool, "ceil_mode", 1);
+  auto& average = m.node("AveragePool", {"p"}, {"a"});
+  set_attr_ints(average, "kernel_shape", {1, 1});
+  set_attr_string(average, "auto_pad", "SAME_UPPER");
+  auto& up = m.node("ConvTranspose", {"a", "wt"}, {"u"});
+  set_attr_ints(up, "strides", {2, 2});
+  set_attr_ints(up, "pads", {1, 1, 1, 1});
+  set_attr_ints(up, "output_padding", {1, 0});
+  m.node("GlobalMaxPool", {"a"}, {"y"});
+  m.node("Pad", {"c", "pads"}, {"q"});
+  std::string path = m.write();
+  const std::vector<SymbolicDim> dims = {dim("batch", 1, 4, 2), dim("height", 5, 64, 20),
+                                         dim("width", 4, 64, 31)};
+  Graph g = infer(path, dims);
+  CHECK(dims_of(g, "c") == "[batch,8,floor((height+1)/2),width-2]");
+  CHECK(dims_of(g, "y") == "[batch,8,1,1]");
+  CHECK(dims_of(g, "q") == "[batch,9,floor((height+1)/2)+2,width-2]");
+  check_against_rules(path, dims,
+                      {{{"batch", 1}, {"height", 5}, {"width", 4}},
+                       {{"batch", 2}, {"height", 20}, {"width", 31}},
+                       {{"batch", 3}, {"height", 37}, {"width", 4}},
+                       {{"batch", 4}, {"height", 64}, {"width", 64}}});
+
+  SECTION("SAME padding at a stride above 1 depends on the size") {
+    ModelBuilder same;
+    same.input("x", kFloat, {1, 3, -1, 16}, {"height"}).output("y");
+    same.initializer_f32("w", {8, 3, 3, 3}, std::vector<float>(8 * 27, 0.1f));
+    auto& n = same.node("Conv", {"x", "w"}, {"y"});
+    set_attr_string(n, "auto_pad", "SAME_UPPER");
+    set_attr_ints(n, "strides", {2, 2});
+    CHECK_THAT(infer_error(same.write(), {dim("height", 3, 64, 16)}),
+               Catch::Contains("(Conv)") && Catch::Contains("auto_pad SAME at stride 2") &&
+                   Catch::Contains("explicit pads do not"));
+  }
+  SECTION("an axis that may be shorter than the kernel") {
+    ModelBuilder small;
+    small.input("x", kFloat, {1, 3, -1, 16}, {"height"}).output("y");
+    set_attr_ints(small.node("MaxPool", {"x"}, {"y"}), "kernel_shape", {3, 3});
+    CHECK_THAT(infer_error(small.write(), {dim("height", 2, 64, 16)}),
+               Catch::Contains("(MaxPool)") &&
+                   Catch::Contains("may be smaller than the kernel extent 3"));
+  }
 }
 
 TEST_CASE("what depends on the symbols other than as a shape is refused with the reason",

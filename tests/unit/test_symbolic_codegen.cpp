@@ -16,6 +16,7 @@ using namespace stitch;
 using stitch::test::ModelBuilder;
 using stitch::test::set_attr_int;
 using stitch::test::set_attr_ints;
+using stitch::test::set_attr_string;
 
 namespace {
 
@@ -274,8 +275,31 @@ TEST_CASE("convolutions take a symbolic batch", "[symbolic][emitter]") {
   m.initializer_f32("w", {4, 3, 3, 3}, std::vector<float>(108, 0.1f));
   m.node("Conv", {"x", "w"}, {"y"});
   const Generated g = generate(m, {dim("batch", 1, 16, 4)});
-  CHECK_THAT(g.sources, Catch::Contains("desc.batch = sym0; // batch: the library's descriptors "
-                                        "are cached per batch"));
+  CHECK_THAT(g.sources, Catch::Contains("desc.batch = sym0; // batch"));
+  CHECK_THAT(g.sources, Catch::Contains("desc.in_spatial[0] = 8;"));
+}
+
+// Proves: a convolution over symbolic spatial extents passes the run's input and output
+// extents (the shape rule's expressions) to the library, whose descriptors are cached per
+// shape; a residual add and ReLU stay its epilogue.
+TEST_CASE("convolutions take symbolic spatial extents", "[symbolic][emitter]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {1, 3, -1, -1}, {"height", "width"}).output("y");
+  m.initializer_f32("w", {4, 3, 3, 3}, std::vector<float>(108, 0.1f));
+  m.initializer_f32("b", {4}, {0.1f, 0.2f, 0.3f, 0.4f});
+  auto& conv = m.node("Conv", {"x", "w", "b"}, {"c"});
+  set_attr_ints(conv, "strides", {2, 2});
+  set_attr_ints(conv, "pads", {1, 1, 1, 1});
+  m.node("Relu", {"c"}, {"y"});
+  const Generated g = generate(m, {dim("height", 1, 64, 20), dim("width", 1, 64, 33)});
+  REQUIRE(g.plan.groups.size() == 1);
+  const auto* spec = std::get_if<ConvSpec>(&g.plan.groups[0].spec);
+  REQUIRE(spec != nullptr);
+  CHECK(sym_shape_to_string(spec->out_spatial_dims) == "[floor((height+1)/2),floor((width+1)/2)]");
+  CHECK_THAT(g.sources, Catch::Contains("desc.in_spatial[0] = sym0; // height"));
+  CHECK_THAT(g.sources, Catch::Contains("desc.out_spatial[1] = stitch::dims::floor_div((sym1 + 1), "
+                                        "2); // floor((width+1)/2)"));
+  CHECK_THAT(g.sources, Catch::Contains("cached per shape"));
 }
 
 // Proves: a MaxPool over a symbolic batch runs over the run's output elements (the spatial
@@ -313,19 +337,42 @@ TEST_CASE("fused windows over a symbolic batch", "[symbolic][emitter]") {
   CHECK_THAT(g.sources, Catch::Contains("const int64_t n = (sym0 * 324);  // elements of "
                                         "[batch,4,9,9]"));
   CHECK_THAT(g.sources, Catch::Contains("[a1]"));
-
-  ModelBuilder spatial;
-  spatial.input("x", kFloat, {1, 4, -1, 9}, {"height"}).output("y");
-  set_attr_ints(spatial.node("MaxPool", {"x"}, {"y"}), "kernel_shape", {3, 3});
-  CHECK_THROWS_WITH(symbolic_graph(spatial, {dim("height", 3, 16, 9)}),
-                    Catch::Contains("MaxPool takes symbolic dims in its leading (batch) dim "
-                                    "only"));
 }
 
-// Proves: a Pad and a Tile over a symbolic leading axis they leave alone run over the run's
-// output elements, the leading coordinate read as itself even at a planning batch of 1; padding
-// or repeating the symbolic axis is refused (Pad's shape rule refuses it first).
-TEST_CASE("pads and tiles over a symbolic leading axis", "[symbolic][emitter]") {
+// Proves: a pooling window over symbolic spatial axes takes its output position apart by the
+// run's extents, declared once before the loop, and clamps its taps to the run's input extent;
+// a depthwise convolution fused with its activation does too.
+TEST_CASE("windows over symbolic spatial axes", "[symbolic][emitter]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {1, 4, -1, 9}, {"height"}).output("y").output("d");
+  auto& pool = m.node("MaxPool", {"x"}, {"y"});
+  set_attr_ints(pool, "kernel_shape", {3, 3});
+  set_attr_ints(pool, "strides", {2, 2});
+  m.initializer_f32("w", {4, 1, 3, 3}, std::vector<float>(36, 0.1f));
+  auto& depthwise = m.node("Conv", {"x", "w"}, {"c"});
+  set_attr_int(depthwise, "group", 4);
+  set_attr_ints(depthwise, "pads", {1, 1, 1, 1});
+  m.node("Relu", {"c"}, {"d"});
+  const Generated g = generate(m, {dim("height", 3, 16, 9)});
+  CHECK_THAT(g.sources,
+             Catch::Contains("const int64_t out_extent0 = (stitch::dims::floor_div((sym0 + 1), "
+                             "2) - 1); // floor((height+1)/2)-1: spatial axis 0 of its output"));
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t o0 = left % out_extent0; left /= "
+                                        "out_extent0;"));
+  CHECK_THAT(g.sources, Catch::Contains("stitch::window::end_tap(start0, 1, 3, in_extent0)"));
+  CHECK_THAT(g.sources, Catch::Contains("x + plane * (in_extent0 * 9)"));
+  bool depthwise_window = false;
+  for (const FusionGroup& group : g.plan.groups)
+    if (const auto* spec = std::get_if<WindowSpec>(&group.spec))
+      depthwise_window |= spec->fold == WindowFold::Depthwise;
+  CHECK(depthwise_window);
+}
+
+// Proves: a Pad over symbolic axes takes every coordinate from the run's extents, padding and
+// cropping the symbolic axes too (its window of the input the run's); a Tile over a symbolic
+// leading axis it leaves alone reads the leading coordinate as itself even at a planning batch
+// of 1; repeating the symbolic axis is refused.
+TEST_CASE("pads over symbolic axes, tiles over a symbolic leading axis", "[symbolic][emitter]") {
   ModelBuilder m;
   m.input("x", kFloat, {-1, 4, 6}, {"batch"}).output("p").output("t");
   m.initializer_i64("pads", {6}, {0, 0, 1, 0, 0, 2});
@@ -334,9 +381,17 @@ TEST_CASE("pads and tiles over a symbolic leading axis", "[symbolic][emitter]") 
   m.node("Tile", {"x", "repeats"}, {"t"});
   const Generated g = generate(m, {dim("batch", 1, 16, 1)}, "none");
   CHECK_THAT(g.sources, Catch::Contains("const int64_t n = (sym0 * 36);  // elements: 36*batch"));
-  CHECK_THAT(g.sources, Catch::Contains("out[i] = in[c0 * 24 + c1 * 6 + x2];"));
+  CHECK_THAT(g.sources, Catch::Contains("out[i] = in[x2 + c1 * 6 + c0 * 24];"));
   CHECK_THAT(g.sources, Catch::Contains("const int64_t n = (sym0 * 48);  // elements: 48*batch"));
   CHECK_THAT(g.sources, Catch::Contains("out[i] = in[c0 * 24 + (c1 % 4) * 6 + c2];"));
+
+  ModelBuilder spatial;
+  spatial.input("x", kFloat, {2, -1, 6}, {"length"}).output("p");
+  spatial.initializer_i64("pads", {6}, {0, 2, 0, 0, -1, 1});
+  auto& reflect = spatial.node("Pad", {"x", "pads"}, {"p"});
+  set_attr_string(reflect, "mode", "reflect");
+  const Generated r = generate(spatial, {dim("length", 2, 30, 9)}, "none");
+  CHECK_THAT(r.sources, Catch::Contains("stitch::movement::reflect_index(c1 - 2, (sym0 - 1))"));
 
   ModelBuilder twice;
   twice.input("x", kFloat, {-1, 4, 6}, {"batch"}).output("t");

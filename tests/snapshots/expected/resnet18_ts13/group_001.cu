@@ -10,13 +10,13 @@ __global__ void __launch_bounds__(256) stitch_g1_maxpool(const float* __restrict
   const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = first; i < n; i += stride) {
-    int64_t rest = i;
-    const int64_t o1 = rest % 16; rest /= 16;
-    const int64_t o0 = rest % 16; rest /= 16;
-    const int64_t plane = rest; // image * channels + channel
-    const float* const xp = x + plane * 1024;
+    int64_t left = i;
+    const int64_t o1 = left % 16; left /= 16;
+    const int64_t o0 = left % 16; left /= 16;
+    const int64_t plane = left; // image * channels + channel
     const int64_t start0 = o0 * 2 - 1; // window start on spatial axis 0
     const int64_t start1 = o1 * 2 - 1; // window start on spatial axis 1
+    const float* const xp = x + plane * 1024;
     float best = stitch::window::lowest<float>();
     int64_t best_at = -1; // offset of `best` in the plane, -1 before the first tap
     const int64_t k0_first = stitch::window::first_tap(start0, 1);

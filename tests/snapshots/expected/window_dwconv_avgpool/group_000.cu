@@ -26,9 +26,9 @@ __global__ void __launch_bounds__(256) stitch_g0_local(const float* __restrict__
     const int64_t o1 = left % 28; left /= 28;
     const int64_t o0 = left % 28; left /= 28;
     const int64_t plane = left; // image * channels + channel
-    const int64_t channel = plane % 32;
     const int64_t start0 = o0 - 1; // window start on spatial axis 0
     const int64_t start1 = o1 - 1; // window start on spatial axis 1
+    const int64_t channel = plane % 32;
     float acc = 0.0f;
     const int64_t k0_first = stitch::window::first_tap(start0, 1);
     const int64_t k0_end = stitch::window::end_tap(start0, 1, 3, 28);
