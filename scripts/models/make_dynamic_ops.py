@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes two fixtures with symbolic dims into tests/models/dynamic, each with its inputs.json,
+"""Writes four fixtures with symbolic dims into tests/models/dynamic, each with its inputs.json,
 weights from fixed seeds (the files are the same on every run), of the ops other exporters
 write where PyTorch's do not:
 
@@ -19,6 +19,15 @@ write where PyTorch's do not:
   float32[batch, 8, 6, 6]: DepthToSpace (DCR) and SpaceToDepth, Resize (nearest by scales,
   linear to sizes computed from the input's shape), TopK along the channels and GatherElements
   by its indices, and a Slice flipping the batch.
+
+- windows_dynamic: convolutions and pooling over symbolic image sizes, x float32[batch, 4,
+  height, width] and s float32[batch, 6, length]: a dilated Conv and ReLU, a MaxPool with
+  ceil_mode and its Indices, an AveragePool with count_include_pad, a depthwise Conv with
+  auto_pad SAME_LOWER and a Sigmoid, a ConvTranspose doubling the size, a GlobalMaxPool, a
+  reflect Pad of the width (by less than its smallest size: ONNX Runtime and the ONNX
+  reference differ beyond), and over s a strided 1-D Conv, Tanh and MaxPool. (ceil_mode with
+  count_include_pad is left out: there ONNX Runtime 1.23 divides a last partial window
+  differently from the ONNX reference, which stitchc follows.)
 
 The ctest models/dynamic/<name>/host compiles each once with stitchc --dim, fused and one
 kernel per op, and compares both with ONNX Runtime, and each other, at several shapes
@@ -132,6 +141,46 @@ def build_image_ops():
          vi("gathered", f, ["batch", 3, 6, 6]), vi("flipped", f, ["batch", 8, 6, 6])])
 
 
+def build_windows():
+    b = Builder(20261133)
+    x, s = "x", "s"
+    conv = b.node("Conv", [x, b.weight("w", [8, 4, 3, 3], 36), b.weight("bias", [8], 8)], "conv",
+                  dilations=[2, 2], pads=[2, 2, 2, 2])
+    relu = b.node("Relu", [conv], "relu")
+    b.node("MaxPool", [relu], ["pooled", "pooled_at"], kernel_shape=[3, 3], strides=[2, 2],
+           pads=[1, 1, 1, 1], ceil_mode=1)
+    average = b.node("AveragePool", [relu], "average", kernel_shape=[3, 3], strides=[2, 2],
+                     pads=[1, 1, 1, 1], count_include_pad=1)
+    depthwise = b.node("Conv", [average, b.weight("w_dw", [8, 1, 3, 3], 9)], "depthwise",
+                       group=8, auto_pad="SAME_LOWER")
+    gated = b.node("Sigmoid", [depthwise], "gated")
+    up = b.node("ConvTranspose", [gated, b.weight("w_up", [8, 4, 4, 4], 32)], "up",
+                strides=[2, 2], pads=[1, 1, 1, 1])
+    b.node("GlobalMaxPool", [up], "global_max")
+    b.node("Pad", [x, b.const("pads", [0, 0, 0, 2, 0, 0, 0, 1], np.int64)], "reflected",
+           mode="reflect")
+    line = b.node("Conv", [s, b.weight("w_line", [5, 6, 5], 30)], "line", pads=[2, 2],
+                  strides=[2])
+    b.node("MaxPool", [b.node("Tanh", [line], "line_tanh")], "line_pooled", kernel_shape=[2],
+           strides=[2])
+    vi = helper.make_tensor_value_info
+    f = TensorProto.FLOAT
+    return b.finish(
+        "windows_dynamic",
+        [vi(x, f, ["batch", 4, "height", "width"]), vi(s, f, ["batch", 6, "length"])],
+        [vi("pooled", f, ["batch", 8, "pooled_height", "pooled_width"]),
+         vi("pooled_at", TensorProto.INT64, ["batch", 8, "pooled_height", "pooled_width"]),
+         vi("up", f, ["batch", 4, "up_height", "up_width"]),
+         vi("global_max", f, ["batch", 4, 1, 1]),
+         vi("reflected", f, ["batch", 4, "padded_height", "padded_width"]),
+         vi("line_pooled", f, ["batch", 5, "pooled_length"])])
+
+
+WINDOW_DIMS = {"batch": {"min": 1, "max": 4, "example": 2},
+               "height": {"min": 1, "max": 40, "example": 13},
+               "width": {"min": 3, "max": 40, "example": 22},
+               "length": {"min": 3, "max": 64, "example": 29}}
+
 ATTENTION_OPSET = 23
 ATTENTION_DIMS = {"batch": {"min": 1, "max": 4, "example": 2},
                   "seq": {"min": 1, "max": 16, "example": 3},
@@ -192,6 +241,11 @@ def main():
     fixtures.append(("attention_dynamic", build_attention(),
                      [{"name": n, "dtype": "float32", "shape": s, "fill": "normal"}
                       for n, s in normal], ATTENTION_DIMS))
+    fixtures.append(("windows_dynamic", build_windows(),
+                     [{"name": "x", "dtype": "float32", "shape": ["batch", 4, "height", "width"],
+                       "fill": "normal"},
+                      {"name": "s", "dtype": "float32", "shape": ["batch", 6, "length"],
+                       "fill": "normal"}], WINDOW_DIMS))
     for name, model, inputs, dims in fixtures:
         onnx.save(model, os.path.join(out_dir, name + ".onnx"))
         opset = model.opset_import[0].version
