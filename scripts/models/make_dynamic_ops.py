@@ -25,7 +25,9 @@ write where PyTorch's do not:
   ceil_mode and its Indices, an AveragePool with count_include_pad, a depthwise Conv with
   auto_pad SAME_LOWER and a Sigmoid, a ConvTranspose doubling the size, a GlobalMaxPool, a
   reflect Pad of the width (by less than its smallest size: ONNX Runtime and the ONNX
-  reference differ beyond), and over s a strided 1-D Conv, Tanh and MaxPool. (ceil_mode with
+  reference differ beyond), Resizes by scales (nearest x2, cubic x1.5), to the size of another
+  tensor (sizes from its Shape: the pooled map upsampled back and added, as in a feature
+  pyramid) and to a fixed 24 x 24, and over s a strided 1-D Conv, Tanh and MaxPool. (ceil_mode with
   count_include_pad is left out: there ONNX Runtime 1.23 divides a last partial window
   differently from the ONNX reference, which stitchc follows.)
 
@@ -159,6 +161,18 @@ def build_windows():
     b.node("GlobalMaxPool", [up], "global_max")
     b.node("Pad", [x, b.const("pads", [0, 0, 0, 2, 0, 0, 0, 1], np.int64)], "reflected",
            mode="reflect")
+    # Resizes over the image size: by scales (nearest x2, cubic x1.5), back to the size of
+    # another tensor (sizes from its Shape, as feature pyramids upsample), and to a fixed size.
+    b.node("Resize", [relu, "", b.const("twice", [1, 1, 2, 2])], "upsampled", mode="nearest")
+    b.node("Resize", [x, "", b.const("half_again", [1, 1, 1.5, 1.5])], "cubic", mode="cubic")
+    relu_shape = b.node("Shape", [relu], "relu_shape")
+    back = b.node("Resize", ["pooled", "", "", relu_shape], "pooled_back", mode="linear")
+    b.node("Add", [relu, back], "pyramid")
+    x_lead = b.node("Slice", [b.node("Shape", [x], "x_shape"), b.const("z", [0], np.int64),
+                              b.const("two", [2], np.int64)], "x_lead")
+    b.node("Resize", [x, "", "", b.node("Concat", [x_lead, b.const("to", [24, 24], np.int64)],
+                                         "fixed_sizes", axis=0)],
+           "fixed_size", mode="linear", coordinate_transformation_mode="align_corners")
     line = b.node("Conv", [s, b.weight("w_line", [5, 6, 5], 30)], "line", pads=[2, 2],
                   strides=[2])
     b.node("MaxPool", [b.node("Tanh", [line], "line_tanh")], "line_pooled", kernel_shape=[2],
@@ -173,7 +187,11 @@ def build_windows():
          vi("up", f, ["batch", 4, "up_height", "up_width"]),
          vi("global_max", f, ["batch", 4, 1, 1]),
          vi("reflected", f, ["batch", 4, "padded_height", "padded_width"]),
-         vi("line_pooled", f, ["batch", 5, "pooled_length"])])
+         vi("line_pooled", f, ["batch", 5, "pooled_length"]),
+         vi("upsampled", f, ["batch", 8, "twice_height", "twice_width"]),
+         vi("cubic", f, ["batch", 4, "cubic_height", "cubic_width"]),
+         vi("pyramid", f, ["batch", 8, "height", "width"]),
+         vi("fixed_size", f, ["batch", 4, 24, 24])])
 
 
 WINDOW_DIMS = {"batch": {"min": 1, "max": 4, "example": 2},

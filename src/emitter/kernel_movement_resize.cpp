@@ -17,6 +17,9 @@ namespace {
 struct ResizeAxis {
   int64_t axis = 0;
   double scale = 1.0;
+  // The axis's input and output extents and its scale as code: literals, or over symbolic
+  // dims the run's (a scale from sizes is the run's output extent over its input extent).
+  std::string in_size, out_size, scale_code;
   std::string roi_start = "0.0", roi_end = "1.0"; // expressions: literals, or reads of `roi`
   int64_t taps = 1;                               // inputs per output on this axis
   bool antialias = false;                         // widened filter (downsampling with antialias=1)
@@ -60,9 +63,12 @@ std::string double_literal(double v) {
 
 ResizeParams read_resize(const GroupEmitContext& ctx) {
   const Node& node = ctx.node();
-  NodeContext nc(ctx.graph(), node);
+  const Graph& g = ctx.graph();
+  NodeContext nc(g, node);
   const Shape& in = nc.shape(0);
   const Shape& out = ctx.tensor(node.outputs[0]).shape;
+  const SymShape in_dims = g.tensor(node.inputs[0]).sym_shape();
+  const SymShape out_dims = g.tensor(node.outputs[0]).sym_shape();
   const int64_t rank = nc.rank(0);
   ResizeParams p;
   p.mode = nc.attr_string("mode", "nearest");
@@ -89,7 +95,8 @@ ResizeParams read_resize(const GroupEmitContext& ctx) {
   auto given = [&](int i) { return i > 0 && nc.has_input(i) && nc.input(i).elements() > 0; };
 
   std::vector<double> scale(rank, 1.0);
-  if (given(scales_input)) {
+  const bool by_sizes = !given(scales_input);
+  if (!by_sizes) {
     std::vector<double> scales = nc.const_floats(scales_input, "scales");
     for (size_t i = 0; i < axes.size(); ++i)
       scale[axes[i]] = scales[i];
@@ -136,9 +143,19 @@ ResizeParams read_resize(const GroupEmitContext& ctx) {
       nc.opset() >= 18 && nc.attr_int("antialias", 0) != 0 && p.mode != "nearest";
   const int64_t plain_taps = p.mode == "nearest" ? 1 : p.mode == "linear" ? 2 : 4;
   for (int64_t d = 0; d < rank; ++d) {
-    bool identity = out[d] == in[d] && scale[d] == 1.0 && !cropped[d];
+    const auto k = static_cast<size_t>(d);
+    // Over symbolic dims an axis is left alone only where its extents are one expression (at
+    // the planning binding two different ones may be equal).
+    const bool symbolic = !in_dims[k].is_constant() || !out_dims[k].is_constant();
+    const bool same = symbolic ? in_dims[k] == out_dims[k] : out[k] == in[k];
+    bool identity = same && (scale[k] == 1.0 || (symbolic && by_sizes)) && !cropped[k];
     if (identity) continue;
-    ResizeAxis a{d, scale[d], roi_start[d], roi_end[d], plain_taps, false};
+    ResizeAxis a{d, scale[k], "", "", "", roi_start[k], roi_end[k], plain_taps, false};
+    a.in_size = dim_code(g, in_dims[k]);
+    a.out_size = dim_code(g, out_dims[k]);
+    a.scale_code = symbolic && by_sizes
+                       ? fmt::format("(double({}) / double({}))", a.out_size, a.in_size)
+                       : double_literal(scale[k]);
     if (antialias && scale[d] < 1.0) {
       // As the reference: the filter's support [start, 1 - start] around the coordinate.
       int64_t start =
@@ -159,7 +176,18 @@ void emit_resize(const GroupEmitContext& ctx, CodeWriter& out) {
   const Tensor& input = ctx.tensor(node.inputs[0]);
   const Tensor& result = ctx.tensor(node.outputs[0]);
   const Shape& in = input.shape;
-  const Shape in_strides = row_major_strides(in);
+  // Over symbolic dims every extent is the run's: coordinates from the output's extents, the
+  // input read at offsets of its own.
+  const bool symbolic = input.is_dynamic() || result.is_dynamic();
+  const SymShape in_dims = symbolic ? input.sym_shape() : sym_shape_of(in);
+  const SymShape in_strides = sym_row_major_strides(in_dims);
+  auto offset = [&](const std::vector<std::string>& coords, const SymShape& strides) {
+    if (symbolic) return symbolic_offset(ctx, coords, strides);
+    Shape fixed;
+    for (const DimExpr& stride : strides)
+      fixed.push_back(stride.constant_value());
+    return linear_index(coords, fixed);
+  };
   const std::string type = ctype(input.dtype, ctx);
   const bool wide = input.dtype == DType::Float64 ||
                     (dtype_size(input.dtype) >= 4 && input.dtype != DType::Float32);
@@ -173,33 +201,56 @@ void emit_resize(const GroupEmitContext& ctx, CodeWriter& out) {
   if (p.runtime_roi) args.push_back(input_arg(ctx, node.inputs[1], "roi"));
   std::vector<std::string> resized;
   for (const ResizeAxis& a : p.axes)
-    resized.push_back(fmt::format("{} (scale {})", a.axis, a.scale));
-  std::vector<std::string> notes = {
-      fmt::format("Resize {} -> {}: {} mode, {} coordinates{}; resized axes {}.",
-                  shape_to_string(in), shape_to_string(result.shape), p.mode, p.coordinates,
-                  p.mode == "nearest" ? ", nearest " + p.nearest_mode : std::string(),
-                  resized.empty() ? "none" : fmt::format("{}", fmt::join(resized, ", ")))};
+    resized.push_back(a.scale_code[0] == '(' ? fmt::format("{} (scale of the run)", a.axis)
+                                             : fmt::format("{} (scale {})", a.axis, a.scale));
+  std::vector<std::string> notes = {fmt::format(
+      "Resize {} -> {}: {} mode, {} coordinates{}; resized axes {}.", sym_shape_to_string(in_dims),
+      sym_shape_to_string(result.sym_shape()), p.mode, p.coordinates,
+      p.mode == "nearest" ? ", nearest " + p.nearest_mode : std::string(),
+      resized.empty() ? "none" : fmt::format("{}", fmt::join(resized, ", ")))};
   open_kernel(ctx, out, kernel, args, notes);
-  // Over symbolic dims only the leading axis is symbolic, and it is not resized (the shape
-  // rule): the run's elements, and coordinate 0 kept also where the planning binding makes it 1.
-  const bool symbolic = ctx.group().launch.work_per_block > 0;
-  if (symbolic)
+  // The run's extents and scales of the resized axes, once per thread.
+  const SymShape out_dims = result.sym_shape();
+  for (ResizeAxis& a : p.axes) {
+    const auto d = static_cast<size_t>(a.axis);
+    const DimExpr& in_extent = in_dims[d];
+    const DimExpr& out_extent = out_dims[d];
+    const bool run_scale = a.scale_code[0] == '(';
+    if (!in_extent.is_constant()) {
+      out.linef("const int64_t in_extent{} = {}; // {}", d, a.in_size, in_extent.to_string());
+      a.in_size = fmt::format("in_extent{}", d);
+    }
+    if (!out_extent.is_constant()) {
+      out.linef("const int64_t out_extent{} = {}; // {}", d, a.out_size, out_extent.to_string());
+      a.out_size = fmt::format("out_extent{}", d);
+    }
+    if (run_scale) {
+      out.linef("const double scale{} = double({}) / double({}); // sizes over the run's extent", d,
+                a.out_size, a.in_size);
+      a.scale_code = fmt::format("scale{}", d);
+    }
+  }
+  if (ctx.group().launch.work_per_block > 0)
     open_symbolic_loop(ctx, out);
   else
     open_grid_stride_loop(out, result.elements());
-  emit_coordinates(out, result.shape, "i");
-
-  std::vector<std::string> coords = coordinate_names(result.shape);
-  if (symbolic) coords[0] = "c0";
+  std::vector<std::string> coords;
+  if (symbolic) {
+    emit_run_coordinates(ctx, out, result.sym_shape());
+    coords = coordinate_names(result.shape.size(), "c");
+  } else {
+    emit_coordinates(out, result.shape, "i");
+    coords = coordinate_names(result.shape);
+  }
   std::vector<std::string> outside;
   for (const ResizeAxis& a : p.axes) {
     out.linef("const double x{} = stitch::movement::resize_coordinate(c{}, "
               "stitch::movement::ResizeCoordinates::{}, {}, {}, {}, {}, {});",
-              a.axis, a.axis, coordinates_enum(ctx, p.coordinates), double_literal(a.scale),
-              in[a.axis], result.shape[a.axis], a.roi_start, a.roi_end);
+              a.axis, a.axis, coordinates_enum(ctx, p.coordinates), a.scale_code, a.in_size,
+              a.out_size, a.roi_start, a.roi_end);
     if (crop)
       outside.push_back(
-          fmt::format("stitch::movement::resize_outside(x{}, {})", a.axis, in[a.axis]));
+          fmt::format("stitch::movement::resize_outside(x{}, {})", a.axis, a.in_size));
   }
   if (!outside.empty())
     out.linef("if ({}) {{ out[i] = {}; continue; }}", fmt::join(outside, " || "),
@@ -209,10 +260,10 @@ void emit_resize(const GroupEmitContext& ctx, CodeWriter& out) {
     for (const ResizeAxis& a : p.axes) {
       out.linef("const int64_t k{} = stitch::movement::resize_nearest(x{}, "
                 "stitch::movement::ResizeNearest::{}, {});",
-                a.axis, a.axis, nearest_enum(ctx, p.nearest_mode), in[a.axis]);
-      coords[a.axis] = fmt::format("k{}", a.axis);
+                a.axis, a.axis, nearest_enum(ctx, p.nearest_mode), a.in_size);
+      coords[static_cast<size_t>(a.axis)] = fmt::format("k{}", a.axis);
     }
-    out.linef("out[i] = in[{}];", linear_index(coords, in_strides));
+    out.linef("out[i] = in[{}];", offset(coords, in_strides));
     out.close();
     finish_kernel(ctx, out, kernel, args);
     return;
@@ -224,25 +275,26 @@ void emit_resize(const GroupEmitContext& ctx, CodeWriter& out) {
     if (a.antialias)
       out.linef("stitch::movement::resize_antialias_taps(x{0}, {1}, {2}, {3}, {4}, {5}, {6}, k{0}, "
                 "w{0});",
-                a.axis, in[a.axis], double_literal(a.scale), p.mode == "cubic" ? "true" : "false",
+                a.axis, a.in_size, double_literal(a.scale), p.mode == "cubic" ? "true" : "false",
                 double_literal(p.cubic_a), p.exclude_outside ? "true" : "false", a.taps);
     else if (p.mode == "linear")
-      out.linef("stitch::movement::resize_linear_taps(x{0}, {1}, k{0}, w{0});", a.axis, in[a.axis]);
+      out.linef("stitch::movement::resize_linear_taps(x{0}, {1}, k{0}, w{0});", a.axis, a.in_size);
     else
       out.linef("stitch::movement::resize_cubic_taps(x{0}, {1}, {2}, {3}, k{0}, w{0});", a.axis,
-                in[a.axis], double_literal(p.cubic_a), p.exclude_outside ? "true" : "false");
+                a.in_size, double_literal(p.cubic_a), p.exclude_outside ? "true" : "false");
   }
   // The unresized axes' part of the input offset, then one loop per resized axis.
   std::vector<std::string> fixed = coords;
   for (const ResizeAxis& a : p.axes)
-    fixed[a.axis] = "0";
-  out.linef("const int64_t base = {};", linear_index(fixed, in_strides));
+    fixed[static_cast<size_t>(a.axis)] = "0";
+  out.linef("const int64_t base = {};", offset(fixed, in_strides));
   out.linef("{} sum = 0;", acc);
   std::vector<std::string> weight_terms, offset_terms = {"base"};
   for (const ResizeAxis& a : p.axes) {
     out.open(fmt::format("for (int t{0} = 0; t{0} < {1}; ++t{0})", a.axis, a.taps));
     weight_terms.push_back(fmt::format("w{0}[t{0}]", a.axis));
-    offset_terms.push_back(linear_index({fmt::format("k{0}[t{0}]", a.axis)}, {in_strides[a.axis]}));
+    offset_terms.push_back(
+        offset({fmt::format("k{0}[t{0}]", a.axis)}, {in_strides[static_cast<size_t>(a.axis)]}));
   }
   out.linef("sum += {} * {}(in[{}]);", fmt::join(weight_terms, " * "), acc,
             fmt::join(offset_terms, " + "));

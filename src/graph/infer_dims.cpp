@@ -2,6 +2,7 @@
 #include "graph/infer_dims.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -753,53 +754,82 @@ void pad(SymContext& c) {
   c.set(0, out);
 }
 
-// Resize over a symbolic leading (batch) axis it leaves alone: a scale of 1, or a size that is
-// the axis's own extent (as sizes computed from the input's Shape give it); the other axes
-// fixed, resized as the shape rule computed at the planning binding.
+// floor(in * scale) as an expression: exact where the scale is a fraction p / 2^k (2, 0.5,
+// 1.5: the scales upsampling and pooling networks write), where floor(in * p / 2^k) is the
+// shape rule's floating-point product at every size; nullopt for any other scale.
+std::optional<DimExpr> scaled_extent(const DimExpr& in, double scale) {
+  for (int64_t q = 1; q <= (int64_t{1} << 20); q *= 2) {
+    const double p = scale * static_cast<double>(q);
+    if (p == std::floor(p) && p < 1.0e9) return DimExpr::floor_div(in * static_cast<int64_t>(p), q);
+  }
+  return std::nullopt;
+}
+
+// Resize over symbolic dims: each resized axis's extent as an expression. By scales (constant):
+// floor(in * scale) for a scale p / 2^k (scaled_extent); the kernel maps coordinates by that
+// scale. By sizes, constant or computed from the symbols (a `Shape` of another tensor): the
+// sizes, the kernel's scale being out / in of the run (stretching only). The roi must be
+// constant, tf_crop_and_resize is refused, and no antialiased filter is widened by a run's
+// scale (its taps would be the run's).
 void resize(SymContext& c) {
   const SymShape in = c.in(0);
   auto refuse = [&](const std::string& why) {
     c.unsupported(fmt::format("Resize over symbolic dims {}", why));
   };
-  for (size_t d = 1; d < in.size(); ++d)
-    if (!in[d].is_constant()) refuse("takes them in its leading (batch) axis only");
   const int opset = c.ctx.opset();
   const int scales_input = opset < 11 ? 1 : 2, sizes_input = opset < 11 ? -1 : 3;
   for (int i = 1; i < c.ctx.num_inputs(); ++i)
     if (i != sizes_input && c.depends(i)) refuse("needs a constant roi and constant scales");
-  if (opset >= 11 &&
-      c.ctx.attr_string("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize")
-    refuse("does not crop (tf_crop_and_resize)");
   std::vector<int64_t> axes;
   for (int64_t d = 0; d < c.rank(0); ++d)
     axes.push_back(d);
+  std::string policy = "stretch";
   if (opset >= 18) {
     axes = c.ctx.normalize_axes(c.ctx.attr_ints("axes", axes), c.rank(0), "axes");
-    if (c.ctx.attr_string("keep_aspect_ratio_policy", "stretch") != "stretch" &&
-        std::find(axes.begin(), axes.end(), 0) != axes.end())
-      refuse("keeps no aspect ratio that includes the batch axis");
+    policy = c.ctx.attr_string("keep_aspect_ratio_policy", "stretch");
   }
-  const auto at = static_cast<size_t>(std::find(axes.begin(), axes.end(), 0) - axes.begin());
-  if (at < axes.size()) {
-    const bool sizes =
-        sizes_input > 0 && c.present(sizes_input) && c.ctx.input(sizes_input).elements() > 0;
-    bool kept = false;
-    if (sizes) {
-      const std::vector<DimExpr> v = c.required_values(sizes_input, "sizes");
-      kept = v[at] == in[0];
-      for (size_t i = 0; i < v.size(); ++i)
-        if (i != at && !v[i].is_constant())
-          refuse("takes sizes computed from the symbols only for the batch axis");
-    } else {
-      kept = c.ctx.const_floats(scales_input, "scales")[at] == 1.0;
+  if (opset >= 11 &&
+      c.ctx.attr_string("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize")
+    refuse("does not crop (tf_crop_and_resize)");
+  const bool antialias = opset >= 18 && c.ctx.attr_int("antialias", 0) != 0 &&
+                         c.ctx.attr_string("mode", "nearest") != "nearest";
+  const bool by_sizes =
+      sizes_input > 0 && c.present(sizes_input) && c.ctx.input(sizes_input).elements() > 0;
+  std::vector<DimExpr> sizes;
+  std::vector<double> scales;
+  if (by_sizes)
+    sizes = c.required_values(sizes_input, "sizes");
+  else
+    scales = c.ctx.const_floats(scales_input, "scales");
+  const Shape planned = c.ctx.graph().tensor(c.ctx.node().outputs[0]).shape;
+  SymShape out = in;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const auto d = static_cast<size_t>(axes[i]);
+    const bool symbolic = !in[d].is_constant() || (by_sizes && !sizes[i].is_constant());
+    if (!symbolic) {
+      out[d] = planned[d]; // as the shape rule resized it
+      continue;
     }
-    if (!kept)
-      refuse(fmt::format("must leave its symbolic axis 0 of {} alone (a scale of 1, or a size "
-                         "that is the axis's own)",
-                         sym_shape_to_string(in)));
+    const std::string axis = fmt::format("axis {} ({})", d, in[d].to_string());
+    if (by_sizes) {
+      if (sizes[i] == in[d]) continue; // the axis's own extent: left alone
+      if (policy != "stretch")
+        refuse(fmt::format("keeps no aspect ratio ({}) over its symbolic {}", policy, axis));
+      if (antialias) refuse(fmt::format("antialiases {} by a scale of the run", axis));
+      out[d] = sizes[i];
+    } else {
+      std::optional<DimExpr> extent = scaled_extent(in[d], scales[i]);
+      if (!extent)
+        refuse(fmt::format("scales its symbolic {} by {}, no fraction p / 2^k (the output size "
+                           "would depend on rounding)",
+                           axis, scales[i]));
+      out[d] = *extent;
+    }
+    if (c.bounds(in[d]).lo < 1 && c.bounds(out[d]).hi > 0)
+      refuse(fmt::format("may resize its {}, empty for some values of the symbols, to elements "
+                         "it would have to read",
+                         axis));
   }
-  SymShape out = sym_shape_of(c.ctx.graph().tensor(c.ctx.node().outputs[0]).shape);
-  out[0] = in[0];
   c.set(0, out);
 }
 

@@ -167,7 +167,7 @@ void refuse_symbolic_nodes(const Graph& graph) {
                               "Gathers, "
                               "GatherElements, Transposes, Slices, Concats, Ranges, Trilus, "
                               "fills, views, Einsums that are matrix products, TopK over "
-                              "symbolic rows, and Pads, Tiles, Resizes, DepthToSpace and "
+                              "symbolic rows, Pads, Resizes, and Tiles, DepthToSpace and "
                               "SpaceToDepth over a symbolic batch so far; bind each dim with "
                               "--dim NAME=VALUE",
                               fmt::join(symbols, ", "), reason, rest));

@@ -1120,8 +1120,8 @@ FusionDecision group_support(const Graph& g, FusionGroup& group, const DevicePar
     if (node.op == OpKind::TopK) return topk_support(g, node, *spec, group.launch);
     if (node.op == OpKind::GatherElements || node.op == OpKind::Resize) {
       // A thread per output element: GatherElements's coordinates and data strides the run's
-      // (kernel_movement_index.cpp); Resize over the leading axis it leaves alone, the only
-      // symbolic one its shape rule keeps (kernel_movement_resize.cpp).
+      // (kernel_movement_index.cpp); Resize's extents and scales from sizes the run's, its
+      // scales fixed (kernel_movement_resize.cpp).
       group.mapping = ThreadMapping::Flat;
       flat_symbolic_launch(g, sym_elements(g.tensor(node.outputs[0]).sym_shape()), 1, device,
                            group.launch);

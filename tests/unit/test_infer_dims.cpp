@@ -402,14 +402,23 @@ TEST_CASE("what depends on the symbols other than as a shape is refused with the
     CHECK_THAT(infer_error(m.write(), {dim("n", 1, 8, 8)}),
                Catch::Contains("graph output 'y' is declared with shape [8,4] but computes [n,4]"));
   }
-  SECTION("Resize, whose sizes may cover the batch") {
+  SECTION("Resize of a symbolic axis by a scale whose product would depend on rounding") {
     ModelBuilder m;
-    m.input("x", kFloat, {-1, 3, 4, 4}, {"n"}).output("y");
-    m.initializer_i64("sizes", {4}, {8, 3, 8, 8});
-    m.node("Resize", {"x", "", "", "sizes"}, {"y"});
+    m.input("x", kFloat, {1, 3, -1, 4}, {"n"}).output("y");
+    m.initializer_f32("scales", {4}, {1.0f, 1.0f, 0.3f, 1.0f});
+    m.node("Resize", {"x", "", "scales"}, {"y"});
     CHECK_THAT(infer_error(m.write(), {dim("n", 1, 8, 8)}),
                Catch::Contains("(Resize)") &&
-                   Catch::Contains("must leave its symbolic axis 0 of [n,3,4,4] alone"));
+                   Catch::Contains("scales its symbolic axis 2 (n) by 0.3") &&
+                   Catch::Contains("no fraction p / 2^k"));
+  }
+  SECTION("Resize of a symbolic axis that may be empty to elements it would read") {
+    ModelBuilder m;
+    m.input("x", kFloat, {1, 3, -1, 4}, {"n"}).output("y");
+    m.initializer_i64("sizes", {4}, {1, 3, 5, 4});
+    m.node("Resize", {"x", "", "", "sizes"}, {"y"});
+    CHECK_THAT(infer_error(m.write(), {dim("n", 0, 8, 8)}),
+               Catch::Contains("(Resize)") && Catch::Contains("may resize its axis 2 (n), empty"));
   }
   SECTION("a --dim range over a dim --input-shape binds") {
     ModelBuilder m;

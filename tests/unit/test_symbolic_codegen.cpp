@@ -646,8 +646,8 @@ TEST_CASE("a Slice along symbolic axes", "[symbolic][emitter]") {
 
 // Proves: over a symbolic batch planned at 1, DepthToSpace copies through its 6-D view with
 // the batch's coordinate kept, a Resize leaves the batch alone (sizes computed from the
-// input's Shape included) and refuses to scale it, TopK selects over the run's rows and along a
-// symbolic axis of the run's length (refused where it may be shorter than K), and
+// input's Shape included) and resizes symbolic spatial axes, TopK selects over the run's rows and
+// along a symbolic axis of the run's length (refused where it may be shorter than K), and
 // GatherElements reads the data at the run's strides.
 TEST_CASE("movement and selection ops over a symbolic batch", "[symbolic][emitter]") {
   ModelBuilder m;
@@ -678,13 +678,26 @@ TEST_CASE("movement and selection ops over a symbolic batch", "[symbolic][emitte
                                         "gridDim.x)"));
   CHECK_THAT(g.sources, Catch::Contains("data[c3 + c2 * 6 + index * 36 + c0 * 288]"));
 
+  // Over symbolic spatial axes: by a scale, each axis's extent floor(in * p / 2^k) and the
+  // coordinates mapped by the scale; to sizes computed from another tensor's Shape, the run's
+  // scale out / in, the extents declared once per thread.
   ModelBuilder scaled;
-  scaled.input("x", kFloat, {-1, 8, 6, 6}, {"batch"}).output("up");
-  scaled.initializer_f32("scales", {4}, {2.0f, 1.0f, 2.0f, 2.0f});
+  scaled.input("x", kFloat, {1, 8, -1, -1}, {"height", "width"}).output("up").output("back");
+  scaled.initializer_f32("scales", {4}, {1.0f, 1.0f, 1.5f, 2.0f});
   scaled.node("Resize", {"x", "", "scales"}, {"up"}, "upsample");
-  CHECK_THROWS_WITH(symbolic_graph(scaled, {dim("batch", 1, 8, 2)}),
-                    Catch::Contains("node 'upsample' (Resize)") &&
-                        Catch::Contains("must leave its symbolic axis 0 of [batch,8,6,6] alone"));
+  set_attr_ints(scaled.node("MaxPool", {"x"}, {"pooled"}), "kernel_shape", {2, 2});
+  scaled.node("Shape", {"x"}, {"x_shape"});
+  set_attr_string(scaled.node("Resize", {"pooled", "", "", "x_shape"}, {"back"}), "mode", "linear");
+  const Generated r = generate(scaled, {dim("height", 2, 32, 8), dim("width", 2, 32, 5)}, "none");
+  std::string up_dims;
+  for (const Tensor& t : r.graph.tensors)
+    if (t.name == "up") up_dims = sym_shape_to_string(t.sym_shape());
+  CHECK(up_dims == "[1,8,height+floor(height/2),2*width]");
+  CHECK_THAT(r.sources, Catch::Contains("resize_coordinate(c2, "
+                                        "stitch::movement::ResizeCoordinates::HalfPixel, 1.5, "
+                                        "in_extent2, out_extent2, 0.0, 1.0)"));
+  CHECK_THAT(r.sources, Catch::Contains("const double scale3 = double(out_extent3) / "
+                                        "double(in_extent3); // sizes over the run's extent"));
 
   // Along a symbolic axis: the run's length, a buffer for the longest row; refused where the
   // axis may be shorter than K.
