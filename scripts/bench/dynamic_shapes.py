@@ -59,12 +59,16 @@ BEGIN, END = "<!-- dynamic-shapes: begin -->", "<!-- dynamic-shapes: end -->"
 FIXTURE_DIR = os.path.join(ROOT, "tests", "models", "dynamic")
 FIXTURES = ["bert_ts16", "gpt2_ts17", "llama_ts19", "decoder_block_ts20", "decoder_step_ts17",
             "vit_ts18", "resnet18_ts13", "mobilenet_v2_dynamo19", "efficientnet_b0_ts15",
-            "einsum_dynamic", "attention_dynamic", "image_ops_dynamic"]
+            "einsum_dynamic", "attention_dynamic", "image_ops_dynamic", "resnet18_hw_ts13",
+            "efficientnet_b0_hw_ts15", "windows_dynamic"]
 # The shapes each fixture is timed at, by its symbolic dims in sorted order (a size past the
 # fixture's range is taken at its maximum).
 FIXTURE_SHAPES = {("batch", "seq"): [(1, 1), (1, 64), (3, 12), (8, 64)],
                   ("batch", "past", "seq"): [(1, 1, 1), (1, 64, 1), (3, 13, 3), (8, 64, 16)],
-                  ("batch",): [(1,), (3,), (8,)]}
+                  ("batch",): [(1,), (3,), (8,)],
+                  ("batch", "height", "width"): [(1, 1, 1), (5, 40, 56), (1, 96, 96), (8, 33, 7)],
+                  ("batch", "height", "length", "width"): [(1, 1, 3, 3), (2, 13, 29, 22),
+                                                           (4, 40, 64, 40)]}
 FIXTURES_BEGIN = "<!-- dynamic-fixtures: begin -->"
 FIXTURES_END = "<!-- dynamic-fixtures: end -->"
 MEMORY_BEGIN = "<!-- dynamic-memory: begin -->"
@@ -391,7 +395,9 @@ def fixtures_table(args):
              "MobileNetV2 and EfficientNet-B0 over batch; the ops other exporters write: a "
              "Keras-style attention layer of Einsums over [batch, seq], the ONNX Attention op "
              "with a key-value cache over [batch, seq] and past, DepthToSpace, Resize, TopK and "
-             "GatherElements over batch), "
+             "GatherElements over batch; ResNet-18 and EfficientNet-B0 also over their image "
+             "size [batch, 3, height, width], and convolutions, pooling and resizes over "
+             "[batch, 4, height, width] and a 1-D length), "
              f"`scripts/bench/dynamic_shapes.py --target {args.target}`. For each, one "
              f"library compiled with the ranges of its `inputs.json` ({ranges_text}) against one "
              "compiled for each shape (each symbolic dim bound: `--dim batch=B --dim seq=S`), both "

@@ -27,7 +27,8 @@ write where PyTorch's do not:
   reflect Pad of the width (by less than its smallest size: ONNX Runtime and the ONNX
   reference differ beyond), Resizes by scales (nearest x2, cubic x1.5), to the size of another
   tensor (sizes from its Shape: the pooled map upsampled back and added, as in a feature
-  pyramid) and to a fixed 24 x 24, and over s a strided 1-D Conv, Tanh and MaxPool. (ceil_mode with
+  pyramid) and to a fixed 24 x 24, a DepthToSpace of the Conv (a sub-pixel convolution) and
+  a SpaceToDepth of the doubled map, and over s a strided 1-D Conv, Tanh and MaxPool. (ceil_mode with
   count_include_pad is left out: there ONNX Runtime 1.23 divides a last partial window
   differently from the ONNX reference, which stitchc follows.)
 
@@ -173,6 +174,10 @@ def build_windows():
     b.node("Resize", [x, "", "", b.node("Concat", [x_lead, b.const("to", [24, 24], np.int64)],
                                          "fixed_sizes", axis=0)],
            "fixed_size", mode="linear", coordinate_transformation_mode="align_corners")
+    # Sub-pixel convolution (ESPCN's PixelShuffle) over the image size, and SpaceToDepth of
+    # the doubled map (its extents multiples of 2 at every size).
+    shuffled = b.node("DepthToSpace", [conv], "shuffled", blocksize=2, mode="CRD")
+    b.node("SpaceToDepth", ["upsampled"], "unshuffled", blocksize=2)
     line = b.node("Conv", [s, b.weight("w_line", [5, 6, 5], 30)], "line", pads=[2, 2],
                   strides=[2])
     b.node("MaxPool", [b.node("Tanh", [line], "line_tanh")], "line_pooled", kernel_shape=[2],
@@ -191,7 +196,9 @@ def build_windows():
          vi("upsampled", f, ["batch", 8, "twice_height", "twice_width"]),
          vi("cubic", f, ["batch", 4, "cubic_height", "cubic_width"]),
          vi("pyramid", f, ["batch", 8, "height", "width"]),
-         vi("fixed_size", f, ["batch", 4, 24, 24])])
+         vi("fixed_size", f, ["batch", 4, 24, 24]),
+         vi(shuffled, f, ["batch", 2, "twice_height", "twice_width"]),
+         vi("unshuffled", f, ["batch", 32, "height", "width"])])
 
 
 WINDOW_DIMS = {"batch": {"min": 1, "max": 4, "example": 2},

@@ -730,6 +730,30 @@ void spatial_window(SymContext& c) {
   if (op == OpKind::MaxPool) c.set(1, out); // Indices
 }
 
+// DepthToSpace and SpaceToDepth over symbolic images and spatial extents (the channels
+// fixed): DepthToSpace multiplies the extents by the block size; SpaceToDepth divides them, which
+// needs extents that are multiples of it at every value of the symbols (2*k, say).
+void depth_space(SymContext& c) {
+  const SymShape x = c.in(0);
+  if (x.size() != 4 || !x[1].is_constant()) return batch_only(c);
+  const int64_t b = c.ctx.req_int("blocksize");
+  const int64_t channels = x[1].constant_value();
+  if (c.ctx.op() == OpKind::DepthToSpace) {
+    c.set(0, {x[0], DimExpr(channels / (b * b)), x[2] * b, x[3] * b});
+    return;
+  }
+  SymShape out = {x[0], DimExpr(channels * b * b)};
+  for (size_t d = 2; d < 4; ++d) {
+    std::optional<DimExpr> q = DimExpr::exact_div(x[d], DimExpr(b));
+    if (!q)
+      c.unsupported(fmt::format("SpaceToDepth needs spatial axis {} ({}) to be a multiple of the "
+                                "block size {} at every value of the symbols",
+                                d - 2, x[d].to_string(), b));
+    out.push_back(*q);
+  }
+  c.set(0, out);
+}
+
 // Pad by fixed pads over any symbolic axes: each axis grows by its pads. A cropped symbolic
 // axis must keep no fewer than no elements, and in the modes that copy the input (reflect,
 // edge, wrap) at least one, at every value of the symbols.
@@ -1037,7 +1061,7 @@ SymRule sym_rule(OpKind op) {
     return spatial_window;
   case OpKind::DepthToSpace:
   case OpKind::SpaceToDepth:
-    return batch_only;
+    return depth_space;
   case OpKind::Pad:
     return pad;
   case OpKind::TopK:

@@ -167,8 +167,8 @@ void refuse_symbolic_nodes(const Graph& graph) {
                               "Gathers, "
                               "GatherElements, Transposes, Slices, Concats, Ranges, Trilus, "
                               "fills, views, Einsums that are matrix products, TopK over "
-                              "symbolic rows, Pads, Resizes, and Tiles, DepthToSpace and "
-                              "SpaceToDepth over a symbolic batch so far; bind each dim with "
+                              "symbolic rows, Pads, Resizes, DepthToSpace, SpaceToDepth, and "
+                              "Tiles over a symbolic batch so far; bind each dim with "
                               "--dim NAME=VALUE",
                               fmt::join(symbols, ", "), reason, rest));
 }

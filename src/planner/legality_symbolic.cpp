@@ -1042,8 +1042,8 @@ FusionDecision group_support(const Graph& g, FusionGroup& group, const DevicePar
     for (const std::vector<TensorId>* list : {&g.nodes[n].inputs, &g.nodes[n].outputs})
       for (TensorId t : *list)
         dynamic = dynamic || (t != kNoTensor && g.tensor(t).is_dynamic());
-    // (A Resize's sizes give its shape only: its symbolic rule keeps their symbols to the
-    // batch axis, which it leaves alone.)
+    // (A Resize's sizes give its shape only: the kernel takes the run's extents from the
+    // shapes, and its scales from them.)
     if (g.nodes[n].op != OpKind::View && g.nodes[n].op != OpKind::Resize)
       for (TensorId t : value_operands(g.nodes[n]))
         if (t != kNoTensor && g.tensor(t).has_symbolic_values()) values = t;
@@ -1108,8 +1108,8 @@ FusionDecision group_support(const Graph& g, FusionGroup& group, const DevicePar
     }
     if (node.op == OpKind::Transpose || node.op == OpKind::DepthToSpace ||
         node.op == OpKind::SpaceToDepth) {
-      // One thread per output element (kernel_movement_permute.cpp's symbolic copy; the shape
-      // rule keeps DepthToSpace's and SpaceToDepth's symbolic dims to their batch).
+      // One thread per output element (kernel_movement_permute.cpp's symbolic copy through the
+      // 6-D view of DepthToSpace and SpaceToDepth, their channels fixed by the shape rule).
       group.mapping = ThreadMapping::Flat;
       group.launch =
           flat_launch(std::max<int64_t>(1, g.tensor(node.outputs[0]).elements()), 1, device);

@@ -112,7 +112,7 @@ SymbolicPermutation symbolic_permutation(const Graph& graph, const Node& node) {
   switch (node.op) {
   case OpKind::Transpose:
     return {in, read_perm(ctx)};
-  case OpKind::DepthToSpace: { // as node_permutation; only the batch may be symbolic
+  case OpKind::DepthToSpace: { // as node_permutation; the channels fixed
     const int64_t b = ctx.req_int("blocksize");
     const DimExpr c = DimExpr::floor_div(in[1], b * b);
     if (ctx.attr_string("mode", "DCR") == "DCR")

@@ -368,6 +368,29 @@ TEST_CASE("windows over symbolic spatial axes", "[symbolic][emitter]") {
   CHECK(depthwise_window);
 }
 
+// Proves: DepthToSpace over symbolic spatial extents copies through its 6-D view of the run's
+// extents into extents times the block size; SpaceToDepth of extents that may not be multiples
+// of the block size is refused with the reason.
+TEST_CASE("depth and space over symbolic spatial extents", "[symbolic][emitter]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {-1, 8, -1, -1}, {"batch", "height", "width"}).output("y");
+  set_attr_int(m.node("DepthToSpace", {"x"}, {"y"}), "blocksize", 2);
+  const Generated g =
+      generate(m, {dim("batch", 1, 4, 2), dim("height", 1, 16, 5), dim("width", 1, 16, 7)});
+  std::string y_dims;
+  for (const Tensor& t : g.graph.tensors)
+    if (t.name == "y") y_dims = sym_shape_to_string(t.sym_shape());
+  CHECK(y_dims == "[batch,2,2*height,2*width]");
+  CHECK_THAT(g.sources, Catch::Contains("[batch,2,2,2,height,width] with perm [0,3,4,1,5,2]"));
+
+  ModelBuilder odd;
+  odd.input("x", kFloat, {1, 2, -1, 4}, {"height"}).output("y");
+  set_attr_int(odd.node("SpaceToDepth", {"x"}, {"y"}), "blocksize", 2);
+  CHECK_THROWS_WITH(symbolic_graph(odd, {dim("height", 2, 16, 8)}),
+                    Catch::Contains("SpaceToDepth needs spatial axis 0 (height) to be a multiple "
+                                    "of the block size 2"));
+}
+
 // Proves: a Pad over symbolic axes takes every coordinate from the run's extents, padding and
 // cropping the symbolic axes too (its window of the input the run's); a Tile over a symbolic
 // leading axis it leaves alone reads the leading coordinate as itself even at a planning batch
