@@ -719,6 +719,10 @@ void spatial_window(SymContext& c) {
         const int64_t pads = w.auto_pad == AutoPad::Valid ? 0 : w.pads[i] + w.pads[i + n];
         const int64_t extent = (w.kernel[i] - 1) * w.dilations[i] + 1;
         out.push_back((in - 1) * w.strides[i] + (output_padding[i] + extent - pads));
+        if (c.bounds(out.back()).lo < 0)
+          c.unsupported(fmt::format("ConvTranspose's spatial axis {} ({}) may be negative for "
+                                    "some values of the symbols",
+                                    i, out.back().to_string()));
       }
     } else {
       const bool ceil_mode = !conv && c.ctx.attr_flag("ceil_mode", false);

@@ -333,6 +333,15 @@ TEST_CASE("convolutions and pooling take symbolic spatial axes", "[infer_dims]")
                Catch::Contains("(Conv)") && Catch::Contains("auto_pad SAME at stride 2") &&
                    Catch::Contains("explicit pads do not"));
   }
+  SECTION("a ConvTranspose whose pads may leave a negative extent") {
+    ModelBuilder shrink;
+    shrink.input("x", kFloat, {1, 3, -1, 16}, {"height"}).output("y");
+    shrink.initializer_f32("w", {3, 2, 3, 3}, std::vector<float>(54, 0.1f));
+    set_attr_ints(shrink.node("ConvTranspose", {"x", "w"}, {"y"}), "pads", {3, 0, 3, 0});
+    CHECK_THAT(infer_error(shrink.write(), {dim("height", 1, 64, 16)}),
+               Catch::Contains("(ConvTranspose)") &&
+                   Catch::Contains("spatial axis 0 (height-4) may be negative"));
+  }
   SECTION("an axis that may be shorter than the kernel") {
     ModelBuilder small;
     small.input("x", kFloat, {1, 3, -1, 16}, {"height"}).output("y");
