@@ -179,13 +179,10 @@ std::string symbolic_value_code(const Graph& graph, TensorId t, const std::strin
   return code;
 }
 
-namespace {
-
-bool is_literal(const std::string& d) {
-  return !d.empty() && std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
+bool is_literal(const std::string& code) {
+  return !code.empty() &&
+         std::all_of(code.begin(), code.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
-
-} // namespace
 
 std::string index_div(bool index32, const std::string& a, const std::string& d) {
   if (index32 && !is_literal(d)) return fmt::format("stitch::dims::div32({}, {})", a, d);

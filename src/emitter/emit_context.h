@@ -116,6 +116,8 @@ std::string dim_code(const Graph& graph, const DimExpr& d);
 // elements are in memory.
 std::string symbolic_value_code(const Graph& graph, TensorId t, const std::string& index,
                                 const std::string& type);
+// Whether `code` is a non-negative integer literal ("64"), not an expression of the symbols.
+bool is_literal(const std::string& code);
 // `a / d` and `a % d` of non-negative indices as generated code: in 32 bits
 // (stitch::dims::div32, mod32) where `index32` (LaunchConfig::index32: the group's indices fit)
 // and `d` is a run-time extent, else C++'s (a constant divisor costs a multiply anyway).

@@ -20,6 +20,7 @@ struct ResizeAxis {
   // The axis's input and output extents and its scale as code: literals, or over symbolic
   // dims the run's (a scale from sizes is the run's output extent over its input extent).
   std::string in_size, out_size, scale_code;
+  bool run_scale = false; // from sizes over a symbolic axis: scale_code is out / in of the run
   std::string roi_start = "0.0", roi_end = "1.0"; // expressions: literals, or reads of `roi`
   int64_t taps = 1;                               // inputs per output on this axis
   bool antialias = false;                         // widened filter (downsampling with antialias=1)
@@ -150,12 +151,12 @@ ResizeParams read_resize(const GroupEmitContext& ctx) {
     const bool same = symbolic ? in_dims[k] == out_dims[k] : out[k] == in[k];
     bool identity = same && (scale[k] == 1.0 || (symbolic && by_sizes)) && !cropped[k];
     if (identity) continue;
-    ResizeAxis a{d, scale[k], "", "", "", roi_start[k], roi_end[k], plain_taps, false};
+    ResizeAxis a{d, scale[k], "", "", "", false, roi_start[k], roi_end[k], plain_taps, false};
     a.in_size = dim_code(g, in_dims[k]);
     a.out_size = dim_code(g, out_dims[k]);
-    a.scale_code = symbolic && by_sizes
-                       ? fmt::format("(double({}) / double({}))", a.out_size, a.in_size)
-                       : double_literal(scale[k]);
+    a.run_scale = symbolic && by_sizes;
+    a.scale_code = a.run_scale ? fmt::format("(double({}) / double({}))", a.out_size, a.in_size)
+                               : double_literal(scale[k]);
     if (antialias && scale[d] < 1.0) {
       // As the reference: the filter's support [start, 1 - start] around the coordinate.
       int64_t start =
@@ -201,8 +202,8 @@ void emit_resize(const GroupEmitContext& ctx, CodeWriter& out) {
   if (p.runtime_roi) args.push_back(input_arg(ctx, node.inputs[1], "roi"));
   std::vector<std::string> resized;
   for (const ResizeAxis& a : p.axes)
-    resized.push_back(a.scale_code[0] == '(' ? fmt::format("{} (scale of the run)", a.axis)
-                                             : fmt::format("{} (scale {})", a.axis, a.scale));
+    resized.push_back(a.run_scale ? fmt::format("{} (scale of the run)", a.axis)
+                                  : fmt::format("{} (scale {})", a.axis, a.scale));
   std::vector<std::string> notes = {fmt::format(
       "Resize {} -> {}: {} mode, {} coordinates{}; resized axes {}.", sym_shape_to_string(in_dims),
       sym_shape_to_string(result.sym_shape()), p.mode, p.coordinates,
@@ -215,7 +216,6 @@ void emit_resize(const GroupEmitContext& ctx, CodeWriter& out) {
     const auto d = static_cast<size_t>(a.axis);
     const DimExpr& in_extent = in_dims[d];
     const DimExpr& out_extent = out_dims[d];
-    const bool run_scale = a.scale_code[0] == '(';
     if (!in_extent.is_constant()) {
       out.linef("const int64_t in_extent{} = {}; // {}", d, a.in_size, in_extent.to_string());
       a.in_size = fmt::format("in_extent{}", d);
@@ -224,7 +224,7 @@ void emit_resize(const GroupEmitContext& ctx, CodeWriter& out) {
       out.linef("const int64_t out_extent{} = {}; // {}", d, a.out_size, out_extent.to_string());
       a.out_size = fmt::format("out_extent{}", d);
     }
-    if (run_scale) {
+    if (a.run_scale) {
       out.linef("const double scale{} = double({}) / double({}); // sizes over the run's extent", d,
                 a.out_size, a.in_size);
       a.scale_code = fmt::format("scale{}", d);

@@ -12,11 +12,6 @@ namespace stitch {
 
 namespace {
 
-bool is_literal(const std::string& code) {
-  return !code.empty() &&
-         std::all_of(code.begin(), code.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
 // `name * factor`, or `name` for a factor of 1.
 std::string scaled(const std::string& name, const std::string& factor) {
   return factor == "1" ? name : fmt::format("{} * {}", name, factor);

@@ -15,9 +15,10 @@
 //   - a pooling window or depthwise convolution, alone or in a Local group with its pointwise
 //     producers and consumers, over the run's images and spatial extents: the output's elements
 //     are the work (window_group_support);
-//   - Gathers, GatherNDs, Concats, Transposes, Slices, Range, ConstantOfShape and Trilu, one
-//     thread per output element over the run's extents; Pads and Tiles over a symbolic leading
-//     axis they leave alone (leading_copy_support);
+//   - Gathers, GatherNDs, GatherElements, Concats, Transposes, Slices, Pads, Resizes,
+//     DepthToSpace, SpaceToDepth, Range, ConstantOfShape and Trilu, one thread per output
+//     element over the run's extents; Tiles over a symbolic leading axis they leave alone
+//     (tile_support);
 //   - a view, which has no code.
 // Vectors of 16 bytes need every operand whole or a fixed scalar over every shape, not only at
 // the planning binding. The launch is sized for the symbols' maxima and covers the actual work
@@ -292,13 +293,12 @@ void row_symbolic_launch(const Graph& g, const DimExpr& lines, int64_t length,
                                                                  : 1;
 }
 
-// A window (pooling, or a depthwise Conv) over symbolic dims: the images, the spatial extents
-// (WindowGeometry::in_dims, out_dims: the kernel takes the flat output index apart by the run's
-// extents) and, for pooling, the channels. A depthwise Conv's filter is indexed by the channel,
-// which must be fixed.
-FusionDecision window_dims_support(const Graph& g, const Node& window, bool by_channel) {
+// A depthwise Conv over symbolic dims indexes its filter by the channel, which must be fixed
+// (a pooling window takes the run's images, channels and spatial extents:
+// WindowGeometry::in_dims, out_dims).
+FusionDecision depthwise_channels_support(const Graph& g, const Node& window) {
   const Tensor& x = g.tensor(window.inputs[0]);
-  if (by_channel && !x.sym_shape()[1].is_constant())
+  if (!x.sym_shape()[1].is_constant())
     return FusionDecision::no(fmt::format("'{}' {}: a depthwise convolution over symbolic "
                                           "channels",
                                           x.name, dims_str(x)));
@@ -312,8 +312,8 @@ FusionDecision window_dims_support(const Graph& g, const Node& window, bool by_c
 FusionDecision window_group_support(const Graph& g, const WindowSpec& spec,
                                     const DeviceParams& device, LaunchConfig& launch) {
   const Node& window = g.nodes[spec.window];
-  if (FusionDecision d = window_dims_support(g, window, spec.fold == WindowFold::Depthwise); !d)
-    return d;
+  if (spec.fold == WindowFold::Depthwise)
+    if (FusionDecision d = depthwise_channels_support(g, window); !d) return d;
   const SymShape in = g.tensor(window.inputs[0]).sym_shape();
   const SymShape out = g.tensor(window.outputs[0]).sym_shape();
   std::set<TensorId> made;
@@ -550,23 +550,20 @@ void split_by_run(const Graph& g, AttentionSpec& spec, const DeviceParams& devic
 
 // A Tile over symbolic dims: only the leading axis symbolic and not repeated, so that the
 // planned kernel's index math (every other axis fixed) holds at every shape and only the
-// output's element count is the run's. A Pad over any symbolic axes: its kernel takes every
-// coordinate from the run's extents (kernel_movement_copy.cpp), the pads fixed.
-FusionDecision leading_copy_support(const Graph& g, const Node& node, const DeviceParams& device,
-                                    LaunchConfig& launch) {
+// output's element count is the run's.
+FusionDecision tile_support(const Graph& g, const Node& node, const DeviceParams& device,
+                            LaunchConfig& launch) {
   const SymShape in = g.tensor(node.inputs[0]).sym_shape();
   const SymShape out = g.tensor(node.outputs[0]).sym_shape();
-  if (node.op == OpKind::Tile) {
-    for (const SymShape* dims : {&in, &out})
-      for (size_t d = 1; d < dims->size(); ++d)
-        if (!(*dims)[d].is_constant())
-          return FusionDecision::no(fmt::format("Tile over symbolic dims takes them in its "
-                                                "leading axis only, not in {}",
-                                                sym_shape_to_string(*dims)));
-    if (!in.empty() && out[0] != in[0])
-      return FusionDecision::no(
-          fmt::format("Tile repeats the symbolic axis 0 of {}", sym_shape_to_string(in)));
-  }
+  for (const SymShape* dims : {&in, &out})
+    for (size_t d = 1; d < dims->size(); ++d)
+      if (!(*dims)[d].is_constant())
+        return FusionDecision::no(fmt::format("Tile over symbolic dims takes them in its "
+                                              "leading axis only, not in {}",
+                                              sym_shape_to_string(*dims)));
+  if (!in.empty() && out[0] != in[0])
+    return FusionDecision::no(
+        fmt::format("Tile repeats the symbolic axis 0 of {}", sym_shape_to_string(in)));
   flat_symbolic_launch(g, sym_elements(out), 1, device, launch);
   return FusionDecision::ok();
 }
@@ -1091,12 +1088,11 @@ FusionDecision group_support(const Graph& g, FusionGroup& group, const DevicePar
       return FusionDecision::ok();
     }
     if (node.op == OpKind::Gather) return gather_support(g, node, device, group.launch);
-    if (node.op == OpKind::Pad || node.op == OpKind::Tile) {
+    if (node.op == OpKind::Tile) {
       group.mapping = ThreadMapping::Flat;
-      return leading_copy_support(g, node, device, group.launch);
+      return tile_support(g, node, device, group.launch);
     }
     if (spec->window) { // MaxPool, AveragePool: a thread per output element
-      if (FusionDecision d = window_dims_support(g, node, false); !d) return d;
       group.mapping = ThreadMapping::Flat;
       flat_symbolic_launch(g, sym_elements(g.tensor(node.outputs[0]).sym_shape()), 1, device,
                            group.launch);
@@ -1118,10 +1114,11 @@ FusionDecision group_support(const Graph& g, FusionGroup& group, const DevicePar
       return FusionDecision::ok();
     }
     if (node.op == OpKind::TopK) return topk_support(g, node, *spec, group.launch);
-    if (node.op == OpKind::GatherElements || node.op == OpKind::Resize) {
+    if (node.op == OpKind::GatherElements || node.op == OpKind::Resize || node.op == OpKind::Pad) {
       // A thread per output element: GatherElements's coordinates and data strides the run's
       // (kernel_movement_index.cpp); Resize's extents and scales from sizes the run's, its
-      // scales fixed (kernel_movement_resize.cpp).
+      // scales fixed (kernel_movement_resize.cpp); Pad's coordinates and its windows of the
+      // input the run's, its pads fixed (kernel_movement_copy.cpp).
       group.mapping = ThreadMapping::Flat;
       flat_symbolic_launch(g, sym_elements(g.tensor(node.outputs[0]).sym_shape()), 1, device,
                            group.launch);
