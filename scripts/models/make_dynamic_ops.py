@@ -18,7 +18,8 @@ write where PyTorch's do not:
 - image_ops_dynamic: what detection and super-resolution models hold over their batch, x
   float32[batch, 8, 6, 6]: DepthToSpace (DCR) and SpaceToDepth, Resize (nearest by scales,
   linear to sizes computed from the input's shape), TopK along the channels and GatherElements
-  by its indices, and a Slice flipping the batch.
+  by its indices, a Slice flipping the batch, and a strided Conv with asymmetric pads (one more
+  at the end, as tf2onnx writes TF's SAME).
 
 - windows_dynamic: convolutions and pooling over symbolic image sizes, x float32[batch, 4,
   height, width] and s float32[batch, 6, length]: a dilated Conv and ReLU, a MaxPool with
@@ -28,7 +29,9 @@ write where PyTorch's do not:
   reference differ beyond), Resizes by scales (nearest x2, cubic x1.5), to the size of another
   tensor (sizes from its Shape: the pooled map upsampled back and added, as in a feature
   pyramid) and to a fixed 24 x 24, a DepthToSpace of the Conv (a sub-pixel convolution) and
-  a SpaceToDepth of the doubled map, and over s a strided 1-D Conv, Tanh and MaxPool. (ceil_mode with
+  a SpaceToDepth of the doubled map, a downsampling block as tf2onnx writes TF's (Convs with
+  auto_pad SAME_UPPER at stride 2, 3 x 3 and a 1 x 1 shortcut, added), and over s a strided
+  1-D Conv, Tanh and MaxPool and a 1-D Conv with asymmetric pads. (ceil_mode with
   count_include_pad is left out: there ONNX Runtime 1.23 divides a last partial window
   differently from the ONNX reference, which stitchc follows.)
 
@@ -133,6 +136,10 @@ def build_image_ops():
     b.node("Slice", [x, b.const("rs", [-1], np.int64), b.const("re", [-2**62], np.int64),
                      b.const("ra", [0], np.int64), b.const("rstep", [-1], np.int64)],
            "flipped")
+    # tf2onnx's padding of TF's SAME at stride 2 over an even size, as explicit pads: one more
+    # at the end, which adds a window (the library pads symmetrically: a padded copy of X).
+    b.node("Conv", [x, b.weight("w_asym", [4, 8, 3, 3], 72), b.weight("b_asym", [4], 4)],
+           "asym_conv", strides=[2, 2], pads=[0, 0, 1, 1])
     vi = helper.make_tensor_value_info
     f = TensorProto.FLOAT
     return b.finish(
@@ -141,7 +148,8 @@ def build_image_ops():
          vi("nearest", f, ["batch", 8, 12, 12]), vi("linear", f, ["batch", 8, 9, 4]),
          vi("top_values", f, ["batch", 3, 6, 6]),
          vi("top_indices", TensorProto.INT64, ["batch", 3, 6, 6]),
-         vi("gathered", f, ["batch", 3, 6, 6]), vi("flipped", f, ["batch", 8, 6, 6])])
+         vi("gathered", f, ["batch", 3, 6, 6]), vi("flipped", f, ["batch", 8, 6, 6]),
+         vi("asym_conv", f, ["batch", 4, 3, 3])])
 
 
 def build_windows():
@@ -182,6 +190,17 @@ def build_windows():
                   strides=[2])
     b.node("MaxPool", [b.node("Tanh", [line], "line_tanh")], "line_pooled", kernel_shape=[2],
            strides=[2])
+    # A TF model's downsampling block as tf2onnx writes it for unknown image sizes: auto_pad
+    # SAME_UPPER at stride 2 (padding by the run's size, asymmetric at even sizes), a 1 x 1
+    # shortcut the same way, added; and explicit asymmetric pads over the symbolic length.
+    strided = b.node("Conv", [x, b.weight("w_strided", [6, 4, 3, 3], 36),
+                              b.weight("b_strided", [6], 6)], "strided", strides=[2, 2],
+                     auto_pad="SAME_UPPER")
+    shortcut = b.node("Conv", [x, b.weight("w_shortcut", [6, 4, 1, 1], 4)], "shortcut",
+                      strides=[2, 2], auto_pad="SAME_UPPER")
+    b.node("Add", [b.node("Relu", [strided], "strided_relu"), shortcut], "downsampled")
+    b.node("Conv", [s, b.weight("w_line_asym", [3, 6, 3], 18)], "line_asym", pads=[0, 1],
+           strides=[2])
     vi = helper.make_tensor_value_info
     f = TensorProto.FLOAT
     return b.finish(
@@ -198,7 +217,9 @@ def build_windows():
          vi("pyramid", f, ["batch", 8, "height", "width"]),
          vi("fixed_size", f, ["batch", 4, 24, 24]),
          vi(shuffled, f, ["batch", 2, "twice_height", "twice_width"]),
-         vi("unshuffled", f, ["batch", 32, "height", "width"])])
+         vi("unshuffled", f, ["batch", 32, "height", "width"]),
+         vi("downsampled", f, ["batch", 6, "half_height", "half_width"]),
+         vi("line_asym", f, ["batch", 3, "half_length"])])
 
 
 WINDOW_DIMS = {"batch": {"min": 1, "max": 4, "example": 2},

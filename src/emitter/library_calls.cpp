@@ -25,7 +25,9 @@
 //                  applies act(alpha * A @ B + beta * C + bias) in one pass.
 //   Conv           groups, strides, dilations, bias, pads from auto_pad. The library takes
 //                  symmetric pads only; asymmetric ones are used when the symmetric begin pad
-//                  gives the same windows (the same output size), and refused otherwise.
+//                  gives the same windows (the same output size); otherwise (and for the pads
+//                  of the run over symbolic extents) a generated kernel first copies X padded
+//                  into the group's scratch ("_pad_x"), which the call convolves unpadded.
 //                  The group's nodes after a biased Conv, a residual add of its output's
 //                  shape and then Relu, are its epilogue: stitch_library_conv_epilogue
 //                  (cudnnConvolutionBiasActivationForward, one pass). A channels-last
@@ -42,6 +44,7 @@
 // (stitch::float16 / stitch::bfloat16 storage for the 2-byte types) and is the descriptor's
 // dtype; the spec's math sets allow_tf32. The fill kernel computes in float and rounds each
 // element once to the dtype.
+#include "emitter/kernel_movement.h"
 #include "emitter/kernels.h"
 #include "emitter/row_kernel.h"
 
@@ -366,6 +369,69 @@ void emit_gemm_call(const GroupEmitContext& ctx, CodeWriter& out) {
 
 // ---- Conv and ConvTranspose ----
 
+// The kernel copying X, in its layout, into the group's scratch with ConvSpec::pre_pad_begin /
+// pre_pad_end zeros around each spatial axis, one element per thread of a grid-stride loop; its
+// name. Its parameters: x, the copy, then the symbols `symbols` lists.
+std::string emit_pre_pad_kernel(const GroupEmitContext& ctx, CodeWriter& out, const ConvSpec& spec,
+                                const std::vector<int>& symbols) {
+  const Graph& g = ctx.graph();
+  const size_t n = spec.pre_pad_begin.size();
+  const std::string element = storage_ctype(spec.dtype, ctx);
+  const SymShape in =
+      spec.in_spatial_dims.empty() ? sym_shape_of(spec.in_spatial) : spec.in_spatial_dims;
+  const DimExpr batch = spec.batch_dims ? *spec.batch_dims : DimExpr(spec.batch);
+  std::vector<std::string> begins, ends;
+  for (size_t d = 0; d < n; ++d) {
+    begins.push_back(spec.pre_pad_begin[d].to_string());
+    ends.push_back(spec.pre_pad_end[d].to_string());
+  }
+  const std::string kernel = ctx.kernel_name("_pad_x");
+  out.comment(fmt::format("X [{}] padded with zeros into the group's scratch, {} by [{}] before "
+                          "and [{}] after its spatial axes: the library pads symmetrically",
+                          spec.channels_last ? "N, spatial..., C" : "N, C, spatial...",
+                          spec.channels_last ? "channels-last" : "channels-first",
+                          fmt::join(begins, ", "), fmt::join(ends, ", ")));
+  std::vector<std::string> parameters = {fmt::format("const {}* __restrict__ x", element),
+                                         fmt::format("{}* __restrict__ padded", element)};
+  for (int k : symbols)
+    parameters.push_back(fmt::format("const int64_t sym{}", k));
+  out.open(fmt::format("__global__ void __launch_bounds__(256) {}({})", kernel,
+                       fmt::join(parameters, ", ")));
+  for (size_t d = 0; d < n; ++d) {
+    out.linef("const int64_t in{} = {}, padded{} = {}, begin{} = {};", d, dim_code(g, in[d]), d,
+              dim_code(g, spec.padded_spatial_dims[d]), d, dim_code(g, spec.pre_pad_begin[d]));
+  }
+  std::string count = fmt::format("{} * {}", dim_code(g, batch), spec.in_channels);
+  for (size_t d = 0; d < n; ++d)
+    count += fmt::format(" * padded{}", d);
+  out.linef("const int64_t count = {};", count);
+  out.line("const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;");
+  out.line("const int64_t stride = int64_t(gridDim.x) * blockDim.x;");
+  out.open("for (int64_t i = first; i < count; i += stride)");
+  out.line("int64_t rest = i;");
+  const int64_t channels = spec.in_channels;
+  if (spec.channels_last) out.linef("const int64_t c = rest % {0}; rest /= {0};", channels);
+  for (size_t d = n; d-- > 0;)
+    out.linef("const int64_t x{0} = rest % padded{0} - begin{0}; rest /= padded{0};", d);
+  if (!spec.channels_last) out.linef("const int64_t c = rest % {0}; rest /= {0};", channels);
+  out.line("const int64_t image = rest;");
+  std::vector<std::string> outside;
+  for (size_t d = 0; d < n; ++d)
+    outside.push_back(fmt::format("x{0} < 0 || x{0} >= in{0}", d));
+  out.linef("if ({}) {{ padded[i] = {}; continue; }}", fmt::join(outside, " || "),
+            typed_literal(spec.dtype, 0.0, ctx));
+  // The element's offset in X, outermost axis first (Horner's form).
+  std::string offset = spec.channels_last ? "image" : fmt::format("image * {} + c", channels);
+  for (size_t d = 0; d < n; ++d)
+    offset = fmt::format("({}) * in{} + x{}", offset, d, d);
+  if (spec.channels_last) offset = fmt::format("({}) * {} + c", offset, channels);
+  out.linef("padded[i] = x[{}];", offset);
+  out.close();
+  out.close();
+  out.line();
+  return kernel;
+}
+
 void emit_conv_call(const GroupEmitContext& ctx, CodeWriter& out) {
   const ConvSpec& spec = ctx.spec<ConvSpec>();
   out.comment(describe_node(ctx.graph(), ctx.graph().nodes[spec.conv]));
@@ -375,22 +441,48 @@ void emit_conv_call(const GroupEmitContext& ctx, CodeWriter& out) {
                   describe_node(ctx.graph(), ctx.graph().nodes[n]));
   for (int32_t n : spec.epilogue)
     out.comment("epilogue: " + describe_node(ctx.graph(), ctx.graph().nodes[n]));
+  const Graph& g = ctx.graph();
+  SymShape run_dims = spec.in_spatial_dims;
+  run_dims.insert(run_dims.end(), spec.out_spatial_dims.begin(), spec.out_spatial_dims.end());
+  if (spec.batch_dims) run_dims.push_back(*spec.batch_dims);
+  for (const SymShape* dims : {&spec.pre_pad_begin, &spec.padded_spatial_dims})
+    run_dims.insert(run_dims.end(), dims->begin(), dims->end());
+  const std::vector<int> symbols = symbols_of(g, run_dims);
+  std::string pre_pad_kernel;
+  if (spec.pre_pads()) {
+    if (spec.transpose || spec.pre_pad_blocks < 1 || ctx.group().scratch_bytes <= 0)
+      ctx.spec_error("a padded copy of X without its grid or scratch, or for a ConvTranspose");
+    pre_pad_kernel = emit_pre_pad_kernel(ctx, out, spec, symbols);
+  }
   open_group_function(ctx, out);
   bind_pointer(ctx, out, "x", spec.x, false);
   bind_pointer(ctx, out, "w", spec.w, false);
   if (spec.bias != kNoTensor) bind_pointer(ctx, out, "bias", spec.bias, false);
   if (spec.residual != kNoTensor) bind_pointer(ctx, out, "z", spec.residual, false);
   bind_pointer(ctx, out, "y", spec.result, true);
+  emit_symbol_reads(g, symbols, out);
+  if (spec.pre_pads()) {
+    out.linef("{}* const padded = {};", storage_ctype(spec.dtype, ctx),
+              ctx.scratch_pointer(storage_ctype(spec.dtype, ctx)));
+    std::vector<std::string> arguments = {"x", "padded"};
+    for (int k : symbols)
+      arguments.push_back(fmt::format("sym{}", k));
+    out.open("");
+    out.linef("const dim3 grid({}, 1, 1);", spec.pre_pad_blocks);
+    out.line("const dim3 block(256, 1, 1);");
+    out.linef("const cudaError_t launched = STITCH_LAUNCH({}, grid, block, 0, b->stream, {});",
+              pre_pad_kernel, fmt::join(arguments, ", "));
+    out.linef("const int32_t status = stitch_launch_result(launched, \"{}\", {}, error, "
+              "error_size);",
+              pre_pad_kernel, ctx.group().id);
+    out.line("if (status != 0) return status;");
+    out.close();
+  }
   out.line("stitch_conv_desc desc = {};");
   out.linef("desc.spatial_rank = {};", spec.in_spatial.size());
   out.line(spec.math == LibraryMath::Tf32 ? "desc.allow_tf32 = 1; // --precision tf32"
                                           : "desc.allow_tf32 = 0;");
   emit_dtype_field(out, spec.dtype);
-  const Graph& g = ctx.graph();
-  SymShape run_dims = spec.in_spatial_dims;
-  run_dims.insert(run_dims.end(), spec.out_spatial_dims.begin(), spec.out_spatial_dims.end());
-  if (spec.batch_dims) run_dims.push_back(*spec.batch_dims);
-  emit_symbol_reads(g, symbols_of(g, run_dims), out);
   if (spec.batch_dims)
     out.linef("desc.batch = {}; // {}", dim_code(g, *spec.batch_dims),
               spec.batch_dims->to_string());
@@ -411,13 +503,18 @@ void emit_conv_call(const GroupEmitContext& ctx, CodeWriter& out) {
       out.linef("desc.{}[{}] = {};{}", field, i, dim_code(g, dims[i]),
                 dims[i].is_constant() ? "" : " // " + dims[i].to_string());
   };
-  if (spec.in_spatial_dims.empty()) {
+  if (spec.pre_pads()) {
+    out.comment("X's padded copy: the call pads no more");
+    run_array("in_spatial", spec.padded_spatial_dims);
+  } else if (spec.in_spatial_dims.empty()) {
     array("in_spatial", spec.in_spatial);
-    array("out_spatial", spec.out_spatial);
   } else {
     run_array("in_spatial", spec.in_spatial_dims);
-    run_array("out_spatial", spec.out_spatial_dims);
   }
+  if (spec.out_spatial_dims.empty())
+    array("out_spatial", spec.out_spatial);
+  else
+    run_array("out_spatial", spec.out_spatial_dims);
   array("kernel", spec.kernel);
   array("strides", spec.strides);
   array("dilations", spec.dilations);
@@ -429,13 +526,14 @@ void emit_conv_call(const GroupEmitContext& ctx, CodeWriter& out) {
   if (spec.batch_dims || !spec.in_spatial_dims.empty())
     out.comment("the library's descriptors and algorithm are cached per shape");
   if (!spec.epilogue.empty())
-    out.linef("return stitch_library_conv_epilogue(b, &desc, x, w, bias, {}, {}, y, error, "
+    out.linef("return stitch_library_conv_epilogue(b, &desc, {}, w, bias, {}, {}, y, error, "
               "error_size);  // y = {}(conv + bias{})",
-              spec.residual != kNoTensor ? "z" : "nullptr", spec.relu ? 1 : 0,
-              spec.relu ? "relu" : "", spec.residual != kNoTensor ? " + z" : "");
+              spec.pre_pads() ? "padded" : "x", spec.residual != kNoTensor ? "z" : "nullptr",
+              spec.relu ? 1 : 0, spec.relu ? "relu" : "", spec.residual != kNoTensor ? " + z" : "");
   else
-    out.linef("return stitch_library_conv{}(b, &desc, x, w, {}, y, error, error_size);",
-              spec.transpose ? "_transpose" : "", spec.bias != kNoTensor ? "bias" : "nullptr");
+    out.linef("return stitch_library_conv{}(b, &desc, {}, w, {}, y, error, error_size);",
+              spec.transpose ? "_transpose" : "", spec.pre_pads() ? "padded" : "x",
+              spec.bias != kNoTensor ? "bias" : "nullptr");
   out.close();
 }
 

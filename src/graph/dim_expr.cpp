@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "graph/checked_math.h"
@@ -338,6 +339,19 @@ int64_t DimExpr::evaluate(const SymbolValues& values) const {
     sum = checked_add(sum, product, kWhat);
   }
   return sum;
+}
+
+int64_t DimExpr::largest(const SymbolRanges& ranges) const {
+  const std::set<std::string> names = symbols();
+  if (names.size() != 1) return bounds(ranges).hi;
+  const std::string& name = *names.begin();
+  const auto range = ranges.find(name);
+  if (range == ranges.end() || range->second.hi - range->second.lo > (int64_t{1} << 16))
+    return bounds(ranges).hi;
+  int64_t most = std::numeric_limits<int64_t>::min();
+  for (int64_t v = range->second.lo; v <= range->second.hi; ++v)
+    most = std::max(most, evaluate({{name, v}}));
+  return most;
 }
 
 DimBounds DimExpr::bounds(const SymbolRanges& ranges) const {

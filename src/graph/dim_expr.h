@@ -70,6 +70,9 @@ public:
   // The smallest and largest value over every combination of the symbols' ranges (sound,
   // not always tight: interval arithmetic).
   DimBounds bounds(const SymbolRanges& ranges) const;
+  // The largest value over `ranges`: exact where the expression mentions one symbol of at most
+  // 2^16 values (each tried), else bounds(ranges).hi.
+  int64_t largest(const SymbolRanges& ranges) const;
   // Whether the value never decreases as any symbol grows within `ranges` (sound, not
   // complete: positive sums of products of symbols, floor divisions, min and max of such, no
   // negative factor; seq-1 is, 64-seq is not).

@@ -98,6 +98,19 @@ AxisPads window_pads(const WindowParams& w, size_t i, int64_t in, int64_t out) {
   return {};
 }
 
+SymAxisPads window_pads(const WindowParams& w, size_t i, const DimExpr& in, const DimExpr& out,
+                        const SymbolRanges& ranges) {
+  if (w.auto_pad != AutoPad::SameUpper && w.auto_pad != AutoPad::SameLower) {
+    const AxisPads pads = window_pads(w, i, 0, 0); // NOTSET or VALID: the sizes are not used
+    return {DimExpr(pads.begin), DimExpr(pads.end)};
+  }
+  const int64_t extent = (w.kernel[i] - 1) * w.dilations[i] + 1;
+  const DimExpr total = DimExpr::max(DimExpr(0), (out - 1) * w.strides[i] + (extent - in), &ranges);
+  const DimExpr half = DimExpr::floor_div(total, 2);
+  const DimExpr begin = w.auto_pad == AutoPad::SameUpper ? half : total - half;
+  return {begin, total - begin};
+}
+
 // ---- Reductions ----
 
 int reduce_axes_input_opset(OpKind op) { return op == OpKind::ReduceSum ? 13 : 18; }

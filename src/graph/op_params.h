@@ -50,6 +50,13 @@ struct AxisPads {
   int64_t begin = 0, end = 0;
 };
 AxisPads window_pads(const WindowParams& w, size_t i, int64_t in, int64_t out);
+// The same over symbolic extents: the pads as expressions of the symbols (SAME's depend on the
+// extent: max(0, (out - 1) * stride + extent - in) split as above).
+struct SymAxisPads {
+  DimExpr begin, end;
+};
+SymAxisPads window_pads(const WindowParams& w, size_t i, const DimExpr& in, const DimExpr& out,
+                        const SymbolRanges& ranges);
 
 // ---- Movement ----
 

@@ -69,8 +69,8 @@ std::string refusal(const Graph& g, const Node& node) {
   case OpKind::Conv:
   case OpKind::ConvTranspose: {
     ConvSpec spec;
-    if (FusionDecision d =
-            legality::conv_spec(g, {static_cast<int32_t>(&node - g.nodes.data())}, spec);
+    if (FusionDecision d = legality::conv_spec(g, {static_cast<int32_t>(&node - g.nodes.data())},
+                                               DeviceParams{}, spec);
         !d)
       return d.reason;
     return "";

@@ -11,8 +11,8 @@ namespace {
 // HBM bytes the group moves beyond reading its inputs and writing its outputs once: full-row
 // inputs a Regional body reads again in later passes (RowCache::None), a GEMM's fill kernel,
 // which writes the result and has the GEMM read it back as C, and reads through layouts and
-// index remappings that move whole sectors for fewer useful bytes; less the parts of inputs a
-// Local group's Slices never read.
+// index remappings that move whole sectors for fewer useful bytes, a Conv's padded copy of X;
+// less the parts of inputs a Local group's Slices never read.
 int64_t extra_bytes(const Graph& g, const GroupSpec& spec) {
   if (const auto* regional = std::get_if<RegionalSpec>(&spec)) return regional->reread_bytes;
   if (const auto* gemv = std::get_if<RowGemvSpec>(&spec)) return gemv->head.reread_bytes;
@@ -41,24 +41,30 @@ int64_t extra_bytes(const Graph& g, const GroupSpec& spec) {
   // identity activation, which cuDNN runs with one algorithm only; on an H100 it refused it for
   // float16 NHWC tensors, and the bias (and a residual) went through cudnnAddTensor, each a
   // pass over the result (conv_cuda.cpp's fallback).
+  // A padded copy of X (ConvSpec::pre_pad_begin) is written and read again by the call.
   if (const auto* conv = std::get_if<ConvSpec>(&spec)) {
+    const int64_t padded = 2 * conv->pre_pad_bytes();
     if (!conv->channels_last && (conv->dtype == DType::Float16 || conv->dtype == DType::BFloat16))
-      return 2 * (g.tensor(conv->x).bytes() + g.tensor(conv->w).bytes() +
-                  g.tensor(conv->result).bytes());
+      return padded + 2 * (g.tensor(conv->x).bytes() + g.tensor(conv->w).bytes() +
+                           g.tensor(conv->result).bytes());
     if (conv->channels_last && !conv->transpose && !conv->relu && conv->bias != kNoTensor) {
       const int64_t pass = 2 * g.tensor(conv->result).bytes();
-      return conv->residual == kNoTensor ? pass : 2 * pass + g.tensor(conv->residual).bytes();
+      return padded +
+             (conv->residual == kNoTensor ? pass : 2 * pass + g.tensor(conv->residual).bytes());
     }
+    return padded;
   }
   return 0;
 }
 
 // Launches beyond the group's own: a GEMM's fill kernel, one library call per index of its
-// outer batch axes (strides cannot express them as one batched call), and the kernel merging
-// an attention's flash-decoding splits.
+// outer batch axes (strides cannot express them as one batched call), the kernel merging
+// an attention's flash-decoding splits, and a Conv's padded copy of X.
 int64_t extra_launches(const GroupSpec& spec) {
   if (const auto* attention = std::get_if<AttentionSpec>(&spec))
     return attention->splits > 1 ? 1 : 0; // flash-decoding's combine
+  if (const auto* conv = std::get_if<ConvSpec>(&spec))
+    return conv->pre_pads() ? 1 : 0; // the padded copy of X
   const auto* gemm = std::get_if<GemmSpec>(&spec);
   if (gemm == nullptr) return 0;
   return (gemm->fill.empty() ? 0 : 1) + (shape_elements(gemm->outer) - 1);

@@ -443,6 +443,34 @@ struct ConvSpec {
   bool channels_last = false;
   int32_t layout_x = -1, layout_w = -1, layout_result = -1;
   std::vector<int32_t> epilogue;
+  // A forward Conv whose padding the library cannot take as it pads (symmetrically): pads
+  // asymmetric where the symmetric begin pad would give other windows (tf2onnx writes [0, 1]
+  // for TF's SAME at stride 2 over an even extent), and over symbolic spatial extents any
+  // asymmetric pads and SAME at a stride above 1, whose pads are the run's. A generated kernel
+  // first copies X (in its layout) into the group's scratch with `pre_pad_begin` and
+  // `pre_pad_end` zeros around each spatial axis (expressions of the symbols where they depend
+  // on them), X's spatial extents becoming `padded_spatial_dims` (`padded_spatial` at the
+  // planning values); the call convolves that copy with `pads` zero. Empty: no copy, the call
+  // pads X by `pads`.
+  SymShape pre_pad_begin, pre_pad_end, padded_spatial_dims;
+  Shape padded_spatial;
+  int64_t pre_pad_blocks = 0; // the copy's grid: 256 threads a block, a grid-stride loop
+  bool pre_pads() const { return !pre_pad_begin.empty(); }
+  // The elements and bytes of that copy (0 without one): at the planning values, or (at least)
+  // the most any shape in `ranges` needs.
+  int64_t pre_pad_elements(const SymbolRanges* ranges = nullptr) const {
+    if (!pre_pads()) return 0;
+    if (ranges == nullptr) return batch * in_channels * shape_elements(padded_spatial);
+    // Each factor's largest value (the product of the maxima bounds the maximum of the product:
+    // no factor is negative).
+    int64_t elements = (batch_dims ? batch_dims->largest(*ranges) : batch) * in_channels;
+    for (const DimExpr& d : padded_spatial_dims)
+      elements *= d.largest(*ranges);
+    return elements;
+  }
+  int64_t pre_pad_bytes(const SymbolRanges* ranges = nullptr) const {
+    return pre_pad_elements(ranges) * dtype_size(dtype);
+  }
 };
 
 // Attention: softmax(logits(Q Kᵀ)) V of every head in one kernel (kernel_attention.cpp over

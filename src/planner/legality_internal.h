@@ -119,7 +119,8 @@ FusionDecision regional_spec(const FusionContext& ctx, GroupAnalysis& a,
 // single-node groups use them too.
 FusionDecision gemm_spec(const Graph& g, const std::vector<int32_t>& nodes,
                          const DeviceParams& device, GemmSpec& spec);
-FusionDecision conv_spec(const Graph& g, const std::vector<int32_t>& nodes, ConvSpec& spec);
+FusionDecision conv_spec(const Graph& g, const std::vector<int32_t>& nodes,
+                         const DeviceParams& device, ConvSpec& spec);
 // The element types the library calls take (float32, float16, bfloat16).
 bool library_dtype(DType t);
 

@@ -22,7 +22,8 @@
 //                  output), and the GEMM then accumulates onto it (C is D, beta 1).
 //   Conv           groups, strides, dilations, bias, pads from auto_pad (window_pads). The
 //                  library takes symmetric pads only; asymmetric ones are used when the
-//                  symmetric begin pad gives the same windows, and refused otherwise. A biased
+//                  symmetric begin pad gives the same windows, and otherwise X is first copied
+//                  padded into the group's scratch (ConvSpec::pre_pad_begin). A biased
 //                  Conv may take a residual add of its output's shape and then a Relu.
 //                  Its group may also hold the Transposes producing X and W from
 //                  channels-last storage and the Transpose of its result to channels-last
@@ -526,7 +527,8 @@ FusionDecision conv_layouts(const Graph& g, const std::vector<int32_t>& nodes, s
   return FusionDecision::ok();
 }
 
-FusionDecision conv_spec(const Graph& g, const std::vector<int32_t>& nodes, ConvSpec& spec) {
+FusionDecision conv_spec(const Graph& g, const std::vector<int32_t>& nodes,
+                         const DeviceParams& device, ConvSpec& spec) {
   spec = ConvSpec{};
   size_t at = 0;
   while (at + 1 < nodes.size() && g.nodes[nodes[at]].op != OpKind::Conv &&
@@ -582,17 +584,19 @@ FusionDecision conv_spec(const Graph& g, const std::vector<int32_t>& nodes, Conv
       begins.push_back(pads.begin);
       ends.push_back(pads.end);
     }
-    if (!exact) {
-      int64_t padded_bytes = x[0] * x[1] * dtype_size(spec.dtype);
-      for (size_t i = 0; i < n; ++i)
-        padded_bytes *= spec.in_spatial[i] + begins[i] + ends[i];
-      return FusionDecision::no(fmt::format(
-          "Conv with the asymmetric pads [{}] at the begin and [{}] at the end (the convolution "
-          "library takes symmetric pads only; computing it exactly needs {} bytes of scratch "
-          "memory to hold X padded with zeros, which the plan does not reserve yet)",
-          fmt::join(begins, ", "), fmt::join(ends, ", "), padded_bytes));
+    if (exact) {
+      spec.pads = begins;
+    } else {
+      // The library pads symmetrically: X is first copied padded into the group's scratch.
+      spec.pads.assign(n, 0);
+      for (size_t i = 0; i < n; ++i) {
+        spec.pre_pad_begin.push_back(DimExpr(begins[i]));
+        spec.pre_pad_end.push_back(DimExpr(ends[i]));
+        spec.padded_spatial.push_back(spec.in_spatial[i] + begins[i] + ends[i]);
+        spec.padded_spatial_dims.push_back(DimExpr(spec.padded_spatial.back()));
+      }
+      spec.pre_pad_blocks = flat_launch(spec.pre_pad_elements(), 1, device).grid[0];
     }
-    spec.pads = begins;
   } else {
     // The begin pad as ONNX defines it (from output_shape or auto_pad when either is given: the
     // total padding split with the odd one at the begin except for SAME_UPPER), used on both
@@ -789,12 +793,13 @@ FusionDecision analyze_conv(const FusionContext& ctx, GroupAnalysis& a) {
     relu = ctx.graph.nodes[a.nodes[i]].op == OpKind::Relu;
   }
   ConvSpec spec;
-  if (FusionDecision s = conv_spec(ctx.graph, a.nodes, spec); !s)
+  if (FusionDecision s = conv_spec(ctx.graph, a.nodes, ctx.device, spec); !s)
     return FusionDecision::no(
         fmt::format("{} with its epilogue: {}", ctx.describe(conv), s.reason));
   a.group = single_node_group(ctx.graph, conv, ctx.device);
   a.kind = GroupKind::ConvLibrary;
   a.epilogue_nodes = static_cast<int>(spec.epilogue.size());
+  a.group.scratch_bytes = spec.pre_pad_bytes();
   a.group.spec = std::move(spec);
   return FusionDecision::ok();
 }

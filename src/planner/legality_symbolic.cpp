@@ -25,6 +25,7 @@
 // per run (LaunchConfig::work).
 #include "planner/legality_internal.h"
 
+#include <functional>
 #include <limits>
 #include <set>
 
@@ -476,7 +477,67 @@ FusionDecision gather_support(const Graph& g, const Node& node, const DevicePara
 // and a residual (channels first or last alike) depend on the symbols only through the
 // convolution's batch and its input's or output's spatial extents, the channels, W and the bias
 // fixed; the library's descriptors are the run's (cached per shape).
-FusionDecision conv_support(const Graph& g, ConvSpec& spec) {
+// Whether `holds` is true at every value of the one symbol `dim` mentions (a fixed `dim`: at
+// its value), given the dim's value; false where `dim` mentions several symbols or one of more
+// than 2^16 values, which are not tried.
+bool at_every_value(const Graph& g, const DimExpr& dim,
+                    const std::function<bool(const SymbolValues&)>& holds) {
+  const std::set<std::string> symbols = dim.symbols();
+  if (symbols.empty()) return holds({});
+  if (symbols.size() != 1) return false;
+  const DimBounds range = g.symbol_ranges().at(*symbols.begin());
+  if (range.hi - range.lo > (int64_t{1} << 16)) return false;
+  for (int64_t v = range.lo; v <= range.hi; ++v)
+    if (!holds({{*symbols.begin(), v}})) return false;
+  return true;
+}
+
+// A forward Conv over symbolic spatial extents pads each axis by the run's pads (window_pads
+// over expressions: SAME's depend on the extent at a stride above 1). The library pads
+// symmetrically by fixed pads: where on every axis one constant begin pad on both sides gives
+// the run's windows at every value of the symbols (tried one by one), the call takes it;
+// otherwise X is first copied with every axis's pads of the run into the group's scratch
+// (ConvSpec::pre_pad_begin).
+void run_pads(const Graph& g, ConvSpec& spec) {
+  const Node& conv = g.nodes[spec.conv];
+  const SymbolRanges ranges = g.symbol_ranges();
+  const WindowParams params = read_window_params(NodeContext(g, conv), spec.kernel);
+  const size_t n = spec.in_spatial_dims.size();
+  std::vector<SymAxisPads> pads;
+  std::vector<int64_t> symmetric;
+  bool pre_pad = spec.pre_pads(); // a fixed axis already needs the copy
+  for (size_t i = 0; i < n; ++i) {
+    const DimExpr &in = spec.in_spatial_dims[i], &out = spec.out_spatial_dims[i];
+    pads.push_back(window_pads(params, i, in, out, ranges));
+    const int64_t extent = (spec.kernel[i] - 1) * spec.dilations[i] + 1;
+    const int64_t stride = spec.strides[i];
+    const int64_t begin = pads.back().begin.evaluate(g.planning_values());
+    symmetric.push_back(begin);
+    pre_pad = pre_pad || !at_every_value(g, in, [&](const SymbolValues& v) {
+                const int64_t padded = in.evaluate(v) + 2 * begin;
+                return pads.back().begin.evaluate(v) == begin && padded >= extent &&
+                       (padded - extent) / stride + 1 == out.evaluate(v);
+              });
+  }
+  if (!pre_pad) {
+    spec.pads = symmetric;
+    return;
+  }
+  spec.pads.assign(n, 0);
+  spec.pre_pad_begin.clear();
+  spec.pre_pad_end.clear();
+  spec.padded_spatial_dims.clear();
+  spec.padded_spatial.clear();
+  for (size_t i = 0; i < n; ++i) {
+    spec.pre_pad_begin.push_back(pads[i].begin);
+    spec.pre_pad_end.push_back(pads[i].end);
+    spec.padded_spatial_dims.push_back(spec.in_spatial_dims[i] + pads[i].begin + pads[i].end);
+    spec.padded_spatial.push_back(spec.padded_spatial_dims.back().evaluate(g.planning_values()));
+  }
+}
+
+FusionDecision conv_support(const Graph& g, ConvSpec& spec, const DeviceParams& device,
+                            int64_t& scratch_bytes) {
   const Node& conv = g.nodes[spec.conv];
   const SymShape x = g.tensor(conv.inputs[0]).sym_shape();
   const SymShape y = g.tensor(conv.outputs[0]).sym_shape();
@@ -501,6 +562,13 @@ FusionDecision conv_support(const Graph& g, ConvSpec& spec) {
   if (!is_static(in) || !is_static(out)) {
     spec.in_spatial_dims = in;
     spec.out_spatial_dims = out;
+  }
+  if (!spec.transpose && !is_static(in)) run_pads(g, spec);
+  if (spec.pre_pads()) {
+    // The padded copy sized for the largest shape.
+    const SymbolRanges ranges = g.symbol_ranges();
+    spec.pre_pad_blocks = flat_launch(spec.pre_pad_elements(&ranges), 1, device).grid[0];
+    scratch_bytes = spec.pre_pad_bytes(&ranges);
   }
   return FusionDecision::ok();
 }
@@ -1032,7 +1100,8 @@ FusionDecision group_support(const Graph& g, FusionGroup& group, const DevicePar
   if (g.symbols.empty()) return FusionDecision::ok();
   if (std::holds_alternative<AliasSpec>(group.spec)) return FusionDecision::ok();
   if (auto* spec = std::get_if<GemmSpec>(&group.spec)) return gemm_support(g, *spec);
-  if (auto* spec = std::get_if<ConvSpec>(&group.spec)) return conv_support(g, *spec);
+  if (auto* spec = std::get_if<ConvSpec>(&group.spec))
+    return conv_support(g, *spec, device, group.scratch_bytes);
   bool dynamic = false;
   TensorId values = kNoTensor; // a tensor of values computed from the symbols, read as data
   for (int32_t n : group.nodes) {

@@ -300,6 +300,19 @@ nlohmann::json spec_json(const Graph& g, const GroupSpec& spec) {
     j["dtype"] = dtype_name(conv->dtype);
     j["math"] = library_math_name(conv->math);
     j["pads"] = conv->pads;
+    if (conv->pre_pads()) {
+      // X copied padded into the group's scratch first (the library pads symmetrically).
+      nlohmann::json pre_pad;
+      std::vector<std::string> begin, end;
+      for (size_t i = 0; i < conv->pre_pad_begin.size(); ++i) {
+        begin.push_back(conv->pre_pad_begin[i].to_string());
+        end.push_back(conv->pre_pad_end[i].to_string());
+      }
+      pre_pad["begin"] = begin;
+      pre_pad["end"] = end;
+      pre_pad["blocks"] = conv->pre_pad_blocks;
+      j["pre_pad"] = pre_pad;
+    }
     j["residual"] = conv->residual == kNoTensor ? nlohmann::json(nullptr)
                                                 : nlohmann::json(g.tensor(conv->residual).name);
     j["relu"] = conv->relu;

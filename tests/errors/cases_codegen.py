@@ -21,15 +21,6 @@ def resize_unsupported_coordinate_mode(d):
                  [floats("roi", [0], []), floats("scales", [4], [1, 1, 2, 2])], opset=11)
 
 
-@case("node 'conv0' (Conv): unsupported in code generation: Conv with the asymmetric pads [0] "
-      "at the begin and [1] at the end")
-def conv_asymmetric_pads(d):
-    """A Conv whose end pad adds a window the library's symmetric pads cannot give is refused
-    with the scratch it would need."""
-    return model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv0", pads=[0, 1])],
-                 [vi("x", [1, 1, 5]), vi("w", [1, 1, 2])], [vi("y", [1, 1, 5])])
-
-
 @case("node 'topk0' (TopK): unsupported in code generation: TopK without both its values and "
       "indices outputs")
 def topk_values_only(d):

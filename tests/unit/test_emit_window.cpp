@@ -233,15 +233,22 @@ TEST_CASE("Conv fills the descriptor from the node's shapes and attributes", "[e
   CHECK(has(src, "return stitch_library_conv(b, &desc, x, w, bias, y, error, error_size);"));
 }
 
-TEST_CASE("Conv with asymmetric pads that change the window count is refused", "[emitter]") {
-  // pads 0 at the begin and 1 at the end: the symmetric begin pad gives 4 windows, ONNX 5.
+TEST_CASE("Conv with asymmetric pads that change the window count copies X padded", "[emitter]") {
+  // pads 0 at the begin and 1 at the end: the symmetric begin pad gives 4 windows, ONNX 5. The
+  // library pads symmetrically, so a kernel first copies X with its pads into the group's
+  // scratch (6 floats) and the call convolves that unpadded.
   ModelBuilder m(13);
   m.input("x", kFloat, {1, 1, 5}).input("w", kFloat, {1, 1, 2}).output("y");
   test::set_attr_ints(m.node("Conv", {"x", "w"}, {"y"}), "pads", {0, 1});
-  std::string message = refusal(m);
-  CHECK(has(message, "unsupported"));
-  CHECK(has(message, "asymmetric pads [0] at the begin and [1] at the end"));
-  CHECK(has(message, "needs 24 bytes of scratch memory"));
+  std::string src = group_source(m);
+  CHECK(has(src, "const int64_t in0 = 5, padded0 = 6, begin0 = 0;"));
+  CHECK(has(src, "if (x0 < 0 || x0 >= in0) { padded[i] = 0.0f; continue; }"));
+  CHECK(has(src, "padded[i] = x[(image * 1 + c) * in0 + x0];"));
+  CHECK(has(src, "desc.in_spatial[0] = 6;"));
+  CHECK(has(src, "desc.out_spatial[0] = 5;"));
+  CHECK(has(src, "desc.pads_begin[0] = 0;"));
+  CHECK(has(src, "return stitch_library_conv(b, &desc, padded, w, nullptr, y, error, "
+                 "error_size);"));
 }
 
 TEST_CASE("Conv with asymmetric pads giving the same windows uses the begin pad", "[emitter]") {

@@ -322,16 +322,28 @@ TEST_CASE("convolutions and pooling take symbolic spatial axes", "[infer_dims]")
                        {{"batch", 3}, {"height", 37}, {"width", 4}},
                        {{"batch", 4}, {"height", 64}, {"width", 64}}});
 
-  SECTION("SAME padding at a stride above 1 depends on the size") {
+  SECTION("SAME padding at a stride above 1: a Conv's windows, a pool refused") {
+    // ceil(in / stride) windows, the padding the run's (the Conv pads a copy of X by it).
     ModelBuilder same;
     same.input("x", kFloat, {1, 3, -1, 16}, {"height"}).output("y");
     same.initializer_f32("w", {8, 3, 3, 3}, std::vector<float>(8 * 27, 0.1f));
     auto& n = same.node("Conv", {"x", "w"}, {"y"});
     set_attr_string(n, "auto_pad", "SAME_UPPER");
-    set_attr_ints(n, "strides", {2, 2});
-    CHECK_THAT(infer_error(same.write(), {dim("height", 3, 64, 16)}),
-               Catch::Contains("(Conv)") && Catch::Contains("auto_pad SAME at stride 2") &&
-                   Catch::Contains("explicit pads do not"));
+    set_attr_ints(n, "strides", {2, 3});
+    const std::string same_path = same.write();
+    const std::vector<SymbolicDim> same_dims = {dim("height", 1, 64, 16)};
+    CHECK(dims_of(infer(same_path, same_dims), "y") == "[1,8,floor((height+1)/2),6]");
+    check_against_rules(same_path, same_dims,
+                        {{{"height", 1}}, {{"height", 2}}, {{"height", 17}}, {{"height", 64}}});
+    ModelBuilder pool;
+    pool.input("x", kFloat, {1, 3, -1, 16}, {"height"}).output("y");
+    auto& p = pool.node("MaxPool", {"x"}, {"y"});
+    set_attr_ints(p, "kernel_shape", {3, 3});
+    set_attr_string(p, "auto_pad", "SAME_UPPER");
+    set_attr_ints(p, "strides", {2, 2});
+    CHECK_THAT(infer_error(pool.write(), {dim("height", 3, 64, 16)}),
+               Catch::Contains("(MaxPool)") && Catch::Contains("auto_pad SAME at stride 2") &&
+                   Catch::Contains("a pooling window pads every size alike"));
   }
   SECTION("a ConvTranspose whose pads may leave a negative extent") {
     ModelBuilder shrink;

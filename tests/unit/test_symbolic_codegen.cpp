@@ -3,6 +3,8 @@
 // the planning binding makes shapes look equal that differ at other values of the symbols.
 #include <catch2/catch.hpp>
 
+#include <tuple>
+
 #include "emitter/emit_model.h"
 #include "frontend/onnx_loader.h"
 #include "graph/error.h"
@@ -300,6 +302,87 @@ TEST_CASE("convolutions take symbolic spatial extents", "[symbolic][emitter]") {
   CHECK_THAT(g.sources, Catch::Contains("desc.out_spatial[1] = stitch::dims::floor_div((sym1 + 1), "
                                         "2); // floor((width+1)/2)"));
   CHECK_THAT(g.sources, Catch::Contains("cached per shape"));
+}
+
+// Proves: auto_pad SAME at stride 2 over symbolic extents gives ceil(in / 2) windows; its pads
+// are the run's (asymmetric at even sizes), so X is first copied padded into the group's
+// scratch, sized at the symbols' maxima, and the call convolves the copy unpadded; a 1 x 1
+// SAME Conv at stride 2, whose pads are 0 at every size, and a 3 x 3 one at stride 1 call the
+// library directly with fixed symmetric pads.
+TEST_CASE("convolutions pad by the run's SAME pads through a padded copy", "[symbolic][emitter]") {
+  auto build = [](int64_t kernel, int64_t stride) {
+    ModelBuilder m;
+    m.input("x", kFloat, {-1, 3, -1, -1}, {"batch", "height", "width"}).output("y");
+    m.initializer_f32("w", {4, 3, kernel, kernel},
+                      std::vector<float>(static_cast<size_t>(12 * kernel * kernel), 0.1f));
+    auto& conv = m.node("Conv", {"x", "w"}, {"y"});
+    set_attr_ints(conv, "strides", {stride, stride});
+    set_attr_string(conv, "auto_pad", "SAME_UPPER");
+    return generate(m, {dim("batch", 1, 4, 2), dim("height", 1, 64, 20), dim("width", 1, 48, 33)});
+  };
+  const Generated g = build(3, 2);
+  REQUIRE(g.plan.groups.size() == 1);
+  const auto* spec = std::get_if<ConvSpec>(&g.plan.groups[0].spec);
+  REQUIRE(spec != nullptr);
+  CHECK(sym_shape_to_string(spec->out_spatial_dims) == "[floor((height+1)/2),floor((width+1)/2)]");
+  REQUIRE(spec->pre_pads());
+  CHECK(spec->pads == Shape{0, 0});
+  // The run's total padding max(0, (ceil(h / 2) - 1) * 2 + 3 - h): 1 at even h, 2 at odd.
+  const DimExpr begin = spec->pre_pad_begin[0], end = spec->pre_pad_end[0];
+  for (int64_t h : {1, 2, 7, 20, 64}) {
+    const SymbolValues v = {{"height", h}};
+    CHECK(begin.evaluate(v) == (h % 2 == 0 ? 0 : 1));
+    CHECK(end.evaluate(v) == 1);
+  }
+  // At the maxima: 4 images x 3 channels x (64 + 1) x (48 + 1) floats.
+  CHECK(g.plan.groups[0].scratch_bytes == 4 * 3 * 65 * 49 * 4);
+  CHECK_THAT(g.sources, Catch::Contains("stitch_g0_conv_pad_x"));
+  CHECK_THAT(g.sources, Catch::Contains("the library pads symmetrically"));
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t count = sym0 * 3 * padded0 * padded1;"));
+  CHECK_THAT(g.sources, Catch::Contains("stitch_library_conv(b, &desc, padded, w,"));
+  CHECK_THAT(g.sources, Catch::Contains("desc.pads_begin[0] = 0;"));
+
+  for (const auto& [kernel, stride, pads] :
+       {std::tuple<int64_t, int64_t, int64_t>{1, 2, 0}, {3, 1, 1}}) {
+    const Generated direct = build(kernel, stride);
+    const auto* s = std::get_if<ConvSpec>(&direct.plan.groups[0].spec);
+    REQUIRE(s != nullptr);
+    CHECK_FALSE(s->pre_pads());
+    CHECK(s->pads == Shape{pads, pads});
+    CHECK(direct.plan.groups[0].scratch_bytes == 0);
+    CHECK_THAT(direct.sources, !Catch::Contains("_pad_x"));
+  }
+}
+
+// Proves: explicit pads that differ at the begin and the end over a symbolic extent take the
+// padded copy (the symmetric begin pad would give another count of windows at some sizes),
+// also where the planning size alone would not show it, and over a symbolic batch with fixed
+// spatial extents the copy is sized for the largest batch.
+TEST_CASE("asymmetric pads over symbolic dims take a padded copy", "[symbolic][planner]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {-1, 2, -1}, {"batch", "length"}).output("y");
+  m.initializer_f32("w", {2, 2, 3}, std::vector<float>(12, 0.1f));
+  auto& conv = m.node("Conv", {"x", "w"}, {"y"});
+  set_attr_ints(conv, "strides", {2});
+  set_attr_ints(conv, "pads", {0, 1});
+  // At length 9 the begin pad alone gives the same 4 windows; at 8 it gives 3 of 4.
+  const Generated g = generate(m, {dim("batch", 1, 4, 2), dim("length", 3, 40, 9)});
+  const auto* spec = std::get_if<ConvSpec>(&g.plan.groups[0].spec);
+  REQUIRE(spec != nullptr);
+  REQUIRE(spec->pre_pads());
+  CHECK(spec->pre_pad_begin[0].to_string() == "0");
+  CHECK(spec->pre_pad_end[0].to_string() == "1");
+  CHECK(g.plan.groups[0].scratch_bytes == 4 * 2 * 41 * 4);
+
+  ModelBuilder fixed;
+  fixed.input("x", kFloat, {-1, 2, 8}, {"batch"}).output("y");
+  fixed.initializer_f32("w", {2, 2, 3}, std::vector<float>(12, 0.1f));
+  auto& fixed_conv = fixed.node("Conv", {"x", "w"}, {"y"});
+  set_attr_ints(fixed_conv, "strides", {2});
+  set_attr_ints(fixed_conv, "pads", {0, 1});
+  const Generated f = generate(fixed, {dim("batch", 1, 16, 2)});
+  REQUIRE(std::get<ConvSpec>(f.plan.groups[0].spec).pre_pads());
+  CHECK(f.plan.groups[0].scratch_bytes == 16 * 2 * 9 * 4);
 }
 
 // Proves: a MaxPool over a symbolic batch runs over the run's output elements (the spatial
