@@ -30,8 +30,10 @@ write where PyTorch's do not:
   tensor (sizes from its Shape: the pooled map upsampled back and added, as in a feature
   pyramid) and to a fixed 24 x 24, a DepthToSpace of the Conv (a sub-pixel convolution) and
   a SpaceToDepth of the doubled map, a downsampling block as tf2onnx writes TF's (Convs with
-  auto_pad SAME_UPPER at stride 2, 3 x 3 and a 1 x 1 shortcut, added), and over s a strided
-  1-D Conv, Tanh and MaxPool and a 1-D Conv with asymmetric pads. (ceil_mode with
+  auto_pad SAME_UPPER at stride 2, 3 x 3 and a 1 x 1 shortcut, added), pooling with SAME at
+  stride 2 (a MaxPool with its Indices, one fused between a ReLU and a Sigmoid, an AveragePool
+  counting its pads), and over s a strided 1-D Conv, Tanh and MaxPool and a 1-D Conv with
+  asymmetric pads. (ceil_mode with
   count_include_pad is left out: there ONNX Runtime 1.23 divides a last partial window
   differently from the ONNX reference, which stitchc follows.)
 
@@ -201,6 +203,14 @@ def build_windows():
     b.node("Add", [b.node("Relu", [strided], "strided_relu"), shortcut], "downsampled")
     b.node("Conv", [s, b.weight("w_line_asym", [3, 6, 3], 18)], "line_asym", pads=[0, 1],
            strides=[2])
+    # Pooling with SAME padding at stride 2 (the run's pads): a MaxPool with its Indices, one
+    # fused with the ReLU before it and a Sigmoid after, and an AveragePool counting its pads.
+    b.node("MaxPool", [strided], ["same_pooled", "same_pooled_at"], kernel_shape=[3, 3],
+           strides=[2, 2], auto_pad="SAME_UPPER")
+    b.node("Sigmoid", [b.node("MaxPool", ["strided_relu"], "same_fused", kernel_shape=[2, 3],
+                              strides=[2, 2], auto_pad="SAME_LOWER")], "same_gated")
+    b.node("AveragePool", [x], "same_average", kernel_shape=[3, 2], strides=[2, 3],
+           auto_pad="SAME_UPPER", count_include_pad=1)
     vi = helper.make_tensor_value_info
     f = TensorProto.FLOAT
     return b.finish(
@@ -219,7 +229,12 @@ def build_windows():
          vi(shuffled, f, ["batch", 2, "twice_height", "twice_width"]),
          vi("unshuffled", f, ["batch", 32, "height", "width"]),
          vi("downsampled", f, ["batch", 6, "half_height", "half_width"]),
-         vi("line_asym", f, ["batch", 3, "half_length"])])
+         vi("line_asym", f, ["batch", 3, "half_length"]),
+         vi("same_pooled", f, ["batch", 6, "quarter_height", "quarter_width"]),
+         vi("same_pooled_at", TensorProto.INT64,
+            ["batch", 6, "quarter_height", "quarter_width"]),
+         vi("same_gated", f, ["batch", 6, "quarter_height", "quarter_width"]),
+         vi("same_average", f, ["batch", 4, "half_height", "third_width"])])
 
 
 WINDOW_DIMS = {"batch": {"min": 1, "max": 4, "example": 2},

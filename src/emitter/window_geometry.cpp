@@ -35,6 +35,23 @@ WindowExtents emit_window_extents(CodeWriter& out, const Graph& g, const WindowG
       out.linef("const int64_t {} = {}; // {}: spatial axis {} of {}", names->back(),
                 dim_code(g, x), x.to_string(), d, what);
     }
+  for (size_t d = 0; d < w.pad_begin.size(); ++d)
+    for (const auto& [pads, dims, names, side] :
+         {std::tuple{&w.pad_begin, &w.pad_begin_dims, &e.pad_begin, "begin"},
+          std::tuple{&w.pad_end, &w.pad_end_dims, &e.pad_end, "end"}}) {
+      if (dims->empty() || (*dims)[d].is_constant()) {
+        names->push_back(std::to_string(dims->empty() ? (*pads)[d] : (*dims)[d].constant_value()));
+        continue;
+      }
+      // The end pad only counts an AveragePool's taps (count_include_pad): written there.
+      if (names == &e.pad_end) {
+        names->push_back("(" + dim_code(g, (*dims)[d]) + ")");
+        continue;
+      }
+      names->push_back(fmt::format("pad_{}{}", side, d));
+      out.linef("const int64_t {} = {}; // {}: the run's {} pad of spatial axis {} (SAME)",
+                names->back(), dim_code(g, (*dims)[d]), (*dims)[d].to_string(), side, d);
+    }
   return e;
 }
 
@@ -58,7 +75,7 @@ void emit_window_position(CodeWriter& out, const WindowGeometry& w, const Window
   out.line("const int64_t plane = left; // image * channels + channel");
   for (size_t d = 0; d < e.out.size(); ++d) {
     std::string start = scaled(fmt::format("o{}", d), std::to_string(w.strides[d]));
-    if (w.pad_begin[d] != 0) start += fmt::format(" - {}", w.pad_begin[d]);
+    if (e.pad_begin[d] != "0") start += fmt::format(" - {}", e.pad_begin[d]);
     out.linef("const int64_t start{} = {}; // window start on spatial axis {}", d, start, d);
   }
 }
@@ -99,11 +116,14 @@ void emit_average_pool_count(CodeWriter& out, const WindowGeometry& w, const Win
   std::vector<std::string> factors;
   for (size_t d = 0; d < e.in.size(); ++d) {
     if (include_pad) {
-      const int64_t pads = w.pad_begin[d] + w.pad_end[d];
-      const std::string padded = is_literal(e.in[d]) ? std::to_string(std::stoll(e.in[d]) + pads)
-                                                     : fmt::format("{} + {}", e.in[d], pads);
+      const bool literal =
+          is_literal(e.in[d]) && is_literal(e.pad_begin[d]) && is_literal(e.pad_end[d]);
+      const std::string padded =
+          literal ? std::to_string(std::stoll(e.in[d]) + std::stoll(e.pad_begin[d]) +
+                                   std::stoll(e.pad_end[d]))
+                  : fmt::format("{} + {} + {}", e.in[d], e.pad_begin[d], e.pad_end[d]);
       factors.push_back(fmt::format("stitch::window::taps_inside(start{} + {}, {}, {}, {})", d,
-                                    w.pad_begin[d], w.dilations[d], w.kernel[d], padded));
+                                    e.pad_begin[d], w.dilations[d], w.kernel[d], padded));
     } else {
       factors.push_back(fmt::format("stitch::window::taps_inside(start{}, {}, {}, {})", d,
                                     w.dilations[d], w.kernel[d], e.in[d]));

@@ -15,11 +15,14 @@
 
 namespace stitch {
 
-// The spatial extents a window kernel indexes by, per axis of X (`in`) and Y (`out`): a
-// literal, or over symbolic spatial axes the name of a constant that emit_window_extents
-// declared, once per thread before the loop over the elements.
+// The spatial extents a window kernel indexes by, per axis of X (`in`) and Y (`out`), and its
+// pads: a literal, or over symbolic spatial axes (and for SAME's pads of the run) the name of a
+// constant that emit_window_extents declared, once per thread before the loop over the
+// elements.
 struct WindowExtents {
   std::vector<std::string> in, out;
+  // Literals, or pad_begin<d> and the end pad's expression (AveragePool's count only).
+  std::vector<std::string> pad_begin, pad_end;
 };
 WindowExtents emit_window_extents(CodeWriter& out, const Graph& g, const WindowGeometry& w);
 

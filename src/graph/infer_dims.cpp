@@ -651,20 +651,15 @@ void batch_only(SymContext& c) {
 
 // The extent of spatial axis i of a forward window (Conv, MaxPool, AveragePool) sliding over
 // `in`, as rule_conv and rule_pool compute it at fixed sizes (shape_rules_compute.cpp's
-// window_output). SAME gives ceil(in / stride) windows; its padding depends on the size at a
-// stride above 1, which a Conv takes (the library call pads by the run's pads: ConvSpec's
-// pre_pad_begin) and a pooling window does not yet (its kernels pad every shape alike), so
-// pooling takes explicit pads, VALID, or SAME at a stride of 1 (the kernel extent less one).
+// window_output). SAME gives ceil(in / stride) windows; at a stride above 1 its padding depends
+// on the size, and the window kernels and library calls pad by the run's (window_pads over
+// expressions: a Conv through a padded copy of X, ConvSpec's pre_pad_begin; the window
+// kernels by WindowGeometry's pad_begin_dims).
 DimExpr window_extent(const SymContext& c, const WindowParams& w, size_t i, const DimExpr& in,
-                      bool ceil_mode, bool pads_by_run) {
+                      bool ceil_mode) {
   const int64_t extent = (w.kernel[i] - 1) * w.dilations[i] + 1, stride = w.strides[i];
   if (w.auto_pad == AutoPad::SameUpper || w.auto_pad == AutoPad::SameLower) {
     if (stride == 1) return in;
-    if (!pads_by_run)
-      c.unsupported(fmt::format("auto_pad SAME at stride {} pads spatial axis {} by its size, "
-                                "which depends on the symbols, and a pooling window pads every "
-                                "size alike (explicit pads do)",
-                                stride, i));
     if (c.bounds(in).lo < 1)
       c.unsupported(fmt::format("auto_pad SAME over spatial axis {} ({}), which may be empty for "
                                 "some values of the symbols",
@@ -734,7 +729,7 @@ void spatial_window(SymContext& c) {
     } else {
       const bool ceil_mode = !conv && c.ctx.attr_flag("ceil_mode", false);
       for (size_t i = 0; i < n; ++i)
-        out.push_back(window_extent(c, w, i, x[i + 2], ceil_mode, /*pads_by_run=*/conv));
+        out.push_back(window_extent(c, w, i, x[i + 2], ceil_mode));
     }
   }
   c.set(0, out);

@@ -58,9 +58,10 @@ struct WindowGeometry {
   Shape in, out; // spatial sizes of X and Y
   std::vector<int64_t> kernel, strides, dilations, pad_begin, pad_end;
   // Over symbolic spatial axes: the spatial extents of X and Y as expressions of the symbols
-  // (`in` and `out` their planning values); empty where every one is fixed. The pads never
-  // depend on the symbols (the shape rule refuses a padding that would).
-  SymShape in_dims, out_dims;
+  // (`in` and `out` their planning values), and the pads (`pad_begin`, `pad_end` their planning
+  // values: SAME's at a stride above 1 are the run's, others constants); empty where every
+  // extent is fixed.
+  SymShape in_dims, out_dims, pad_begin_dims, pad_end_dims;
   int64_t taps() const;
   // The spatial extents a kernel indexes by: the run's, else the fixed sizes.
   SymShape in_extents() const { return in_dims.empty() ? sym_shape_of(in) : in_dims; }

@@ -39,6 +39,12 @@ WindowGeometry window_geometry(const Graph& g, const Node& node) {
       !is_static(SymShape(y_dims.begin() + 2, y_dims.end()))) {
     w.in_dims.assign(x_dims.begin() + 2, x_dims.end());
     w.out_dims.assign(y_dims.begin() + 2, y_dims.end());
+    const SymbolRanges ranges = g.symbol_ranges();
+    for (size_t i = 0; i < w.in.size(); ++i) {
+      const SymAxisPads pads = window_pads(params, i, w.in_dims[i], w.out_dims[i], ranges);
+      w.pad_begin_dims.push_back(pads.begin);
+      w.pad_end_dims.push_back(pads.end);
+    }
   }
   return w;
 }

@@ -335,18 +335,6 @@ def dim_op_not_symbolic(d):
                          vi("v", [2, "heads", 5, 4])], [vi("y", [2, "heads", 3, 4])], opset=23)
 
 
-@case("node 'pool0' (MaxPool): auto_pad SAME at stride 2 pads spatial axis 0 by its size, "
-      "which depends on the symbols, and a pooling window pads every size alike (explicit pads "
-      "do)",
-      ["--dim", "height=8..64"])
-def dim_padding_by_size(d):
-    """A pooling window whose padding would change with a symbolic spatial extent is refused
-    with why (a Conv takes it: its padded copy of X)."""
-    nodes = [helper.make_node("MaxPool", ["x"], ["y"], name="pool0", auto_pad="SAME_UPPER",
-                              kernel_shape=[3, 3], strides=[2, 2])]
-    return model(nodes, [vi("x", [1, 2, "height", 8])], [vi("y", [1, 2, None, 4])])
-
-
 @case("graph input 'x' has no shape; give one with --input-shape x=...")
 def input_no_shape(d):
     """A graph input with no shape at all must be given one on the command line."""

@@ -451,6 +451,32 @@ TEST_CASE("windows over symbolic spatial axes", "[symbolic][emitter]") {
   CHECK(depthwise_window);
 }
 
+// Proves: pooling with auto_pad SAME at stride 2 over a symbolic extent starts its windows at
+// the run's begin pad (declared once per thread) and an AveragePool counting its pads counts
+// the run's padded extent; the fixed axis keeps literal pads.
+TEST_CASE("pooling windows pad by the run's SAME pads", "[symbolic][emitter]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {1, 4, -1, 9}, {"height"}).output("y").output("a");
+  auto& pool = m.node("MaxPool", {"x"}, {"y"});
+  set_attr_ints(pool, "kernel_shape", {3, 3});
+  set_attr_ints(pool, "strides", {2, 2});
+  set_attr_string(pool, "auto_pad", "SAME_UPPER");
+  auto& average = m.node("AveragePool", {"x"}, {"a"});
+  set_attr_ints(average, "kernel_shape", {3, 3});
+  set_attr_ints(average, "strides", {2, 2});
+  set_attr_string(average, "auto_pad", "SAME_LOWER");
+  set_attr_int(average, "count_include_pad", 1);
+  const Generated g = generate(m, {dim("height", 1, 16, 9)});
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t pad_begin0 = "));
+  CHECK_THAT(g.sources, Catch::Contains("the run's begin pad of spatial axis 0 (SAME)"));
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t start0 = o0 * 2 - pad_begin0;"));
+  // Width 9 at stride 2: 5 windows, 2 pads, split 1 and 1.
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t start1 = o1 * 2 - 1;"));
+  CHECK_THAT(g.sources, Catch::Contains("stitch::window::taps_inside(start0 + pad_begin0, 1, 3, "
+                                        "in_extent0 + pad_begin0 + ("));
+  CHECK_THAT(g.sources, Catch::Contains("stitch::window::taps_inside(start1 + 1, 1, 3, 11)"));
+}
+
 // Proves: DepthToSpace over symbolic spatial extents copies through its 6-D view of the run's
 // extents into extents times the block size; SpaceToDepth of extents that may not be multiples
 // of the block size is refused with the reason.
