@@ -10,8 +10,9 @@
 //     neighbours, row lookups included) whose rows are the work and whose row is fixed: every
 //     tensor is per element, per row, broadcast along some row axes, or the same for every row;
 //   - a matrix product or a convolution through the library over symbolic extents
-//     (GemmSpec::symbolic; ConvSpec::batch_dims and spatial dims), and the attention kernel over
-//     the run's heads, queries and keys (attention_support);
+//     (GemmSpec::symbolic; ConvSpec::batch_dims and spatial dims, and the run's pads through a
+//     padded copy of X), and the attention kernel over the run's heads, queries and keys
+//     (attention_support);
 //   - a pooling window or depthwise convolution, alone or in a Local group with its pointwise
 //     producers and consumers, over the run's images and spatial extents: the output's elements
 //     are the work (window_group_support);
@@ -473,10 +474,6 @@ FusionDecision gather_support(const Graph& g, const Node& node, const DevicePara
   return FusionDecision::ok();
 }
 
-// A convolution through the library over symbolic images and spatial extents: X, the result
-// and a residual (channels first or last alike) depend on the symbols only through the
-// convolution's batch and its input's or output's spatial extents, the channels, W and the bias
-// fixed; the library's descriptors are the run's (cached per shape).
 // Whether `holds` is true at every value of the one symbol `dim` mentions (a fixed `dim`: at
 // its value), given the dim's value; false where `dim` mentions several symbols or one of more
 // than 2^16 values, which are not tried.
@@ -536,6 +533,11 @@ void run_pads(const Graph& g, ConvSpec& spec) {
   }
 }
 
+// A convolution through the library over symbolic images and spatial extents: X, the result
+// and a residual (channels first or last alike) depend on the symbols only through the
+// convolution's batch and its input's or output's spatial extents, the channels, W and the bias
+// fixed; the library's descriptors are the run's (cached per shape). Pads the library cannot
+// take go through a padded copy of X in the group's scratch, sized for the largest shape.
 FusionDecision conv_support(const Graph& g, ConvSpec& spec, const DeviceParams& device,
                             int64_t& scratch_bytes) {
   const Node& conv = g.nodes[spec.conv];
