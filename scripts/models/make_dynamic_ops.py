@@ -32,8 +32,8 @@ write where PyTorch's do not:
   a SpaceToDepth of the doubled map, a downsampling block as tf2onnx writes TF's (Convs with
   auto_pad SAME_UPPER at stride 2, 3 x 3 and a 1 x 1 shortcut, added), pooling with SAME at
   stride 2 (a MaxPool with its Indices, one fused between a ReLU and a Sigmoid, an AveragePool
-  counting its pads), and over s a strided 1-D Conv, Tanh and MaxPool and a 1-D Conv with
-  asymmetric pads. (ceil_mode with
+  counting its pads), a ConvTranspose with SAME at stride 2 (computed whole and cropped), and
+  over s a strided 1-D Conv, Tanh and MaxPool and a 1-D Conv with asymmetric pads. (ceil_mode with
   count_include_pad is left out: there ONNX Runtime 1.23 divides a last partial window
   differently from the ONNX reference, which stitchc follows.)
 
@@ -211,6 +211,11 @@ def build_windows():
                               strides=[2, 2], auto_pad="SAME_LOWER")], "same_gated")
     b.node("AveragePool", [x], "same_average", kernel_shape=[3, 2], strides=[2, 3],
            auto_pad="SAME_UPPER", count_include_pad=1)
+    # A ConvTranspose with SAME at stride 2 (in * 2 out of 2 * in + 1: the library's symmetric
+    # pads cannot give it, so the whole output is computed and cropped).
+    b.node("ConvTranspose", [gated, b.weight("w_same_up", [8, 3, 3, 3], 72),
+                             b.weight("b_same_up", [3], 3)], "same_up", strides=[2, 2],
+           auto_pad="SAME_UPPER")
     vi = helper.make_tensor_value_info
     f = TensorProto.FLOAT
     return b.finish(
@@ -234,7 +239,8 @@ def build_windows():
          vi("same_pooled_at", TensorProto.INT64,
             ["batch", 6, "quarter_height", "quarter_width"]),
          vi("same_gated", f, ["batch", 6, "quarter_height", "quarter_width"]),
-         vi("same_average", f, ["batch", 4, "half_height", "third_width"])])
+         vi("same_average", f, ["batch", 4, "half_height", "third_width"]),
+         vi("same_up", f, ["batch", 3, "same_up_height", "same_up_width"])])
 
 
 WINDOW_DIMS = {"batch": {"min": 1, "max": 4, "example": 2},

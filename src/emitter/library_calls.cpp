@@ -35,7 +35,8 @@
 //                  desc.channels_last and binds the Transposes' stored tensors.
 //   ConvTranspose  output_padding, output_shape, auto_pad, groups, bias. The library computes
 //                  with the begin pad on both sides and an output padding in [0, stride); an
-//                  output that would need cropping beyond that is refused.
+//                  output that needs more is computed whole and unpadded into the group's
+//                  scratch and cropped out by a generated kernel ("_crop_y").
 //
 // A reduction of size 0 (MatMul or Gemm with K = 0) calls no library: the output is zeros, or
 // the activation of the addends' sum, written by cudaMemsetAsync or the fill kernel.
@@ -432,6 +433,82 @@ std::string emit_pre_pad_kernel(const GroupEmitContext& ctx, CodeWriter& out, co
   return kernel;
 }
 
+// The kernel copying the result's window of a ConvTranspose's uncropped output (in the group's
+// scratch) into the result, ConvSpec::crop_begin on, the bias alone past the output's end; its
+// name. Its parameters: the uncropped output, the bias (when the op has one), the result, then
+// the symbols `symbols` lists.
+std::string emit_crop_kernel(const GroupEmitContext& ctx, CodeWriter& out, const ConvSpec& spec,
+                             const std::vector<int>& symbols) {
+  const Graph& g = ctx.graph();
+  const size_t n = spec.crop_begin.size();
+  const std::string element = storage_ctype(spec.dtype, ctx);
+  const SymShape result =
+      spec.out_spatial_dims.empty() ? sym_shape_of(spec.out_spatial) : spec.out_spatial_dims;
+  const DimExpr batch = spec.batch_dims ? *spec.batch_dims : DimExpr(spec.batch);
+  const std::string kernel = ctx.kernel_name("_crop_y");
+  out.comment(fmt::format("Y [{}] cropped out of the whole unpadded output in the group's "
+                          "scratch from [{}] on (the library computes with the begin pad on both "
+                          "sides and an output padding below the stride, which cannot give Y)",
+                          spec.channels_last ? "N, spatial..., C" : "N, C, spatial...",
+                          fmt::join(spec.crop_begin, ", ")));
+  std::vector<std::string> parameters = {fmt::format("const {}* __restrict__ full", element)};
+  if (spec.bias != kNoTensor)
+    parameters.push_back(fmt::format("const {}* __restrict__ bias", element));
+  parameters.push_back(fmt::format("{}* __restrict__ y", element));
+  for (int k : symbols)
+    parameters.push_back(fmt::format("const int64_t sym{}", k));
+  out.open(fmt::format("__global__ void __launch_bounds__(256) {}({})", kernel,
+                       fmt::join(parameters, ", ")));
+  for (size_t d = 0; d < n; ++d)
+    out.linef("const int64_t out{} = {}, full{} = {};", d, dim_code(g, result[d]), d,
+              dim_code(g, spec.full_spatial_dims[d]));
+  std::string count = fmt::format("{} * {}", dim_code(g, batch), spec.out_channels);
+  for (size_t d = 0; d < n; ++d)
+    count += fmt::format(" * out{}", d);
+  out.linef("const int64_t count = {};", count);
+  out.line("const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;");
+  out.line("const int64_t stride = int64_t(gridDim.x) * blockDim.x;");
+  out.open("for (int64_t i = first; i < count; i += stride)");
+  out.line("int64_t rest = i;");
+  const int64_t channels = spec.out_channels;
+  if (spec.channels_last) out.linef("const int64_t c = rest % {0}; rest /= {0};", channels);
+  for (size_t d = n; d-- > 0;)
+    out.linef("const int64_t f{0} = rest % out{0}{1}; rest /= out{0};", d,
+              spec.crop_begin[d] == 0 ? "" : fmt::format(" + {}", spec.crop_begin[d]));
+  if (!spec.channels_last) out.linef("const int64_t c = rest % {0}; rest /= {0};", channels);
+  out.line("const int64_t image = rest;");
+  std::vector<std::string> outside;
+  for (size_t d = 0; d < n; ++d)
+    outside.push_back(fmt::format("f{0} >= full{0}", d));
+  out.linef("if ({}) {{ y[i] = {}; continue; }} // reached by no input", fmt::join(outside, " || "),
+            spec.bias != kNoTensor ? "bias[c]" : typed_literal(spec.dtype, 0.0, ctx));
+  std::string offset = spec.channels_last ? "image" : fmt::format("image * {} + c", channels);
+  for (size_t d = 0; d < n; ++d)
+    offset = fmt::format("({}) * full{} + f{}", offset, d, d);
+  if (spec.channels_last) offset = fmt::format("({}) * {} + c", offset, channels);
+  out.linef("y[i] = full[{}];", offset);
+  out.close();
+  out.close();
+  out.line();
+  return kernel;
+}
+
+// Launches `kernel` (a padded copy or a crop) from inside the group function with `arguments`
+// and returns on failure.
+void emit_helper_launch(const GroupEmitContext& ctx, CodeWriter& out, const std::string& kernel,
+                        int64_t blocks, const std::vector<std::string>& arguments) {
+  out.open("");
+  out.linef("const dim3 grid({}, 1, 1);", blocks);
+  out.line("const dim3 block(256, 1, 1);");
+  out.linef("const cudaError_t launched = STITCH_LAUNCH({}, grid, block, 0, b->stream, {});",
+            kernel, fmt::join(arguments, ", "));
+  out.linef("const int32_t status = stitch_launch_result(launched, \"{}\", {}, error, "
+            "error_size);",
+            kernel, ctx.group().id);
+  out.line("if (status != 0) return status;");
+  out.close();
+}
+
 void emit_conv_call(const GroupEmitContext& ctx, CodeWriter& out) {
   const ConvSpec& spec = ctx.spec<ConvSpec>();
   out.comment(describe_node(ctx.graph(), ctx.graph().nodes[spec.conv]));
@@ -445,14 +522,24 @@ void emit_conv_call(const GroupEmitContext& ctx, CodeWriter& out) {
   SymShape run_dims = spec.in_spatial_dims;
   run_dims.insert(run_dims.end(), spec.out_spatial_dims.begin(), spec.out_spatial_dims.end());
   if (spec.batch_dims) run_dims.push_back(*spec.batch_dims);
-  for (const SymShape* dims : {&spec.pre_pad_begin, &spec.padded_spatial_dims})
+  for (const SymShape* dims :
+       {&spec.pre_pad_begin, &spec.padded_spatial_dims, &spec.full_spatial_dims})
     run_dims.insert(run_dims.end(), dims->begin(), dims->end());
   const std::vector<int> symbols = symbols_of(g, run_dims);
-  std::string pre_pad_kernel;
+  std::vector<std::string> symbol_arguments;
+  for (int k : symbols)
+    symbol_arguments.push_back(fmt::format("sym{}", k));
+  std::string pre_pad_kernel, crop_kernel;
   if (spec.pre_pads()) {
     if (spec.transpose || spec.pre_pad_blocks < 1 || ctx.group().scratch_bytes <= 0)
       ctx.spec_error("a padded copy of X without its grid or scratch, or for a ConvTranspose");
     pre_pad_kernel = emit_pre_pad_kernel(ctx, out, spec, symbols);
+  }
+  if (spec.crops()) {
+    if (!spec.transpose || spec.crop_blocks < 1 || ctx.group().scratch_bytes <= 0 ||
+        !spec.epilogue.empty())
+      ctx.spec_error("a crop without its grid or scratch, or for a forward Conv");
+    crop_kernel = emit_crop_kernel(ctx, out, spec, symbols);
   }
   open_group_function(ctx, out);
   bind_pointer(ctx, out, "x", spec.x, false);
@@ -465,19 +552,12 @@ void emit_conv_call(const GroupEmitContext& ctx, CodeWriter& out) {
     out.linef("{}* const padded = {};", storage_ctype(spec.dtype, ctx),
               ctx.scratch_pointer(storage_ctype(spec.dtype, ctx)));
     std::vector<std::string> arguments = {"x", "padded"};
-    for (int k : symbols)
-      arguments.push_back(fmt::format("sym{}", k));
-    out.open("");
-    out.linef("const dim3 grid({}, 1, 1);", spec.pre_pad_blocks);
-    out.line("const dim3 block(256, 1, 1);");
-    out.linef("const cudaError_t launched = STITCH_LAUNCH({}, grid, block, 0, b->stream, {});",
-              pre_pad_kernel, fmt::join(arguments, ", "));
-    out.linef("const int32_t status = stitch_launch_result(launched, \"{}\", {}, error, "
-              "error_size);",
-              pre_pad_kernel, ctx.group().id);
-    out.line("if (status != 0) return status;");
-    out.close();
+    arguments.insert(arguments.end(), symbol_arguments.begin(), symbol_arguments.end());
+    emit_helper_launch(ctx, out, pre_pad_kernel, spec.pre_pad_blocks, arguments);
   }
+  if (spec.crops())
+    out.linef("{}* const full = {}; // the uncropped output", storage_ctype(spec.dtype, ctx),
+              ctx.scratch_pointer(storage_ctype(spec.dtype, ctx)));
   out.line("stitch_conv_desc desc = {};");
   out.linef("desc.spatial_rank = {};", spec.in_spatial.size());
   out.line(spec.math == LibraryMath::Tf32 ? "desc.allow_tf32 = 1; // --precision tf32"
@@ -511,10 +591,14 @@ void emit_conv_call(const GroupEmitContext& ctx, CodeWriter& out) {
   } else {
     run_array("in_spatial", spec.in_spatial_dims);
   }
-  if (spec.out_spatial_dims.empty())
+  if (spec.crops()) {
+    out.comment("the whole unpadded output, cropped after the call");
+    run_array("out_spatial", spec.full_spatial_dims);
+  } else if (spec.out_spatial_dims.empty()) {
     array("out_spatial", spec.out_spatial);
-  else
+  } else {
     run_array("out_spatial", spec.out_spatial_dims);
+  }
   array("kernel", spec.kernel);
   array("strides", spec.strides);
   array("dilations", spec.dilations);
@@ -530,10 +614,22 @@ void emit_conv_call(const GroupEmitContext& ctx, CodeWriter& out) {
               "error_size);  // y = {}(conv + bias{})",
               spec.pre_pads() ? "padded" : "x", spec.residual != kNoTensor ? "z" : "nullptr",
               spec.relu ? 1 : 0, spec.relu ? "relu" : "", spec.residual != kNoTensor ? " + z" : "");
-  else
+  else if (!spec.crops())
     out.linef("return stitch_library_conv{}(b, &desc, {}, w, {}, y, error, error_size);",
               spec.transpose ? "_transpose" : "", spec.pre_pads() ? "padded" : "x",
               spec.bias != kNoTensor ? "bias" : "nullptr");
+  else {
+    out.linef("const int32_t called = stitch_library_conv_transpose(b, &desc, x, w, {}, full, "
+              "error, error_size);",
+              spec.bias != kNoTensor ? "bias" : "nullptr");
+    out.line("if (called != 0) return called;");
+    std::vector<std::string> arguments = {"full"};
+    if (spec.bias != kNoTensor) arguments.push_back("bias");
+    arguments.push_back("y");
+    arguments.insert(arguments.end(), symbol_arguments.begin(), symbol_arguments.end());
+    emit_helper_launch(ctx, out, crop_kernel, spec.crop_blocks, arguments);
+    out.line("return 0;");
+  }
   out.close();
 }
 

@@ -41,9 +41,10 @@ int64_t extra_bytes(const Graph& g, const GroupSpec& spec) {
   // identity activation, which cuDNN runs with one algorithm only; on an H100 it refused it for
   // float16 NHWC tensors, and the bias (and a residual) went through cudnnAddTensor, each a
   // pass over the result (conv_cuda.cpp's fallback).
-  // A padded copy of X (ConvSpec::pre_pad_begin) is written and read again by the call.
+  // A padded copy of X (ConvSpec::pre_pad_begin), or an uncropped output (crop_begin), is
+  // written and read again.
   if (const auto* conv = std::get_if<ConvSpec>(&spec)) {
-    const int64_t padded = 2 * conv->pre_pad_bytes();
+    const int64_t padded = 2 * conv->scratch_bytes();
     if (!conv->channels_last && (conv->dtype == DType::Float16 || conv->dtype == DType::BFloat16))
       return padded + 2 * (g.tensor(conv->x).bytes() + g.tensor(conv->w).bytes() +
                            g.tensor(conv->result).bytes());
@@ -59,12 +60,12 @@ int64_t extra_bytes(const Graph& g, const GroupSpec& spec) {
 
 // Launches beyond the group's own: a GEMM's fill kernel, one library call per index of its
 // outer batch axes (strides cannot express them as one batched call), the kernel merging
-// an attention's flash-decoding splits, and a Conv's padded copy of X.
+// an attention's flash-decoding splits, and a Conv's padded copy of X or crop.
 int64_t extra_launches(const GroupSpec& spec) {
   if (const auto* attention = std::get_if<AttentionSpec>(&spec))
     return attention->splits > 1 ? 1 : 0; // flash-decoding's combine
   if (const auto* conv = std::get_if<ConvSpec>(&spec))
-    return conv->pre_pads() ? 1 : 0; // the padded copy of X
+    return conv->pre_pads() || conv->crops() ? 1 : 0; // the padded copy of X, or the crop
   const auto* gemm = std::get_if<GemmSpec>(&spec);
   if (gemm == nullptr) return 0;
   return (gemm->fill.empty() ? 0 : 1) + (shape_elements(gemm->outer) - 1);

@@ -472,6 +472,31 @@ struct ConvSpec {
   int64_t pre_pad_bytes(const SymbolRanges* ranges = nullptr) const {
     return pre_pad_elements(ranges) * dtype_size(dtype);
   }
+  // A ConvTranspose whose output the library cannot give (it computes with the begin pad on both
+  // sides and an output padding in [0, stride)): the call writes the whole unpadded output,
+  // `full_spatial_dims` (stride * (in - 1) + dilated kernel per axis; `full_spatial` at the
+  // planning values), into the group's scratch, and a generated kernel copies the result's
+  // window of it, starting at `crop_begin` on each axis, into the result (the bias alone past
+  // its end: an output padding's positions, which no input reaches). Empty: the call writes
+  // the result.
+  Shape crop_begin;
+  SymShape full_spatial_dims;
+  Shape full_spatial;
+  int64_t crop_blocks = 0; // the crop's grid: 256 threads a block, a grid-stride loop
+  bool crops() const { return !crop_begin.empty(); }
+  int64_t crop_bytes(const SymbolRanges* ranges = nullptr) const {
+    if (!crops()) return 0;
+    if (ranges == nullptr)
+      return batch * out_channels * shape_elements(full_spatial) * dtype_size(dtype);
+    int64_t elements = (batch_dims ? batch_dims->largest(*ranges) : batch) * out_channels;
+    for (const DimExpr& d : full_spatial_dims)
+      elements *= d.largest(*ranges);
+    return elements * dtype_size(dtype);
+  }
+  // The group's scratch: the padded copy of X or the uncropped output.
+  int64_t scratch_bytes(const SymbolRanges* ranges = nullptr) const {
+    return pre_pad_bytes(ranges) + crop_bytes(ranges);
+  }
 };
 
 // Attention: softmax(logits(Q Kᵀ)) V of every head in one kernel (kernel_attention.cpp over

@@ -38,7 +38,9 @@
 // math is strict fp32 unless PlannerOptions::tf32 lets float32 calls use TF32 tensor cores:
 // choose_library_math records that in every such spec once the plan is made.
 //   ConvTranspose  output_padding, output_shape, auto_pad, groups, bias: the library computes
-//                  with the begin pad on both sides and an output padding in [0, stride).
+//                  with the begin pad on both sides and an output padding in [0, stride); where
+//                  that cannot give the output, the whole unpadded output goes into the group's
+//                  scratch and is cropped (ConvSpec::crop_begin).
 #include <algorithm>
 
 #include "graph/infer_context.h"
@@ -605,6 +607,8 @@ FusionDecision conv_spec(const Graph& g, const std::vector<int32_t>& nodes,
         attrs.attr_ints("output_padding", std::vector<int64_t>(n, 0));
     const bool derived = attrs.has_attr("output_shape") || params.auto_pad == AutoPad::SameUpper ||
                          params.auto_pad == AutoPad::SameLower;
+    std::vector<int64_t> begins;
+    bool crop = false;
     for (size_t i = 0; i < n; ++i) {
       const int64_t extent = (spec.kernel[i] - 1) * spec.dilations[i] + 1;
       const int64_t in = spec.in_spatial[i], out = spec.out_spatial[i];
@@ -618,19 +622,21 @@ FusionDecision conv_spec(const Graph& g, const std::vector<int32_t>& nodes,
       }
       const int64_t base = spec.strides[i] * (in - 1) + extent - 2 * begin;
       const int64_t library_padding = out - base;
-      if (base < 1 || library_padding < 0 || library_padding >= spec.strides[i]) {
-        int64_t full_output = y[0] * y[1] * dtype_size(spec.dtype);
-        for (size_t j = 0; j < n; ++j)
-          full_output *= spec.strides[j] * (spec.in_spatial[j] - 1) +
-                         (spec.kernel[j] - 1) * spec.dilations[j] + 1;
-        return FusionDecision::no(fmt::format(
-            "ConvTranspose whose output size {} on spatial axis {} needs the output padding {} "
-            "with the begin pad {} on both sides, outside [0, stride {}) (the convolution library "
-            "takes symmetric pads only; computing it exactly needs {} bytes of scratch memory to "
-            "hold the output computed without pads, which the plan does not reserve yet)",
-            out, i, library_padding, begin, spec.strides[i], full_output));
+      if (base < 1 || library_padding < 0 || library_padding >= spec.strides[i]) crop = true;
+      begins.push_back(begin);
+    }
+    if (!crop) {
+      spec.pads = begins;
+    } else {
+      // The whole unpadded output into the group's scratch, its window cropped out after.
+      spec.pads.assign(n, 0);
+      spec.crop_begin = begins;
+      for (size_t i = 0; i < n; ++i) {
+        const int64_t extent = (spec.kernel[i] - 1) * spec.dilations[i] + 1;
+        spec.full_spatial.push_back(spec.strides[i] * (spec.in_spatial[i] - 1) + extent);
+        spec.full_spatial_dims.push_back(DimExpr(spec.full_spatial.back()));
       }
-      spec.pads.push_back(begin);
+      spec.crop_blocks = flat_launch(shape_elements(y), 1, device).grid[0];
     }
   }
   if (spec.channels_last) {
@@ -799,7 +805,7 @@ FusionDecision analyze_conv(const FusionContext& ctx, GroupAnalysis& a) {
   a.group = single_node_group(ctx.graph, conv, ctx.device);
   a.kind = GroupKind::ConvLibrary;
   a.epilogue_nodes = static_cast<int>(spec.epilogue.size());
-  a.group.scratch_bytes = spec.pre_pad_bytes();
+  a.group.scratch_bytes = spec.scratch_bytes();
   a.group.spec = std::move(spec);
   return FusionDecision::ok();
 }

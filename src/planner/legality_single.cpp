@@ -65,7 +65,7 @@ FusionGroup build_single_node_group(const Graph& g, int32_t n, const DeviceParam
     if (FusionDecision d = legality::conv_spec(g, {n}, device, spec); !d)
       internal_fail("node '{}' ({}) reached planning without a library call: {}", node.name,
                     op_name(node.op), d.reason);
-    group.scratch_bytes = spec.pre_pad_bytes();
+    group.scratch_bytes = spec.scratch_bytes();
     group.spec = std::move(spec);
     break;
   }

@@ -565,13 +565,38 @@ FusionDecision conv_support(const Graph& g, ConvSpec& spec, const DeviceParams& 
     spec.in_spatial_dims = in;
     spec.out_spatial_dims = out;
   }
+  const SymbolRanges ranges = g.symbol_ranges();
   if (!spec.transpose && !is_static(in)) run_pads(g, spec);
-  if (spec.pre_pads()) {
-    // The padded copy sized for the largest shape.
-    const SymbolRanges ranges = g.symbol_ranges();
-    spec.pre_pad_blocks = flat_launch(spec.pre_pad_elements(&ranges), 1, device).grid[0];
-    scratch_bytes = spec.pre_pad_bytes(&ranges);
+  if (spec.transpose && !is_static(in)) {
+    // The begin pad and output padding are the same at every size (the pads are fixed, SAME's
+    // total is the dilated kernel plus the output padding less the stride), but the library's
+    // output before its padding, stride * (in - 1) + extent - 2 * begin, must be positive at
+    // the smallest size too: else the whole output is computed and cropped.
+    bool crop = spec.crops();
+    spec.full_spatial_dims.clear();
+    for (size_t i = 0; i < in.size(); ++i) {
+      const int64_t extent = (spec.kernel[i] - 1) * spec.dilations[i] + 1;
+      spec.full_spatial_dims.push_back((in[i] - 1) * spec.strides[i] + extent);
+      const int64_t begin = spec.crops() ? spec.crop_begin[i] : spec.pads[i];
+      crop = crop || (spec.full_spatial_dims.back() - 2 * begin).bounds(ranges).lo < 1;
+    }
+    if (crop && !spec.crops()) {
+      spec.crop_begin = spec.pads;
+      spec.pads.assign(in.size(), 0);
+      spec.full_spatial.clear();
+      for (const DimExpr& d : spec.full_spatial_dims)
+        spec.full_spatial.push_back(d.evaluate(g.planning_values()));
+    }
+    if (!crop) spec.full_spatial_dims.clear();
   }
+  if (spec.pre_pads())
+    spec.pre_pad_blocks = flat_launch(spec.pre_pad_elements(&ranges), 1, device).grid[0];
+  if (spec.crops())
+    spec.crop_blocks =
+        flat_launch(sym_elements(g.tensor(spec.result).sym_shape()).largest(ranges), 1, device)
+            .grid[0];
+  // The padded copy or the uncropped output, sized for the largest shape.
+  if (spec.pre_pads() || spec.crops()) scratch_bytes = spec.scratch_bytes(&ranges);
   return FusionDecision::ok();
 }
 

@@ -313,6 +313,13 @@ nlohmann::json spec_json(const Graph& g, const GroupSpec& spec) {
       pre_pad["blocks"] = conv->pre_pad_blocks;
       j["pre_pad"] = pre_pad;
     }
+    if (conv->crops()) {
+      // The whole unpadded output into the group's scratch, the result cropped out of it.
+      std::vector<std::string> full;
+      for (const DimExpr& d : conv->full_spatial_dims)
+        full.push_back(d.to_string());
+      j["crop"] = {{"begin", conv->crop_begin}, {"full", full}, {"blocks", conv->crop_blocks}};
+    }
     j["residual"] = conv->residual == kNoTensor ? nlohmann::json(nullptr)
                                                 : nlohmann::json(g.tensor(conv->residual).name);
     j["relu"] = conv->relu;
