@@ -191,19 +191,44 @@ std::string mapping_id(ThreadMapping m) {
   return name;
 }
 
-// The group function of a group with mapping variants: the run's rows pick the kernel.
+// The group function of a group with mapping variants: the run's rows and row length pick the
+// kernel, each variant where one of its boxes of bounds holds.
 void emit_variant_dispatch(const Graph& g, const FusionGroup& group,
                            const std::vector<GroupEmitContext>& contexts, CodeWriter& w) {
-  const LaunchConfig& l = group.launch;
-  STITCH_INTERNAL_CHECK(l.work_per_block > 0 && contexts.size() == group.variants.size() + 1,
-                        "group {}: mapping variants without symbolic rows", group.id);
-  w.comment("The mapping that suits the run's rows: each variant's rows and function.");
+  STITCH_INTERNAL_CHECK(contexts.size() == group.variants.size() + 1,
+                        "group {}: a kernel per mapping variant", group.id);
+  // The extents the bounds name, each declared once.
+  std::vector<const ExtentBound*> extents;
+  for (const MappingVariant& v : group.variants)
+    for (const std::vector<ExtentBound>& box : v.when)
+      for (const ExtentBound& b : box)
+        if (std::none_of(extents.begin(), extents.end(),
+                         [&](const ExtentBound* e) { return e->name == b.name; }))
+          extents.push_back(&b);
+  std::vector<DimExpr> values;
+  for (const ExtentBound* e : extents)
+    values.push_back(e->value);
+  w.comment("The mapping that suits the run's extents: a variant where its bounds hold, else the "
+            "planned one.");
   w.open(fmt::format(fmt::runtime(kGroupSignature), fmt::format("stitch_group_{}", group.id)));
-  emit_symbol_reads(g, symbols_of(g, {l.work}), w);
-  w.linef("const int64_t rows = {};  // {}", dim_code(g, l.work), l.work.to_string());
+  emit_symbol_reads(g, symbols_of(g, values), w);
+  for (const ExtentBound* e : extents)
+    w.linef("const int64_t {} = {};  // {}", e->name, dim_code(g, e->value), e->value.to_string());
   for (size_t k = 0; k < group.variants.size(); ++k) {
     const MappingVariant& v = group.variants[k];
-    w.linef("if (rows {} {}) return {}(b, error, error_size);", v.below ? "<" : ">=", v.threshold,
+    std::vector<std::string> boxes;
+    for (const std::vector<ExtentBound>& box : v.when) {
+      std::vector<std::string> terms;
+      for (const ExtentBound& b : box) {
+        if (b.at_least) terms.push_back(fmt::format("{} >= {}", b.name, *b.at_least));
+        if (b.at_most) terms.push_back(fmt::format("{} <= {}", b.name, *b.at_most));
+      }
+      if (terms.empty()) terms.push_back("true");
+      const std::string all = fmt::format("{}", fmt::join(terms, " && "));
+      boxes.push_back(v.when.size() > 1 && terms.size() > 1 ? "(" + all + ")" : all);
+    }
+    STITCH_INTERNAL_CHECK(!boxes.empty(), "group {}: a mapping variant taken nowhere", group.id);
+    w.linef("if ({}) return {}(b, error, error_size);", fmt::join(boxes, " || "),
             contexts[k + 1].group_function());
   }
   w.linef("return {}(b, error, error_size);", contexts[0].group_function());

@@ -157,19 +157,17 @@ std::string emit_fill_kernel(const GroupEmitContext& ctx, CodeWriter& out, const
   return kernel;
 }
 
-// Launches the fill kernel from inside the group function and returns on failure.
-void emit_fill_launch(const GroupEmitContext& ctx, CodeWriter& out, const std::string& kernel,
-                      const GemmSpec& spec) {
-  std::vector<std::string> arguments;
-  for (int i : spec.fill)
-    arguments.push_back(addend_variable(spec.addends[i]));
-  arguments.push_back("result");
+// Launches `kernel` (a GEMM's fill, a padded copy or a crop: 256 threads a block) from inside
+// the group function with `arguments` and returns on failure.
+void emit_helper_launch(const GroupEmitContext& ctx, CodeWriter& out, const std::string& kernel,
+                        int64_t blocks, const std::vector<std::string>& arguments) {
   out.open("");
-  out.linef("const dim3 grid({}, 1, 1);", spec.fill_blocks);
+  out.linef("const dim3 grid({}, 1, 1);", blocks);
   out.line("const dim3 block(256, 1, 1);");
   out.linef("const cudaError_t launched = STITCH_LAUNCH({}, grid, block, 0, b->stream, {});",
             kernel, fmt::join(arguments, ", "));
-  out.linef("const int32_t status = stitch_launch_result(launched, \"{}\", {}, error, error_size);",
+  out.linef("const int32_t status = stitch_launch_result(launched, \"{}\", {}, error, "
+            "error_size);",
             kernel, ctx.group().id);
   out.line("if (status != 0) return status;");
   out.close();
@@ -205,7 +203,13 @@ bool open_gemm_function(const GroupEmitContext& ctx, CodeWriter& out, const Gemm
     out.close();
     return false;
   }
-  if (!fill_kernel.empty()) emit_fill_launch(ctx, out, fill_kernel, spec);
+  if (!fill_kernel.empty()) {
+    std::vector<std::string> arguments;
+    for (int i : spec.fill)
+      arguments.push_back(addend_variable(spec.addends[i]));
+    arguments.push_back("result");
+    emit_helper_launch(ctx, out, fill_kernel, spec.fill_blocks, arguments);
+  }
   if (spec.k > 0) return true;
   if (fill_kernel.empty()) {
     // K = 0: every output element is an empty sum, and act(0) is 0 for Relu and Gelu alike.
@@ -370,67 +374,108 @@ void emit_gemm_call(const GroupEmitContext& ctx, CodeWriter& out) {
 
 // ---- Conv and ConvTranspose ----
 
-// The kernel copying X, in its layout, into the group's scratch with ConvSpec::pre_pad_begin /
-// pre_pad_end zeros around each spatial axis, one element per thread of a grid-stride loop; its
-// name. Its parameters: x, the copy, then the symbols `symbols` lists.
-std::string emit_pre_pad_kernel(const GroupEmitContext& ctx, CodeWriter& out, const ConvSpec& spec,
-                                const std::vector<int>& symbols) {
+// A kernel copying one image tensor into another of the same layout ([N, C, spatial...], or
+// channels-last), one element per thread of a grid-stride loop: each target element reads the
+// source's element of its image and channel at its spatial position plus `from` (per axis: the
+// source position of the target's first element), or is `outside` where that position lies
+// outside the source. A Conv's padded copy of X and a ConvTranspose's crop of Y.
+struct ImageCopy {
+  std::string suffix;  // the kernel's name after the group's: "_pad_x"
+  std::string comment; // what it copies, above the kernel
+  std::string source, target;
+  std::vector<std::string> inputs; // more read-only pointers, between source and target
+  DimExpr batch;
+  int64_t channels = 0;
+  SymShape source_dims, target_dims, from;
+  std::string outside, outside_comment;
+};
+
+// Prints `copy`'s kernel; its parameters are the source, `inputs`, the target, then the symbols
+// `symbols` lists. Returns its name.
+std::string emit_image_copy_kernel(const GroupEmitContext& ctx, CodeWriter& out,
+                                   const ConvSpec& spec, const ImageCopy& copy,
+                                   const std::vector<int>& symbols) {
   const Graph& g = ctx.graph();
-  const size_t n = spec.pre_pad_begin.size();
+  const size_t n = copy.target_dims.size();
   const std::string element = storage_ctype(spec.dtype, ctx);
-  const SymShape in =
-      spec.in_spatial_dims.empty() ? sym_shape_of(spec.in_spatial) : spec.in_spatial_dims;
-  const DimExpr batch = spec.batch_dims ? *spec.batch_dims : DimExpr(spec.batch);
-  std::vector<std::string> begins, ends;
-  for (size_t d = 0; d < n; ++d) {
-    begins.push_back(spec.pre_pad_begin[d].to_string());
-    ends.push_back(spec.pre_pad_end[d].to_string());
-  }
-  const std::string kernel = ctx.kernel_name("_pad_x");
-  out.comment(fmt::format("X [{}] padded with zeros into the group's scratch, {} by [{}] before "
-                          "and [{}] after its spatial axes: the library pads symmetrically",
-                          spec.channels_last ? "N, spatial..., C" : "N, C, spatial...",
-                          spec.channels_last ? "channels-last" : "channels-first",
-                          fmt::join(begins, ", "), fmt::join(ends, ", ")));
-  std::vector<std::string> parameters = {fmt::format("const {}* __restrict__ x", element),
-                                         fmt::format("{}* __restrict__ padded", element)};
+  const std::string kernel = ctx.kernel_name(copy.suffix);
+  out.comment(copy.comment);
+  std::vector<std::string> parameters = {
+      fmt::format("const {}* __restrict__ {}", element, copy.source)};
+  for (const std::string& input : copy.inputs)
+    parameters.push_back(fmt::format("const {}* __restrict__ {}", element, input));
+  parameters.push_back(fmt::format("{}* __restrict__ {}", element, copy.target));
   for (int k : symbols)
     parameters.push_back(fmt::format("const int64_t sym{}", k));
   out.open(fmt::format("__global__ void __launch_bounds__(256) {}({})", kernel,
                        fmt::join(parameters, ", ")));
-  for (size_t d = 0; d < n; ++d) {
-    out.linef("const int64_t in{} = {}, padded{} = {}, begin{} = {};", d, dim_code(g, in[d]), d,
-              dim_code(g, spec.padded_spatial_dims[d]), d, dim_code(g, spec.pre_pad_begin[d]));
-  }
-  std::string count = fmt::format("{} * {}", dim_code(g, batch), spec.in_channels);
   for (size_t d = 0; d < n; ++d)
-    count += fmt::format(" * padded{}", d);
+    out.linef("const int64_t source{0} = {1}, target{0} = {2}, from{0} = {3};", d,
+              dim_code(g, copy.source_dims[d]), dim_code(g, copy.target_dims[d]),
+              dim_code(g, copy.from[d]));
+  std::string count = fmt::format("{} * {}", dim_code(g, copy.batch), copy.channels);
+  for (size_t d = 0; d < n; ++d)
+    count += fmt::format(" * target{}", d);
   out.linef("const int64_t count = {};", count);
   out.line("const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;");
   out.line("const int64_t stride = int64_t(gridDim.x) * blockDim.x;");
   out.open("for (int64_t i = first; i < count; i += stride)");
   out.line("int64_t rest = i;");
-  const int64_t channels = spec.in_channels;
+  const int64_t channels = copy.channels;
   if (spec.channels_last) out.linef("const int64_t c = rest % {0}; rest /= {0};", channels);
   for (size_t d = n; d-- > 0;)
-    out.linef("const int64_t x{0} = rest % padded{0} - begin{0}; rest /= padded{0};", d);
+    out.linef("const int64_t s{0} = rest % target{0} + from{0}; rest /= target{0};", d);
   if (!spec.channels_last) out.linef("const int64_t c = rest % {0}; rest /= {0};", channels);
   out.line("const int64_t image = rest;");
   std::vector<std::string> outside;
-  for (size_t d = 0; d < n; ++d)
-    outside.push_back(fmt::format("x{0} < 0 || x{0} >= in{0}", d));
-  out.linef("if ({}) {{ padded[i] = {}; continue; }}", fmt::join(outside, " || "),
-            typed_literal(spec.dtype, 0.0, ctx));
-  // The element's offset in X, outermost axis first (Horner's form).
+  for (size_t d = 0; d < n; ++d) {
+    const bool never_before = copy.from[d].is_constant() && copy.from[d].constant_value() >= 0;
+    if (!never_before) outside.push_back(fmt::format("s{} < 0", d));
+    outside.push_back(fmt::format("s{0} >= source{0}", d));
+  }
+  out.linef("if ({}) {{ {}[i] = {}; continue; }} // {}", fmt::join(outside, " || "), copy.target,
+            copy.outside, copy.outside_comment);
+  // The element's offset in the source, outermost axis first (Horner's form).
   std::string offset = spec.channels_last ? "image" : fmt::format("image * {} + c", channels);
   for (size_t d = 0; d < n; ++d)
-    offset = fmt::format("({}) * in{} + x{}", offset, d, d);
+    offset = fmt::format("({}) * source{} + s{}", offset, d, d);
   if (spec.channels_last) offset = fmt::format("({}) * {} + c", offset, channels);
-  out.linef("padded[i] = x[{}];", offset);
+  out.linef("{}[i] = {}[{}];", copy.target, copy.source, offset);
   out.close();
   out.close();
   out.line();
   return kernel;
+}
+
+// The kernel copying X, in its layout, into the group's scratch with ConvSpec::pre_pad_begin /
+// pre_pad_end zeros around each spatial axis; its name. Its parameters: x, the copy, then the
+// symbols `symbols` lists.
+std::string emit_pre_pad_kernel(const GroupEmitContext& ctx, CodeWriter& out, const ConvSpec& spec,
+                                const std::vector<int>& symbols) {
+  ImageCopy copy;
+  copy.suffix = "_pad_x";
+  copy.source = "x";
+  copy.target = "padded";
+  copy.batch = spec.batch_dims ? *spec.batch_dims : DimExpr(spec.batch);
+  copy.channels = spec.in_channels;
+  copy.source_dims =
+      spec.in_spatial_dims.empty() ? sym_shape_of(spec.in_spatial) : spec.in_spatial_dims;
+  copy.target_dims = spec.padded_spatial_dims;
+  std::vector<std::string> begins, ends;
+  for (size_t d = 0; d < spec.pre_pad_begin.size(); ++d) {
+    copy.from.push_back(-spec.pre_pad_begin[d]);
+    begins.push_back(spec.pre_pad_begin[d].to_string());
+    ends.push_back(spec.pre_pad_end[d].to_string());
+  }
+  copy.comment = fmt::format("X [{}] padded with zeros into the group's scratch, {} by [{}] "
+                             "before and [{}] after its spatial axes: the library pads "
+                             "symmetrically",
+                             spec.channels_last ? "N, spatial..., C" : "N, C, spatial...",
+                             spec.channels_last ? "channels-last" : "channels-first",
+                             fmt::join(begins, ", "), fmt::join(ends, ", "));
+  copy.outside = typed_literal(spec.dtype, 0.0, ctx);
+  copy.outside_comment = "a pad";
+  return emit_image_copy_kernel(ctx, out, spec, copy, symbols);
 }
 
 // The kernel copying the result's window of a ConvTranspose's uncropped output (in the group's
@@ -439,74 +484,27 @@ std::string emit_pre_pad_kernel(const GroupEmitContext& ctx, CodeWriter& out, co
 // the symbols `symbols` lists.
 std::string emit_crop_kernel(const GroupEmitContext& ctx, CodeWriter& out, const ConvSpec& spec,
                              const std::vector<int>& symbols) {
-  const Graph& g = ctx.graph();
-  const size_t n = spec.crop_begin.size();
-  const std::string element = storage_ctype(spec.dtype, ctx);
-  const SymShape result =
+  ImageCopy copy;
+  copy.suffix = "_crop_y";
+  copy.source = "full";
+  copy.target = "y";
+  if (spec.bias != kNoTensor) copy.inputs.push_back("bias");
+  copy.batch = spec.batch_dims ? *spec.batch_dims : DimExpr(spec.batch);
+  copy.channels = spec.out_channels;
+  copy.source_dims = spec.full_spatial_dims;
+  copy.target_dims =
       spec.out_spatial_dims.empty() ? sym_shape_of(spec.out_spatial) : spec.out_spatial_dims;
-  const DimExpr batch = spec.batch_dims ? *spec.batch_dims : DimExpr(spec.batch);
-  const std::string kernel = ctx.kernel_name("_crop_y");
-  out.comment(fmt::format("Y [{}] cropped out of the whole unpadded output in the group's "
-                          "scratch from [{}] on (the library computes with the begin pad on both "
-                          "sides and an output padding below the stride, which cannot give Y)",
-                          spec.channels_last ? "N, spatial..., C" : "N, C, spatial...",
-                          fmt::join(spec.crop_begin, ", ")));
-  std::vector<std::string> parameters = {fmt::format("const {}* __restrict__ full", element)};
-  if (spec.bias != kNoTensor)
-    parameters.push_back(fmt::format("const {}* __restrict__ bias", element));
-  parameters.push_back(fmt::format("{}* __restrict__ y", element));
-  for (int k : symbols)
-    parameters.push_back(fmt::format("const int64_t sym{}", k));
-  out.open(fmt::format("__global__ void __launch_bounds__(256) {}({})", kernel,
-                       fmt::join(parameters, ", ")));
-  for (size_t d = 0; d < n; ++d)
-    out.linef("const int64_t out{} = {}, full{} = {};", d, dim_code(g, result[d]), d,
-              dim_code(g, spec.full_spatial_dims[d]));
-  std::string count = fmt::format("{} * {}", dim_code(g, batch), spec.out_channels);
-  for (size_t d = 0; d < n; ++d)
-    count += fmt::format(" * out{}", d);
-  out.linef("const int64_t count = {};", count);
-  out.line("const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;");
-  out.line("const int64_t stride = int64_t(gridDim.x) * blockDim.x;");
-  out.open("for (int64_t i = first; i < count; i += stride)");
-  out.line("int64_t rest = i;");
-  const int64_t channels = spec.out_channels;
-  if (spec.channels_last) out.linef("const int64_t c = rest % {0}; rest /= {0};", channels);
-  for (size_t d = n; d-- > 0;)
-    out.linef("const int64_t f{0} = rest % out{0}{1}; rest /= out{0};", d,
-              spec.crop_begin[d] == 0 ? "" : fmt::format(" + {}", spec.crop_begin[d]));
-  if (!spec.channels_last) out.linef("const int64_t c = rest % {0}; rest /= {0};", channels);
-  out.line("const int64_t image = rest;");
-  std::vector<std::string> outside;
-  for (size_t d = 0; d < n; ++d)
-    outside.push_back(fmt::format("f{0} >= full{0}", d));
-  out.linef("if ({}) {{ y[i] = {}; continue; }} // reached by no input", fmt::join(outside, " || "),
-            spec.bias != kNoTensor ? "bias[c]" : typed_literal(spec.dtype, 0.0, ctx));
-  std::string offset = spec.channels_last ? "image" : fmt::format("image * {} + c", channels);
-  for (size_t d = 0; d < n; ++d)
-    offset = fmt::format("({}) * full{} + f{}", offset, d, d);
-  if (spec.channels_last) offset = fmt::format("({}) * {} + c", offset, channels);
-  out.linef("y[i] = full[{}];", offset);
-  out.close();
-  out.close();
-  out.line();
-  return kernel;
-}
-
-// Launches `kernel` (a padded copy or a crop) from inside the group function with `arguments`
-// and returns on failure.
-void emit_helper_launch(const GroupEmitContext& ctx, CodeWriter& out, const std::string& kernel,
-                        int64_t blocks, const std::vector<std::string>& arguments) {
-  out.open("");
-  out.linef("const dim3 grid({}, 1, 1);", blocks);
-  out.line("const dim3 block(256, 1, 1);");
-  out.linef("const cudaError_t launched = STITCH_LAUNCH({}, grid, block, 0, b->stream, {});",
-            kernel, fmt::join(arguments, ", "));
-  out.linef("const int32_t status = stitch_launch_result(launched, \"{}\", {}, error, "
-            "error_size);",
-            kernel, ctx.group().id);
-  out.line("if (status != 0) return status;");
-  out.close();
+  for (int64_t begin : spec.crop_begin)
+    copy.from.push_back(DimExpr(begin));
+  copy.comment = fmt::format("Y [{}] cropped out of the whole unpadded output in the group's "
+                             "scratch from [{}] on (the library computes with the begin pad on "
+                             "both sides and an output padding below the stride, which cannot "
+                             "give Y)",
+                             spec.channels_last ? "N, spatial..., C" : "N, C, spatial...",
+                             fmt::join(spec.crop_begin, ", "));
+  copy.outside = spec.bias != kNoTensor ? "bias[c]" : typed_literal(spec.dtype, 0.0, ctx);
+  copy.outside_comment = "reached by no input";
+  return emit_image_copy_kernel(ctx, out, spec, copy, symbols);
 }
 
 void emit_conv_call(const GroupEmitContext& ctx, CodeWriter& out) {

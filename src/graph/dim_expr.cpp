@@ -341,17 +341,28 @@ int64_t DimExpr::evaluate(const SymbolValues& values) const {
   return sum;
 }
 
-int64_t DimExpr::largest(const SymbolRanges& ranges) const {
+std::optional<bool>
+DimExpr::every_value(const SymbolRanges& ranges,
+                     const std::function<bool(const SymbolValues&)>& visit) const {
   const std::set<std::string> names = symbols();
-  if (names.size() != 1) return bounds(ranges).hi;
+  if (names.empty()) return visit({});
+  if (names.size() != 1) return std::nullopt;
   const std::string& name = *names.begin();
   const auto range = ranges.find(name);
   if (range == ranges.end() || range->second.hi - range->second.lo > (int64_t{1} << 16))
-    return bounds(ranges).hi;
-  int64_t most = std::numeric_limits<int64_t>::min();
+    return std::nullopt;
   for (int64_t v = range->second.lo; v <= range->second.hi; ++v)
-    most = std::max(most, evaluate({{name, v}}));
-  return most;
+    if (!visit({{name, v}})) return false;
+  return true;
+}
+
+int64_t DimExpr::largest(const SymbolRanges& ranges) const {
+  int64_t most = std::numeric_limits<int64_t>::min();
+  const bool tried = every_value(ranges, [&](const SymbolValues& values) {
+                       most = std::max(most, evaluate(values));
+                       return true;
+                     }).has_value();
+  return tried ? most : bounds(ranges).hi;
 }
 
 DimBounds DimExpr::bounds(const SymbolRanges& ranges) const {

@@ -70,8 +70,14 @@ public:
   // The smallest and largest value over every combination of the symbols' ranges (sound,
   // not always tight: interval arithmetic).
   DimBounds bounds(const SymbolRanges& ranges) const;
-  // The largest value over `ranges`: exact where the expression mentions one symbol of at most
-  // 2^16 values (each tried), else bounds(ranges).hi.
+  // The values of the one symbol the expression mentions, tried one by one: `visit` with each
+  // (a constant: once, with no values) until it returns false. Whether every visit returned
+  // true; nullopt, visiting none, where the expression mentions several symbols or one of more
+  // than 2^16 values in `ranges`.
+  std::optional<bool> every_value(const SymbolRanges& ranges,
+                                  const std::function<bool(const SymbolValues&)>& visit) const;
+  // The largest value over `ranges`: exact where every_value can try them, else
+  // bounds(ranges).hi.
   int64_t largest(const SymbolRanges& ranges) const;
   // Whether the value never decreases as any symbol grows within `ranges` (sound, not
   // complete: positive sums of products of symbols, floor divisions, min and max of such, no

@@ -18,6 +18,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,16 +68,25 @@ struct LaunchConfig {
   bool index32 = false;
 };
 
-// Over symbolic dims, where the best thread mapping of a row group changes within the range of
-// its rows (a block per row for few rows, a warp per row for many): the group's kernel for the
-// rows on the other side of `threshold` than the planning binding's, with its own spec and
-// launch. The group function runs this variant where `rows < threshold` is `below`.
+// A bound on one extent of the run that picks a mapping variant: `value` (an expression of the
+// symbols) at least `at_least` and at most `at_most`, where given. `name` is what the group
+// function calls it ("rows", "length").
+struct ExtentBound {
+  std::string name;
+  DimExpr value;
+  std::optional<int64_t> at_least, at_most;
+};
+
+// Over symbolic dims, where the best thread mapping of a row kernel changes within the range of
+// its rows or its row length (a block per row for few or long rows, a warp per row for many,
+// a thread per row for short ones): the group's kernel for another mapping, with its own spec
+// and launch. The group function runs the first variant one of whose `when` holds (every bound
+// of it), the group's own kernel where none does.
 struct MappingVariant {
   GroupSpec spec;
   ThreadMapping mapping = ThreadMapping::Flat;
   LaunchConfig launch;
-  int64_t threshold = 0;
-  bool below = false;
+  std::vector<std::vector<ExtentBound>> when;
 };
 
 struct FusionGroup {
@@ -95,7 +105,7 @@ struct FusionGroup {
   std::vector<std::vector<int32_t>> parts; // Independent: each part's nodes
   std::vector<int64_t> part_blocks;        // Independent: each part's blocks (sum: the grid)
   GroupSpec spec;                          // what legality decided (group_spec.h)
-  std::vector<MappingVariant> variants;    // over symbolic dims: other mappings, by rows
+  std::vector<MappingVariant> variants;    // over symbolic dims: other mappings, by extent
 };
 
 // A fusion a planner considered and did not make, with the legality check's sentence (or

@@ -37,6 +37,51 @@ ThreadMapping row_mapping(int64_t rows, int64_t row_length, const DeviceParams& 
   return ThreadMapping::WarpPerRow;
 }
 
+std::vector<MappingRegion> row_mapping_regions(DimBounds rows, DimBounds length,
+                                               const DeviceParams& device) {
+  // Where the rule may switch: the first row count and row length of each side of its
+  // comparisons. Between two cuts every comparison comes out the same.
+  auto cells = [](DimBounds range, std::vector<int64_t> cuts) {
+    std::vector<DimBounds> out;
+    int64_t lo = range.lo;
+    for (int64_t cut : cuts)
+      if (cut > lo && cut <= range.hi) {
+        out.push_back({lo, cut - 1});
+        lo = cut;
+      }
+    out.push_back({lo, range.hi});
+    return out;
+  };
+  const std::vector<DimBounds> row_cells = cells(rows, {kWarpsPerSmWanted * device.sm_count});
+  const std::vector<DimBounds> length_cells =
+      cells(length, {kShortRow + 1, kBlockRowMinimum, kLongRow + 1});
+  std::vector<MappingRegion> regions;
+  for (DimBounds r : row_cells)
+    for (DimBounds l : length_cells)
+      regions.push_back({r, l, row_mapping(r.lo, l.lo, device)});
+  // Merge two boxes of one mapping that share a whole side, until none do.
+  auto joins = [](DimBounds a, DimBounds b) { return a.hi + 1 == b.lo || b.hi + 1 == a.lo; };
+  auto same = [](DimBounds a, DimBounds b) { return a.lo == b.lo && a.hi == b.hi; };
+  for (bool merged = true; merged;) {
+    merged = false;
+    for (size_t i = 0; i < regions.size() && !merged; ++i)
+      for (size_t j = i + 1; j < regions.size() && !merged; ++j) {
+        MappingRegion& a = regions[i];
+        const MappingRegion& b = regions[j];
+        if (a.mapping != b.mapping) continue;
+        if (same(a.rows, b.rows) && joins(a.length, b.length)) {
+          a.length = {std::min(a.length.lo, b.length.lo), std::max(a.length.hi, b.length.hi)};
+          merged = true;
+        } else if (same(a.length, b.length) && joins(a.rows, b.rows)) {
+          a.rows = {std::min(a.rows.lo, b.rows.lo), std::max(a.rows.hi, b.rows.hi)};
+          merged = true;
+        }
+        if (merged) regions.erase(regions.begin() + static_cast<std::ptrdiff_t>(j));
+      }
+  }
+  return regions;
+}
+
 int64_t threads_per_row(ThreadMapping mapping, int64_t block) {
   switch (mapping) {
   case ThreadMapping::Flat:

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "planner/fusion_plan.h"
 
@@ -107,6 +108,16 @@ LaunchConfig flat_launch(int64_t elements, int vector_width, const DeviceParams&
 // elements; a block per row when they are longer than 1024, or at least 256 long and too few to
 // give each SM 8 warps; otherwise a warp per row (several rows per block).
 ThreadMapping row_mapping(int64_t rows, int64_t row_length, const DeviceParams& device);
+// A box of row counts and row lengths, bounds included, over which row_mapping gives `mapping`.
+struct MappingRegion {
+  DimBounds rows, length;
+  ThreadMapping mapping{};
+};
+// row_mapping over every row count in `rows` and row length in `length` (both bounds at least
+// 1): boxes covering them, one mapping in each, adjacent boxes of one mapping merged where they
+// make a box. One box where the rule does not switch within them.
+std::vector<MappingRegion> row_mapping_regions(DimBounds rows, DimBounds length,
+                                               const DeviceParams& device);
 // The threads that share one row under `mapping` in blocks of `block` threads: 1, 32, or the
 // block.
 int64_t threads_per_row(ThreadMapping mapping, int64_t block);

@@ -473,41 +473,31 @@ FusionDecision analyze_group(const FusionContext& ctx, const std::vector<int32_t
 
 namespace {
 
-// A Regional group over symbolic rows whose best mapping (row_mapping) differs between the
-// fewest and the most rows in range gets the other mapping as a variant, for the rows on the
-// other side of where the rule switches (it is monotone in the rows: a block per row for few,
-// a warp per row for many). A variant legality refuses is left out: the group's own mapping
-// runs every shape, only slower.
+// A Regional group over symbolic rows whose best mapping (row_mapping) changes within the range
+// of its rows gets each other mapping as a variant (the row is fixed over symbolic dims), by
+// the analysis made with that mapping. A variant legality refuses is left out: the group's own
+// mapping runs every shape, only slower.
 void add_mapping_variant(const FusionContext& ctx, const std::vector<int32_t>& nodes,
                          GroupAnalysis& a) {
   const LaunchConfig& launch = a.group.launch;
   if (launch.work_per_block == 0) return;
   const RegionalSpec& spec = std::get<RegionalSpec>(a.group.spec);
-  const DimBounds rows = launch.work.bounds(ctx.graph.symbol_ranges());
-  const ThreadMapping fewest =
-      row_mapping(std::max<int64_t>(1, rows.lo), spec.row_length, ctx.device);
-  const ThreadMapping most = row_mapping(rows.hi, spec.row_length, ctx.device);
-  if (fewest == most) return;
-  int64_t lo = std::max<int64_t>(1, rows.lo), hi = rows.hi; // the first row count mapped `most`
-  while (lo < hi) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (row_mapping(mid, spec.row_length, ctx.device) == most)
-      hi = mid;
-    else
-      lo = mid + 1;
-  }
-  const bool planned_most = spec.mapping == most;
-  const ThreadMapping other = planned_most ? fewest : most;
-  GroupAnalysis variant;
-  AnalysisOverrides overrides;
-  overrides.row_mapping = other;
-  if (!analyze_group_shapes(ctx, nodes, variant, overrides)) return;
-  variant.group.nodes = nodes;
-  if (!legality::symbolic_support(ctx.graph, variant.group, ctx.device)) return;
-  const auto* variant_spec = std::get_if<RegionalSpec>(&variant.group.spec);
-  if (variant_spec == nullptr || variant_spec->mapping != other) return;
-  a.group.variants.push_back(
-      {variant.group.spec, variant_spec->mapping, variant.group.launch, hi, planned_most});
+  add_mapping_variants(ctx.graph, launch.work, DimExpr(spec.row_length), spec.row_length,
+                       ctx.device, a.group,
+                       [&](ThreadMapping mapping, int64_t, MappingVariant& out) {
+                         GroupAnalysis variant;
+                         AnalysisOverrides overrides;
+                         overrides.row_mapping = mapping;
+                         if (!analyze_group_shapes(ctx, nodes, variant, overrides)) return false;
+                         variant.group.nodes = nodes;
+                         if (!legality::symbolic_support(ctx.graph, variant.group, ctx.device))
+                           return false;
+                         const auto* spec = std::get_if<RegionalSpec>(&variant.group.spec);
+                         if (spec == nullptr || spec->mapping != mapping) return false;
+                         out.spec = variant.group.spec;
+                         out.launch = variant.group.launch;
+                         return true;
+                       });
 }
 
 } // namespace

@@ -474,21 +474,6 @@ FusionDecision gather_support(const Graph& g, const Node& node, const DevicePara
   return FusionDecision::ok();
 }
 
-// Whether `holds` is true at every value of the one symbol `dim` mentions (a fixed `dim`: at
-// its value), given the dim's value; false where `dim` mentions several symbols or one of more
-// than 2^16 values, which are not tried.
-bool at_every_value(const Graph& g, const DimExpr& dim,
-                    const std::function<bool(const SymbolValues&)>& holds) {
-  const std::set<std::string> symbols = dim.symbols();
-  if (symbols.empty()) return holds({});
-  if (symbols.size() != 1) return false;
-  const DimBounds range = g.symbol_ranges().at(*symbols.begin());
-  if (range.hi - range.lo > (int64_t{1} << 16)) return false;
-  for (int64_t v = range.lo; v <= range.hi; ++v)
-    if (!holds({{*symbols.begin(), v}})) return false;
-  return true;
-}
-
 // A forward Conv over symbolic spatial extents pads each axis by the run's pads (window_pads
 // over expressions: SAME's depend on the extent at a stride above 1). The library pads
 // symmetrically by fixed pads: where on every axis one constant begin pad on both sides gives
@@ -510,11 +495,12 @@ void run_pads(const Graph& g, ConvSpec& spec) {
     const int64_t stride = spec.strides[i];
     const int64_t begin = pads.back().begin.evaluate(g.planning_values());
     symmetric.push_back(begin);
-    pre_pad = pre_pad || !at_every_value(g, in, [&](const SymbolValues& v) {
-                const int64_t padded = in.evaluate(v) + 2 * begin;
-                return pads.back().begin.evaluate(v) == begin && padded >= extent &&
-                       (padded - extent) / stride + 1 == out.evaluate(v);
-              });
+    // Not tried (several symbols, too many values): the copy.
+    pre_pad = pre_pad || !in.every_value(ranges, [&](const SymbolValues& v) {
+                              const int64_t padded = in.evaluate(v) + 2 * begin;
+                              return pads.back().begin.evaluate(v) == begin && padded >= extent &&
+                                     (padded - extent) / stride + 1 == out.evaluate(v);
+                            }).value_or(false);
   }
   if (!pre_pad) {
     spec.pads = symmetric;
@@ -1181,6 +1167,21 @@ FusionDecision group_support(const Graph& g, FusionGroup& group, const DevicePar
             flat_launch(std::max<int64_t>(1, lines.bounds(g.symbol_ranges()).hi), 1, device);
       }
       row_symbolic_launch(g, lines, space.length, group.mapping, device, group.launch);
+      // Rows whose count or length the symbols change may want other mappings than the
+      // planning shape's (a global pool over one pixel or over thousands): variants.
+      group.variants.clear();
+      if (inner == 1 && node.op != OpKind::CumSum && space.rows())
+        add_mapping_variants(
+            g, lines, length, space.length, device, group,
+            [&](ThreadMapping mapping, int64_t row_length, MappingVariant& variant) {
+              variant.spec = group.spec;
+              const int64_t most = std::max<int64_t>(1, lines.bounds(g.symbol_ranges()).hi);
+              variant.launch = mapping == ThreadMapping::Flat
+                                   ? flat_launch(most, 1, device)
+                                   : row_launch(most, row_length, mapping, device);
+              row_symbolic_launch(g, lines, row_length, mapping, device, variant.launch);
+              return true;
+            });
       return FusionDecision::ok();
     }
     if (node.op == OpKind::Gather) return gather_support(g, node, device, group.launch);

@@ -103,6 +103,22 @@ nlohmann::json local_json(const Graph& g, const LocalSpec& spec) {
 }
 
 // What the group's spec decided, by kind (group_spec.h).
+// A mapping variant's conditions: any of the boxes, each every bound of it.
+nlohmann::json variant_conditions(const MappingVariant& v) {
+  nlohmann::json when = nlohmann::json::array();
+  for (const std::vector<ExtentBound>& box : v.when) {
+    nlohmann::json bounds = nlohmann::json::array();
+    for (const ExtentBound& b : box) {
+      nlohmann::json j = {{"extent", b.name}, {"value", b.value.to_string()}};
+      if (b.at_least) j["at_least"] = *b.at_least;
+      if (b.at_most) j["at_most"] = *b.at_most;
+      bounds.push_back(std::move(j));
+    }
+    when.push_back(std::move(bounds));
+  }
+  return when;
+}
+
 nlohmann::json spec_json(const Graph& g, const GroupSpec& spec) {
   nlohmann::json j = {{"kind", spec_name(spec)}};
   if (const auto* local = std::get_if<LocalSpec>(&spec)) {
@@ -371,12 +387,12 @@ nlohmann::json plan_to_json(const Graph& g, const FusionPlan& plan, const Memory
         gj["work_per_block"] = group.launch.work_per_block;
       }
       if (group.launch.index32) gj["index32"] = true;
-      // Mapping variants: which rows run another mapping, and its launch.
+      // Mapping variants: which rows and row lengths run another mapping, and its launch.
       if (!group.variants.empty()) {
         nlohmann::json variants = nlohmann::json::array();
         for (const MappingVariant& v : group.variants)
           variants.push_back({{"mapping", mapping_name(v.mapping)},
-                              {"rows", fmt::format("{} {}", v.below ? "<" : ">=", v.threshold)},
+                              {"when", variant_conditions(v)},
                               {"grid", v.launch.grid},
                               {"block", v.launch.block},
                               {"dynamic_shared_bytes", v.launch.dynamic_shared_bytes},

@@ -112,4 +112,45 @@ void plan_reduction_launch(const Graph& graph, const Node& node, const DevicePar
   group.launch = row_launch(space.lines, space.length, group.mapping, device);
 }
 
+void add_mapping_variants(const Graph& graph, const DimExpr& rows, const DimExpr& length,
+                          int64_t planned_length, const DeviceParams& device, FusionGroup& group,
+                          const MakeVariant& make) {
+  const SymbolRanges ranges = graph.symbol_ranges();
+  DimBounds r = rows.bounds(ranges), l = length.bounds(ranges);
+  r.lo = std::max<int64_t>(1, r.lo);
+  l.lo = std::max<int64_t>(1, l.lo);
+  if (r.hi < r.lo || l.hi < l.lo) return;
+  const std::vector<MappingRegion> regions = row_mapping_regions(r, l, device);
+  std::vector<ThreadMapping> others;
+  for (const MappingRegion& region : regions)
+    if (region.mapping != group.mapping &&
+        std::find(others.begin(), others.end(), region.mapping) == others.end())
+      others.push_back(region.mapping);
+  // A bound where the box is narrower than the range: rows or length at least / at most.
+  auto bound = [](const char* name, const DimExpr& value, DimBounds box, DimBounds range,
+                  std::vector<ExtentBound>& out) {
+    if (box.lo <= range.lo && box.hi >= range.hi) return;
+    ExtentBound b{name, value, std::nullopt, std::nullopt};
+    if (box.lo > range.lo) b.at_least = box.lo;
+    if (box.hi < range.hi) b.at_most = box.hi;
+    out.push_back(std::move(b));
+  };
+  for (ThreadMapping mapping : others) {
+    MappingVariant variant;
+    variant.mapping = mapping;
+    DimBounds lengths{l.hi, l.lo};
+    for (const MappingRegion& region : regions) {
+      if (region.mapping != mapping) continue;
+      lengths = {std::min(lengths.lo, region.length.lo), std::max(lengths.hi, region.length.hi)};
+      std::vector<ExtentBound> when;
+      bound("rows", rows, region.rows, r, when);
+      bound("length", length, region.length, l, when);
+      variant.when.push_back(std::move(when));
+    }
+    if (!make(mapping, std::clamp(planned_length, lengths.lo, lengths.hi), variant)) continue;
+    variant.mapping = mapping;
+    group.variants.push_back(std::move(variant));
+  }
+}
+
 } // namespace stitch

@@ -230,9 +230,9 @@ TEST_CASE("Conv with asymmetric pads that change the window count copies X padde
   m.input("x", kFloat, {1, 1, 5}).input("w", kFloat, {1, 1, 2}).output("y");
   test::set_attr_ints(m.node("Conv", {"x", "w"}, {"y"}), "pads", {0, 1});
   std::string src = group_source(m);
-  CHECK(has(src, "const int64_t in0 = 5, padded0 = 6, begin0 = 0;"));
-  CHECK(has(src, "if (x0 < 0 || x0 >= in0) { padded[i] = 0.0f; continue; }"));
-  CHECK(has(src, "padded[i] = x[(image * 1 + c) * in0 + x0];"));
+  CHECK(has(src, "const int64_t source0 = 5, target0 = 6, from0 = 0;"));
+  CHECK(has(src, "if (s0 >= source0) { padded[i] = 0.0f; continue; } // a pad"));
+  CHECK(has(src, "padded[i] = x[(image * 1 + c) * source0 + s0];"));
   CHECK(has(src, "desc.in_spatial[0] = 6;"));
   CHECK(has(src, "desc.out_spatial[0] = 5;"));
   CHECK(has(src, "desc.pads_begin[0] = 0;"));
@@ -266,10 +266,11 @@ TEST_CASE("ConvTranspose the library's pads cannot give is computed whole and cr
   test::set_attr_ints(n, "strides", {2, 2});
   test::set_attr_string(n, "auto_pad", "SAME_UPPER");
   std::string src = group_source(m);
-  CHECK(has(src, "const int64_t out0 = 6, full0 = 7;"));
-  CHECK(has(src, "const int64_t f0 = rest % out0; rest /= out0;"));
-  CHECK(has(src, "if (f0 >= full0 || f1 >= full1) { y[i] = bias[c]; continue; }"));
-  CHECK(has(src, "y[i] = full[((image * 2 + c) * full0 + f0) * full1 + f1];"));
+  CHECK(has(src, "const int64_t source0 = 7, target0 = 6, from0 = 0;"));
+  CHECK(has(src, "const int64_t s0 = rest % target0 + from0; rest /= target0;"));
+  CHECK(has(src, "if (s0 >= source0 || s1 >= source1) { y[i] = bias[c]; continue; } // "
+                 "reached by no input"));
+  CHECK(has(src, "y[i] = full[((image * 2 + c) * source0 + s0) * source1 + s1];"));
   CHECK(has(src, "desc.out_spatial[0] = 7;"));
   CHECK(has(src, "desc.pads_begin[0] = 0; desc.pads_begin[1] = 0;"));
   CHECK(has(src, "stitch_library_conv_transpose(b, &desc, x, w, bias, full, error, "

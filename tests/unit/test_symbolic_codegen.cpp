@@ -12,6 +12,7 @@
 #include "model_builder.h"
 #include "planner/code_generation_support.h"
 #include "planner/memory_plan.h"
+#include "planner/plan_json.h"
 #include "planner/planner.h"
 
 using namespace stitch;
@@ -35,6 +36,7 @@ Graph symbolic_graph(const ModelBuilder& m, std::vector<SymbolicDim> dims) {
 struct Generated {
   Graph graph;
   FusionPlan plan;
+  MemoryPlan memory;
   std::string sources; // every group file, then the launcher
 };
 
@@ -46,8 +48,8 @@ Generated generate(const ModelBuilder& m, std::vector<SymbolicDim> dims,
   PlannerOptions options;
   options.planner = planner;
   out.plan = plan_fusion(g, options);
-  MemoryPlan memory = plan_memory(g, out.plan);
-  GeneratedModel model = emit_model(g, out.plan, memory, "host");
+  out.memory = plan_memory(g, out.plan);
+  GeneratedModel model = emit_model(g, out.plan, out.memory, "host");
   for (const GeneratedFile& f : model.groups)
     out.sources += f.text;
   out.sources += model.launcher.text;
@@ -338,7 +340,10 @@ TEST_CASE("convolutions pad by the run's SAME pads through a padded copy", "[sym
   CHECK(g.plan.groups[0].scratch_bytes == 4 * 3 * 65 * 49 * 4);
   CHECK_THAT(g.sources, Catch::Contains("stitch_g0_conv_pad_x"));
   CHECK_THAT(g.sources, Catch::Contains("the library pads symmetrically"));
-  CHECK_THAT(g.sources, Catch::Contains("const int64_t count = sym0 * 3 * padded0 * padded1;"));
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t count = sym0 * 3 * target0 * target1;"));
+  // The begin pads depend on the size: positions before the source are pads too.
+  CHECK_THAT(g.sources, Catch::Contains("if (s0 < 0 || s0 >= source0 || s1 < 0 || s1 >= source1) "
+                                        "{ padded[i] = 0.0f; continue; } // a pad"));
   CHECK_THAT(g.sources, Catch::Contains("stitch_library_conv(b, &desc, padded, w,"));
   CHECK_THAT(g.sources, Catch::Contains("desc.pads_begin[0] = 0;"));
 
@@ -549,21 +554,90 @@ TEST_CASE("row groups get a mapping variant where the rows decide it", "[symboli
     REQUIRE(g.plan.groups.size() == 1);
     const FusionGroup& group = g.plan.groups[0];
     REQUIRE(group.variants.size() == 1);
-    const int64_t threshold = group.variants[0].threshold;
-    CHECK(threshold > 1);
-    CHECK(threshold <= 4096);
-    CHECK(group.mapping ==
-          (planned < threshold ? ThreadMapping::BlockPerRow : ThreadMapping::WarpPerRow));
-    CHECK(group.variants[0].mapping ==
-          (planned < threshold ? ThreadMapping::WarpPerRow : ThreadMapping::BlockPerRow));
+    const MappingVariant& variant = group.variants[0];
+    REQUIRE(variant.when.size() == 1);
+    REQUIRE(variant.when[0].size() == 1);
+    const ExtentBound& bound = variant.when[0][0];
+    CHECK(bound.name == "rows");
+    CHECK(bound.value.to_string() == "rows");
+    // The rule switches where the rows could give each SM 8 warps.
+    const int64_t threshold = 8 * DeviceParams{}.sm_count;
+    const bool few = planned < threshold;
+    CHECK(group.mapping == (few ? ThreadMapping::BlockPerRow : ThreadMapping::WarpPerRow));
+    CHECK(variant.mapping == (few ? ThreadMapping::WarpPerRow : ThreadMapping::BlockPerRow));
+    CHECK(bound.at_least == (few ? std::optional<int64_t>(threshold) : std::nullopt));
+    CHECK(bound.at_most == (few ? std::nullopt : std::optional<int64_t>(threshold - 1)));
     CHECK_THAT(g.sources, Catch::Contains("stitch_g0_regional_block_per_row(") &&
                               Catch::Contains("stitch_g0_regional_warp_per_row(") &&
                               Catch::Contains("const int64_t rows = sym0;"));
     CHECK_THAT(g.sources,
-               Catch::Contains(fmt::format(
-                   "if (rows {} {}) return stitch_group_0_{}(", planned < threshold ? ">=" : "<",
-                   threshold, planned < threshold ? "warp_per_row" : "block_per_row")));
+               Catch::Contains(fmt::format("if (rows {} {}) return stitch_group_0_{}(",
+                                           few ? ">=" : "<=", few ? threshold : threshold - 1,
+                                           few ? "warp_per_row" : "block_per_row")));
   }
+}
+
+// Proves: a reduction whose row length depends on the symbols (a global pool over the run's
+// pixels) carries a variant for each mapping the rule gives within the range (a thread per
+// row of at most 16 pixels, a warp per row, a block per row for long ones), each taken where
+// the run's length calls for it, its block sized within its lengths; the group function picks
+// by the run's rows and length, and the report lists each variant's bounds.
+TEST_CASE("reductions get mapping variants where the row length decides them",
+          "[symbolic][planner]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {-1, 8, -1, -1}, {"batch", "height", "width"}).output("y");
+  m.node("GlobalAveragePool", {"x"}, {"y"});
+  const Generated g =
+      generate(m, {dim("batch", 1, 4, 2), dim("height", 1, 64, 3), dim("width", 1, 64, 4)}, "none");
+  REQUIRE(g.plan.groups.size() == 1);
+  const FusionGroup& group = g.plan.groups[0];
+  CHECK(group.mapping == ThreadMapping::Flat); // 12 pixels at the planning size
+  REQUIRE(group.variants.size() == 2);
+  const MappingVariant& warp = group.variants[0];
+  const MappingVariant& block = group.variants[1];
+  CHECK(warp.mapping == ThreadMapping::WarpPerRow);
+  CHECK(block.mapping == ThreadMapping::BlockPerRow);
+  // At most 32 rows: a block per row from 256 pixels on; a warp per row from 17 to 255.
+  REQUIRE(warp.when.size() == 1);
+  REQUIRE(warp.when[0].size() == 1);
+  CHECK(warp.when[0][0].name == "length");
+  CHECK(warp.when[0][0].value.to_string() == "height*width");
+  CHECK(warp.when[0][0].at_least == std::optional<int64_t>(17));
+  CHECK(warp.when[0][0].at_most == std::optional<int64_t>(255));
+  REQUIRE(block.when.size() == 1);
+  REQUIRE(block.when[0].size() == 1);
+  CHECK(block.when[0][0].at_least == std::optional<int64_t>(256));
+  CHECK_FALSE(block.when[0][0].at_most);
+  // The block's threads by its shortest length: 256 pixels, 4 a thread.
+  CHECK(block.launch.block[0] == 64);
+  CHECK(block.launch.work_per_block == 1);
+  CHECK(warp.launch.work_per_block == 8);
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t length = (sym1 * sym2);") &&
+                            Catch::Contains("if (length >= 17 && length <= 255) return "
+                                            "stitch_group_0_warp_per_row(") &&
+                            Catch::Contains("if (length >= 256) return "
+                                            "stitch_group_0_block_per_row(") &&
+                            Catch::Contains("return stitch_group_0_flat("));
+  const nlohmann::json report = plan_to_json(g.graph, g.plan, g.memory);
+  const nlohmann::json& variants = report["groups"][0]["variants"];
+  REQUIRE(variants.size() == 2);
+  CHECK(variants[1]["mapping"] == "block-per-row");
+  CHECK(variants[1]["when"][0][0]["extent"] == "length");
+  CHECK(variants[1]["when"][0][0]["at_least"] == 256);
+
+  // Many rows of middling length take a warp per row, few a block per row: boxes over both.
+  ModelBuilder rows;
+  rows.input("x", kFloat, {-1, 512}, {"rows"}).output("y");
+  rows.initializer_i64("axes", {1}, {1});
+  rows.node("ReduceSum", {"x", "axes"}, {"y"});
+  const Generated r = generate(rows, {dim("rows", 1, 4096, 4096)}, "none");
+  REQUIRE(r.plan.groups.size() == 1);
+  CHECK(r.plan.groups[0].mapping == ThreadMapping::WarpPerRow);
+  REQUIRE(r.plan.groups[0].variants.size() == 1);
+  CHECK(r.plan.groups[0].variants[0].mapping == ThreadMapping::BlockPerRow);
+  CHECK_THAT(r.sources,
+             Catch::Contains(fmt::format("if (rows <= {}) return stitch_group_0_block_per_row(",
+                                         8 * DeviceParams{}.sm_count - 1)));
 }
 
 // Proves: a product whose M alone is symbolic passes M as an expression to the library (one
