@@ -203,3 +203,38 @@ TEST_CASE("DimExpr: bounds contain every value and range-simplified min/max keep
     }
   }
 }
+
+// Proves: every_value tries each value of an expression's one symbol (a constant once, with no
+// values) and stops at the first false; it tries nothing for several symbols or a range of more
+// than 2^16 values; largest is exact where it tries (20 - (seq - 5)^2 peaks inside the range, at
+// 5, where the interval arithmetic's bounds say more) and falls back to the bounds otherwise.
+TEST_CASE("dim expressions try every value of one symbol", "[dim_expr]") {
+  const DimExpr seq = DimExpr::symbol("seq"), batch = DimExpr::symbol("batch");
+  const SymbolRanges ranges = {{"seq", {1, 9}}, {"batch", {1, 4}}, {"wide", {1, 100000}}};
+  std::vector<int64_t> seen;
+  auto record = [&](const SymbolValues& v) {
+    seen.push_back(v.empty() ? -1 : v.at("seq"));
+    return true;
+  };
+  CHECK(seq.every_value(ranges, record) == std::optional<bool>(true));
+  CHECK(seen == std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9});
+  seen.clear();
+  CHECK(DimExpr(5).every_value(ranges, record) == std::optional<bool>(true));
+  CHECK(seen == std::vector<int64_t>{-1});
+  seen.clear();
+  CHECK(DimExpr::floor_div(seq, 2).every_value(ranges, [&](const SymbolValues& v) {
+    seen.push_back(v.at("seq"));
+    return v.at("seq") < 4;
+  }) == std::optional<bool>(false));
+  CHECK(seen == std::vector<int64_t>{1, 2, 3, 4});
+  seen.clear();
+  CHECK_FALSE((seq * batch).every_value(ranges, record).has_value());
+  CHECK_FALSE(DimExpr::symbol("wide").every_value(ranges, record).has_value());
+  CHECK(seen.empty());
+
+  const DimExpr half = DimExpr::ceil_div(seq, 2);
+  const DimExpr peaked = DimExpr(20) - (seq - 5) * (seq - 5);
+  CHECK(peaked.largest(ranges) == 20);
+  CHECK(peaked.bounds(ranges).hi > 20); // the bounds alone say more
+  CHECK((half * batch).largest(ranges) == (half * batch).bounds(ranges).hi);
+}

@@ -577,6 +577,50 @@ TEST_CASE("row groups get a mapping variant where the rows decide it", "[symboli
   }
 }
 
+// Proves: the mapping rule's regions over ranges of rows and row lengths are disjoint boxes
+// that cover the ranges, each of the mapping row_mapping gives at every point of it (tried at
+// every point of small ranges, and at the ranges' corners and either side of the rule's
+// switches for large ones); a range within which the rule does not switch is one box.
+TEST_CASE("the mapping rule's regions cover the ranges, one mapping each", "[symbolic][planner]") {
+  const DeviceParams device;
+  const int64_t switch_rows = 8 * device.sm_count;
+  auto check = [&](DimBounds rows, DimBounds length, const std::vector<int64_t>& row_points,
+                   const std::vector<int64_t>& length_points) {
+    const std::vector<MappingRegion> regions = row_mapping_regions(rows, length, device);
+    for (int64_t r : row_points)
+      for (int64_t l : length_points) {
+        if (r < rows.lo || r > rows.hi || l < length.lo || l > length.hi) continue;
+        INFO("rows " << r << ", length " << l);
+        int holding = 0;
+        for (const MappingRegion& region : regions)
+          if (region.rows.lo <= r && r <= region.rows.hi && region.length.lo <= l &&
+              l <= region.length.hi) {
+            ++holding;
+            CHECK(region.mapping == row_mapping(r, l, device));
+          }
+        CHECK(holding == 1);
+      }
+    return regions;
+  };
+  std::vector<int64_t> small;
+  for (int64_t v = 1; v <= 300; ++v)
+    small.push_back(v);
+  check({1, 300}, {1, 300}, small, small);
+  std::vector<int64_t> rows_points = {1, 2, switch_rows - 1, switch_rows, switch_rows + 1, 100000};
+  std::vector<int64_t> length_points = {1, 16, 17, 255, 256, 1024, 1025, 65536};
+  const std::vector<MappingRegion> all = check({1, 100000}, {1, 65536}, rows_points, length_points);
+  // A thread per row (short rows), a warp per row in two boxes (middling lengths, many rows
+  // from 256 on) merged to as few as make boxes, a block per row likewise.
+  CHECK(all.size() <= 5);
+  const std::vector<MappingRegion> one = check({1, 8}, {300, 900}, {1, 4, 8}, {300, 600, 900});
+  REQUIRE(one.size() == 1);
+  CHECK(one[0].mapping == ThreadMapping::BlockPerRow);
+  CHECK(one[0].rows.lo == 1);
+  CHECK(one[0].rows.hi == 8);
+  CHECK(one[0].length.lo == 300);
+  CHECK(one[0].length.hi == 900);
+}
+
 // Proves: a reduction whose row length depends on the symbols (a global pool over the run's
 // pixels) carries a variant for each mapping the rule gives within the range (a thread per
 // row of at most 16 pixels, a warp per row, a block per row for long ones), each taken where
