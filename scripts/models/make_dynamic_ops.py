@@ -18,8 +18,10 @@ write where PyTorch's do not:
 - image_ops_dynamic: what detection and super-resolution models hold over their batch, x
   float32[batch, 8, 6, 6]: DepthToSpace (DCR) and SpaceToDepth, Resize (nearest by scales,
   linear to sizes computed from the input's shape), TopK along the channels and GatherElements
-  by its indices, a Slice flipping the batch, and a strided Conv with asymmetric pads (one more
-  at the end, as tf2onnx writes TF's SAME).
+  by its indices, a Slice flipping the batch, a strided Conv with asymmetric pads (one more
+  at the end, as tf2onnx writes TF's SAME), a row of class tokens tiled over the batch by
+  multiples computed from the input's Shape (tf2onnx's tf.tile) and prepended, and the batch
+  tiled twice.
 
 - windows_dynamic: convolutions and pooling over symbolic image sizes, x float32[batch, 4,
   height, width] and s float32[batch, 6, length]: a dilated Conv and ReLU, a MaxPool with
@@ -142,6 +144,15 @@ def build_image_ops():
     # at the end, which adds a window (the library pads symmetrically: a padded copy of X).
     b.node("Conv", [x, b.weight("w_asym", [4, 8, 3, 3], 72), b.weight("b_asym", [4], 4)],
            "asym_conv", strides=[2, 2], pads=[0, 0, 1, 1])
+    # A row of class tokens tiled over the run's batch by multiples computed from the input's
+    # Shape (as tf2onnx writes tf.tile) and prepended to the rows; the batch repeated twice.
+    batch = b.node("Slice", [shape, b.const("z1", [0], np.int64), b.const("one1", [1], np.int64)],
+                   "batch_dim")
+    multiples = b.node("Concat", [batch, b.const("ones3", [1, 1, 1], np.int64)], "multiples",
+                       axis=0)
+    tokens = b.node("Tile", [b.weight("cls", [1, 8, 1, 6], 1), multiples], "tokens")
+    b.node("Concat", [tokens, x], "with_tokens", axis=2)
+    b.node("Tile", [x, b.const("twice", [2, 1, 1, 1], np.int64)], "doubled")
     vi = helper.make_tensor_value_info
     f = TensorProto.FLOAT
     return b.finish(
@@ -151,7 +162,8 @@ def build_image_ops():
          vi("top_values", f, ["batch", 3, 6, 6]),
          vi("top_indices", TensorProto.INT64, ["batch", 3, 6, 6]),
          vi("gathered", f, ["batch", 3, 6, 6]), vi("flipped", f, ["batch", 8, 6, 6]),
-         vi("asym_conv", f, ["batch", 4, 3, 3])])
+         vi("asym_conv", f, ["batch", 4, 3, 3]), vi("with_tokens", f, ["batch", 8, 7, 6]),
+         vi("doubled", f, ["2*batch", 8, 6, 6])])
 
 
 def build_windows():

@@ -238,19 +238,37 @@ void emit_tile(const GroupEmitContext& ctx, CodeWriter& out) {
               {fmt::format("Tile {} to {}: output coordinate c reads input coordinate c modulo "
                            "the input's dims.",
                            shape_to_string(in), shape_to_string(shape))});
-  // Over symbolic dims only the leading axis is symbolic and it is not repeated (legality): it
-  // maps each output coordinate to itself, also where the planning binding makes it 1.
-  const bool symbolic = ctx.group().launch.work_per_block > 0;
-  if (symbolic)
+  // Over symbolic dims every extent is the run's: an axis the Tile repeats reads its coordinate
+  // modulo the input's extent, one it keeps (equal expressions) the coordinate itself.
+  if (ctx.group().launch.work_per_block > 0) {
+    const Graph& g = ctx.graph();
+    const SymShape in_dims = ctx.tensor(node.inputs[0]).sym_shape();
+    const SymShape out_dims = ctx.tensor(node.outputs[0]).sym_shape();
     open_symbolic_loop(ctx, out);
-  else
-    open_grid_stride_loop(out, ctx.tensor(node.outputs[0]).elements());
+    emit_run_coordinates(ctx, out, out_dims);
+    std::vector<std::string> coords;
+    for (size_t d = 0; d < in_dims.size(); ++d) {
+      if (is_one(in_dims[d]))
+        coords.push_back("0");
+      else if (in_dims[d] == out_dims[d])
+        coords.push_back(fmt::format("c{}", d));
+      else if (const std::string mod = index_mod(ctx.group().launch.index32, fmt::format("c{}", d),
+                                                 dim_code(g, in_dims[d]));
+               mod.find(" % ") != std::string::npos)
+        coords.push_back("(" + mod + ")");
+      else
+        coords.push_back(mod);
+    }
+    out.linef("out[i] = in[{}];", symbolic_offset(ctx, coords, sym_row_major_strides(in_dims)));
+    out.close();
+    finish_kernel(ctx, out, kernel, args);
+    return;
+  }
+  open_grid_stride_loop(out, ctx.tensor(node.outputs[0]).elements());
   emit_coordinates(out, shape, "i");
   std::vector<std::string> coords;
   for (size_t d = 0; d < in.size(); ++d) {
-    if (symbolic && d == 0)
-      coords.push_back("c0");
-    else if (in[d] == 1)
+    if (in[d] == 1)
       coords.push_back("0");
     else if (in[d] == shape[d])
       coords.push_back(fmt::format("c{}", d));

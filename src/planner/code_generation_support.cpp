@@ -168,7 +168,7 @@ void refuse_symbolic_nodes(const Graph& graph) {
                               "GatherElements, Transposes, Slices, Concats, Ranges, Trilus, "
                               "fills, views, Einsums that are matrix products, TopK over "
                               "symbolic rows, Pads, Resizes, DepthToSpace, SpaceToDepth, and "
-                              "Tiles over a symbolic batch so far; bind each dim with "
+                              "Tiles so far; bind each dim with "
                               "--dim NAME=VALUE",
                               fmt::join(symbols, ", "), reason, rest));
 }

@@ -629,23 +629,12 @@ void split_by_run(const Graph& g, AttentionSpec& spec, const DeviceParams& devic
   scratch_bytes = bytes;
 }
 
-// A Tile over symbolic dims: only the leading axis symbolic and not repeated, so that the
-// planned kernel's index math (every other axis fixed) holds at every shape and only the
-// output's element count is the run's.
+// A Tile over symbolic dims: output coordinate c reads the input at c modulo the run's extent
+// on every axis; its repeats give the output's shape only (the shape rule's expressions), so
+// they may be computed from the symbols (a class token tiled over the run's batch).
 FusionDecision tile_support(const Graph& g, const Node& node, const DeviceParams& device,
                             LaunchConfig& launch) {
-  const SymShape in = g.tensor(node.inputs[0]).sym_shape();
-  const SymShape out = g.tensor(node.outputs[0]).sym_shape();
-  for (const SymShape* dims : {&in, &out})
-    for (size_t d = 1; d < dims->size(); ++d)
-      if (!(*dims)[d].is_constant())
-        return FusionDecision::no(fmt::format("Tile over symbolic dims takes them in its "
-                                              "leading axis only, not in {}",
-                                              sym_shape_to_string(*dims)));
-  if (!in.empty() && out[0] != in[0])
-    return FusionDecision::no(
-        fmt::format("Tile repeats the symbolic axis 0 of {}", sym_shape_to_string(in)));
-  flat_symbolic_launch(g, sym_elements(out), 1, device, launch);
+  flat_symbolic_launch(g, sym_elements(g.tensor(node.outputs[0]).sym_shape()), 1, device, launch);
   return FusionDecision::ok();
 }
 
@@ -1122,10 +1111,12 @@ FusionDecision group_support(const Graph& g, FusionGroup& group, const DevicePar
       for (TensorId t : *list)
         dynamic = dynamic || (t != kNoTensor && g.tensor(t).is_dynamic());
     // (A Resize's sizes give its shape only: the kernel takes the run's extents from the
-    // shapes, and its scales from them.)
+    // shapes, and its scales from them; and a Tile's repeats its shape only.)
     if (g.nodes[n].op != OpKind::View && g.nodes[n].op != OpKind::Resize)
       for (TensorId t : value_operands(g.nodes[n]))
-        if (t != kNoTensor && g.tensor(t).has_symbolic_values()) values = t;
+        if (t != kNoTensor && g.tensor(t).has_symbolic_values() &&
+            !(g.nodes[n].op == OpKind::Tile && t == g.nodes[n].inputs[1]))
+          values = t;
   }
   if (!dynamic && values == kNoTensor) return FusionDecision::ok();
   // Such values are the run's only where a kernel evaluates them from the symbols as it reads

@@ -506,10 +506,11 @@ TEST_CASE("depth and space over symbolic spatial extents", "[symbolic][emitter]"
 }
 
 // Proves: a Pad over symbolic axes takes every coordinate from the run's extents, padding and
-// cropping the symbolic axes too (its window of the input the run's); a Tile over a symbolic
-// leading axis it leaves alone reads the leading coordinate as itself even at a planning batch
-// of 1; repeating the symbolic axis is refused.
-TEST_CASE("pads over symbolic axes, tiles over a symbolic leading axis", "[symbolic][emitter]") {
+// cropping the symbolic axes too (its window of the input the run's); a Tile reads every
+// coordinate from the run's extents: an axis it keeps (the symbolic batch, also at a planning
+// batch of 1) as itself, a repeated one modulo the input's extent, the symbolic axis too; its
+// repeats may be computed from the symbols (a class token tiled over the run's batch).
+TEST_CASE("pads and tiles over symbolic axes", "[symbolic][emitter]") {
   ModelBuilder m;
   m.input("x", kFloat, {-1, 4, 6}, {"batch"}).output("p").output("t");
   m.initializer_i64("pads", {6}, {0, 0, 1, 0, 0, 2});
@@ -520,7 +521,7 @@ TEST_CASE("pads over symbolic axes, tiles over a symbolic leading axis", "[symbo
   CHECK_THAT(g.sources, Catch::Contains("const int64_t n = (sym0 * 36);  // elements: 36*batch"));
   CHECK_THAT(g.sources, Catch::Contains("out[i] = in[x2 + c1 * 6 + c0 * 24];"));
   CHECK_THAT(g.sources, Catch::Contains("const int64_t n = (sym0 * 48);  // elements: 48*batch"));
-  CHECK_THAT(g.sources, Catch::Contains("out[i] = in[c0 * 24 + (c1 % 4) * 6 + c2];"));
+  CHECK_THAT(g.sources, Catch::Contains("out[i] = in[c2 + (c1 % 4) * 6 + c0 * 24];"));
 
   ModelBuilder spatial;
   spatial.input("x", kFloat, {2, -1, 6}, {"length"}).output("p");
@@ -534,9 +535,28 @@ TEST_CASE("pads over symbolic axes, tiles over a symbolic leading axis", "[symbo
   twice.input("x", kFloat, {-1, 4, 6}, {"batch"}).output("t");
   twice.initializer_i64("repeats", {3}, {2, 1, 1});
   twice.node("Tile", {"x", "repeats"}, {"t"}, "tile0");
-  CHECK_THAT(refusal(twice, {dim("batch", 1, 16, 4)}),
-             Catch::Contains("node 'tile0' (Tile)") &&
-                 Catch::Contains("Tile repeats the symbolic axis 0 of [batch,4,6]"));
+  const Generated t = generate(twice, {dim("batch", 1, 16, 4)}, "none");
+  CHECK_THAT(t.sources, Catch::Contains("dims[0] = (sym0 * 2);") &&
+                            Catch::Contains("out[i] = in[c2 + c1 * 6 + stitch::dims::mod32(c0, "
+                                            "sym0) * 24];"));
+
+  ModelBuilder token;
+  token.input("x", kFloat, {-1, -1, 8}, {"batch", "seq"}).output("y");
+  token.initializer_f32("cls", {1, 1, 8}, std::vector<float>(8, 0.5f));
+  token.initializer_i64("begin", {1}, {0});
+  token.initializer_i64("end", {1}, {1});
+  token.initializer_i64("ones", {2}, {1, 1});
+  token.node("Shape", {"x"}, {"shape"});
+  token.node("Slice", {"shape", "begin", "end"}, {"batch"});
+  set_attr_int(token.node("Concat", {"batch", "ones"}, {"repeats"}), "axis", 0);
+  token.node("Tile", {"cls", "repeats"}, {"tokens"});
+  set_attr_int(token.node("Concat", {"tokens", "x"}, {"y"}), "axis", 1);
+  const Generated c = generate(token, {dim("batch", 1, 8, 3), dim("seq", 1, 16, 5)}, "none");
+  std::string tokens_dims;
+  for (const Tensor& tensor : c.graph.tensors)
+    if (tensor.name == "tokens") tokens_dims = sym_shape_to_string(tensor.sym_shape());
+  CHECK(tokens_dims == "[batch,1,8]");
+  CHECK_THAT(c.sources, Catch::Contains("out[i] = in[c2];"));
 }
 
 // Proves: where the rows' range spans both sides of the mapping rule's switch (rows of 512: a
