@@ -6,7 +6,8 @@ write where PyTorch's do not:
 - einsum_dynamic: a Keras-style attention layer (what tf2onnx writes for EinsumDense and
   MultiHeadAttention) over x float32[batch, seq, 32]: the projections to 4 heads of 8 as
   Einsum "abc,cde->abde", the scores "aecd,abcd->acbe" scaled and softmaxed, the context
-  "acbe,aecd->abcd", the output projection "abcd,cde->abe"; besides, each token's dot product
+  "acbe,aecd->abcd", the output projection "abcd,cde->abe", each token's scaled score with
+  itself "acbb->acb" (a diagonal, no matrix product: a loop nest); besides, each token's dot product
   with the mean token "abc,ac->ab", an outer product "ab,ac->abc" of two slices, and the
   largest value of each feature over the sequence with its position (TopK along seq).
 - attention_dynamic (opset 23): the ONNX Attention op over batch, seq and past, as exporters
@@ -99,6 +100,7 @@ def build_einsum():
     scores = b.node("Einsum", [proj["k"], proj["q"]], "scores", equation="aecd,abcd->acbe")
     scaled = b.node("Mul", [scores, b.const("scale", 1.0 / math.sqrt(HEAD))], "scores_scaled")
     probs = b.node("Softmax", [scaled], "probs", axis=-1)
+    b.node("Einsum", [scaled], "self_scores", equation="acbb->acb")  # a diagonal: a loop nest
     context = b.node("Einsum", [probs, proj["v"]], "context", equation="acbe,aecd->abcd")
     b.node("Einsum", [context, b.weight("w_o", [HEADS, HEAD, HIDDEN], HIDDEN)], "y",
            equation="abcd,cde->abe")
@@ -117,7 +119,8 @@ def build_einsum():
          vi("dots", TensorProto.FLOAT, ["batch", "seq"]),
          vi("outer", TensorProto.FLOAT, ["batch", "seq", 1, 4]),
          vi("top_value", TensorProto.FLOAT, ["batch", 1, HIDDEN]),
-         vi("top_position", TensorProto.INT64, ["batch", 1, HIDDEN])])
+         vi("top_position", TensorProto.INT64, ["batch", 1, HIDDEN]),
+         vi("self_scores", TensorProto.FLOAT, ["batch", HEADS, "seq"])])
 
 
 def build_image_ops():

@@ -166,7 +166,7 @@ void refuse_symbolic_nodes(const Graph& graph) {
                               "the libraries, pooling windows and depthwise convolutions, "
                               "Gathers, "
                               "GatherElements, Transposes, Slices, Concats, Ranges, Trilus, "
-                              "fills, views, Einsums that are matrix products, TopK over "
+                              "fills, views, Einsums, TopK over "
                               "symbolic rows, Pads, Resizes, DepthToSpace, SpaceToDepth, and "
                               "Tiles so far; bind each dim with "
                               "--dim NAME=VALUE",

@@ -1212,11 +1212,15 @@ FusionDecision group_support(const Graph& g, FusionGroup& group, const DevicePar
                            group.launch);
       return FusionDecision::ok();
     }
-    if (node.op == OpKind::Einsum)
-      return FusionDecision::no(
-          "an Einsum that is no matrix product (a diagonal, a label summed in one operand only, "
-          "a label broadcast between the operands, or other than two operands) runs as a loop "
-          "nest of fixed extents only");
+    if (node.op == OpKind::Einsum) {
+      // An Einsum that is no matrix product (a diagonal, a label summed in one operand only,
+      // other than two operands): its loop nest, a thread per output element, every extent
+      // and stride the run's (kernel_movement_einsum.cpp).
+      group.mapping = ThreadMapping::Flat;
+      flat_symbolic_launch(g, sym_elements(g.tensor(node.outputs[0]).sym_shape()), 1, device,
+                           group.launch);
+      return FusionDecision::ok();
+    }
     if (!op_is_pointwise(node.op))
       return FusionDecision::no(
           fmt::format("no kernel for {} over symbolic dims yet", op_name(node.op)));

@@ -1064,3 +1064,28 @@ TEST_CASE("GEMM chains over symbolic rows", "[symbolic][emitter][chain]") {
              {dim("batch", 1, 8, 3), dim("seq", 1, 64, 12), dim("hidden", 32, 128, 96)},
              apart) == 0);
 }
+
+// Proves: an Einsum that is no matrix product runs its loop nest over symbolic dims with every
+// extent and stride the run's: a diagonal adds its axes' strides as expressions, a label summed
+// in one operand loops to the run's extent, and an axis of 1 against a symbolic label
+// broadcasts (no stride), where one that is 1 only at the planning binding does not.
+TEST_CASE("Einsum loop nests over symbolic dims", "[symbolic][emitter]") {
+  ModelBuilder diagonal;
+  diagonal.input("x", kFloat, {-1, -1, -1}, {"batch", "seq", "seq"}).output("y");
+  set_attr_string(diagonal.node("Einsum", {"x"}, {"y"}), "equation", "bii->bi");
+  const Generated d = generate(diagonal, {dim("batch", 1, 8, 3), dim("seq", 1, 16, 5)}, "none");
+  CHECK_THAT(d.sources, Catch::Contains("const int64_t base0 = c1 * (sym1 + 1) + c0 * (sym1 * "
+                                        "sym1);"));
+
+  ModelBuilder summed;
+  summed.input("x", kFloat, {-1, -1, 8}, {"batch", "seq"})
+      .input("w", kFloat, {1, 8}, {})
+      .output("y");
+  set_attr_string(summed.node("Einsum", {"x", "w"}, {"y"}), "equation", "bsd,bd->b");
+  const Generated s = generate(summed, {dim("batch", 1, 8, 1), dim("seq", 1, 16, 5)}, "none");
+  CHECK_THAT(s.sources, Catch::Contains("for (int64_t s0 = 0; s0 < 8; ++s0)") &&
+                            Catch::Contains("for (int64_t s1 = 0; s1 < sym1; ++s1)") &&
+                            Catch::Contains("const int64_t base0 = c0 * (sym1 * 8);") &&
+                            Catch::Contains("const int64_t base1 = 0;") &&
+                            Catch::Contains("float(in1[base1 + s0])"));
+}
