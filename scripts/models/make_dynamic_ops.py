@@ -29,9 +29,9 @@ write where PyTorch's do not:
   ceil_mode and its Indices, an AveragePool with count_include_pad, a depthwise Conv with
   auto_pad SAME_LOWER and a Sigmoid, a ConvTranspose doubling the size, a GlobalMaxPool, a
   reflect Pad of the width (by less than its smallest size: ONNX Runtime and the ONNX
-  reference differ beyond), Resizes by scales (nearest x2, cubic x1.5), to the size of another
-  tensor (sizes from its Shape: the pooled map upsampled back and added, as in a feature
-  pyramid) and to a fixed 24 x 24, a DepthToSpace of the Conv (a sub-pixel convolution) and
+  reference differ beyond), Resizes by scales (nearest x2, cubic x1.5, linear x0.6 x0.55), to
+  the size of another tensor (sizes from its Shape: the pooled map upsampled back and added, as
+  in a feature pyramid) and to a fixed 24 x 24, a DepthToSpace of the Conv (a sub-pixel convolution) and
   a SpaceToDepth of the doubled map, a downsampling block as tf2onnx writes TF's (Convs with
   auto_pad SAME_UPPER at stride 2, 3 x 3 and a 1 x 1 shortcut, added), pooling with SAME at
   stride 2 (a MaxPool with its Indices, one fused between a ReLU and a Sigmoid, an AveragePool
@@ -187,9 +187,14 @@ def build_windows():
     b.node("GlobalMaxPool", [up], "global_max")
     b.node("Pad", [x, b.const("pads", [0, 0, 0, 2, 0, 0, 0, 1], np.int64)], "reflected",
            mode="reflect")
-    # Resizes over the image size: by scales (nearest x2, cubic x1.5), back to the size of
-    # another tensor (sizes from its Shape, as feature pyramids upsample), and to a fixed size.
-    b.node("Resize", [relu, "", b.const("twice", [1, 1, 2, 2])], "upsampled", mode="nearest")
+    # Resizes over the image size: by scales (nearest x2, cubic x1.5, linear x0.6 x0.55), back
+    # to the size of another tensor (sizes from its Shape, as feature pyramids upsample), and
+    # to a fixed size.
+    upsampled = b.node("Resize", [relu, "", b.const("twice", [1, 1, 2, 2])], "upsampled",
+                       mode="nearest")
+    # By scales that are no power-of-two fractions (floor(in * scale) of the float32 scale).
+    b.node("Resize", [upsampled, "", b.const("shrink", [1, 1, 0.6, 0.55])], "shrunk",
+           mode="linear")
     b.node("Resize", [x, "", b.const("half_again", [1, 1, 1.5, 1.5])], "cubic", mode="cubic")
     relu_shape = b.node("Shape", [relu], "relu_shape")
     back = b.node("Resize", ["pooled", "", "", relu_shape], "pooled_back", mode="linear")
@@ -244,6 +249,7 @@ def build_windows():
          vi("line_pooled", f, ["batch", 5, "pooled_length"]),
          vi("upsampled", f, ["batch", 8, "twice_height", "twice_width"]),
          vi("cubic", f, ["batch", 4, "cubic_height", "cubic_width"]),
+         vi("shrunk", f, ["batch", 8, "shrunk_height", "shrunk_width"]),
          vi("pyramid", f, ["batch", 8, "height", "width"]),
          vi("fixed_size", f, ["batch", 4, 24, 24]),
          vi(shuffled, f, ["batch", 2, "twice_height", "twice_width"]),

@@ -784,19 +784,24 @@ void pad(SymContext& c) {
   c.set(0, out);
 }
 
-// floor(in * scale) as an expression: exact where the scale is a fraction p / 2^k (2, 0.5,
-// 1.5: the scales upsampling and pooling networks write), where floor(in * p / 2^k) is the
-// shape rule's floating-point product at every size; nullopt for any other scale.
-std::optional<DimExpr> scaled_extent(const DimExpr& in, double scale) {
-  for (int64_t q = 1; q <= (int64_t{1} << 20); q *= 2) {
+// floor(in * scale) as an expression for `in` of at most `most`: floor(in * p / 2^k), the scale
+// being the fraction p / 2^k (every float32 scale is one: 2, 0.5, 1.5, 0.3 as 10066330 / 2^25).
+// The shape rule's double product in * scale is exact, and so the same, while in * p stays
+// below 2^53; nullopt where it may not (or for a scale needing 2^k beyond 2^62).
+std::optional<DimExpr> scaled_extent(const DimExpr& in, double scale, int64_t most) {
+  for (int k = 0; k <= 62; ++k) {
+    const auto q = int64_t{1} << k;
     const double p = scale * static_cast<double>(q);
-    if (p == std::floor(p) && p < 1.0e9) return DimExpr::floor_div(in * static_cast<int64_t>(p), q);
+    if (p != std::floor(p)) continue;
+    if (!(p < 9.0e15) || static_cast<double>(std::max<int64_t>(most, 1)) * p >= 9007199254740992.0)
+      return std::nullopt;
+    return DimExpr::floor_div(in * static_cast<int64_t>(p), q);
   }
   return std::nullopt;
 }
 
 // Resize over symbolic dims: each resized axis's extent as an expression. By scales (constant):
-// floor(in * scale) for a scale p / 2^k (scaled_extent); the kernel maps coordinates by that
+// floor(in * scale) as floor(in * p / 2^k) (scaled_extent); the kernel maps coordinates by that
 // scale. By sizes, constant or computed from the symbols (a `Shape` of another tensor): the
 // sizes, the kernel's scale being out / in of the run (stretching only). The roi must be
 // constant, tf_crop_and_resize is refused, and no antialiased filter is widened by a run's
@@ -848,10 +853,11 @@ void resize(SymContext& c) {
       if (antialias) refuse(fmt::format("antialiases {} by a scale of the run", axis));
       out[d] = sizes[i];
     } else {
-      std::optional<DimExpr> extent = scaled_extent(in[d], scales[i]);
+      std::optional<DimExpr> extent = scaled_extent(in[d], scales[i], c.bounds(in[d]).hi);
       if (!extent)
-        refuse(fmt::format("scales its symbolic {} by {}, no fraction p / 2^k (the output size "
-                           "would depend on rounding)",
+        refuse(fmt::format("scales its symbolic {} by {}, whose products with the axis's sizes "
+                           "a double does not hold exactly (the output size would depend on "
+                           "rounding)",
                            axis, scales[i]));
       out[d] = *extent;
     }
