@@ -24,21 +24,20 @@ write where PyTorch's do not:
   multiples computed from the input's Shape (tf2onnx's tf.tile) and prepended, and the batch
   tiled twice.
 
-- windows_dynamic: convolutions and pooling over symbolic image sizes, x float32[batch, 4,
-  height, width] and s float32[batch, 6, length]: a dilated Conv and ReLU, a MaxPool with
-  ceil_mode and its Indices, an AveragePool with count_include_pad, a depthwise Conv with
-  auto_pad SAME_LOWER and a Sigmoid, a ConvTranspose doubling the size, a GlobalMaxPool, a
-  reflect Pad of the width (by less than its smallest size: ONNX Runtime and the ONNX
-  reference differ beyond), Resizes by scales (nearest x2, cubic x1.5, linear x0.6 x0.55), to
-  the size of another tensor (sizes from its Shape: the pooled map upsampled back and added, as
-  in a feature pyramid) and to a fixed 24 x 24, a DepthToSpace of the Conv (a sub-pixel convolution) and
-  a SpaceToDepth of the doubled map, a downsampling block as tf2onnx writes TF's (Convs with
-  auto_pad SAME_UPPER at stride 2, 3 x 3 and a 1 x 1 shortcut, added), pooling with SAME at
-  stride 2 (a MaxPool with its Indices, one fused between a ReLU and a Sigmoid, an AveragePool
-  counting its pads), a ConvTranspose with SAME at stride 2 (computed whole and cropped), and
-  over s a strided 1-D Conv, Tanh and MaxPool and a 1-D Conv with asymmetric pads. (ceil_mode with
-  count_include_pad is left out: there ONNX Runtime 1.23 divides a last partial window
-  differently from the ONNX reference, which stitchc follows.)
+- windows_dynamic: convolutions and pooling over symbolic image sizes, x float32[batch, 4, height,
+  width] and s float32[batch, 6, length]: a dilated Conv and ReLU, a MaxPool with ceil_mode and
+  its Indices, an AveragePool with count_include_pad, a depthwise Conv with auto_pad SAME_LOWER
+  and a Sigmoid, a ConvTranspose doubling the size, a GlobalMaxPool, a reflect Pad of the width
+  (by less than its smallest size: ONNX Runtime and the ONNX reference differ beyond), Resizes by
+  scales (nearest x2, cubic x1.5, linear x0.6 x0.55), to the size of another tensor (sizes from
+  its Shape: the pooled map upsampled back and added, as in a feature pyramid) and to a fixed 24 x
+  24, a DepthToSpace of the Conv (a sub-pixel convolution) and a SpaceToDepth of the doubled map,
+  a downsampling block as tf2onnx writes TF's (Convs with auto_pad SAME_UPPER at stride 2, 3 x 3
+  and a 1 x 1 shortcut, added), pooling with SAME at stride 2 (a MaxPool with its Indices, one
+  fused between a ReLU and a Sigmoid, an AveragePool counting its pads), a ConvTranspose with SAME
+  at stride 2 (computed whole and cropped), and over s a strided 1-D Conv, Tanh and MaxPool and a
+  1-D Conv with asymmetric pads. (ceil_mode with count_include_pad is left out: there ONNX Runtime
+  1.23 divides a last partial window differently from the ONNX reference, which stitchc follows.)
 
 The ctest models/dynamic/<name>/host compiles each once with stitchc --dim, fused and one
 kernel per op, and compares both with ONNX Runtime, and each other, at several shapes
