@@ -7,7 +7,8 @@ write where PyTorch's do not:
   MultiHeadAttention) over x float32[batch, seq, 32]: the projections to 4 heads of 8 as
   Einsum "abc,cde->abde", the scores "aecd,abcd->acbe" scaled and softmaxed, the context
   "acbe,aecd->abcd", the output projection "abcd,cde->abe", each token's scaled score with
-  itself "acbb->acb" (a diagonal, no matrix product: a loop nest); besides, each token's dot product
+  itself "acbb->acb" (a diagonal, no matrix product: a loop nest), the sequence padded to a
+  multiple of 8 by pads computed from its Shape; besides, each token's dot product
   with the mean token "abc,ac->ab", an outer product "ab,ac->abc" of two slices, and the
   largest value of each feature over the sequence with its position (TopK along seq).
 - attention_dynamic (opset 23): the ONNX Attention op over batch, seq and past, as exporters
@@ -111,6 +112,18 @@ def build_einsum():
                             b.const("a2b", [2], np.int64)], "next_features")
     b.node("Einsum", [first, rest], "outer", equation="abx,aby->abxy")
     b.node("TopK", ["x", b.const("one", [1], np.int64)], ["top_value", "top_position"], axis=1)
+    # The sequence padded with zeros to a multiple of 8, its pads computed from the Shape:
+    # (8 - seq % 8) % 8 at the end (as windowed attention pads its tokens).
+    seq = b.node("Gather", [b.node("Shape", ["x"], "x_shape"), b.const("seq_axis", 1, np.int64)],
+                 "seq_len", axis=0)
+    eight = b.const("eight", 8, np.int64)
+    tail = b.node("Mod", [b.node("Sub", [eight, b.node("Mod", [seq, eight], "seq_rem")],
+                                 "to_eight"), eight], "tail")
+    pads = b.node("Concat", [b.const("pads_head", [0, 0, 0, 0], np.int64),
+                             b.node("Unsqueeze", [tail, b.const("axis0", [0], np.int64)],
+                                    "tail_1"),
+                             b.const("pads_rest", [0], np.int64)], "pads", axis=0)
+    b.node("Pad", ["x", pads], "padded_to_8")
     vi = helper.make_tensor_value_info
     return b.finish(
         "einsum_dynamic", [vi("x", TensorProto.FLOAT, ["batch", "seq", HIDDEN])],
@@ -119,7 +132,8 @@ def build_einsum():
          vi("outer", TensorProto.FLOAT, ["batch", "seq", 1, 4]),
          vi("top_value", TensorProto.FLOAT, ["batch", 1, HIDDEN]),
          vi("top_position", TensorProto.INT64, ["batch", 1, HIDDEN]),
-         vi("self_scores", TensorProto.FLOAT, ["batch", HEADS, "seq"])])
+         vi("self_scores", TensorProto.FLOAT, ["batch", HEADS, "seq"]),
+         vi("padded_to_8", TensorProto.FLOAT, ["batch", "padded_seq", HIDDEN])])
 
 
 def build_image_ops():

@@ -298,19 +298,26 @@ void emit_pad(const GroupEmitContext& ctx, CodeWriter& out) {
     fill = typed_literal(input.dtype, nc.attr_float("value", 0.0), ctx);
   else if (nc.has_input(2) && nc.input(2).elements() == 1)
     fill = scalar_operand(ctx, node.inputs[2], "fill", args);
-  const std::vector<int64_t> pads = read_pads_per_axis(nc);
-  const std::vector<int64_t> begin(pads.begin(), pads.begin() + rank),
-      end(pads.begin() + rank, pads.end());
-  // Over symbolic dims every coordinate is taken from the run's extents, and an axis's window
-  // of the input is the run's; the pads are fixed.
+  // Over symbolic dims every coordinate is taken from the run's extents, an axis's window of
+  // the input is the run's, and pads computed from the symbols (never negative: the shape rule)
+  // are the run's too.
   const bool symbolic = ctx.group().launch.work_per_block > 0;
+  const std::vector<DimExpr> pads =
+      symbolic ? read_sym_pads_per_axis(nc) : sym_shape_of(read_pads_per_axis(nc));
+  const std::vector<DimExpr> begin(pads.begin(), pads.begin() + rank),
+      end(pads.begin() + rank, pads.end());
   const SymShape in_dims = symbolic ? input.sym_shape() : sym_shape_of(in);
+  std::vector<std::string> begins, ends;
+  for (size_t d = 0; d < static_cast<size_t>(rank); ++d) {
+    begins.push_back(begin[d].to_string());
+    ends.push_back(end[d].to_string());
+  }
 
   open_kernel(ctx, out, kernel, args,
               {fmt::format("Pad {} to {} in {} mode, pads begin [{}] end [{}]; a negative pad "
                            "crops first, and the mode pads the cropped axis.",
-                           shape_to_string(in), shape_to_string(shape), mode, fmt::join(begin, ","),
-                           fmt::join(end, ","))});
+                           shape_to_string(in), shape_to_string(shape), mode,
+                           fmt::join(begins, ","), fmt::join(ends, ","))});
   if (symbolic) {
     open_symbolic_loop(ctx, out);
     emit_run_coordinates(ctx, out, ctx.tensor(node.outputs[0]).sym_shape());
@@ -318,18 +325,26 @@ void emit_pad(const GroupEmitContext& ctx, CodeWriter& out) {
     open_grid_stride_loop(out, ctx.tensor(node.outputs[0]).elements());
     emit_coordinates(out, shape, "i");
   }
+  // A pad's crop (a negative constant) and its shift (a pad of the run's, or a positive one).
+  auto crop = [](const DimExpr& p) {
+    return p.is_constant() ? std::max<int64_t>(0, -p.constant_value()) : 0;
+  };
+  auto shift = [](const DimExpr& p) {
+    return p.is_constant() ? DimExpr(std::max<int64_t>(0, p.constant_value())) : p;
+  };
   std::vector<std::string> coords, outside;
   for (size_t d = 0; d < static_cast<size_t>(rank); ++d) {
-    if (begin[d] == 0 && end[d] == 0) {
+    if (is_zero(begin[d]) && is_zero(end[d])) {
       coords.push_back(is_one(in_dims[d]) ? "0" : fmt::format("c{}", d));
       continue;
     }
     // The axis's window of the input after cropping, and where it starts in the output.
-    const int64_t crop_begin = std::max<int64_t>(0, -begin[d]);
-    const DimExpr window_dims = in_dims[d] - (crop_begin + std::max<int64_t>(0, -end[d]));
+    const int64_t crop_begin = crop(begin[d]);
+    const DimExpr window_dims = in_dims[d] - (crop_begin + crop(end[d]));
     const std::string window = dim_code(ctx.graph(), window_dims);
-    const int64_t shift = std::max<int64_t>(0, begin[d]);
-    std::string x = shift == 0 ? fmt::format("c{}", d) : fmt::format("c{} - {}", d, shift);
+    const DimExpr shifted = shift(begin[d]);
+    std::string x = is_zero(shifted) ? fmt::format("c{}", d)
+                                     : fmt::format("c{} - {}", d, dim_code(ctx.graph(), shifted));
     std::string name = fmt::format("x{}", d);
     if (mode == "constant") {
       out.linef("const int64_t {} = {};", name, x);

@@ -511,6 +511,8 @@ SymShape sym_row_major_strides(const SymShape& shape) {
 
 bool is_one(const DimExpr& d) { return d.is_constant() && d.constant_value() == 1; }
 
+bool is_zero(const DimExpr& d) { return d.is_constant() && d.constant_value() == 0; }
+
 SymShape squeezed(const SymShape& shape) {
   SymShape out;
   for (const DimExpr& d : shape)

@@ -130,6 +130,8 @@ DimExpr sym_elements(const SymShape& shape);
 SymShape sym_row_major_strides(const SymShape& shape);
 // Whether `d` is the constant 1 (a dim of 1 at every value of the symbols, which broadcasts).
 bool is_one(const DimExpr& d);
+// Whether `d` is the constant 0.
+bool is_zero(const DimExpr& d);
 // `shape` without its constant-1 dims.
 SymShape squeezed(const SymShape& shape);
 // One past the last dim that depends on the symbols (0 for a static shape): the dims from

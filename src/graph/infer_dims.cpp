@@ -208,7 +208,13 @@ std::optional<std::vector<DimExpr>> arithmetic_values(const SymContext& c) {
     case OpKind::Div:
       return divide(c, a[0], a[1]);
     case OpKind::Mod:
-      if (a[1].is_constant() && a[1].constant_value() > 0 && c.bounds(a[0]).lo >= 0)
+      // By a positive constant: a - d * floor(a / d), the integer Mod's (fmod 0) remainder of
+      // the divisor's sign at every value; fmod 1's takes the dividend's sign, the same where
+      // the dividend is never negative (tried at every value of one symbol, else its bounds).
+      if (a[1].is_constant() && a[1].constant_value() > 0 &&
+          (c.ctx.attr_int("fmod", 0) == 0 || c.bounds(a[0]).lo >= 0 ||
+           a[0].every_value(c.ranges, [&](const SymbolValues& v) { return a[0].evaluate(v) >= 0; })
+               .value_or(false)))
         return DimExpr::mod(a[0], a[1].constant_value());
       c.unsupported("it takes a remainder stitchc cannot express");
     case OpKind::Max:
@@ -760,26 +766,48 @@ void depth_space(SymContext& c) {
   c.set(0, out);
 }
 
-// Pad by fixed pads over any symbolic axes: each axis grows by its pads. A cropped symbolic
-// axis must keep no fewer than no elements, and in the modes that copy the input (reflect,
-// edge, wrap) at least one, at every value of the symbols.
+// Pad: each axis grows by its pads. Pads computed from the symbolic dims (a length padded to a
+// multiple of a block: (block - length % block) % block) are the run's, never negative (a
+// crop's window would be the run's too); reflect and edge padding also keep them below the
+// axis's extent. Constant pads may crop, as long as every value of the symbols leaves elements.
 void pad(SymContext& c) {
   const SymShape x = c.in(0);
-  for (int i = 1; i < c.ctx.num_inputs(); ++i)
-    if (c.depends(i)) c.unsupported("Pad with pads computed from the symbolic dims");
-  const std::vector<int64_t> pads = read_pads_per_axis(c.ctx);
-  const bool constant_mode = c.ctx.attr_string("mode", "constant") == "constant";
+  for (int i = 2; i < c.ctx.num_inputs(); ++i)
+    if (c.depends(i))
+      c.unsupported("Pad with a fill value or axes computed from the symbolic dims");
+  const std::vector<DimExpr> pads = read_sym_pads_per_axis(c.ctx);
+  const std::string mode = c.ctx.attr_string("mode", "constant");
+  const bool constant_mode = mode == "constant";
+  // Whether `e` is never negative: by its bounds, else at every value of its one symbol.
+  auto never_negative = [&](const DimExpr& e) {
+    return c.bounds(e).lo >= 0 || e.every_value(c.ranges, [&](const SymbolValues& v) {
+                                     return e.evaluate(v) >= 0;
+                                   }).value_or(false);
+  };
   SymShape out = x;
   for (size_t d = 0; d < x.size(); ++d) {
-    const int64_t begin = pads[d], end = pads[d + x.size()];
-    out[d] = x[d] + (begin + end);
-    if (x[d].is_constant() || (begin == 0 && end == 0)) continue;
-    const DimExpr kept = x[d] - (std::max<int64_t>(0, -begin) + std::max<int64_t>(0, -end));
+    const DimExpr &begin = pads[d], &end = pads[d + x.size()];
+    out[d] = x[d] + begin + end;
+    if (!begin.is_constant() || !end.is_constant()) {
+      for (const DimExpr* p : {&begin, &end}) {
+        if (!never_negative(*p))
+          c.unsupported(fmt::format("its pad {} of axis {}, computed from the symbolic dims, may "
+                                    "be negative (a crop of the run's)",
+                                    p->to_string(), d));
+        if (mode == "reflect" && !never_negative(x[d] - 1 - *p))
+          c.unsupported(fmt::format("its reflect pad {} of axis {} may reach the axis's "
+                                    "extent {}",
+                                    p->to_string(), d, x[d].to_string()));
+      }
+      continue;
+    }
+    const int64_t b = begin.constant_value(), e = end.constant_value();
+    if (x[d].is_constant() || (b == 0 && e == 0)) continue;
+    const DimExpr kept = x[d] - (std::max<int64_t>(0, -b) + std::max<int64_t>(0, -e));
     if (c.bounds(kept).lo < (constant_mode ? 0 : 1))
       c.unsupported(fmt::format("its pads [{}, {}] may crop axis {} ({}) to {} elements for "
                                 "some values of the symbols",
-                                begin, end, d, x[d].to_string(),
-                                constant_mode ? "fewer than no" : "no"));
+                                b, e, d, x[d].to_string(), constant_mode ? "fewer than no" : "no"));
   }
   c.set(0, out);
 }

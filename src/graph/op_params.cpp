@@ -155,27 +155,47 @@ std::vector<int64_t> read_perm(const NodeContext& ctx) {
   return perm;
 }
 
-std::vector<int64_t> read_pads_per_axis(const NodeContext& ctx) {
+namespace {
+
+// `pads` (begins then ends, one of each per entry of `axes`, input 3's or every axis) spread
+// over every axis of the data, `zero` where an axis is not padded.
+template <typename Pad>
+std::vector<Pad> pads_per_axis(const NodeContext& ctx, const std::vector<Pad>& pads,
+                               std::vector<int64_t> axes, const Pad& zero) {
   const int64_t rank = ctx.rank(0);
-  std::vector<int64_t> pads, axes;
-  if (ctx.opset() < 11) {
-    pads = ctx.req_ints("pads");
-  } else {
-    pads = ctx.const_int_vector(1, "pads");
-    if (ctx.has_input(3)) axes = ctx.const_int_vector(3, "axes");
-  }
   if (axes.empty() && !ctx.has_input(3))
     for (int64_t d = 0; d < rank; ++d)
       axes.push_back(d);
   axes = ctx.normalize_axes(axes, rank, "axes");
   if (pads.size() != 2 * axes.size())
     ctx.fail("pads has {} entries; {} axes need {}", pads.size(), axes.size(), 2 * axes.size());
-  std::vector<int64_t> per_axis(static_cast<size_t>(2 * rank), 0);
+  std::vector<Pad> per_axis(static_cast<size_t>(2 * rank), zero);
   for (size_t j = 0; j < axes.size(); ++j) {
     per_axis[static_cast<size_t>(axes[j])] = pads[j];
     per_axis[static_cast<size_t>(axes[j] + rank)] = pads[j + axes.size()];
   }
   return per_axis;
+}
+
+} // namespace
+
+std::vector<int64_t> read_pads_per_axis(const NodeContext& ctx) {
+  if (ctx.opset() < 11) return pads_per_axis<int64_t>(ctx, ctx.req_ints("pads"), {}, 0);
+  std::vector<int64_t> axes;
+  if (ctx.has_input(3)) axes = ctx.const_int_vector(3, "axes");
+  return pads_per_axis<int64_t>(ctx, ctx.const_int_vector(1, "pads"), axes, 0);
+}
+
+std::vector<DimExpr> read_sym_pads_per_axis(const NodeContext& ctx) {
+  if (ctx.opset() < 11 || !ctx.input(1).has_symbolic_values()) {
+    std::vector<DimExpr> out;
+    for (int64_t p : read_pads_per_axis(ctx))
+      out.emplace_back(p);
+    return out;
+  }
+  std::vector<int64_t> axes;
+  if (ctx.has_input(3)) axes = ctx.const_int_vector(3, "axes");
+  return pads_per_axis<DimExpr>(ctx, ctx.input(1).sym_values, axes, DimExpr(0));
 }
 
 std::vector<SliceAxis> read_slice_params(const NodeContext& ctx) {

@@ -74,6 +74,9 @@ struct SliceAxis {
 // Pad's pads per axis of the data, begins then ends (2 * rank entries, 0 for an axis not
 // padded): the attribute before opset 11, else input 1 with the optional axes of input 3.
 std::vector<int64_t> read_pads_per_axis(const NodeContext& ctx);
+// The same over symbolic dims: pads computed from the symbols (input 1's expressions: a length
+// padded to a multiple of a block) as expressions, constant ones as constants.
+std::vector<DimExpr> read_sym_pads_per_axis(const NodeContext& ctx);
 // starts/ends/axes/steps from attributes (before opset 10) or inputs 1-4.
 std::vector<SliceAxis> read_slice_params(const NodeContext& ctx);
 

@@ -1111,11 +1111,15 @@ FusionDecision group_support(const Graph& g, FusionGroup& group, const DevicePar
       for (TensorId t : *list)
         dynamic = dynamic || (t != kNoTensor && g.tensor(t).is_dynamic());
     // (A Resize's sizes give its shape only: the kernel takes the run's extents from the
-    // shapes, and its scales from them; and a Tile's repeats its shape only.)
-    if (g.nodes[n].op != OpKind::View && g.nodes[n].op != OpKind::Resize)
-      for (TensorId t : value_operands(g.nodes[n]))
+    // shapes, and its scales from them; a Tile's repeats give its shape only; a Pad's pads its
+    // shape and shifts, which its kernel computes from the symbols.)
+    const Node& node = g.nodes[n];
+    const bool shape_only =
+        (node.op == OpKind::Tile || node.op == OpKind::Pad) && node.inputs.size() > 1;
+    if (node.op != OpKind::View && node.op != OpKind::Resize)
+      for (TensorId t : value_operands(node))
         if (t != kNoTensor && g.tensor(t).has_symbolic_values() &&
-            !(g.nodes[n].op == OpKind::Tile && t == g.nodes[n].inputs[1]))
+            !(shape_only && t == node.inputs[1]))
           values = t;
   }
   if (!dynamic && values == kNoTensor) return FusionDecision::ok();

@@ -1089,3 +1089,41 @@ TEST_CASE("Einsum loop nests over symbolic dims", "[symbolic][emitter]") {
                             Catch::Contains("const int64_t base1 = 0;") &&
                             Catch::Contains("float(in1[base1 + s0])"));
 }
+
+// Proves: a Pad whose pads are computed from the symbols (a length padded to a multiple of 8 at
+// its start: (8 - seq % 8) % 8) grows its axis by the run's pads, shifts its coordinates by the
+// run's begin pad, and a reflect pad that may reach the axis's extent is refused by name.
+TEST_CASE("pads computed from the symbolic dims", "[symbolic][emitter]") {
+  auto model = [](const std::string& mode) {
+    ModelBuilder m;
+    m.input("x", kFloat, {-1, -1, 4}, {"batch", "seq"}).output("y");
+    m.initializer_i64("one", {}, {1});
+    m.initializer_i64("eight", {}, {8});
+    m.initializer_i64("axis0", {1}, {0});
+    m.initializer_i64("head", {1}, {0});
+    m.initializer_i64("rest", {4}, {0, 0, 0, 0});
+    m.node("Shape", {"x"}, {"shape"});
+    set_attr_int(m.node("Gather", {"shape", "one"}, {"seq"}), "axis", 0);
+    m.node("Mod", {"seq", "eight"}, {"rem"});
+    m.node("Sub", {"eight", "rem"}, {"to_eight"});
+    m.node("Mod", {"to_eight", "eight"}, {"tail"});
+    m.node("Unsqueeze", {"tail", "axis0"}, {"tail1"});
+    set_attr_int(m.node("Concat", {"head", "tail1", "rest"}, {"pads"}), "axis", 0);
+    set_attr_string(m.node("Pad", {"x", "pads"}, {"y"}, "pad0"), "mode", mode);
+    return m;
+  };
+  const Generated g = generate(model("edge"), {dim("batch", 1, 4, 2), dim("seq", 8, 32, 9)});
+  std::string y_dims;
+  for (const Tensor& t : g.graph.tensors)
+    if (t.name == "y") y_dims = sym_shape_to_string(t.sym_shape());
+  // The head is (-seq) mod 8, which the expressions write as 7 * seq mod 8: the padded
+  // length 8 * ceil(seq / 8).
+  CHECK(y_dims == "[batch,8*seq-8*floor(7*seq/8),4]");
+  CHECK_THAT(g.sources, Catch::Contains("pads begin [0,7*seq-8*floor(7*seq/8),0] end [0,0,0]") &&
+                            Catch::Contains("stitch::movement::edge_index(c1 - (sym1 * 7 - "
+                                            "stitch::dims::floor_div((sym1 * 7), 8) * 8), sym1);"));
+  CHECK_THROWS_WITH(symbolic_graph(model("reflect"), {dim("batch", 1, 4, 2), dim("seq", 1, 32, 9)}),
+                    Catch::Contains("node 'pad0' (Pad)") &&
+                        Catch::Contains("its reflect pad 7*seq-8*floor(7*seq/8) of axis 1 may "
+                                        "reach the axis's extent seq"));
+}
