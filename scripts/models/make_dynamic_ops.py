@@ -32,13 +32,15 @@ write where PyTorch's do not:
   (by less than its smallest size: ONNX Runtime and the ONNX reference differ beyond), Resizes by
   scales (nearest x2, cubic x1.5, linear x0.6 x0.55), to the size of another tensor (sizes from
   its Shape: the pooled map upsampled back and added, as in a feature pyramid) and to a fixed 24 x
-  24, a DepthToSpace of the Conv (a sub-pixel convolution) and a SpaceToDepth of the doubled map,
-  a downsampling block as tf2onnx writes TF's (Convs with auto_pad SAME_UPPER at stride 2, 3 x 3
-  and a 1 x 1 shortcut, added), pooling with SAME at stride 2 (a MaxPool with its Indices, one
-  fused between a ReLU and a Sigmoid, an AveragePool counting its pads), a ConvTranspose with SAME
-  at stride 2 (computed whole and cropped), and over s a strided 1-D Conv, Tanh and MaxPool and a
-  1-D Conv with asymmetric pads. (ceil_mode with count_include_pad is left out: there ONNX Runtime
-  1.23 divides a last partial window differently from the ONNX reference, which stitchc follows.)
+  24, CBAM's spatial attention (the mean and the maximum over the channels, a 7 x 7 Conv, a
+  Sigmoid gate), a DepthToSpace of the Conv (a sub-pixel convolution) and a SpaceToDepth of the
+  doubled map, a downsampling block as tf2onnx writes TF's (Convs with auto_pad SAME_UPPER at
+  stride 2, 3 x 3 and a 1 x 1 shortcut, added), pooling with SAME at stride 2 (a MaxPool with its
+  Indices, one fused between a ReLU and a Sigmoid, an AveragePool counting its pads), a
+  ConvTranspose with SAME at stride 2 (computed whole and cropped), and over s a strided 1-D Conv,
+  Tanh and MaxPool and a 1-D Conv with asymmetric pads. (ceil_mode with count_include_pad is left
+  out: there ONNX Runtime 1.23 divides a last partial window differently from the ONNX reference,
+  which stitchc follows.)
 
 The ctest models/dynamic/<name>/host compiles each once with stitchc --dim, fused and one
 kernel per op, and compares both with ONNX Runtime, and each other, at several shapes
@@ -212,6 +214,15 @@ def build_windows():
     relu_shape = b.node("Shape", [relu], "relu_shape")
     back = b.node("Resize", ["pooled", "", "", relu_shape], "pooled_back", mode="linear")
     b.node("Add", [relu, back], "pyramid")
+    # Spatial attention as CBAM computes it: the mean and the maximum over the channels (lines
+    # height x width apart), a 7 x 7 Conv of both, a Sigmoid gating the map.
+    channel_stats = b.node("Concat", [b.node("ReduceMean", [relu], "channel_mean", axes=[1]),
+                                      b.node("ReduceMax", [relu], "channel_max", axes=[1])],
+                           "channel_stats", axis=1)
+    attention = b.node("Sigmoid", [b.node("Conv", [channel_stats,
+                                                   b.weight("w_spatial", [1, 2, 7, 7], 98)],
+                                          "spatial_logits", pads=[3, 3, 3, 3])], "spatial_gate")
+    b.node("Mul", [relu, attention], "spatial_attended")
     x_lead = b.node("Slice", [b.node("Shape", [x], "x_shape"), b.const("z", [0], np.int64),
                               b.const("two", [2], np.int64)], "x_lead")
     b.node("Resize", [x, "", "", b.node("Concat", [x_lead, b.const("to", [24, 24], np.int64)],
@@ -264,6 +275,7 @@ def build_windows():
          vi("cubic", f, ["batch", 4, "cubic_height", "cubic_width"]),
          vi("shrunk", f, ["batch", 8, "shrunk_height", "shrunk_width"]),
          vi("pyramid", f, ["batch", 8, "height", "width"]),
+         vi("spatial_attended", f, ["batch", 8, "height", "width"]),
          vi("fixed_size", f, ["batch", 4, 24, 24]),
          vi(shuffled, f, ["batch", 2, "twice_height", "twice_width"]),
          vi("unshuffled", f, ["batch", 32, "height", "width"]),

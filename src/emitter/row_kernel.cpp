@@ -42,7 +42,8 @@ std::string LineLoop::describe() const {
   else if (space_.rows())
     elements = "contiguous elements";
   else if (space_.single_block())
-    elements = fmt::format("elements {} apart", space_.inner);
+    elements = fmt::format("elements {} apart", space_.inner_dims ? space_.inner_dims->to_string()
+                                                                  : std::to_string(space_.inner));
   else
     elements = "elements over several axes";
   const char* who = mapping_ == ThreadMapping::Flat         ? "one thread"
@@ -85,6 +86,9 @@ void LineLoop::open_lines(CodeWriter& out) const {
               dim_code(ctx_.graph(), *space_.length_dims), space_.length_dims->to_string());
   else
     out.linef("const int64_t length = {};  // elements per line", space_.length);
+  if (space_.inner_dims)
+    out.linef("const int64_t inner = {};  // their distance: {}",
+              dim_code(ctx_.graph(), *space_.inner_dims), space_.inner_dims->to_string());
   switch (mapping_) {
   case ThreadMapping::Flat:
     out.line("const int64_t first_line = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;");
@@ -108,8 +112,12 @@ void LineLoop::open_lines(CodeWriter& out) const {
   const std::string length = space_.length_dims ? "length" : std::to_string(space_.length);
   if (!symbolic)
     out.linef("const int64_t base = {};", line_base());
-  else if (space_.inner == 1)
+  else if (space_.rows())
     out.linef("const int64_t base = line * {};", length);
+  else if (space_.inner_dims) // columns the run's extents apart
+    out.linef("const int64_t base = {} * (length * inner) + {};",
+              index_div(launch.index32, "line", "inner"),
+              index_mod(launch.index32, "line", "inner"));
   else
     out.linef("const int64_t base = (line / {0}) * ({1} * {0}) + line % {0};", space_.inner,
               length);
@@ -129,8 +137,10 @@ std::string LineLoop::line_base() const {
 std::string LineLoop::element_offset(const std::string& k) const {
   // Over symbolic dims, elements `inner` apart (legality's symbolic_lines), whatever axes the
   // planning binding dropped from the space.
-  if (space_.length_dims || ctx_.group().launch.work_per_block > 0)
-    return space_.inner == 1 ? k : fmt::format("{} * {}", k, space_.inner);
+  if (space_.length_dims || ctx_.group().launch.work_per_block > 0) {
+    if (space_.rows()) return k;
+    return fmt::format("{} * {}", k, space_.inner_dims ? "inner" : std::to_string(space_.inner));
+  }
   std::vector<std::pair<int64_t, int64_t>> reduced;
   for (size_t d = 0; d < space_.dims.size(); ++d)
     if (space_.reduced[d]) reduced.emplace_back(space_.dims[d], strides_[d]);

@@ -81,11 +81,16 @@ struct ReductionSpace {
   // the kept dims after the reduced one); with several reduced dims `inner` is 0.
   int64_t inner = 1;
   // Over symbolic dims, where the rows' length depends on the symbols (a softmax over the
-  // keys): `length` as an expression; `length` is its planning value. Rows only.
+  // keys): `length` as an expression; `length` is its planning value.
   std::optional<DimExpr> length_dims;
+  // Over symbolic dims, where the kept axes after the reduced block depend on the symbols (a
+  // mean over the channels of [batch, C, height, width]): `inner` as an expression; `inner` is
+  // its planning value. The lines are then columns at every shape.
+  std::optional<DimExpr> inner_dims;
 
   bool single_block() const { return inner > 0; }
-  bool rows() const { return inner == 1; } // lines of contiguous elements
+  // Lines of contiguous elements.
+  bool rows() const { return inner == 1 && !inner_dims; }
 };
 
 // A copy out[c] = in[permuted c] in canonical form: `dims` are the input's dims (after

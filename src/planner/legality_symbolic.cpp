@@ -243,11 +243,11 @@ FusionDecision row_space_index(const Graph& g, TensorId t, const SymRowSpace& sp
 }
 
 // A reduction over symbolic dims: its reduced axes one block (after merging, and dropping axes
-// of 1), the kept axes after it fixed, so that each line is `length` elements `inner` apart
-// (a row where `inner` is 1) at (line / inner) * length * inner + line % inner. Its lines and
-// length, each of which may depend on the symbols, and `inner`, fixed.
+// of 1), so that each line is `length` elements `inner` apart (a row where `inner` is 1) at
+// (line / inner) * length * inner + line % inner. Its lines, length and inner (the kept axes
+// after the block), each of which may depend on the symbols.
 FusionDecision symbolic_lines(const Graph& g, const Node& node, DimExpr& lines, DimExpr& length,
-                              int64_t& inner) {
+                              DimExpr& inner) {
   const Tensor& x = g.tensor(node.inputs[0]);
   const SymShape dims = x.sym_shape();
   const std::vector<bool> reduced = reduced_axes(g, node);
@@ -264,14 +264,10 @@ FusionDecision symbolic_lines(const Graph& g, const Node& node, DimExpr& lines, 
     }
     if (is_one(dims[d])) continue;
     if (!reduced[d]) {
-      if (!dims[d].is_constant())
-        return FusionDecision::no(fmt::format("'{}' {}: a reduction over symbolic dims keeps "
-                                              "the symbolic axis {} inside its lines",
-                                              x.name, dims_str(x), d));
-      inner *= dims[d].constant_value();
+      inner = inner * dims[d];
       continue;
     }
-    if (inner != 1)
+    if (!is_one(inner))
       return FusionDecision::no(fmt::format("'{}' {}: a reduction over symbolic dims must reduce "
                                             "one block of axes",
                                             x.name, dims_str(x)));
@@ -401,10 +397,9 @@ FusionDecision regional_support(const Graph& g, const std::vector<int32_t>& node
     const Node& node = g.nodes[n];
     if (std::find(gathers.begin(), gathers.end(), n) != gathers.end()) continue; // checked above
     if (reduction_rule(node.op) != nullptr) {
-      DimExpr lines, length;
-      int64_t inner = 1;
+      DimExpr lines, length, inner;
       if (FusionDecision d = symbolic_lines(g, node, lines, length, inner); !d) return d;
-      if (inner != 1)
+      if (!is_one(inner))
         return FusionDecision::no(
             fmt::format("{} reduces columns in a row group", op_name(node.op)));
       if (!length.is_constant())
@@ -1146,17 +1141,17 @@ FusionDecision group_support(const Graph& g, FusionGroup& group, const DevicePar
       return flat_copy_support(g, node, device, group.launch);
     }
     if (spec->reduction) {
-      DimExpr lines, length;
-      int64_t inner = 1;
+      DimExpr lines, length, inner;
       if (FusionDecision d = symbolic_lines(g, node, lines, length, inner); !d) return d;
       // The kernel walks the lines as these give them at every shape (a planning binding of 1
       // drops the axes it makes 1 from the planned space): rows as planned, columns (lines
-      // `inner` apart) a thread per line.
+      // `inner` apart, `inner` the run's where the symbols change it) a thread per line.
       ReductionSpace& space = *spec->reduction;
-      space.inner = inner;
+      space.inner = g.planning_shape(SymShape{inner}).front();
+      if (!inner.is_constant()) space.inner_dims = inner;
       space.length = g.planning_shape(SymShape{length}).front();
       if (!length.is_constant()) space.length_dims = length;
-      if (inner != 1 && group.mapping != ThreadMapping::Flat) {
+      if (!is_one(inner) && group.mapping != ThreadMapping::Flat) {
         group.mapping = ThreadMapping::Flat;
         group.launch =
             flat_launch(std::max<int64_t>(1, lines.bounds(g.symbol_ranges()).hi), 1, device);
@@ -1165,7 +1160,7 @@ FusionDecision group_support(const Graph& g, FusionGroup& group, const DevicePar
       // Rows whose count or length the symbols change may want other mappings than the
       // planning shape's (a global pool over one pixel or over thousands): variants.
       group.variants.clear();
-      if (inner == 1 && node.op != OpKind::CumSum && space.rows())
+      if (is_one(inner) && node.op != OpKind::CumSum && space.rows())
         add_mapping_variants(
             g, lines, length, space.length, device, group,
             [&](ThreadMapping mapping, int64_t row_length, MappingVariant& variant) {

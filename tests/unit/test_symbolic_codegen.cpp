@@ -1127,3 +1127,23 @@ TEST_CASE("pads computed from the symbolic dims", "[symbolic][emitter]") {
                         Catch::Contains("its reflect pad 7*seq-8*floor(7*seq/8) of axis 1 may "
                                         "reach the axis's extent seq"));
 }
+
+// Proves: a reduction whose kept axes after the reduced one depend on the symbols (a mean over
+// the channels of [batch, C, height, width]) walks columns the run's height x width apart, a
+// thread per line, where before its lines had to keep fixed axes only.
+TEST_CASE("reductions over columns the run's extents apart", "[symbolic][emitter]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {-1, 8, -1, -1}, {"batch", "height", "width"}).output("y");
+  set_attr_ints(m.node("ReduceMean", {"x"}, {"y"}), "axes", {1});
+  const Generated g =
+      generate(m, {dim("batch", 1, 4, 2), dim("height", 1, 32, 1), dim("width", 1, 32, 1)}, "none");
+  REQUIRE(g.plan.groups.size() == 1);
+  CHECK(g.plan.groups[0].mapping == ThreadMapping::Flat);
+  CHECK(g.plan.groups[0].variants.empty());
+  CHECK_THAT(g.sources,
+             Catch::Contains("const int64_t inner = (sym1 * sym2);  // their distance: "
+                             "height*width") &&
+                 Catch::Contains("const int64_t base = stitch::dims::div32(line, inner) * "
+                                 "(length * inner) + stitch::dims::mod32(line, inner);") &&
+                 Catch::Contains("k * inner"));
+}
