@@ -263,6 +263,40 @@ TEST_CASE("shape computations become expressions through a transformer layer", "
       {{{"batch", 1}, {"seq", 1}}, {{"batch", 2}, {"seq", 37}}, {{"batch", 8}, {"seq", 100}}});
 }
 
+// Proves: Mod of a shape value by a positive constant is a - d * floor(a / d), the integer
+// Mod's remainder of the divisor's sign, also where the dividend is negative for some values
+// (seq - 10 for seq below 10), as the fixed-shape rules compute it; fmod 1's remainder of the
+// dividend's sign is taken only where the dividend is never negative.
+TEST_CASE("remainders of shape values", "[infer_dims]") {
+  auto model = [](int64_t fmod) {
+    ModelBuilder m(13);
+    m.input("x", kFloat, {-1, 4}, {"seq"}).output("y");
+    m.initializer_i64("zero", {1}, {0});
+    m.initializer_i64("one", {1}, {1});
+    m.initializer_i64("ten", {1}, {10});
+    m.initializer_i64("eight", {1}, {8});
+    m.initializer_i64("four", {1}, {4});
+    m.node("Shape", {"x"}, {"shape"});
+    m.node("Slice", {"shape", "zero", "one"}, {"seq"});
+    m.node("Sub", {"seq", "ten"}, {"shifted"});
+    set_attr_int(m.node("Mod", {"shifted", "eight"}, {"rem"}), "fmod", fmod);
+    set_attr_int(m.node("Concat", {"rem", "four"}, {"target"}), "axis", 0);
+    m.node("ConstantOfShape", {"target"}, {"filled"});
+    set_attr_int(m.node("Cast", {"filled"}, {"y"}), "to", kFloat);
+    return m;
+  };
+  const std::string path = model(0).write();
+  const std::vector<SymbolicDim> dims = {dim("seq", 1, 40, 12)};
+  CHECK(dims_of(infer(path, dims), "y") == "[seq-8*floor((seq+6)/8)+6,4]"); // (seq - 10) mod 8
+  std::vector<SymbolValues> points;
+  for (int64_t v : {1, 2, 9, 10, 11, 17, 18, 40})
+    points.push_back({{"seq", v}});
+  check_against_rules(path, dims, points);
+  CHECK_THAT(infer_error(model(1).write(), dims),
+             Catch::Contains("(Mod)") &&
+                 Catch::Contains("it takes a remainder stitchc cannot express"));
+}
+
 TEST_CASE("convolutions and pooling take a symbolic batch", "[infer_dims]") {
   ModelBuilder m;
   m.input("x", kFloat, {-1, 3, 16, 16}, {"batch"}).output("y");
