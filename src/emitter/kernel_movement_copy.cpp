@@ -302,8 +302,7 @@ void emit_pad(const GroupEmitContext& ctx, CodeWriter& out) {
   // the input is the run's, and pads computed from the symbols (never negative: the shape rule)
   // are the run's too.
   const bool symbolic = ctx.group().launch.work_per_block > 0;
-  const std::vector<DimExpr> pads =
-      symbolic ? read_sym_pads_per_axis(nc) : sym_shape_of(read_pads_per_axis(nc));
+  const std::vector<DimExpr> pads = read_sym_pads_per_axis(nc);
   const std::vector<DimExpr> begin(pads.begin(), pads.begin() + rank),
       end(pads.begin() + rank, pads.end());
   const SymShape in_dims = symbolic ? input.sym_shape() : sym_shape_of(in);

@@ -148,7 +148,6 @@ void add_mapping_variants(const Graph& graph, const DimExpr& rows, const DimExpr
       variant.when.push_back(std::move(when));
     }
     if (!make(mapping, std::clamp(planned_length, lengths.lo, lengths.hi), variant)) continue;
-    variant.mapping = mapping;
     group.variants.push_back(std::move(variant));
   }
 }
