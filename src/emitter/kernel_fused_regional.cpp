@@ -87,6 +87,7 @@ public:
 private:
   std::string row_index(TensorId t) const;     // a row-invariant input's index from `line`
   std::string element_index(TensorId t) const; // an element input's index from line and k
+  std::string element_index_symbolic_row(TensorId t) const;
   // Over symbolic dims: `t`'s dims padded to the space's rank, and whether its leading axes
   // are the space's rows (its index is `line`) or all 1 (the same for every row): legality
   // admits only these two (legality_symbolic.cpp).
@@ -210,6 +211,7 @@ std::string RegionalWriter::row_index(TensorId t) const {
 }
 
 std::string RegionalWriter::element_index(TensorId t) const {
+  if (spec_.row_length_dims) return element_index_symbolic_row(t);
   const Shape& s = g_.tensor(t).shape;
   const Shape& full = spec_.space;
   Shape p(full.size() - std::min(full.size(), s.size()), 1);
@@ -231,6 +233,30 @@ std::string RegionalWriter::element_index(TensorId t) const {
   const std::string start = inner == 1 ? row
                             : plain    ? fmt::format("{} * {}", row, inner)
                                        : fmt::format("({}) * {}", row, inner);
+  return within == "0" ? start : fmt::format("{} + {}", start, within);
+}
+
+// Over a row of the run's length: the operand's place in the row is k where it holds the whole
+// row, 0 where it is one value along it, else its broadcast offset by the run's extents; its
+// row (from `line`) times the run's elements of its row.
+std::string RegionalWriter::element_index_symbolic_row(TensorId t) const {
+  const SymShape p = padded_dims(t);
+  const SymShape row(p.begin() + static_cast<std::ptrdiff_t>(split_), p.end());
+  const SymShape space_row(spec_.space_dims.begin() + static_cast<std::ptrdiff_t>(split_),
+                           spec_.space_dims.end());
+  const std::string within = row == space_row ? "k"
+                             : squeezed(row).empty()
+                                 ? "0"
+                                 : symbolic_broadcast_offset(g_, row, space_row, "k");
+  if (!per_row_symbolic(t)) return within;
+  if (p == spec_.space_dims) return "base + k";
+  const DimExpr inner = sym_elements(row);
+  const std::string line = row_index(t);
+  const std::string start =
+      is_one(inner)
+          ? line
+          : fmt::format("{} * {}", line.find(' ') == std::string::npos ? line : "(" + line + ")",
+                        dim_code(g_, inner));
   return within == "0" ? start : fmt::format("{} + {}", start, within);
 }
 
@@ -269,7 +295,8 @@ void RegionalWriter::add_row_op(const RegionalSpec::Member& member) {
     return s;
   };
   if (rule->combine != ReduceCombine::LogSumExp) {
-    const ReduceForm form = reduce_form(ctx_, node.op, t, spec_.row_length);
+    const ReduceForm form =
+        reduce_form(ctx_, node.op, t, spec_.row_length, spec_.row_length_dims.has_value());
     const std::string acc = fmt::format("acc{}", id);
     RowStat s = stat(pass, acc, form.identity, form.functor, "the accumulator");
     s.accumulate = [form, acc, acc_type, element](ValueScope& scope) {
@@ -325,7 +352,11 @@ void RegionalWriter::open_lines(const BlockRange& blocks, CodeWriter& out) const
               launch.work.to_string());
   else
     out.linef("const int64_t lines = {};  // rows", spec_.rows);
-  out.linef("const int64_t length = {};  // elements per row", spec_.row_length);
+  if (spec_.row_length_dims)
+    out.linef("const int64_t length = {};  // elements per row: {}",
+              dim_code(g_, *spec_.row_length_dims), spec_.row_length_dims->to_string());
+  else
+    out.linef("const int64_t length = {};  // elements per row", spec_.row_length);
   switch (spec_.mapping) {
   case ThreadMapping::Flat:
     out.linef("const int64_t first_line = int64_t({}) * blockDim.x + threadIdx.x;", blocks.index);
@@ -350,7 +381,10 @@ void RegionalWriter::open_lines(const BlockRange& blocks, CodeWriter& out) const
                 storage_ctype(g_.tensor(t).dtype, ctx_), name, cached_.at(t)->shared_offset);
   }
   out.open("for (int64_t line = first_line; line < lines; line += line_stride)");
-  out.linef("const int64_t base = line * {};", spec_.row_length);
+  if (spec_.row_length_dims)
+    out.line("const int64_t base = line * length;");
+  else
+    out.linef("const int64_t base = line * {};", spec_.row_length);
 }
 
 void RegionalWriter::open_pass(CodeWriter& out) const {
@@ -488,6 +522,10 @@ void RegionalWriter::write_gather_rows(int stage, CodeWriter& out) {
     const RegionalSpec::GatherRow& gather = spec_.gathers[k];
     const Node& node = g_.nodes[gather.node];
     if (stage_of(node.outputs[0]) != stage) continue;
+    if (spec_.row_length_dims)
+      ctx_.spec_error(fmt::format("the lookup '{}' reads rows of a fixed table into rows of {} "
+                                  "elements",
+                                  node.name, spec_.row_length_dims->to_string()));
     const Shape rows(spec_.space.begin(),
                      spec_.space.begin() + static_cast<std::ptrdiff_t>(split_));
     out.comment(fmt::format("g{} = '{}' (Gather): for each row, one row of {} of '{}'", k,
@@ -591,7 +629,11 @@ std::string regional_summary(const RegionalSpec& spec) {
                         spec.space_dims.begin() + static_cast<std::ptrdiff_t>(spec.row_axes_from)))
                .to_string();
   }
-  return fmt::format("{} rows of {} elements, {} per row, {} pass{}{}.", rows, spec.row_length, who,
+  const std::string length = spec.row_length_dims ? fmt::format("{} (at most {} per thread)",
+                                                                spec.row_length_dims->to_string(),
+                                                                spec.elements_per_thread)
+                                                  : std::to_string(spec.row_length);
+  return fmt::format("{} rows of {} elements, {} per row, {} pass{}{}.", rows, length, who,
                      spec.passes, spec.passes == 1 ? "" : "es", cache);
 }
 

@@ -235,8 +235,12 @@ struct RegionalSpec {
   int64_t rows = 0, row_length = 0;
   Shape space; // the row space's shape (regional_space_shape)
   // Over symbolic dims: the space's dims as expressions (its rows, the leading axes, are the
-  // launch's work; the row is fixed). Empty for a fixed space.
+  // launch's work). Empty for a fixed space.
   SymShape space_dims;
+  // Over symbolic dims, where the row's length depends on the symbols (a softmax over the
+  // keys): the length as an expression, `row_length` its planning value. The row cache is
+  // sized for the longest row the kernel runs (elements_per_thread, the shared offsets).
+  std::optional<DimExpr> row_length_dims;
   size_t row_axes_from = 0; // space[row_axes_from:] holds the row's elements
   ThreadMapping mapping{};  // a thread, a warp or a block per row
   int64_t block = 0;        // threads per block (whole warps unless Flat)
@@ -297,6 +301,10 @@ struct RegionalSpec {
   };
   RowCache cache = RowCache::None;
   std::vector<CachedRow> cached;
+  // Full-row inputs read by several passes that no cache holds (RowCache::None), each read from
+  // global memory by every pass that reads it; kept so that the rows can be placed again for
+  // shorter rows (size_symbolic_rows).
+  std::vector<CachedRow> uncached;
   int64_t elements_per_thread = 0; // ceil(row_length / threads per row): a cached array's size
   // Extra HBM reads of full-row inputs read again in later passes (RowCache::None), for the
   // cost model.

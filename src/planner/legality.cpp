@@ -473,31 +473,37 @@ FusionDecision analyze_group(const FusionContext& ctx, const std::vector<int32_t
 
 namespace {
 
-// A Regional group over symbolic rows whose best mapping (row_mapping) changes within the range
-// of its rows gets each other mapping as a variant (the row is fixed over symbolic dims), by
-// the analysis made with that mapping. A variant legality refuses is left out: the group's own
-// mapping runs every shape, only slower.
+// A Regional group over symbolic rows or rows of the run's length whose best mapping
+// (row_mapping) changes within their ranges gets each other mapping as a variant, by the
+// analysis made with that mapping, its block sized for the variant's rows and its row cache for
+// the longest of them. A variant legality refuses is left out: the group's own mapping runs
+// every shape, only slower.
 void add_mapping_variant(const FusionContext& ctx, const std::vector<int32_t>& nodes,
                          GroupAnalysis& a) {
   const LaunchConfig& launch = a.group.launch;
-  if (launch.work_per_block == 0) return;
   const RegionalSpec& spec = std::get<RegionalSpec>(a.group.spec);
-  add_mapping_variants(ctx.graph, launch.work, DimExpr(spec.row_length), spec.row_length,
-                       ctx.device, a.group,
-                       [&](ThreadMapping mapping, int64_t, MappingVariant& out) {
-                         GroupAnalysis variant;
-                         AnalysisOverrides overrides;
-                         overrides.row_mapping = mapping;
-                         if (!analyze_group_shapes(ctx, nodes, variant, overrides)) return false;
-                         variant.group.nodes = nodes;
-                         if (!legality::symbolic_support(ctx.graph, variant.group, ctx.device))
-                           return false;
-                         const auto* spec = std::get_if<RegionalSpec>(&variant.group.spec);
-                         if (spec == nullptr || spec->mapping != mapping) return false;
-                         out.spec = variant.group.spec;
-                         out.launch = variant.group.launch;
-                         return true;
-                       });
+  if (launch.work_per_block == 0 && !spec.row_length_dims) return;
+  const DimExpr lines = launch.work_per_block > 0 ? launch.work : DimExpr(spec.rows);
+  add_mapping_variants(
+      ctx.graph, lines, spec.row_length_dims.value_or(DimExpr(spec.row_length)), spec.row_length,
+      ctx.device, a.group,
+      [&](ThreadMapping mapping, int64_t length, int64_t longest, MappingVariant& out) {
+        GroupAnalysis variant;
+        AnalysisOverrides overrides;
+        overrides.row_mapping = mapping;
+        if (!analyze_group_shapes(ctx, nodes, variant, overrides)) return false;
+        variant.group.nodes = nodes;
+        if (!legality::symbolic_support(ctx.graph, variant.group, ctx.device)) return false;
+        auto* spec = std::get_if<RegionalSpec>(&variant.group.spec);
+        if (spec == nullptr || spec->mapping != mapping) return false;
+        const bool index32 = variant.group.launch.index32;
+        legality::size_symbolic_rows(ctx.graph, lines, length, longest, ctx.device, *spec,
+                                     variant.group.launch);
+        variant.group.launch.index32 = index32;
+        out.spec = variant.group.spec;
+        out.launch = variant.group.launch;
+        return true;
+      });
 }
 
 } // namespace

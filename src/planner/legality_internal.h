@@ -115,6 +115,25 @@ FusionDecision analyze_conv(const FusionContext& ctx, GroupAnalysis& a);
 FusionDecision regional_spec(const FusionContext& ctx, GroupAnalysis& a,
                              const AnalysisOverrides& overrides, RegionalSpec& spec);
 
+// Where a Regional group's cached rows (the full-row inputs read by several passes, `cached`,
+// their offsets not yet set) live for rows of up to `longest` elements with spec.mapping and
+// spec.block: registers where each thread's share of every row fits, else shared memory where
+// a block runs each row and the rows fit the device, else nowhere (RowCache::None, re-read in
+// each pass). Sets spec.cache, spec.cached and spec.elements_per_thread; returns the registers
+// per thread and the dynamic shared bytes the cache takes.
+struct RowCachePlacement {
+  int64_t registers = 0, shared_bytes = 0;
+};
+RowCachePlacement place_row_cache(const Graph& g, RegionalSpec& spec,
+                                  std::vector<RegionalSpec::CachedRow> cached, int64_t longest,
+                                  const DeviceParams& device);
+
+// Over symbolic dims, a Regional group's launch for `lines` rows (an expression of the
+// symbols) with the block sized for rows of `length` elements, and its row cache placed again
+// for rows of up to `longest` (legality_symbolic.cpp).
+void size_symbolic_rows(const Graph& g, const DimExpr& lines, int64_t length, int64_t longest,
+                        const DeviceParams& device, RegionalSpec& spec, LaunchConfig& launch);
+
 // The library specs of one node and its epilogue nodes (legality_library.cpp); the
 // single-node groups use them too.
 FusionDecision gemm_spec(const Graph& g, const std::vector<int32_t>& nodes,

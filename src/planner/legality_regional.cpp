@@ -46,6 +46,41 @@ int64_t cached_register_limit(ThreadMapping mapping) {
   return 8;
 }
 
+} // namespace
+
+RowCachePlacement place_row_cache(const Graph& g, RegionalSpec& spec,
+                                  std::vector<RegionalSpec::CachedRow> cached, int64_t longest,
+                                  const DeviceParams& device) {
+  const int64_t threads = threads_per_row(spec.mapping, spec.block);
+  spec.elements_per_thread = std::max<int64_t>(1, (longest + threads - 1) / threads);
+  spec.cached.clear();
+  spec.uncached.clear();
+  spec.cache = RowCache::None;
+  int64_t shared = 0;
+  for (RegionalSpec::CachedRow& row : cached) {
+    row.shared_offset = shared;
+    shared += (longest * dtype_size(g.tensor(row.tensor).dtype) + 15) / 16 * 16;
+  }
+  if (cached.empty()) return {};
+  RowCachePlacement placed;
+  const int64_t limit = cached_register_limit(spec.mapping);
+  const int64_t count = static_cast<int64_t>(cached.size());
+  if (spec.elements_per_thread <= limit && spec.elements_per_thread * count <= 2 * limit) {
+    spec.cache = RowCache::Registers;
+    placed.registers = spec.elements_per_thread * count;
+  } else if (spec.mapping == ThreadMapping::BlockPerRow && shared <= device.max_shared_per_block) {
+    spec.cache = RowCache::Shared;
+    placed.shared_bytes = shared;
+  } else {
+    spec.uncached = std::move(cached);
+    return {};
+  }
+  spec.cached = std::move(cached);
+  return placed;
+}
+
+namespace {
+
 // The shape the row space is indexed by: the highest-rank tensor the nodes read or write that
 // holds rows x row_length elements (the first such, in node order, inputs before outputs; a
 // Gather's table and indices are not read in the row space's layout).
@@ -428,37 +463,20 @@ void RegionalAnalysis::passes_and_cache(const AnalysisOverrides& overrides) {
       overrides.row_mapping.value_or(row_mapping(spec_.rows, spec_.row_length, ctx_.device));
   const LaunchConfig launch = row_launch(spec_.rows, spec_.row_length, spec_.mapping, ctx_.device);
   spec_.block = launch.block[0];
-  const int64_t threads = threads_per_row(spec_.mapping, spec_.block);
-  spec_.elements_per_thread = std::max<int64_t>(1, (spec_.row_length + threads - 1) / threads);
 
   std::vector<RegionalSpec::CachedRow> cached;
-  int64_t shared = 0;
-  for (const auto& [t, passes] : reads) {
-    if (passes.size() < 2) continue;
-    cached.push_back({t, *passes.begin(), shared});
-    shared += (spec_.row_length * dtype_size(g.tensor(t).dtype) + 15) / 16 * 16;
-  }
-  spec_.cached.clear();
-  spec_.cache = RowCache::None;
+  for (const auto& [t, passes] : reads)
+    if (passes.size() >= 2) cached.push_back({t, *passes.begin(), 0});
+  const RowCachePlacement placed =
+      place_row_cache(g, spec_, std::move(cached), spec_.row_length, ctx_.device);
+  cached_registers = placed.registers;
+  shared_bytes = placed.shared_bytes;
   spec_.reread_bytes = 0;
-  if (cached.empty()) return;
-  const int64_t limit = cached_register_limit(spec_.mapping);
-  const int64_t count = static_cast<int64_t>(cached.size());
-  if (spec_.elements_per_thread <= limit && spec_.elements_per_thread * count <= 2 * limit) {
-    spec_.cache = RowCache::Registers;
-    cached_registers = spec_.elements_per_thread * count;
-  } else if (spec_.mapping == ThreadMapping::BlockPerRow &&
-             shared <= ctx_.device.max_shared_per_block) {
-    spec_.cache = RowCache::Shared;
-    shared_bytes = shared;
-  } else {
+  if (spec_.cache == RowCache::None)
     // Read again in every later pass: the cost model charges those reads.
-    for (const RegionalSpec::CachedRow& row : cached)
-      spec_.reread_bytes +=
-          static_cast<int64_t>(reads[row.tensor].size() - 1) * g.tensor(row.tensor).bytes();
-    return;
-  }
-  spec_.cached = std::move(cached);
+    for (const auto& [t, passes] : reads)
+      if (passes.size() >= 2)
+        spec_.reread_bytes += static_cast<int64_t>(passes.size() - 1) * g.tensor(t).bytes();
 }
 
 FusionDecision RegionalAnalysis::run(const AnalysisOverrides& overrides) {

@@ -198,17 +198,19 @@ FusionDecision gemm_support(const Graph& g, GemmSpec& spec) {
   return FusionDecision::ok();
 }
 
-// A row space over the symbols: rows (the leading axes, which may be symbolic) times a fixed
-// row (the trailing axes from `split`).
+// A row space over the symbols: rows (the leading axes, which may be symbolic) times a row
+// (the trailing axes from `split`), fixed or of the run's length.
 struct SymRowSpace {
   SymShape dims;
   size_t split = 0;
   SymShape rows() const { return SymShape(dims.begin(), dims.begin() + split); }
+  SymShape row() const { return SymShape(dims.begin() + split, dims.end()); }
 };
 
-// Whether a tensor is indexed in the row space by `line` and the fixed row alone: its leading
-// axes (padded to the space's rank) are the space's rows in their layout or all 1, its row
-// axes fixed.
+// Whether a tensor is indexed in the row space by `line` and its place in the row: its leading
+// axes (padded to the space's rank) are the space's rows in their layout or all 1; its row
+// axes fixed where the space's row is, else the space's row with some axes 1 (a key mask
+// [batch, 1, 1, keys] against scores [batch, heads, queries, keys]).
 FusionDecision row_space_index(const Graph& g, TensorId t, const SymRowSpace& space) {
   const Tensor& x = g.tensor(t);
   SymShape p = x.sym_shape();
@@ -218,9 +220,17 @@ FusionDecision row_space_index(const Graph& g, TensorId t, const SymRowSpace& sp
   p.insert(p.begin(), space.dims.size() - p.size(), DimExpr(1));
   const SymShape rows(p.begin(), p.begin() + space.split);
   const SymShape row(p.begin() + space.split, p.end());
-  if (!is_static(row))
+  const SymShape space_row = space.row();
+  if (is_static(space_row) && !is_static(row))
     return FusionDecision::no(fmt::format("'{}' {}: the row {} depends on the symbols", x.name,
                                           dims_str(x), sym_shape_to_string(row)));
+  if (!is_static(space_row))
+    for (size_t d = 0; d < row.size(); ++d)
+      if (!is_one(row[d]) && row[d] != space_row[d])
+        return FusionDecision::no(fmt::format("'{}' {} is read along the row {} of the row "
+                                              "space {} neither whole nor broadcast",
+                                              x.name, dims_str(x), sym_shape_to_string(space_row),
+                                              sym_shape_to_string(space.dims)));
   if (all_ones(rows) || squeezed(rows) == squeezed(space.rows())) {
     // one value for every row, or one per row
   } else {
@@ -362,9 +372,43 @@ FusionDecision regional_support(const Graph& g, const std::vector<int32_t>& node
   if (!found || g.planning_shape(space.dims) != spec.space)
     return FusionDecision::no("a row group over symbolic dims whose row space is not what its row "
                               "ops read");
-  // The row starts after the last symbolic axis at the latest: the planning binding may have
-  // put size-1 axes into it that are rows at other values of the symbols.
-  space.split = std::max(spec.row_axes_from, symbolic_prefix(space.dims));
+  // The row: where the row ops' rows have a fixed length, it starts after the last symbolic
+  // axis at the latest (the planning binding may have put size-1 axes into it that are rows at
+  // other values of the symbols); where their length is the run's, it is the trailing axes
+  // whose product is that length.
+  DimExpr first_lines, length, first_inner;
+  for (int32_t n : nodes)
+    if (reduction_rule(g.nodes[n].op) != nullptr) {
+      if (FusionDecision d = symbolic_lines(g, g.nodes[n], first_lines, length, first_inner); !d)
+        return d;
+      break;
+    }
+  if (length.is_constant()) {
+    space.split = std::max(spec.row_axes_from, symbolic_prefix(space.dims));
+  } else {
+    space.split = space.dims.size();
+    DimExpr product(1);
+    for (size_t d = space.dims.size(); d-- > 0;) {
+      product = product * space.dims[d];
+      if (product == length) {
+        space.split = d;
+        break;
+      }
+    }
+    if (space.split == space.dims.size())
+      return FusionDecision::no(fmt::format("rows of {} elements are not trailing axes of {}",
+                                            length.to_string(), sym_shape_to_string(space.dims)));
+    // The planner decided which values vary along the row at the planning binding: a symbolic
+    // axis of the row bound to 1 there would have made a value broadcast along it look like
+    // one per row.
+    for (const DimExpr& d : space.row())
+      if (!d.is_constant() && g.planning_shape(SymShape{d}).front() < 2)
+        return FusionDecision::no(fmt::format("the row {} of the row space {} is planned with "
+                                              "its axis {} at 1 (plan at another value of the "
+                                              "symbols: --dim NAME=MIN..MAX@TYPICAL)",
+                                              sym_shape_to_string(space.row()),
+                                              sym_shape_to_string(space.dims), d.to_string()));
+  }
   // Row lookups (embeddings): one table, each result row a row of the space or broadcast over
   // some of its axes (positions against [batch, seq]); read at the run's row.
   std::vector<int32_t> gathers;
@@ -402,11 +446,7 @@ FusionDecision regional_support(const Graph& g, const std::vector<int32_t>& node
       if (!is_one(inner))
         return FusionDecision::no(
             fmt::format("{} reduces columns in a row group", op_name(node.op)));
-      if (!length.is_constant())
-        return FusionDecision::no(fmt::format("{} reduces rows of {} elements in a row group (over "
-                                              "symbolic dims a row group's row is fixed)",
-                                              op_name(node.op), length.to_string()));
-      if (length.constant_value() != spec.row_length || lines != sym_elements(space.rows()))
+      if (length != sym_elements(space.row()) || lines != sym_elements(space.rows()))
         return FusionDecision::no(fmt::format("{} reduces other rows than the row space {}",
                                               op_name(node.op), sym_shape_to_string(space.dims)));
     }
@@ -452,7 +492,12 @@ FusionDecision regional_support(const Graph& g, const std::vector<int32_t>& node
   }
   spec.space_dims = space.dims;
   spec.row_axes_from = space.split;
-  row_symbolic_launch(g, sym_elements(space.rows()), spec.row_length, spec.mapping, device, launch);
+  const DimExpr row_length = sym_elements(space.row());
+  spec.row_length_dims.reset();
+  if (!row_length.is_constant()) spec.row_length_dims = row_length;
+  size_symbolic_rows(g, sym_elements(space.rows()), spec.row_length,
+                     std::max<int64_t>(1, row_length.bounds(g.symbol_ranges()).hi), device, spec,
+                     launch);
   return FusionDecision::ok();
 }
 
@@ -1163,7 +1208,7 @@ FusionDecision group_support(const Graph& g, FusionGroup& group, const DevicePar
       if (is_one(inner) && node.op != OpKind::CumSum && space.rows())
         add_mapping_variants(
             g, lines, length, space.length, device, group,
-            [&](ThreadMapping mapping, int64_t row_length, MappingVariant& variant) {
+            [&](ThreadMapping mapping, int64_t row_length, int64_t, MappingVariant& variant) {
               variant.spec = group.spec;
               const int64_t most = std::max<int64_t>(1, lines.bounds(g.symbol_ranges()).hi);
               variant.launch = mapping == ThreadMapping::Flat
@@ -1275,6 +1320,22 @@ FusionDecision group_support(const Graph& g, FusionGroup& group, const DevicePar
 }
 
 } // namespace
+
+void size_symbolic_rows(const Graph& g, const DimExpr& lines, int64_t length, int64_t longest,
+                        const DeviceParams& device, RegionalSpec& spec, LaunchConfig& launch) {
+  const int64_t most = std::max<int64_t>(1, lines.bounds(g.symbol_ranges()).hi);
+  launch = row_launch(most, length, spec.mapping, device);
+  row_symbolic_launch(g, lines, length, spec.mapping, device, launch);
+  spec.block = launch.block[0];
+  std::vector<RegionalSpec::CachedRow> rows = spec.cached;
+  rows.insert(rows.end(), spec.uncached.begin(), spec.uncached.end());
+  std::sort(rows.begin(), rows.end(),
+            [](const RegionalSpec::CachedRow& a, const RegionalSpec::CachedRow& b) {
+              return a.tensor < b.tensor;
+            });
+  const RowCachePlacement placed = place_row_cache(g, spec, std::move(rows), longest, device);
+  launch.dynamic_shared_bytes = placed.shared_bytes;
+}
 
 FusionDecision symbolic_support(const Graph& g, FusionGroup& group, const DeviceParams& device) {
   FusionDecision d = group_support(g, group, device);

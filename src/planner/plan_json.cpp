@@ -56,6 +56,11 @@ nlohmann::json regional_json(const Graph& g, const RegionalSpec& spec) {
                       {"row_outputs", tensor_names(g, spec.row_outputs)},
                       {"reread_bytes", spec.reread_bytes}};
   if (!spec.space_dims.empty()) j["space_dims"] = sym_shape_to_string(spec.space_dims);
+  if (spec.row_length_dims) {
+    // Rows of the run's length: the cache holds the longest row this kernel runs.
+    j["row_length_dims"] = spec.row_length_dims->to_string();
+    j["elements_per_thread"] = spec.elements_per_thread;
+  }
   // Row lookups (Gathers): which table each reads a row of, at which indices.
   if (!spec.gathers.empty()) {
     nlohmann::json lookups = nlohmann::json::array();

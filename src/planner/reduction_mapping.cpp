@@ -147,7 +147,8 @@ void add_mapping_variants(const Graph& graph, const DimExpr& rows, const DimExpr
       bound("length", length, region.length, l, when);
       variant.when.push_back(std::move(when));
     }
-    if (!make(mapping, std::clamp(planned_length, lengths.lo, lengths.hi), variant)) continue;
+    if (!make(mapping, std::clamp(planned_length, lengths.lo, lengths.hi), lengths.hi, variant))
+      continue;
     group.variants.push_back(std::move(variant));
   }
 }

@@ -42,10 +42,11 @@ void plan_reduction_launch(const Graph& graph, const Node& node, const DevicePar
 // symbols, either may be constant) whose best mapping changes within their ranges: for each
 // mapping other than group.mapping that row_mapping gives somewhere in them, the variant `make`
 // builds (its spec and launch) goes into group.variants, taken where the rule gives its mapping
-// (row_mapping_regions). `make` gets the mapping and the row length to size a launch by: the
-// planning length, clamped into the variant's lengths. Where it returns false the group's own
-// kernel runs those shapes, only slower.
-using MakeVariant = std::function<bool(ThreadMapping, int64_t length, MappingVariant&)>;
+// (row_mapping_regions). `make` gets the mapping, the row length to size a launch by (the
+// planning length, clamped into the variant's lengths) and the longest row the variant runs.
+// Where it returns false the group's own kernel runs those shapes, only slower.
+using MakeVariant =
+    std::function<bool(ThreadMapping, int64_t length, int64_t longest, MappingVariant&)>;
 void add_mapping_variants(const Graph& graph, const DimExpr& rows, const DimExpr& length,
                           int64_t planned_length, const DeviceParams& device, FusionGroup& group,
                           const MakeVariant& make);

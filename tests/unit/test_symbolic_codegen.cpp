@@ -794,6 +794,101 @@ TEST_CASE("row reductions over rows of symbolic length", "[symbolic][emitter]") 
   CHECK_THAT(g.sources, Catch::Contains("acc / static_cast<float>(length)"));
 }
 
+// Proves: a softmax over the run's keys, with a key mask [batch, 1, 1, keys] added before it and
+// a scale per head after, is one Regional group: its rows of `seq` elements from the run's
+// extents, the mask read at its batch's row and the element's key, the scale once per row, and
+// each thread's share of the longest row (200 keys, a warp per row: 7) cached in registers.
+// Rows of at most 16 keys take a thread per row, a variant by the run's row length.
+TEST_CASE("row groups run rows of the run's length", "[symbolic][emitter]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {-1, 4, -1, -1}, {"batch", "seq", "seq"})
+      .input("mask", kFloat, {-1, 1, 1, -1}, {"batch", "seq"})
+      .output("y");
+  m.initializer_f32("w", {1, 4, 1, 1}, {0.5f, 1.0f, 1.5f, 2.0f});
+  m.node("Add", {"x", "mask"}, {"xm"});
+  set_attr_int(m.node("Softmax", {"xm"}, {"p"}), "axis", -1);
+  m.node("Mul", {"p", "w"}, {"y"});
+  const Generated g = generate(m, {dim("batch", 1, 4, 2), dim("seq", 1, 200, 64)});
+  REQUIRE(g.plan.groups.size() == 1);
+  const FusionGroup& group = g.plan.groups[0];
+  const auto& spec = std::get<RegionalSpec>(group.spec);
+  REQUIRE(spec.row_length_dims);
+  CHECK(spec.row_length_dims->to_string() == "seq");
+  CHECK(group.mapping == ThreadMapping::WarpPerRow);
+  CHECK(spec.cache == RowCache::Registers);
+  CHECK(spec.elements_per_thread == 7); // ceil(200 / 32)
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t length = sym1;  // elements per row: seq"));
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t base = line * length;"));
+  CHECK_THAT(g.sources, Catch::Contains("float row0[7];"));
+  CHECK_THAT(g.sources, Catch::Contains("if (k >= length) break;"));
+  CHECK_THAT(g.sources, Catch::Contains("[(line / (sym1 * 4)) * sym1 + k]")); // the mask
+  CHECK_THAT(g.sources, Catch::Contains("[line / sym1 % 4];  // one per row"));  // the scale
+  REQUIRE(group.variants.size() == 1);
+  const MappingVariant& flat = group.variants[0];
+  CHECK(flat.mapping == ThreadMapping::Flat);
+  REQUIRE(flat.when.size() == 1);
+  REQUIRE(flat.when[0].size() == 1);
+  CHECK(flat.when[0][0].name == "length");
+  CHECK(flat.when[0][0].at_most == std::optional<int64_t>(16));
+  // The thread-per-row variant caches the 16 elements of its longest row.
+  const auto& flat_spec = std::get<RegionalSpec>(flat.spec);
+  CHECK(flat_spec.cache == RowCache::Registers);
+  CHECK(flat_spec.elements_per_thread == 16);
+  CHECK_THAT(g.sources, Catch::Contains("if (length <= 16) return stitch_group_0_flat("));
+  const nlohmann::json report = plan_to_json(g.graph, g.plan, g.memory);
+  CHECK(report["groups"][0]["spec"]["row_length_dims"] == "seq");
+  CHECK(report["groups"][0]["spec"]["elements_per_thread"] == 7);
+}
+
+// Proves: a row group's cache holds the longest row it runs: a normalization over the run's
+// time axis (up to 30000 elements, planned at 16000) takes a block per row with the rows in
+// 120000 bytes of dynamic shared memory, where the planning length alone would ask for 64000;
+// its variants for shorter rows keep each thread's share in registers, sized for their own
+// longest rows (a warp per row up to 255 elements: 8; a thread per row up to 16: 16).
+TEST_CASE("row caches over rows of the run's length hold the longest row", "[symbolic][planner]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {-1, 8, -1}, {"batch", "time"}).output("y");
+  m.initializer_f32("eps", {}, {1e-5f});
+  set_attr_ints(m.node("ReduceMean", {"x"}, {"mu"}), "axes", {-1});
+  m.node("Sub", {"x", "mu"}, {"d"});
+  m.node("Mul", {"d", "d"}, {"d2"});
+  set_attr_ints(m.node("ReduceMean", {"d2"}, {"var"}), "axes", {-1});
+  m.node("Add", {"var", "eps"}, {"ve"});
+  m.node("Sqrt", {"ve"}, {"sd"});
+  m.node("Div", {"d", "sd"}, {"y"});
+  const Generated g = generate(m, {dim("batch", 1, 4, 2), dim("time", 1, 30000, 16000)});
+  REQUIRE(g.plan.groups.size() == 1);
+  const FusionGroup& group = g.plan.groups[0];
+  const auto& spec = std::get<RegionalSpec>(group.spec);
+  CHECK(group.mapping == ThreadMapping::BlockPerRow);
+  CHECK(spec.cache == RowCache::Shared);
+  CHECK(group.launch.dynamic_shared_bytes == 30000 * 4);
+  CHECK_THAT(g.sources, Catch::Contains("acc1 / static_cast<float>(length)"));
+  REQUIRE(group.variants.size() == 2);
+  for (const MappingVariant& v : group.variants) {
+    const auto& s = std::get<RegionalSpec>(v.spec);
+    CHECK(s.cache == RowCache::Registers);
+    CHECK(v.launch.dynamic_shared_bytes == 0);
+    CHECK(s.elements_per_thread == (v.mapping == ThreadMapping::Flat ? 16 : 8));
+  }
+}
+
+// Proves: a row of the run's length planned with its symbol at 1 (where a mask broadcast along
+// the keys and one holding every key look alike) is no row group: the softmax's ops run apart,
+// and the reason names the planning binding.
+TEST_CASE("rows of the run's length planned at a binding of 1 are no row group",
+          "[symbolic][planner]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {-1, -1}, {"rows", "keys"}).output("y");
+  set_attr_int(m.node("Softmax", {"x"}, {"y"}), "axis", -1);
+  const Generated g = generate(m, {dim("rows", 1, 64, 8), dim("keys", 1, 64, 1)});
+  CHECK(g.plan.groups.size() > 1);
+  CHECK_THAT(plan_to_json(g.graph, g.plan, g.memory)["rejected_fusions"].dump(),
+             Catch::Contains("is planned with its axis keys at 1"));
+  const Generated planned = generate(m, {dim("rows", 1, 64, 8), dim("keys", 1, 64, 2)});
+  CHECK(planned.plan.groups.size() == 1);
+}
+
 // Proves: planned at a binding of 1, which drops the reduced axis from the planned space, a
 // reduction over a symbolic axis still reads each line's elements at the run's positions:
 // along a row (k), along a column `inner` apart (a mean pool over seq: k * 8, lines 8 apart
