@@ -5,10 +5,12 @@ write where PyTorch's do not:
 
 - einsum_dynamic: a Keras-style attention layer (what tf2onnx writes for EinsumDense and
   MultiHeadAttention) over x float32[batch, seq, 32]: the projections to 4 heads of 8 as
-  Einsum "abc,cde->abde", the scores "aecd,abcd->acbe" scaled and softmaxed, the context
+  Einsum "abc,cde->abde", the scores "aecd,abcd->acbe" scaled, masked by a key padding mask
+  [batch, 1, 1, seq] from the tokens and softmaxed over the run's keys, the context
   "acbe,aecd->abcd", the output projection "abcd,cde->abe", each token's scaled score with
   itself "acbb->acb" (a diagonal, no matrix product: a loop nest), the sequence padded to a
-  multiple of 8 by pads computed from its Shape; besides, each token's dot product
+  multiple of 8 by pads computed from its Shape, each feature normalized over the sequence
+  (InstanceNormalization of [batch, 32, seq]); besides, each token's dot product
   with the mean token "abc,ac->ab", an outer product "ab,ac->abc" of two slices, and the
   largest value of each feature over the sequence with its position (TopK along seq).
 - attention_dynamic (opset 23): the ONNX Attention op over batch, seq and past, as exporters
@@ -101,7 +103,15 @@ def build_einsum():
                          f"{p}_heads", equation="abc,cde->abde")
     scores = b.node("Einsum", [proj["k"], proj["q"]], "scores", equation="aecd,abcd->acbe")
     scaled = b.node("Mul", [scores, b.const("scale", 1.0 / math.sqrt(HEAD))], "scores_scaled")
-    probs = b.node("Softmax", [scaled], "probs", axis=-1)
+    # A key padding mask [batch, 1, 1, seq] from the tokens (a key is masked where its first
+    # feature is negative: a comparison of inputs, exact everywhere), added before the softmax.
+    first_all = b.node("Slice", ["x", b.const("m_s", [0], np.int64), b.const("m_e", [1], np.int64),
+                                 b.const("m_a", [2], np.int64)], "first_of_token")
+    keep = b.node("Greater", [first_all, b.const("zero", 0.0)], "key_kept")
+    bias = b.node("Where", [keep, b.const("open", 0.0), b.const("closed", -1e4)], "key_bias")
+    bias = b.node("Unsqueeze", [b.node("Transpose", [bias], "key_bias_t", perm=[0, 2, 1]),
+                                b.const("m_axis", [1], np.int64)], "key_mask")
+    probs = b.node("Softmax", [b.node("Add", [scaled, bias], "scores_masked")], "probs", axis=-1)
     b.node("Einsum", [scaled], "self_scores", equation="acbb->acb")  # a diagonal: a loop nest
     context = b.node("Einsum", [probs, proj["v"]], "context", equation="acbe,aecd->abcd")
     b.node("Einsum", [context, b.weight("w_o", [HEADS, HEAD, HIDDEN], HIDDEN)], "y",
@@ -126,6 +136,12 @@ def build_einsum():
                                     "tail_1"),
                              b.const("pads_rest", [0], np.int64)], "pads", axis=0)
     b.node("Pad", ["x", pads], "padded_to_8")
+    # Each feature normalized over the sequence (InstanceNormalization over [batch, 32, seq], as
+    # audio models normalize over time): rows of the run's length.
+    b.node("InstanceNormalization",
+           [b.node("Transpose", ["x"], "features", perm=[0, 2, 1]),
+            b.const("in_scale", np.linspace(0.5, 1.5, HIDDEN)),
+            b.const("in_bias", np.linspace(-0.25, 0.25, HIDDEN))], "seq_normalized")
     vi = helper.make_tensor_value_info
     return b.finish(
         "einsum_dynamic", [vi("x", TensorProto.FLOAT, ["batch", "seq", HIDDEN])],
@@ -135,7 +151,8 @@ def build_einsum():
          vi("top_value", TensorProto.FLOAT, ["batch", 1, HIDDEN]),
          vi("top_position", TensorProto.INT64, ["batch", 1, HIDDEN]),
          vi("self_scores", TensorProto.FLOAT, ["batch", HEADS, "seq"]),
-         vi("padded_to_8", TensorProto.FLOAT, ["batch", "padded_seq", HIDDEN])])
+         vi("padded_to_8", TensorProto.FLOAT, ["batch", "padded_seq", HIDDEN]),
+         vi("seq_normalized", TensorProto.FLOAT, ["batch", HIDDEN, "seq"])])
 
 
 def build_image_ops():
