@@ -7,8 +7,10 @@
 //     map holds at every shape: moves_support) whose iteration's elements are the work: every
 //     operand it reads broadcasts to the iteration over the symbols (broadcasts_over_symbols);
 //   - a row reduction (rows of any length) or a Regional group (row ops and their pointwise
-//     neighbours, row lookups included) whose rows are the work and whose row is fixed: every
-//     tensor is per element, per row, broadcast along some row axes, or the same for every row;
+//     neighbours, row lookups included) whose rows are the work, its row fixed or of the run's
+//     length (the trailing axes whose product the row ops reduce; the row cache sized for the
+//     longest): every tensor is per element, per row, broadcast along some row axes (or, over
+//     a row of the run's length, along some of the row's), or the same for every row;
 //   - a matrix product or a convolution through the library over symbolic extents
 //     (GemmSpec::symbolic; ConvSpec::batch_dims and spatial dims, and the run's pads through a
 //     padded copy of X), and the attention kernel over the run's heads, queries and keys
