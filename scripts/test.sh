@@ -8,7 +8,7 @@
 #   scripts/test.sh sanitizers   the sanitizer stage only
 #
 # The sanitizer stage builds, in their own folders and only the targets its tests need, with
-# -Og (cmake/stitch_sanitizers.cmake):
+# -Og for ASan, -O1 for TSan (cmake/stitch_sanitizers.cmake):
 #   build-asan/  ASan + UBSan: the unit tests, the error corpus (stitchc under ASan), the host
 #                target's tests (runtime, library, model runtime; the generated libraries the
 #                unit tests compile and load get the same -fsanitize flags) and the fuzz
