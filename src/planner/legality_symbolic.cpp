@@ -289,18 +289,25 @@ FusionDecision symbolic_lines(const Graph& g, const Node& node, DimExpr& lines, 
   return FusionDecision::ok();
 }
 
-// Lines of work (a row kernel's rows): the launch sized for the most lines, covering the
-// actual ones per run.
-void row_symbolic_launch(const Graph& g, const DimExpr& lines, int64_t length,
-                         ThreadMapping mapping, const DeviceParams& device, LaunchConfig& launch) {
-  if (lines.is_constant()) return; // the planned launch covers them
+// A row kernel's launch for `lines` rows of `length` elements (its block sized by `length`):
+// sized for the most lines, and where the symbols change them, covering the actual ones per
+// run (LaunchConfig::work).
+LaunchConfig rows_launch(const Graph& g, const DimExpr& lines, int64_t length,
+                         ThreadMapping mapping, const DeviceParams& device) {
   const int64_t most = std::max<int64_t>(1, lines.bounds(g.symbol_ranges()).hi);
-  launch = mapping == ThreadMapping::Flat ? flat_launch(most, 1, device)
-                                          : row_launch(most, length, mapping, device);
+  LaunchConfig launch = row_launch(most, length, mapping, device);
+  if (lines.is_constant()) return launch;
   launch.work = lines;
   launch.work_per_block = mapping == ThreadMapping::Flat         ? launch.block[0]
                           : mapping == ThreadMapping::WarpPerRow ? launch.block[0] / 32
                                                                  : 1;
+  return launch;
+}
+
+// Lines of work the symbols change: the planned launch replaced by rows_launch's.
+void row_symbolic_launch(const Graph& g, const DimExpr& lines, int64_t length,
+                         ThreadMapping mapping, const DeviceParams& device, LaunchConfig& launch) {
+  if (!lines.is_constant()) launch = rows_launch(g, lines, length, mapping, device);
 }
 
 // A depthwise Conv over symbolic dims indexes its filter by the channel, which must be fixed
@@ -1212,11 +1219,7 @@ FusionDecision group_support(const Graph& g, FusionGroup& group, const DevicePar
             g, lines, length, space.length, device, group,
             [&](ThreadMapping mapping, int64_t row_length, int64_t, MappingVariant& variant) {
               variant.spec = group.spec;
-              const int64_t most = std::max<int64_t>(1, lines.bounds(g.symbol_ranges()).hi);
-              variant.launch = mapping == ThreadMapping::Flat
-                                   ? flat_launch(most, 1, device)
-                                   : row_launch(most, row_length, mapping, device);
-              row_symbolic_launch(g, lines, row_length, mapping, device, variant.launch);
+              variant.launch = rows_launch(g, lines, row_length, mapping, device);
               return true;
             });
       return FusionDecision::ok();
@@ -1325,9 +1328,7 @@ FusionDecision group_support(const Graph& g, FusionGroup& group, const DevicePar
 
 void size_symbolic_rows(const Graph& g, const DimExpr& lines, int64_t length, int64_t longest,
                         const DeviceParams& device, RegionalSpec& spec, LaunchConfig& launch) {
-  const int64_t most = std::max<int64_t>(1, lines.bounds(g.symbol_ranges()).hi);
-  launch = row_launch(most, length, spec.mapping, device);
-  row_symbolic_launch(g, lines, length, spec.mapping, device, launch);
+  launch = rows_launch(g, lines, length, spec.mapping, device);
   spec.block = launch.block[0];
   std::vector<RegionalSpec::CachedRow> rows = spec.cached;
   rows.insert(rows.end(), spec.uncached.begin(), spec.uncached.end());

@@ -821,8 +821,8 @@ TEST_CASE("row groups run rows of the run's length", "[symbolic][emitter]") {
   CHECK_THAT(g.sources, Catch::Contains("const int64_t base = line * length;"));
   CHECK_THAT(g.sources, Catch::Contains("float row0[7];"));
   CHECK_THAT(g.sources, Catch::Contains("if (k >= length) break;"));
-  CHECK_THAT(g.sources, Catch::Contains("[(line / (sym1 * 4)) * sym1 + k]")); // the mask
-  CHECK_THAT(g.sources, Catch::Contains("[line / sym1 % 4];  // one per row"));  // the scale
+  CHECK_THAT(g.sources, Catch::Contains("[(line / (sym1 * 4)) * sym1 + k]"));   // the mask
+  CHECK_THAT(g.sources, Catch::Contains("[line / sym1 % 4];  // one per row")); // the scale
   REQUIRE(group.variants.size() == 1);
   const MappingVariant& flat = group.variants[0];
   CHECK(flat.mapping == ThreadMapping::Flat);
