@@ -496,10 +496,8 @@ void add_mapping_variant(const FusionContext& ctx, const std::vector<int32_t>& n
         if (!legality::symbolic_support(ctx.graph, variant.group, ctx.device)) return false;
         auto* spec = std::get_if<RegionalSpec>(&variant.group.spec);
         if (spec == nullptr || spec->mapping != mapping) return false;
-        const bool index32 = variant.group.launch.index32;
         legality::size_symbolic_rows(ctx.graph, lines, length, longest, ctx.device, *spec,
                                      variant.group.launch);
-        variant.group.launch.index32 = index32;
         out.spec = variant.group.spec;
         out.launch = variant.group.launch;
         return true;

@@ -130,7 +130,7 @@ RowCachePlacement place_row_cache(const Graph& g, RegionalSpec& spec,
 
 // Over symbolic dims, a Regional group's launch for `lines` rows (an expression of the
 // symbols) with the block sized for rows of `length` elements, and its row cache placed again
-// for rows of up to `longest` (legality_symbolic.cpp).
+// for rows of up to `longest` (legality_symbolic.cpp); the launch's index width is kept.
 void size_symbolic_rows(const Graph& g, const DimExpr& lines, int64_t length, int64_t longest,
                         const DeviceParams& device, RegionalSpec& spec, LaunchConfig& launch);
 

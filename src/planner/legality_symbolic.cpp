@@ -1328,14 +1328,13 @@ FusionDecision group_support(const Graph& g, FusionGroup& group, const DevicePar
 
 void size_symbolic_rows(const Graph& g, const DimExpr& lines, int64_t length, int64_t longest,
                         const DeviceParams& device, RegionalSpec& spec, LaunchConfig& launch) {
+  const bool index32 = launch.index32; // the group's index math, not its geometry
   launch = rows_launch(g, lines, length, spec.mapping, device);
+  launch.index32 = index32;
   spec.block = launch.block[0];
-  std::vector<RegionalSpec::CachedRow> rows = spec.cached;
-  rows.insert(rows.end(), spec.uncached.begin(), spec.uncached.end());
-  std::sort(rows.begin(), rows.end(),
-            [](const RegionalSpec::CachedRow& a, const RegionalSpec::CachedRow& b) {
-              return a.tensor < b.tensor;
-            });
+  // Every row read again is in one of the two lists (place_row_cache), in tensor order.
+  std::vector<RegionalSpec::CachedRow> rows =
+      spec.cache == RowCache::None ? spec.uncached : spec.cached;
   const RowCachePlacement placed = place_row_cache(g, spec, std::move(rows), longest, device);
   launch.dynamic_shared_bytes = placed.shared_bytes;
 }
