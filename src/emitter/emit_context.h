@@ -26,6 +26,7 @@ public:
         variant_(std::move(variant)) {}
   // "" or "_warp_per_row": what the names of a variant's kernels and function end with.
   std::string variant_suffix() const { return variant_.empty() ? "" : "_" + variant_; }
+  const std::string& variant() const { return variant_; }
   int cooperative_index() const { return cooperative_index_; }
   // The kernels that opt in to more than 48 KiB of dynamic shared memory, and their bytes:
   // recorded by emit_shared_memory_opt_in, checked once when the model is created (emit_model).

@@ -191,6 +191,16 @@ std::string mapping_id(ThreadMapping m) {
   return name;
 }
 
+// What a variant's kernels and function are named by: its thread mapping ("warp_per_row"), or
+// an attention's tile geometry, which its variants differ in ("q12_k32": tiles of 12 query rows
+// and 32 keys; "q64_k64_mma": on tensor cores).
+std::string variant_id(const FusionGroup& group) {
+  if (const auto* spec = std::get_if<AttentionSpec>(&group.spec))
+    return fmt::format("q{}_k{}{}", spec->query_tile(), spec->key_tile,
+                       spec->tensor_cores ? "_mma" : "");
+  return mapping_id(group.mapping);
+}
+
 // The group function of a group with mapping variants: the run's rows and row length pick the
 // kernel, each variant where one of its boxes of bounds holds.
 void emit_variant_dispatch(const Graph& g, const FusionGroup& group,
@@ -208,7 +218,7 @@ void emit_variant_dispatch(const Graph& g, const FusionGroup& group,
   std::vector<DimExpr> values;
   for (const ExtentBound* e : extents)
     values.push_back(e->value);
-  w.comment("The mapping that suits the run's extents: a variant where its bounds hold, else the "
+  w.comment("The kernel that suits the run's extents: a variant where its bounds hold, else the "
             "planned one.");
   w.open(fmt::format(fmt::runtime(kGroupSignature), fmt::format("stitch_group_{}", group.id)));
   emit_symbol_reads(g, symbols_of(g, values), w);
@@ -586,8 +596,8 @@ GeneratedModel emit_model(const Graph& g, const FusionPlan& plan, const MemoryPl
     const bool grid_barrier = group.launch.cooperative;
     if (grid_barrier) w.line("#include \"device/stitch_grid.cuh\" // stitch_grid_sync()");
     w.line();
-    // Mapping variants (over symbolic dims): each mapping's kernel and function, then the
-    // group function choosing by the run's rows.
+    // Mapping variants (over symbolic dims): each variant's kernel and function, then the
+    // group function choosing by the run's extents.
     std::vector<FusionGroup> variant_groups;
     std::vector<GroupEmitContext> contexts;
     if (group.variants.empty()) {
@@ -601,9 +611,9 @@ GeneratedModel emit_model(const Graph& g, const FusionPlan& plan, const MemoryPl
         variant.variants.clear();
         variant_groups.push_back(std::move(variant));
       }
-      contexts.emplace_back(g, group, memory, cooperative_index, mapping_id(group.mapping));
+      contexts.emplace_back(g, group, memory, cooperative_index, variant_id(group));
       for (const FusionGroup& variant : variant_groups)
-        contexts.emplace_back(g, variant, memory, cooperative_index, mapping_id(variant.mapping));
+        contexts.emplace_back(g, variant, memory, cooperative_index, variant_id(variant));
     }
     for (size_t k = 0; k < contexts.size(); ++k) {
       if (k > 0) w.line();

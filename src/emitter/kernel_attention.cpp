@@ -266,7 +266,7 @@ void emit_row(const GroupEmitContext& ctx, CodeWriter& out, const std::string& n
 // Over symbolic dims, flash-decoding by the run's shape (AttentionSpec::Symbolic::sm_count): the
 // kernel of one split of the keys, the kernel merging the splits, and the group function that
 // applies the planner's rule to the run's heads, query tiles and keys, splitting where it says
-// so and running `kernel` (every key tile in each block, through `stitch_group_N_whole`)
+// so and running `kernel` (every key tile in each block, through `stitch_group_N[_variant]_whole`)
 // otherwise.
 void emit_symbolic_splits(const GroupEmitContext& ctx, CodeWriter& out, const FusedSignature& sig,
                           const std::string& kernel, const std::string& tiles,
@@ -324,7 +324,8 @@ void emit_symbolic_splits(const GroupEmitContext& ctx, CodeWriter& out, const Fu
   out.line();
 
   // The kernel over every key tile, launched by a function of its own.
-  const GroupEmitContext whole(g, group, ctx.memory(), -1, "whole");
+  const GroupEmitContext whole(g, group, ctx.memory(), -1,
+                               ctx.variant().empty() ? "whole" : ctx.variant() + "_whole");
   emit_launch(whole, out, kernel, sig.args);
   for (const auto& [name, bytes] : whole.shared_opt_ins())
     ctx.record_shared_opt_in(name, bytes);
@@ -390,7 +391,7 @@ void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
   const FusionGroup& group = ctx.group();
   const AttentionSpec& spec = ctx.spec<AttentionSpec>();
   const FusedSignature sig = fused_signature(ctx, spec.io);
-  const auto [kernel, tiles, problem] = template_kernel_names(group, "attention");
+  const auto [kernel, tiles, problem] = template_kernel_names(ctx, "attention");
   auto param = [&](TensorId t, const char* what) {
     return interface_name(ctx, sig, t, fmt::format("attention's {}", what));
   };

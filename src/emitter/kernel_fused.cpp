@@ -267,9 +267,12 @@ std::string interface_name(const GroupEmitContext& ctx, const FusedSignature& si
                              ctx.graph().tensor(t).name));
 }
 
-TemplateKernelNames template_kernel_names(const FusionGroup& group, std::string_view what) {
-  return {fmt::format("stitch_g{}_{}", group.id, what), fmt::format("stitch_g{}_tiles", group.id),
-          fmt::format("stitch_g{}_problem", group.id)};
+TemplateKernelNames template_kernel_names(const GroupEmitContext& ctx, std::string_view what) {
+  const int id = ctx.group().id;
+  const std::string suffix = ctx.variant_suffix();
+  return {fmt::format("stitch_g{}_{}{}", id, what, suffix),
+          fmt::format("stitch_g{}_tiles{}", id, suffix),
+          fmt::format("stitch_g{}_problem{}", id, suffix)};
 }
 
 std::vector<std::string> interface_members(const FusedSignature& sig, const KernelInterface& io) {

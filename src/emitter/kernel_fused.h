@@ -57,11 +57,12 @@ std::vector<std::string> interface_members(const FusedSignature& sig, const Kern
 
 // The names in the source of a group whose kernel is a runtime template over a problem struct
 // (an attention, a GEMM chain): the kernel `stitch_g<id>_<what>`, its tile configuration
-// `stitch_g<id>_tiles` and its problem `stitch_g<id>_problem`.
+// `stitch_g<id>_tiles` and its problem `stitch_g<id>_problem`, each ending with the variant's
+// suffix (GroupEmitContext::variant_suffix) where the group has variants.
 struct TemplateKernelNames {
   std::string kernel, tiles, problem;
 };
-TemplateKernelNames template_kernel_names(const FusionGroup& group, std::string_view what);
+TemplateKernelNames template_kernel_names(const GroupEmitContext& ctx, std::string_view what);
 
 // The value of `t`, a literal or an input of `sig`, at its numpy-broadcast index into `against`
 // (element `linear`, coordinates `coordinate`0, 1, ...): the literal itself, or a load into a

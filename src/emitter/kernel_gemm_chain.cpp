@@ -86,7 +86,7 @@ void emit_gemm_chain(const GroupEmitContext& ctx, CodeWriter& out) {
   const FusionGroup& group = ctx.group();
   const GemmChainSpec& spec = ctx.spec<GemmChainSpec>();
   const FusedSignature sig = fused_signature(ctx, spec.io);
-  const auto [kernel, tiles, problem] = template_kernel_names(group, "chain");
+  const auto [kernel, tiles, problem] = template_kernel_names(ctx, "chain");
   auto param = [&](TensorId t, const char* what) {
     return interface_name(ctx, sig, t, fmt::format("GEMM chain's {}", what));
   };

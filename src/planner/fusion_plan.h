@@ -79,9 +79,10 @@ struct ExtentBound {
 
 // Over symbolic dims, where the best thread mapping of a row kernel changes within the range of
 // its rows or its row length (a block per row for few or long rows, a warp per row for many,
-// a thread per row for short ones): the group's kernel for another mapping, with its own spec
-// and launch. The group function runs the first variant one of whose `when` holds (every bound
-// of it), the group's own kernel where none does.
+// a thread per row for short ones), or an attention's tile geometry within the range of its
+// queries (a decode step's one query a block, a prefill's 16): the group's kernel for another
+// mapping or geometry, with its own spec and launch. The group function runs the first variant
+// one of whose `when` holds (every bound of it), the group's own kernel where none does.
 struct MappingVariant {
   GroupSpec spec;
   ThreadMapping mapping = ThreadMapping::Flat;

@@ -468,6 +468,8 @@ FusionDecision analyze_group(const FusionContext& ctx, const std::vector<int32_t
   d = legality::symbolic_support(ctx.graph, a.group, ctx.device);
   if (d && std::holds_alternative<RegionalSpec>(a.group.spec) && !overrides.row_mapping)
     add_mapping_variant(ctx, nodes, a);
+  if (d && std::holds_alternative<AttentionSpec>(a.group.spec))
+    legality::attention_variants(ctx, a.group);
   return d;
 }
 

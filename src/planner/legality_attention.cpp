@@ -11,7 +11,9 @@
 // The batch axes of the scores ([batch, heads]) are the kernel's flat head index; an operand
 // with a size-1 batch axis is broadcast (multi-query K and V). The tile geometry: up to 4 warps
 // of up to 4 query rows each (2 for head dims over 128), as many as the queries fill, and key
-// tiles of 64 (32 for head dims over 128, or 32 keys or fewer).
+// tiles of 64 (32 for head dims over 128, or 32 keys or fewer); on tensor cores warps of 16
+// query rows (place_tiles). Over symbolic queries the ends of their range get their own
+// geometry as variants (attention_variants).
 #include <algorithm>
 #include <functional>
 #include <set>
@@ -268,6 +270,97 @@ bool attention_dtype(DType t) {
   return t == DType::Float32 || t == DType::Float16 || t == DType::BFloat16;
 }
 
+// The tile geometry for `queries` queries and `keys` keys in `heads` heads (the planning shape's,
+// or over symbolic dims another shape's: attention_variants): spec's tensor_cores, element,
+// warps, rows_per_warp, key_tile and shared_bytes, and a thread's registers. Tensor cores where
+// both products read one 16-bit type (their operands are then exact in it, and the graph rounds
+// the probabilities to it), every target architecture has them, and the queries fill at least
+// one warp's 16 rows; else fp32 FMA.
+FusionDecision place_tiles(const FusionContext& ctx, AttentionSpec& spec, int64_t queries,
+                           int64_t keys, int64_t heads, int64_t& registers) {
+  const Graph& g = ctx.graph;
+  const Node& qk = g.nodes[spec.scores];
+  const Node& pv = g.nodes[spec.product];
+  const bool wide = spec.head_dim > 128 || spec.value_dim > 128;
+  const DType element = g.tensor(qk.inputs[0]).dtype;
+  bool one_type = element == DType::Float16 || element == DType::BFloat16;
+  for (TensorId t : {qk.inputs[1], pv.inputs[0], pv.inputs[1]})
+    one_type = one_type && g.tensor(t).dtype == element;
+  spec.tensor_cores =
+      one_type && ctx.device.min_compute_capability >= kTensorCoreCapability && queries >= kMmaRows;
+  spec.element = DType::Float32;
+  // Registers for the nodes a thread evaluates per element: the logit nodes and the largest
+  // prologue.
+  const int64_t nodes = static_cast<int64_t>(
+      spec.logit_nodes.size() +
+      std::max({spec.q.prologue.size(), spec.k.prologue.size(), spec.v.prologue.size()}));
+  // FlashMmaConfig's layout: a T tile of Q and two stages of a K and a V tile, their rows the
+  // head and value dims padded to multiples of 16, plus 8; scores, probabilities and outputs
+  // stay in registers.
+  const int64_t padded_dims = (spec.head_dim + 15) / 16 * 16;
+  const int64_t padded_values = (spec.value_dim + 15) / 16 * 16;
+  auto mma_shared_bytes = [&](int64_t query_tile, int64_t key_tile) {
+    return 2 * query_tile * (padded_dims + 8) +
+           2 * 2 * key_tile * (padded_dims + 8 + padded_values + 8);
+  };
+  // A lane's registers on tensor cores: its Q fragments (4 a 16 dims), scores (4 a tile of 8
+  // keys), output accumulators (4 a tile of 8 values), two rows' maximum and sum.
+  auto mma_registers = [&](int64_t key_tile) {
+    return padded_dims / 4 + key_tile / 2 + padded_values / 2 + 4;
+  };
+  if (spec.tensor_cores) {
+    // Four warps a block where the heads and query tiles still give every SM a block; fewer
+    // (more, smaller blocks) where they would not.
+    const int64_t row_tiles = (queries + kMmaRows - 1) / kMmaRows;
+    int warps = static_cast<int>(std::min<int64_t>(4, row_tiles));
+    while (warps > 1 && heads * ((row_tiles + warps - 1) / warps) < ctx.device.sm_count)
+      warps /= 2;
+    int key_tile = wide || keys <= 32 ? 32 : 64;
+    // Where the device's shared memory (the oldest --arch's) does not hold the tiles: shorter
+    // key tiles, then fewer warps, then the FMA kernel.
+    while (mma_shared_bytes(int64_t{warps} * kMmaRows, key_tile) >
+               ctx.device.max_shared_per_block &&
+           (key_tile > 32 || warps > 1)) {
+      if (key_tile > 32)
+        key_tile = 32;
+      else
+        warps /= 2;
+    }
+    spec.warps = warps;
+    spec.rows_per_warp = kMmaRows;
+    spec.key_tile = key_tile;
+    spec.shared_bytes = mma_shared_bytes(spec.query_tile(), key_tile);
+    if (spec.shared_bytes > ctx.device.max_shared_per_block) spec.tensor_cores = false;
+    // Where the fragments would not fit a thread's registers (head and value dims near 256):
+    // the FMA kernel, whose rows keep less in registers.
+    if (kBaseRegisters + kRegistersPerNode * nodes + mma_registers(key_tile) >
+        ctx.device.max_registers_per_thread)
+      spec.tensor_cores = false;
+  }
+  if (spec.tensor_cores) {
+    spec.element = element;
+    registers = kBaseRegisters + kRegistersPerNode * nodes + mma_registers(spec.key_tile);
+  } else {
+    // Up to 4 warps of up to 4 query rows each (2 for wide heads), as many as the queries fill;
+    // key tiles of 64, 32 for wide heads or 32 keys or fewer. A row's state and scores in
+    // registers.
+    const int64_t rows = std::clamp<int64_t>(queries, 1, wide ? 8 : 16);
+    spec.warps = static_cast<int>(std::min<int64_t>(4, rows));
+    spec.rows_per_warp = static_cast<int>((rows + spec.warps - 1) / spec.warps);
+    spec.key_tile = keys > 32 && !wide ? 64 : 32;
+    const int64_t query_tile = spec.query_tile();
+    spec.shared_bytes = 4 * (query_tile * spec.head_dim + spec.key_tile * (spec.head_dim | 1) +
+                             spec.key_tile * spec.value_dim + query_tile * spec.key_tile);
+    registers = kBaseRegisters + kRegistersPerNode * nodes +
+                spec.rows_per_warp * ((spec.value_dim + 31) / 32 + spec.key_tile / 32 + 2);
+  }
+  if (spec.shared_bytes > ctx.device.max_shared_per_block)
+    return FusionDecision::no(fmt::format("the attention's tiles take {} bytes of shared memory, "
+                                          "over the {} a block may have",
+                                          spec.shared_bytes, ctx.device.max_shared_per_block));
+  return FusionDecision::ok();
+}
+
 } // namespace
 
 FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
@@ -488,11 +581,6 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
   prologues.insert(prologues.end(), k.prologue.begin(), k.prologue.end());
   prologues.insert(prologues.end(), v.prologue.begin(), v.prologue.end());
   std::sort(prologues.begin(), prologues.end());
-  // Registers for the nodes a thread evaluates per element: the logit nodes and the largest
-  // prologue.
-  const int64_t prologue_nodes =
-      static_cast<int64_t>(std::max({q.prologue.size(), k.prologue.size(), v.prologue.size()}));
-
   // The logit nodes: every other node, pointwise on the scores' shape, reading the scores'
   // chain (and tensors from outside the group).
   for (int32_t n : nodes) {
@@ -530,78 +618,11 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
                                               shape_str(logit_shape)));
     }
 
-  // The tile geometry: tensor cores where both products read one 16-bit type (their operands
-  // are then exact in it, and the graph rounds the probabilities to it), every target
-  // architecture has them, and the queries fill at least one warp's 16 rows; else fp32 FMA.
-  const bool wide = spec.head_dim > 128 || spec.value_dim > 128;
-  const DType element = g.tensor(qk.inputs[0]).dtype;
-  bool one_type = element == DType::Float16 || element == DType::BFloat16;
-  for (TensorId t : {qk.inputs[1], pv.inputs[0], pv.inputs[1]})
-    one_type = one_type && g.tensor(t).dtype == element;
-  spec.tensor_cores = one_type && ctx.device.min_compute_capability >= kTensorCoreCapability &&
-                      spec.queries >= kMmaRows;
-  // FlashMmaConfig's layout: a T tile of Q and two stages of a K and a V tile, their rows the
-  // head and value dims padded to multiples of 16, plus 8; scores, probabilities and outputs
-  // stay in registers.
-  const int64_t padded_dims = (spec.head_dim + 15) / 16 * 16;
-  const int64_t padded_values = (spec.value_dim + 15) / 16 * 16;
-  auto mma_shared_bytes = [&](int64_t query_tile, int64_t key_tile) {
-    return 2 * query_tile * (padded_dims + 8) +
-           2 * 2 * key_tile * (padded_dims + 8 + padded_values + 8);
-  };
-  // A lane's registers on tensor cores: its Q fragments (4 a 16 dims), scores (4 a tile of 8
-  // keys), output accumulators (4 a tile of 8 values), two rows' maximum and sum.
-  auto mma_registers = [&](int64_t key_tile) {
-    return padded_dims / 4 + key_tile / 2 + padded_values / 2 + 4;
-  };
-  if (spec.tensor_cores) {
-    // Four warps a block where the heads and query tiles still give every SM a block; fewer
-    // (more, smaller blocks) where they would not.
-    const int64_t row_tiles = (spec.queries + kMmaRows - 1) / kMmaRows;
-    int warps = static_cast<int>(std::min<int64_t>(4, row_tiles));
-    while (warps > 1 && spec.heads * ((row_tiles + warps - 1) / warps) < ctx.device.sm_count)
-      warps /= 2;
-    int key_tile = wide || spec.keys <= 32 ? 32 : 64;
-    // Where the device's shared memory (the oldest --arch's) does not hold the tiles: shorter
-    // key tiles, then fewer warps, then the FMA kernel.
-    while (mma_shared_bytes(int64_t{warps} * kMmaRows, key_tile) >
-               ctx.device.max_shared_per_block &&
-           (key_tile > 32 || warps > 1)) {
-      if (key_tile > 32)
-        key_tile = 32;
-      else
-        warps /= 2;
-    }
-    spec.warps = warps;
-    spec.rows_per_warp = kMmaRows;
-    spec.key_tile = key_tile;
-    spec.shared_bytes = mma_shared_bytes(spec.query_tile(), key_tile);
-    if (spec.shared_bytes > ctx.device.max_shared_per_block) spec.tensor_cores = false;
-    // Where the fragments would not fit a thread's registers (head and value dims near 256):
-    // the FMA kernel, whose rows keep less in registers.
-    if (kBaseRegisters +
-            kRegistersPerNode * (static_cast<int64_t>(spec.logit_nodes.size()) + prologue_nodes) +
-            mma_registers(key_tile) >
-        ctx.device.max_registers_per_thread)
-      spec.tensor_cores = false;
-  }
-  if (spec.tensor_cores) {
-    spec.element = element;
-  } else {
-    const int64_t rows = std::min<int64_t>(spec.queries, wide ? 8 : 16);
-    spec.warps = static_cast<int>(std::min<int64_t>(4, rows));
-    spec.rows_per_warp = static_cast<int>((rows + spec.warps - 1) / spec.warps);
-    spec.key_tile = spec.keys > 32 && !wide ? 64 : 32;
-    const int64_t query_tile = spec.query_tile();
-    spec.shared_bytes = 4 * (query_tile * spec.head_dim + spec.key_tile * (spec.head_dim | 1) +
-                             spec.key_tile * spec.value_dim + query_tile * spec.key_tile);
-  }
+  int64_t registers = 0;
+  if (FusionDecision d = place_tiles(ctx, spec, spec.queries, spec.keys, spec.heads, registers); !d)
+    return d;
   const int64_t query_tile = spec.query_tile();
   spec.query_tiles = (spec.queries + query_tile - 1) / query_tile;
-  if (spec.shared_bytes > ctx.device.max_shared_per_block)
-    return FusionDecision::no(fmt::format("the attention's tiles take {} bytes of shared memory, "
-                                          "over the {} a block may have",
-                                          spec.shared_bytes, ctx.device.max_shared_per_block));
   const int64_t blocks = spec.heads * spec.query_tiles;
   if (blocks > int64_t{0x7fffffff})
     return FusionDecision::no(fmt::format("{} blocks exceed one grid dimension", blocks));
@@ -651,12 +672,7 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
   a.row_length = spec.keys;
   a.iteration = logit_shape;
   a.shared_bytes = spec.shared_bytes;
-  // FMA: each row's state and scores in registers; tensor cores: mma_registers.
-  a.registers = kBaseRegisters +
-                kRegistersPerNode * static_cast<int64_t>(spec.logit_nodes.size() + prologue_nodes) +
-                (spec.tensor_cores
-                     ? mma_registers(spec.key_tile)
-                     : spec.rows_per_warp * ((spec.value_dim + 31) / 32 + spec.key_tile / 32 + 2));
+  a.registers = registers;
   if (FusionDecision d = fits_registers(ctx, a); !d) return d;
   a.group.mapping = ThreadMapping::WarpPerRow;
   a.group.launch = LaunchConfig{};
@@ -665,6 +681,66 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
   a.group.launch.dynamic_shared_bytes = spec.shared_bytes;
   a.group.spec = std::move(spec);
   return FusionDecision::ok();
+}
+
+// The planned tile geometry suits the queries of the planning shape and those near it; the
+// ends of the queries' range may call for another: a decode step's one query in a block of one
+// warp where the plan's block holds 12 query rows, a long prefill's 16 queries a block (on
+// tensor cores where the types allow them) where the plan's holds 4. Each end whose geometry
+// (place_tiles at that end's symbols, the other symbols at their planning values) differs from
+// the planned one is a variant: the fewest queries' where the run's queries fit its one query
+// tile and are fewer than the planning shape's, the most queries' where they are more. Each
+// variant's launch, flash-decoding by the run and scratch are its own (symbolic_support); the
+// group's scratch is the largest of them.
+void attention_variants(const FusionContext& ctx, FusionGroup& group) {
+  const Graph& g = ctx.graph;
+  const AttentionSpec& planned = std::get<AttentionSpec>(group.spec);
+  if (!planned.symbolic) return;
+  const DimExpr queries = planned.symbolic->queries;
+  const DimExpr keys = planned.symbolic->keys;
+  const DimExpr heads = planned.symbolic->heads;
+  const SymbolRanges ranges = g.symbol_ranges();
+  const std::set<std::string> symbols = queries.symbols();
+  if (symbols.empty() || !queries.non_decreasing(ranges)) return;
+  auto same_geometry = [](const AttentionSpec& a, const AttentionSpec& b) {
+    return a.tensor_cores == b.tensor_cores && a.warps == b.warps &&
+           a.rows_per_warp == b.rows_per_warp && a.key_tile == b.key_tile;
+  };
+  std::vector<MappingVariant> variants;
+  for (const bool most : {false, true}) {
+    SymbolValues at = g.planning_values();
+    for (const std::string& s : symbols)
+      at[s] = most ? ranges.at(s).hi : ranges.at(s).lo;
+    const int64_t end = queries.evaluate(at);
+    if (most ? end <= planned.queries : end >= planned.queries) continue;
+    FusionGroup variant = group;
+    variant.variants.clear();
+    auto& spec = std::get<AttentionSpec>(variant.spec);
+    int64_t registers = 0;
+    if (!place_tiles(ctx, spec, end, keys.evaluate(at), heads.evaluate(at), registers) ||
+        registers > ctx.device.max_registers_per_thread || same_geometry(spec, planned) ||
+        std::any_of(variants.begin(), variants.end(), [&](const MappingVariant& v) {
+          return same_geometry(std::get<AttentionSpec>(v.spec), spec);
+        }))
+      continue;
+    spec.query_tiles = (spec.queries + spec.query_tile() - 1) / spec.query_tile();
+    variant.launch.block = {int64_t{spec.warps} * 32, 1, 1};
+    variant.launch.dynamic_shared_bytes = spec.shared_bytes;
+    if (!symbolic_support(g, variant, ctx.device)) continue;
+    ExtentBound bound{"queries", queries, std::nullopt, std::nullopt};
+    if (most)
+      bound.at_least = planned.queries + 1;
+    else
+      bound.at_most = std::max(end, std::min(spec.query_tile(), planned.queries - 1));
+    MappingVariant v;
+    v.spec = variant.spec;
+    v.mapping = variant.mapping;
+    v.launch = variant.launch;
+    v.when = {{std::move(bound)}};
+    group.scratch_bytes = std::max(group.scratch_bytes, variant.scratch_bytes);
+    variants.push_back(std::move(v));
+  }
+  group.variants = std::move(variants);
 }
 
 } // namespace stitch::legality

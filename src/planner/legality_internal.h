@@ -107,6 +107,10 @@ FusionDecision analyze_independent(const FusionContext& ctx, GroupAnalysis& a,
                                    const AnalysisOverrides& overrides);
 FusionDecision analyze_gemm(const FusionContext& ctx, GroupAnalysis& a);
 FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a);
+// Over symbolic queries, an attention group (`group`, its symbolic support done) gets the tile
+// geometry of each end of the queries' range that differs from the planned one as a mapping
+// variant (legality_attention.cpp).
+void attention_variants(const FusionContext& ctx, FusionGroup& group);
 FusionDecision analyze_gemm_chain(const FusionContext& ctx, GroupAnalysis& a);
 FusionDecision analyze_conv(const FusionContext& ctx, GroupAnalysis& a);
 

@@ -392,16 +392,23 @@ nlohmann::json plan_to_json(const Graph& g, const FusionPlan& plan, const Memory
         gj["work_per_block"] = group.launch.work_per_block;
       }
       if (group.launch.index32) gj["index32"] = true;
-      // Mapping variants: which rows and row lengths run another mapping, and its launch.
+      // Mapping variants: which rows, row lengths or queries run another mapping or tile
+      // geometry, and its launch.
       if (!group.variants.empty()) {
         nlohmann::json variants = nlohmann::json::array();
-        for (const MappingVariant& v : group.variants)
-          variants.push_back({{"mapping", mapping_name(v.mapping)},
-                              {"when", variant_conditions(v)},
-                              {"grid", v.launch.grid},
-                              {"block", v.launch.block},
-                              {"dynamic_shared_bytes", v.launch.dynamic_shared_bytes},
-                              {"spec", spec_json(g, v.spec)}});
+        for (const MappingVariant& v : group.variants) {
+          nlohmann::json vj = {{"mapping", mapping_name(v.mapping)},
+                               {"when", variant_conditions(v)},
+                               {"grid", v.launch.grid},
+                               {"block", v.launch.block},
+                               {"dynamic_shared_bytes", v.launch.dynamic_shared_bytes},
+                               {"spec", spec_json(g, v.spec)}};
+          if (v.launch.work_per_block > 0) {
+            vj["work"] = v.launch.work.to_string();
+            vj["work_per_block"] = v.launch.work_per_block;
+          }
+          variants.push_back(std::move(vj));
+        }
         gj["variants"] = variants;
       }
       if (group.rows > 0) {

@@ -840,6 +840,99 @@ TEST_CASE("row groups run rows of the run's length", "[symbolic][emitter]") {
   CHECK(report["groups"][0]["spec"]["elements_per_thread"] == 7);
 }
 
+// Proves: an attention over symbolic queries keeps the tile geometry planned at the typical
+// shape for the queries near it and takes each end of the range's own geometry as a variant:
+// a block of one warp and one query row where the run has one query (a decode step; planned at
+// 12 queries, 4 warps of 3 rows), tiles of 16 queries and 64 keys above the planning shape's
+// queries, on tensor cores for float16 up to 512 queries; the group function picks the kernel
+// by the run's queries. Queries fixed at 1 (a decode step over a symbolic past) get no
+// variant.
+TEST_CASE("attention tile geometry variants by the run's queries", "[symbolic][planner]") {
+  auto attention = [](int dtype, int64_t queries) {
+    ModelBuilder m;
+    m.input("q", dtype, {-1, 4, queries, 16}, {"batch", "seq"})
+        .input("k", dtype, {-1, 4, -1, 16}, {"batch", queries < 0 ? "seq" : "past"})
+        .input("v", dtype, {-1, 4, -1, 16}, {"batch", queries < 0 ? "seq" : "past"})
+        .output("y");
+    set_attr_ints(m.node("Transpose", {"k"}, {"kt"}), "perm", {0, 1, 3, 2});
+    m.node("MatMul", {"q", "kt"}, {"s"});
+    set_attr_int(m.node("Softmax", {"s"}, {"p"}), "axis", -1);
+    m.node("MatMul", {"p", "v"}, {"y"});
+    return m;
+  };
+  auto attention_group = [](const Generated& g) -> const FusionGroup& {
+    for (const FusionGroup& group : g.plan.groups)
+      if (group.kind == GroupKind::Attention) return group;
+    FAIL("no attention group");
+    return g.plan.groups.front();
+  };
+  {
+    const Generated g =
+        generate(attention(kFloat, -1), {dim("batch", 1, 8, 3), dim("seq", 1, 64, 12)});
+    const FusionGroup& group = attention_group(g);
+    const auto& planned = std::get<AttentionSpec>(group.spec);
+    CHECK(planned.warps == 4);
+    CHECK(planned.rows_per_warp == 3);
+    CHECK(planned.key_tile == 32);
+    REQUIRE(group.variants.size() == 2);
+    const auto& one = std::get<AttentionSpec>(group.variants[0].spec);
+    CHECK(one.warps == 1);
+    CHECK(one.rows_per_warp == 1);
+    CHECK(group.variants[0].launch.block[0] == 32);
+    CHECK(group.variants[0].launch.work.to_string() == "4*batch*seq");
+    REQUIRE(group.variants[0].when.size() == 1);
+    REQUIRE(group.variants[0].when[0].size() == 1);
+    CHECK(group.variants[0].when[0][0].name == "queries");
+    CHECK(group.variants[0].when[0][0].at_most == std::optional<int64_t>(1));
+    const auto& many = std::get<AttentionSpec>(group.variants[1].spec);
+    CHECK(many.warps == 4);
+    CHECK(many.rows_per_warp == 4);
+    CHECK(many.key_tile == 64);
+    CHECK_FALSE(many.tensor_cores);
+    CHECK(group.variants[1].when[0][0].at_least == std::optional<int64_t>(13));
+    const std::string f = fmt::format("stitch_group_{}", group.id);
+    CHECK_THAT(g.sources, Catch::Contains("const int64_t queries = sym1;  // seq"));
+    CHECK_THAT(g.sources, Catch::Contains(fmt::format("if (queries <= 1) return {}_q1_k32(", f)));
+    CHECK_THAT(g.sources, Catch::Contains(fmt::format("if (queries >= 13) return {}_q16_k64(", f)));
+    CHECK_THAT(g.sources, Catch::Contains(fmt::format("return {}_q12_k32(b, error", f)));
+    CHECK_THAT(g.sources, Catch::Contains("stitch::attention::FlashConfig<16, 16, 1, 1, 32>"));
+    const nlohmann::json report = plan_to_json(g.graph, g.plan, g.memory);
+    bool reported = false;
+    for (const nlohmann::json& j : report["groups"])
+      if (j["kind"] == "attention") {
+        REQUIRE(j["variants"].size() == 2);
+        CHECK(j["variants"][0]["when"][0][0]["extent"] == "queries");
+        CHECK(j["variants"][0]["work"] == "4*batch*seq");
+        CHECK(j["variants"][1]["spec"]["key_tile"] == 64);
+        reported = true;
+      }
+    CHECK(reported);
+  }
+  {
+    const Generated g = generate(attention(onnx::TensorProto::FLOAT16, -1),
+                                 {dim("batch", 1, 8, 3), dim("seq", 1, 512, 12)});
+    const FusionGroup& group = attention_group(g);
+    CHECK_FALSE(std::get<AttentionSpec>(group.spec).tensor_cores);
+    REQUIRE(group.variants.size() == 2);
+    const auto& many = std::get<AttentionSpec>(group.variants[1].spec);
+    CHECK(many.tensor_cores);
+    CHECK(many.rows_per_warp == 16);
+    CHECK(many.element == DType::Float16);
+    CHECK_THAT(g.sources,
+               Catch::Contains("stitch::attention::FlashMmaConfig<stitch::float16, 16, 16"));
+    CHECK_THAT(g.sources, Catch::Contains(fmt::format("if (queries >= 13) return stitch_group_{}_q",
+                                                      group.id)));
+    CHECK_THAT(g.sources, Catch::Contains("_k64_mma(b, error, error_size);"));
+  }
+  {
+    const Generated g =
+        generate(attention(kFloat, 1), {dim("batch", 1, 8, 3), dim("past", 1, 256, 100)});
+    const FusionGroup& group = attention_group(g);
+    CHECK(std::get<AttentionSpec>(group.spec).query_tile() == 1);
+    CHECK(group.variants.empty());
+  }
+}
+
 // Proves: a row group's cache holds the longest row it runs: a normalization over the run's
 // time axis (up to 30000 elements, planned at 16000) takes a block per row with the rows in
 // 120000 bytes of dynamic shared memory, where the planning length alone would ask for 64000;
