@@ -16,6 +16,7 @@
 // geometry as variants (attention_variants).
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <set>
 
 #include "graph/op_params.h"
@@ -29,6 +30,7 @@ namespace {
 constexpr int64_t kMaxHeadDim = 256;
 constexpr int64_t kMmaRows = 16;          // query rows of a warp on tensor cores
 constexpr int kTensorCoreCapability = 80; // bfloat16 warp products: sm_80 and later
+constexpr int64_t kShortKeys = 32;        // keys up to this many: key tiles of 32
 
 // The one consumer of `t`, when it is in the group and `t` is no graph output; else -1.
 int32_t only_consumer(const FusionContext& ctx, const std::vector<int32_t>& nodes, TensorId t) {
@@ -315,7 +317,7 @@ FusionDecision place_tiles(const FusionContext& ctx, AttentionSpec& spec, int64_
     int warps = static_cast<int>(std::min<int64_t>(4, row_tiles));
     while (warps > 1 && heads * ((row_tiles + warps - 1) / warps) < ctx.device.sm_count)
       warps /= 2;
-    int key_tile = wide || keys <= 32 ? 32 : 64;
+    int key_tile = wide || keys <= kShortKeys ? 32 : 64;
     // Where the device's shared memory (the oldest --arch's) does not hold the tiles: shorter
     // key tiles, then fewer warps, then the FMA kernel.
     while (mma_shared_bytes(int64_t{warps} * kMmaRows, key_tile) >
@@ -347,7 +349,7 @@ FusionDecision place_tiles(const FusionContext& ctx, AttentionSpec& spec, int64_
     const int64_t rows = std::clamp<int64_t>(queries, 1, wide ? 8 : 16);
     spec.warps = static_cast<int>(std::min<int64_t>(4, rows));
     spec.rows_per_warp = static_cast<int>((rows + spec.warps - 1) / spec.warps);
-    spec.key_tile = keys > 32 && !wide ? 64 : 32;
+    spec.key_tile = keys > kShortKeys && !wide ? 64 : 32;
     const int64_t query_tile = spec.query_tile();
     spec.shared_bytes = 4 * (query_tile * spec.head_dim + spec.key_tile * (spec.head_dim | 1) +
                              spec.key_tile * spec.value_dim + query_tile * spec.key_tile);
@@ -683,15 +685,17 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
   return FusionDecision::ok();
 }
 
-// The planned tile geometry suits the queries of the planning shape and those near it; the
-// ends of the queries' range may call for another: a decode step's one query in a block of one
-// warp where the plan's block holds 12 query rows, a long prefill's 16 queries a block (on
-// tensor cores where the types allow them) where the plan's holds 4. Each end whose geometry
-// (place_tiles at that end's symbols, the other symbols at their planning values) differs from
-// the planned one is a variant: the fewest queries' where the run's queries fit its one query
-// tile and are fewer than the planning shape's, the most queries' where they are more. Each
-// variant's launch, flash-decoding by the run and scratch are its own (symbolic_support); the
-// group's scratch is the largest of them.
+// The planned tile geometry suits the queries of the planning shape and those near it; other
+// queries of the range may call for another: a decode step's one query in a block of one warp
+// where the plan's block holds 12 query rows, a prefill's 16 queries a block (on tensor cores
+// where the types allow them) and key tiles of 64 where the plan's keys were short. The
+// geometry (place_tiles) is taken at a few points of the queries' symbols, the other symbols at
+// their planning values: the range's ends, the planning values and, where the keys grow with
+// the queries' one symbol, its last value with short keys (kShortKeys). The run's queries take
+// the geometry of the first point at or above them (whose tiles hold as many queries, with key
+// tiles for as many keys); each geometry other than the planned one is a variant, taken where
+// the run's queries fall between its points. Each variant's launch, flash-decoding by the run
+// and scratch are its own (symbolic_support); the group's scratch is the largest of them.
 void attention_variants(const FusionContext& ctx, FusionGroup& group) {
   const Graph& g = ctx.graph;
   const AttentionSpec& planned = std::get<AttentionSpec>(group.spec);
@@ -702,45 +706,88 @@ void attention_variants(const FusionContext& ctx, FusionGroup& group) {
   const SymbolRanges ranges = g.symbol_ranges();
   const std::set<std::string> symbols = queries.symbols();
   if (symbols.empty() || !queries.non_decreasing(ranges)) return;
+  // The points, each the binding of every symbol and its queries.
+  std::vector<std::pair<int64_t, SymbolValues>> points;
+  auto add = [&](const SymbolValues& at) { points.emplace_back(queries.evaluate(at), at); };
+  add(g.planning_values());
+  for (const bool most : {false, true}) {
+    SymbolValues at = g.planning_values();
+    for (const std::string& s : symbols)
+      at[s] = most ? ranges.at(s).hi : ranges.at(s).lo;
+    add(at);
+  }
+  const std::string& symbol = *symbols.begin();
+  if (symbols.size() == 1 && keys.symbols().count(symbol) > 0 && keys.non_decreasing(ranges)) {
+    SymbolValues at = g.planning_values();
+    int64_t lo = ranges.at(symbol).lo, hi = ranges.at(symbol).hi; // the last short-keys value
+    at[symbol] = lo;
+    if (keys.evaluate(at) <= kShortKeys) {
+      while (lo < hi) {
+        const int64_t mid = lo + (hi - lo + 1) / 2;
+        at[symbol] = mid;
+        if (keys.evaluate(at) <= kShortKeys)
+          lo = mid;
+        else
+          hi = mid - 1;
+      }
+      at[symbol] = lo;
+      add(at);
+    }
+  }
+  // In order of their queries; of points with equal queries the first (the planning one).
+  std::stable_sort(points.begin(), points.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  points.erase(std::unique(points.begin(), points.end(),
+                           [](const auto& a, const auto& b) { return a.first == b.first; }),
+               points.end());
   auto same_geometry = [](const AttentionSpec& a, const AttentionSpec& b) {
     return a.tensor_cores == b.tensor_cores && a.warps == b.warps &&
            a.rows_per_warp == b.rows_per_warp && a.key_tile == b.key_tile;
   };
   std::vector<MappingVariant> variants;
-  for (const bool most : {false, true}) {
-    SymbolValues at = g.planning_values();
-    for (const std::string& s : symbols)
-      at[s] = most ? ranges.at(s).hi : ranges.at(s).lo;
-    const int64_t end = queries.evaluate(at);
-    if (most ? end <= planned.queries : end >= planned.queries) continue;
+  std::vector<bool> usable; // per variant: its kernel holds every shape in range
+  int64_t below = std::numeric_limits<int64_t>::min(); // the previous point's queries
+  for (size_t i = 0; i < points.size(); ++i) {
+    const auto& [at_queries, at] = points[i];
     FusionGroup variant = group;
     variant.variants.clear();
     auto& spec = std::get<AttentionSpec>(variant.spec);
     int64_t registers = 0;
-    if (!place_tiles(ctx, spec, end, keys.evaluate(at), heads.evaluate(at), registers) ||
-        registers > ctx.device.max_registers_per_thread || same_geometry(spec, planned) ||
-        std::any_of(variants.begin(), variants.end(), [&](const MappingVariant& v) {
-          return same_geometry(std::get<AttentionSpec>(v.spec), spec);
-        }))
-      continue;
-    spec.query_tiles = (spec.queries + spec.query_tile() - 1) / spec.query_tile();
-    variant.launch.block = {int64_t{spec.warps} * 32, 1, 1};
-    variant.launch.dynamic_shared_bytes = spec.shared_bytes;
-    if (!symbolic_support(g, variant, ctx.device)) continue;
+    const bool placed =
+        place_tiles(ctx, spec, at_queries, keys.evaluate(at), heads.evaluate(at), registers) &&
+        registers <= ctx.device.max_registers_per_thread;
+    const int64_t from = below;
+    below = at_queries;
+    if (!placed || same_geometry(spec, planned)) continue;
     ExtentBound bound{"queries", queries, std::nullopt, std::nullopt};
-    if (most)
-      bound.at_least = planned.queries + 1;
-    else
-      bound.at_most = std::max(end, std::min(spec.query_tile(), planned.queries - 1));
-    MappingVariant v;
-    v.spec = variant.spec;
-    v.mapping = variant.mapping;
-    v.launch = variant.launch;
-    v.when = {{std::move(bound)}};
-    group.scratch_bytes = std::max(group.scratch_bytes, variant.scratch_bytes);
-    variants.push_back(std::move(v));
+    if (i > 0) bound.at_least = from + 1;
+    if (i + 1 < points.size()) bound.at_most = at_queries;
+    size_t k = 0;
+    while (k < variants.size() && !same_geometry(std::get<AttentionSpec>(variants[k].spec), spec))
+      ++k;
+    if (k == variants.size()) {
+      spec.query_tiles = (spec.queries + spec.query_tile() - 1) / spec.query_tile();
+      variant.launch.block = {int64_t{spec.warps} * 32, 1, 1};
+      variant.launch.dynamic_shared_bytes = spec.shared_bytes;
+      MappingVariant v;
+      usable.push_back(static_cast<bool>(symbolic_support(g, variant, ctx.device)));
+      v.spec = variant.spec;
+      v.mapping = variant.mapping;
+      v.launch = variant.launch;
+      if (usable.back()) group.scratch_bytes = std::max(group.scratch_bytes, variant.scratch_bytes);
+      variants.push_back(std::move(v));
+    }
+    // A box next to the previous one of the same variant widens it.
+    std::vector<std::vector<ExtentBound>>& when = variants[k].when;
+    if (!when.empty() && when.back()[0].at_most == std::optional<int64_t>(from)) {
+      when.back()[0].at_most = bound.at_most;
+    } else {
+      when.push_back({std::move(bound)});
+    }
   }
-  group.variants = std::move(variants);
+  group.variants.clear();
+  for (size_t k = 0; k < variants.size(); ++k)
+    if (usable[k]) group.variants.push_back(std::move(variants[k]));
 }
 
 } // namespace stitch::legality

@@ -841,12 +841,12 @@ TEST_CASE("row groups run rows of the run's length", "[symbolic][emitter]") {
 }
 
 // Proves: an attention over symbolic queries keeps the tile geometry planned at the typical
-// shape for the queries near it and takes each end of the range's own geometry as a variant:
-// a block of one warp and one query row where the run has one query (a decode step; planned at
-// 12 queries, 4 warps of 3 rows), tiles of 16 queries and 64 keys above the planning shape's
-// queries, on tensor cores for float16 up to 512 queries; the group function picks the kernel
-// by the run's queries. Queries fixed at 1 (a decode step over a symbolic past) get no
-// variant.
+// shape for the queries near it and takes the geometry of other points of the range as
+// variants: a block of one warp and one query row where the run has one query (a decode step;
+// planned at 12 queries, 4 warps of 3 rows), tiles of 16 queries above the planning shape's
+// queries, with key tiles of 32 up to 32 keys and of 64 past them, on tensor cores for float16
+// up to 512 queries; the group function picks the kernel by the run's queries. Queries fixed
+// at 1 (a decode step over a symbolic past) get no variant.
 TEST_CASE("attention tile geometry variants by the run's queries", "[symbolic][planner]") {
   auto attention = [](int dtype, int64_t queries) {
     ModelBuilder m;
@@ -866,6 +866,15 @@ TEST_CASE("attention tile geometry variants by the run's queries", "[symbolic][p
     FAIL("no attention group");
     return g.plan.groups.front();
   };
+  // One box of one bound on the queries.
+  auto box = [](const MappingVariant& v, std::optional<int64_t> at_least,
+                std::optional<int64_t> at_most) {
+    REQUIRE(v.when.size() == 1);
+    REQUIRE(v.when[0].size() == 1);
+    CHECK(v.when[0][0].name == "queries");
+    CHECK(v.when[0][0].at_least == at_least);
+    CHECK(v.when[0][0].at_most == at_most);
+  };
   {
     const Generated g =
         generate(attention(kFloat, -1), {dim("batch", 1, 8, 3), dim("seq", 1, 64, 12)});
@@ -874,36 +883,38 @@ TEST_CASE("attention tile geometry variants by the run's queries", "[symbolic][p
     CHECK(planned.warps == 4);
     CHECK(planned.rows_per_warp == 3);
     CHECK(planned.key_tile == 32);
-    REQUIRE(group.variants.size() == 2);
+    REQUIRE(group.variants.size() == 3);
     const auto& one = std::get<AttentionSpec>(group.variants[0].spec);
     CHECK(one.warps == 1);
     CHECK(one.rows_per_warp == 1);
     CHECK(group.variants[0].launch.block[0] == 32);
     CHECK(group.variants[0].launch.work.to_string() == "4*batch*seq");
-    REQUIRE(group.variants[0].when.size() == 1);
-    REQUIRE(group.variants[0].when[0].size() == 1);
-    CHECK(group.variants[0].when[0][0].name == "queries");
-    CHECK(group.variants[0].when[0][0].at_most == std::optional<int64_t>(1));
-    const auto& many = std::get<AttentionSpec>(group.variants[1].spec);
-    CHECK(many.warps == 4);
-    CHECK(many.rows_per_warp == 4);
-    CHECK(many.key_tile == 64);
-    CHECK_FALSE(many.tensor_cores);
-    CHECK(group.variants[1].when[0][0].at_least == std::optional<int64_t>(13));
+    box(group.variants[0], std::nullopt, 1);
+    for (size_t k : {1, 2}) {
+      const auto& many = std::get<AttentionSpec>(group.variants[k].spec);
+      CHECK(many.warps == 4);
+      CHECK(many.rows_per_warp == 4);
+      CHECK(many.key_tile == (k == 1 ? 32 : 64));
+      CHECK_FALSE(many.tensor_cores);
+    }
+    box(group.variants[1], 13, 32);
+    box(group.variants[2], 33, std::nullopt);
     const std::string f = fmt::format("stitch_group_{}", group.id);
     CHECK_THAT(g.sources, Catch::Contains("const int64_t queries = sym1;  // seq"));
     CHECK_THAT(g.sources, Catch::Contains(fmt::format("if (queries <= 1) return {}_q1_k32(", f)));
-    CHECK_THAT(g.sources, Catch::Contains(fmt::format("if (queries >= 13) return {}_q16_k64(", f)));
+    CHECK_THAT(g.sources, Catch::Contains(fmt::format(
+                              "if (queries >= 13 && queries <= 32) return {}_q16_k32(", f)));
+    CHECK_THAT(g.sources, Catch::Contains(fmt::format("if (queries >= 33) return {}_q16_k64(", f)));
     CHECK_THAT(g.sources, Catch::Contains(fmt::format("return {}_q12_k32(b, error", f)));
     CHECK_THAT(g.sources, Catch::Contains("stitch::attention::FlashConfig<16, 16, 1, 1, 32>"));
     const nlohmann::json report = plan_to_json(g.graph, g.plan, g.memory);
     bool reported = false;
     for (const nlohmann::json& j : report["groups"])
       if (j["kind"] == "attention") {
-        REQUIRE(j["variants"].size() == 2);
+        REQUIRE(j["variants"].size() == 3);
         CHECK(j["variants"][0]["when"][0][0]["extent"] == "queries");
         CHECK(j["variants"][0]["work"] == "4*batch*seq");
-        CHECK(j["variants"][1]["spec"]["key_tile"] == 64);
+        CHECK(j["variants"][2]["spec"]["key_tile"] == 64);
         reported = true;
       }
     CHECK(reported);
@@ -913,15 +924,18 @@ TEST_CASE("attention tile geometry variants by the run's queries", "[symbolic][p
                                  {dim("batch", 1, 8, 3), dim("seq", 1, 512, 12)});
     const FusionGroup& group = attention_group(g);
     CHECK_FALSE(std::get<AttentionSpec>(group.spec).tensor_cores);
-    REQUIRE(group.variants.size() == 2);
-    const auto& many = std::get<AttentionSpec>(group.variants[1].spec);
-    CHECK(many.tensor_cores);
-    CHECK(many.rows_per_warp == 16);
-    CHECK(many.element == DType::Float16);
+    REQUIRE(group.variants.size() == 3);
+    for (size_t k : {1, 2}) {
+      const auto& many = std::get<AttentionSpec>(group.variants[k].spec);
+      CHECK(many.tensor_cores);
+      CHECK(many.rows_per_warp == 16);
+      CHECK(many.element == DType::Float16);
+      CHECK(many.key_tile == (k == 1 ? 32 : 64));
+    }
+    box(group.variants[1], 13, 32);
+    box(group.variants[2], 33, std::nullopt);
     CHECK_THAT(g.sources,
                Catch::Contains("stitch::attention::FlashMmaConfig<stitch::float16, 16, 16"));
-    CHECK_THAT(g.sources, Catch::Contains(fmt::format("if (queries >= 13) return stitch_group_{}_q",
-                                                      group.id)));
     CHECK_THAT(g.sources, Catch::Contains("_k64_mma(b, error, error_size);"));
   }
   {

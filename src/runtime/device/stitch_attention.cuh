@@ -266,6 +266,7 @@ __device__ void attend_keys(const Problem& p, int64_t head, int64_t first_query,
   float* const p_tile = v_tile + Config::kValueFloats;
   const int tid = static_cast<int>(threadIdx.x);
   const int lane = tid & 31, warp = tid >> 5;
+  const bool idle = first_query + warp * R >= p.queries;
   constexpr float kNegInf = -INFINITY;
 
   // The query tile, once (rows past the last query hold zeros and are never stored).
@@ -284,6 +285,9 @@ __device__ void attend_keys(const Problem& p, int64_t head, int64_t first_query,
         v_tile, DV, BK, key_valid, [&](int j) { return value_row_of(p, head, k0 + j); },
         [&](int j, int d) { return p.value(head, k0 + j, d); });
     __syncthreads();
+    // A warp whose rows are all past the last query (the tail of a query tile larger than the
+    // run's queries) only helps load the tiles: its rows are never stored.
+    if (idle) continue;
 
     // Lane l scores keys l, l + 32, ... of the tile for each of the warp's rows.
     float s[R][Config::kKeysPerLane];
@@ -405,6 +409,7 @@ __device__ void attend_keys_mma(const Problem& p, int64_t head, int64_t first_qu
   const int lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
   const int64_t row_i[2] = {first_query + warp * R + g, first_query + warp * R + g + 8};
+  const bool idle = first_query + warp * R >= p.queries;
   unsigned char* const base = reinterpret_cast<unsigned char*>(shared);
   T* const q_tile = reinterpret_cast<T*>(base + Config::kQOffset);
   auto k_tile = [&](int stage) {
@@ -457,76 +462,81 @@ __device__ void attend_keys_mma(const Problem& p, int64_t head, int64_t first_qu
       mma::copy_async_wait<0>();
     }
     __syncthreads(); // this stage's tile (and, the first time, Q) is in
-    if (k0 == key_begin)
-      for (int kk = 0; kk < Config::kDimTiles; ++kk) {
-        const T* const at = q_tile + (warp * R + g) * QS + kk * 16 + 2 * t;
-        q[kk].x[0] = load_pair(at);
-        q[kk].x[1] = load_pair(at + 8 * QS);
-        q[kk].x[2] = load_pair(at + 8);
-        q[kk].x[3] = load_pair(at + 8 * QS + 8);
-      }
-    const T* const keys = k_tile(stage);
-    const T* const values = v_tile(stage);
+    // A warp whose rows are all past the last query (the tail of a query tile larger than the
+    // run's queries) only helps load the tiles: its rows are never stored.
+    if (!idle) {
+      if (k0 == key_begin)
+        for (int kk = 0; kk < Config::kDimTiles; ++kk) {
+          const T* const at = q_tile + (warp * R + g) * QS + kk * 16 + 2 * t;
+          q[kk].x[0] = load_pair(at);
+          q[kk].x[1] = load_pair(at + 8 * QS);
+          q[kk].x[2] = load_pair(at + 8);
+          q[kk].x[3] = load_pair(at + 8 * QS + 8);
+        }
+      const T* const keys = k_tile(stage);
+      const T* const values = v_tile(stage);
 
-    // S = Q Kᵀ: K's rows are Kᵀ's columns, so a B fragment is a pair of adjacent dims.
-    mma::FragmentC s[Config::kKeyTiles];
-    for (int n = 0; n < Config::kKeyTiles; ++n)
-      mma::zero(s[n]);
-    for (int kk = 0; kk < Config::kDimTiles; ++kk)
-      for (int n = 0; n < Config::kKeyTiles; ++n) {
-        const T* const at = keys + (8 * n + g) * QS + kk * 16 + 2 * t;
-        const mma::FragmentB b = {{load_pair(at), load_pair(at + 8)}};
-        mma::product<T>(s[n], q[kk], b);
-      }
+      // S = Q Kᵀ: K's rows are Kᵀ's columns, so a B fragment is a pair of adjacent dims.
+      mma::FragmentC s[Config::kKeyTiles];
+      for (int n = 0; n < Config::kKeyTiles; ++n)
+        mma::zero(s[n]);
+      for (int kk = 0; kk < Config::kDimTiles; ++kk)
+        for (int n = 0; n < Config::kKeyTiles; ++n) {
+          const T* const at = keys + (8 * n + g) * QS + kk * 16 + 2 * t;
+          const mma::FragmentB b = {{load_pair(at), load_pair(at + 8)}};
+          mma::product<T>(s[n], q[kk], b);
+        }
 
-    // The logits, each row's maximum (its four lanes), the rescaling, the probabilities.
-    float tile_max[2] = {kNegInf, kNegInf};
-    for (int n = 0; n < Config::kKeyTiles; ++n)
-      for (int e = 0; e < 4; ++e) {
-        const int r = e >> 1;
-        const int64_t j = k0 + 8 * n + 2 * t + (e & 1);
-        const float x =
-            (row_i[r] < p.queries && j < key_end) ? p.logit(head, row_i[r], j, s[n].x[e]) : kNegInf;
-        s[n].x[e] = x;
-        tile_max[r] = max_nan(tile_max[r], x);
+      // The logits, each row's maximum (its four lanes), the rescaling, the probabilities.
+      float tile_max[2] = {kNegInf, kNegInf};
+      for (int n = 0; n < Config::kKeyTiles; ++n)
+        for (int e = 0; e < 4; ++e) {
+          const int r = e >> 1;
+          const int64_t j = k0 + 8 * n + 2 * t + (e & 1);
+          const float x = (row_i[r] < p.queries && j < key_end)
+                              ? p.logit(head, row_i[r], j, s[n].x[e])
+                              : kNegInf;
+          s[n].x[e] = x;
+          tile_max[r] = max_nan(tile_max[r], x);
+        }
+      float correction[2], m_new[2];
+      bool none[2];
+      for (int r = 0; r < 2; ++r) {
+        tile_max[r] = max_nan(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+        tile_max[r] = max_nan(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+        m_new[r] = max_nan(rows.maximum[r], tile_max[r]);
+        none[r] = m_new[r] == kNegInf; // as attend_keys
+        correction[r] = none[r] ? 1.0f : expf(rows.maximum[r] - m_new[r]);
+        rows.maximum[r] = m_new[r];
       }
-    float correction[2], m_new[2];
-    bool none[2];
-    for (int r = 0; r < 2; ++r) {
-      tile_max[r] = max_nan(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
-      tile_max[r] = max_nan(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
-      m_new[r] = max_nan(rows.maximum[r], tile_max[r]);
-      none[r] = m_new[r] == kNegInf; // as attend_keys
-      correction[r] = none[r] ? 1.0f : expf(rows.maximum[r] - m_new[r]);
-      rows.maximum[r] = m_new[r];
-    }
-    float tile_sum[2] = {0.0f, 0.0f};
-    for (int n = 0; n < Config::kKeyTiles; ++n)
-      for (int e = 0; e < 4; ++e) {
-        const int r = e >> 1;
-        const float x = none[r] ? 0.0f : expf(s[n].x[e] - m_new[r]);
-        s[n].x[e] = x;
-        tile_sum[r] += x;
-      }
-    for (int r = 0; r < 2; ++r)
-      rows.sum[r] = rows.sum[r] * correction[r] + tile_sum[r];
-    for (int n = 0; n < Config::kValueTiles; ++n)
-      for (int e = 0; e < 4; ++e)
-        rows.out[n].x[e] *= correction[e >> 1];
+      float tile_sum[2] = {0.0f, 0.0f};
+      for (int n = 0; n < Config::kKeyTiles; ++n)
+        for (int e = 0; e < 4; ++e) {
+          const int r = e >> 1;
+          const float x = none[r] ? 0.0f : expf(s[n].x[e] - m_new[r]);
+          s[n].x[e] = x;
+          tile_sum[r] += x;
+        }
+      for (int r = 0; r < 2; ++r)
+        rows.sum[r] = rows.sum[r] * correction[r] + tile_sum[r];
+      for (int n = 0; n < Config::kValueTiles; ++n)
+        for (int e = 0; e < 4; ++e)
+          rows.out[n].x[e] *= correction[e >> 1];
 
-    // O += P V, 16 keys a step: the scores' C fragments of keys 16c .. 16c + 15 are P's A
-    // fragment; ldmatrix .trans reads V's B fragments two at a time.
-    for (int c = 0; c < BK / 16; ++c) {
-      const mma::FragmentC& lo = s[2 * c];
-      const mma::FragmentC& hi = s[2 * c + 1];
-      const mma::FragmentA a = {{mma::pack<T>(lo.x[0], lo.x[1]), mma::pack<T>(lo.x[2], lo.x[3]),
-                                 mma::pack<T>(hi.x[0], hi.x[1]), mma::pack<T>(hi.x[2], hi.x[3])}};
-      for (int n = 0; n < Config::kValueTiles; n += 2) {
-        mma::FragmentB left, right; // value dims 8n .. 8n + 7 and 8n + 8 .. 8n + 15
-        mma::load_transposed<T>(left, right,
-                                values + (16 * c + (lane & 15)) * VS + 8 * n + 8 * (lane >> 4));
-        mma::product<T>(rows.out[n], a, left);
-        mma::product<T>(rows.out[n + 1], a, right);
+      // O += P V, 16 keys a step: the scores' C fragments of keys 16c .. 16c + 15 are P's A
+      // fragment; ldmatrix .trans reads V's B fragments two at a time.
+      for (int c = 0; c < BK / 16; ++c) {
+        const mma::FragmentC& lo = s[2 * c];
+        const mma::FragmentC& hi = s[2 * c + 1];
+        const mma::FragmentA a = {{mma::pack<T>(lo.x[0], lo.x[1]), mma::pack<T>(lo.x[2], lo.x[3]),
+                                   mma::pack<T>(hi.x[0], hi.x[1]), mma::pack<T>(hi.x[2], hi.x[3])}};
+        for (int n = 0; n < Config::kValueTiles; n += 2) {
+          mma::FragmentB left, right; // value dims 8n .. 8n + 7 and 8n + 8 .. 8n + 15
+          mma::load_transposed<T>(left, right,
+                                  values + (16 * c + (lane & 15)) * VS + 8 * n + 8 * (lane >> 4));
+          mma::product<T>(rows.out[n], a, left);
+          mma::product<T>(rows.out[n + 1], a, right);
+        }
       }
     }
     __syncthreads(); // every warp is done with this stage before the next load refills it

@@ -285,6 +285,139 @@ int32_t stitch_group_5_q1_k32(const stitch_abi_buffers* b, char* error, size_t e
   return stitch_launch_result(status, "stitch_g5_attention_q1_k32", 5, error, error_size);
 }
 
+// Fused group 5 (attention): softmax(logits(Q K\xe1\xb5\x80)) V of 4*batch heads ([batch,4]), seq queries x seq keys, head dims 16 and 16, in one pass over the keys; the scores never reach memory. A block per (head, tile of 16 queries): 4 warps of 4 query rows, key tiles of 32 through shared memory, an online softmax in fp32; Q\xc2\xb7K\xe1\xb5\x80 and P\xc2\xb7V in fp32 FMA.
+//   node '/Reshape' (Slice): float32[batch,seq,4,16] <- float32[batch,seq,12,16], int64[1], int64[1], int64[1]
+//   node '/Transpose' (Transpose): float32[batch,4,seq,16] <- float32[batch,seq,4,16]
+//   node '/Reshape_1' (Slice): float32[batch,seq,4,16] <- float32[batch,seq,12,16], int64[1], int64[1], int64[1]
+//   node '/Transpose_2' (Transpose): float32[batch,4,16,seq] <- float32[batch,seq,4,16]
+//   node '/MatMul' (MatMul): float32[batch,4,seq,seq] <- float32[batch,4,seq,16], float32[batch,4,16,seq]
+//   node '/Div_1' (Div): float32[batch,4,seq,seq] <- float32[batch,4,seq,seq], float32[]
+//   node '/Where' (Where): float32[batch,4,seq,seq] <- bool[seq,seq], float32[], float32[batch,4,seq,seq]
+//   node '/Softmax/ReduceMax' (ReduceMax): float32[batch,4,seq,1] <- float32[batch,4,seq,seq], int64[1]
+//   node '/Softmax/Sub' (Sub): float32[batch,4,seq,seq] <- float32[batch,4,seq,seq], float32[batch,4,seq,1]
+//   node '/Softmax/Exp' (Exp): float32[batch,4,seq,seq] <- float32[batch,4,seq,seq]
+//   node '/Softmax/ReduceSum' (ReduceSum): float32[batch,4,seq,1] <- float32[batch,4,seq,seq], int64[1]
+//   node '/Softmax/Div' (Div): float32[batch,4,seq,seq] <- float32[batch,4,seq,seq], float32[batch,4,seq,1]
+//   node '/Reshape_2' (Slice): float32[batch,seq,4,16] <- float32[batch,seq,12,16], int64[1], int64[1], int64[1]
+//   node '/Transpose_1' (Transpose): float32[batch,4,seq,16] <- float32[batch,seq,4,16]
+//   node '/MatMul_1' (MatMul): float32[batch,4,seq,16] <- float32[batch,4,seq,seq], float32[batch,4,seq,16]
+//   node '/Transpose_3' (Transpose): float32[batch,seq,4,16] <- float32[batch,4,seq,16]
+//   in0: '/Split/heads' float32[batch,seq,12,16]
+//   in1: '/Trilu_output_0' bool[seq,seq]
+//   out0: '/Transpose_3_output_0' float32[batch,seq,4,16]
+using stitch_g5_tiles_q16_k32 = stitch::attention::FlashConfig<16, 16, 4, 4, 32>;
+static_assert(stitch_g5_tiles_q16_k32::shared_bytes == 7296, "the plan's shared memory");
+
+// What stitch::attention asks of this model: its operands, logits and output.
+struct stitch_g5_problem_q16_k32 {
+  const float* __restrict__ in0;
+  const bool* __restrict__ in1;
+  float* __restrict__ out0;
+  int64_t queries, keys;
+  int64_t sym0, sym1;  // the run's symbolic dims
+
+  __device__ float query(int64_t head, int64_t row, int dim) const {
+    int64_t rest = head;
+    const int64_t b1 = rest % 4;
+    rest /= 4;
+    const int64_t b0 = rest;
+    return in0[0 + b0 * (sym1 * 192) + b1 * 16 + row * 192 + dim];
+  }
+  __device__ float key(int64_t head, int64_t row, int dim) const {
+    int64_t rest = head;
+    const int64_t b1 = rest % 4;
+    rest /= 4;
+    const int64_t b0 = rest;
+    return in0[64 + b0 * (sym1 * 192) + b1 * 16 + row * 192 + dim];
+  }
+  __device__ float value(int64_t head, int64_t row, int dim) const {
+    int64_t rest = head;
+    const int64_t b1 = rest % 4;
+    rest /= 4;
+    const int64_t b0 = rest;
+    return in0[128 + b0 * (sym1 * 192) + b1 * 16 + row * 192 + dim];
+  }
+  static constexpr int kQueryVector = 4;
+  __device__ const float* query_row(int64_t head, int64_t row) const {
+    int64_t rest = head;
+    const int64_t b1 = rest % 4;
+    rest /= 4;
+    const int64_t b0 = rest;
+    return in0 + (0 + b0 * (sym1 * 192) + b1 * 16 + row * 192 + 0);
+  }
+  static constexpr int kKeyVector = 4;
+  __device__ const float* key_row(int64_t head, int64_t row) const {
+    int64_t rest = head;
+    const int64_t b1 = rest % 4;
+    rest /= 4;
+    const int64_t b0 = rest;
+    return in0 + (64 + b0 * (sym1 * 192) + b1 * 16 + row * 192 + 0);
+  }
+  static constexpr int kValueVector = 4;
+  __device__ const float* value_row(int64_t head, int64_t row) const {
+    int64_t rest = head;
+    const int64_t b1 = rest % 4;
+    rest /= 4;
+    const int64_t b0 = rest;
+    return in0 + (128 + b0 * (sym1 * 192) + b1 * 16 + row * 192 + 0);
+  }
+  __device__ float logit(int64_t head, int64_t query, int64_t key, float dot) const {
+    const int64_t i = (head * queries + query) * keys + key;
+    int64_t rest = head;
+    const int64_t b1 = rest % 4;
+    rest /= 4;
+    const int64_t b0 = rest;
+    const int64_t c0 = b0;
+    const int64_t c1 = b1;
+    const int64_t c2 = query;
+    const int64_t c3 = key;
+    (void)i;
+    const bool x1 = in1[c3 + c2 * sym1];
+    // the product '/MatMul_output_0' as the graph stores it
+    const float s = dot;
+    // t0 = '/Div_1' (Div)
+    const float t0 = stitch::ops::div(s, 4.0f);
+    // t1 = '/Where' (Where)
+    const float t1 = stitch::ops::where(x1, -INFINITY, t0);
+    return t1;
+  }
+  __device__ int64_t key_end(int64_t, int64_t) const { return keys; }
+  __device__ void store(int64_t head, int64_t row, int dim, float value) const {
+    int64_t rest = head;
+    const int64_t b1 = rest % 4;
+    rest /= 4;
+    const int64_t b0 = rest;
+    out0[0 + b0 * (sym1 * 64) + b1 * 16 + row * 64 + dim] = value;
+  }
+};
+
+__global__ void __launch_bounds__(128) stitch_g5_attention_q16_k32(const float* __restrict__ in0, const bool* __restrict__ in1, float* __restrict__ out0, const int64_t sym0, const int64_t sym1) {
+  STITCH_DYNAMIC_SHARED(float, shared);
+  const stitch_g5_problem_q16_k32 p{in0, in1, out0, sym1, sym1, sym0, sym1};
+  const int64_t query_tiles = stitch::dims::floor_div((sym1 + 15), 16);  // floor((seq+15)/16)
+  const int64_t blocks = (sym0 * stitch::dims::floor_div((sym1 + 15), 16) * 4);  // heads x query tiles
+  for (int64_t block = blockIdx.x; block < blocks; block += gridDim.x) {
+    if (block != blockIdx.x) __syncthreads();  // the previous tile's shared memory
+    stitch::attention::flash_attention_tile<stitch_g5_tiles_q16_k32>(p, block / query_tiles, block % query_tiles * 16, shared);
+  }
+}
+
+int32_t stitch_group_5_q16_k32(const stitch_abi_buffers* b, char* error, size_t error_size) {
+  auto* const a0 = reinterpret_cast<const float*>((b->arena + b->arena_offsets[1]));
+  auto* const a1 = reinterpret_cast<const bool*>((b->arena + b->arena_offsets[3]));
+  auto* const a2 = reinterpret_cast<float*>((b->arena + b->arena_offsets[4]));
+  const int64_t sym0 = b->symbols[0];
+  //   sym0: the symbolic dim 'batch', 1..8
+  const int64_t sym1 = b->symbols[1];
+  //   sym1: the symbolic dim 'seq', 1..64
+  const int64_t work = (sym0 * stitch::dims::floor_div((sym1 + 15), 16) * 4);
+  // The grid covers the work once, 1 item per block, at most 128 blocks (the grid at the symbols' maxima), then strides.
+  const dim3 grid(stitch::dims::grid_for(work, 1, 128), 1, 1);
+  const dim3 block(128, 1, 1);
+  const cudaError_t status = STITCH_LAUNCH(stitch_g5_attention_q16_k32, grid, block, 7296, b->stream, a0, a1, a2, sym0, sym1);
+  return stitch_launch_result(status, "stitch_g5_attention_q16_k32", 5, error, error_size);
+}
+
 // Fused group 5 (attention): softmax(logits(Q K\xe1\xb5\x80)) V of 4*batch heads ([batch,4]), seq queries x seq keys, head dims 16 and 16, in one pass over the keys; the scores never reach memory. A block per (head, tile of 16 queries): 4 warps of 4 query rows, key tiles of 64 through shared memory, an online softmax in fp32; Q\xc2\xb7K\xe1\xb5\x80 and P\xc2\xb7V in fp32 FMA.
 //   node '/Reshape' (Slice): float32[batch,seq,4,16] <- float32[batch,seq,12,16], int64[1], int64[1], int64[1]
 //   node '/Transpose' (Transpose): float32[batch,4,seq,16] <- float32[batch,seq,4,16]
@@ -424,6 +557,7 @@ int32_t stitch_group_5(const stitch_abi_buffers* b, char* error, size_t error_si
   //   sym1: the symbolic dim 'seq', 1..64
   const int64_t queries = sym1;  // seq
   if (queries <= 1) return stitch_group_5_q1_k32(b, error, error_size);
-  if (queries >= 13) return stitch_group_5_q16_k64(b, error, error_size);
+  if (queries >= 13 && queries <= 32) return stitch_group_5_q16_k32(b, error, error_size);
+  if (queries >= 33) return stitch_group_5_q16_k64(b, error, error_size);
   return stitch_group_5_q12_k32(b, error, error_size);
 }
