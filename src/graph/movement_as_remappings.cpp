@@ -1,6 +1,7 @@
 // movement-as-remappings (movement_as_remappings.h).
 #include "graph/movement_as_remappings.h"
 
+#include <algorithm>
 #include <optional>
 
 #include <fmt/format.h>
@@ -36,9 +37,32 @@ std::optional<Progression> progression(const std::vector<int64_t>& positions) {
 // branch too much per element).
 constexpr int64_t kMaxCopies = 8;
 
+// Positions computed from their coordinates over the symbols: offset + Σ coeff[d] * c_d over
+// the axes of the tensor's shape.
+struct AffinePositions {
+  DimExpr offset;
+  std::vector<DimExpr> coeff;
+  bool uniform() const {
+    return std::all_of(coeff.begin(), coeff.end(), [](const DimExpr& c) { return c == 0; });
+  }
+};
+
+// The one value of an integer tensor of one element: a constant, or an expression of the
+// symbols (sym_values: a dim read by Shape and what is computed from it).
+std::optional<DimExpr> scalar_value(const Tensor& t) {
+  if (!dtype_is_integer(t.dtype) || t.is_dynamic() || t.elements() != 1) return std::nullopt;
+  if (t.sym_values.size() == 1) return t.sym_values[0];
+  if (t.is_constant()) return DimExpr(constant_as_int64(t)[0]);
+  return std::nullopt;
+}
+
 class Rewriter {
 public:
-  explicit Rewriter(Graph& g) : g_(g), build_(g) {}
+  explicit Rewriter(Graph& g) : g_(g), build_(g), producer_(g.tensors.size(), -1) {
+    for (size_t n = 0; n < g.nodes.size(); ++n)
+      for (TensorId t : g.nodes[n].outputs)
+        if (t != kNoTensor) producer_[static_cast<size_t>(t)] = static_cast<int32_t>(n);
+  }
 
   // Gather(data, indices, axis): the positions along `axis`.
   bool gather(Node& node) {
@@ -58,6 +82,114 @@ public:
     if (!p) return false;
     replace(node, node.inputs[0], axis, *p);
     return true;
+  }
+
+  // Gather(data, indices, axis) with indices computed from the symbols: where they are every
+  // position of the axis in order at every value of the symbols (affine_positions: 0 at the
+  // first index, each axis of the indices stepping by the elements after it, as many indices as
+  // positions), the Gather is a Reshape of the data. Exporters index a flattened mask by
+  // Range(batch) * seq + Range(seq) so.
+  bool gather_in_order(Node& node) {
+    NodeContext nc(g_, node);
+    const SymShape data = g_.tensor(node.inputs[0]).sym_shape();
+    if (data.empty()) return false;
+    const auto axis = static_cast<size_t>(nc.normalize_axis(nc.attr_int("axis", 0), nc.rank(0)));
+    const SymShape indices = g_.tensor(node.inputs[1]).sym_shape();
+    const std::optional<AffinePositions> a = affine_positions(node.inputs[1], 0);
+    if (!a || a->offset != 0) return false;
+    DimExpr stride = 1; // the elements after axis j of the indices
+    for (size_t j = indices.size(); j-- > 0;) {
+      if (indices[j] != 1 && a->coeff[j] != stride) return false;
+      stride = stride * indices[j];
+    }
+    if (stride != data[axis]) return false;
+    const TensorId result = node.outputs[0];
+    const SymShape out = g_.tensor(result).sym_shape();
+    added_.push_back(build_.node(OpKind::Reshape, node.name + "/reshape",
+                                 {node.inputs[0], build_.shape_value(node.name + "/shape", out)},
+                                 result));
+    node.removed = true;
+    return true;
+  }
+
+  // The positions `t` holds, as an affine function of its coordinates, where the nodes computing
+  // it are Ranges (start and delta one value each), integer Casts, Reshapes and Unsqueezes that
+  // only add or drop axes of one element, sums and differences, and products by one value; nullopt
+  // otherwise.
+  std::optional<AffinePositions> affine_positions(TensorId t, int depth) {
+    const Tensor& x = g_.tensor(t);
+    const SymShape shape = x.sym_shape();
+    if (!dtype_is_integer(x.dtype) || depth > kMaxDepth) return std::nullopt;
+    if (const std::optional<DimExpr> v = scalar_value(x))
+      return AffinePositions{*v, std::vector<DimExpr>(shape.size(), DimExpr(0))};
+    const int32_t p = static_cast<size_t>(t) < producer_.size() ? producer_[t] : -1;
+    if (p < 0) return std::nullopt;
+    const Node& n = g_.nodes[static_cast<size_t>(p)];
+    switch (n.op) {
+    case OpKind::Range: {
+      const std::optional<DimExpr> start = scalar_value(g_.tensor(n.inputs[0]));
+      const std::optional<DimExpr> delta = scalar_value(g_.tensor(n.inputs[2]));
+      if (!start || !delta || shape.size() != 1) return std::nullopt;
+      return AffinePositions{*start, {*delta}};
+    }
+    case OpKind::Cast:
+    case OpKind::Identity:
+    case OpKind::Reshape:
+    case OpKind::Unsqueeze:
+    case OpKind::Squeeze:
+    case OpKind::Flatten: {
+      // The same axes of more than one element, in order.
+      const std::optional<AffinePositions> a = affine_positions(n.inputs[0], depth + 1);
+      if (!a) return std::nullopt;
+      const SymShape from = g_.tensor(n.inputs[0]).sym_shape();
+      AffinePositions r{a->offset, std::vector<DimExpr>(shape.size(), DimExpr(0))};
+      size_t i = 0;
+      auto skip_units = [&] {
+        while (i < from.size() && from[i] == 1)
+          ++i;
+      };
+      for (size_t j = 0; j < shape.size(); ++j) {
+        if (shape[j] == 1) continue;
+        skip_units();
+        if (i == from.size() || from[i] != shape[j]) return std::nullopt;
+        r.coeff[j] = a->coeff[i++];
+      }
+      skip_units();
+      if (i != from.size()) return std::nullopt;
+      return r;
+    }
+    case OpKind::Add:
+    case OpKind::Sub:
+    case OpKind::Mul: {
+      std::optional<AffinePositions> side[2];
+      for (size_t k = 0; k < 2; ++k) {
+        const std::optional<AffinePositions> a = affine_positions(n.inputs[k], depth + 1);
+        const SymShape operand = g_.tensor(n.inputs[k]).sym_shape();
+        if (!a || operand.size() > shape.size()) return std::nullopt;
+        // Right-aligned; an axis of one element broadcasts (its coordinate is 0).
+        side[k] = AffinePositions{a->offset, std::vector<DimExpr>(shape.size(), DimExpr(0))};
+        const size_t lead = shape.size() - operand.size();
+        for (size_t j = 0; j < operand.size(); ++j)
+          if (operand[j] != 1) side[k]->coeff[lead + j] = a->coeff[j];
+      }
+      if (n.op == OpKind::Mul) {
+        if (!side[0]->uniform() && !side[1]->uniform()) return std::nullopt;
+        const size_t scaled = side[0]->uniform() ? 1 : 0;
+        const DimExpr factor = side[1 - scaled]->offset;
+        AffinePositions r{side[scaled]->offset * factor, side[scaled]->coeff};
+        for (DimExpr& c : r.coeff)
+          c = c * factor;
+        return r;
+      }
+      const DimExpr sign = n.op == OpKind::Sub ? -1 : 1;
+      AffinePositions r{side[0]->offset + sign * side[1]->offset, side[0]->coeff};
+      for (size_t j = 0; j < shape.size(); ++j)
+        r.coeff[j] = r.coeff[j] + sign * side[1]->coeff[j];
+      return r;
+    }
+    default:
+      return std::nullopt;
+    }
   }
 
   // GatherND(data, indices [..., q]) with batch_dims 0: each tuple's row-major position in the
@@ -169,6 +301,9 @@ public:
     const Tensor& data = g_.tensor(node.inputs[0]);
     if (data.is_constant() || data.elements() == 0) return false;
     if (node.op == OpKind::Split) return split(node);
+    if (node.op == OpKind::Gather && node.inputs.size() == 2 && node.inputs[1] != kNoTensor &&
+        !g_.tensor(node.inputs[1]).is_constant() && node.outputs.size() == 1)
+      return gather_in_order(node);
     // A parameter computed from symbolic dims (sym_values) is not known before the run.
     const bool constant_operand =
         node.inputs.size() == 2 && node.inputs[1] != kNoTensor &&
@@ -210,8 +345,11 @@ private:
     node.removed = true;
   }
 
+  static constexpr int kMaxDepth = 32; // nodes followed back from a Gather's indices
+
   Graph& g_;
   PassBuilder build_;
+  std::vector<int32_t> producer_; // per tensor of the graph as the pass found it
 };
 
 } // namespace

@@ -3,6 +3,7 @@
 // the planning binding makes shapes look equal that differ at other values of the symbols.
 #include <catch2/catch.hpp>
 
+#include <set>
 #include <tuple>
 
 #include "emitter/emit_model.h"
@@ -1068,6 +1069,50 @@ TEST_CASE("generators and concatenations over symbolic extents", "[symbolic][emi
   CHECK_THAT(g.sources, Catch::Contains("const int64_t rows = sym0, columns = sym0;"));
   CHECK_THAT(g.sources,
              Catch::Contains("else out[i] = in1[row * (sym0 * 4) + along - (sym0 * 4)];"));
+}
+
+// Proves: a Gather of a flattened mask by Range(batch) * seq + Range(seq) (how traced exports
+// index a mask per sequence) reads every position in order at every value of the symbols: it
+// becomes a view of the mask, and the Ranges and their arithmetic go with it; indices one
+// position off (+ 1) stay a Gather.
+TEST_CASE("a Gather by positions in order over the symbols is a view", "[symbolic][planner]") {
+  auto model = [](int64_t shift) {
+    ModelBuilder m;
+    m.input("mask", kFloat, {-1, -1}, {"batch", "seq"}).output("y");
+    m.initializer_i64("zero", {}, {0});
+    m.initializer_i64("one", {}, {1});
+    m.initializer_i64("shift", {}, {shift});
+    m.initializer_i64("flat", {1}, {-1});
+    m.initializer_i64("axis0", {1}, {0});
+    m.initializer_i64("axis1", {1}, {1});
+    m.initializer_f32("two", {}, {2.0f});
+    m.node("Shape", {"mask"}, {"shape"});
+    set_attr_int(m.node("Gather", {"shape", "zero"}, {"b"}), "axis", 0);
+    set_attr_int(m.node("Gather", {"shape", "one"}, {"s"}), "axis", 0);
+    m.node("Range", {"zero", "b", "one"}, {"rb"});
+    m.node("Range", {"zero", "s", "one"}, {"rs"});
+    m.node("Unsqueeze", {"rb", "axis1"}, {"rb1"});
+    m.node("Unsqueeze", {"rs", "axis0"}, {"rs0"});
+    m.node("Mul", {"rb1", "s"}, {"rows"});
+    m.node("Add", {"rs0", "rows"}, {"at"});
+    m.node("Add", {"at", "shift"}, {"positions"});
+    m.node("Reshape", {"mask", "flat"}, {"flat_mask"});
+    set_attr_int(m.node("Gather", {"flat_mask", "positions"}, {"picked"}), "axis", 0);
+    m.node("Mul", {"picked", "two"}, {"y"});
+    return m;
+  };
+  auto ops = [](const Graph& g) {
+    std::multiset<OpKind> kinds;
+    for (const Node& n : g.nodes)
+      kinds.insert(n.op);
+    return kinds;
+  };
+  const Graph in_order = symbolic_graph(model(0), {dim("batch", 1, 8, 3), dim("seq", 1, 64, 12)});
+  CHECK(ops(in_order).count(OpKind::Gather) == 0);
+  CHECK(ops(in_order).count(OpKind::Range) == 0);
+  const Graph shifted = symbolic_graph(model(1), {dim("batch", 1, 8, 3), dim("seq", 1, 64, 12)});
+  CHECK(ops(shifted).count(OpKind::Gather) == 1);
+  CHECK(ops(shifted).count(OpKind::Range) == 2);
 }
 
 // Proves: a Transpose moving a symbolic axis copies one element per thread, its coordinates
