@@ -13,7 +13,8 @@
 // or a warp per row), each printed from its own spec with its own mapping. The spec gives each
 // part's blocks (the grid its own kernel would have) and every body grid-strides over its
 // range. All parts run with the group's block size; a branch is uniform across a block, so
-// warp-wide reductions inside a part stay legal.
+// warp-wide reductions inside a part stay legal. Over symbolic dims each part's blocks are the
+// run's, computed from the symbols (`part0_end`, ...).
 #include "emitter/kernel_fused.h"
 
 #include <algorithm>
@@ -50,20 +51,38 @@ void emit_fused_independent(const GroupEmitContext& ctx, CodeWriter& out) {
                                   "own blocks of one launch.",
                                   group.id, spec.parts.size()),
                       out);
-  out.open(kernel_head(ctx, kernel, sig.params));
+  std::vector<std::string> params = sig.params;
+  for (const std::string& p : launch_symbol_params(ctx))
+    params.push_back(p);
+  out.open(kernel_head(ctx, kernel, params));
+  // Over symbolic dims each part's blocks are the run's (IndependentSpec::Part::run_blocks, as
+  // the launcher's grid sums them): the parts' ends from the symbols.
+  const bool run_blocks = spec.parts.front().run_blocks.has_value();
+  if (run_blocks) {
+    for (size_t p = 0; p < spec.parts.size(); ++p) {
+      if (!spec.parts[p].run_blocks) ctx.spec_error("a part without its blocks over the symbols");
+      const DimExpr& blocks = *spec.parts[p].run_blocks;
+      out.linef("const int64_t part{}_end = {}{};  // + {}", p,
+                p == 0 ? std::string() : fmt::format("part{}_end + ", p - 1),
+                dim_code(ctx.graph(), blocks), blocks.to_string());
+    }
+  }
   int64_t first_block = 0;
   for (size_t p = 0; p < spec.parts.size(); ++p) {
     const IndependentSpec::Part& part = spec.parts[p];
     const int64_t end = first_block + part.blocks;
+    const std::string end_name = run_blocks ? fmt::format("part{}_end", p) : std::to_string(end);
+    const std::string first_name = run_blocks ? (p == 0 ? "0" : fmt::format("part{}_end", p - 1))
+                                              : std::to_string(first_block);
     if (p == 0)
-      out.open(fmt::format("if (blockIdx.x < {})", end));
+      out.open(fmt::format("if (blockIdx.x < {})", end_name));
     else if (p + 1 < spec.parts.size())
-      out.open(fmt::format("else if (blockIdx.x < {})", end));
+      out.open(fmt::format("else if (blockIdx.x < {})", end_name));
     else
       out.open("else");
     const auto* local = std::get_if<LocalSpec>(&part.body);
     const auto* regional = std::get_if<RegionalSpec>(&part.body);
-    out.comment(fmt::format("Part {}: blocks [{}, {}), {}.", p, first_block, end,
+    out.comment(fmt::format("Part {}: blocks [{}, {}), {}.", p, first_name, end_name,
                             local ? "pointwise nodes" : "row ops"));
     std::vector<int32_t> nodes;
     if (local) nodes = local->nodes;
@@ -73,8 +92,11 @@ void emit_fused_independent(const GroupEmitContext& ctx, CodeWriter& out) {
     for (int32_t n : nodes)
       out.comment("  " + describe_node(ctx.graph(), ctx.graph().nodes[n]));
     out.linef("const unsigned part_block = blockIdx.x{};",
-              first_block == 0 ? "" : fmt::format(" - {}", first_block));
-    BlockRange blocks{"part_block", std::to_string(part.blocks)};
+              first_name == "0" ? "" : fmt::format(" - {}", first_name));
+    BlockRange blocks{"part_block",
+                      run_blocks
+                          ? (p == 0 ? end_name : fmt::format("({} - {})", end_name, first_name))
+                          : std::to_string(part.blocks)};
     if (local)
       emit_local_body(ctx, sig, *local, blocks, out);
     else

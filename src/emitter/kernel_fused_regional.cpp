@@ -346,10 +346,15 @@ int64_t RegionalWriter::threads_per_row() const {
 }
 
 void RegionalWriter::open_lines(const BlockRange& blocks, CodeWriter& out) const {
-  const LaunchConfig& launch = ctx_.group().launch;
-  if (launch.work_per_block > 0)
-    out.linef("const int64_t lines = {};  // rows: {}", dim_code(g_, launch.work),
-              launch.work.to_string());
+  // Over symbolic dims the rows the space's leading axes hold (a Regional group's launch covers
+  // them as its work; an Independent group's work is its parts' blocks).
+  const auto split = static_cast<std::ptrdiff_t>(spec_.row_axes_from);
+  const DimExpr lines =
+      spec_.space_dims.empty()
+          ? DimExpr(spec_.rows)
+          : sym_elements(SymShape(spec_.space_dims.begin(), spec_.space_dims.begin() + split));
+  if (!lines.is_constant())
+    out.linef("const int64_t lines = {};  // rows: {}", dim_code(g_, lines), lines.to_string());
   else
     out.linef("const int64_t lines = {};  // rows", spec_.rows);
   if (spec_.row_length_dims)

@@ -364,7 +364,11 @@ struct RowGemvSpec {
 struct IndependentSpec {
   struct Part {
     std::variant<LocalSpec, RegionalSpec> body;
-    int64_t blocks = 0;
+    int64_t blocks = 0; // over symbolic dims: the most, at the symbols' maxima
+    // Over symbolic dims: the part's blocks per run, clamp(ceil(work / work per block), 1,
+    // blocks) of the launch its own kernel would have (legality_symbolic.cpp); unset for fixed
+    // shapes.
+    std::optional<DimExpr> run_blocks;
   };
   std::vector<Part> parts;
   KernelInterface io;

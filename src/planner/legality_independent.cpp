@@ -52,6 +52,7 @@ FusionDecision analyze_independent(const FusionContext& ctx, GroupAnalysis& a,
     a.registers = std::max(a.registers, p.registers);
   }
   spec.io = kernel_interface(ctx, a.nodes, a.inputs, a.outputs);
+  a.group.parts = parts; // each part's nodes, for the symbolic support of each part alone
   a.parts = std::move(parts);
   a.kind = GroupKind::Kernel;
   a.scheme = StitchScheme::Independent;

@@ -1147,6 +1147,80 @@ bool fits_32_bits(const Graph& g, const FusionGroup& group) {
   return dynamic;
 }
 
+FusionDecision group_support(const Graph& g, FusionGroup& group, const DeviceParams& device);
+
+// Independent parts over symbolic dims: each part's body as its own group's (group_support of
+// the part alone: its work per run and its most blocks), its blocks per run
+// clamp(ceil(work / work per block), 1, most) (IndependentSpec::Part::run_blocks); the launch's
+// work is their sum, one block each. A part whose rows would need another block size over the
+// symbols, or shared memory, is refused.
+FusionDecision independent_support(const Graph& g, FusionGroup& group, IndependentSpec& spec,
+                                   const DeviceParams& device) {
+  if (group.parts.size() != spec.parts.size())
+    return FusionDecision::no("an Independent group without its parts' nodes");
+  const SymbolRanges ranges = g.symbol_ranges();
+  DimExpr total = 0;
+  int64_t most = 0;
+  for (size_t k = 0; k < spec.parts.size(); ++k) {
+    IndependentSpec::Part& part = spec.parts[k];
+    FusionGroup alone;
+    alone.kind = GroupKind::Kernel;
+    alone.nodes = group.parts[k];
+    std::visit([&](const auto& body) { alone.spec = body; }, part.body);
+    const auto* regional = std::get_if<RegionalSpec>(&part.body);
+    alone.mapping = regional != nullptr ? regional->mapping : ThreadMapping::Flat;
+    alone.scheme = regional != nullptr ? StitchScheme::Regional : StitchScheme::Local;
+    alone.launch.block = group.launch.block;
+    alone.launch.grid = {part.blocks, 1, 1};
+    if (FusionDecision d = group_support(g, alone, device); !d) return d;
+    // A part's rows keep its planned mapping at every shape: where the mapping rule gives
+    // another somewhere in the range, the rows belong in a group of their own, with variants.
+    if (const auto* rows = std::get_if<RegionalSpec>(&alone.spec)) {
+      const SymShape& dims = rows->space_dims;
+      const auto split = static_cast<std::ptrdiff_t>(rows->row_axes_from);
+      DimBounds lines = sym_elements(SymShape(dims.begin(), dims.begin() + split)).bounds(ranges);
+      DimBounds length = sym_elements(SymShape(dims.begin() + split, dims.end())).bounds(ranges);
+      lines.lo = std::max<int64_t>(1, lines.lo);
+      length.lo = std::max<int64_t>(1, length.lo);
+      for (const MappingRegion& region : row_mapping_regions(lines, length, device))
+        if (region.mapping != rows->mapping)
+          return FusionDecision::no(fmt::format(
+              "an independent part's rows ({} of {}) call for other thread mappings within the "
+              "symbols' ranges; their mapping variants need a group of their own",
+              sym_shape_to_string(SymShape(dims.begin(), dims.begin() + split)),
+              sym_shape_to_string(SymShape(dims.begin() + split, dims.end()))));
+    }
+    if (alone.launch.block != group.launch.block || alone.launch.dynamic_shared_bytes > 0)
+      return FusionDecision::no(fmt::format(
+          "an independent part's rows need blocks of {} threads and {} bytes of shared memory "
+          "over the symbols; the group's blocks have {} threads and none",
+          alone.launch.block[0], alone.launch.dynamic_shared_bytes, group.launch.block[0]));
+    if (const auto* local = std::get_if<LocalSpec>(&alone.spec))
+      part.body = *local;
+    else
+      part.body = std::get<RegionalSpec>(alone.spec);
+    part.blocks = std::max<int64_t>(1, alone.launch.grid[0]);
+    const DimExpr blocks =
+        alone.launch.work_per_block > 0
+            ? DimExpr::max(
+                  1,
+                  DimExpr::min(DimExpr::ceil_div(alone.launch.work, alone.launch.work_per_block),
+                               part.blocks, &ranges),
+                  &ranges)
+            : DimExpr(part.blocks);
+    part.run_blocks = blocks;
+    total = total + blocks;
+    most += part.blocks;
+  }
+  group.launch.grid = {most, 1, 1};
+  group.launch.work = total;
+  group.launch.work_per_block = 1;
+  group.part_blocks.clear();
+  for (const IndependentSpec::Part& part : spec.parts)
+    group.part_blocks.push_back(part.blocks);
+  return FusionDecision::ok();
+}
+
 FusionDecision group_support(const Graph& g, FusionGroup& group, const DeviceParams& device) {
   if (g.symbols.empty()) return FusionDecision::ok();
   if (std::holds_alternative<AliasSpec>(group.spec)) return FusionDecision::ok();
@@ -1320,6 +1394,8 @@ FusionDecision group_support(const Graph& g, FusionGroup& group, const DevicePar
   }
   if (auto* spec = std::get_if<GemmChainSpec>(&group.spec))
     return chain_support(g, group.nodes, *spec, group.launch);
+  if (auto* spec = std::get_if<IndependentSpec>(&group.spec))
+    return independent_support(g, group, *spec, device);
   return FusionDecision::no(
       fmt::format("no {} group over symbolic dims yet", group_kind_name(group.kind)));
 }

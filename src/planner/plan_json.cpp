@@ -165,6 +165,7 @@ nlohmann::json spec_json(const Graph& g, const GroupSpec& spec) {
         p["kind"] = "regional";
         p["blocks"] = part.blocks;
       }
+      if (part.run_blocks) p["run_blocks"] = part.run_blocks->to_string();
       j["parts"].push_back(p);
     }
   } else if (const auto* gemm = std::get_if<GemmSpec>(&spec)) {

@@ -12,6 +12,7 @@
 #include "graph/pipeline.h"
 #include "model_builder.h"
 #include "planner/code_generation_support.h"
+#include "planner/legality.h"
 #include "planner/memory_plan.h"
 #include "planner/plan_json.h"
 #include "planner/planner.h"
@@ -1113,6 +1114,65 @@ TEST_CASE("a Gather by positions in order over the symbols is a view", "[symboli
   const Graph shifted = symbolic_graph(model(1), {dim("batch", 1, 8, 3), dim("seq", 1, 64, 12)});
   CHECK(ops(shifted).count(OpKind::Gather) == 1);
   CHECK(ops(shifted).count(OpKind::Range) == 2);
+}
+
+// Proves: unrelated kernels over symbolic dims launch together as one Independent group, each
+// part on the blocks its own kernel would have at the run's shape (computed from the symbols in
+// the kernel and summed for the grid by the launcher); a row part whose best thread mapping
+// changes within the ranges stays a group of its own, with its mapping variants.
+TEST_CASE("independent parts over symbolic dims take the run's blocks", "[symbolic][planner]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {-1, -1, 8}, {"batch", "seq"})
+      .input("z", kFloat, {-1, 4}, {"batch"})
+      .output("y1")
+      .output("y2");
+  m.node("Relu", {"x"}, {"y1"});
+  m.node("Sigmoid", {"z"}, {"y2"});
+  const Generated g = generate(m, {dim("batch", 1, 8, 3), dim("seq", 1, 4096, 12)});
+  REQUIRE(g.plan.groups.size() == 1);
+  const FusionGroup& group = g.plan.groups[0];
+  CHECK(group.scheme == StitchScheme::Independent);
+  const auto& spec = std::get<IndependentSpec>(group.spec);
+  REQUIRE(spec.parts.size() == 2);
+  for (const IndependentSpec::Part& part : spec.parts)
+    REQUIRE(part.run_blocks);
+  // Vectors of 4, 1024 elements a block: at most 256 blocks.
+  CHECK(spec.parts[0].run_blocks->to_string() == "floor((8*batch*seq+1023)/1024)");
+  CHECK(spec.parts[0].blocks == 256);
+  CHECK(spec.parts[1].run_blocks->to_string() == "1");
+  CHECK(group.launch.work.to_string() == "floor((8*batch*seq+1023)/1024)+1");
+  CHECK(group.launch.work_per_block == 1);
+  CHECK(group.launch.grid[0] == 257);
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t part0_end = stitch::dims::floor_div("));
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t part1_end = part0_end + 1;  // + 1"));
+  CHECK_THAT(g.sources, Catch::Contains("if (blockIdx.x < part0_end) {"));
+  CHECK_THAT(g.sources, Catch::Contains("const unsigned part_block = blockIdx.x - part0_end;"));
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t sym0, const int64_t sym1)"));
+
+  // Softmax rows of 1..4096 elements beside a pointwise kernel: the rows keep their variants.
+  ModelBuilder rows;
+  rows.input("x", kFloat, {-1, -1}, {"batch", "seq"})
+      .input("z", kFloat, {-1, 4}, {"batch"})
+      .output("p")
+      .output("y2");
+  set_attr_int(rows.node("Softmax", {"x"}, {"p"}), "axis", -1);
+  rows.node("Sigmoid", {"z"}, {"y2"});
+  const Generated apart = generate(rows, {dim("batch", 1, 8, 3), dim("seq", 1, 4096, 12)});
+  bool variants = false;
+  for (const FusionGroup& gr : apart.plan.groups) {
+    CHECK(gr.scheme != StitchScheme::Independent);
+    variants = variants || !gr.variants.empty();
+  }
+  CHECK(variants);
+  FusionContext ctx(apart.graph, DeviceParams{});
+  std::vector<int32_t> every;
+  for (size_t n = 0; n < apart.graph.nodes.size(); ++n)
+    every.push_back(static_cast<int32_t>(n));
+  GroupAnalysis a;
+  const FusionDecision together = analyze_group(ctx, every, a);
+  CHECK_FALSE(together);
+  CHECK_THAT(together.reason,
+             Catch::Contains("call for other thread mappings within the symbols' ranges"));
 }
 
 // Proves: a Transpose moving a symbolic axis copies one element per thread, its coordinates
