@@ -437,32 +437,36 @@ void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
             spec.shared_bytes);
   out.line();
 
-  out.comment("What stitch::attention asks of this model: its operands, logits and output.");
-  out.open(fmt::format("struct {}", problem));
+  // The problem (operands, logits, output) is the same for every tile geometry: a group's
+  // variants share the one the planned kernel's source defines before them.
+  CodeWriter shared;
+  CodeWriter& def = ctx.variant().empty() || !group.variants.empty() ? out : shared;
+  def.comment("What stitch::attention asks of this model: its operands, logits and output.");
+  def.open(fmt::format("struct {}", problem));
   for (const std::string& p : sig.params)
-    out.linef("{};", p);
-  out.line("int64_t queries, keys;");
+    def.linef("{};", p);
+  def.line("int64_t queries, keys;");
   // Over symbolic dims the run's symbols, which the strides below name.
   std::vector<std::string> symbols;
   if (sym)
     for (int k : launch_symbols(ctx))
       symbols.push_back(fmt::format("sym{}", k));
   if (!symbols.empty())
-    out.linef("int64_t {};  // the run's symbolic dims", fmt::join(symbols, ", "));
-  out.line();
+    def.linef("int64_t {};  // the run's symbolic dims", fmt::join(symbols, ", "));
+  def.line();
   // An operand's pointer: none for one its prologue computes.
   auto pointer = [&](const AttentionSpec::Operand& o, const char* what) {
     return o.prologue.empty() ? param(o.tensor, what) : std::string();
   };
-  emit_load(ctx, sig, out, "query", pointer(spec.q, "Q"), spec, spec.q,
+  emit_load(ctx, sig, def, "query", pointer(spec.q, "Q"), spec, spec.q,
             spec.q.rows_per_head > 0 ? spec.q.rows_per_head : spec.queries, spec.head_dim);
-  emit_load(ctx, sig, out, "key", pointer(spec.k, "K"), spec, spec.k, spec.keys, spec.head_dim);
-  emit_load(ctx, sig, out, "value", pointer(spec.v, "V"), spec, spec.v, spec.keys, spec.value_dim);
-  emit_row(ctx, out, "query", "Query", pointer(spec.q, "Q"),
+  emit_load(ctx, sig, def, "key", pointer(spec.k, "K"), spec, spec.k, spec.keys, spec.head_dim);
+  emit_load(ctx, sig, def, "value", pointer(spec.v, "V"), spec, spec.v, spec.keys, spec.value_dim);
+  emit_row(ctx, def, "query", "Query", pointer(spec.q, "Q"),
            storage_ctype(g.tensor(spec.q.tensor).dtype, ctx), spec, spec.q);
-  emit_row(ctx, out, "key", "Key", pointer(spec.k, "K"),
+  emit_row(ctx, def, "key", "Key", pointer(spec.k, "K"),
            storage_ctype(g.tensor(spec.k.tensor).dtype, ctx), spec, spec.k);
-  emit_row(ctx, out, "value", "Value", pointer(spec.v, "V"),
+  emit_row(ctx, def, "value", "Value", pointer(spec.v, "V"),
            storage_ctype(g.tensor(spec.v.tensor).dtype, ctx), spec, spec.v);
 
   // The logit of (query, key): the logit nodes over the logits' coordinates c0..cR-1
@@ -470,7 +474,7 @@ void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
   const TensorId scores = g.nodes[spec.scores].outputs[0];
   const Shape& score_shape = spec.logit_shape;
   const size_t rank = score_shape.size();
-  out.open("__device__ float logit(int64_t head, int64_t query, int64_t key, float dot) const");
+  def.open("__device__ float logit(int64_t head, int64_t query, int64_t key, float dot) const");
   bool coordinates = false;
   for (int32_t n : spec.logit_nodes)
     for (TensorId t : value_operands(g.nodes[n]))
@@ -483,9 +487,9 @@ void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
         coordinates =
             coordinates || (t != kNoTensor && sig.inputs.count(t) > 0 &&
                             tensor_needs_coordinates(g, t, score_shape, sym->logit_shape));
-    out.line("const int64_t i = (head * queries + query) * keys + key;");
+    def.line("const int64_t i = (head * queries + query) * keys + key;");
   } else {
-    out.linef("const int64_t i = (head * {} + query) * {} + key;", spec.queries, spec.keys);
+    def.linef("const int64_t i = (head * {} + query) * {} + key;", spec.queries, spec.keys);
   }
   if (coordinates) {
     std::vector<std::string> batch_dims;
@@ -495,38 +499,38 @@ void emit_attention(const GroupEmitContext& ctx, CodeWriter& out) {
     else
       for (int64_t d : spec.batch)
         batch_dims.push_back(std::to_string(d));
-    emit_batch_coordinates(out, batch_dims);
+    emit_batch_coordinates(def, batch_dims);
     for (size_t j = 0; j + 2 < rank; ++j)
-      out.linef("const int64_t c{0} = b{0};", j);
-    out.linef("const int64_t c{} = query;", rank - 2);
-    out.linef("const int64_t c{} = key;", rank - 1);
+      def.linef("const int64_t c{0} = b{0};", j);
+    def.linef("const int64_t c{} = query;", rank - 2);
+    def.linef("const int64_t c{} = key;", rank - 1);
   }
-  out.line("(void)i;");
+  def.line("(void)i;");
   std::vector<TensorId> score_views = {scores};
   for (int32_t n : spec.views)
     if (std::find(score_views.begin(), score_views.end(), g.nodes[n].inputs[0]) !=
         score_views.end())
       score_views.push_back(g.nodes[n].outputs[0]);
-  ValueScope scope(ctx, spec.logit_nodes, out, [&](TensorId t) -> std::string {
+  ValueScope scope(ctx, spec.logit_nodes, def, [&](TensorId t) -> std::string {
     if (std::find(score_views.begin(), score_views.end(), t) != score_views.end()) {
-      out.comment(fmt::format("the product '{}' as the graph stores it", g.tensor(t).name));
-      out.linef("const float s = {};", rounded_to(g.tensor(t).dtype, "dot"));
+      def.comment(fmt::format("the product '{}' as the graph stores it", g.tensor(t).name));
+      def.linef("const float s = {};", rounded_to(g.tensor(t).dtype, "dot"));
       return "s";
     }
-    return load_broadcast(ctx, sig, t, score_shape, out, "i", "c",
+    return load_broadcast(ctx, sig, t, score_shape, def, "i", "c",
                           sym ? &sym->logit_shape : nullptr);
   });
-  out.linef("return {};", scope.value(spec.logits));
-  out.close();
-  out.line("__device__ int64_t key_end(int64_t, int64_t) const { return keys; }");
-  out.open("__device__ void store(int64_t head, int64_t row, int dim, float value) const");
+  def.linef("return {};", scope.value(spec.logits));
+  def.close();
+  def.line("__device__ int64_t key_end(int64_t, int64_t) const { return keys; }");
+  def.open("__device__ void store(int64_t head, int64_t row, int dim, float value) const");
   const OperandStrides out_strides = strides_of(ctx, spec, spec.out);
-  const std::string out_row = emit_operand_coordinates(out, spec, spec.out, out_strides);
-  out.linef("{}[{}] = value;", param(spec.out.tensor, "output"),
+  const std::string out_row = emit_operand_coordinates(def, spec, spec.out, out_strides);
+  def.linef("{}[{}] = value;", param(spec.out.tensor, "output"),
             operand_index(out_strides, out_row, "dim"));
-  out.close();
-  out.close(";");
-  out.line();
+  def.close();
+  def.close(";");
+  def.line();
 
   // Aggregate initialization in the struct's member order: sig.params', reads then writes.
   const std::vector<std::string> members = interface_members(sig, spec.io);

@@ -271,8 +271,7 @@ TemplateKernelNames template_kernel_names(const GroupEmitContext& ctx, std::stri
   const int id = ctx.group().id;
   const std::string suffix = ctx.variant_suffix();
   return {fmt::format("stitch_g{}_{}{}", id, what, suffix),
-          fmt::format("stitch_g{}_tiles{}", id, suffix),
-          fmt::format("stitch_g{}_problem{}", id, suffix)};
+          fmt::format("stitch_g{}_tiles{}", id, suffix), fmt::format("stitch_g{}_problem", id)};
 }
 
 std::vector<std::string> interface_members(const FusedSignature& sig, const KernelInterface& io) {

@@ -57,8 +57,8 @@ std::vector<std::string> interface_members(const FusedSignature& sig, const Kern
 
 // The names in the source of a group whose kernel is a runtime template over a problem struct
 // (an attention, a GEMM chain): the kernel `stitch_g<id>_<what>`, its tile configuration
-// `stitch_g<id>_tiles` and its problem `stitch_g<id>_problem`, each ending with the variant's
-// suffix (GroupEmitContext::variant_suffix) where the group has variants.
+// `stitch_g<id>_tiles`, both ending with the variant's suffix (GroupEmitContext::variant_suffix)
+// where the group has variants, and its problem `stitch_g<id>_problem`, one for every variant.
 struct TemplateKernelNames {
   std::string kernel, tiles, problem;
 };

@@ -80,8 +80,16 @@ __device__ void block_top_k(const T* row, int64_t length, int64_t stride, int64_
   const int64_t threads = block_thread_count();
   int64_t kept = 0; // sorted candidates at the front of the buffer
   int64_t next = 0; // the next row element to load
+  // A row the buffer holds whole is sorted in the power of two that holds it, not the whole
+  // buffer (a capacity sized for the longest row of a range of lengths costs short rows nothing).
+  int count = kCapacity;
+  if (length < kCapacity) {
+    count = 1;
+    while (count < length)
+      count <<= 1;
+  }
   do {
-    for (int64_t s = kept + thread; s < kCapacity; s += threads) {
+    for (int64_t s = kept + thread; s < count; s += threads) {
       const int64_t e = next + (s - kept);
       if (e < length) {
         keys[s] = row[e * stride];
@@ -90,8 +98,8 @@ __device__ void block_top_k(const T* row, int64_t length, int64_t stride, int64_
         slots[s] = -1;
       }
     }
-    next += kCapacity - kept;
-    block_bitonic_sort<kLargest>(keys, slots, kCapacity);
+    next += count - kept;
+    block_bitonic_sort<kLargest>(keys, slots, count);
     const int64_t loaded = next < length ? next : length;
     kept = k < loaded ? k : loaded;
   } while (next < length);

@@ -43,7 +43,7 @@ using stitch_g5_tiles_q12_k32 = stitch::attention::FlashConfig<16, 16, 4, 3, 32>
 static_assert(stitch_g5_tiles_q12_k32::shared_bytes == 6528, "the plan's shared memory");
 
 // What stitch::attention asks of this model: its operands, logits and output.
-struct stitch_g5_problem_q12_k32 {
+struct stitch_g5_problem {
   const float* __restrict__ in0;
   const bool* __restrict__ in1;
   float* __restrict__ out0;
@@ -127,7 +127,7 @@ struct stitch_g5_problem_q12_k32 {
 
 __global__ void __launch_bounds__(128) stitch_g5_attention_q12_k32(const float* __restrict__ in0, const bool* __restrict__ in1, float* __restrict__ out0, const int64_t sym0, const int64_t sym1) {
   STITCH_DYNAMIC_SHARED(float, shared);
-  const stitch_g5_problem_q12_k32 p{in0, in1, out0, sym1, sym1, sym0, sym1};
+  const stitch_g5_problem p{in0, in1, out0, sym1, sym1, sym0, sym1};
   const int64_t query_tiles = stitch::dims::floor_div((sym1 + 11), 12);  // floor((seq+11)/12)
   const int64_t blocks = (sym0 * stitch::dims::floor_div((sym1 + 11), 12) * 4);  // heads x query tiles
   for (int64_t block = blockIdx.x; block < blocks; block += gridDim.x) {
@@ -175,92 +175,9 @@ int32_t stitch_group_5_q12_k32(const stitch_abi_buffers* b, char* error, size_t 
 using stitch_g5_tiles_q1_k32 = stitch::attention::FlashConfig<16, 16, 1, 1, 32>;
 static_assert(stitch_g5_tiles_q1_k32::shared_bytes == 4416, "the plan's shared memory");
 
-// What stitch::attention asks of this model: its operands, logits and output.
-struct stitch_g5_problem_q1_k32 {
-  const float* __restrict__ in0;
-  const bool* __restrict__ in1;
-  float* __restrict__ out0;
-  int64_t queries, keys;
-  int64_t sym0, sym1;  // the run's symbolic dims
-
-  __device__ float query(int64_t head, int64_t row, int dim) const {
-    int64_t rest = head;
-    const int64_t b1 = rest % 4;
-    rest /= 4;
-    const int64_t b0 = rest;
-    return in0[0 + b0 * (sym1 * 192) + b1 * 16 + row * 192 + dim];
-  }
-  __device__ float key(int64_t head, int64_t row, int dim) const {
-    int64_t rest = head;
-    const int64_t b1 = rest % 4;
-    rest /= 4;
-    const int64_t b0 = rest;
-    return in0[64 + b0 * (sym1 * 192) + b1 * 16 + row * 192 + dim];
-  }
-  __device__ float value(int64_t head, int64_t row, int dim) const {
-    int64_t rest = head;
-    const int64_t b1 = rest % 4;
-    rest /= 4;
-    const int64_t b0 = rest;
-    return in0[128 + b0 * (sym1 * 192) + b1 * 16 + row * 192 + dim];
-  }
-  static constexpr int kQueryVector = 4;
-  __device__ const float* query_row(int64_t head, int64_t row) const {
-    int64_t rest = head;
-    const int64_t b1 = rest % 4;
-    rest /= 4;
-    const int64_t b0 = rest;
-    return in0 + (0 + b0 * (sym1 * 192) + b1 * 16 + row * 192 + 0);
-  }
-  static constexpr int kKeyVector = 4;
-  __device__ const float* key_row(int64_t head, int64_t row) const {
-    int64_t rest = head;
-    const int64_t b1 = rest % 4;
-    rest /= 4;
-    const int64_t b0 = rest;
-    return in0 + (64 + b0 * (sym1 * 192) + b1 * 16 + row * 192 + 0);
-  }
-  static constexpr int kValueVector = 4;
-  __device__ const float* value_row(int64_t head, int64_t row) const {
-    int64_t rest = head;
-    const int64_t b1 = rest % 4;
-    rest /= 4;
-    const int64_t b0 = rest;
-    return in0 + (128 + b0 * (sym1 * 192) + b1 * 16 + row * 192 + 0);
-  }
-  __device__ float logit(int64_t head, int64_t query, int64_t key, float dot) const {
-    const int64_t i = (head * queries + query) * keys + key;
-    int64_t rest = head;
-    const int64_t b1 = rest % 4;
-    rest /= 4;
-    const int64_t b0 = rest;
-    const int64_t c0 = b0;
-    const int64_t c1 = b1;
-    const int64_t c2 = query;
-    const int64_t c3 = key;
-    (void)i;
-    const bool x1 = in1[c3 + c2 * sym1];
-    // the product '/MatMul_output_0' as the graph stores it
-    const float s = dot;
-    // t0 = '/Div_1' (Div)
-    const float t0 = stitch::ops::div(s, 4.0f);
-    // t1 = '/Where' (Where)
-    const float t1 = stitch::ops::where(x1, -INFINITY, t0);
-    return t1;
-  }
-  __device__ int64_t key_end(int64_t, int64_t) const { return keys; }
-  __device__ void store(int64_t head, int64_t row, int dim, float value) const {
-    int64_t rest = head;
-    const int64_t b1 = rest % 4;
-    rest /= 4;
-    const int64_t b0 = rest;
-    out0[0 + b0 * (sym1 * 64) + b1 * 16 + row * 64 + dim] = value;
-  }
-};
-
 __global__ void __launch_bounds__(32) stitch_g5_attention_q1_k32(const float* __restrict__ in0, const bool* __restrict__ in1, float* __restrict__ out0, const int64_t sym0, const int64_t sym1) {
   STITCH_DYNAMIC_SHARED(float, shared);
-  const stitch_g5_problem_q1_k32 p{in0, in1, out0, sym1, sym1, sym0, sym1};
+  const stitch_g5_problem p{in0, in1, out0, sym1, sym1, sym0, sym1};
   const int64_t query_tiles = sym1;  // seq
   const int64_t blocks = (sym0 * sym1 * 4);  // heads x query tiles
   for (int64_t block = blockIdx.x; block < blocks; block += gridDim.x) {
@@ -308,92 +225,9 @@ int32_t stitch_group_5_q1_k32(const stitch_abi_buffers* b, char* error, size_t e
 using stitch_g5_tiles_q16_k32 = stitch::attention::FlashConfig<16, 16, 4, 4, 32>;
 static_assert(stitch_g5_tiles_q16_k32::shared_bytes == 7296, "the plan's shared memory");
 
-// What stitch::attention asks of this model: its operands, logits and output.
-struct stitch_g5_problem_q16_k32 {
-  const float* __restrict__ in0;
-  const bool* __restrict__ in1;
-  float* __restrict__ out0;
-  int64_t queries, keys;
-  int64_t sym0, sym1;  // the run's symbolic dims
-
-  __device__ float query(int64_t head, int64_t row, int dim) const {
-    int64_t rest = head;
-    const int64_t b1 = rest % 4;
-    rest /= 4;
-    const int64_t b0 = rest;
-    return in0[0 + b0 * (sym1 * 192) + b1 * 16 + row * 192 + dim];
-  }
-  __device__ float key(int64_t head, int64_t row, int dim) const {
-    int64_t rest = head;
-    const int64_t b1 = rest % 4;
-    rest /= 4;
-    const int64_t b0 = rest;
-    return in0[64 + b0 * (sym1 * 192) + b1 * 16 + row * 192 + dim];
-  }
-  __device__ float value(int64_t head, int64_t row, int dim) const {
-    int64_t rest = head;
-    const int64_t b1 = rest % 4;
-    rest /= 4;
-    const int64_t b0 = rest;
-    return in0[128 + b0 * (sym1 * 192) + b1 * 16 + row * 192 + dim];
-  }
-  static constexpr int kQueryVector = 4;
-  __device__ const float* query_row(int64_t head, int64_t row) const {
-    int64_t rest = head;
-    const int64_t b1 = rest % 4;
-    rest /= 4;
-    const int64_t b0 = rest;
-    return in0 + (0 + b0 * (sym1 * 192) + b1 * 16 + row * 192 + 0);
-  }
-  static constexpr int kKeyVector = 4;
-  __device__ const float* key_row(int64_t head, int64_t row) const {
-    int64_t rest = head;
-    const int64_t b1 = rest % 4;
-    rest /= 4;
-    const int64_t b0 = rest;
-    return in0 + (64 + b0 * (sym1 * 192) + b1 * 16 + row * 192 + 0);
-  }
-  static constexpr int kValueVector = 4;
-  __device__ const float* value_row(int64_t head, int64_t row) const {
-    int64_t rest = head;
-    const int64_t b1 = rest % 4;
-    rest /= 4;
-    const int64_t b0 = rest;
-    return in0 + (128 + b0 * (sym1 * 192) + b1 * 16 + row * 192 + 0);
-  }
-  __device__ float logit(int64_t head, int64_t query, int64_t key, float dot) const {
-    const int64_t i = (head * queries + query) * keys + key;
-    int64_t rest = head;
-    const int64_t b1 = rest % 4;
-    rest /= 4;
-    const int64_t b0 = rest;
-    const int64_t c0 = b0;
-    const int64_t c1 = b1;
-    const int64_t c2 = query;
-    const int64_t c3 = key;
-    (void)i;
-    const bool x1 = in1[c3 + c2 * sym1];
-    // the product '/MatMul_output_0' as the graph stores it
-    const float s = dot;
-    // t0 = '/Div_1' (Div)
-    const float t0 = stitch::ops::div(s, 4.0f);
-    // t1 = '/Where' (Where)
-    const float t1 = stitch::ops::where(x1, -INFINITY, t0);
-    return t1;
-  }
-  __device__ int64_t key_end(int64_t, int64_t) const { return keys; }
-  __device__ void store(int64_t head, int64_t row, int dim, float value) const {
-    int64_t rest = head;
-    const int64_t b1 = rest % 4;
-    rest /= 4;
-    const int64_t b0 = rest;
-    out0[0 + b0 * (sym1 * 64) + b1 * 16 + row * 64 + dim] = value;
-  }
-};
-
 __global__ void __launch_bounds__(128) stitch_g5_attention_q16_k32(const float* __restrict__ in0, const bool* __restrict__ in1, float* __restrict__ out0, const int64_t sym0, const int64_t sym1) {
   STITCH_DYNAMIC_SHARED(float, shared);
-  const stitch_g5_problem_q16_k32 p{in0, in1, out0, sym1, sym1, sym0, sym1};
+  const stitch_g5_problem p{in0, in1, out0, sym1, sym1, sym0, sym1};
   const int64_t query_tiles = stitch::dims::floor_div((sym1 + 15), 16);  // floor((seq+15)/16)
   const int64_t blocks = (sym0 * stitch::dims::floor_div((sym1 + 15), 16) * 4);  // heads x query tiles
   for (int64_t block = blockIdx.x; block < blocks; block += gridDim.x) {
@@ -441,92 +275,9 @@ int32_t stitch_group_5_q16_k32(const stitch_abi_buffers* b, char* error, size_t 
 using stitch_g5_tiles_q16_k64 = stitch::attention::FlashConfig<16, 16, 4, 4, 64>;
 static_assert(stitch_g5_tiles_q16_k64::shared_bytes == 13568, "the plan's shared memory");
 
-// What stitch::attention asks of this model: its operands, logits and output.
-struct stitch_g5_problem_q16_k64 {
-  const float* __restrict__ in0;
-  const bool* __restrict__ in1;
-  float* __restrict__ out0;
-  int64_t queries, keys;
-  int64_t sym0, sym1;  // the run's symbolic dims
-
-  __device__ float query(int64_t head, int64_t row, int dim) const {
-    int64_t rest = head;
-    const int64_t b1 = rest % 4;
-    rest /= 4;
-    const int64_t b0 = rest;
-    return in0[0 + b0 * (sym1 * 192) + b1 * 16 + row * 192 + dim];
-  }
-  __device__ float key(int64_t head, int64_t row, int dim) const {
-    int64_t rest = head;
-    const int64_t b1 = rest % 4;
-    rest /= 4;
-    const int64_t b0 = rest;
-    return in0[64 + b0 * (sym1 * 192) + b1 * 16 + row * 192 + dim];
-  }
-  __device__ float value(int64_t head, int64_t row, int dim) const {
-    int64_t rest = head;
-    const int64_t b1 = rest % 4;
-    rest /= 4;
-    const int64_t b0 = rest;
-    return in0[128 + b0 * (sym1 * 192) + b1 * 16 + row * 192 + dim];
-  }
-  static constexpr int kQueryVector = 4;
-  __device__ const float* query_row(int64_t head, int64_t row) const {
-    int64_t rest = head;
-    const int64_t b1 = rest % 4;
-    rest /= 4;
-    const int64_t b0 = rest;
-    return in0 + (0 + b0 * (sym1 * 192) + b1 * 16 + row * 192 + 0);
-  }
-  static constexpr int kKeyVector = 4;
-  __device__ const float* key_row(int64_t head, int64_t row) const {
-    int64_t rest = head;
-    const int64_t b1 = rest % 4;
-    rest /= 4;
-    const int64_t b0 = rest;
-    return in0 + (64 + b0 * (sym1 * 192) + b1 * 16 + row * 192 + 0);
-  }
-  static constexpr int kValueVector = 4;
-  __device__ const float* value_row(int64_t head, int64_t row) const {
-    int64_t rest = head;
-    const int64_t b1 = rest % 4;
-    rest /= 4;
-    const int64_t b0 = rest;
-    return in0 + (128 + b0 * (sym1 * 192) + b1 * 16 + row * 192 + 0);
-  }
-  __device__ float logit(int64_t head, int64_t query, int64_t key, float dot) const {
-    const int64_t i = (head * queries + query) * keys + key;
-    int64_t rest = head;
-    const int64_t b1 = rest % 4;
-    rest /= 4;
-    const int64_t b0 = rest;
-    const int64_t c0 = b0;
-    const int64_t c1 = b1;
-    const int64_t c2 = query;
-    const int64_t c3 = key;
-    (void)i;
-    const bool x1 = in1[c3 + c2 * sym1];
-    // the product '/MatMul_output_0' as the graph stores it
-    const float s = dot;
-    // t0 = '/Div_1' (Div)
-    const float t0 = stitch::ops::div(s, 4.0f);
-    // t1 = '/Where' (Where)
-    const float t1 = stitch::ops::where(x1, -INFINITY, t0);
-    return t1;
-  }
-  __device__ int64_t key_end(int64_t, int64_t) const { return keys; }
-  __device__ void store(int64_t head, int64_t row, int dim, float value) const {
-    int64_t rest = head;
-    const int64_t b1 = rest % 4;
-    rest /= 4;
-    const int64_t b0 = rest;
-    out0[0 + b0 * (sym1 * 64) + b1 * 16 + row * 64 + dim] = value;
-  }
-};
-
 __global__ void __launch_bounds__(128) stitch_g5_attention_q16_k64(const float* __restrict__ in0, const bool* __restrict__ in1, float* __restrict__ out0, const int64_t sym0, const int64_t sym1) {
   STITCH_DYNAMIC_SHARED(float, shared);
-  const stitch_g5_problem_q16_k64 p{in0, in1, out0, sym1, sym1, sym0, sym1};
+  const stitch_g5_problem p{in0, in1, out0, sym1, sym1, sym0, sym1};
   const int64_t query_tiles = stitch::dims::floor_div((sym1 + 15), 16);  // floor((seq+15)/16)
   const int64_t blocks = (sym0 * stitch::dims::floor_div((sym1 + 15), 16) * 4);  // heads x query tiles
   for (int64_t block = blockIdx.x; block < blocks; block += gridDim.x) {
