@@ -92,7 +92,7 @@ void emit_fused_independent(const GroupEmitContext& ctx, CodeWriter& out) {
     for (int32_t n : nodes)
       out.comment("  " + describe_node(ctx.graph(), ctx.graph().nodes[n]));
     out.linef("const unsigned part_block = blockIdx.x{};",
-              first_name == "0" ? "" : fmt::format(" - {}", first_name));
+              p == 0 ? "" : fmt::format(" - {}", first_name));
     BlockRange blocks{"part_block",
                       run_blocks
                           ? (p == 0 ? end_name : fmt::format("({} - {})", end_name, first_name))

@@ -197,8 +197,7 @@ std::string RegionalWriter::row_index(TensorId t) const {
     if (!per_row_symbolic(t)) return "0";
     const SymShape p = padded_dims(t);
     const SymShape rows(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(split_));
-    const SymShape space_rows(spec_.space_dims.begin(),
-                              spec_.space_dims.begin() + static_cast<std::ptrdiff_t>(split_));
+    const SymShape space_rows = spec_.rows_dims();
     if (squeezed(rows) == squeezed(space_rows)) return "line";
     return symbolic_broadcast_offset(g_, rows, space_rows, "line");
   }
@@ -242,8 +241,7 @@ std::string RegionalWriter::element_index(TensorId t) const {
 std::string RegionalWriter::element_index_symbolic_row(TensorId t) const {
   const SymShape p = padded_dims(t);
   const SymShape row(p.begin() + static_cast<std::ptrdiff_t>(split_), p.end());
-  const SymShape space_row(spec_.space_dims.begin() + static_cast<std::ptrdiff_t>(split_),
-                           spec_.space_dims.end());
+  const SymShape space_row = spec_.row_dims();
   const std::string within = row == space_row ? "k"
                              : squeezed(row).empty()
                                  ? "0"
@@ -348,11 +346,8 @@ int64_t RegionalWriter::threads_per_row() const {
 void RegionalWriter::open_lines(const BlockRange& blocks, CodeWriter& out) const {
   // Over symbolic dims the rows the space's leading axes hold (a Regional group's launch covers
   // them as its work; an Independent group's work is its parts' blocks).
-  const auto split = static_cast<std::ptrdiff_t>(spec_.row_axes_from);
   const DimExpr lines =
-      spec_.space_dims.empty()
-          ? DimExpr(spec_.rows)
-          : sym_elements(SymShape(spec_.space_dims.begin(), spec_.space_dims.begin() + split));
+      spec_.space_dims.empty() ? DimExpr(spec_.rows) : sym_elements(spec_.rows_dims());
   if (!lines.is_constant())
     out.linef("const int64_t lines = {};  // rows: {}", dim_code(g_, lines), lines.to_string());
   else
@@ -545,10 +540,8 @@ void RegionalWriter::write_gather_rows(int stage, CodeWriter& out) {
     } else if (!spec_.space_dims.empty()) {
       // Over symbolic dims: the lookup's row of this row, its broadcast axes divided out by
       // the run's extents.
-      const SymShape row_dims(spec_.space_dims.begin(),
-                              spec_.space_dims.begin() + static_cast<std::ptrdiff_t>(split_));
       out.linef("const int64_t g{}_line = {};", k,
-                symbolic_broadcast_offset(g_, gather.out_rows_dims, row_dims, "line"));
+                symbolic_broadcast_offset(g_, gather.out_rows_dims, spec_.rows_dims(), "line"));
       index = fmt::format("{}[g{}_line]", sig_.inputs.at(gather.indices), k);
     } else {
       out.linef("const int64_t g{}_line = {};", k, broadcast_offset(gather.out_rows, rows, "line"));
@@ -628,12 +621,7 @@ std::string regional_summary(const RegionalSpec& spec) {
                                        : "";
   // Over symbolic dims the rows are an expression of the symbols (the launch's work).
   std::string rows = std::to_string(spec.rows);
-  if (!spec.space_dims.empty()) {
-    rows = sym_elements(
-               SymShape(spec.space_dims.begin(),
-                        spec.space_dims.begin() + static_cast<std::ptrdiff_t>(spec.row_axes_from)))
-               .to_string();
-  }
+  if (!spec.space_dims.empty()) rows = sym_elements(spec.rows_dims()).to_string();
   const std::string length = spec.row_length_dims ? fmt::format("{} (at most {} per thread)",
                                                                 spec.row_length_dims->to_string(),
                                                                 spec.elements_per_thread)

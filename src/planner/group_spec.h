@@ -242,8 +242,15 @@ struct RegionalSpec {
   // sized for the longest row the kernel runs (elements_per_thread, the shared offsets).
   std::optional<DimExpr> row_length_dims;
   size_t row_axes_from = 0; // space[row_axes_from:] holds the row's elements
-  ThreadMapping mapping{};  // a thread, a warp or a block per row
-  int64_t block = 0;        // threads per block (whole warps unless Flat)
+  // Over symbolic dims (space_dims set): the axes of the rows and those of a row's elements.
+  SymShape rows_dims() const {
+    return {space_dims.begin(), space_dims.begin() + static_cast<std::ptrdiff_t>(row_axes_from)};
+  }
+  SymShape row_dims() const {
+    return {space_dims.begin() + static_cast<std::ptrdiff_t>(row_axes_from), space_dims.end()};
+  }
+  ThreadMapping mapping{}; // a thread, a warp or a block per row
+  int64_t block = 0;       // threads per block (whole warps unless Flat)
 
   // How one node takes part.
   enum class Role {

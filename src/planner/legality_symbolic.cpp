@@ -1176,10 +1176,8 @@ FusionDecision independent_support(const Graph& g, FusionGroup& group, Independe
     // A part's rows keep its planned mapping at every shape: where the mapping rule gives
     // another somewhere in the range, the rows belong in a group of their own, with variants.
     if (const auto* rows = std::get_if<RegionalSpec>(&alone.spec)) {
-      const SymShape& dims = rows->space_dims;
-      const auto split = static_cast<std::ptrdiff_t>(rows->row_axes_from);
-      DimBounds lines = sym_elements(SymShape(dims.begin(), dims.begin() + split)).bounds(ranges);
-      DimBounds length = sym_elements(SymShape(dims.begin() + split, dims.end())).bounds(ranges);
+      DimBounds lines = sym_elements(rows->rows_dims()).bounds(ranges);
+      DimBounds length = sym_elements(rows->row_dims()).bounds(ranges);
       lines.lo = std::max<int64_t>(1, lines.lo);
       length.lo = std::max<int64_t>(1, length.lo);
       for (const MappingRegion& region : row_mapping_regions(lines, length, device))
@@ -1187,8 +1185,7 @@ FusionDecision independent_support(const Graph& g, FusionGroup& group, Independe
           return FusionDecision::no(fmt::format(
               "an independent part's rows ({} of {}) call for other thread mappings within the "
               "symbols' ranges; their mapping variants need a group of their own",
-              sym_shape_to_string(SymShape(dims.begin(), dims.begin() + split)),
-              sym_shape_to_string(SymShape(dims.begin() + split, dims.end()))));
+              sym_shape_to_string(rows->rows_dims()), sym_shape_to_string(rows->row_dims())));
     }
     if (alone.launch.block != group.launch.block || alone.launch.dynamic_shared_bytes > 0)
       return FusionDecision::no(fmt::format(
