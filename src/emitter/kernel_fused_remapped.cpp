@@ -2,9 +2,10 @@
 // each element asks for the outputs at its coordinates c0..cR-1, and each value asks for its
 // operands at the coordinates its node maps them to (a Transpose permutes them, a Slice offsets
 // and strides them, an Expand or a broadcast operand reads 0 on a widened axis, a Concat picks
-// the operand covering the element, a Pad its operand inside and the fill value outside). Values
-// are named once per coordinates in a scope; a Concat opens one branch per part, each a scope of
-// its own.
+// the operand covering the element, a Pad its operand inside and the fill value outside, a
+// Trilu its operand inside the band of the last two axes and 0 outside, a ConstantOfShape its
+// value and a Range start + delta * r). Values are named once per coordinates in a scope; a
+// Concat opens one branch per part, each a scope of its own.
 //
 //   for (int64_t i = first; i < n; i += stride) {
 //     ... coordinates c0..c3 of i ...
@@ -98,32 +99,64 @@ private:
     return name;
   }
 
-  std::vector<std::string> operand_coordinates(const MovementRead::Part& part,
+  std::vector<std::string> operand_coordinates(const MovementRead& m,
+                                               const MovementRead::Part& part,
                                                const std::vector<std::string>& at) {
     std::vector<std::string> a;
-    for (size_t j = 0; j < part.source.size(); ++j)
+    for (size_t j = 0; j < part.source.size(); ++j) {
+      if (m.run_bounds && static_cast<int32_t>(j) == m.axis) {
+        // The run's part begins where the operands before it (or the pad) end.
+        a.push_back(part.run_begin.is_constant()
+                        ? coordinate(at[m.axis], -part.run_begin.constant_value(), 1)
+                        : named(fmt::format("{} - {}", at[m.axis], bound(part.run_begin))));
+        continue;
+      }
       a.push_back(part.source[j] < 0
                       ? std::to_string(part.offset[j])
                       : coordinate(at[part.source[j]], part.offset[j], part.step[j]));
+    }
     return a;
+  }
+
+  // A part's bound on the axis of its Concat or Pad: a number, or the run's expression.
+  std::string bound(const DimExpr& d) const {
+    const std::string c = code(d);
+    return simple(c) || enclosed(c) ? c : fmt::format("({})", c);
+  }
+
+  // Whether the whole expression is one parenthesized term: "(a + b)", not "(a) + (b)".
+  static bool enclosed(const std::string& e) {
+    if (e.size() < 2 || e.front() != '(') return false;
+    int depth = 0;
+    for (size_t i = 0; i < e.size(); ++i) {
+      depth += e[i] == '(' ? 1 : e[i] == ')' ? -1 : 0;
+      if (depth == 0) return i + 1 == e.size();
+    }
+    return false;
   }
 
   std::string remapped(const MovementRead& m, const std::vector<std::string>& at) {
     const Tensor& result = ctx_.tensor(ctx_.graph().nodes[m.node].outputs[0]);
+    if (m.generates) return generated(m, at);
     if (m.parts.empty() && !m.fills) ctx_.spec_error("a movement node with nothing to read");
+    if (m.band) return banded(m, at);
+    if (m.fills && m.parts.empty()) return fill_value(m, result.dtype); // a ConstantOfShape
     if (!m.fills && (m.axis < 0 || m.parts.size() == 1))
-      return value(m.parts[0].operand, operand_coordinates(m.parts[0], at));
+      return value(m.parts[0].operand, operand_coordinates(m, m.parts[0], at));
     const std::string name = fmt::format("t{}", next_t_++);
-    out_.comment(fmt::format("{} = '{}' ({} on axis {})", name, ctx_.graph().nodes[m.node].name,
-                             m.fills ? "Pad" : "Concat", m.axis));
+    const Node& node = ctx_.graph().nodes[m.node];
+    out_.comment(m.axis >= 0 ? fmt::format("{} = '{}' ({} on axis {})", name, node.name,
+                                           op_name(node.op), m.axis)
+                             : fmt::format("{} = '{}' ({})", name, node.name, op_name(node.op)));
     out_.linef("{} {};", ctype(result.dtype, ctx_), name);
     // A Concat's parts tile the axis (the last one takes the rest); a Pad's one part is
     // tested at both ends and the fill value is the rest.
     for (size_t k = 0; k < m.parts.size(); ++k) {
       const MovementRead::Part& part = m.parts[k];
-      std::string test = fmt::format("{} < {}", at[m.axis], part.end);
-      if (m.fills && part.begin > 0)
-        test = fmt::format("{} >= {} && {}", at[m.axis], part.begin, test);
+      const std::string begin = m.run_bounds ? bound(part.run_begin) : std::to_string(part.begin);
+      std::string test = fmt::format("{} < {}", at[m.axis],
+                                     m.run_bounds ? bound(part.run_end) : std::to_string(part.end));
+      if (m.fills && begin != "0") test = fmt::format("{} >= {} && {}", at[m.axis], begin, test);
       if (k == 0)
         out_.open(fmt::format("if ({})", test));
       else if (k + 1 < m.parts.size() || m.fills)
@@ -131,18 +164,53 @@ private:
       else
         out_.open("else");
       frames_.emplace_back();
-      out_.linef("{} = {};", name, value(part.operand, operand_coordinates(part, at)));
+      out_.linef("{} = {};", name, value(part.operand, operand_coordinates(m, part, at)));
       frames_.pop_back();
       out_.close();
     }
     if (m.fills) {
-      const std::string fill =
-          m.fill != kNoTensor ? value(m.fill, {}) : typed_literal(result.dtype, 0.0, ctx_);
-      if (m.parts.empty())
-        out_.linef("{} = {};", name, fill);
-      else
-        out_.linef("else {} = {};", name, fill);
+      out_.linef("else {} = {};", name, fill_value(m, result.dtype));
     }
+    return name;
+  }
+
+  // A Pad's or a ConstantOfShape's fill: a float literal of the kernel's interface (a Pad's), a
+  // constant of any type (a ConstantOfShape's value), or 0.
+  std::string fill_value(const MovementRead& m, DType dtype) {
+    if (m.fill == kNoTensor) return typed_literal(dtype, 0.0, ctx_);
+    if (sig_.literals.count(m.fill) != 0) return value(m.fill, {});
+    return constant_element_literal(ctx_, ctx_.tensor(m.fill), 0);
+  }
+
+  // A Range: start + delta * r, in the result's integer type.
+  std::string generated(const MovementRead& m, const std::vector<std::string>& at) {
+    const Node& node = ctx_.graph().nodes[m.node];
+    if (at.size() != 1) ctx_.spec_error(fmt::format("Range '{}' is not one axis", node.name));
+    const std::string type = ctype(ctx_.tensor(node.outputs[0]).dtype, ctx_);
+    std::string e = at[0];
+    if (m.delta != DimExpr(1)) e = fmt::format("{} * {}", bound(m.delta), e);
+    if (m.start != DimExpr(0)) e = fmt::format("{} + {}", bound(m.start), e);
+    const std::string name = fmt::format("t{}", next_t_++);
+    out_.comment(fmt::format("{} = '{}' (Range)", name, node.name));
+    out_.linef("const {} {} = {}({});", type, name, type, e);
+    return name;
+  }
+
+  // A Trilu: its operand inside the band of the last two axes, 0 outside it.
+  std::string banded(const MovementRead& m, const std::vector<std::string>& at) {
+    const Tensor& result = ctx_.tensor(ctx_.graph().nodes[m.node].outputs[0]);
+    if (m.parts.size() != 1 || at.size() < 2) ctx_.spec_error("a Trilu without one matrix part");
+    const std::string name = fmt::format("t{}", next_t_++);
+    out_.comment(fmt::format("{} = '{}' (Trilu: the {} triangle)", name,
+                             ctx_.graph().nodes[m.node].name, m.upper ? "upper" : "lower"));
+    out_.linef("{} {};", ctype(result.dtype, ctx_), name);
+    out_.open(fmt::format("if ({} - {} {} {})", at[at.size() - 1], at[at.size() - 2],
+                          m.upper ? ">=" : "<=", bound(m.diagonal)));
+    frames_.emplace_back();
+    out_.linef("{} = {};", name, value(m.parts[0].operand, operand_coordinates(m, m.parts[0], at)));
+    frames_.pop_back();
+    out_.close();
+    out_.linef("else {} = {};", name, typed_literal(result.dtype, 0.0, ctx_));
     return name;
   }
 

@@ -139,7 +139,8 @@ struct OpSpec {
   bool scatter_distinct = false;
 };
 
-// How a movement node inside a Local group (Transpose, Slice, Expand, Concat) reads its
+// How a movement node inside a Local group (Transpose, Slice, Expand, Concat, Pad, Trilu, the
+// generators ConstantOfShape and Range) reads its
 // operands: the element of the result at coordinates r is the element of one operand at
 // coordinates a, with a[j] = offset[j] + step[j] * r[source[j]] (source[j] = -1: a[j] =
 // offset[j], a broadcast axis). A Concat has one part per non-empty operand, part k covering
@@ -150,19 +151,37 @@ struct OpSpec {
 //   Concat on axis 3 of [.., 32] and [.., 32]: parts [0,32) offset 0 and [32,64) offset -32
 // A Pad (constant mode, pads >= 0 on one axis) has one part covering [begin, end) of `axis`,
 // and `fills`: a coordinate outside it is the fill value (the scalar `fill`, or 0 without it).
+// A ConstantOfShape is a Pad of nothing: no part, `fills` with its value (the scalar `fill`, any
+// type). A Trilu has one part and `band`, an integer Range none and `generates` (below).
 //   Pad axis 3 of [.., 3] by 0 before and 5 after: part [0,3) offset 0, fills
+// Over symbolic dims, a Concat or Pad whose axis is symbolic (legality_symbolic.cpp's
+// moves_support) has `run_bounds`: each part covers [run_begin, run_end) of the run's axis, and
+// the operand's coordinate on `axis` is the result's minus run_begin (begin, end and the offset
+// on the axis are then the planning binding's values, for the cost model only).
+//   Concat on axis 2 of [b,2,past,8] and [b,2,seq,8]: parts [0,past) and [past,past+seq)
 struct MovementRead {
   struct Part {
     TensorId operand = kNoTensor;
     std::vector<int32_t> source;
     std::vector<int64_t> offset, step;
     int64_t begin = 0, end = 0; // along `axis` (a Concat); else unused
+    DimExpr run_begin, run_end; // with run_bounds
   };
   int32_t node = -1;
   int32_t axis = -1; // a Concat's or a Pad's axis; -1 for the others
   std::vector<Part> parts;
   bool fills = false;        // a Pad: coordinates outside the parts hold the fill value
-  TensorId fill = kNoTensor; // its constant_value (a scalar literal), or none: 0
+  TensorId fill = kNoTensor; // its constant_value (a scalar constant), or none: 0
+  bool run_bounds = false;
+  // A Trilu (`band`): the one part is read where column - row >= diagonal (upper) or <=
+  // diagonal (lower) in the last two axes, and the rest is 0. The diagonal is a constant or the
+  // run's expression of the symbols.
+  bool band = false, upper = true;
+  DimExpr diagonal;
+  // An integer Range (`generates`): no part; element r is start + delta * r, each a constant or
+  // the run's expression of the symbols.
+  bool generates = false;
+  DimExpr start, delta;
 };
 
 // Local: pointwise nodes over one flat loop over `iteration`, the shape of every write; each

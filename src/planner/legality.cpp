@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "graph/constant.h"
 #include "graph/infer_context.h"
 #include "graph/reductions.h"
 #include "planner/launch_config.h"
@@ -43,11 +44,15 @@ bool is_scalar_float_literal(const Tensor& t) {
 
 std::vector<TensorId> present_operands(const Node& node) {
   std::vector<TensorId> operands = value_operands(node);
-  // A Pad reads its data and its fill value; the pads and axes are the plan's numbers.
+  // A Pad reads its data and its fill value; the pads and axes are the plan's numbers, as are
+  // a Trilu's diagonal, a ConstantOfShape's shape and a Range's start, limit and delta (those
+  // two read nothing).
   if (node.op == OpKind::Pad && operands.size() > 1) {
     operands = {operands[0]};
     if (node.opset >= 11 && node.inputs.size() > 2) operands.push_back(node.inputs[2]);
   }
+  if (node.op == OpKind::Trilu && operands.size() > 1) operands.resize(1);
+  if (node.op == OpKind::ConstantOfShape || node.op == OpKind::Range) operands.clear();
   std::erase(operands, kNoTensor);
   return operands;
 }
@@ -175,9 +180,39 @@ bool remapping_op(const Graph& g, const Node& node) {
     return true;
   case OpKind::Pad:
     return constant_pad(g, node).has_value();
+  case OpKind::Trilu:
+    return g.tensor(node.inputs[0]).shape.size() >= 2 && trilu_diagonal(g, node).has_value();
+  case OpKind::ConstantOfShape:
+    return true;
+  case OpKind::Range:
+    return range_terms(g, node).has_value();
   default:
     return false;
   }
+}
+
+std::optional<DimExpr> scalar_dim_value(const Graph& g, TensorId t) {
+  if (t == kNoTensor) return std::nullopt;
+  const Tensor& x = g.tensor(t);
+  if (x.elements() != 1 || !dtype_is_integer(x.dtype)) return std::nullopt;
+  if (x.sym_values.size() == 1) return x.sym_values[0];
+  if (x.is_constant()) return DimExpr(constant_as_int64(x).at(0));
+  return std::nullopt;
+}
+
+std::optional<DimExpr> trilu_diagonal(const Graph& g, const Node& node) {
+  if (node.inputs.size() < 2 || node.inputs[1] == kNoTensor) return DimExpr(0);
+  return scalar_dim_value(g, node.inputs[1]);
+}
+
+std::optional<std::pair<DimExpr, DimExpr>> range_terms(const Graph& g, const Node& node) {
+  if (node.inputs.size() != 3 || node.outputs.size() != 1 ||
+      !dtype_is_integer(g.tensor(node.outputs[0]).dtype))
+    return std::nullopt;
+  std::optional<DimExpr> start = scalar_dim_value(g, node.inputs[0]);
+  std::optional<DimExpr> delta = scalar_dim_value(g, node.inputs[2]);
+  if (!start || !delta) return std::nullopt;
+  return std::pair{*start, *delta};
 }
 
 std::optional<ConstantPad> constant_pad(const Graph& g, const Node& node) {

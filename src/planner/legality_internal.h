@@ -75,6 +75,15 @@ int64_t sector_overhead(int64_t bytes, int64_t run_bytes);
 // a library dtype).
 bool remapping_op(const Graph& g, const Node& node);
 
+// A one-element integer tensor as an expression: its value where it is a constant, its
+// expression where it is computed from the symbols; nullopt where only the run knows it (a model
+// input, a value computed from data).
+std::optional<DimExpr> scalar_dim_value(const Graph& g, TensorId t);
+// A Trilu's diagonal k: 0 without the input, else scalar_dim_value.
+std::optional<DimExpr> trilu_diagonal(const Graph& g, const Node& node);
+// An integer Range's start and delta (scalar_dim_value each); nullopt for a floating Range.
+std::optional<std::pair<DimExpr, DimExpr>> range_terms(const Graph& g, const Node& node);
+
 // The index remapping of a remapping_op node (group_spec.h's MovementRead; legality_local.cpp).
 MovementRead movement_read(const Graph& g, int32_t n);
 

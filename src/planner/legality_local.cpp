@@ -3,8 +3,8 @@
 // its broadcast index; a smaller intermediate is evaluated again for every element it feeds
 // (GroupAnalysis::recomputed, which the cost model charges).
 //
-// A Local group may also hold movement nodes (Transpose, Slice, Expand, Concat, Pad:
-// remapping_op):
+// A Local group may also hold movement nodes (Transpose, Slice, Expand, Concat, Pad, Trilu, and
+// the generators ConstantOfShape, a Pad of nothing, and an integer Range: remapping_op):
 // they become index remappings (MovementRead) that their consumers read through, so that, say,
 // rotary embedding's Slices, Neg, Concat, Mul and Add with the head transpose before them are
 // one kernel. The analysis walks the group from its outputs as the kernel will: every value is
@@ -113,6 +113,27 @@ MovementRead movement_read(const Graph& g, int32_t n) {
     if (g.tensor(node.inputs[0]).elements() > 0) read.parts.push_back(std::move(part));
     break;
   }
+  case OpKind::ConstantOfShape: {
+    // Every element is the fill value: a Pad of nothing.
+    NodeContext nc(g, node);
+    read.fills = true;
+    if (nc.has_attr("value")) read.fill = nc.attr_tensor("value");
+    break;
+  }
+  case OpKind::Range: {
+    // Element r is start + delta * r: it reads nothing.
+    const auto [start, delta] = *range_terms(g, node);
+    read.generates = true;
+    read.start = start;
+    read.delta = delta;
+    break;
+  }
+  case OpKind::Trilu:
+    read.parts.push_back(identity(node.inputs[0]));
+    read.band = true;
+    read.upper = NodeContext(g, node).attr_flag("upper", true);
+    read.diagonal = *trilu_diagonal(g, node);
+    break;
   default:
     break;
   }

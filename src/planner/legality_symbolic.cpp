@@ -849,27 +849,64 @@ FusionDecision chain_support(const Graph& g, const std::vector<int32_t>& nodes, 
   return FusionDecision::ok();
 }
 
+// A Concat's or a Pad's parts over a symbolic axis (MovementRead::run_bounds): each covers
+// its operand's run length after the ones before it (a Concat), or after the constant pad (a
+// Pad). The planning binding must not have dropped a part as empty that another binding fills.
+FusionDecision run_bounds(const Graph& g, MovementRead& m) {
+  const Node& node = g.nodes[m.node];
+  const auto axis = static_cast<size_t>(m.axis);
+  if (node.op == OpKind::Concat) {
+    std::vector<TensorId> joined;
+    for (TensorId t : node.inputs)
+      if (t != kNoTensor && g.tensor(t).sym_shape()[axis] != DimExpr(0)) joined.push_back(t);
+    if (joined.size() != m.parts.size())
+      return FusionDecision::no(fmt::format("'{}' (Concat) joins an operand empty at the "
+                                            "planning binding only",
+                                            node.name));
+    DimExpr at = 0;
+    for (size_t k = 0; k < joined.size(); ++k) {
+      if (m.parts[k].operand != joined[k])
+        return FusionDecision::no(
+            fmt::format("'{}' (Concat) reads its operands out of order", node.name));
+      m.parts[k].run_begin = at;
+      at = at + g.tensor(joined[k]).sym_shape()[axis];
+      m.parts[k].run_end = at;
+    }
+  } else {
+    const SymShape in = g.tensor(node.inputs[0]).sym_shape();
+    if (m.parts.empty())
+      return FusionDecision::no(fmt::format("'{}' ({}) pads an operand empty at the planning "
+                                            "binding along the symbolic axis {}",
+                                            node.name, op_name(node.op), m.axis));
+    m.parts[0].run_begin = m.parts[0].begin;
+    m.parts[0].run_end = DimExpr(m.parts[0].begin) + in[axis];
+  }
+  m.run_bounds = true;
+  return FusionDecision::ok();
+}
+
 // A Local group with movement nodes over symbolic dims (kernel_fused_remapped.cpp): each
 // element asks its values at coordinates that the moves map, so every map must hold at every
-// shape: Concats and Pads along fixed axes, Slices of a symbolic axis from 0 (step 1),
-// Expands and broadcasts widening the same axes at every value of the symbols.
+// shape: Concats and Pads along any axis (a symbolic one by the run's bounds: run_bounds),
+// Slices of a symbolic axis from 0 (step 1), Expands and broadcasts widening the same axes at
+// every value of the symbols.
 FusionDecision moves_support(const Graph& g, const std::vector<int32_t>& nodes,
-                             const std::vector<MovementRead>& moves) {
+                             std::vector<MovementRead>& moves) {
   auto widens = [](const DimExpr& from, const DimExpr& to) { return is_one(from) && !is_one(to); };
-  for (const MovementRead& m : moves) {
+  for (MovementRead& m : moves) {
     const Node& node = g.nodes[m.node];
     const SymShape out = g.tensor(node.outputs[0]).sym_shape();
     if (node.op == OpKind::Slice)
       if (FusionDecision d = slice_starts_hold(g, node); !d) return d;
-    if (m.axis >= 0 && !out[static_cast<size_t>(m.axis)].is_constant())
-      return FusionDecision::no(fmt::format("'{}' ({}) joins along the symbolic axis {} of {}",
-                                            node.name, op_name(node.op), m.axis,
-                                            sym_shape_to_string(out)));
+    if (m.axis >= 0) {
+      bool symbolic = !out[static_cast<size_t>(m.axis)].is_constant();
+      for (const MovementRead::Part& part : m.parts)
+        symbolic |= !g.tensor(part.operand).sym_shape()[static_cast<size_t>(m.axis)].is_constant();
+      if (symbolic)
+        if (FusionDecision d = run_bounds(g, m); !d) return d;
+    }
     for (const MovementRead::Part& part : m.parts) {
       const SymShape in = g.tensor(part.operand).sym_shape();
-      if (m.axis >= 0 && !in[static_cast<size_t>(m.axis)].is_constant())
-        return FusionDecision::no(fmt::format("'{}' ({}) joins an operand of symbolic length",
-                                              node.name, op_name(node.op)));
       for (size_t j = 0; j < in.size(); ++j) {
         if (in[j].is_constant()) continue;
         const bool plain = part.source[j] >= 0 && part.step[j] == 1 &&
@@ -1056,7 +1093,7 @@ bool divisible(const DimExpr& d, int64_t n) {
 // prologues included); one kernel, without flash-decoding (group_support drops the split).
 FusionDecision attention_support(const Graph& g, AttentionSpec& spec, LaunchConfig& launch) {
   // A prologue (rotary embedding) is evaluated per element as a Local group's moves are.
-  for (const AttentionSpec::Operand* o : {&spec.q, &spec.k, &spec.v})
+  for (AttentionSpec::Operand* o : {&spec.q, &spec.k, &spec.v})
     if (FusionDecision d = moves_support(g, o->prologue, o->moves); !d) return d;
   const Node& qk = g.nodes[spec.scores];
   const Node& pv = g.nodes[spec.product];

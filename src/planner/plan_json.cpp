@@ -96,10 +96,19 @@ nlohmann::json local_json(const Graph& g, const LocalSpec& spec) {
         axes.push_back(r);
       }
       nlohmann::json p = {{"operand", g.tensor(part.operand).name}, {"reads", axes}};
-      if (m.axis >= 0) p["covers"] = {part.begin, part.end};
+      if (m.run_bounds)
+        p["covers"] = {part.run_begin.to_string(), part.run_end.to_string()};
+      else if (m.axis >= 0)
+        p["covers"] = {part.begin, part.end};
       parts.push_back(std::move(p));
     }
-    moves.push_back({{"node", g.nodes[m.node].name}, {"parts", std::move(parts)}});
+    nlohmann::json move = {{"node", g.nodes[m.node].name}, {"parts", std::move(parts)}};
+    if (m.generates)
+      move["generates"] = fmt::format("{} + {} * r0", m.start.to_string(), m.delta.to_string());
+    if (m.band)
+      move["keeps"] =
+          fmt::format("column - row {} {}", m.upper ? ">=" : "<=", m.diagonal.to_string());
+    moves.push_back(std::move(move));
   }
   j["remappings"] = std::move(moves);
   j["unread_bytes"] = spec.unread_bytes;

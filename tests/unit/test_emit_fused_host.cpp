@@ -660,6 +660,40 @@ TEST_CASE("fused Local reads through constant Pads (before, after, a fill value,
     CHECK_FALSE(legality::remapping_op(g, node));
 }
 
+TEST_CASE("fused Local reads through Trilus (upper from a constant diagonal, lower without one) "
+          "on the host",
+          "[emitter][fused][host]") {
+  // Proves: a Trilu whose diagonal the plan knows is an index remapping (its operand inside the
+  // band of the last two axes, 0 outside) that shares a kernel with a Transpose before it and
+  // pointwise nodes around it: an upper Trilu from k = -1 of a transposed Exp and a lower one
+  // without k give the per-op results bit for bit; a Trilu whose k is a model input stays a
+  // kernel of its own.
+  ModelBuilder m(14);
+  m.input("x", kFloat, {2, 5, 7}).input("b", kFloat, {2, 7, 5}).output("y");
+  test::set_attr_ints(m.node("Transpose", {"x"}, {"t"}), "perm", {0, 2, 1}); // [2,7,5]
+  m.node("Exp", {"t"}, {"e"});
+  m.initializer_i64("k", {}, {-1});
+  m.node("Trilu", {"e", "k"}, {"u"});
+  set_attr_int(m.node("Trilu", {"b"}, {"l"}), "upper", 0);
+  m.node("Add", {"u", "l"}, {"y"});
+  Graph g = load_graph(m);
+  FusionGroup group = legal_group(g, all_nodes(g));
+  const auto& spec = std::get<LocalSpec>(group.spec);
+  REQUIRE(spec.moves.size() == 3); // the Transpose and the Trilus
+  CHECK(spec.moves[1].band);
+  CHECK(spec.moves[1].upper);
+  CHECK(spec.moves[1].diagonal.to_string() == "-1");
+  CHECK_FALSE(spec.moves[2].upper);
+  CHECK(spec.moves[2].diagonal.to_string() == "0");
+  check_fused_equals_unfused(g, group, "trilu", 0, 0);
+
+  ModelBuilder runtime(14);
+  runtime.input("x", kFloat, {4, 4}).input("k", onnx::TensorProto::INT64, {}).output("y");
+  runtime.node("Trilu", {"x", "k"}, {"y"});
+  Graph rg = load_graph(runtime);
+  CHECK_FALSE(legality::remapping_op(rg, rg.nodes[0]));
+}
+
 TEST_CASE("merged gate and up projections on the host equal the separate MatMuls, bitwise",
           "[emitter][fused][host]") {
   // Proves: merge-matmuls' one MatMul over [Wg | Wu] and the Slices its SiLU-gated product

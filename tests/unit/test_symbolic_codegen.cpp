@@ -1175,6 +1175,165 @@ TEST_CASE("independent parts over symbolic dims take the run's blocks", "[symbol
              Catch::Contains("call for other thread mappings within the symbols' ranges"));
 }
 
+// Proves: a key-value cache's Concat along the symbolic past (the new keys through their head
+// Transpose), a Pad along the symbolic sequence and a causal mask built from the symbols
+// (ConstantOfShape, Trilu by the past, Not) are index remappings inside one pointwise group
+// each: each part covers the run's extent on the axis ([0, past), [past, past + seq)), the part
+// after the past reads its operand at the coordinate minus the run's past, and the Trilu keeps
+// the band by the run's diagonal; a Concat with an operand empty at the planning binding only is
+// refused.
+TEST_CASE("concatenations, pads and triangles along symbolic axes inside pointwise groups",
+          "[symbolic][planner]") {
+  ModelBuilder m;
+  m.input("past_k", kFloat, {-1, 2, -1, 8}, {"batch", "past"})
+      .input("k", kFloat, {-1, -1, 2, 8}, {"batch", "seq"})
+      .output("present")
+      .output("padded")
+      .output("mask");
+  set_attr_ints(m.node("Transpose", {"k"}, {"kt"}), "perm", {0, 2, 1, 3});
+  set_attr_int(m.node("Concat", {"past_k", "kt"}, {"joined"}), "axis", 2);
+  m.initializer_f32("two", {}, {2.0f});
+  m.node("Mul", {"joined", "two"}, {"present"});
+  m.initializer_i64("pads", {8}, {0, 0, 1, 0, 0, 0, 2, 0});
+  m.node("Pad", {"kt", "pads"}, {"kp"});
+  m.node("Exp", {"kp"}, {"padded"});
+  // The mask: [seq, past + seq] of true, lower triangle from the past, negated.
+  m.initializer_i64("zero", {1}, {0});
+  m.initializer_i64("two_i", {1}, {2});
+  m.node("Shape", {"past_k"}, {"past_shape"});
+  set_attr_int(m.node("Gather", {"past_shape", "two_i"}, {"past_n"}), "axis", 0);
+  m.node("Shape", {"k"}, {"k_shape"});
+  m.initializer_i64("one_i", {1}, {1});
+  set_attr_int(m.node("Gather", {"k_shape", "one_i"}, {"seq_n"}), "axis", 0);
+  m.node("Add", {"past_n", "seq_n"}, {"total"});
+  set_attr_int(m.node("Concat", {"seq_n", "total"}, {"mask_shape"}), "axis", 0);
+  onnx::NodeProto& fill = m.node("ConstantOfShape", {"mask_shape"}, {"ones"});
+  onnx::AttributeProto* value = fill.add_attribute();
+  value->set_name("value");
+  value->set_type(onnx::AttributeProto::TENSOR);
+  value->mutable_t()->set_data_type(onnx::TensorProto::BOOL);
+  value->mutable_t()->add_dims(1);
+  value->mutable_t()->add_int32_data(1);
+  m.node("Squeeze", {"past_n", "zero"}, {"past_scalar"});
+  set_attr_int(m.node("Trilu", {"ones", "past_scalar"}, {"lower"}), "upper", 0);
+  m.node("Not", {"lower"}, {"mask"});
+  const Generated g =
+      generate(m, {dim("batch", 1, 4, 2), dim("seq", 1, 16, 3), dim("past", 1, 64, 13)});
+  const Graph& graph = g.graph;
+  // The pointwise groups, on their own or as the parts of an Independent group.
+  std::vector<const LocalSpec*> locals;
+  for (const FusionGroup& group : g.plan.groups) {
+    if (const auto* spec = std::get_if<LocalSpec>(&group.spec)) locals.push_back(spec);
+    if (const auto* spec = std::get_if<IndependentSpec>(&group.spec))
+      for (const IndependentSpec::Part& part : spec->parts)
+        if (const auto* body = std::get_if<LocalSpec>(&part.body)) locals.push_back(body);
+  }
+  int concats = 0, pads = 0, triangles = 0;
+  for (const LocalSpec* spec : locals) {
+    for (const MovementRead& move : spec->moves) {
+      const OpKind op = graph.nodes[move.node].op;
+      if (op == OpKind::Concat) {
+        ++concats;
+        REQUIRE(move.run_bounds);
+        REQUIRE(move.parts.size() == 2);
+        CHECK(move.parts[0].run_begin.to_string() == "0");
+        CHECK(move.parts[0].run_end.to_string() == "past");
+        CHECK(move.parts[1].run_begin.to_string() == "past");
+        CHECK(move.parts[1].run_end.to_string() == "past+seq");
+      } else if (op == OpKind::Pad) {
+        ++pads;
+        REQUIRE(move.run_bounds);
+        CHECK(move.parts[0].run_begin.to_string() == "1");
+        CHECK(move.parts[0].run_end.to_string() == "seq+1");
+      } else if (op == OpKind::Trilu) {
+        ++triangles;
+        CHECK(move.band);
+        CHECK_FALSE(move.upper);
+        CHECK(move.diagonal.to_string() == "past");
+      }
+    }
+    if (std::any_of(spec->moves.begin(), spec->moves.end(), [&](const MovementRead& mv) {
+          return graph.nodes[mv.node].op == OpKind::Trilu;
+        })) {
+      // The mask's group holds the ConstantOfShape too: it reads nothing.
+      CHECK(spec->io.reads.empty());
+      CHECK(spec->moves.size() == 2);
+    }
+  }
+  CHECK(concats == 1);
+  CHECK(pads == 1);
+  CHECK(triangles == 1);
+  // The Transpose's blocks hold the past and the new keys: sym0 batch, sym1 seq, sym2 past.
+  CHECK_THAT(g.sources, Catch::Contains("if (c2 < sym2) {"));
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t k0 = c2 - sym2;"));
+  CHECK_THAT(g.sources, Catch::Contains("if (c2 >= 1 && c2 < (sym1 + 1)) {"));
+  CHECK_THAT(g.sources, Catch::Contains("if (c1 - c0 <= sym2) {"));
+  const nlohmann::json report = plan_to_json(graph, g.plan, g.memory);
+  CHECK_THAT(report.dump(), Catch::Contains(R"("covers":["past","past+seq"])") &&
+                                Catch::Contains(R"("keeps":"column - row <= past")"));
+
+  // A Concat whose operand is empty at the planning binding (seq - 1 at seq 1) only.
+  ModelBuilder empty;
+  empty.input("a", kFloat, {-1, 4}, {"seq"}).input("b", kFloat, {2, 4}).output("y");
+  empty.initializer_i64("from1", {1}, {1});
+  empty.initializer_i64("to_end", {1}, {1000});
+  empty.initializer_i64("axis0", {1}, {0});
+  empty.node("Slice", {"a", "from1", "to_end", "axis0"}, {"rest"});
+  set_attr_int(empty.node("Concat", {"b", "rest"}, {"joined"}), "axis", 0);
+  empty.node("Relu", {"joined"}, {"y"});
+  const Graph eg = symbolic_graph(empty, {dim("seq", 1, 16, 1)});
+  FusionContext ctx(eg, DeviceParams{});
+  std::vector<int32_t> every;
+  for (size_t n = 0; n < eg.nodes.size(); ++n)
+    if (eg.nodes[n].op == OpKind::Concat || eg.nodes[n].op == OpKind::Relu)
+      every.push_back(static_cast<int32_t>(n));
+  GroupAnalysis a;
+  const FusionDecision together = analyze_group(ctx, every, a);
+  CHECK_FALSE(together);
+  CHECK_THAT(together.reason, Catch::Contains("empty at the planning binding only"));
+}
+
+// Proves: an integer Range over the symbols (positions seq-1 down to 0 from the input's Shape)
+// is a generator its consumers evaluate in their own group, each element start + delta * its
+// coordinate with the run's start, reading nothing.
+TEST_CASE("integer Ranges over the symbols are generators inside their consumers' group",
+          "[symbolic][planner]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {-1, -1}, {"batch", "seq"}).output("y");
+  m.initializer_i64("one_i", {1}, {1});
+  m.initializer_i64("one", {}, {1});
+  m.initializer_i64("minus_one", {}, {-1});
+  m.node("Shape", {"x"}, {"shape"});
+  set_attr_int(m.node("Gather", {"shape", "one_i"}, {"seq_1"}), "axis", 0);
+  m.initializer_i64("axes0", {1}, {0});
+  m.node("Squeeze", {"seq_1", "axes0"}, {"seq_n"});
+  m.node("Sub", {"seq_n", "one"}, {"last"});
+  m.node("Range", {"last", "minus_one", "minus_one"}, {"reversed"}); // seq-1, .., 0
+  set_attr_int(m.node("Cast", {"reversed"}, {"positions"}), "to", kFloat);
+  m.node("Mul", {"x", "positions"}, {"y"});
+  const Generated g = generate(m, {dim("batch", 1, 8, 3), dim("seq", 1, 64, 12)});
+  const Graph& graph = g.graph;
+  int generators = 0;
+  for (const FusionGroup& group : g.plan.groups) {
+    const auto* spec = std::get_if<LocalSpec>(&group.spec);
+    if (spec == nullptr) continue;
+    for (const MovementRead& move : spec->moves)
+      if (graph.nodes[move.node].op == OpKind::Range) {
+        ++generators;
+        CHECK(move.generates);
+        CHECK(move.parts.empty());
+        CHECK(move.start.to_string() == "seq-1");
+        CHECK(move.delta.to_string() == "-1");
+      }
+  }
+  CHECK(generators == 1);
+  for (const FusionGroup& group : g.plan.groups)
+    for (int32_t n : group.nodes)
+      if (graph.nodes[n].op == OpKind::Range) CHECK(group.nodes.size() > 1);
+  CHECK_THAT(g.sources, Catch::Contains("(Range)"));
+  CHECK_THAT(g.sources, Catch::Contains(" = int64_t((sym1 - 1) + (-1) * c1);"));
+}
+
 // Proves: a Transpose moving a symbolic axis copies one element per thread, its coordinates
 // divided by the symbols' values, the input read through its strides over the symbols.
 TEST_CASE("a Transpose of symbolic axes", "[symbolic][emitter]") {

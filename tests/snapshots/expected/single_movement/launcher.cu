@@ -19,7 +19,6 @@ int32_t stitch_group_10(const stitch_abi_buffers* b, char* error, size_t error_s
 int32_t stitch_group_11(const stitch_abi_buffers* b, char* error, size_t error_size);
 int32_t stitch_group_12(const stitch_abi_buffers* b, char* error, size_t error_size);
 int32_t stitch_group_13(const stitch_abi_buffers* b, char* error, size_t error_size);
-int32_t stitch_group_14(const stitch_abi_buffers* b, char* error, size_t error_size);
 
 static const char* stitch_blob_string(uint64_t offset) {
   return reinterpret_cast<const char*>(stitch_model_blob + offset);
@@ -47,16 +46,14 @@ static int32_t stitch_enqueue(const stitch_abi_buffers* b, char* error, size_t e
   if ((status = stitch_group_8(b, error, error_size)) != 0) return status;
   // group 9: kernel (1 node, first 'scattered/ScatterND' ScatterND)
   if ((status = stitch_group_9(b, error, error_size)) != 0) return status;
-  // group 10: kernel (1 node, first 'lower/Trilu' Trilu)
+  // group 10: kernel (1 node, first 'pmax/ReduceMax' ReduceMax)
   if ((status = stitch_group_10(b, error, error_size)) != 0) return status;
-  // group 11: kernel (1 node, first 'pmax/ReduceMax' ReduceMax)
+  // group 11: kernel (3 nodes, first 'nchw/Transpose' Transpose)
   if ((status = stitch_group_11(b, error, error_size)) != 0) return status;
-  // group 12: kernel (2 nodes, first 'nchw/Transpose' Transpose)
+  // group 12: kernel (1 node, first 'd2s/DepthToSpace' DepthToSpace)
   if ((status = stitch_group_12(b, error, error_size)) != 0) return status;
-  // group 13: kernel (1 node, first 'd2s/DepthToSpace' DepthToSpace)
+  // group 13: kernel (1 node, first 'top_values/TopK' TopK)
   if ((status = stitch_group_13(b, error, error_size)) != 0) return status;
-  // group 14: kernel (1 node, first 'top_values/TopK' TopK)
-  if ((status = stitch_group_14(b, error, error_size)) != 0) return status;
   return status;
 }
 

@@ -8,13 +8,12 @@ extern "C" const unsigned char stitch_model_blob[];
 int32_t stitch_group_0(const stitch_abi_buffers* b, char* error, size_t error_size);
 int32_t stitch_group_1(const stitch_abi_buffers* b, char* error, size_t error_size);
 int32_t stitch_group_2(const stitch_abi_buffers* b, char* error, size_t error_size);
-int32_t stitch_group_3(const stitch_abi_buffers* b, char* error, size_t error_size);
-int32_t stitch_group_5(const stitch_abi_buffers* b, char* error, size_t error_size);
+int32_t stitch_group_4(const stitch_abi_buffers* b, char* error, size_t error_size);
+int32_t stitch_group_6(const stitch_abi_buffers* b, char* error, size_t error_size);
 int32_t stitch_group_7(const stitch_abi_buffers* b, char* error, size_t error_size);
 int32_t stitch_group_8(const stitch_abi_buffers* b, char* error, size_t error_size);
 int32_t stitch_group_9(const stitch_abi_buffers* b, char* error, size_t error_size);
 int32_t stitch_group_10(const stitch_abi_buffers* b, char* error, size_t error_size);
-int32_t stitch_group_11(const stitch_abi_buffers* b, char* error, size_t error_size);
 
 static const char* stitch_blob_string(uint64_t offset) {
   return reinterpret_cast<const char*>(stitch_model_blob + offset);
@@ -26,22 +25,20 @@ static int32_t stitch_enqueue(const stitch_abi_buffers* b, char* error, size_t e
   if ((status = stitch_group_0(b, error, error_size)) != 0) return status;
   // group 1: cublaslt (2 nodes, first '/qkv/MatMul' MatMul)
   if ((status = stitch_group_1(b, error, error_size)) != 0) return status;
-  // group 2: kernel (1 node, first '/ConstantOfShape' ConstantOfShape)
+  // group 2: kernel (2 nodes, first '/ConstantOfShape' ConstantOfShape)
   if ((status = stitch_group_2(b, error, error_size)) != 0) return status;
-  // group 3: kernel (1 node, first '/Trilu' Trilu)
-  if ((status = stitch_group_3(b, error, error_size)) != 0) return status;
-  // group 5: attention (16 nodes, first '/Reshape' Slice)
-  if ((status = stitch_group_5(b, error, error_size)) != 0) return status;
-  // group 7: cublaslt (3 nodes, first '/proj/MatMul' MatMul)
+  // group 4: attention (16 nodes, first '/Reshape' Slice)
+  if ((status = stitch_group_4(b, error, error_size)) != 0) return status;
+  // group 6: cublaslt (3 nodes, first '/proj/MatMul' MatMul)
+  if ((status = stitch_group_6(b, error, error_size)) != 0) return status;
+  // group 7: kernel (9 nodes, first '/norm2/LayerNormalization/ReduceMean' ReduceMean)
   if ((status = stitch_group_7(b, error, error_size)) != 0) return status;
-  // group 8: kernel (9 nodes, first '/norm2/LayerNormalization/ReduceMean' ReduceMean)
+  // group 8: cublaslt (1 node, first '/fc1/MatMul' MatMul)
   if ((status = stitch_group_8(b, error, error_size)) != 0) return status;
-  // group 9: cublaslt (1 node, first '/fc1/MatMul' MatMul)
+  // group 9: kernel (2 nodes, first '/fc1/Add' Add)
   if ((status = stitch_group_9(b, error, error_size)) != 0) return status;
-  // group 10: kernel (2 nodes, first '/fc1/Add' Add)
+  // group 10: cublaslt (3 nodes, first '/fc2/MatMul' MatMul)
   if ((status = stitch_group_10(b, error, error_size)) != 0) return status;
-  // group 11: cublaslt (3 nodes, first '/fc2/MatMul' MatMul)
-  if ((status = stitch_group_11(b, error, error_size)) != 0) return status;
   return status;
 }
 
@@ -67,20 +64,18 @@ static void stitch_arena_slot_bytes(const int64_t* symbols, uint64_t* bytes) {
   bytes[0] = static_cast<uint64_t>((sym0 * sym1 * 256));
   // '/qkv/Add_output_0' float32 [batch,seq,192]
   bytes[1] = static_cast<uint64_t>((sym0 * sym1 * 768));
-  // '/ConstantOfShape_output_0' bool [seq,seq]
-  bytes[2] = static_cast<uint64_t>((sym1 * sym1));
   // '/Trilu_output_0' bool [seq,seq]
-  bytes[3] = static_cast<uint64_t>((sym1 * sym1));
+  bytes[2] = static_cast<uint64_t>((sym1 * sym1));
   // '/Transpose_3_output_0' float32 [batch,seq,4,16]
-  bytes[4] = static_cast<uint64_t>((sym0 * sym1 * 256));
+  bytes[3] = static_cast<uint64_t>((sym0 * sym1 * 256));
   // '/Add_output_0' float32 [batch,seq,64]
-  bytes[5] = static_cast<uint64_t>((sym0 * sym1 * 256));
+  bytes[4] = static_cast<uint64_t>((sym0 * sym1 * 256));
   // '/norm2/LayerNormalization_output_0' float32 [batch,seq,64]
-  bytes[6] = static_cast<uint64_t>((sym0 * sym1 * 256));
+  bytes[5] = static_cast<uint64_t>((sym0 * sym1 * 256));
   // '/fc1/MatMul_output_0' float32 [batch,seq,256]
-  bytes[7] = static_cast<uint64_t>((sym0 * sym1 * 1024));
+  bytes[6] = static_cast<uint64_t>((sym0 * sym1 * 1024));
   // '/Gelu_output_0' float32 [batch,seq,256]
-  bytes[8] = static_cast<uint64_t>((sym0 * sym1 * 1024));
+  bytes[7] = static_cast<uint64_t>((sym0 * sym1 * 1024));
 }
 
 extern "C" const stitch_abi_model* stitch_generated_model(void) {
@@ -99,7 +94,6 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
       0,
       131072,
       0,
-      4096,
       524288,
       0,
       131072,
@@ -111,19 +105,17 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
       ~0,
       2,
       3,
+      ~1,
       ~2,
       4,
-      ~1,
       ~3,
       5,
-      ~4,
       6,
+      ~5,
       7,
       ~6,
-      8,
-      ~7,
-      ~5,
-      ~8};
+      ~4,
+      ~7};
   // How the library was built (stitch_library_build_info); the strings are in the blob.
   static const stitch_abi_build_info build_info = {
     stitch_blob_string(205326), // stitchc version
@@ -141,7 +133,7 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     "cuda",
     1, 1,
     inputs, outputs,
-    1310720ull, // arena bytes: the peak at the symbols' maxima; all intermediates together are 1974272 bytes
+    1310720ull, // arena bytes: the peak at the symbols' maxima; all intermediates together are 1970176 bytes
     0ull, // workspace bytes the generated code needs (library calls bring their own)
     stitch_model_blob,
     205312ull, // weights bytes
@@ -152,7 +144,7 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
     0, // cooperative launches
     nullptr, // what depends on the device
     2, symbols, stitch_output_dims, // symbolic dims
-    9, arena_offsets, 18, arena_steps, stitch_arena_slot_bytes, // the arena's slots
+    8, arena_offsets, 16, arena_steps, stitch_arena_slot_bytes, // the arena's slots
   };
   return &model;
 }
