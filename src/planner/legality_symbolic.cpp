@@ -1281,13 +1281,14 @@ FusionDecision group_support(const Graph& g, FusionGroup& group, const DevicePar
   }
   if (!dynamic && values == kNoTensor) return FusionDecision::ok();
   // Such values are the run's only where a kernel evaluates them from the symbols as it reads
-  // them (symbolic_value_code): pointwise kernels and groups, Range, Trilu's k, and
-  // ConstantOfShape, which takes only its shape from them. Elsewhere they would be their
-  // planning values.
+  // them (symbolic_value_code): pointwise kernels and groups (an Independent group's parts are
+  // checked each alone), Range, Trilu's k, and ConstantOfShape, which takes only its shape from
+  // them. Elsewhere they would be their planning values.
   const auto* op = std::get_if<OpSpec>(&group.spec);
   const OpKind kind = op != nullptr ? g.nodes[op->node].op : OpKind::Identity;
   const bool evaluates_values =
       std::holds_alternative<LocalSpec>(group.spec) ||
+      std::holds_alternative<IndependentSpec>(group.spec) ||
       (op != nullptr && (kind == OpKind::Range || kind == OpKind::Trilu ||
                          kind == OpKind::ConstantOfShape || op_is_pointwise(kind)));
   if (values != kNoTensor && !evaluates_values)
