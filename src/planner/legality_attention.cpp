@@ -694,8 +694,11 @@ FusionDecision analyze_attention(const FusionContext& ctx, GroupAnalysis& a) {
 // the queries' one symbol, its last value with short keys (kShortKeys). The run's queries take
 // the geometry of the first point at or above them (whose tiles hold as many queries, with key
 // tiles for as many keys); each geometry other than the planned one is a variant, taken where
-// the run's queries fall between its points. Each variant's launch, flash-decoding by the run
-// and scratch are its own (symbolic_support); the group's scratch is the largest of them.
+// the run's queries fall between its points. Where the keys also grow with symbols the queries
+// do not (a decode step's past), each query interval is split by the keys too: short keys
+// (kShortKeys or fewer, key tiles of 32) and more (the longest keys', 64), each box bounding
+// `queries` and `keys`. Each variant's launch, flash-decoding by the run and scratch are its
+// own (symbolic_support); the group's scratch is the largest of them.
 void attention_variants(const FusionContext& ctx, FusionGroup& group) {
   const Graph& g = ctx.graph;
   const AttentionSpec& planned = std::get<AttentionSpec>(group.spec);
@@ -705,7 +708,7 @@ void attention_variants(const FusionContext& ctx, FusionGroup& group) {
   const DimExpr heads = planned.symbolic->heads;
   const SymbolRanges ranges = g.symbol_ranges();
   const std::set<std::string> symbols = queries.symbols();
-  if (symbols.empty() || !queries.non_decreasing(ranges)) return;
+  if (!queries.non_decreasing(ranges)) return;
   // The points, each the binding of every symbol and its queries.
   std::vector<std::pair<int64_t, SymbolValues>> points;
   auto add = [&](const SymbolValues& at) { points.emplace_back(queries.evaluate(at), at); };
@@ -716,8 +719,9 @@ void attention_variants(const FusionContext& ctx, FusionGroup& group) {
       at[s] = most ? ranges.at(s).hi : ranges.at(s).lo;
     add(at);
   }
-  const std::string& symbol = *symbols.begin();
-  if (symbols.size() == 1 && keys.symbols().count(symbol) > 0 && keys.non_decreasing(ranges)) {
+  if (symbols.size() == 1 && keys.symbols().count(*symbols.begin()) > 0 &&
+      keys.non_decreasing(ranges)) {
+    const std::string& symbol = *symbols.begin();
     SymbolValues at = g.planning_values();
     int64_t lo = ranges.at(symbol).lo, hi = ranges.at(symbol).hi; // the last short-keys value
     at[symbol] = lo;
@@ -744,45 +748,81 @@ void attention_variants(const FusionContext& ctx, FusionGroup& group) {
     return a.tensor_cores == b.tensor_cores && a.warps == b.warps &&
            a.rows_per_warp == b.rows_per_warp && a.key_tile == b.key_tile;
   };
+  // The keys' classes where symbols the queries lack grow them: short keys and more, each with
+  // its bound on the run's keys and the keys its tiles are placed for; else one class, the
+  // keys at each point.
+  struct KeyClass {
+    std::optional<ExtentBound> bound;
+    std::optional<int64_t> keys;
+  };
+  std::vector<KeyClass> classes = {KeyClass{}};
+  const std::set<std::string> key_symbols = keys.symbols();
+  if (!std::includes(symbols.begin(), symbols.end(), key_symbols.begin(), key_symbols.end())) {
+    const DimBounds span = keys.bounds(ranges);
+    if (span.lo <= kShortKeys && span.hi > kShortKeys)
+      classes = {KeyClass{ExtentBound{"keys", keys, std::nullopt, kShortKeys}, kShortKeys},
+                 KeyClass{ExtentBound{"keys", keys, kShortKeys + 1, std::nullopt}, span.hi}};
+  }
   std::vector<MappingVariant> variants;
   std::vector<bool> usable; // per variant: its kernel holds every shape in range
   int64_t below = std::numeric_limits<int64_t>::min(); // the previous point's queries
   for (size_t i = 0; i < points.size(); ++i) {
     const auto& [at_queries, at] = points[i];
-    FusionGroup variant = group;
-    variant.variants.clear();
-    auto& spec = std::get<AttentionSpec>(variant.spec);
-    int64_t registers = 0;
-    const bool placed =
-        place_tiles(ctx, spec, at_queries, keys.evaluate(at), heads.evaluate(at), registers) &&
-        registers <= ctx.device.max_registers_per_thread;
     const int64_t from = below;
     below = at_queries;
-    if (!placed || same_geometry(spec, planned)) continue;
-    ExtentBound bound{"queries", queries, std::nullopt, std::nullopt};
-    if (i > 0) bound.at_least = from + 1;
-    if (i + 1 < points.size()) bound.at_most = at_queries;
-    size_t k = 0;
-    while (k < variants.size() && !same_geometry(std::get<AttentionSpec>(variants[k].spec), spec))
-      ++k;
-    if (k == variants.size()) {
-      spec.query_tiles = (spec.queries + spec.query_tile() - 1) / spec.query_tile();
-      variant.launch.block = {int64_t{spec.warps} * 32, 1, 1};
-      variant.launch.dynamic_shared_bytes = spec.shared_bytes;
-      MappingVariant v;
-      usable.push_back(static_cast<bool>(symbolic_support(g, variant, ctx.device)));
-      v.spec = variant.spec;
-      v.mapping = variant.mapping;
-      v.launch = variant.launch;
-      if (usable.back()) group.scratch_bytes = std::max(group.scratch_bytes, variant.scratch_bytes);
-      variants.push_back(std::move(v));
-    }
-    // A box next to the previous one of the same variant widens it.
-    std::vector<std::vector<ExtentBound>>& when = variants[k].when;
-    if (!when.empty() && when.back()[0].at_most == std::optional<int64_t>(from)) {
-      when.back()[0].at_most = bound.at_most;
-    } else {
-      when.push_back({std::move(bound)});
+    for (const KeyClass& key_class : classes) {
+      FusionGroup variant = group;
+      variant.variants.clear();
+      auto& spec = std::get<AttentionSpec>(variant.spec);
+      int64_t registers = 0;
+      const bool placed =
+          place_tiles(ctx, spec, at_queries, key_class.keys.value_or(keys.evaluate(at)),
+                      heads.evaluate(at), registers) &&
+          registers <= ctx.device.max_registers_per_thread;
+      if (!placed || same_geometry(spec, planned)) continue;
+      ExtentBound bound{"queries", queries, std::nullopt, std::nullopt};
+      if (i > 0) bound.at_least = from + 1;
+      if (i + 1 < points.size()) bound.at_most = at_queries;
+      // The box: the run's queries where the points split them, and its keys.
+      std::vector<ExtentBound> box;
+      if (bound.at_least || bound.at_most) box.push_back(bound);
+      if (key_class.bound) box.push_back(*key_class.bound);
+      if (box.empty()) continue; // every shape: the planned geometry's (never another)
+      size_t k = 0;
+      while (k < variants.size() && !same_geometry(std::get<AttentionSpec>(variants[k].spec), spec))
+        ++k;
+      if (k == variants.size()) {
+        spec.query_tiles = (spec.queries + spec.query_tile() - 1) / spec.query_tile();
+        variant.launch.block = {int64_t{spec.warps} * 32, 1, 1};
+        variant.launch.dynamic_shared_bytes = spec.shared_bytes;
+        MappingVariant v;
+        usable.push_back(static_cast<bool>(symbolic_support(g, variant, ctx.device)));
+        v.spec = variant.spec;
+        v.mapping = variant.mapping;
+        v.launch = variant.launch;
+        if (usable.back())
+          group.scratch_bytes = std::max(group.scratch_bytes, variant.scratch_bytes);
+        variants.push_back(std::move(v));
+      }
+      // Next to the previous box of the same variant and keys, the box widens that one.
+      auto keys_of = [](const std::vector<ExtentBound>& b) -> std::optional<ExtentBound> {
+        for (const ExtentBound& e : b)
+          if (e.name == "keys") return e;
+        return std::nullopt;
+      };
+      std::vector<std::vector<ExtentBound>>& when = variants[k].when;
+      auto same_keys = [&](const std::vector<ExtentBound>& b) {
+        const std::optional<ExtentBound> x = keys_of(b), y = keys_of(box);
+        return x.has_value() == y.has_value() &&
+               (!x || (x->at_least == y->at_least && x->at_most == y->at_most));
+      };
+      if (!when.empty() && same_keys(when.back()) && !box.empty() && box[0].name == "queries" &&
+          when.back()[0].name == "queries" &&
+          when.back()[0].at_most == std::optional<int64_t>(from)) {
+        when.back()[0].at_most = box[0].at_most;
+      } else {
+        when.push_back(std::move(box));
+      }
     }
   }
   group.variants.clear();

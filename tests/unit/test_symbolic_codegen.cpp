@@ -847,9 +847,11 @@ TEST_CASE("row groups run rows of the run's length", "[symbolic][emitter]") {
 // variants: a block of one warp and one query row where the run has one query (a decode step;
 // planned at 12 queries, 4 warps of 3 rows), tiles of 16 queries above the planning shape's
 // queries, with key tiles of 32 up to 32 keys and of 64 past them, on tensor cores for float16
-// up to 512 queries; the group function picks the kernel by the run's queries. Queries fixed
-// at 1 (a decode step over a symbolic past) get no variant.
-TEST_CASE("attention tile geometry variants by the run's queries", "[symbolic][planner]") {
+// up to 512 queries; the group function picks the kernel by the run's queries. Where the keys
+// grow with a symbol the queries lack (a decode step's past), the boxes bound the run's keys too:
+// one query over a past planned long takes key tiles of 32 for up to 32 keys, and queries of
+// 1..16 over a cache of 1..64 keys each take short and long key tiles.
+TEST_CASE("attention tile geometry variants by the run's queries and keys", "[symbolic][planner]") {
   auto attention = [](int dtype, int64_t queries) {
     ModelBuilder m;
     m.input("q", dtype, {-1, 4, queries, 16}, {"batch", "seq"})
@@ -944,8 +946,52 @@ TEST_CASE("attention tile geometry variants by the run's queries", "[symbolic][p
     const Generated g =
         generate(attention(kFloat, 1), {dim("batch", 1, 8, 3), dim("past", 1, 256, 100)});
     const FusionGroup& group = attention_group(g);
+    // One query over a past of 1..256 planned at 100 keys (tiles of 64): up to 32 keys, tiles
+    // of 32, bounded by the run's keys only.
     CHECK(std::get<AttentionSpec>(group.spec).query_tile() == 1);
-    CHECK(group.variants.empty());
+    CHECK(std::get<AttentionSpec>(group.spec).key_tile == 64);
+    REQUIRE(group.variants.size() == 1);
+    const auto& short_keys = std::get<AttentionSpec>(group.variants[0].spec);
+    CHECK(short_keys.key_tile == 32);
+    CHECK(short_keys.query_tile() == 1);
+    REQUIRE(group.variants[0].when.size() == 1);
+    REQUIRE(group.variants[0].when[0].size() == 1);
+    const ExtentBound& keys = group.variants[0].when[0][0];
+    CHECK(keys.name == "keys");
+    CHECK(keys.value.to_string() == "past");
+    CHECK_FALSE(keys.at_least);
+    CHECK(keys.at_most == std::optional<int64_t>(32));
+    CHECK_THAT(g.sources, Catch::Contains("if (keys <= 32) return "));
+  }
+  {
+    // Queries of 1..16 over keys of past + seq (a decode step's cache): each query interval
+    // split by the keys, short and long, where their tiles differ.
+    ModelBuilder m;
+    m.input("q", kFloat, {-1, 4, -1, 16}, {"batch", "seq"})
+        .input("k", kFloat, {-1, 4, -1, 16}, {"batch", "total"})
+        .input("v", kFloat, {-1, 4, -1, 16}, {"batch", "total"})
+        .output("y");
+    set_attr_ints(m.node("Transpose", {"k"}, {"kt"}), "perm", {0, 1, 3, 2});
+    m.node("MatMul", {"q", "kt"}, {"s"});
+    set_attr_int(m.node("Softmax", {"s"}, {"p"}), "axis", -1);
+    m.node("MatMul", {"p", "v"}, {"y"});
+    const Generated g =
+        generate(m, {dim("batch", 1, 4, 2), dim("seq", 1, 16, 3), dim("total", 1, 64, 8)});
+    const FusionGroup& group = attention_group(g);
+    CHECK(std::get<AttentionSpec>(group.spec).key_tile == 32);
+    bool long_one = false; // the one-query variant for more than 32 keys
+    for (const MappingVariant& v : group.variants) {
+      const auto& spec = std::get<AttentionSpec>(v.spec);
+      for (const std::vector<ExtentBound>& b : v.when) {
+        REQUIRE(b.size() == 2);
+        CHECK(b[0].name == "queries");
+        CHECK(b[1].name == "keys");
+        CHECK(spec.key_tile == (b[1].at_least ? 64 : 32));
+        long_one = long_one || (spec.query_tile() == 1 && b[1].at_least == 33);
+      }
+    }
+    CHECK(long_one);
+    CHECK_THAT(g.sources, Catch::Contains("queries <= 1 && keys >= 33"));
   }
 }
 
