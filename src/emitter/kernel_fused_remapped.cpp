@@ -118,21 +118,11 @@ private:
     return a;
   }
 
-  // A part's bound on the axis of its Concat or Pad: a number, or the run's expression.
+  // An expression of the symbols as an operand of + - * and comparisons: dim_code already
+  // parenthesizes sums; a negative constant takes parentheses here.
   std::string bound(const DimExpr& d) const {
     const std::string c = code(d);
-    return simple(c) || enclosed(c) ? c : fmt::format("({})", c);
-  }
-
-  // Whether the whole expression is one parenthesized term: "(a + b)", not "(a) + (b)".
-  static bool enclosed(const std::string& e) {
-    if (e.size() < 2 || e.front() != '(') return false;
-    int depth = 0;
-    for (size_t i = 0; i < e.size(); ++i) {
-      depth += e[i] == '(' ? 1 : e[i] == ')' ? -1 : 0;
-      if (depth == 0) return i + 1 == e.size();
-    }
-    return false;
+    return d.is_constant() && d.constant_value() < 0 ? "(" + c + ")" : c;
   }
 
   std::string remapped(const MovementRead& m, const std::vector<std::string>& at) {

@@ -805,24 +805,16 @@ void attention_variants(const FusionContext& ctx, FusionGroup& group) {
         variants.push_back(std::move(v));
       }
       // Next to the previous box of the same variant and keys, the box widens that one.
-      auto keys_of = [](const std::vector<ExtentBound>& b) -> std::optional<ExtentBound> {
-        for (const ExtentBound& e : b)
-          if (e.name == "keys") return e;
-        return std::nullopt;
-      };
       std::vector<std::vector<ExtentBound>>& when = variants[k].when;
-      auto same_keys = [&](const std::vector<ExtentBound>& b) {
-        const std::optional<ExtentBound> x = keys_of(b), y = keys_of(box);
-        return x.has_value() == y.has_value() &&
-               (!x || (x->at_least == y->at_least && x->at_most == y->at_most));
-      };
-      if (!when.empty() && same_keys(when.back()) && !box.empty() && box[0].name == "queries" &&
-          when.back()[0].name == "queries" &&
-          when.back()[0].at_most == std::optional<int64_t>(from)) {
+      const bool widens = !when.empty() && when.back().size() == box.size() &&
+                          box[0].name == "queries" && when.back()[0].name == "queries" &&
+                          when.back()[0].at_most == std::optional<int64_t>(from) &&
+                          (box.size() == 1 || (when.back()[1].at_least == box[1].at_least &&
+                                               when.back()[1].at_most == box[1].at_most));
+      if (widens)
         when.back()[0].at_most = box[0].at_most;
-      } else {
+      else
         when.push_back(std::move(box));
-      }
     }
   }
   group.variants.clear();
