@@ -157,12 +157,27 @@ std::string emit_fill_kernel(const GroupEmitContext& ctx, CodeWriter& out, const
   return kernel;
 }
 
-// Launches `kernel` (a GEMM's fill, a padded copy or a crop: 256 threads a block) from inside
-// the group function with `arguments` and returns on failure.
+// Launches `kernel` (a GEMM's fill, a padded copy or a crop: 256 threads a block, an element a
+// thread of a grid-stride loop) from inside the group function with `arguments` and returns on
+// failure. `blocks` is the planned grid; where the kernel's element count, the product of
+// `work`, depends on the symbols, the grid covers the run's elements once, at most `blocks`.
 void emit_helper_launch(const GroupEmitContext& ctx, CodeWriter& out, const std::string& kernel,
-                        int64_t blocks, const std::vector<std::string>& arguments) {
+                        int64_t blocks, const SymShape& work,
+                        const std::vector<std::string>& arguments) {
   out.open("");
-  out.linef("const dim3 grid({}, 1, 1);", blocks);
+  if (is_static(work)) {
+    out.linef("const dim3 grid({}, 1, 1);", blocks);
+  } else {
+    std::vector<std::string> factors, described;
+    for (const DimExpr& d : work) {
+      factors.push_back(dim_code(ctx.graph(), d));
+      described.push_back(d.is_constant() || d.as_symbol() ? d.to_string()
+                                                           : "(" + d.to_string() + ")");
+    }
+    out.linef("const int64_t work = {}; // {}", fmt::join(factors, " * "),
+              fmt::join(described, " * "));
+    out.linef("const dim3 grid(stitch::dims::grid_for(work, 256, {}), 1, 1);", blocks);
+  }
   out.line("const dim3 block(256, 1, 1);");
   out.linef("const cudaError_t launched = STITCH_LAUNCH({}, grid, block, 0, b->stream, {});",
             kernel, fmt::join(arguments, ", "));
@@ -208,7 +223,8 @@ bool open_gemm_function(const GroupEmitContext& ctx, CodeWriter& out, const Gemm
     for (int i : spec.fill)
       arguments.push_back(addend_variable(spec.addends[i]));
     arguments.push_back("result");
-    emit_helper_launch(ctx, out, fill_kernel, spec.fill_blocks, arguments);
+    emit_helper_launch(ctx, out, fill_kernel, spec.fill_blocks,
+                       {DimExpr(ctx.tensor(spec.result).elements())}, arguments);
   }
   if (spec.k > 0) return true;
   if (fill_kernel.empty()) {
@@ -381,6 +397,7 @@ void emit_gemm_call(const GroupEmitContext& ctx, CodeWriter& out) {
 // outside the source. A Conv's padded copy of X and a ConvTranspose's crop of Y.
 struct ImageCopy {
   std::string suffix;  // the kernel's name after the group's: "_pad_x"
+  std::string name;    // the kernel's whole name, once printed
   std::string comment; // what it copies, above the kernel
   std::string source, target;
   std::vector<std::string> inputs; // more read-only pointers, between source and target
@@ -389,6 +406,13 @@ struct ImageCopy {
   SymShape source_dims, target_dims, from;
   std::string outside, outside_comment;
 };
+
+// The factors of the elements `copy` writes: batch, channels, the target's spatial extents.
+SymShape image_copy_elements(const ImageCopy& copy) {
+  SymShape factors = {copy.batch, DimExpr(copy.channels)};
+  factors.insert(factors.end(), copy.target_dims.begin(), copy.target_dims.end());
+  return factors;
+}
 
 // Prints `copy`'s kernel; its parameters are the source, `inputs`, the target, then the symbols
 // `symbols` lists. Returns its name.
@@ -448,10 +472,10 @@ std::string emit_image_copy_kernel(const GroupEmitContext& ctx, CodeWriter& out,
 }
 
 // The kernel copying X, in its layout, into the group's scratch with ConvSpec::pre_pad_begin /
-// pre_pad_end zeros around each spatial axis; its name. Its parameters: x, the copy, then the
-// symbols `symbols` lists.
-std::string emit_pre_pad_kernel(const GroupEmitContext& ctx, CodeWriter& out, const ConvSpec& spec,
-                                const std::vector<int>& symbols) {
+// pre_pad_end zeros around each spatial axis; the copy it prints (its name by ImageCopy::name).
+// Its parameters: x, the copy, then the symbols `symbols` lists.
+ImageCopy emit_pre_pad_kernel(const GroupEmitContext& ctx, CodeWriter& out, const ConvSpec& spec,
+                              const std::vector<int>& symbols) {
   ImageCopy copy;
   copy.suffix = "_pad_x";
   copy.source = "x";
@@ -475,15 +499,16 @@ std::string emit_pre_pad_kernel(const GroupEmitContext& ctx, CodeWriter& out, co
                              fmt::join(begins, ", "), fmt::join(ends, ", "));
   copy.outside = typed_literal(spec.dtype, 0.0, ctx);
   copy.outside_comment = "a pad";
-  return emit_image_copy_kernel(ctx, out, spec, copy, symbols);
+  copy.name = emit_image_copy_kernel(ctx, out, spec, copy, symbols);
+  return copy;
 }
 
 // The kernel copying the result's window of a ConvTranspose's uncropped output (in the group's
-// scratch) into the result, ConvSpec::crop_begin on, the bias alone past the output's end; its
-// name. Its parameters: the uncropped output, the bias (when the op has one), the result, then
-// the symbols `symbols` lists.
-std::string emit_crop_kernel(const GroupEmitContext& ctx, CodeWriter& out, const ConvSpec& spec,
-                             const std::vector<int>& symbols) {
+// scratch) into the result, ConvSpec::crop_begin on, the bias alone past the output's end; the
+// copy it prints. Its parameters: the uncropped output, the bias (when the op has one), the
+// result, then the symbols `symbols` lists.
+ImageCopy emit_crop_kernel(const GroupEmitContext& ctx, CodeWriter& out, const ConvSpec& spec,
+                           const std::vector<int>& symbols) {
   ImageCopy copy;
   copy.suffix = "_crop_y";
   copy.source = "full";
@@ -504,7 +529,8 @@ std::string emit_crop_kernel(const GroupEmitContext& ctx, CodeWriter& out, const
                              fmt::join(spec.crop_begin, ", "));
   copy.outside = spec.bias != kNoTensor ? "bias[c]" : typed_literal(spec.dtype, 0.0, ctx);
   copy.outside_comment = "reached by no input";
-  return emit_image_copy_kernel(ctx, out, spec, copy, symbols);
+  copy.name = emit_image_copy_kernel(ctx, out, spec, copy, symbols);
+  return copy;
 }
 
 void emit_conv_call(const GroupEmitContext& ctx, CodeWriter& out) {
@@ -527,17 +553,17 @@ void emit_conv_call(const GroupEmitContext& ctx, CodeWriter& out) {
   std::vector<std::string> symbol_arguments;
   for (int k : symbols)
     symbol_arguments.push_back(fmt::format("sym{}", k));
-  std::string pre_pad_kernel, crop_kernel;
+  ImageCopy pre_pad, crop;
   if (spec.pre_pads()) {
     if (spec.transpose || spec.pre_pad_blocks < 1 || ctx.group().scratch_bytes <= 0)
       ctx.spec_error("a padded copy of X without its grid or scratch, or for a ConvTranspose");
-    pre_pad_kernel = emit_pre_pad_kernel(ctx, out, spec, symbols);
+    pre_pad = emit_pre_pad_kernel(ctx, out, spec, symbols);
   }
   if (spec.crops()) {
     if (!spec.transpose || spec.crop_blocks < 1 || ctx.group().scratch_bytes <= 0 ||
         !spec.epilogue.empty())
       ctx.spec_error("a crop without its grid or scratch, or for a forward Conv");
-    crop_kernel = emit_crop_kernel(ctx, out, spec, symbols);
+    crop = emit_crop_kernel(ctx, out, spec, symbols);
   }
   open_group_function(ctx, out);
   bind_pointer(ctx, out, "x", spec.x, false);
@@ -551,7 +577,8 @@ void emit_conv_call(const GroupEmitContext& ctx, CodeWriter& out) {
               ctx.scratch_pointer(storage_ctype(spec.dtype, ctx)));
     std::vector<std::string> arguments = {"x", "padded"};
     arguments.insert(arguments.end(), symbol_arguments.begin(), symbol_arguments.end());
-    emit_helper_launch(ctx, out, pre_pad_kernel, spec.pre_pad_blocks, arguments);
+    emit_helper_launch(ctx, out, pre_pad.name, spec.pre_pad_blocks, image_copy_elements(pre_pad),
+                       arguments);
   }
   if (spec.crops())
     out.linef("{}* const full = {}; // the uncropped output", storage_ctype(spec.dtype, ctx),
@@ -625,7 +652,7 @@ void emit_conv_call(const GroupEmitContext& ctx, CodeWriter& out) {
     if (spec.bias != kNoTensor) arguments.push_back("bias");
     arguments.push_back("y");
     arguments.insert(arguments.end(), symbol_arguments.begin(), symbol_arguments.end());
-    emit_helper_launch(ctx, out, crop_kernel, spec.crop_blocks, arguments);
+    emit_helper_launch(ctx, out, crop.name, spec.crop_blocks, image_copy_elements(crop), arguments);
     out.line("return 0;");
   }
   out.close();

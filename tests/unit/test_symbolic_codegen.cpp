@@ -348,6 +348,14 @@ TEST_CASE("convolutions pad by the run's SAME pads through a padded copy", "[sym
                                         "{ padded[i] = 0.0f; continue; } // a pad"));
   CHECK_THAT(g.sources, Catch::Contains("stitch_library_conv(b, &desc, padded, w,"));
   CHECK_THAT(g.sources, Catch::Contains("desc.pads_begin[0] = 0;"));
+  // The copy's grid covers the run's padded image once, at most the grid planned at the
+  // maxima (4 x 3 x 65 x 49 floats: 150 blocks of 256), not that grid at every size.
+  const int64_t planned = (4 * 3 * 65 * 49 + 255) / 256;
+  CHECK(spec->pre_pad_blocks == planned);
+  CHECK_THAT(g.sources, Catch::Contains("const int64_t work = sym0 * 3 * ("));
+  CHECK_THAT(g.sources, Catch::Contains(fmt::format(
+                            "grid(stitch::dims::grid_for(work, 256, {}), 1, 1);", planned)));
+  CHECK_THAT(g.sources, !Catch::Contains(fmt::format("grid({}, 1, 1)", planned)));
 
   for (const auto& [kernel, stride, pads] :
        {std::tuple<int64_t, int64_t, int64_t>{1, 2, 0}, {3, 1, 1}}) {
