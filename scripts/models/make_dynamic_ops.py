@@ -9,7 +9,10 @@ write where PyTorch's do not:
   [batch, 1, 1, seq] from the tokens and softmaxed over the run's keys, the context
   "acbe,aecd->abcd", the output projection "abcd,cde->abe", each token's scaled score with
   itself "acbb->acb" (a diagonal, no matrix product: a loop nest), the sequence padded to a
-  multiple of 8 by pads computed from its Shape, each feature normalized over the sequence
+  multiple of 8 by pads computed from its Shape, the features' products over the sequence less
+  its last token plus a bias (a MatMul of K = seq - 1: 0 at one token) and that shorter sequence
+  projected (M = batch x (seq - 1): none at one token), each feature normalized over the
+  sequence
   (InstanceNormalization of [batch, 32, seq]); besides, each token's dot product
   with the mean token "abc,ac->ab", an outer product "ab,ac->abc" of two slices, and the
   largest value of each feature over the sequence with its position (TopK along seq).
@@ -136,6 +139,19 @@ def build_einsum():
                                     "tail_1"),
                              b.const("pads_rest", [0], np.int64)], "pads", axis=0)
     b.node("Pad", ["x", pads], "padded_to_8")
+    # The features' products summed over the sequence less its last token (a next-token shift),
+    # plus a bias: a batched MatMul whose K is seq - 1, 0 at one token (an empty sum: the bias
+    # alone). (A MatMul, not an Einsum: ONNX Runtime 1.23's Einsum crashes on an empty K.)
+    shifted = b.node("Slice", ["x", b.const("shift_s", [0], np.int64),
+                               b.const("shift_e", [-1], np.int64),
+                               b.const("shift_a", [1], np.int64)], "shifted")
+    gram = b.node("MatMul", [b.node("Transpose", [shifted], "shifted_t", perm=[0, 2, 1]),
+                             shifted], "shifted_product")
+    b.node("Add", [gram, b.const("gram_bias", np.linspace(-1.0, 1.0, HIDDEN))], "shifted_gram")
+    # The shortened sequence projected, with a bias: M is batch x (seq - 1), none at one token.
+    b.node("Add", [b.node("MatMul", [shifted, b.weight("w_shift", [HIDDEN, 8], HIDDEN)],
+                          "shifted_matmul"),
+                   b.const("shift_bias", np.linspace(0.5, -0.5, 8))], "shifted_projection")
     # Each feature normalized over the sequence (InstanceNormalization over [batch, 32, seq], as
     # audio models normalize over time): rows of the run's length.
     b.node("InstanceNormalization",
@@ -152,7 +168,9 @@ def build_einsum():
          vi("top_position", TensorProto.INT64, ["batch", 1, HIDDEN]),
          vi("self_scores", TensorProto.FLOAT, ["batch", HEADS, "seq"]),
          vi("padded_to_8", TensorProto.FLOAT, ["batch", "padded_seq", HIDDEN]),
-         vi("seq_normalized", TensorProto.FLOAT, ["batch", HIDDEN, "seq"])])
+         vi("seq_normalized", TensorProto.FLOAT, ["batch", HIDDEN, "seq"]),
+         vi("shifted_gram", TensorProto.FLOAT, ["batch", HIDDEN, HIDDEN]),
+         vi("shifted_projection", TensorProto.FLOAT, ["batch", "shorter_seq", 8])])
 
 
 def build_image_ops():

@@ -192,7 +192,9 @@ void emit_helper_launch(const GroupEmitContext& ctx, CodeWriter& out, const std:
 // Returns false when nothing is left to do (an empty output, or K = 0).
 bool open_gemm_function(const GroupEmitContext& ctx, CodeWriter& out, const GemmSpec& spec) {
   std::string fill_kernel;
-  const bool empty = ctx.tensor(spec.result).elements() == 0;
+  // Over symbolic dims the result is empty, and K is 0, only at some sizes: the call takes
+  // the run's extents (an empty call; the empty sum's epilogue).
+  const bool empty = !spec.symbolic && ctx.tensor(spec.result).elements() == 0;
   if (!spec.fill.empty() && !empty) {
     if (spec.fill_blocks < 1) ctx.spec_error("a fill kernel without its grid");
     fill_kernel = emit_fill_kernel(ctx, out, spec);
@@ -226,7 +228,7 @@ bool open_gemm_function(const GroupEmitContext& ctx, CodeWriter& out, const Gemm
     emit_helper_launch(ctx, out, fill_kernel, spec.fill_blocks,
                        {DimExpr(ctx.tensor(spec.result).elements())}, arguments);
   }
-  if (spec.k > 0) return true;
+  if (spec.k > 0 || spec.symbolic) return true;
   if (fill_kernel.empty()) {
     // K = 0: every output element is an empty sum, and act(0) is 0 for Relu and Gelu alike.
     out.comment("K = 0: every output element is an empty sum");

@@ -117,8 +117,6 @@ FusionDecision gemm_support(const Graph& g, GemmSpec& spec) {
       spec.layout_result >= 0)
     return FusionDecision::no("a product reading A or B or writing its result through a layout "
                               "or a slice over symbolic dims");
-  if (!spec.fill.empty() || spec.k == 0)
-    return FusionDecision::no("a product over symbolic dims with a fill kernel or K = 0");
   // The stored matrices, a MatMul's vectors as matrices of one row (A) or one column (B):
   // A's last two axes are [M, K] ([K, M] where used transposed), B's [K, N] ([N, K]).
   SymShape ad = a.sym_shape(), bd = b.sym_shape();
@@ -138,6 +136,37 @@ FusionDecision gemm_support(const Graph& g, GemmSpec& spec) {
   if (e.k != (spec.trans_b ? bd.back() : b_rows))
     return FusionDecision::no(fmt::format("A '{}' {} and B '{}' {}: K differs as expressions",
                                           a.name, dims_str(a), b.name, dims_str(b)));
+  if (spec.k == 0) {
+    if (e.k.is_constant())
+      return FusionDecision::no("a product over symbolic dims whose K is 0 at every size");
+    // K is 0 at the planning binding only (seq - 1 planned at seq 1): the addends the planner
+    // gave a fill kernel there are the library call's epilogue, which computes the empty sum
+    // where the run's K is 0 (stitch_library_gemm: D = act(beta * C + bias)).
+    spec.c = spec.bias = -1;
+    spec.fill.clear();
+    spec.fill_blocks = 0;
+    const Shape& planned = result.shape;
+    for (int i = 0; i < static_cast<int>(spec.addends.size()); ++i) {
+      const Shape& s = g.tensor(spec.addends[i].tensor).shape;
+      if (spec.bias < 0 && spec.addends[i].scale == 1.0 && shape_elements(s) == spec.n &&
+          !s.empty() && s.back() == spec.n && broadcast_shapes(s, planned) == planned)
+        spec.bias = i;
+      else if (spec.c < 0 && s == planned)
+        spec.c = i;
+      else
+        spec.fill.push_back(i);
+    }
+  }
+  if (!spec.fill.empty()) {
+    const GemmSpec::Addend& addend = spec.addends[spec.fill.front()];
+    const Tensor& t = g.tensor(addend.tensor);
+    return FusionDecision::no(fmt::format(
+        "the product adds '{}' {}{}, which the library call's epilogue does not take over "
+        "symbolic dims (a bias along N and an addend of the result's shape, the bias unscaled); "
+        "a separate kernel would add it",
+        t.name, dims_str(t),
+        addend.scale == 1.0 ? std::string() : fmt::format(" times {}", addend.scale)));
+  }
   e.lda = ad.back();
   e.ldb = bd.back();
   e.ldd = e.n;

@@ -175,6 +175,33 @@ TEST_CASE("ReLU and tanh-GELU epilogues apply after bias", "[library]") {
   }
 }
 
+// Proves: K = 0 (a product over a symbolic K at a size where it is 0) is an empty sum: D is
+// act(beta * C + bias), every batch, with or without C, bias and transposes, A and B unread
+// (null here), each element written (D starts as NaN).
+TEST_CASE("a GEMM of K = 0 writes the epilogue of an empty sum", "[library]") {
+  for (int variant = 0; variant < 4; ++variant) {
+    stitch_gemm_desc desc = stitch_gemm_desc_packed(5, 19, 0);
+    desc.batch_count = 3;
+    desc.trans_a = variant & 1;
+    desc.trans_b = (variant >> 1) & 1;
+    desc.lda = desc.trans_a ? desc.m : 0;
+    desc.ldb = desc.trans_b ? 0 : desc.n;
+    desc.beta = variant == 0 ? 0.0f : 0.5f * static_cast<float>(variant);
+    desc.epilogue = variant == 3 ? STITCH_GEMM_EPILOGUE_RELU : STITCH_GEMM_EPILOGUE_NONE;
+    const bool with_bias = variant >= 2;
+    INFO("variant " << variant);
+    GemmOperands operands(desc, 81 + variant);
+    const float* bias = with_bias ? operands.bias.data() : nullptr;
+    std::string message;
+    REQUIRE(call_gemm(desc, nullptr, nullptr, operands.c.data(), bias, operands.d.data(),
+                      &message) == 0);
+    INFO(message);
+    const Expected expected =
+        reference_gemm(desc, nullptr, nullptr, operands.c.data(), bias, operands.d.size());
+    CHECK(first_mismatch(operands.d, expected) == "");
+  }
+}
+
 TEST_CASE("the same GEMM twice gives bitwise the same D", "[library]") {
   stitch_gemm_desc desc = stitch_gemm_desc_packed(37, 301, 129);
   desc.trans_b = 1;

@@ -123,10 +123,12 @@ std::string check_gemm(const stitch_gemm_desc* desc, const void* a, const void* 
     return "unknown epilogue " + str(g.epilogue);
   if (g.m < 0 || g.n < 0 || g.batch_count < 0)
     return "negative m, n or batch_count (" + describe_gemm(g) + ")";
-  if (g.k < 1) return "k must be at least 1 (" + describe_gemm(g) + ")";
+  if (g.k < 0) return "negative k (" + describe_gemm(g) + ")";
   if (gemm_is_empty(g)) return {};
 
-  if (a == nullptr || b == nullptr || d == nullptr) return "A, B and D must not be null";
+  // K = 0 (an empty sum: D = act(beta * C + bias)) reads neither A nor B.
+  if ((g.k > 0 && (a == nullptr || b == nullptr)) || d == nullptr)
+    return "A, B and D must not be null";
   const bool reads_c = gemm_reads_c(g);
   if (reads_c && c == nullptr) return "beta is nonzero but C is null";
 

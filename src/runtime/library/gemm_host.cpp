@@ -55,9 +55,11 @@ extern "C" int32_t stitch_library_gemm_on(const stitch_library_call* call,
       return sink.fail(STITCH_ERROR_INTERNAL, problem);
     if (gemm_is_empty(*desc)) return STITCH_OK;
     const int32_t dtype = desc->dtype;
+    // K = 0 (an empty sum) reads neither A nor B, which may then be null.
+    const bool reads_ab = desc->k > 0;
     for (int64_t batch = 0; batch < desc->batch_count; ++batch) {
-      host::gemm_one(*desc, host::element_at(a, batch * desc->stride_a, dtype),
-                     host::element_at(b, batch * desc->stride_b, dtype),
+      host::gemm_one(*desc, reads_ab ? host::element_at(a, batch * desc->stride_a, dtype) : a,
+                     reads_ab ? host::element_at(b, batch * desc->stride_b, dtype) : b,
                      gemm_reads_c(*desc) ? host::element_at(c, batch * desc->stride_c, dtype)
                                          : nullptr,
                      bias, host::element_at(d, batch * desc->stride_d, dtype));

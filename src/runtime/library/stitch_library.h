@@ -115,7 +115,8 @@ typedef struct stitch_library_call {
 // batches). bias (optional, length n, shared by all batches) is added to every row. C may be null
 // when beta == 0 and is then not read; C may be D itself (ldc == ldd and stride_c == stride_d), or
 // must not overlap it. D must not overlap A, B or bias. m, n or batch_count of 0 is an empty
-// call; k must be >= 1.
+// call; k of 0 is an empty sum (D = act(beta * C + bias); A and B are not read and may be null),
+// as a product over a symbolic K reaches where its range includes 0.
 //
 // Precision: fp32 accumulation. For float32, TF32 tensor cores are off unless allow_tf32 is set
 // (stitchc --precision tf32), because ONNX's float MatMul is defined in fp32 and TF32's 10-bit
