@@ -598,22 +598,23 @@ FusionDecision analyze_group_shapes(const FusionContext& ctx, const std::vector<
   if (gemms >= 2 && !row && !conv && !window && !column) return analyze_gemm_chain(ctx, a);
   // A Transpose of a library dtype joins a library call as its layout, or a Local group (no
   // row op, window or column reduction) as a Movement node.
+  FusionDecision d = FusionDecision::ok();
   if ((!gemm && !conv && (window || column)) || row)
     for (int32_t n : nodes)
-      if (ctx.node_class[n] == NodeClass::Layout || ctx.node_class[n] == NodeClass::Movement)
-        return FusionDecision::no(fmt::format("{} {}; it joins a group only as the layout a "
-                                              "matrix product's or a convolution's library call "
-                                              "reads or writes through, or in a group of "
-                                              "pointwise ops",
-                                              ctx.describe(n), class_sentence(ctx.node_class[n])));
+      if (d && (ctx.node_class[n] == NodeClass::Layout || ctx.node_class[n] == NodeClass::Movement))
+        d = FusionDecision::no(fmt::format("{} {}; it joins a group only as the layout a matrix "
+                                           "product's or a convolution's library call reads or "
+                                           "writes through, or in a group of pointwise ops",
+                                           ctx.describe(n), class_sentence(ctx.node_class[n])));
   // A Gather joins a Regional group as a row load, nothing else.
   if (!row || gemm || conv || window || column)
     for (int32_t n : nodes)
-      if (ctx.node_class[n] == NodeClass::Gather)
-        return FusionDecision::no(fmt::format("{} {}; it joins a group only as the rows a group "
-                                              "of row ops reads",
-                                              ctx.describe(n), class_sentence(NodeClass::Gather)));
+      if (d && ctx.node_class[n] == NodeClass::Gather)
+        d = FusionDecision::no(fmt::format("{} {}; it joins a group only as the rows a group of "
+                                           "row ops reads",
+                                           ctx.describe(n), class_sentence(NodeClass::Gather)));
   if (gemm) {
+    if (!d) return d;
     int32_t first = -1;
     for (int32_t n : nodes) {
       if (ctx.node_class[n] != NodeClass::Gemm) continue;
@@ -625,6 +626,7 @@ FusionDecision analyze_group_shapes(const FusionContext& ctx, const std::vector<
     return row ? analyze_row_gemv(ctx, a, overrides) : analyze_gemm(ctx, a);
   }
   if (conv) {
+    if (!d) return d;
     int32_t first = -1;
     for (int32_t n : nodes) {
       if (ctx.node_class[n] != NodeClass::Conv) continue;
@@ -635,17 +637,23 @@ FusionDecision analyze_group_shapes(const FusionContext& ctx, const std::vector<
     }
     return analyze_conv(ctx, a);
   }
-  for (int32_t n : nodes)
-    if (ctx.node_class[n] == NodeClass::View)
-      return FusionDecision::no(fmt::format("{} is a view; views fuse only between row ops' "
-                                            "per-row values and the matrix-vector product "
-                                            "reading them",
-                                            ctx.describe(n)));
-  FusionDecision d = window   ? analyze_window(ctx, a)
-                     : column ? analyze_column(ctx, a)
-                     : row    ? analyze_regional(ctx, a, overrides)
-                              : analyze_local(ctx, a);
+  // Views join a Local group between its nodes (analyze_local), and a row op's per-row values
+  // on their way to a matrix-vector product (above).
+  if (d && (window || column || row))
+    for (int32_t n : nodes)
+      if (d && ctx.node_class[n] == NodeClass::View)
+        d = FusionDecision::no(fmt::format("{} is a view; views fuse only between a Local "
+                                           "group's nodes, and between row ops' per-row values "
+                                           "and the matrix-vector product reading them",
+                                           ctx.describe(n)));
+  if (d)
+    d = window   ? analyze_window(ctx, a)
+        : column ? analyze_column(ctx, a)
+        : row    ? analyze_regional(ctx, a, overrides)
+                 : analyze_local(ctx, a);
   if (d) return d;
+  // Unrelated parts that cannot be one kernel of one kind may be one launch of several
+  // (legality_independent.cpp), each part checked alone.
   std::vector<std::vector<int32_t>> parts = components(ctx, nodes);
   if (parts.size() < 2) return d;
   GroupAnalysis independent;

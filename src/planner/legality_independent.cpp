@@ -1,8 +1,8 @@
 // Independent groups (kernel_fused_independent.cpp prints them): unrelated parts launched
 // together, each on its own range of blocks of one 256-thread-block grid. A part is Local
-// (pointwise nodes, index remappings) or Regional (row ops with their pointwise nodes, a thread or
-// a warp per row: a block per row would need its own block size); it keeps the blocks its own
-// kernel would have.
+// (pointwise nodes, index remappings, Views between them) or Regional (row ops with their pointwise
+// nodes, a thread or a warp per row: a block per row would need its own block size); it keeps the
+// blocks its own kernel would have.
 #include "planner/legality_internal.h"
 
 namespace stitch::legality {
@@ -17,15 +17,22 @@ FusionDecision analyze_independent(const FusionContext& ctx, GroupAnalysis& a,
     p.nodes = part;
     boundary(ctx, part, p);
     bool row = false;
+    int32_t view = -1;
     for (int32_t n : part) {
       const NodeClass c = ctx.node_class[n];
       if (c != NodeClass::Pointwise && c != NodeClass::RowOp && c != NodeClass::Movement &&
-          c != NodeClass::Layout && c != NodeClass::Gather)
+          c != NodeClass::Layout && c != NodeClass::Gather && c != NodeClass::View)
         return FusionDecision::no(fmt::format("{} {}; an independent part holds pointwise ops, "
-                                              "index remappings, row lookups and row ops only",
+                                              "index remappings, views, row lookups and row ops "
+                                              "only",
                                               ctx.describe(n), class_sentence(c)));
       row = row || c == NodeClass::RowOp;
+      if (c == NodeClass::View) view = n;
     }
+    if (row && view >= 0)
+      return FusionDecision::no(fmt::format("{} is a view in a part of row ops; views join a "
+                                            "Local part only",
+                                            ctx.describe(view)));
     if (row) {
       if (FusionDecision d = analyze_regional(ctx, p, overrides); !d)
         return FusionDecision::no("as independent parts: " + d.reason);

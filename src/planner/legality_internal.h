@@ -86,6 +86,10 @@ std::optional<std::pair<DimExpr, DimExpr>> range_terms(const Graph& g, const Nod
 
 // The index remapping of a remapping_op node (group_spec.h's MovementRead; legality_local.cpp).
 MovementRead movement_read(const Graph& g, int32_t n);
+// A View that only adds or drops axes of 1 (over symbolic dims: of the constant 1) as an index
+// remapping: each other axis of its operand read at the coordinate of the result's axis of
+// the same extent, in order. nullopt for any other reshape.
+std::optional<MovementRead> unit_axes_view_read(const Graph& g, int32_t n);
 
 // A Pad a Local group reads through: constant mode, constant pads >= 0 on at most one axis
 // (`axis`, -1 when none; `begin` before it), a fill that is absent (0) or a float scalar

@@ -4,7 +4,8 @@
 // (GroupAnalysis::recomputed, which the cost model charges).
 //
 // A Local group may also hold movement nodes (Transpose, Slice, Expand, Concat, Pad, Trilu, and
-// the generators ConstantOfShape, a Pad of nothing, and an integer Range: remapping_op):
+// the generators ConstantOfShape, a Pad of nothing, and an integer Range: remapping_op; and
+// Views between its nodes that add or drop axes of 1: unit_axes_view_read):
 // they become index remappings (MovementRead) that their consumers read through, so that, say,
 // rotary embedding's Slices, Neg, Concat, Mul and Add with the head transpose before them are
 // one kernel. The analysis walks the group from its outputs as the kernel will: every value is
@@ -137,6 +138,38 @@ MovementRead movement_read(const Graph& g, int32_t n) {
   default:
     break;
   }
+  return read;
+}
+
+std::optional<MovementRead> unit_axes_view_read(const Graph& g, int32_t n) {
+  const Node& node = g.nodes[n];
+  if (node.op != OpKind::View || node.inputs.empty() || node.outputs.size() != 1) return {};
+  const SymShape in = g.tensor(node.inputs[0]).sym_shape();
+  const SymShape out = g.tensor(node.outputs[0]).sym_shape();
+  MovementRead read;
+  read.node = n;
+  MovementRead::Part part;
+  part.operand = node.inputs[0];
+  // The operand's axes other than the constant 1, each the next such axis of the result, of
+  // the same extent; its constant 1s read coordinate 0.
+  size_t next = 0;
+  for (const DimExpr& d : in) {
+    if (is_one(d)) {
+      part.source.push_back(-1);
+      part.offset.push_back(0);
+      part.step.push_back(0);
+      continue;
+    }
+    while (next < out.size() && is_one(out[next]))
+      ++next;
+    if (next >= out.size() || out[next] != d) return {};
+    part.source.push_back(static_cast<int32_t>(next++));
+    part.offset.push_back(0);
+    part.step.push_back(1);
+  }
+  for (; next < out.size(); ++next)
+    if (!is_one(out[next])) return {};
+  read.parts.push_back(std::move(part));
   return read;
 }
 
@@ -308,10 +341,34 @@ FusionDecision analyze_local(const FusionContext& ctx, GroupAnalysis& a) {
   LocalSpec spec;
   for (int32_t n : a.nodes) {
     const NodeClass c = ctx.node_class[n];
-    if ((c == NodeClass::Movement || c == NodeClass::Layout) && remapping_op(g, g.nodes[n]))
+    if (c == NodeClass::View) {
+      // A View between two of the group's nodes that only adds or drops axes of 1 (an
+      // Unsqueeze, a Squeeze) is read through as an index remapping. One of the group's inputs
+      // the kernel reads as its view is stored; one the group writes is an alias of storage.
+      const Node& view = g.nodes[n];
+      const int32_t p = ctx.producer[view.inputs[0]];
+      if (p < 0 || !contains(a.nodes, p))
+        return FusionDecision::no(fmt::format("{} views the group's input '{}': the kernel reads "
+                                              "the view as stored",
+                                              ctx.describe(n), g.tensor(view.inputs[0]).name));
+      if (contains(a.outputs, view.outputs[0]))
+        return FusionDecision::no(fmt::format("{}'s result is read outside the group: a view is "
+                                              "stored as its operand",
+                                              ctx.describe(n)));
+      std::optional<MovementRead> read = unit_axes_view_read(g, n);
+      if (!read)
+        return FusionDecision::no(
+            fmt::format("{} reshapes {} to {}, more than adding or dropping "
+                        "axes of 1",
+                        ctx.describe(n), sym_shape_to_string(g.tensor(view.inputs[0]).sym_shape()),
+                        sym_shape_to_string(g.tensor(view.outputs[0]).sym_shape())));
+      spec.moves.push_back(std::move(*read));
+    } else if ((c == NodeClass::Movement || c == NodeClass::Layout) &&
+               remapping_op(g, g.nodes[n])) {
       spec.moves.push_back(movement_read(g, n));
-    else if (c != NodeClass::Pointwise)
+    } else if (c != NodeClass::Pointwise) {
       return FusionDecision::no(fmt::format("{} is not pointwise", ctx.describe(n)));
+    }
   }
   if (a.outputs.empty())
     return FusionDecision::no("the group writes nothing"); // a dead set: nothing reads it

@@ -12,6 +12,7 @@
 #include "graph/pipeline.h"
 #include "model_builder.h"
 #include "planner/code_generation_support.h"
+#include "planner/cost_model.h"
 #include "planner/legality.h"
 #include "planner/memory_plan.h"
 #include "planner/plan_json.h"
@@ -26,6 +27,7 @@ using stitch::test::set_attr_string;
 namespace {
 
 constexpr int kFloat = onnx::TensorProto::FLOAT;
+constexpr int kInt64 = onnx::TensorProto::INT64;
 
 Graph symbolic_graph(const ModelBuilder& m, std::vector<SymbolicDim> dims) {
   LoadOptions options;
@@ -1394,6 +1396,102 @@ TEST_CASE("integer Ranges over the symbols are generators inside their consumers
       if (graph.nodes[n].op == OpKind::Range) CHECK(group.nodes.size() > 1);
   CHECK_THAT(g.sources, Catch::Contains("(Range)"));
   CHECK_THAT(g.sources, Catch::Contains(" = int64_t((sym1 - 1) + (-1) * c1);"));
+}
+
+// Proves: a View that only adds or drops axes of 1 between two of a Local group's nodes is an
+// index remapping (a padding mask from Range(seq) unsqueezed to [1, seq] and compared with each
+// row's length: one kernel generating the positions in place), each other axis of its operand
+// read at the result's axis of the same extent; a View of the group's input, one whose result
+// is read outside the group, and a reshape merging axes stay out; and an unrelated row group
+// and such a mask share one Independent launch (a row op beside a Local part's remappings).
+TEST_CASE("views adding or dropping axes of 1 are remappings inside pointwise groups",
+          "[symbolic][planner]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {-1, -1}, {"batch", "seq"})
+      .input("lengths", kInt64, {-1, 1}, {"batch"})
+      .input("h", kFloat, {-1, 16}, {"batch"})
+      .output("masked")
+      .output("normalized");
+  m.initializer_i64("zero", {}, {0});
+  m.initializer_i64("one", {}, {1});
+  m.initializer_i64("seq_axis", {1}, {1});
+  m.initializer_i64("axes0", {1}, {0});
+  m.initializer_i64("last", {1}, {-1});
+  m.node("Shape", {"x"}, {"shape"});
+  set_attr_int(m.node("Gather", {"shape", "seq_axis"}, {"seq_1"}), "axis", 0);
+  m.node("Squeeze", {"seq_1", "axes0"}, {"seq_n"});
+  m.node("Range", {"zero", "seq_n", "one"}, {"positions"});      // [seq]
+  m.node("Unsqueeze", {"positions", "axes0"}, {"positions_2d"}); // [1, seq]: a View
+  m.node("Less", {"positions_2d", "lengths"}, {"keep"});         // [batch, seq]
+  m.initializer_f32("fill", {}, {0.0f});
+  m.node("Where", {"keep", "x", "fill"}, {"masked"});
+  // Unrelated to the mask: a softmax over each row of h, 16 wide.
+  set_attr_int(m.node("Softmax", {"h"}, {"normalized"}), "axis", -1);
+  const Generated g = generate(m, {dim("batch", 1, 8, 3), dim("seq", 1, 64, 12)});
+  const Graph& graph = g.graph;
+  int views = 0;
+  for (const FusionGroup& group : g.plan.groups) {
+    auto check_local = [&](const LocalSpec& spec) {
+      for (const MovementRead& move : spec.moves) {
+        if (graph.nodes[move.node].op != OpKind::View) continue;
+        ++views;
+        REQUIRE(move.parts.size() == 1);
+        CHECK(move.parts[0].source == std::vector<int32_t>{1});
+        CHECK(move.parts[0].offset == std::vector<int64_t>{0});
+      }
+    };
+    if (const auto* local = std::get_if<LocalSpec>(&group.spec)) check_local(*local);
+    if (const auto* independent = std::get_if<IndependentSpec>(&group.spec)) {
+      // The mask's part and the softmax's rows in one launch.
+      CHECK(independent->parts.size() == 2);
+      for (const IndependentSpec::Part& part : independent->parts)
+        if (const auto* local = std::get_if<LocalSpec>(&part.body)) check_local(*local);
+    }
+    for (int32_t n : group.nodes)
+      if (graph.nodes[n].op == OpKind::Range || graph.nodes[n].op == OpKind::View)
+        CHECK(group.kind == GroupKind::Kernel);
+  }
+  CHECK(views == 1);
+  int64_t launches = 0;
+  for (const FusionGroup& group : g.plan.groups)
+    launches += group_launches(group);
+  CHECK(launches == 1);
+  CHECK_THAT(g.sources, Catch::Contains("(Range)"));
+
+  // What stays out: a View of the group's input, one whose result leaves the group, a reshape
+  // merging two axes.
+  ModelBuilder v;
+  v.input("x", kFloat, {-1, 4}, {"seq"}).output("y").output("z").output("w");
+  v.initializer_i64("axes0", {1}, {0});
+  v.initializer_i64("flat", {1}, {-1});
+  v.node("Unsqueeze", {"x", "axes0"}, {"x_1"}); // [1, seq, 4]
+  v.node("Relu", {"x_1"}, {"y"});
+  v.node("Exp", {"x"}, {"e"});
+  v.node("Unsqueeze", {"e", "axes0"}, {"z"}); // read outside: a graph output
+  v.node("Neg", {"z"}, {"n"});
+  v.node("Reshape", {"n", "flat"}, {"merged"}); // [4 * seq]
+  v.node("Abs", {"merged"}, {"w"});
+  const Graph vg = symbolic_graph(v, {dim("seq", 1, 16, 3)});
+  FusionContext ctx(vg, DeviceParams{});
+  auto decide = [&](std::initializer_list<const char*> outputs) {
+    std::vector<int32_t> nodes;
+    for (const char* name : outputs)
+      for (size_t n = 0; n < vg.nodes.size(); ++n)
+        if (vg.tensor(vg.nodes[n].outputs[0]).name == name)
+          nodes.push_back(static_cast<int32_t>(n));
+    std::sort(nodes.begin(), nodes.end());
+    GroupAnalysis a;
+    return analyze_group(ctx, nodes, a);
+  };
+  const FusionDecision of_input = decide({"x_1", "y"});
+  CHECK_FALSE(of_input);
+  CHECK_THAT(of_input.reason, Catch::Contains("views the group's input 'x'"));
+  const FusionDecision leaves = decide({"e", "z", "n"});
+  CHECK_FALSE(leaves);
+  CHECK_THAT(leaves.reason, Catch::Contains("result is read outside the group"));
+  const FusionDecision merges = decide({"n", "merged", "w"});
+  CHECK_FALSE(merges);
+  CHECK_THAT(merges.reason, Catch::Contains("more than adding or dropping axes of 1"));
 }
 
 // Proves: a Transpose moving a symbolic axis copies one element per thread, its coordinates

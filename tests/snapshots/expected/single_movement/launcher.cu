@@ -46,11 +46,11 @@ static int32_t stitch_enqueue(const stitch_abi_buffers* b, char* error, size_t e
   if ((status = stitch_group_8(b, error, error_size)) != 0) return status;
   // group 9: kernel (1 node, first 'scattered/ScatterND' ScatterND)
   if ((status = stitch_group_9(b, error, error_size)) != 0) return status;
-  // group 10: kernel (1 node, first 'pmax/ReduceMax' ReduceMax)
+  // group 10: kernel (3 nodes, first 'nchw/Transpose' Transpose)
   if ((status = stitch_group_10(b, error, error_size)) != 0) return status;
-  // group 11: kernel (3 nodes, first 'nchw/Transpose' Transpose)
+  // group 11: kernel (1 node, first 'd2s/DepthToSpace' DepthToSpace)
   if ((status = stitch_group_11(b, error, error_size)) != 0) return status;
-  // group 12: kernel (1 node, first 'd2s/DepthToSpace' DepthToSpace)
+  // group 12: kernel (1 node, first 'expanded/Expand' Expand)
   if ((status = stitch_group_12(b, error, error_size)) != 0) return status;
   // group 13: kernel (1 node, first 'top_values/TopK' TopK)
   if ((status = stitch_group_13(b, error, error_size)) != 0) return status;

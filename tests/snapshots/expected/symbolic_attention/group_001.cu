@@ -11,9 +11,9 @@
 // epilogue: node '/qkv/Add' (Add): float32[batch,seq,192] <- float32[192], float32[batch,seq,192]
 int32_t stitch_group_1(const stitch_abi_buffers* b, char* error, size_t error_size) {
   const float* const lhs = reinterpret_cast<const float*>((b->arena + b->arena_offsets[0]));
-  const float* const rhs = reinterpret_cast<const float*>((b->weights + 1280));
-  const float* const addend1 = reinterpret_cast<const float*>((b->weights + 50432));
-  float* const result = reinterpret_cast<float*>((b->arena + b->arena_offsets[1]));
+  const float* const rhs = reinterpret_cast<const float*>((b->weights + 1792));
+  const float* const addend1 = reinterpret_cast<const float*>((b->weights + 50944));
+  float* const result = reinterpret_cast<float*>((b->arena + b->arena_offsets[2]));
   const int64_t sym0 = b->symbols[0];
   //   sym0: the symbolic dim 'batch', 1..8
   const int64_t sym1 = b->symbols[1];

@@ -7,13 +7,12 @@ extern "C" const unsigned char stitch_model_blob[];
 
 int32_t stitch_group_0(const stitch_abi_buffers* b, char* error, size_t error_size);
 int32_t stitch_group_1(const stitch_abi_buffers* b, char* error, size_t error_size);
-int32_t stitch_group_2(const stitch_abi_buffers* b, char* error, size_t error_size);
-int32_t stitch_group_4(const stitch_abi_buffers* b, char* error, size_t error_size);
+int32_t stitch_group_3(const stitch_abi_buffers* b, char* error, size_t error_size);
+int32_t stitch_group_5(const stitch_abi_buffers* b, char* error, size_t error_size);
 int32_t stitch_group_6(const stitch_abi_buffers* b, char* error, size_t error_size);
 int32_t stitch_group_7(const stitch_abi_buffers* b, char* error, size_t error_size);
 int32_t stitch_group_8(const stitch_abi_buffers* b, char* error, size_t error_size);
 int32_t stitch_group_9(const stitch_abi_buffers* b, char* error, size_t error_size);
-int32_t stitch_group_10(const stitch_abi_buffers* b, char* error, size_t error_size);
 
 static const char* stitch_blob_string(uint64_t offset) {
   return reinterpret_cast<const char*>(stitch_model_blob + offset);
@@ -21,24 +20,22 @@ static const char* stitch_blob_string(uint64_t offset) {
 
 static int32_t stitch_enqueue(const stitch_abi_buffers* b, char* error, size_t error_size) {
   int32_t status = 0;
-  // group 0: kernel (9 nodes, first '/norm1/LayerNormalization/ReduceMean' ReduceMean)
+  // group 0: kernel (11 nodes, first '/norm1/LayerNormalization/ReduceMean' ReduceMean)
   if ((status = stitch_group_0(b, error, error_size)) != 0) return status;
   // group 1: cublaslt (2 nodes, first '/qkv/MatMul' MatMul)
   if ((status = stitch_group_1(b, error, error_size)) != 0) return status;
-  // group 2: kernel (2 nodes, first '/ConstantOfShape' ConstantOfShape)
-  if ((status = stitch_group_2(b, error, error_size)) != 0) return status;
-  // group 4: attention (16 nodes, first '/Reshape' Slice)
-  if ((status = stitch_group_4(b, error, error_size)) != 0) return status;
-  // group 6: cublaslt (3 nodes, first '/proj/MatMul' MatMul)
+  // group 3: attention (16 nodes, first '/Reshape' Slice)
+  if ((status = stitch_group_3(b, error, error_size)) != 0) return status;
+  // group 5: cublaslt (3 nodes, first '/proj/MatMul' MatMul)
+  if ((status = stitch_group_5(b, error, error_size)) != 0) return status;
+  // group 6: kernel (9 nodes, first '/norm2/LayerNormalization/ReduceMean' ReduceMean)
   if ((status = stitch_group_6(b, error, error_size)) != 0) return status;
-  // group 7: kernel (9 nodes, first '/norm2/LayerNormalization/ReduceMean' ReduceMean)
+  // group 7: cublaslt (1 node, first '/fc1/MatMul' MatMul)
   if ((status = stitch_group_7(b, error, error_size)) != 0) return status;
-  // group 8: cublaslt (1 node, first '/fc1/MatMul' MatMul)
+  // group 8: kernel (2 nodes, first '/fc1/Add' Add)
   if ((status = stitch_group_8(b, error, error_size)) != 0) return status;
-  // group 9: kernel (2 nodes, first '/fc1/Add' Add)
+  // group 9: cublaslt (3 nodes, first '/fc2/MatMul' MatMul)
   if ((status = stitch_group_9(b, error, error_size)) != 0) return status;
-  // group 10: cublaslt (3 nodes, first '/fc2/MatMul' MatMul)
-  if ((status = stitch_group_10(b, error, error_size)) != 0) return status;
   return status;
 }
 
@@ -62,10 +59,10 @@ static void stitch_arena_slot_bytes(const int64_t* symbols, uint64_t* bytes) {
   //   sym1: the symbolic dim 'seq', 1..64
   // '/norm1/LayerNormalization_output_0' float32 [batch,seq,64]
   bytes[0] = static_cast<uint64_t>((sym0 * sym1 * 256));
-  // '/qkv/Add_output_0' float32 [batch,seq,192]
-  bytes[1] = static_cast<uint64_t>((sym0 * sym1 * 768));
   // '/Trilu_output_0' bool [seq,seq]
-  bytes[2] = static_cast<uint64_t>((sym1 * sym1));
+  bytes[1] = static_cast<uint64_t>((sym1 * sym1));
+  // '/qkv/Add_output_0' float32 [batch,seq,192]
+  bytes[2] = static_cast<uint64_t>((sym0 * sym1 * 768));
   // '/Transpose_3_output_0' float32 [batch,seq,4,16]
   bytes[3] = static_cast<uint64_t>((sym0 * sym1 * 256));
   // '/Add_output_0' float32 [batch,seq,64]
@@ -93,17 +90,17 @@ extern "C" const stitch_abi_model* stitch_generated_model(void) {
   static const int64_t arena_offsets[] = {
       0,
       131072,
-      0,
-      524288,
+      135168,
       0,
       131072,
+      0,
       262144,
       786432};
   static const int32_t arena_steps[] = {
       0,
       1,
-      ~0,
       2,
+      ~0,
       3,
       ~1,
       ~2,
