@@ -12,11 +12,26 @@ namespace stitch {
 
 namespace {
 
+// The inputs' shapes, a symbolic dim by its expression (the planning binding's value after it).
 std::string shapes_list(const InferContext& ctx) {
   std::vector<std::string> shapes;
+  bool symbolic = false;
+  for (int i = 0; i < ctx.num_inputs(); ++i) {
+    if (!ctx.has_input(i)) {
+      shapes.push_back("(omitted)");
+      continue;
+    }
+    const Tensor& t = ctx.input(i);
+    symbolic = symbolic || t.is_dynamic();
+    shapes.push_back(t.is_dynamic() ? sym_shape_to_string(t.sym_shape())
+                                    : shape_to_string(ctx.shape(i)));
+  }
+  std::string list = fmt::format("{}", fmt::join(shapes, ", "));
+  if (!symbolic) return list;
+  std::vector<std::string> planned;
   for (int i = 0; i < ctx.num_inputs(); ++i)
-    shapes.push_back(ctx.has_input(i) ? shape_to_string(ctx.shape(i)) : "(omitted)");
-  return fmt::format("{}", fmt::join(shapes, ", "));
+    planned.push_back(ctx.has_input(i) ? shape_to_string(ctx.shape(i)) : "(omitted)");
+  return fmt::format("{} ({} at the planning binding)", list, fmt::join(planned, ", "));
 }
 
 // The numpy broadcast of every present input's shape.

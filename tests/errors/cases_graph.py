@@ -324,6 +324,16 @@ def dim_broadcast_uncertain(d):
                  [floats("b", [7, 4], [1.0] * 28)])
 
 
+@case("node 'add0' (Add): input shapes [batch,8], [seq,8] ([3,8], [12,8] at the planning "
+      "binding) do not broadcast together",
+      ["--dim", "batch=1..8@3", "--dim", "seq=1..64@12"])
+def dim_broadcast_mismatch_planned(d):
+    """Operands that do not broadcast at the planning binding are named by their symbolic dims,
+    then by the planning values that failed."""
+    nodes = [helper.make_node("Add", ["x", "z"], ["y"], name="add0")]
+    return model(nodes, [vi("x", ["batch", 8]), vi("z", ["seq", 8])], [vi("y", ["batch", 8])])
+
+
 @case("node 'attention0' (Attention): its heads and head sizes must be fixed (symbolic dims "
       "only in the batch and the sequences); its inputs depend on the symbolic dims (input 0 "
       "[2,heads,3,4]",
