@@ -597,22 +597,28 @@ FusionDecision analyze_group_shapes(const FusionContext& ctx, const std::vector<
   // (legality_chain.cpp), the first products' columns perhaps taken apart by Slices.
   if (gemms >= 2 && !row && !conv && !window && !column) return analyze_gemm_chain(ctx, a);
   // A Transpose of a library dtype joins a library call as its layout, or a Local group (no
-  // row op, window or column reduction) as a Movement node.
+  // row op, window or column reduction) as a Movement node. Beside row ops (and nothing but
+  // pointwise nodes, views and row lookups) it may still join a Local part of an Independent
+  // launch (below); beside a window or a column reduction never.
   FusionDecision d = FusionDecision::ok();
   if ((!gemm && !conv && (window || column)) || row)
-    for (int32_t n : nodes)
-      if (d && (ctx.node_class[n] == NodeClass::Layout || ctx.node_class[n] == NodeClass::Movement))
-        d = FusionDecision::no(fmt::format("{} {}; it joins a group only as the layout a matrix "
-                                           "product's or a convolution's library call reads or "
-                                           "writes through, or in a group of pointwise ops",
-                                           ctx.describe(n), class_sentence(ctx.node_class[n])));
+    for (int32_t n : nodes) {
+      if (ctx.node_class[n] != NodeClass::Layout && ctx.node_class[n] != NodeClass::Movement)
+        continue;
+      d = FusionDecision::no(fmt::format("{} {}; it joins a group only as the layout a matrix "
+                                         "product's or a convolution's library call reads or "
+                                         "writes through, or in a group of pointwise ops",
+                                         ctx.describe(n), class_sentence(ctx.node_class[n])));
+      if (!row || gemm || conv || window || column) return d;
+      break;
+    }
   // A Gather joins a Regional group as a row load, nothing else.
   if (!row || gemm || conv || window || column)
     for (int32_t n : nodes)
-      if (d && ctx.node_class[n] == NodeClass::Gather)
-        d = FusionDecision::no(fmt::format("{} {}; it joins a group only as the rows a group of "
-                                           "row ops reads",
-                                           ctx.describe(n), class_sentence(NodeClass::Gather)));
+      if (ctx.node_class[n] == NodeClass::Gather)
+        return FusionDecision::no(fmt::format("{} {}; it joins a group only as the rows a group "
+                                              "of row ops reads",
+                                              ctx.describe(n), class_sentence(NodeClass::Gather)));
   if (gemm) {
     if (!d) return d;
     int32_t first = -1;

@@ -343,8 +343,9 @@ FusionDecision analyze_local(const FusionContext& ctx, GroupAnalysis& a) {
     const NodeClass c = ctx.node_class[n];
     if (c == NodeClass::View) {
       // A View between two of the group's nodes that only adds or drops axes of 1 (an
-      // Unsqueeze, a Squeeze) is read through as an index remapping. One of the group's inputs
-      // the kernel reads as its view is stored; one the group writes is an alias of storage.
+      // Unsqueeze, a Squeeze) is read through as an index remapping. A View of the group's
+      // input stays an alias outside (the kernel reads its result as stored, at no cost), and
+      // one whose result is read outside the group would need storage of its own.
       const Node& view = g.nodes[n];
       const int32_t p = ctx.producer[view.inputs[0]];
       if (p < 0 || !contains(a.nodes, p))

@@ -324,27 +324,28 @@ extern "C" int32_t stitch_library_gemm_on(const stitch_library_call* call,
     stitch_library_call where = *call;
     if (g.k == 0) {
       // An empty sum, which cuBLASLt does not take: it computes act(beta * C + bias) as a
-      // product of K = 1 over an m x 1 and a 1 x n of zeros, every batch the same, set at the
-      // workspace's end (each on 256 bytes), the rest of the workspace left to the call.
-      const auto round_up = [](uint64_t x) { return (x + 255u) & ~uint64_t{255u}; };
-      const uint64_t bytes = dtype_bytes(g.dtype);
-      const uint64_t a_bytes = round_up(static_cast<uint64_t>(g.m) * bytes);
-      const uint64_t zero_bytes = a_bytes + round_up(static_cast<uint64_t>(g.n) * bytes);
-      const uint64_t end = reinterpret_cast<uintptr_t>(call->workspace) + call->workspace_bytes;
-      const uint64_t zeros_at = (end - zero_bytes) & ~uint64_t{255u};
-      if (call->workspace == nullptr || zeros_at < reinterpret_cast<uintptr_t>(call->workspace))
+      // product of K = 1 of an m x 1 and a 1 x n of zeros (one region of max(m, n) zeros serves
+      // both, every batch the same), set at the workspace's end on 256 bytes; the rest of the
+      // workspace is left to the call.
+      const uint64_t zero_bytes =
+          (static_cast<uint64_t>(std::max(g.m, g.n)) * dtype_bytes(g.dtype) + 255u) &
+          ~uint64_t{255u};
+      const auto base = reinterpret_cast<uintptr_t>(call->workspace);
+      const uint64_t usable = call->workspace_bytes - ((256u - base % 256u) % 256u);
+      if (call->workspace == nullptr || call->workspace_bytes < 256u || zero_bytes > usable)
         return sink.fail(STITCH_ERROR_INVALID_ARGUMENT,
                          "a product with K = 0 needs " + std::to_string(zero_bytes) +
                              " workspace bytes of zeros, more than the call's " +
                              std::to_string(call->workspace_bytes) + " (" + describe_gemm(g) + ")");
-      void* zeros = reinterpret_cast<void*>(static_cast<uintptr_t>(zeros_at));
+      const uintptr_t zeros_at = (base + call->workspace_bytes - zero_bytes) & ~uintptr_t{255u};
+      void* zeros = reinterpret_cast<void*>(zeros_at);
       const cudaError_t set = cudaMemsetAsync(zeros, 0, zero_bytes, call->stream);
       if (set != cudaSuccess)
         return sink.fail(STITCH_ERROR_CUDA, std::string("cudaMemsetAsync failed: ") +
                                                 cudaGetErrorName(set) + " (" +
                                                 cudaGetErrorString(set) + ")");
       a = zeros;
-      b = static_cast<const char*>(zeros) + a_bytes;
+      b = zeros;
       g.k = 1;
       g.trans_a = 0;
       g.trans_b = 0;
@@ -352,7 +353,7 @@ extern "C" int32_t stitch_library_gemm_on(const stitch_library_call* call,
       g.ldb = g.n;
       g.stride_a = 0;
       g.stride_b = 0;
-      where.workspace_bytes = zeros_at - reinterpret_cast<uintptr_t>(call->workspace);
+      where.workspace_bytes = zeros_at - base;
     }
     // When C is not read, cuBLASLt is given D in its place (beta 0, D's layout).
     const bool reads_c = gemm_reads_c(g);

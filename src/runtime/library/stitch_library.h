@@ -25,7 +25,10 @@
 // Workspace: `buffers->workspace` must hold at least stitch_library_workspace_bytes() bytes,
 // 256-byte aligned (the runtime allocates the larger of that and the model's workspace_bytes);
 // calls on one stream use it in turn. A null workspace means none: cuBLASLt and cuDNN then
-// choose among the algorithms that need no workspace.
+// choose among the algorithms that need no workspace. On CUDA a GEMM of K = 0 takes
+// max(m, n) elements of zeros from the workspace's end (rounded up to 256 bytes) and fails with
+// STITCH_ERROR_INVALID_ARGUMENT where the workspace is null or shorter; the runtime's workspace
+// holds any such call of up to 8 million rows of float32.
 //
 // Threads: a stitch_abi_libraries (one per stitch_context) is used by one thread at a time,
 // as the context is; its plan caches are not locked.
@@ -115,8 +118,9 @@ typedef struct stitch_library_call {
 // batches). bias (optional, length n, shared by all batches) is added to every row. C may be null
 // when beta == 0 and is then not read; C may be D itself (ldc == ldd and stride_c == stride_d), or
 // must not overlap it. D must not overlap A, B or bias. m, n or batch_count of 0 is an empty
-// call; k of 0 is an empty sum (D = act(beta * C + bias); A and B are not read and may be null),
-// as a product over a symbolic K reaches where its range includes 0.
+// call; k of 0 is an empty sum (D = act(beta * C + bias); A and B are not read and may be null;
+// on CUDA it needs workspace, above), as a product over a symbolic K reaches where its range
+// includes 0.
 //
 // Precision: fp32 accumulation. For float32, TF32 tensor cores are off unless allow_tf32 is set
 // (stitchc --precision tf32), because ONNX's float MatMul is defined in fp32 and TF32's 10-bit
