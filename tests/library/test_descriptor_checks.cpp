@@ -149,7 +149,7 @@ TEST_CASE("GEMM descriptors that break the rules are refused", "[library]") {
 }
 
 TEST_CASE("messages are truncated to the caller's buffer and NUL-terminated", "[library]") {
-  stitch_gemm_desc desc = stitch_gemm_desc_packed(4, 4, 0);
+  stitch_gemm_desc desc = stitch_gemm_desc_packed(4, 4, -1); // a negative K: refused
   const float a[1] = {1.0f};
   float d[1] = {0.0f};
   stitch_abi_buffers buffers = {};
