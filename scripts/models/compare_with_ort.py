@@ -59,6 +59,8 @@ def make_inputs(spec, rng, dims=None):
         if inp["fill"] != "ones":
             continue
         mask = feed[inp["name"]]
+        if mask.size == 0:
+            continue
         rows = mask.reshape(-1, mask.shape[-1])
         for row in rows:
             row[rng.integers(1, mask.shape[-1] + 1):] = 0
@@ -98,8 +100,8 @@ def parse_range(arg):
             spec["example"] = int(typical)
     except ValueError:
         spec = None
-    if not sep or not name or not dots or spec is None or not 0 < spec["min"] <= spec["max"]:
-        sys.exit(f"--dim '{arg}' is not NAME=MIN..MAX[@T] with 0 < MIN <= MAX")
+    if not sep or not name or not dots or spec is None or not 0 <= spec["min"] <= spec["max"]:
+        sys.exit(f"--dim '{arg}' is not NAME=MIN..MAX[@T] with 0 <= MIN <= MAX")
     return name, spec
 
 

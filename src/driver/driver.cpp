@@ -51,8 +51,8 @@ SymbolicDim parse_dim(const std::string& arg) {
   if (d->typical < d->min || d->typical > d->max)
     user_fail({}, "--dim '{}': the typical value {} is outside {}..{}", arg, d->typical, d->min,
               d->max);
-  if (d->min < 1 && d->max > d->min)
-    user_fail({}, "--dim '{}': a range starts at 1 or more (zero-size ranges are not supported)",
+  if (d->typical < 1 && d->max > d->min)
+    user_fail({}, "--dim '{}': the typical value is at least 1 (the plan's sizes are not empty)",
               arg);
   if (d->max > kMaxSymbolicDim)
     user_fail({}, "--dim '{}': the maximum {} is above the largest supported, {}", arg, d->max,

@@ -409,13 +409,6 @@ struct ImageCopy {
   std::string outside, outside_comment;
 };
 
-// The factors of the elements `copy` writes: batch, channels, the target's spatial extents.
-SymShape image_copy_elements(const ImageCopy& copy) {
-  SymShape factors = {copy.batch, DimExpr(copy.channels)};
-  factors.insert(factors.end(), copy.target_dims.begin(), copy.target_dims.end());
-  return factors;
-}
-
 // Prints `copy`'s kernel; its parameters are the source, `inputs`, the target, then the symbols
 // `symbols` lists. Returns its name.
 std::string emit_image_copy_kernel(const GroupEmitContext& ctx, CodeWriter& out,
@@ -579,8 +572,7 @@ void emit_conv_call(const GroupEmitContext& ctx, CodeWriter& out) {
               ctx.scratch_pointer(storage_ctype(spec.dtype, ctx)));
     std::vector<std::string> arguments = {"x", "padded"};
     arguments.insert(arguments.end(), symbol_arguments.begin(), symbol_arguments.end());
-    emit_helper_launch(ctx, out, pre_pad.name, spec.pre_pad_blocks, image_copy_elements(pre_pad),
-                       arguments);
+    emit_helper_launch(ctx, out, pre_pad.name, spec.pre_pad_blocks, spec.pre_pad_work, arguments);
   }
   if (spec.crops())
     out.linef("{}* const full = {}; // the uncropped output", storage_ctype(spec.dtype, ctx),
@@ -654,7 +646,7 @@ void emit_conv_call(const GroupEmitContext& ctx, CodeWriter& out) {
     if (spec.bias != kNoTensor) arguments.push_back("bias");
     arguments.push_back("y");
     arguments.insert(arguments.end(), symbol_arguments.begin(), symbol_arguments.end());
-    emit_helper_launch(ctx, out, crop.name, spec.crop_blocks, image_copy_elements(crop), arguments);
+    emit_helper_launch(ctx, out, crop.name, spec.crop_blocks, spec.crop_work, arguments);
     out.line("return 0;");
   }
   out.close();

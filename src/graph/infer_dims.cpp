@@ -399,6 +399,24 @@ void flatten(SymContext& c) {
   pass_values(c);
 }
 
+// Whether `e` is 0 wherever `d` is, d being a constant times a product of distinct symbols
+// (zero exactly where one of them is): each of those that may be 0 is a factor of every term
+// of e. False where d has another form.
+bool zero_with(const DimExpr& d, const DimExpr& e, const SymbolRanges& ranges) {
+  DimExpr symbols_product = 1;
+  for (const std::string& s : d.symbols())
+    symbols_product = symbols_product * DimExpr::symbol(s);
+  const std::optional<DimExpr> coefficient = DimExpr::exact_div(d, symbols_product);
+  if (!coefficient || !coefficient->is_constant() || coefficient->constant_value() == 0)
+    return false;
+  for (const std::string& s : d.symbols()) {
+    auto range = ranges.find(s);
+    if (range != ranges.end() && range->second.lo > 0) continue;
+    if (!DimExpr::exact_div(e, DimExpr::symbol(s))) return false;
+  }
+  return true;
+}
+
 void reshape(SymContext& c) {
   SymShape in = c.in(0);
   std::vector<DimExpr> requested = c.required_values(1, "the target shape");
@@ -414,15 +432,28 @@ void reshape(SymContext& c) {
       inferred = static_cast<int>(i);
       out.push_back(1);
       continue;
-    } else if (!d.is_constant() && c.bounds(d).lo <= 0) {
-      c.unsupported(fmt::format("its target shape {} has the dim {}, which may be 0 or -1",
+    } else if (!d.is_constant() && c.bounds(d).lo < 0) {
+      c.unsupported(fmt::format("its target shape {} has the dim {}, which may be negative",
                                 sym_shape_to_string(requested), d.to_string()));
+    } else if (!d.is_constant() && c.bounds(d).lo == 0 && !allowzero &&
+               (i >= in.size() || !zero_with(d, in[i], c.ranges))) {
+      // Where d is 0 the target copies the input's dim i: d stands for it only where that
+      // dim is 0 too.
+      c.unsupported(
+          fmt::format("its target shape {} has the dim {}, which may be 0 and then "
+                      "copies the input's dim {}{}",
+                      sym_shape_to_string(requested), d.to_string(), i,
+                      i < in.size() ? " (" + in[i].to_string() + ")" : ", which it lacks"));
     }
     known = known * d;
     out.push_back(d);
   }
   DimExpr total = product(in, 0, in.size());
   if (inferred >= 0) {
+    if (c.bounds(known).lo <= 0)
+      c.unsupported(fmt::format("its target shape {} infers the -1 from the other dims, whose "
+                                "product {} may be 0",
+                                sym_shape_to_string(requested), known.to_string()));
     std::optional<DimExpr> q = DimExpr::exact_div(total, known);
     if (!q)
       c.unsupported(fmt::format("its -1 is {} elements over {}, which stitchc cannot divide "
@@ -473,7 +504,9 @@ DimExpr slice_length(const SymContext& c, const DimExpr& d, DimExpr start, DimEx
     } else if (!v.is_constant() && c.bounds(v).lo < 0) {
       c.unsupported(fmt::format("its slice bound {} may be negative", v.to_string()));
     }
-    return c.max(DimExpr(lo_clamp), c.min(x, hi_clamp));
+    // Clamped below, then above: on an empty axis a negative step's bounds both become -1.
+    if (x == hi_clamp) return hi_clamp;
+    return c.min(c.max(DimExpr(lo_clamp), x), hi_clamp);
   };
   if (step > 0) {
     DimExpr s = resolve(start, 0, d), e = resolve(end, 0, d);
@@ -901,6 +934,14 @@ void topk(SymContext& c) {
   SymShape in = c.in(0);
   int64_t axis = c.ctx.normalize_axis(c.ctx.attr_int("axis", -1), c.rank(0));
   std::vector<DimExpr> k = c.required_values(1, "K");
+  // The kernel selects k of the axis' elements: never more than the axis holds.
+  const DimExpr spare = in[axis] - k[0];
+  if (c.bounds(spare).lo < 0 &&
+      !spare.every_value(c.ranges, [&](const SymbolValues& v) { return spare.evaluate(v) >= 0; })
+           .value_or(false))
+    c.unsupported(fmt::format("its k {} may be larger than axis {} ({}) for some values of the "
+                              "symbols",
+                              k[0].to_string(), axis, in[axis].to_string()));
   in[axis] = k[0];
   c.set(0, in);
   c.set(1, in);

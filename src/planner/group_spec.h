@@ -499,6 +499,10 @@ struct ConvSpec {
   SymShape pre_pad_begin, pre_pad_end, padded_spatial_dims;
   Shape padded_spatial;
   int64_t pre_pad_blocks = 0; // the copy's grid: 256 threads a block, a grid-stride loop
+  // The elements the copy writes at the run, as factors: the batch, the channels and each
+  // padded spatial extent (expressions of the symbols where they depend on them). Its launch
+  // covers their product with at most pre_pad_blocks blocks.
+  SymShape pre_pad_work;
   bool pre_pads() const { return !pre_pad_begin.empty(); }
   // The elements and bytes of that copy (0 without one): at the planning values, or (at least)
   // the most any shape in `ranges` needs.
@@ -526,7 +530,17 @@ struct ConvSpec {
   SymShape full_spatial_dims;
   Shape full_spatial;
   int64_t crop_blocks = 0; // the crop's grid: 256 threads a block, a grid-stride loop
+  // The elements the crop writes at the run, as factors: the batch, the channels and each of
+  // the result's spatial extents; its launch covers their product with at most crop_blocks.
+  SymShape crop_work;
   bool crops() const { return !crop_begin.empty(); }
+  // The factors of those elements, as the spec's dims give them: the batch, `channels`, then
+  // `spatial` (at the run where the dims are symbolic).
+  SymShape image_elements(int64_t channels, const SymShape& spatial) const {
+    SymShape factors = {batch_dims ? *batch_dims : DimExpr(batch), DimExpr(channels)};
+    factors.insert(factors.end(), spatial.begin(), spatial.end());
+    return factors;
+  }
   int64_t crop_bytes(const SymbolRanges* ranges = nullptr) const {
     if (!crops()) return 0;
     if (ranges == nullptr)

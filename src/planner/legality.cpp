@@ -644,14 +644,17 @@ FusionDecision analyze_group_shapes(const FusionContext& ctx, const std::vector<
     return analyze_conv(ctx, a);
   }
   // Views join a Local group between its nodes (analyze_local), and a row op's per-row values
-  // on their way to a matrix-vector product (above).
+  // on their way to a matrix-vector product (above); a view unrelated to the others may still
+  // be a part of an Independent launch (below).
   if (d && (window || column || row))
-    for (int32_t n : nodes)
-      if (d && ctx.node_class[n] == NodeClass::View)
-        d = FusionDecision::no(fmt::format("{} is a view; views fuse only between a Local "
-                                           "group's nodes, and between row ops' per-row values "
-                                           "and the matrix-vector product reading them",
-                                           ctx.describe(n)));
+    for (int32_t n : nodes) {
+      if (ctx.node_class[n] != NodeClass::View) continue;
+      d = FusionDecision::no(fmt::format("{} is a view; views fuse only between a Local group's "
+                                         "nodes, and between row ops' per-row values and the "
+                                         "matrix-vector product reading them",
+                                         ctx.describe(n)));
+      break;
+    }
   if (d)
     d = window   ? analyze_window(ctx, a)
         : column ? analyze_column(ctx, a)

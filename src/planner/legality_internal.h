@@ -155,6 +155,10 @@ void size_symbolic_rows(const Graph& g, const DimExpr& lines, int64_t length, in
 // single-node groups use them too.
 FusionDecision gemm_spec(const Graph& g, const std::vector<int32_t>& nodes,
                          const DeviceParams& device, GemmSpec& spec);
+// Where each addend of a product goes: bias, C or the fill kernel (legality_library.cpp).
+// `columns_are_n`: the result's last axis is N; `empty_sum_in_epilogue`: a K of 0 still
+// gives the library call's epilogue its addends.
+void place_addends(const Graph& g, GemmSpec& spec, bool columns_are_n, bool empty_sum_in_epilogue);
 FusionDecision conv_spec(const Graph& g, const std::vector<int32_t>& nodes,
                          const DeviceParams& device, ConvSpec& spec);
 // The element types the library calls take (float32, float16, bfloat16).

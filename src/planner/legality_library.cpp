@@ -174,16 +174,24 @@ void split_matmul_batch(const std::vector<int64_t>& a, const std::vector<int64_t
   }
 }
 
+} // namespace
+
 // Where each addend goes (GemmSpec::bias, c, fill). `columns_are_n`: the result's last axis is
 // the GEMM's n (false for a MatMul with a 1-D B, whose result's last axis is m).
-void place_addends(const Graph& g, GemmSpec& spec, bool columns_are_n) {
+// `empty_sum_in_epilogue`: a K of 0 still gives the epilogue its addends (a K that is 0 at the
+// planning binding only; the library call computes the empty sum's epilogue), where a product
+// that is empty at every size leaves them all to the fill kernel.
+void place_addends(const Graph& g, GemmSpec& spec, bool columns_are_n, bool empty_sum_in_epilogue) {
+  const bool products = spec.k > 0 || empty_sum_in_epilogue;
+  spec.bias = spec.c = -1;
+  spec.fill.clear();
   const Shape& out = g.tensor(spec.result).shape;
   std::vector<int> rest;
   for (int i = 0; i < static_cast<int>(spec.addends.size()); ++i) {
     const GemmSpec::Addend& addend = spec.addends[i];
     const Shape& s = g.tensor(addend.tensor).shape;
     const std::optional<Shape> broadcast = broadcast_shapes(s, out);
-    const bool row = spec.k > 0 && addend.scale == 1.0 && broadcast && *broadcast == out &&
+    const bool row = products && addend.scale == 1.0 && broadcast && *broadcast == out &&
                      shape_elements(s) == spec.n &&
                      (spec.n == 1 || (columns_are_n && s.back() == spec.n));
     if (row && spec.bias < 0)
@@ -191,13 +199,11 @@ void place_addends(const Graph& g, GemmSpec& spec, bool columns_are_n) {
     else
       rest.push_back(i);
   }
-  if (spec.k > 0 && rest.size() == 1 && g.tensor(spec.addends[rest[0]].tensor).shape == out)
+  if (products && rest.size() == 1 && g.tensor(spec.addends[rest[0]].tensor).shape == out)
     spec.c = rest[0];
   else
     spec.fill = rest;
 }
-
-} // namespace
 
 StridedMatrix packed(const Shape& shape) { return {shape, row_major_strides(shape), 0}; }
 
@@ -473,7 +479,7 @@ FusionDecision gemm_spec(const Graph& g, const std::vector<int32_t>& nodes,
     spec.epilogue.push_back(nodes[i]);
     spec.result = e.outputs[0];
   }
-  place_addends(g, spec, columns_are_n);
+  place_addends(g, spec, columns_are_n, false);
   if (spec.layout_result >= 0) {
     if (spec.c >= 0 || !spec.fill.empty())
       return FusionDecision::no("a residual addend is stored in the product's layout, not in "
@@ -598,6 +604,7 @@ FusionDecision conv_spec(const Graph& g, const std::vector<int32_t>& nodes,
         spec.padded_spatial_dims.push_back(DimExpr(spec.padded_spatial.back()));
       }
       spec.pre_pad_blocks = flat_launch(spec.pre_pad_elements(), 1, device).grid[0];
+      spec.pre_pad_work = spec.image_elements(spec.in_channels, spec.padded_spatial_dims);
     }
   } else {
     // The begin pad as ONNX defines it (from output_shape or auto_pad when either is given: the
@@ -637,6 +644,7 @@ FusionDecision conv_spec(const Graph& g, const std::vector<int32_t>& nodes,
         spec.full_spatial_dims.push_back(DimExpr(spec.full_spatial.back()));
       }
       spec.crop_blocks = flat_launch(shape_elements(y), 1, device).grid[0];
+      spec.crop_work = spec.image_elements(spec.out_channels, sym_shape_of(spec.out_spatial));
     }
   }
   if (spec.channels_last) {

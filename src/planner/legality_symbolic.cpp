@@ -142,20 +142,8 @@ FusionDecision gemm_support(const Graph& g, GemmSpec& spec) {
     // K is 0 at the planning binding only (seq - 1 planned at seq 1): the addends the planner
     // gave a fill kernel there are the library call's epilogue, which computes the empty sum
     // where the run's K is 0 (stitch_library_gemm: D = act(beta * C + bias)).
-    spec.c = spec.bias = -1;
-    spec.fill.clear();
+    place_addends(g, spec, !b_vector, true);
     spec.fill_blocks = 0;
-    const Shape& planned = result.shape;
-    for (int i = 0; i < static_cast<int>(spec.addends.size()); ++i) {
-      const Shape& s = g.tensor(spec.addends[i].tensor).shape;
-      if (spec.bias < 0 && spec.addends[i].scale == 1.0 && shape_elements(s) == spec.n &&
-          !s.empty() && s.back() == spec.n && broadcast_shapes(s, planned) == planned)
-        spec.bias = i;
-      else if (spec.c < 0 && s == planned)
-        spec.c = i;
-      else
-        spec.fill.push_back(i);
-    }
   }
   if (!spec.fill.empty()) {
     const GemmSpec::Addend& addend = spec.addends[spec.fill.front()];
@@ -653,12 +641,18 @@ FusionDecision conv_support(const Graph& g, ConvSpec& spec, const DeviceParams& 
     }
     if (!crop) spec.full_spatial_dims.clear();
   }
-  if (spec.pre_pads())
+  if (spec.pre_pads()) {
     spec.pre_pad_blocks = flat_launch(spec.pre_pad_elements(&ranges), 1, device).grid[0];
-  if (spec.crops())
+    spec.pre_pad_work = spec.image_elements(spec.in_channels, spec.padded_spatial_dims);
+  }
+  if (spec.crops()) {
     spec.crop_blocks =
         flat_launch(sym_elements(g.tensor(spec.result).sym_shape()).largest(ranges), 1, device)
             .grid[0];
+    spec.crop_work = spec.image_elements(spec.out_channels, spec.out_spatial_dims.empty()
+                                                                ? sym_shape_of(spec.out_spatial)
+                                                                : spec.out_spatial_dims);
+  }
   // The padded copy or the uncropped output, sized for the largest shape.
   if (spec.pre_pads() || spec.crops()) scratch_bytes = spec.scratch_bytes(&ranges);
   return FusionDecision::ok();
@@ -798,10 +792,14 @@ FusionDecision topk_support(const Graph& g, const Node& node, OpSpec& spec, Laun
   const DimExpr& length = in[axis];
   if (!length.is_constant()) {
     const DimBounds range = length.bounds(g.symbol_ranges());
-    if (range.lo < plan.k)
-      return FusionDecision::no(fmt::format("TopK selects {} along axis {} of {}, which may be "
-                                            "as short as {}",
-                                            plan.k, axis, sym_shape_to_string(in), range.lo));
+    // Shape inference refused a k above the axis' length at any size (infer_dims.cpp, TopK).
+    STITCH_INTERNAL_CHECK(
+        length
+            .every_value(g.symbol_ranges(),
+                         [&](const SymbolValues& v) { return length.evaluate(v) >= plan.k; })
+            .value_or(range.lo >= plan.k),
+        "TopK '{}' selects {} along axis {} of {}, which may be shorter", node.name, plan.k, axis,
+        sym_shape_to_string(in));
     plan.length_dims = length;
     plan.capacity = topk_capacity(range.hi, plan.k);
     launch.block = {topk_threads(plan), 1, 1};

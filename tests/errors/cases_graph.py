@@ -297,15 +297,36 @@ def symbolic_relu(d):
 
 
 @case("node 'best0' (TopK): cannot generate code over the symbolic dims batch (1..8), seq "
-      "(1..16) here: TopK selects 2 along axis 1 of [batch,seq], which may be as short as 1",
+      "(1..16) here: TopK over symbolic dims needs fixed axes after the selected one, not "
+      "[batch,seq] (axis 0)",
       ["--dim", "batch=1..8", "--dim", "seq=1..16@5"])
 def dim_node_not_generated(d):
     """A node whose kernel cannot run over the symbols' whole range is refused by name, with the
     reason and what can."""
+    nodes = [helper.make_node("TopK", ["x", "k"], ["values", "indices"], name="best0", axis=0)]
+    return model(nodes, [vi("x", ["batch", "seq"])],
+                 [vi("values", [1, "seq"]), vi("indices", [1, "seq"], TensorProto.INT64)],
+                 [ints("k", [1])])
+
+
+@case("node 'best0' (TopK): its k 2 may be larger than axis 1 (seq) for some values of the "
+      "symbols", ["--dim", "batch=1..8", "--dim", "seq=1..16@5"])
+def dim_topk_longer_than_axis(d):
+    """A TopK taking more elements than its axis holds at some sizes is refused by name."""
     nodes = [helper.make_node("TopK", ["x", "k"], ["values", "indices"], name="best0", axis=1)]
     return model(nodes, [vi("x", ["batch", "seq"])],
                  [vi("values", ["batch", 2]), vi("indices", ["batch", 2], TensorProto.INT64)],
                  [ints("k", [2])])
+
+
+@case("node 'view0' (Reshape): its target shape [0,-1] infers the -1 from the other dims, "
+      "whose product batch may be 0", ["--dim", "batch=0..8@2"])
+def dim_reshape_infers_from_zero(d):
+    """A range starting at 0 (an empty batch) refuses a Reshape whose -1 would be inferred from
+    dims that may be 0, which ONNX leaves undefined."""
+    nodes = [helper.make_node("Reshape", ["x", "target"], ["y"], name="view0")]
+    return model(nodes, [vi("x", ["batch", 4, 4])], [vi("y", ["batch", 16])],
+                 [ints("target", [0, -1])])
 
 
 @case("--dim names 'heads', which is no symbolic dim of the graph inputs",

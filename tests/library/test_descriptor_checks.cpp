@@ -3,6 +3,8 @@
 // and the host target's per-context state is empty.
 #include "library_reference.h"
 
+#include "library/descriptor_checks.h"
+
 #include "stitch/stitch.h"
 
 #include <catch2/catch.hpp>
@@ -161,6 +163,18 @@ TEST_CASE("messages are truncated to the caller's buffer and NUL-terminated", "[
   // No buffer at all: the status alone.
   CHECK(stitch_library_gemm(&buffers, &desc, a, a, nullptr, nullptr, d, nullptr, 0) ==
         STITCH_ERROR_INTERNAL);
+}
+
+TEST_CASE("a noted error sink follows each message with what the call was run as", "[library]") {
+  char error[128] = {};
+  const stitch::library::ErrorSink sink("stitch_library_gemm", error, sizeof(error));
+  CHECK(sink.noted("a product of K = 0, run as K = 1 over zeros")
+            .fail(STITCH_ERROR_CUDA, "cuBLASLt failed") == STITCH_ERROR_CUDA);
+  CHECK(std::string(error) ==
+        "stitch_library_gemm: cuBLASLt failed (a product of K = 0, run as K = 1 over zeros)");
+  // The sink it was made from writes without the note.
+  CHECK(sink.fail(STITCH_ERROR_INTERNAL, "null call") == STITCH_ERROR_INTERNAL);
+  CHECK(std::string(error) == "stitch_library_gemm: null call");
 }
 
 TEST_CASE("the host target keeps no library state and needs no workspace", "[library]") {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -241,7 +242,9 @@ TEST_CASE("stitchc's --dim options parse, and a bad one is a user error", "[infe
                     Catch::Contains("--dim gives 'seq' twice"));
   CHECK_THROWS_WITH(parse({"--dim", "seq=1..4294967296"}),
                     Catch::Contains("above the largest supported"));
-  CHECK_THROWS_WITH(parse({"--dim", "seq=0..8"}), Catch::Contains("a range starts at 1 or more"));
+  CHECK(parse({"--dim", "past=0..8@3"}).load.dims[0].min == 0); // an empty cache, first step
+  CHECK_THROWS_WITH(parse({"--dim", "seq=0..8@0"}),
+                    Catch::Contains("--dim 'seq=0..8@0': the typical value is at least 1"));
   CHECK(parse({"--dim", "seq=0"}).load.dims[0].max == 0); // binding to 0 is no range
 }
 
@@ -536,6 +539,109 @@ TEST_CASE("the dynamic fixtures infer symbolically and agree with the rules at o
     }
     INFO(path);
     check_against_rules(path, dims, points);
+  }
+}
+
+// Proves: a range may start at 0 (an empty key-value cache, an empty batch): the fixtures with
+// every symbol ranged from 0 infer expressions that give the rules' shapes with each symbol at 0
+// (the others at their examples, and all of them at 0), or are refused with a reason; the
+// transformers with a cache or a padded sequence infer.
+TEST_CASE("symbolic dims whose ranges start at 0 infer the rules' empty shapes", "[infer_dims]") {
+  int inferred = 0;
+  for (auto [path, dims] : dynamic_fixtures()) {
+    std::vector<SymbolValues> points(dims.size() + 1);
+    for (SymbolicDim& d : dims) {
+      d.min = 0;
+      for (size_t i = 0; i < dims.size(); ++i)
+        points[i][d.name] = &d == &dims[i] ? 0 : d.typical;
+      points.back()[d.name] = 0;
+    }
+    INFO(path);
+    try {
+      infer(path, dims);
+    } catch (const UserError& e) {
+      UNSCOPED_INFO(e.what());
+      continue;
+    }
+    ++inferred;
+    check_against_rules(path, dims, points);
+  }
+  CHECK(inferred >= 8);
+}
+
+// Proves: ops over dims that may be 0 infer what the rules give at 0 (a reshape whose target
+// dim is 0 exactly where the dim it would copy is, a slice of negative step over an empty
+// axis) or are refused where the result would depend on the 0 (a target dim copying a
+// non-empty one, a -1 inferred from dims that may be 0, a TopK taking more than the axis).
+TEST_CASE("reshapes, slices and TopK over dims that may be 0", "[infer_dims]") {
+  const std::vector<SymbolicDim> dims = {dim("batch", 0, 4, 2), dim("seq", 0, 16, 3)};
+  SECTION("inferred as the rules give them at 0") {
+    ModelBuilder m(17);
+    m.input("x", kFloat, {-1, -1, 8}, {"batch", "seq"}).output("flat").output("y");
+    m.initializer_i64("zero", {}, {0});
+    m.initializer_i64("one", {}, {1});
+    m.initializer_i64("eight", {}, {8});
+    m.initializer_i64("axis0", {1}, {0});
+    m.initializer_i64("last", {1}, {-1});
+    m.initializer_i64("before_first", {1}, {std::numeric_limits<int64_t>::min()});
+    m.initializer_i64("axis1", {1}, {1});
+    m.node("Shape", {"x"}, {"shape"});
+    m.node("Gather", {"shape", "zero"}, {"b"});
+    m.node("Gather", {"shape", "one"}, {"s"});
+    m.node("Mul", {"s", "eight"}, {"s8"});
+    m.node("Unsqueeze", {"b", "axis0"}, {"b1"});
+    m.node("Unsqueeze", {"s8", "axis0"}, {"s81"});
+    set_attr_int(m.node("Concat", {"b1", "s81"}, {"target"}), "axis", 0);
+    m.node("Reshape", {"x", "target"}, {"flat"}); // [batch, 8*seq]: 0 where seq is
+    m.node("Slice", {"x", "last", "before_first", "axis1", "last"}, {"reversed"});
+    m.node("Add", {"reversed", "x"}, {"y"});
+    const std::string path = m.write();
+    CHECK(dims_of(infer(path, dims), "flat") == "[batch,8*seq]");
+    check_against_rules(path, dims,
+                        {{{"batch", 0}, {"seq", 3}},
+                         {{"batch", 2}, {"seq", 0}},
+                         {{"batch", 0}, {"seq", 0}},
+                         {{"batch", 3}, {"seq", 5}}});
+  }
+  SECTION("a target dim that copies a non-empty one where it is 0") {
+    ModelBuilder m(17);
+    m.input("x", kFloat, {-1, -1, 8}, {"batch", "seq"}).output("y");
+    m.initializer_i64("merged", {2}, {-1, 8});
+    m.initializer_i64("zero", {}, {0});
+    m.initializer_i64("one", {}, {1});
+    m.initializer_i64("axis0", {1}, {0});
+    m.initializer_i64("split", {2}, {2, 4});
+    m.node("Reshape", {"x", "merged"}, {"rows"}); // [batch*seq, 8]
+    m.node("Shape", {"x"}, {"shape"});
+    m.node("Gather", {"shape", "zero"}, {"b"});
+    m.node("Gather", {"shape", "one"}, {"s"});
+    m.node("Unsqueeze", {"b", "axis0"}, {"b1"});
+    m.node("Unsqueeze", {"s", "axis0"}, {"s1"});
+    set_attr_int(m.node("Concat", {"b1", "s1", "split"}, {"target"}), "axis", 0);
+    m.node("Reshape", {"rows", "target"}, {"y"}); // seq 0 copies the rows' 8
+    CHECK_THAT(infer_error(m.write(), dims),
+               Catch::Contains("(Reshape)") &&
+                   Catch::Contains("has the dim seq, which may be 0 and then copies the "
+                                   "input's dim 1 (8)"));
+  }
+  SECTION("a -1 inferred from dims that may be 0") {
+    ModelBuilder m(17);
+    m.input("x", kFloat, {-1, 8}, {"batch"}).output("y");
+    m.initializer_i64("target", {2}, {0, -1});
+    m.node("Reshape", {"x", "target"}, {"y"});
+    CHECK_THAT(infer_error(m.write(), {dims[0]}),
+               Catch::Contains("(Reshape)") &&
+                   Catch::Contains("infers the -1 from the other dims, whose product batch may "
+                                   "be 0"));
+  }
+  SECTION("a TopK of more than an axis that may be empty") {
+    ModelBuilder m(17);
+    m.input("x", kFloat, {-1, -1}, {"batch", "seq"}).output("v");
+    m.initializer_i64("k", {1}, {1});
+    m.node("TopK", {"x", "k"}, {"v", "i"});
+    CHECK_THAT(infer_error(m.write(), dims),
+               Catch::Contains("(TopK)") &&
+                   Catch::Contains("its k 1 may be larger than axis 1 (seq)"));
   }
 }
 

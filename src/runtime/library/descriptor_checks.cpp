@@ -9,7 +9,8 @@ namespace stitch::library {
 
 int32_t ErrorSink::fail(int32_t status, const std::string& message) const {
   if (buffer_ == nullptr || size_ == 0) return status;
-  const std::string text = std::string(routine_) + ": " + message;
+  const std::string text =
+      std::string(routine_) + ": " + message + (note_.empty() ? "" : " (" + note_ + ")");
   const std::size_t length = std::min(text.size(), size_ - 1);
   std::memcpy(buffer_, text.data(), length);
   buffer_[length] = '\0';

@@ -14,6 +14,7 @@
 #include <exception>
 #include <new>
 #include <string>
+#include <utility>
 
 namespace stitch::library {
 
@@ -23,13 +24,22 @@ public:
   ErrorSink(const char* routine, char* buffer, std::size_t size)
       : routine_(routine), buffer_(buffer), size_(size) {}
 
-  // Writes "<routine>: <message>" (truncated to the buffer, NUL-terminated); returns `status`.
+  // Writes "<routine>: <message>" (truncated to the buffer, NUL-terminated), followed by the
+  // note if there is one, " (<note>)"; returns `status`.
   int32_t fail(int32_t status, const std::string& message) const;
+  // The same sink, its messages followed by `note` (what the call was run as, where that is
+  // not what it was given).
+  ErrorSink noted(std::string note) const {
+    ErrorSink copy = *this;
+    copy.note_ = std::move(note);
+    return copy;
+  }
 
 private:
   const char* routine_;
   char* buffer_;
   std::size_t size_;
+  std::string note_;
 };
 
 // Runs `body` (returning a status), turning an escaping exception into a status and message,

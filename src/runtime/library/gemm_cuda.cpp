@@ -355,6 +355,11 @@ extern "C" int32_t stitch_library_gemm_on(const stitch_library_call* call,
       g.stride_b = 0;
       where.workspace_bytes = zeros_at - base;
     }
+    // A failure of the K = 1 substitute says what it stands for.
+    const ErrorSink run_sink = desc->k == 0
+                                   ? sink.noted("a product of K = 0 (" + describe_gemm(*desc) +
+                                                "), run as K = 1 over zeros")
+                                   : sink;
     // When C is not read, cuBLASLt is given D in its place (beta 0, D's layout).
     const bool reads_c = gemm_reads_c(g);
     const cuda::GemmCall resolved{g,
@@ -365,6 +370,6 @@ extern "C" int32_t stitch_library_gemm_on(const stitch_library_call* call,
                                   d,
                                   reads_c ? g.ldc : g.ldd,
                                   reads_c ? g.stride_c : g.stride_d};
-    return cuda::run_gemm(sink, where, resolved);
+    return cuda::run_gemm(run_sink, where, resolved);
   });
 }
