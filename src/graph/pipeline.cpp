@@ -7,6 +7,7 @@
 #include "graph/canonicalize.h"
 #include "graph/channels_last.h"
 #include "graph/convert_precision.h"
+#include "graph/copy_shared_ranges.h"
 #include "graph/eliminate_dead.h"
 #include "graph/error.h"
 #include "graph/fold_constants.h"
@@ -86,6 +87,8 @@ constexpr Pass kPasses[] = {
     {"remove-identity", plain<remove_identity>, false},
     {"eliminate-dead", plain<eliminate_dead>, false},
     {"make-views", plain<make_views>, false},
+    // After make-views, whose views it copies with each Range.
+    {"copy-shared-ranges", plain<copy_shared_ranges>, false},
 };
 
 } // namespace
