@@ -158,6 +158,16 @@ def build_einsum():
            [b.node("Transpose", ["x"], "features", perm=[0, 2, 1]),
             b.const("in_scale", np.linspace(0.5, 1.5, HIDDEN)),
             b.const("in_bias", np.linspace(-0.25, 0.25, HIDDEN))], "seq_normalized")
+    # Multi-query scores: four query heads against one key head broadcast over them ([batch,
+    # 4, seq, 8] @ [batch, 1, 8, seq], as a model sharing one key head exports them unexpanded):
+    # one batched call per run whose M stacks the heads.
+    mq_q = b.node("Transpose", [b.node("Reshape", ["x", b.const("mq_shape", [0, 0, HEADS, HEAD],
+                                                                np.int64)], "mq_q_heads")],
+                  "mq_q", perm=[0, 2, 1, 3])
+    mq_k = b.node("MatMul", [b.weight("w_mq_k", [HEAD, HIDDEN], HIDDEN),
+                             b.node("Transpose", ["x"], "mq_x_t", perm=[0, 2, 1])], "mq_k_t")
+    b.node("MatMul", [mq_q, b.node("Unsqueeze", [mq_k, b.const("mq_axis", [1], np.int64)],
+                                   "mq_k_head")], "mqa_scores")
     vi = helper.make_tensor_value_info
     return b.finish(
         "einsum_dynamic", [vi("x", TensorProto.FLOAT, ["batch", "seq", HIDDEN])],
@@ -170,7 +180,8 @@ def build_einsum():
          vi("padded_to_8", TensorProto.FLOAT, ["batch", "padded_seq", HIDDEN]),
          vi("seq_normalized", TensorProto.FLOAT, ["batch", HIDDEN, "seq"]),
          vi("shifted_gram", TensorProto.FLOAT, ["batch", HIDDEN, HIDDEN]),
-         vi("shifted_projection", TensorProto.FLOAT, ["batch", "shorter_seq", 8])])
+         vi("shifted_projection", TensorProto.FLOAT, ["batch", "shorter_seq", 8]),
+         vi("mqa_scores", TensorProto.FLOAT, ["batch", HEADS, "seq", "seq"])])
 
 
 def build_image_ops():

@@ -333,9 +333,9 @@ ReduceForm reduce_form(const GroupEmitContext& ctx, OpKind op, DType t, int64_t 
     f.finish = "acc";
     break;
   case ReduceFinish::Mean:
-    if (runtime_length) // at least 1: every symbol is
+    if (runtime_length) // an empty row (a range from 0): NaN in floats, 0 in integers
       f.finish = is_float ? fmt::format("acc / static_cast<{}>(length)", accumulator_type(t))
-                          : "acc / length";
+                          : "(length > 0 ? acc / length : 0)";
     else if (is_float)
       f.finish = fmt::format("acc / {}", float_literal(static_cast<double>(length), t));
     else

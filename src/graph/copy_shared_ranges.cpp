@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +30,7 @@ bool collect_readers(const Graph& graph, const std::vector<std::vector<int32_t>>
   for (int32_t c : consumers[t]) {
     const Node& node = graph.nodes[c];
     if (node.op == OpKind::View) {
+      if (consumers[node.outputs[0]].empty()) return false; // a view read by no one: left be
       path.push_back(c);
       const bool ok = collect_readers(graph, consumers, node.outputs[0], path, readers);
       path.pop_back();
@@ -42,10 +44,11 @@ bool collect_readers(const Graph& graph, const std::vector<std::vector<int32_t>>
   return true;
 }
 
-// A copy of tensor `id` named after it and the reader it serves.
-TensorId copy_tensor(Graph& graph, TensorId id, size_t copy, TensorId view_of) {
+// A copy of tensor `id` named after it and the copy it belongs to, under a name not yet taken.
+TensorId copy_tensor(Graph& graph, std::set<std::string>& taken, TensorId id, size_t copy,
+                     TensorId view_of) {
   Tensor t = graph.tensor(id);
-  t.name += "/copy" + std::to_string(copy);
+  t.name = fresh_name(taken, t.name + "/copy" + std::to_string(copy));
   t.view_of = view_of;
   return graph.add_tensor(std::move(t));
 }
@@ -57,6 +60,11 @@ bool copy_shared_ranges(Graph& graph) {
   // Per original node index, the copies to insert right after it (a Range's inputs come before
   // it, so its copies and their views may follow it).
   std::vector<std::vector<Node>> after(graph.nodes.size());
+  std::set<std::string> tensor_names, node_names;
+  for (const Tensor& t : graph.tensors)
+    tensor_names.insert(t.name);
+  for (const Node& n : graph.nodes)
+    if (!n.name.empty()) node_names.insert(n.name);
   bool changed = false;
   for (size_t r = 0; r < graph.nodes.size(); ++r) {
     if (graph.nodes[r].op != OpKind::Range) continue;
@@ -67,8 +75,7 @@ bool copy_shared_ranges(Graph& graph) {
     // mask compares positions with themselves, reads one copy through both).
     std::vector<int32_t> nodes_reading;
     for (const Reader& reader : readers)
-      if (std::find(nodes_reading.begin(), nodes_reading.end(), reader.node) ==
-          nodes_reading.end())
+      if (std::find(nodes_reading.begin(), nodes_reading.end(), reader.node) == nodes_reading.end())
         nodes_reading.push_back(reader.node);
     if (nodes_reading.size() < 2 || nodes_reading.size() > static_cast<size_t>(kMaxRangeCopies))
       continue;
@@ -76,15 +83,16 @@ bool copy_shared_ranges(Graph& graph) {
     std::map<std::pair<size_t, int32_t>, TensorId> view_copies; // (copy, original view)
     for (size_t k = 0; k < nodes_reading.size(); ++k) {
       Node range = graph.nodes[r];
-      range.name += "/copy" + std::to_string(k + 1);
-      range.outputs = {copy_tensor(graph, graph.nodes[r].outputs[0], k + 1, kNoTensor)};
+      range.name = fresh_name(node_names, range.name + "/copy" + std::to_string(k + 1));
+      range.outputs = {
+          copy_tensor(graph, tensor_names, graph.nodes[r].outputs[0], k + 1, kNoTensor)};
       copies.push_back(range.outputs[0]);
       after[r].push_back(std::move(range));
     }
     for (const Reader& reader : readers) {
-      const size_t k = static_cast<size_t>(
-          std::find(nodes_reading.begin(), nodes_reading.end(), reader.node) -
-          nodes_reading.begin());
+      const size_t k =
+          static_cast<size_t>(std::find(nodes_reading.begin(), nodes_reading.end(), reader.node) -
+                              nodes_reading.begin());
       TensorId last = copies[k];
       for (int32_t v : reader.views) {
         // A view on the way to two of the node's operands is copied once.
@@ -94,9 +102,9 @@ bool copy_shared_ranges(Graph& graph) {
           continue;
         }
         Node view = graph.nodes[v];
-        view.name += "/copy" + std::to_string(k + 1);
+        view.name = fresh_name(node_names, view.name + "/copy" + std::to_string(k + 1));
         view.inputs = {last};
-        view.outputs = {copy_tensor(graph, graph.nodes[v].outputs[0], k + 1, last)};
+        view.outputs = {copy_tensor(graph, tensor_names, graph.nodes[v].outputs[0], k + 1, last)};
         last = view.outputs[0];
         view_copies[{k, v}] = last;
         after[r].push_back(std::move(view));

@@ -497,7 +497,8 @@ DimExpr slice_length(const SymContext& c, const DimExpr& d, DimExpr start, DimEx
     // A negative constant counts from the end; every index is clamped to [lo_clamp, hi_clamp].
     DimExpr x = v;
     if (v.is_constant() && v.constant_value() < 0) {
-      if (v.constant_value() <= -(int64_t{1} << 62)) return DimExpr(lo_clamp);
+      // Before the first element: lo_clamp, or on an empty axis with a negative step -1.
+      if (v.constant_value() <= -(int64_t{1} << 62)) return c.min(DimExpr(lo_clamp), hi_clamp);
       x = d + v;
     } else if (v.is_constant() && v.constant_value() >= (int64_t{1} << 62)) {
       return hi_clamp;

@@ -431,6 +431,9 @@ struct GemmSpec {
   // loop (legality_symbolic.cpp). Unset for a call of fixed shapes.
   struct SymbolicExtents {
     DimExpr m, n, k, lda, ldb, ldd, batch_count, stride_a, stride_b, stride_d;
+    // A's matrices each call's M stacks: B shared by A's trailing batch axes (their product),
+    // 1 where none fold.
+    DimExpr folded = 1;
   };
   std::optional<SymbolicExtents> symbolic;
   Shape outer;

@@ -108,6 +108,24 @@ GemmBatch gemm_batch(const SymShape& matrix_dims, const SymShape& batch) {
   return own == batch ? GemmBatch::All : GemmBatch::Part;
 }
 
+// Where B's batch axes (right-aligned to the result's `batch`) turn to 1 for good: B has the
+// result's leading axes up to there and is broadcast along the rest, which are not all 1.
+// batch.size() where B is not so shaped.
+size_t shared_trailing_batch(const SymShape& b_dims, const SymShape& batch) {
+  SymShape own(b_dims.begin(), b_dims.end() - 2);
+  if (own.size() > batch.size()) return batch.size();
+  own.insert(own.begin(), batch.size() - own.size(), DimExpr(1));
+  size_t from = batch.size();
+  while (from > 0 && is_one(own[from - 1]))
+    --from;
+  if (from == 0 ||
+      all_ones(SymShape(batch.begin() + static_cast<std::ptrdiff_t>(from), batch.end())))
+    return batch.size();
+  for (size_t j = 0; j < from; ++j)
+    if (own[j] != batch[j]) return batch.size();
+  return from;
+}
+
 FusionDecision gemm_support(const Graph& g, GemmSpec& spec) {
   const Tensor& a = g.tensor(spec.a);
   const Tensor& b = g.tensor(spec.b);
@@ -160,12 +178,27 @@ FusionDecision gemm_support(const Graph& g, GemmSpec& spec) {
   e.ldd = e.n;
   const SymShape batch(out.begin(), out.end() - static_cast<std::ptrdiff_t>(matrix_axes));
   const GemmBatch a_batch = gemm_batch(ad, batch), b_batch = gemm_batch(bd, batch);
+  // B shared by A's trailing batch axes (a multi-query attention's one key head read by every
+  // query head: K [b, 1, d, s] against Q [b, h, s, d]), A's rows continuing across them: those
+  // axes fold into M and the leading ones batch the call. Where they start; the batch's end
+  // where B is not so shared.
+  const size_t shared_from =
+      a_batch == GemmBatch::All && b_batch == GemmBatch::Part && !spec.trans_a
+          ? shared_trailing_batch(bd, batch)
+          : batch.size();
   for (auto [x, kind] : {std::pair{&a, a_batch}, std::pair{&b, b_batch}})
-    if (kind == GemmBatch::Part)
+    if (kind == GemmBatch::Part && !(x == &b && shared_from < batch.size()))
       return FusionDecision::no(fmt::format("the batch axes of '{}' {} are neither all of the "
-                                            "result's {} nor none (over symbolic dims, one "
-                                            "stride per operand)",
+                                            "result's {}, nor none, nor the leading ones of "
+                                            "A's (over symbolic dims, one stride per operand)",
                                             x->name, dims_str(*x), dims_str(result)));
+  if (shared_from < batch.size()) {
+    // The planning binding's loop of calls over the leading axes becomes one batched call.
+    spec.outer.clear();
+    spec.outer_stride_a.clear();
+    spec.outer_stride_b.clear();
+    spec.outer_stride_d.clear();
+  }
   if (!spec.outer.empty())
     return FusionDecision::no("a product over symbolic dims planned as a loop of calls");
   const DimExpr batches = sym_elements(batch);
@@ -175,7 +208,22 @@ FusionDecision gemm_support(const Graph& g, GemmSpec& spec) {
                                           result.name, dims_str(result), dims_str(a), dims_str(b)));
   spec.rows_folded = false;
   e.batch_count = 1;
-  if (a_batch == GemmBatch::All && b_batch == GemmBatch::None && !spec.trans_a) {
+  if (shared_from < batch.size()) {
+    const SymShape leading(batch.begin(), batch.begin() + static_cast<std::ptrdiff_t>(shared_from));
+    const SymShape trailing(batch.begin() + static_cast<std::ptrdiff_t>(shared_from), batch.end());
+    e.folded = sym_elements(trailing);
+    e.m = e.folded * e.m;
+    e.batch_count = sym_elements(leading);
+    e.stride_a = e.m * e.k;
+    e.stride_b = e.k * e.n;
+    // The planning binding's call, as the cost model reads it.
+    const SymbolValues planned = g.planning_values();
+    spec.m = e.m.evaluate(planned);
+    spec.batch_count = e.batch_count.evaluate(planned);
+    spec.stride_a = e.stride_a.evaluate(planned);
+    spec.stride_b = e.stride_b.evaluate(planned);
+    spec.stride_d = spec.m * spec.n;
+  } else if (a_batch == GemmBatch::All && b_batch == GemmBatch::None && !spec.trans_a) {
     // B shared by every batch of A, whose rows continue from batch to batch: one GEMM with M =
     // batches x m.
     e.m = batches * e.m;
@@ -618,6 +666,14 @@ FusionDecision conv_support(const Graph& g, ConvSpec& spec, const DeviceParams& 
     spec.out_spatial_dims = out;
   }
   const SymbolRanges ranges = g.symbol_ranges();
+  // The library convolves images of at least one pixel (an empty batch it skips).
+  for (const SymShape* dims : {&in, &out})
+    for (const DimExpr& d : *dims)
+      if (d.bounds(ranges).lo < 1)
+        return FusionDecision::no(fmt::format("a convolution over a spatial extent {} that may "
+                                              "be 0 (the library takes images of at least one "
+                                              "pixel)",
+                                              d.to_string()));
   if (!spec.transpose && !is_static(in)) run_pads(g, spec);
   if (spec.transpose && !is_static(in)) {
     // The begin pad and output padding are the same at every size (the pads are fixed, SAME's

@@ -760,7 +760,31 @@ TEST_CASE("library products take symbolic batches, M, N and K", "[symbolic][plan
   CHECK_THAT(refusal(part, {dim("batch", 1, 4, 4), dim("seq", 1, 32, 32)}),
              Catch::Contains("node 'per_head' (MatMul)") &&
                  Catch::Contains("the batch axes of 'w' [4,16,8] are neither all of the result's "
-                                 "[batch,4,seq,8] nor none"));
+                                 "[batch,4,seq,8], nor none, nor the leading ones of A's"));
+
+  // One key head shared by four query heads (multi-query attention, K unexpanded): the heads
+  // stack into M, one call of `batch` batches, B advancing by one head's K x N.
+  ModelBuilder shared;
+  shared.input("q", kFloat, {-1, 4, -1, 16}, {"batch", "seq"})
+      .input("kt", kFloat, {-1, 1, 16, -1}, {"batch", "seq"})
+      .output("s");
+  shared.node("MatMul", {"q", "kt"}, {"s"});
+  const Generated mq = generate(shared, {dim("batch", 1, 4, 2), dim("seq", 1, 32, 8)}, "none");
+  CHECK_THAT(mq.sources, Catch::Contains("their 4 matrices stack into M = 4*seq, one B per batch"));
+  CHECK_THAT(mq.sources, Catch::Contains("stitch_gemm_desc_packed((sym1 * 4), sym1, 16);"));
+  CHECK_THAT(mq.sources, Catch::Contains("desc.batch_count = sym0;"));
+  CHECK_THAT(mq.sources, Catch::Contains("desc.stride_a = (sym1 * 64);"));
+  CHECK_THAT(mq.sources, Catch::Contains("desc.stride_b = (sym1 * 16);"));
+  // Shared by the leading axis instead (one batch of keys for every batch of queries): A's rows
+  // do not continue across it; refused.
+  ModelBuilder leading;
+  leading.input("q", kFloat, {-1, 4, -1, 16}, {"batch", "seq"})
+      .input("kt", kFloat, {1, 4, 16, -1}, {"seq"})
+      .output("s");
+  leading.node("MatMul", {"q", "kt"}, {"s"}, "scores");
+  CHECK_THAT(refusal(leading, {dim("batch", 1, 4, 2), dim("seq", 1, 32, 8)}),
+             Catch::Contains("node 'scores' (MatMul)") &&
+                 Catch::Contains("the batch axes of 'kt' [1,4,16,seq] are neither all"));
 }
 
 // Proves: values computed from the symbols are the run's where a kernel reads them (a pointwise
