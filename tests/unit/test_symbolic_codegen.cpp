@@ -1852,3 +1852,14 @@ TEST_CASE("a Range read by several pointwise nodes is generated where each reads
     kept += node.op == OpKind::Range;
   CHECK(kept == 1);
 }
+
+// Proves: an integer mean over rows of the run's length is 0 for an empty row (a range from 0),
+// where dividing by the length would trap; a float mean is NaN there, as at fixed shapes.
+TEST_CASE("an integer mean of a row of the run's length guards the empty row",
+          "[symbolic][reduction]") {
+  ModelBuilder m;
+  m.input("x", kInt64, {-1, -1}, {"batch", "seq"}).output("y", kInt64);
+  set_attr_ints(m.node("ReduceMean", {"x"}, {"y"}), "axes", {1});
+  const Generated g = generate(m, {dim("batch", 1, 8, 3), dim("seq", 0, 64, 12)});
+  CHECK_THAT(g.sources, Catch::Contains("(length > 0 ? acc / length : 0)"));
+}
