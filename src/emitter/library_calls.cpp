@@ -300,10 +300,10 @@ void emit_gemm_call(const GroupEmitContext& ctx, CodeWriter& out) {
   if (spec.rows_folded)
     out.comment(fmt::format("B is shared by all batches of A: one GEMM with M = {}",
                             text(&Extents::m, spec.m)));
-  if (e && e->folded != DimExpr(1))
+  if (e ? e->stacked != DimExpr(1) : spec.stacked > 1)
     out.comment(fmt::format("B is shared by A's trailing batch axes: their {} matrices stack "
                             "into M = {}, one B per batch",
-                            e->folded.to_string(), e->m.to_string()));
+                            text(&Extents::stacked, spec.stacked), text(&Extents::m, spec.m)));
   out.linef("stitch_gemm_desc desc = stitch_gemm_desc_packed({}, {}, {}); // m, n, k",
             extent(&Extents::m, spec.m), extent(&Extents::n, spec.n), extent(&Extents::k, spec.k));
   emit_dtype_field(out, spec.dtype);

@@ -426,14 +426,15 @@ struct GemmSpec {
   int64_t batch_count = 1;
   int64_t stride_a = 0, stride_b = 0, stride_d = 0;
   bool rows_folded = false;
+  // B shared by A's trailing batch axes (one key head read by several query heads): A's
+  // matrices each call's M stacks, the product of those axes; 1 where none fold.
+  int64_t stacked = 1;
   // Over symbolic dims: the call's extents as expressions of the symbols (the fields above
   // are their values at the planning binding), for a call of packed operands with no outer
   // loop (legality_symbolic.cpp). Unset for a call of fixed shapes.
   struct SymbolicExtents {
     DimExpr m, n, k, lda, ldb, ldd, batch_count, stride_a, stride_b, stride_d;
-    // A's matrices each call's M stacks: B shared by A's trailing batch axes (their product),
-    // 1 where none fold.
-    DimExpr folded = 1;
+    DimExpr stacked = 1; // GemmSpec::stacked over the symbols
   };
   std::optional<SymbolicExtents> symbolic;
   Shape outer;

@@ -162,6 +162,34 @@ void split_matmul_batch(const std::vector<int64_t>& a, const std::vector<int64_t
   spec.stride_a = batched ? sa.back() : 0;
   spec.stride_b = batched ? sb.back() : 0;
   spec.stride_d = batched ? sd.back() : spec.m * spec.ldd;
+  // B shared by A's trailing batch axes (a multi-query attention's one key head read by every
+  // query head), whose rows (and D's) continue across them: they stack into M, and the leading
+  // axes, where B advances, batch the call.
+  size_t shared = o.size();
+  while (shared > 0 && sb[shared - 1] == 0)
+    --shared;
+  bool foldable = !spec.outer.empty() && shared > 0 && shared < o.size() && !spec.trans_a &&
+                  sa.back() == spec.m * spec.lda && sd.back() == spec.m * spec.ldd;
+  for (size_t j = 0; foldable && j + 1 < o.size(); ++j) {
+    foldable = sa[j] == sa[j + 1] * o[j + 1] && sd[j] == sd[j + 1] * o[j + 1];
+    if (j + 1 < shared) foldable = foldable && sb[j] == sb[j + 1] * o[j + 1];
+  }
+  if (foldable) {
+    int64_t stacked = 1, batches = 1;
+    for (size_t j = 0; j < o.size(); ++j)
+      (j < shared ? batches : stacked) *= o[j];
+    spec.outer.clear();
+    spec.outer_stride_a.clear();
+    spec.outer_stride_b.clear();
+    spec.outer_stride_d.clear();
+    spec.m *= stacked;
+    spec.stacked = stacked;
+    spec.batch_count = batches;
+    spec.stride_a = sa[shared - 1];
+    spec.stride_b = sb[shared - 1];
+    spec.stride_d = sd[shared - 1];
+    return;
+  }
   // B shared by every batch of A, whose rows (and D's) continue from batch to batch: one GEMM
   // with M = batches x m.
   if (spec.outer.empty() && inner > 1 && spec.stride_a != 0 && spec.stride_b == 0 &&

@@ -211,14 +211,15 @@ FusionDecision gemm_support(const Graph& g, GemmSpec& spec) {
   if (shared_from < batch.size()) {
     const SymShape leading(batch.begin(), batch.begin() + static_cast<std::ptrdiff_t>(shared_from));
     const SymShape trailing(batch.begin() + static_cast<std::ptrdiff_t>(shared_from), batch.end());
-    e.folded = sym_elements(trailing);
-    e.m = e.folded * e.m;
+    e.stacked = sym_elements(trailing);
+    e.m = e.stacked * e.m;
     e.batch_count = sym_elements(leading);
     e.stride_a = e.m * e.k;
     e.stride_b = e.k * e.n;
     // The planning binding's call, as the cost model reads it.
     const SymbolValues planned = g.planning_values();
     spec.m = e.m.evaluate(planned);
+    spec.stacked = e.stacked.evaluate(planned);
     spec.batch_count = e.batch_count.evaluate(planned);
     spec.stride_a = e.stride_a.evaluate(planned);
     spec.stride_b = e.stride_b.evaluate(planned);

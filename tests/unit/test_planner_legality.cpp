@@ -252,6 +252,40 @@ TEST_CASE("planner legality: GEMM epilogues", "[planner]") {
   CHECK(a.scheme == StitchScheme::Local);
 }
 
+// Multi-query attention's scores: four query heads against one key head broadcast over them
+// (K^T [2,1,8,16] against Q [2,4,16,8]): the heads stack into M, one call batched over the two
+// sequences (B advancing by one head's K x N), not a loop of calls; where Q's rows do not
+// continue from head to head (read through a Transpose) the loop stays.
+TEST_CASE("planner legality: a key head shared by query heads stacks them into M", "[planner]") {
+  GraphBuilder b;
+  TensorId q = b.input({2, 4, 16, 8}), kt = b.input({2, 1, 8, 16});
+  b.output(b.op(OpKind::MatMul, {q, kt}, "scores"));
+  Graph g = b.finish();
+  GroupAnalysis a;
+  FusionDecision d = decide(g, {"scores"}, a);
+  INFO(d.reason);
+  REQUIRE(d.legal);
+  const auto& spec = std::get<GemmSpec>(a.group.spec);
+  CHECK(spec.outer.empty());
+  CHECK((spec.m == 64 && spec.n == 16 && spec.k == 8 && spec.stacked == 4));
+  CHECK((spec.batch_count == 2 && spec.stride_a == 512 && spec.stride_b == 128 &&
+         spec.stride_d == 1024));
+
+  GraphBuilder t;
+  TensorId q_rows = t.input({2, 16, 4, 8}), kt2 = t.input({2, 1, 8, 16});
+  TensorId q_heads =
+      t.op(OpKind::Transpose, {q_rows}, "q_heads",
+           std::map<std::string, Attribute::Value>{{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
+  t.output(t.op(OpKind::MatMul, {q_heads, kt2}, "scores"));
+  Graph gt = t.finish();
+  d = decide(gt, {"q_heads", "scores"}, a);
+  INFO(d.reason);
+  REQUIRE(d.legal);
+  const auto& strided = std::get<GemmSpec>(a.group.spec);
+  CHECK(strided.outer == Shape{2});
+  CHECK((strided.m == 16 && strided.batch_count == 4 && strided.stride_b == 0));
+}
+
 // Attention's head split and merge: a MatMul reads Q [B,H,S,D] and K^T [B,H,D,S] through the
 // Transposes of the projections' [B,S,H,D] views, and P.V writes its result straight into the
 // merged [B,S,H,D] layout. The heads are the library's batch (one stride); the batch axis B is
