@@ -4,6 +4,8 @@
 #include <algorithm>
 
 #include <cmath>
+#include <set>
+#include <string>
 
 #include "graph/constant.h"
 #include "graph/infer_context.h"
@@ -240,8 +242,56 @@ bool raise_gelu(Graph& graph) {
   return changed;
 }
 
-bool canonicalize(Graph& graph) {
+namespace {
+
+// Gemm's constant float32 C as the library's epilogue takes it: beta folded into its values
+// (beta * C rounds as the epilogue's float32 product does: a double product of two floats is
+// exact), and a C that broadcasts along M ([], [1], [1, 1], [N], [1, N]) a row of N, the bias.
+// Over symbolic rows the epilogue takes nothing else; at fixed shapes it saves a fill kernel.
+bool fold_gemm_beta(Graph& graph) {
+  std::set<std::string> names;
   bool changed = false;
+  for (Node& node : graph.nodes) {
+    if (node.removed || node.op != OpKind::Gemm || node.inputs.size() < 3 ||
+        node.inputs[2] == kNoTensor)
+      continue;
+    const Tensor& c = graph.tensor(node.inputs[2]);
+    const Tensor& y = graph.tensor(node.outputs[0]);
+    if (!c.is_constant() || c.dtype != DType::Float32 || y.dtype != DType::Float32 ||
+        y.shape.size() != 2 || c.shape.size() > 2)
+      continue;
+    const SymShape out = y.sym_shape();
+    if (!out[1].is_constant() || out[1].constant_value() < 1) continue;
+    const int64_t n = out[1].constant_value();
+    const double beta = NodeContext(graph, node).attr_float("beta", 1.0);
+    const bool along_m = c.elements() == 1 || (c.shape.back() == n && c.elements() == n);
+    const bool full = !along_m && c.sym_shape() == out;
+    if (!along_m && !full) continue;
+    if (beta == 1.0 && (full || c.elements() == n)) continue; // already as the epilogue takes it
+    std::vector<double> values = constant_as_double(c);
+    if (along_m && values.size() == 1) values.assign(static_cast<size_t>(n), values[0]);
+    for (double& v : values)
+      v = static_cast<double>(static_cast<float>(beta)) * v;
+    if (names.empty())
+      for (const Tensor& t : graph.tensors)
+        names.insert(t.name);
+    Tensor scaled;
+    scaled.name = fresh_name(names, c.name + (beta == 1.0 ? "/row" : "/scaled"));
+    scaled.dtype = DType::Float32;
+    scaled.shape = along_m ? Shape{n} : c.shape;
+    scaled.typed = true;
+    scaled.constant = make_constant_from_double(DType::Float32, values);
+    node.inputs[2] = graph.add_tensor(std::move(scaled));
+    node.attrs["beta"] = Attribute{1.0};
+    changed = true;
+  }
+  return changed;
+}
+
+} // namespace
+
+bool canonicalize(Graph& graph) {
+  bool changed = fold_gemm_beta(graph);
   {
     Chains chains(graph);
     for (Node& node : graph.nodes)

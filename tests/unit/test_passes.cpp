@@ -7,6 +7,7 @@
 #include "frontend/onnx_loader.h"
 #include "graph/constant.h"
 #include "graph/error.h"
+#include "graph/infer_context.h"
 #include "graph/pipeline.h"
 #include "graph/verify.h"
 #include "model_builder.h"
@@ -555,5 +556,51 @@ TEST_CASE("movement-as-remappings makes a Tile Concats of copies and an Expand",
     CHECK(count_op(g, OpKind::Expand) == c.expands);
     CHECK(count_op(g, OpKind::Tile) == c.tiles);
     CHECK(g.tensor(g.outputs[0]).name == "y");
+  }
+}
+
+// Proves: canonicalize gives a Gemm's constant C as the library's epilogue takes it: beta
+// folded into its values (beta 1 after), a scalar C a row of N, a full [M, N] C scaled; a C
+// the epilogue already takes is left as it is.
+TEST_CASE("canonicalize folds a Gemm's beta into its constant C", "[passes]") {
+  auto gemm_model = [](std::vector<int64_t> c_shape, std::vector<float> c, double beta) {
+    ModelBuilder m(13);
+    m.input("a", kFloat, {2, 3}).output("y");
+    m.initializer_f32("b", {3, 4}, std::vector<float>(12, 0.5f));
+    m.initializer_f32("c", c_shape, c);
+    test::set_attr_float(m.node("Gemm", {"a", "b", "c"}, {"y"}), "beta", static_cast<float>(beta));
+    return m;
+  };
+  auto c_of = [](const Graph& g) -> const Tensor& {
+    for (const Node& node : g.nodes)
+      if (node.op == OpKind::Gemm) return g.tensor(node.inputs[2]);
+    FAIL("no Gemm");
+    return g.tensors.front();
+  };
+  auto beta_of = [](const Graph& g) {
+    for (const Node& node : g.nodes)
+      if (node.op == OpKind::Gemm) return NodeContext(g, node).attr_float("beta", 1.0);
+    return -1.0;
+  };
+  {
+    Graph g = compile(gemm_model({4}, {1.0f, -2.0f, 0.25f, 3.0f}, 2.0));
+    CHECK(beta_of(g) == 1.0);
+    CHECK(c_of(g).shape == Shape{4});
+    CHECK(constant_as_double(c_of(g)) == std::vector<double>{2.0, -4.0, 0.5, 6.0});
+  }
+  {
+    Graph g = compile(gemm_model({}, {1.5f}, 1.0)); // a scalar: the row of N
+    CHECK(c_of(g).shape == Shape{4});
+    CHECK(constant_as_double(c_of(g)) == std::vector<double>{1.5, 1.5, 1.5, 1.5});
+  }
+  {
+    Graph g = compile(gemm_model({2, 4}, std::vector<float>(8, 3.0f), 0.5));
+    CHECK(beta_of(g) == 1.0);
+    CHECK(c_of(g).shape == Shape{2, 4});
+    CHECK(constant_as_double(c_of(g)) == std::vector<double>(8, 1.5));
+  }
+  {
+    Graph g = compile(gemm_model({1, 4}, {1.0f, 2.0f, 3.0f, 4.0f}, 1.0)); // taken as it is
+    CHECK(c_of(g).name == "c");
   }
 }
