@@ -344,13 +344,13 @@ def gemm_epilogues():
 
 
 def gemm_fill():
-    # cuBLASLt whose addends need the generated "fill" kernel: Gemm's beta * C (a row with
-    # beta 2, so not the bias epilogue) and a residual are summed into Y first, then the GEMM
-    # accumulates alpha * A @ B^T onto it.
+    # cuBLASLt whose addends need the generated "fill" kernel: Gemm's beta * C (a row given at
+    # run time with beta 2, so not the bias epilogue; a constant C has its beta folded in) and
+    # a residual are summed into Y first, then the GEMM accumulates alpha * A @ B^T onto it.
     m = Model("gemm_fill", seed=14)
     x, res = m.input("x", [32, 32]), m.input("residual", [32, 64])
-    t = m.node("Gemm", [x, m.weight("w", [64, 32]), m.weight("c", [64])], ["gemm"],
-               alpha=0.5, beta=2.0, transB=1)
+    w = m.weight("w", [64, 32])
+    t = m.node("Gemm", [x, w, m.input("c", [64])], ["gemm"], alpha=0.5, beta=2.0, transB=1)
     m.node("Add", [t, res], ["y"])
     m.output("y")
     m.save()

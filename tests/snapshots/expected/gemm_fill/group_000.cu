@@ -22,7 +22,7 @@ __global__ void __launch_bounds__(256) stitch_g0_gemm_fill_c(const float* __rest
 int32_t stitch_group_0(const stitch_abi_buffers* b, char* error, size_t error_size) {
   const float* const lhs = reinterpret_cast<const float*>(static_cast<unsigned char*>(b->inputs[0]));
   const float* const rhs = reinterpret_cast<const float*>((b->weights + 0));
-  const float* const c = reinterpret_cast<const float*>((b->weights + 8192));
+  const float* const c = reinterpret_cast<const float*>(static_cast<unsigned char*>(b->inputs[2]));
   const float* const addend1 = reinterpret_cast<const float*>(static_cast<unsigned char*>(b->inputs[1]));
   float* const result = reinterpret_cast<float*>(static_cast<unsigned char*>(b->outputs[0]));
   {

@@ -20,31 +20,32 @@ static int32_t stitch_enqueue(const stitch_abi_buffers* b, char* error, size_t e
 
 extern "C" const stitch_abi_model* stitch_generated_model(void) {
   static const stitch_abi_tensor inputs[] = {
-      {stitch_blob_string(8448), 1, 2, {32, 32, 0, 0, 0, 0, 0, 0}, 4096},
-      {stitch_blob_string(8450), 1, 2, {32, 64, 0, 0, 0, 0, 0, 0}, 8192}};
+      {stitch_blob_string(8192), 1, 2, {32, 32, 0, 0, 0, 0, 0, 0}, 4096},
+      {stitch_blob_string(8194), 1, 2, {32, 64, 0, 0, 0, 0, 0, 0}, 8192},
+      {stitch_blob_string(8203), 1, 1, {64, 0, 0, 0, 0, 0, 0, 0}, 256}};
   static const stitch_abi_tensor outputs[] = {
-      {stitch_blob_string(8459), 1, 2, {32, 64, 0, 0, 0, 0, 0, 0}, 8192}};
+      {stitch_blob_string(8205), 1, 2, {32, 64, 0, 0, 0, 0, 0, 0}, 8192}};
   // How the library was built (stitch_library_build_info); the strings are in the blob.
   static const stitch_abi_build_info build_info = {
-    stitch_blob_string(8461), // stitchc version
-    stitch_blob_string(8462), // model SHA-256
-    stitch_blob_string(8463), // model file
-    stitch_blob_string(8464), // target
-    stitch_blob_string(8469), // architectures
-    stitch_blob_string(8470), // planner
-    stitch_blob_string(8471), // precision
-    stitch_blob_string(8472), // stitchc arguments
-    stitch_blob_string(8473), // C API prefix
+    stitch_blob_string(8207), // stitchc version
+    stitch_blob_string(8208), // model SHA-256
+    stitch_blob_string(8209), // model file
+    stitch_blob_string(8210), // target
+    stitch_blob_string(8215), // architectures
+    stitch_blob_string(8216), // planner
+    stitch_blob_string(8217), // precision
+    stitch_blob_string(8218), // stitchc arguments
+    stitch_blob_string(8219), // C API prefix
   };
   static const stitch_abi_model model = {
     STITCH_ABI_VERSION,
     "cuda",
-    2, 1,
+    3, 1,
     inputs, outputs,
     0ull, // arena bytes: the peak; all intermediates together are 0 bytes
     0ull, // workspace bytes the generated code needs (library calls bring their own)
     stitch_model_blob,
-    8448ull, // weights bytes
+    8192ull, // weights bytes
     stitch_enqueue,
     0, nullptr, // debug taps
     &build_info,
