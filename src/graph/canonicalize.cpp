@@ -264,6 +264,7 @@ bool fold_gemm_beta(Graph& graph) {
     if (!out[1].is_constant() || out[1].constant_value() < 1) continue;
     const int64_t n = out[1].constant_value();
     const double beta = NodeContext(graph, node).attr_float("beta", 1.0);
+    if (beta == 0.0) continue; // C is not read (not even an inf or NaN in it)
     const bool along_m = c.elements() == 1 || (c.shape.back() == n && c.elements() == n);
     const bool full = !along_m && c.sym_shape() == out;
     if (!along_m && !full) continue;
@@ -275,7 +276,7 @@ bool fold_gemm_beta(Graph& graph) {
     if (names.empty())
       for (const Tensor& t : graph.tensors)
         names.insert(t.name);
-    Tensor scaled;
+    Tensor scaled; // c and y refer into graph.tensors, which add_tensor may move: read first
     scaled.name = fresh_name(names, c.name + (beta == 1.0 ? "/row" : "/scaled"));
     scaled.dtype = DType::Float32;
     scaled.shape = along_m ? Shape{n} : c.shape;

@@ -9,6 +9,9 @@
 //   Sum(a, b)               -> Add(a, b)
 //   Transpose(Transpose(x, p1), p2) -> Transpose(x, p1[p2[j]])   one copy, or none (Identity)
 //     (a head split followed by a key transpose is one layout a GEMM can read in place)
+//   Gemm(A, B, C, beta) with C a float32 constant -> Gemm(A, B, beta * C, beta 1), a C along
+//     M ([], [1], [1, 1]) the row of N: as the library's epilogue takes it (bias or C), where
+//     it needed a fill kernel (beta 0 leaves C unread and untouched)
 //   0.5 * x * (1 + erf(x / sqrt(2)))                              -> Gelu(x)
 //   0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))       -> Gelu(x, approximate="tanh")
 //     in the orders and associations exporters write (x / 1.41421 or x * 0.70711, the 0.5

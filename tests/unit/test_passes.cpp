@@ -2,6 +2,7 @@
 // code, pass options, and the verifier between passes.
 #include <catch2/catch.hpp>
 
+#include <limits>
 #include <sstream>
 
 #include "frontend/onnx_loader.h"
@@ -601,6 +602,13 @@ TEST_CASE("canonicalize folds a Gemm's beta into its constant C", "[passes]") {
   }
   {
     Graph g = compile(gemm_model({1, 4}, {1.0f, 2.0f, 3.0f, 4.0f}, 1.0)); // taken as it is
+    CHECK(c_of(g).name == "c");
+  }
+  {
+    // beta 0: C is not read, an inf in it included; nothing is folded.
+    const float inf = std::numeric_limits<float>::infinity();
+    Graph g = compile(gemm_model({4}, {inf, 1.0f, 2.0f, 3.0f}, 0.0));
+    CHECK(beta_of(g) == 0.0);
     CHECK(c_of(g).name == "c");
   }
 }
