@@ -22,6 +22,7 @@
 #include "graph/movement_as_remappings.h"
 #include "graph/remove_identity.h"
 #include "graph/verify.h"
+#include "graph/views_after_epilogues.h"
 
 namespace stitch {
 
@@ -87,6 +88,8 @@ constexpr Pass kPasses[] = {
     {"remove-identity", plain<remove_identity>, false},
     {"eliminate-dead", plain<eliminate_dead>, false},
     {"make-views", plain<make_views>, false},
+    // After make-views, whose Views it moves past the epilogue nodes after a product.
+    {"views-after-epilogues", plain<views_after_epilogues>, false},
     // After make-views, whose views it copies with each Range.
     {"copy-shared-ranges", plain<copy_shared_ranges>, false},
 };

@@ -12,6 +12,7 @@
 #include "graph/pipeline.h"
 #include "graph/verify.h"
 #include "model_builder.h"
+#include "planner/planner.h"
 
 using namespace stitch;
 using stitch::test::ModelBuilder;
@@ -610,5 +611,140 @@ TEST_CASE("canonicalize folds a Gemm's beta into its constant C", "[passes]") {
     Graph g = compile(gemm_model({4}, {inf, 1.0f, 2.0f, 3.0f}, 0.0));
     CHECK(beta_of(g) == 0.0);
     CHECK(c_of(g).name == "c");
+  }
+}
+
+// A Linear layer over rows, exported as rows and back (GPT-2's Conv1D): x [2, 3, 8] flattened
+// to [6, 8], the product, its result unflattened to [2, 3, 16], then `after` (op, bias row
+// length or 0, Gelu's approximate or "") node by node.
+struct AfterView {
+  std::string op;
+  int64_t bias = 0;
+  std::string approximate;
+};
+ModelBuilder rows_and_back_model(const std::vector<AfterView>& after, bool batch_symbolic = false,
+                                 std::vector<int64_t> unflattened = {2, 3, 16}) {
+  ModelBuilder m(20);
+  if (batch_symbolic)
+    m.input("x", kFloat, {-1, 3, 8}, {"batch"});
+  else
+    m.input("x", kFloat, {2, 3, 8});
+  m.output("y");
+  m.initializer_i64("rows", {2}, {-1, 8});
+  m.initializer_i64("back", {static_cast<int64_t>(unflattened.size())}, unflattened);
+  m.initializer_f32("w", {8, 16}, std::vector<float>(128, 0.25f));
+  m.node("Reshape", {"x", "rows"}, {"xr"}, "flatten");
+  m.node("MatMul", {"xr", "w"}, {"p"}, "product");
+  m.node("Reshape", {"p", "back"}, {"v0"}, "unflatten");
+  std::string last = "v0";
+  for (size_t i = 0; i < after.size(); ++i) {
+    const std::string out = i + 1 == after.size() ? "y" : "v" + std::to_string(i + 1);
+    const std::string name = "after" + std::to_string(i);
+    if (after[i].bias > 0) {
+      m.initializer_f32("bias" + std::to_string(i), {after[i].bias},
+                        std::vector<float>(static_cast<size_t>(after[i].bias), 0.5f));
+      m.node(after[i].op, {last, "bias" + std::to_string(i)}, {out}, name);
+    } else {
+      onnx::NodeProto& node = m.node(after[i].op, {last}, {out}, name);
+      if (!after[i].approximate.empty())
+        test::set_attr_string(node, "approximate", after[i].approximate);
+    }
+    last = out;
+  }
+  return m;
+}
+
+const Node& node_named(const Graph& g, const std::string& name) {
+  for (const Node& node : g.nodes)
+    if (node.name == name) return node;
+  FAIL("no node " << name);
+  return g.nodes.front();
+}
+
+// Proves: an activation (Relu, tanh Gelu) or bias Add after a product's unflattening View
+// moves before it, so that the library call's epilogue can take it, node by node along a
+// chain; the moved node's result keeps its name as the View's result; an erf Gelu, a View
+// read twice, a bias row along an axis the View splits and a product read elsewhere stay.
+TEST_CASE("views-after-epilogues moves a product's activation before its View", "[passes]") {
+  {
+    Graph g = compile(rows_and_back_model({{"Gelu", 0, "tanh"}}));
+    const Node& gelu = node_named(g, "after0");
+    const Node& product = node_named(g, "product");
+    CHECK(gelu.inputs[0] == product.outputs[0]);
+    CHECK(g.tensor(gelu.outputs[0]).shape == Shape{6, 16});
+    const Node& view = node_named(g, "unflatten");
+    CHECK(view.op == OpKind::View);
+    CHECK(view.inputs[0] == gelu.outputs[0]);
+    CHECK(g.tensor(view.outputs[0]).name == "y");
+    CHECK(g.tensor(view.outputs[0]).view_of == gelu.outputs[0]);
+    CHECK(g.tensor(view.outputs[0]).shape == Shape{2, 3, 16});
+    // The order stays topological: the Gelu before the View now.
+    size_t at_gelu = 0, at_view = 0;
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      if (g.nodes[i].name == "after0") at_gelu = i;
+      if (g.nodes[i].name == "unflatten") at_view = i;
+    }
+    CHECK(at_gelu < at_view);
+    // The plan: the Gelu is the product's epilogue, one call and a view.
+    FusionPlan plan = plan_fusion(g, PlannerOptions{});
+    int kernels = 0;
+    for (const FusionGroup& group : plan.groups) {
+      if (group.kind == GroupKind::Alias) continue;
+      ++kernels;
+      CHECK(group.kind == GroupKind::GemmLibrary);
+      CHECK(group.nodes.size() == 2);
+    }
+    CHECK(kernels == 1);
+  }
+  {
+    // A bias row, then Relu: both move, the Add first.
+    Graph g = compile(rows_and_back_model({{"Add", 16, ""}, {"Relu", 0, ""}}));
+    const Node& add = node_named(g, "after0");
+    const Node& relu = node_named(g, "after1");
+    CHECK(add.inputs[0] == node_named(g, "product").outputs[0]);
+    CHECK(relu.inputs[0] == add.outputs[0]);
+    CHECK(node_named(g, "unflatten").inputs[0] == relu.outputs[0]);
+    CHECK(g.tensor(node_named(g, "unflatten").outputs[0]).name == "y");
+  }
+  {
+    // Over a symbolic batch: the moved Gelu's result has the product's dims.
+    LoadOptions options;
+    options.dims = {{"batch", 1, 16, 4}};
+    Graph g =
+        load_onnx(rows_and_back_model({{"Gelu", 0, "tanh"}}, true, {-1, 3, 16}).write(), options);
+    run_pipeline(g, {});
+    const Node& gelu = node_named(g, "after0");
+    CHECK(gelu.inputs[0] == node_named(g, "product").outputs[0]);
+    CHECK(sym_shape_to_string(g.tensor(gelu.outputs[0]).sym_shape()) ==
+          sym_shape_to_string(g.tensor(node_named(g, "product").outputs[0]).sym_shape()));
+    CHECK(sym_shape_to_string(g.tensor(node_named(g, "unflatten").outputs[0]).sym_shape()) ==
+          "[batch,3,16]");
+  }
+  auto stays = [](const Graph& g) {
+    const Node& view = node_named(g, "unflatten");
+    CHECK(view.inputs[0] == node_named(g, "product").outputs[0]);
+    CHECK(node_named(g, "after0").inputs[0] == view.outputs[0]);
+  };
+  // The erf Gelu is no epilogue.
+  stays(compile(rows_and_back_model({{"Gelu", 0, "none"}})));
+  // A bias row of 4 along an axis the View splits from the product's 16 columns.
+  stays(compile(rows_and_back_model({{"Add", 4, ""}}, false, {2, 3, 4, 4})));
+  {
+    // The View's result read by two nodes.
+    ModelBuilder m = rows_and_back_model({{"Relu", 0, ""}});
+    m.output("v0");
+    stays(compile(m));
+  }
+  {
+    // The product read elsewhere.
+    ModelBuilder m = rows_and_back_model({{"Relu", 0, ""}});
+    m.output("p");
+    stays(compile(m));
+  }
+  {
+    // Disabled, nothing moves.
+    PipelineOptions opts;
+    opts.disabled.insert("views-after-epilogues");
+    stays(compile(rows_and_back_model({{"Gelu", 0, "tanh"}}), opts));
   }
 }
