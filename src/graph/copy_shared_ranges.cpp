@@ -1,7 +1,6 @@
 // copy-shared-ranges: see copy_shared_ranges.h.
 #include "graph/copy_shared_ranges.h"
 
-#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -73,15 +72,13 @@ bool copy_shared_ranges(Graph& graph) {
     if (!collect_readers(graph, consumers, graph.nodes[r].outputs[0], path, readers)) continue;
     // One copy per reading node (a node reading the Range through two views, as a causal
     // mask compares positions with themselves, reads one copy through both).
-    std::vector<int32_t> nodes_reading;
+    std::map<int32_t, size_t> copy_of; // reading node -> its copy, in the readers' order
     for (const Reader& reader : readers)
-      if (std::find(nodes_reading.begin(), nodes_reading.end(), reader.node) == nodes_reading.end())
-        nodes_reading.push_back(reader.node);
-    if (nodes_reading.size() < 2 || nodes_reading.size() > static_cast<size_t>(kMaxRangeCopies))
-      continue;
+      copy_of.emplace(reader.node, copy_of.size());
+    if (copy_of.size() < 2 || copy_of.size() > static_cast<size_t>(kMaxRangeCopies)) continue;
     std::vector<TensorId> copies;
     std::map<std::pair<size_t, int32_t>, TensorId> view_copies; // (copy, original view)
-    for (size_t k = 0; k < nodes_reading.size(); ++k) {
+    for (size_t k = 0; k < copy_of.size(); ++k) {
       Node range = graph.nodes[r];
       range.name = fresh_name(node_names, range.name + "/copy" + std::to_string(k + 1));
       range.outputs = {
@@ -90,9 +87,7 @@ bool copy_shared_ranges(Graph& graph) {
       after[r].push_back(std::move(range));
     }
     for (const Reader& reader : readers) {
-      const size_t k =
-          static_cast<size_t>(std::find(nodes_reading.begin(), nodes_reading.end(), reader.node) -
-                              nodes_reading.begin());
+      const size_t k = copy_of.at(reader.node);
       TensorId last = copies[k];
       for (int32_t v : reader.views) {
         // A view on the way to two of the node's operands is copied once.
