@@ -68,7 +68,7 @@ Node PassBuilder::slice(const std::string& name, TensorId source, int64_t begin,
 
 int32_t row_bias_add(const Graph& g, const std::vector<std::vector<int32_t>>& consumers,
                      const std::set<TensorId>& graph_outputs, TensorId y, TensorId& row) {
-  if (graph_outputs.count(y) || consumers[y].size() != 1) return -1;
+  if (graph_outputs.count(y) || consumers[y].size() != 1 || g.tensor(y).shape.empty()) return -1;
   const int32_t add = consumers[y][0];
   const Node& node = g.nodes[add];
   if (node.op != OpKind::Add || node.inputs.size() != 2 || node.outputs.size() != 1) return -1;

@@ -42,9 +42,10 @@ private:
   std::set<std::string> names_;
 };
 
-// The Add that is the only reader of `y` (not a graph output) and adds a constant row of y's
-// dtype, shape [N] or [1, ..., N] for y's last axis N, with y's shape as its result: a Linear
-// layer's bias after its MatMul. -1 when there is none; else `row` is that operand.
+// The Add that is the only reader of `y` (not a graph output, of rank 1 or more) and adds a
+// constant row of y's dtype, shape [N] or [1, ..., N] for y's last axis N, with y's shape as its
+// result: a Linear layer's bias after its MatMul. -1 when there is none; else `row` is that
+// operand.
 int32_t row_bias_add(const Graph& g, const std::vector<std::vector<int32_t>>& consumers,
                      const std::set<TensorId>& graph_outputs, TensorId y, TensorId& row);
 

@@ -92,11 +92,12 @@ private:
     if (epilogue_activation(g_, node)) return node.inputs[0] == w ? p : -1;
     TensorId row;
     if (row_bias_add(g_, consumers_, graph_outputs_, w, row) != p) return -1;
-    // The row broadcasts along the last axis, which the View must keep.
+    // The row broadcasts along the last axis, which the View must keep, and adds no axes to the
+    // product's (a row [1, 1, N] against [M, N] would widen the result).
     const Tensor &in = g_.tensor(x), &out = g_.tensor(w);
     const int64_t n = out.shape.back();
-    if (in.shape.empty() || !in.dim_is(in.shape.size() - 1, n) ||
-        !out.dim_is(out.shape.size() - 1, n))
+    if (in.shape.empty() || g_.tensor(row).shape.size() > in.shape.size() ||
+        !in.dim_is(in.shape.size() - 1, n) || !out.dim_is(out.shape.size() - 1, n))
       return -1;
     return p;
   }

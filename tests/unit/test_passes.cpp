@@ -615,11 +615,11 @@ TEST_CASE("canonicalize folds a Gemm's beta into its constant C", "[passes]") {
 }
 
 // A Linear layer over rows, exported as rows and back (GPT-2's Conv1D): x [2, 3, 8] flattened
-// to [6, 8], the product, its result unflattened to [2, 3, 16], then `after` (op, bias row
-// length or 0, Gelu's approximate or "") node by node.
+// to [6, 8], the product, its result unflattened to [2, 3, 16], then `after` (op, the shape of
+// its constant operand, Gelu's approximate or "") node by node.
 struct AfterView {
   std::string op;
-  int64_t bias = 0;
+  std::vector<int64_t> bias; // the constant operand's shape; empty for none
   std::string approximate;
 };
 ModelBuilder rows_and_back_model(const std::vector<AfterView>& after, bool batch_symbolic = false,
@@ -640,9 +640,10 @@ ModelBuilder rows_and_back_model(const std::vector<AfterView>& after, bool batch
   for (size_t i = 0; i < after.size(); ++i) {
     const std::string out = i + 1 == after.size() ? "y" : "v" + std::to_string(i + 1);
     const std::string name = "after" + std::to_string(i);
-    if (after[i].bias > 0) {
-      m.initializer_f32("bias" + std::to_string(i), {after[i].bias},
-                        std::vector<float>(static_cast<size_t>(after[i].bias), 0.5f));
+    if (!after[i].bias.empty()) {
+      m.initializer_f32(
+          "bias" + std::to_string(i), after[i].bias,
+          std::vector<float>(static_cast<size_t>(shape_elements(after[i].bias)), 0.5f));
       m.node(after[i].op, {last, "bias" + std::to_string(i)}, {out}, name);
     } else {
       onnx::NodeProto& node = m.node(after[i].op, {last}, {out}, name);
@@ -667,7 +668,7 @@ const Node& node_named(const Graph& g, const std::string& name) {
 // read twice, a bias row along an axis the View splits and a product read elsewhere stay.
 TEST_CASE("views-after-epilogues moves a product's activation before its View", "[passes]") {
   {
-    Graph g = compile(rows_and_back_model({{"Gelu", 0, "tanh"}}));
+    Graph g = compile(rows_and_back_model({{"Gelu", {}, "tanh"}}));
     const Node& gelu = node_named(g, "after0");
     const Node& product = node_named(g, "product");
     CHECK(gelu.inputs[0] == product.outputs[0]);
@@ -698,20 +699,32 @@ TEST_CASE("views-after-epilogues moves a product's activation before its View", 
   }
   {
     // A bias row, then Relu: both move, the Add first.
-    Graph g = compile(rows_and_back_model({{"Add", 16, ""}, {"Relu", 0, ""}}));
+    Graph g = compile(rows_and_back_model({{"Add", {16}, ""}, {"Relu", {}, ""}}));
     const Node& add = node_named(g, "after0");
     const Node& relu = node_named(g, "after1");
     CHECK(add.inputs[0] == node_named(g, "product").outputs[0]);
     CHECK(relu.inputs[0] == add.outputs[0]);
     CHECK(node_named(g, "unflatten").inputs[0] == relu.outputs[0]);
     CHECK(g.tensor(node_named(g, "unflatten").outputs[0]).name == "y");
+    // One call: the product with the bias and Relu as its epilogue.
+    FusionPlan plan = plan_fusion(g, PlannerOptions{});
+    std::vector<size_t> kernels;
+    for (const FusionGroup& group : plan.groups)
+      if (group.kind != GroupKind::Alias) kernels.push_back(group.nodes.size());
+    CHECK(kernels == std::vector<size_t>{3});
+  }
+  {
+    // A row [1, N] moves too (no wider than the product [6, 16]).
+    Graph g = compile(rows_and_back_model({{"Add", {1, 16}, ""}}));
+    CHECK(node_named(g, "after0").inputs[0] == node_named(g, "product").outputs[0]);
+    CHECK(g.tensor(node_named(g, "after0").outputs[0]).shape == Shape{6, 16});
   }
   {
     // Over a symbolic batch: the moved Gelu's result has the product's dims.
     LoadOptions options;
     options.dims = {{"batch", 1, 16, 4}};
     Graph g =
-        load_onnx(rows_and_back_model({{"Gelu", 0, "tanh"}}, true, {-1, 3, 16}).write(), options);
+        load_onnx(rows_and_back_model({{"Gelu", {}, "tanh"}}, true, {-1, 3, 16}).write(), options);
     run_pipeline(g, {});
     const Node& gelu = node_named(g, "after0");
     CHECK(gelu.inputs[0] == node_named(g, "product").outputs[0]);
@@ -726,25 +739,37 @@ TEST_CASE("views-after-epilogues moves a product's activation before its View", 
     CHECK(node_named(g, "after0").inputs[0] == view.outputs[0]);
   };
   // The erf Gelu is no epilogue.
-  stays(compile(rows_and_back_model({{"Gelu", 0, "none"}})));
+  stays(compile(rows_and_back_model({{"Gelu", {}, "none"}})));
   // A bias row of 4 along an axis the View splits from the product's 16 columns.
-  stays(compile(rows_and_back_model({{"Add", 4, ""}}, false, {2, 3, 4, 4})));
-  {
-    // The View's result read by two nodes.
-    ModelBuilder m = rows_and_back_model({{"Relu", 0, ""}});
-    m.output("v0");
-    stays(compile(m));
+  stays(compile(rows_and_back_model({{"Add", {4}, ""}}, false, {2, 3, 4, 4})));
+  // A row [1, 1, N]: added to the product [6, 16] it would widen the result to [1, 6, 16].
+  stays(compile(rows_and_back_model({{"Add", {1, 1, 16}, ""}})));
+  for (const char* read : {"v0", "p"}) {
+    // The View's result, or the product, read besides: as a graph output, or by another node.
+    ModelBuilder as_output = rows_and_back_model({{"Relu", {}, ""}});
+    as_output.output(read);
+    stays(compile(as_output));
+    ModelBuilder by_node = rows_and_back_model({{"Relu", {}, ""}});
+    by_node.node("Neg", {read}, {"elsewhere"}, "elsewhere");
+    by_node.output("elsewhere");
+    stays(compile(by_node));
   }
   {
-    // The product read elsewhere.
-    ModelBuilder m = rows_and_back_model({{"Relu", 0, ""}});
-    m.output("p");
+    // A product viewed as a scalar, plus a constant: left as it is (no row to take).
+    ModelBuilder m(20);
+    m.input("x", kFloat, {1, 8}).output("y");
+    m.initializer_f32("w", {8, 1}, std::vector<float>(8, 0.25f));
+    m.initializer_i64("scalar", {0}, {});
+    m.initializer_f32("two", {}, {2.0f});
+    m.node("MatMul", {"x", "w"}, {"p"}, "product");
+    m.node("Reshape", {"p", "scalar"}, {"v0"}, "unflatten");
+    m.node("Add", {"v0", "two"}, {"y"}, "after0");
     stays(compile(m));
   }
   {
     // Disabled, nothing moves.
     PipelineOptions opts;
     opts.disabled.insert("views-after-epilogues");
-    stays(compile(rows_and_back_model({{"Gelu", 0, "tanh"}}), opts));
+    stays(compile(rows_and_back_model({{"Gelu", {}, "tanh"}}), opts));
   }
 }
