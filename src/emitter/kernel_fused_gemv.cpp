@@ -138,12 +138,19 @@ void emit_fused_row_gemv(const GroupEmitContext& ctx, CodeWriter& out) {
       coordinates |=
           t != kNoTensor && sig.inputs.count(t) && needs_coordinates(g.tensor(t).shape, shape);
   if (coordinates) emit_coordinates(out, shape, "j", "c");
+  // The product's value under each of its views (the consumers' reads of them).
+  std::set<TensorId> y_views;
+  for (int32_t v : spec.result_views)
+    y_views.insert(g.nodes[v].outputs[0]);
   ValueScope consumers(ctx, tail, out, [&](TensorId t) -> std::string {
-    return t == y ? std::string("y") : load_broadcast(ctx, sig, t, shape, out, "j", "c");
+    return t == y || y_views.count(t) ? std::string("y")
+                                      : load_broadcast(ctx, sig, t, shape, out, "j", "c");
   });
   for (TensorId t : spec.io.writes)
     if (t == y || made.count(t)) {
-      if (g.tensor(t).shape != shape)
+      const bool viewed =
+          !spec.result_views.empty() && g.tensor(t).elements() == shape_elements(shape);
+      if (g.tensor(t).shape != shape && !viewed)
         ctx.spec_error(fmt::format("output '{}' {} is not of the product's shape {}",
                                    g.tensor(t).name, shape_to_string(g.tensor(t).shape),
                                    shape_to_string(shape)));

@@ -10,6 +10,7 @@
 #include "graph/constant.h"
 #include "graph/infer_context.h"
 #include "graph/op_params.h"
+#include "graph/pass_builder.h"
 
 namespace stitch {
 
@@ -289,10 +290,89 @@ bool fold_gemm_beta(Graph& graph) {
   return changed;
 }
 
+// A Conv whose every spatial extent is 1 in X and in its kernel (no padding, group 1): an
+// squeeze-and-excitation block's 1 x 1 convolutions after a global pool, a classifier head
+// written as a convolution. Each output pixel is then one dot product of X's channels with a
+// row of W: a Linear layer, X [N, C, 1, ...] viewed as [N, C] times W [C', C] (the same
+// bytes) transposed, plus the bias, viewed back as [N, C', 1, ...]. As a Gemm it is a product
+// the planner can put after the pool in one kernel (a matrix-vector product at N = 1) and whose
+// epilogue takes a tanh Gelu as well as Relu.
+bool convs_as_gemms(Graph& graph) {
+  std::vector<int32_t> convs;
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const Node& node = graph.nodes[n];
+    if (node.removed || node.op != OpKind::Conv || node.inputs.size() < 2 ||
+        node.outputs.size() != 1)
+      continue;
+    const Tensor &x = graph.tensor(node.inputs[0]), &w = graph.tensor(node.inputs[1]);
+    const Tensor& y = graph.tensor(node.outputs[0]);
+    if (!w.is_constant() || w.view_of != kNoTensor || x.shape.size() < 3 ||
+        w.shape.size() != x.shape.size() || y.shape.size() != x.shape.size() ||
+        w.dtype != x.dtype || y.dtype != x.dtype)
+      continue;
+    const NodeContext ctx(graph, node);
+    if (ctx.attr_int("group", 1) != 1) continue;
+    const SymShape xs = x.sym_shape(), ys = y.sym_shape();
+    bool ones = w.shape[1] == x.shape[1] && xs[1].is_constant();
+    for (size_t d = 2; d < xs.size(); ++d)
+      ones = ones && xs[d] == DimExpr(1) && ys[d] == DimExpr(1) && w.shape[d] == 1;
+    if (!ones) continue;
+    const WindowParams window =
+        read_window_params(ctx, std::vector<int64_t>(w.shape.begin() + 2, w.shape.end()));
+    if (window.auto_pad == AutoPad::NotSet &&
+        std::any_of(window.pads.begin(), window.pads.end(), [](int64_t p) { return p != 0; }))
+      continue;
+    if (node.inputs.size() > 2 && node.inputs[2] != kNoTensor) {
+      const Tensor& b = graph.tensor(node.inputs[2]);
+      if (b.dtype != x.dtype || b.shape != Shape{w.shape[0]}) continue;
+    }
+    convs.push_back(static_cast<int32_t>(n));
+  }
+  if (convs.empty()) return false;
+  PassBuilder build(graph);
+  std::vector<std::vector<Node>> replacing(graph.nodes.size());
+  for (int32_t n : convs) {
+    const Node conv = graph.nodes[n];
+    const std::string name = conv.name.empty() ? graph.tensor(conv.outputs[0]).name : conv.name;
+    const SymShape xs = graph.tensor(conv.inputs[0]).sym_shape();
+    const Shape ws = graph.tensor(conv.inputs[1]).shape;
+    const TensorId y = conv.outputs[0];
+    std::vector<Node>& added = replacing[static_cast<size_t>(n)];
+    const TensorId rows = build.reshape(added, conv.inputs[0], {xs[0], xs[1]}, name + "/rows");
+    Tensor weight = graph.tensor(conv.inputs[1]); // the same bytes as [C', C]
+    weight.name += "/matrix";
+    weight.shape = {ws[0], ws[1]};
+    const TensorId matrix = build.tensor(weight.name, weight.dtype, weight.shape);
+    graph.tensor(matrix).constant = weight.constant;
+    std::vector<TensorId> inputs = {rows, matrix};
+    if (conv.inputs.size() > 2 && conv.inputs[2] != kNoTensor) inputs.push_back(conv.inputs[2]);
+    const TensorId product =
+        build.sym_tensor(name + "/product", graph.tensor(y).dtype, {xs[0], DimExpr(ws[0])});
+    Node gemm = build.node(OpKind::Gemm, name, std::move(inputs), product);
+    gemm.attrs["transB"] = Attribute{int64_t{1}};
+    added.push_back(std::move(gemm));
+    const TensorId target = build.shape_value(name + "/pixels", graph.tensor(y).sym_shape());
+    added.push_back(build.node(OpKind::Reshape, name + "/pixels", {product, target}, y));
+  }
+  std::vector<Node> nodes;
+  nodes.reserve(graph.nodes.size() + 3 * convs.size());
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    if (replacing[n].empty()) {
+      nodes.push_back(std::move(graph.nodes[n]));
+      continue;
+    }
+    for (Node& node : replacing[n])
+      nodes.push_back(std::move(node));
+  }
+  graph.nodes = std::move(nodes);
+  graph.compact();
+  return true;
+}
 } // namespace
 
 bool canonicalize(Graph& graph) {
-  bool changed = fold_gemm_beta(graph);
+  bool changed = convs_as_gemms(graph);
+  changed = fold_gemm_beta(graph) || changed;
   {
     Chains chains(graph);
     for (Node& node : graph.nodes)

@@ -380,8 +380,12 @@ struct RowGemvSpec {
   bool vector_is_output = false; // the vector is also written to memory
   MatrixVector mv;
   std::vector<int32_t> consumers; // pointwise, per output element
-  Shape output_shape;             // the product's result
-  bool vectors = false;           // 16-byte vectors of B
+  // Views of the product's result the consumers read it through (a 1 x 1 convolution's pixels
+  // [N, C', 1, 1] of the product [N, C']): the same elements in the same order, so the consumers
+  // still run per output j, reading nothing else than those values and scalars.
+  std::vector<int32_t> result_views;
+  Shape output_shape;   // the product's result
+  bool vectors = false; // 16-byte vectors of B
   KernelInterface io;
 };
 

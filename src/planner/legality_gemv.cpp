@@ -29,6 +29,10 @@ FusionDecision analyze_row_gemv(const FusionContext& ctx, GroupAnalysis& a,
     if (ctx.ancestors[gemm].test(n)) {
       (ctx.node_class[n] == NodeClass::View ? spec.views : head).push_back(n);
     } else if (ctx.descendants[gemm].test(n)) {
+      if (ctx.node_class[n] == NodeClass::View) {
+        spec.result_views.push_back(n);
+        continue;
+      }
       if (ctx.node_class[n] != NodeClass::Pointwise)
         return FusionDecision::no(fmt::format("{} {} after the matrix-vector product {}; only "
                                               "pointwise consumers may follow it",
@@ -90,7 +94,47 @@ FusionDecision analyze_row_gemv(const FusionContext& ctx, GroupAnalysis& a,
   // Phase 2: the consumers, per element of y.
   spec.output_shape = g.tensor(g.nodes[gemm].outputs[0]).shape;
   const Shape& y = spec.output_shape;
+  // The views of y (each of y or of one before it), read inside the group alone: the same
+  // values; consumers reading them see nothing else but y's values, their own and scalars.
+  std::vector<TensorId> y_values = {g.nodes[gemm].outputs[0]};
+  auto is_y_value = [&](TensorId t) {
+    return std::find(y_values.begin(), y_values.end(), t) != y_values.end();
+  };
+  for (int32_t v : spec.result_views) {
+    const TensorId in = g.nodes[v].inputs[0], out = g.nodes[v].outputs[0];
+    if (!is_y_value(in))
+      return FusionDecision::no(fmt::format("the view {} after the matrix-vector product {} "
+                                            "views neither its result nor a view of it",
+                                            ctx.describe(v), ctx.describe(gemm)));
+    if (std::find(a.outputs.begin(), a.outputs.end(), out) != a.outputs.end())
+      return FusionDecision::no(fmt::format("the view {}'s result '{}' is read outside the "
+                                            "group; the group never writes it",
+                                            ctx.describe(v), g.tensor(out).name));
+    y_values.push_back(out);
+  }
+  if (!spec.result_views.empty()) {
+    for (int32_t n : spec.consumers) {
+      if (g.tensor(g.nodes[n].outputs[0]).elements() != shape_elements(y))
+        return FusionDecision::no(fmt::format("{} reads the product {} through a view but its "
+                                              "result is not one value per output",
+                                              ctx.describe(n), ctx.describe(gemm)));
+      for (TensorId t : present_operands(g.nodes[n])) {
+        const int32_t p = ctx.producer[t];
+        if (contains(head, p) || contains(spec.views, p))
+          return FusionDecision::no(fmt::format("{} reads '{}' of the row ops' phase; the "
+                                                "consumers see only the product's phase",
+                                                ctx.describe(n), g.tensor(t).name));
+        if (!is_y_value(t) && !contains(spec.consumers, p) && g.tensor(t).elements() != 1)
+          return FusionDecision::no(fmt::format("{} reads '{}' {} beside the product's values "
+                                                "through a view (only scalars may be read "
+                                                "there)",
+                                                ctx.describe(n), g.tensor(t).name,
+                                                shape_str(g.tensor(t).shape)));
+      }
+    }
+  }
   for (int32_t n : spec.consumers) {
+    if (!spec.result_views.empty()) continue; // checked above
     const Tensor& r = g.tensor(g.nodes[n].outputs[0]);
     if (!broadcasts_to(r.shape, y))
       return FusionDecision::no(fmt::format("{}'s result {} does not broadcast to the product's "
@@ -113,7 +157,8 @@ FusionDecision analyze_row_gemv(const FusionContext& ctx, GroupAnalysis& a,
     const int32_t p = ctx.producer[t];
     const bool product_phase = p == gemm || std::find(spec.consumers.begin(), spec.consumers.end(),
                                                       p) != spec.consumers.end();
-    if (product_phase && g.tensor(t).shape != y)
+    if (product_phase && g.tensor(t).shape != y &&
+        (spec.result_views.empty() || g.tensor(t).elements() != shape_elements(y)))
       return FusionDecision::no(fmt::format("the group writes '{}' {}, not of the product's "
                                             "shape {}",
                                             g.tensor(t).name, shape_str(g.tensor(t).shape),

@@ -129,11 +129,11 @@ std::vector<int32_t> path_to_row_op(const FusionContext& ctx, int32_t m) {
 }
 
 // `current` (sorted) with `m` added, and what joins with it in one step: a view brings the
-// chain of views after it and the node they feed (alone with the nodes before it, a view is
-// never legal); a channels-last Conv or one of its layouts brings the other three
-// (conv_layout_nodes); a Gather (legal only with a row op) brings the pointwise nodes on its way
-// to the first row op reading it (an embedding's Adds to its LayerNorm), if there is one within
-// a few nodes.
+// chain of views after it and the node they feed, or the pointwise nodes it feeds (alone with
+// the nodes before it, a view is never legal); a channels-last Conv or one of its layouts brings
+// the other three (conv_layout_nodes); a Gather (legal only with a row op) brings the pointwise
+// nodes on its way to the first row op reading it (an embedding's Adds to its LayerNorm), if there
+// is one within a few nodes.
 std::vector<int32_t> grown_by(const FusionContext& ctx, std::vector<int32_t> current, int32_t m) {
   auto insert = [&](int32_t k) {
     if (!std::binary_search(current.begin(), current.end(), k))
@@ -141,7 +141,19 @@ std::vector<int32_t> grown_by(const FusionContext& ctx, std::vector<int32_t> cur
   };
   for (int32_t k = m; k >= 0;) {
     insert(k);
-    k = ctx.node_class[k] == NodeClass::View && ctx.succs[k].size() == 1 ? ctx.succs[k][0] : -1;
+    if (ctx.node_class[k] != NodeClass::View) break;
+    if (ctx.succs[k].size() == 1) {
+      k = ctx.succs[k][0];
+      continue;
+    }
+    // A view read by several pointwise nodes (a SiLU's Sigmoid and Mul) brings them all.
+    const bool pointwise = std::all_of(ctx.succs[k].begin(), ctx.succs[k].end(), [&](int32_t c) {
+      return ctx.node_class[c] == NodeClass::Pointwise;
+    });
+    if (pointwise)
+      for (int32_t c : ctx.succs[k])
+        insert(c);
+    break;
   }
   if (ctx.node_class[m] == NodeClass::Gather)
     for (int32_t k : path_to_row_op(ctx, m))

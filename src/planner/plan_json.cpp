@@ -160,6 +160,7 @@ nlohmann::json spec_json(const Graph& g, const GroupSpec& spec) {
     j["n"] = gemv->mv.n;
     j["warp_per_output"] = gemv->mv.b_rows_are_outputs;
     j["consumers"] = node_names(g, gemv->consumers);
+    if (!gemv->result_views.empty()) j["result_views"] = node_names(g, gemv->result_views);
   } else if (const auto* independent = std::get_if<IndependentSpec>(&spec)) {
     j["parts"] = nlohmann::json::array();
     for (const IndependentSpec::Part& part : independent->parts) {

@@ -773,3 +773,42 @@ TEST_CASE("views-after-epilogues moves a product's activation before its View", 
     stays(compile(rows_and_back_model({{"Gelu", {}, "tanh"}}), opts));
   }
 }
+
+// Proves: a Conv whose image and kernel are 1 x 1 (an squeeze-and-excitation block's, after its
+// pool) becomes rows, a Gemm with W as [C', C] transposed and the bias, and the pixels back;
+// a wider image, a group convolution and a padded one stay convolutions.
+TEST_CASE("canonicalize makes a 1 x 1 convolution of 1 x 1 pixels a Gemm", "[passes]") {
+  auto conv_model = [](std::vector<int64_t> x_shape, int64_t group, bool padded) {
+    ModelBuilder m(13);
+    m.input("x", kFloat, x_shape).output("y");
+    const int64_t c = x_shape[1];
+    m.initializer_f32("w", {6, c / group, 1, 1},
+                      std::vector<float>(static_cast<size_t>(6 * c / group), 0.25f));
+    m.initializer_f32("b", {6}, std::vector<float>(6, 0.5f));
+    onnx::NodeProto& conv = m.node("Conv", {"x", "w", "b"}, {"y"}, "conv");
+    if (group != 1) test::set_attr_int(conv, "group", group);
+    if (padded) test::set_attr_ints(conv, "pads", {1, 1, 1, 1});
+    return m;
+  };
+  {
+    Graph g = compile(conv_model({2, 4, 1, 1}, 1, false));
+    CHECK(count_op(g, OpKind::Conv) == 0);
+    REQUIRE(count_op(g, OpKind::Gemm) == 1);
+    for (const Node& node : g.nodes)
+      if (node.op == OpKind::Gemm) {
+        CHECK(node.name == "conv");
+        CHECK(NodeContext(g, node).attr_int("transB", 0) == 1);
+        CHECK(g.tensor(node.inputs[0]).shape == Shape{2, 4});
+        CHECK(g.tensor(node.inputs[1]).shape == Shape{6, 4});
+        CHECK(g.tensor(node.inputs[1]).is_constant());
+        CHECK(g.tensor(node.inputs[2]).shape == Shape{6});
+        CHECK(g.tensor(node.outputs[0]).shape == Shape{2, 6});
+      }
+    CHECK(count_op(g, OpKind::View) == 2); // the rows and the pixels
+    for (TensorId out : g.outputs)
+      CHECK(g.tensor(out).shape == Shape{2, 6, 1, 1});
+  }
+  CHECK(count_op(compile(conv_model({2, 4, 2, 1}, 1, false)), OpKind::Conv) == 1);
+  CHECK(count_op(compile(conv_model({2, 4, 1, 1}, 2, false)), OpKind::Conv) == 1);
+  CHECK(count_op(compile(conv_model({2, 4, 1, 1}, 1, true)), OpKind::Conv) == 1);
+}

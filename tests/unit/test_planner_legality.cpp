@@ -791,6 +791,75 @@ TEST_CASE("planner legality: row ops stitch to the one-row matrix product they f
   CHECK(plan_totals(ilp).bytes < plan_totals(greedy).bytes);
 }
 
+// A squeeze-and-excitation block's first half as canonicalize leaves it: GlobalAveragePool ->
+// Flatten -> Gemm (its 1 x 1 convolution, W [4, 16]) -> Reshape to the pixels [1, 4, 1, 1] ->
+// SiLU (Sigmoid, and Mul reading the pixels twice), with `extra` multiplied in when given.
+Graph squeeze_excite(GraphBuilder& b, std::optional<Shape> extra = std::nullopt) {
+  TensorId x = b.input({1, 16, 5, 5});
+  TensorId pooled = b.op(OpKind::GlobalAveragePool, {x}, "gap");
+  TensorId flat = b.op(OpKind::Flatten, {pooled}, "flatten");
+  TensorId fc = b.op(OpKind::Gemm, {flat, b.constant({4, 16}, 0.1f), b.constant({4}, 0.5f)}, "fc",
+                     {{"transB", int64_t{1}}});
+  TensorId pixels = b.op(OpKind::Reshape, {fc, b.constant_ints({1, 4, 1, 1})}, "pixels");
+  TensorId s = b.op(OpKind::Sigmoid, {pixels}, "sigmoid");
+  TensorId silu = b.op(OpKind::Mul, {pixels, s}, "silu");
+  if (extra) silu = b.op(OpKind::Mul, {silu, b.constant(*extra, 2.0f)}, "scale");
+  b.output(silu);
+  Graph g = b.finish();
+  make_views(g);
+  return g;
+}
+
+// The consumers of the one-row product may read it through views of its result (the
+// pixels of a 1 x 1 convolution made a Gemm): the pool, the product and the SiLU after it are
+// one Global group, the consumers per output j; a consumer reading anything but those values
+// and scalars there is refused.
+TEST_CASE("planner legality: a matrix-vector product's consumers read it through views",
+          "[planner]") {
+  {
+    GraphBuilder b;
+    Graph g = squeeze_excite(b);
+    GroupAnalysis a;
+    FusionDecision d = decide(g, {"gap", "flatten", "fc", "pixels", "sigmoid", "silu"}, a);
+    INFO(d.reason);
+    REQUIRE(d.legal);
+    CHECK(a.scheme == StitchScheme::Global);
+    const auto& spec = std::get<RowGemvSpec>(a.group.spec);
+    CHECK(spec.result_views == std::vector<int32_t>{node_named(g, "pixels")});
+    CHECK(spec.consumers.size() == 2);
+    PlannerOptions options;
+    FusionPlan ilp = plan_fusion(g, options);
+    REQUIRE(ilp.groups.size() == 1);
+    CHECK(ilp.groups[0].scheme == StitchScheme::Global);
+  }
+  {
+    // A scalar read there is one value for every output.
+    GraphBuilder b;
+    Graph g = squeeze_excite(b, Shape{1});
+    GroupAnalysis a;
+    FusionDecision d = decide(g, {"gap", "flatten", "fc", "pixels", "sigmoid", "silu", "scale"}, a);
+    INFO(d.reason);
+    CHECK(d.legal);
+  }
+  {
+    // A tensor of the pixels' shape is not indexed by the product's outputs.
+    GraphBuilder b;
+    Graph g = squeeze_excite(b, Shape{1, 4, 1, 1});
+    GroupAnalysis a;
+    FusionDecision d = decide(g, {"gap", "flatten", "fc", "pixels", "sigmoid", "silu", "scale"}, a);
+    CHECK_FALSE(d.legal);
+    CHECK_THAT(d.reason, Catch::Contains("only scalars may be read there"));
+  }
+  {
+    // The view read outside the group: the group would have to write it.
+    GraphBuilder b;
+    Graph g = squeeze_excite(b);
+    GroupAnalysis a;
+    FusionDecision d = decide(g, {"gap", "flatten", "fc", "pixels", "sigmoid"}, a);
+    CHECK_FALSE(d.legal);
+  }
+}
+
 TEST_CASE("planner legality: the matrix-vector stitch refuses what it cannot run", "[planner]") {
   SECTION("two rows are a matrix product, not a matrix-vector one") {
     GraphBuilder b;
