@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include <cmath>
+#include <map>
 #include <set>
 #include <string>
 
@@ -290,13 +291,15 @@ bool fold_gemm_beta(Graph& graph) {
   return changed;
 }
 
-// A Conv whose every spatial extent is 1 in X and in its kernel (no padding, group 1): an
-// squeeze-and-excitation block's 1 x 1 convolutions after a global pool, a classifier head
-// written as a convolution. Each output pixel is then one dot product of X's channels with a
-// row of W: a Linear layer, X [N, C, 1, ...] viewed as [N, C] times W [C', C] (the same
-// bytes) transposed, plus the bias, viewed back as [N, C', 1, ...]. As a Gemm it is a product
-// the planner can put after the pool in one kernel (a matrix-vector product at N = 1) and whose
-// epilogue takes a tanh Gelu as well as Relu.
+// A Conv of one image (N = 1) whose every spatial extent is 1 in X and in its kernel (no
+// padding, group 1, a float type the libraries take): a squeeze-and-excitation block's 1 x 1
+// convolutions after its global pool, a classifier head written as a convolution. The output
+// is then one dot product of X's channels with each row of W: a Linear layer, X [1, C, 1, ...]
+// viewed as [1, C] times W [C', C] (the same bytes, one tensor per W) transposed, plus the
+// bias, viewed back as [1, C', 1, ...]. As a one-row Gemm it is a matrix-vector product the
+// planner stitches to the pool before it and the activation after it in one kernel. At N > 1
+// the convolution stays: cuDNN's call also adds a residual of the pixels' shape, which a
+// product's epilogue cannot read through the View.
 bool convs_as_gemms(Graph& graph) {
   std::vector<int32_t> convs;
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
@@ -308,12 +311,13 @@ bool convs_as_gemms(Graph& graph) {
     const Tensor& y = graph.tensor(node.outputs[0]);
     if (!w.is_constant() || w.view_of != kNoTensor || x.shape.size() < 3 ||
         w.shape.size() != x.shape.size() || y.shape.size() != x.shape.size() ||
-        w.dtype != x.dtype || y.dtype != x.dtype)
+        w.dtype != x.dtype || y.dtype != x.dtype ||
+        (x.dtype != DType::Float32 && x.dtype != DType::Float16 && x.dtype != DType::BFloat16))
       continue;
     const NodeContext ctx(graph, node);
     if (ctx.attr_int("group", 1) != 1) continue;
     const SymShape xs = x.sym_shape(), ys = y.sym_shape();
-    bool ones = w.shape[1] == x.shape[1] && xs[1].is_constant();
+    bool ones = xs[0] == DimExpr(1) && w.shape[1] == x.shape[1] && xs[1].is_constant();
     for (size_t d = 2; d < xs.size(); ++d)
       ones = ones && xs[d] == DimExpr(1) && ys[d] == DimExpr(1) && w.shape[d] == 1;
     if (!ones) continue;
@@ -330,6 +334,7 @@ bool convs_as_gemms(Graph& graph) {
   }
   if (convs.empty()) return false;
   PassBuilder build(graph);
+  std::map<TensorId, TensorId> matrix_of; // W -> its bytes as [C', C], one per W
   std::vector<std::vector<Node>> replacing(graph.nodes.size());
   for (int32_t n : convs) {
     const Node conv = graph.nodes[n];
@@ -339,12 +344,14 @@ bool convs_as_gemms(Graph& graph) {
     const TensorId y = conv.outputs[0];
     std::vector<Node>& added = replacing[static_cast<size_t>(n)];
     const TensorId rows = build.reshape(added, conv.inputs[0], {xs[0], xs[1]}, name + "/rows");
-    Tensor weight = graph.tensor(conv.inputs[1]); // the same bytes as [C', C]
-    weight.name += "/matrix";
-    weight.shape = {ws[0], ws[1]};
-    const TensorId matrix = build.tensor(weight.name, weight.dtype, weight.shape);
-    graph.tensor(matrix).constant = weight.constant;
-    std::vector<TensorId> inputs = {rows, matrix};
+    auto [known, fresh] = matrix_of.emplace(conv.inputs[1], kNoTensor);
+    if (fresh) {
+      Tensor weight = graph.tensor(conv.inputs[1]); // the same bytes as [C', C]
+      const TensorId matrix = build.tensor(weight.name + "/matrix", weight.dtype, {ws[0], ws[1]});
+      graph.tensor(matrix).constant = weight.constant;
+      known->second = matrix;
+    }
+    std::vector<TensorId> inputs = {rows, known->second};
     if (conv.inputs.size() > 2 && conv.inputs[2] != kNoTensor) inputs.push_back(conv.inputs[2]);
     const TensorId product =
         build.sym_tensor(name + "/product", graph.tensor(y).dtype, {xs[0], DimExpr(ws[0])});

@@ -12,11 +12,11 @@
 //   Gemm(A, B, C, beta) with C a float32 constant -> Gemm(A, B, beta * C, beta 1), a C along
 //     M ([], [1], [1, 1]) the row of N: as the library's epilogue takes it (bias or C), where
 //     it needed a fill kernel (beta 0 leaves C unread and untouched)
-//   Conv(X [N, C, 1, ...], W [C', C, 1, ...], B), group 1, unpadded
-//                           -> View(Gemm(View(X) [N, C], W as [C', C], B, transB=1))
-//     a 1 x 1 convolution of 1 x 1 pixels (a squeeze-and-excitation block's, after its global
-//     pool) is a Linear layer: a product the planner stitches to the pool before it (one row)
-//     and the activation after it, where cuDNN's call would stand alone
+//   Conv(X [1, C, 1, ...], W [C', C, 1, ...], B), group 1, unpadded
+//                           -> View(Gemm(View(X) [1, C], W as [C', C], B, transB=1))
+//     a 1 x 1 convolution of one image of 1 x 1 pixels (a squeeze-and-excitation block's,
+//     after its global pool) is a matrix-vector product, which the planner stitches to the
+//     pool before it and the activation after it, where cuDNN's call would stand alone
 //   0.5 * x * (1 + erf(x / sqrt(2)))                              -> Gelu(x)
 //   0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))       -> Gelu(x, approximate="tanh")
 //     in the orders and associations exporters write (x / 1.41421 or x * 0.70711, the 0.5

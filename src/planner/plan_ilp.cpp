@@ -179,6 +179,7 @@ void add_grown_sets(const FusionContext& ctx, const PlannerOptions& options, Can
       if (static_cast<int>(current.size()) >= options.max_group_nodes) continue;
       for (int32_t m : growable_neighbours(ctx, seed, current)) {
         std::vector<int32_t> grown = grown_by(ctx, current, m);
+        if (static_cast<int>(grown.size()) > options.max_group_nodes) continue;
         if (!visited.insert(grown).second) continue;
         if (!set.add(grown)) continue;
         queue.push_back(std::move(grown));

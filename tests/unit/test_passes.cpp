@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <limits>
+#include <set>
 #include <sstream>
 
 #include "frontend/onnx_loader.h"
@@ -774,9 +775,10 @@ TEST_CASE("views-after-epilogues moves a product's activation before its View", 
   }
 }
 
-// Proves: a Conv whose image and kernel are 1 x 1 (an squeeze-and-excitation block's, after its
-// pool) becomes rows, a Gemm with W as [C', C] transposed and the bias, and the pixels back;
-// a wider image, a group convolution and a padded one stay convolutions.
+// Proves: a Conv of one image whose pixels and kernel are 1 x 1 (a squeeze-and-excitation
+// block's, after its pool) becomes rows, a Gemm with W as [C', C] transposed and the bias, and
+// the pixels back, one matrix per W; two images, a wider image, a group convolution and a
+// padded one stay convolutions.
 TEST_CASE("canonicalize makes a 1 x 1 convolution of 1 x 1 pixels a Gemm", "[passes]") {
   auto conv_model = [](std::vector<int64_t> x_shape, int64_t group, bool padded) {
     ModelBuilder m(13);
@@ -791,24 +793,39 @@ TEST_CASE("canonicalize makes a 1 x 1 convolution of 1 x 1 pixels a Gemm", "[pas
     return m;
   };
   {
-    Graph g = compile(conv_model({2, 4, 1, 1}, 1, false));
+    Graph g = compile(conv_model({1, 4, 1, 1}, 1, false));
     CHECK(count_op(g, OpKind::Conv) == 0);
     REQUIRE(count_op(g, OpKind::Gemm) == 1);
     for (const Node& node : g.nodes)
       if (node.op == OpKind::Gemm) {
         CHECK(node.name == "conv");
         CHECK(NodeContext(g, node).attr_int("transB", 0) == 1);
-        CHECK(g.tensor(node.inputs[0]).shape == Shape{2, 4});
+        CHECK(g.tensor(node.inputs[0]).shape == Shape{1, 4});
         CHECK(g.tensor(node.inputs[1]).shape == Shape{6, 4});
         CHECK(g.tensor(node.inputs[1]).is_constant());
         CHECK(g.tensor(node.inputs[2]).shape == Shape{6});
-        CHECK(g.tensor(node.outputs[0]).shape == Shape{2, 6});
+        CHECK(g.tensor(node.outputs[0]).shape == Shape{1, 6});
       }
     CHECK(count_op(g, OpKind::View) == 2); // the rows and the pixels
     for (TensorId out : g.outputs)
-      CHECK(g.tensor(out).shape == Shape{2, 6, 1, 1});
+      CHECK(g.tensor(out).shape == Shape{1, 6, 1, 1});
   }
-  CHECK(count_op(compile(conv_model({2, 4, 2, 1}, 1, false)), OpKind::Conv) == 1);
-  CHECK(count_op(compile(conv_model({2, 4, 1, 1}, 2, false)), OpKind::Conv) == 1);
-  CHECK(count_op(compile(conv_model({2, 4, 1, 1}, 1, true)), OpKind::Conv) == 1);
+  {
+    // Two convolutions of one W: one matrix, the weights stored once.
+    ModelBuilder m = conv_model({1, 4, 1, 1}, 1, false);
+    m.node("Conv", {"y", "w2"}, {"z"}, "again");
+    m.initializer_f32("w2", {6, 6, 1, 1}, std::vector<float>(36, 0.5f));
+    m.node("Conv", {"x", "w"}, {"y2"}, "shared");
+    m.output("z").output("y2");
+    Graph g = compile(m);
+    CHECK(count_op(g, OpKind::Conv) == 0);
+    std::set<TensorId> matrices;
+    for (const Node& node : g.nodes)
+      if (node.op == OpKind::Gemm) matrices.insert(node.inputs[1]);
+    CHECK(matrices.size() == 2); // w's, read by two Gemms, and w2's
+  }
+  CHECK(count_op(compile(conv_model({2, 4, 1, 1}, 1, false)), OpKind::Conv) == 1); // N = 2
+  CHECK(count_op(compile(conv_model({1, 4, 2, 1}, 1, false)), OpKind::Conv) == 1);
+  CHECK(count_op(compile(conv_model({1, 4, 1, 1}, 2, false)), OpKind::Conv) == 1);
+  CHECK(count_op(compile(conv_model({1, 4, 1, 1}, 1, true)), OpKind::Conv) == 1);
 }
