@@ -140,8 +140,12 @@ void emit_fused_row_gemv(const GroupEmitContext& ctx, CodeWriter& out) {
   if (coordinates) emit_coordinates(out, shape, "j", "c");
   // The product's value under each of its views (the consumers' reads of them).
   std::set<TensorId> y_views;
-  for (int32_t v : spec.result_views)
-    y_views.insert(g.nodes[v].outputs[0]);
+  for (int32_t v : spec.result_views) {
+    const TensorId viewed = g.nodes[v].outputs[0];
+    y_views.insert(viewed);
+    out.comment(fmt::format("'{}' {} views the product: the same value y at output j.",
+                            g.tensor(viewed).name, shape_to_string(g.tensor(viewed).shape)));
+  }
   ValueScope consumers(ctx, tail, out, [&](TensorId t) -> std::string {
     return t == y || y_views.count(t) ? std::string("y")
                                       : load_broadcast(ctx, sig, t, shape, out, "j", "c");
